@@ -1,0 +1,33 @@
+# Only Python 3.11 and make are assumed: everything else is installed into .venv.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: run test lint stress clean
+
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/pseudoclaude $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/ruff check app widgets memory tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+stress: $(STAMP)
+	PSEUDOCLAUDE_STRESS_KILLS=$${KILLS:-200} $(BIN)/python -m pytest -q -p no:cacheprovider tests/reliability -k random_sigkill --timeout 1800
+
+lint: $(STAMP)
+	$(BIN)/ruff check app widgets memory tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,209 @@
+"""``pseudoclaude memory ...``: the memory commands that never call a model (DESIGN.md §8)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from memory.doctor import diagnose, fix
+from memory.model import INDEX_FILE, MANUAL_SOURCE, Level
+from memory.parser import parse_and_validate
+from memory.paths import resolve_workspace
+from memory.spool import Spool, SpoolError
+from memory.store import StoreError
+from memory.transaction import MemoryStores, TransactionError, UndoError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
+
+# Reading a patch from a file or stdin: far more than 50 ops of 16 KiB, far less than a hang.
+MAX_APPLY_INPUT = 4 * 1024 * 1024
+
+
+def _err(msg: str) -> None:
+    print(f"pseudoclaude: {msg}", file=sys.stderr)
+
+
+def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    sub = mem.add_subparsers(dest="memory_command", required=True)
+
+    def cmd(name: str, help_: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_)
+        common(p)
+        return p
+
+    cmd("index", "print the merged index exactly as a new session's system prompt gets it")
+    cmd("list", "list the notes of both stores")
+    p = cmd("show", "print one note")
+    p.add_argument("level", choices=[lv.value for lv in Level])
+    p.add_argument("file")
+    p = cmd("apply", "apply a model-style response (JSON operations) as a person's edit")
+    p.add_argument("file", help="file with the operations, or - for stdin")
+    p = cmd("pending", "list this workspace's spooled memory jobs")
+    p.add_argument("--all", action="store_true", help="every workspace's jobs, orphans included")
+    for name, what in (("approve", "apply held operations of a review-mode job"),
+                       ("reject", "drop held operations of a review-mode job")):
+        p = cmd(name, what)
+        p.add_argument("job", help="job id (or an unambiguous part of it)")
+        p.add_argument("ops", nargs="*", type=int, metavar="OP", help="operation numbers (default: all)")
+    cmd("undo", "revert the last applied batch of this workspace")
+    p = cmd("doctor", "check the stores and the index")
+    p.add_argument("--fix", action="store_true", help="repair what can be repaired safely")
+
+
+def run(args: argparse.Namespace) -> int:
+    workspace = getattr(args, "workspace", ".")
+    if not Path(workspace).is_dir():
+        _err(f"workspace {workspace} is not a folder")
+        return EXIT_USAGE
+    stores = MemoryStores(resolve_workspace(workspace))
+    handler = _HANDLERS[args.memory_command]
+    try:
+        return handler(stores, args)
+    except (TransactionError, StoreError, SpoolError) as e:
+        _err(str(e))
+        return EXIT_ERROR
+    except OSError as e:
+        _err(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
+        return EXIT_ERROR
+
+
+def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
+    text = stores.merged_index()
+    if text:
+        print(text)
+    return EXIT_OK
+
+
+def _list(stores: MemoryStores, args: argparse.Namespace) -> int:
+    for level, st in stores.stores.items():
+        problem = st.folder_problem()
+        notes = [] if problem else st.notes()
+        print(f"{level} store: {st.dir} ({len(notes)} note{'s' if len(notes) != 1 else ''})")
+        if problem:
+            print(f"  ! {problem}")
+        for n in notes:
+            flag = f"  ! {n.broken}" if n.broken else ""
+            summary = f" — {n.meta.summary}" if n.meta.summary else ""
+            print(f"  {n.filename}  [{n.meta.type}] {n.meta.title}{summary}  (updated {n.meta.updated or '?'}, "
+                  f"source {n.meta.source}){flag}")
+    return EXIT_OK
+
+
+def _show(stores: MemoryStores, args: argparse.Namespace) -> int:
+    st = stores.store(args.level)
+    if args.file == INDEX_FILE:
+        sys.stdout.write(stores.read_memory(args.level, INDEX_FILE))
+        return EXIT_OK
+    reason = st.target_problem(args.file)
+    if reason is not None:
+        _err(reason)
+        return EXIT_ERROR
+    data = st.fs.read_bytes(st.dir / args.file)
+    sys.stdout.write(data.decode("utf-8", "replace"))
+    return EXIT_OK
+
+
+def _read_input(name: str) -> str:
+    if name == "-":
+        data = sys.stdin.buffer.read(MAX_APPLY_INPUT + 1)
+    else:
+        with open(name, "rb") as f:
+            data = f.read(MAX_APPLY_INPUT + 1)
+    if len(data) > MAX_APPLY_INPUT:
+        raise ValueError(f"input is larger than {MAX_APPLY_INPUT} bytes")
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _apply(stores: MemoryStores, args: argparse.Namespace) -> int:
+    try:
+        text = _read_input(args.file)
+    except (OSError, ValueError) as e:
+        _err(f"cannot read {args.file}: {getattr(e, 'strerror', None) or e}")
+        return EXIT_USAGE if isinstance(e, FileNotFoundError) else EXIT_ERROR
+    parsed = parse_and_validate(text)
+    if not parsed.found:
+        _err("no operations found: expected a JSON array or an object with an \"operations\" array")
+        return EXIT_REJECTED
+    result = stores.apply(parsed.ops, source=MANUAL_SOURCE, rejected=parsed.rejected, label="memory apply")
+    for a in result.applied:
+        print(f"{a.action} {a.level}/{a.filename}")
+    problems = sorted([*result.rejected, *result.conflicts], key=lambda r: r.index)
+    for r in problems:
+        _err(r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}")
+    return EXIT_REJECTED if problems else EXIT_OK
+
+
+def _pending(stores: MemoryStores, args: argparse.Namespace) -> int:
+    spool = Spool(stores.paths, stores.fs)
+    entries = spool.list(None if args.all else stores.paths.workspace, include_orphans=args.all)
+    if not entries:
+        print("no pending memory jobs")
+        return EXIT_OK
+    for e in entries:
+        if e.job is None:
+            print(f"{e.id}  corrupt   {e.problem}")
+            continue
+        where = f"  [{e.workspace}]" if args.all else ""
+        reason = f"  ({e.job.error})" if e.job.error and e.status == "failed" else ""
+        held = f"  {len(e.job.held_ops)} held op(s)" if e.job.held_ops else ""
+        print(f"{e.id}  {e.status:<8}  {e.job.excerpt()}{held}{reason}{where}")
+    return EXIT_OK
+
+
+def _review(stores: MemoryStores, args: argparse.Namespace) -> int:
+    from memory.manager import Manager
+
+    manager = Manager(stores, None)
+    spool = Spool(stores.paths, stores.fs)
+    job_id = spool.resolve(args.job)
+    ops = args.ops or None
+    if args.memory_command == "approve":
+        result = manager.approve(job_id, ops)
+        for a in result.applied:
+            print(f"{a.action} {a.level}/{a.filename}")
+        problems = sorted([*result.rejected, *result.conflicts], key=lambda r: r.index)
+        for r in problems:
+            _err(r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}")
+        return EXIT_REJECTED if problems else EXIT_OK
+    manager.reject(job_id, ops)
+    print(f"rejected {'all held ops' if ops is None else 'ops ' + ', '.join(map(str, ops))} of job {job_id}")
+    return EXIT_OK
+
+
+def _undo(stores: MemoryStores, args: argparse.Namespace) -> int:
+    try:
+        result = stores.undo()
+    except UndoError as e:
+        _err(str(e))
+        return EXIT_ERROR
+    for a in result.applied:
+        print(f"reverted {a.level}/{a.filename}")
+    return EXIT_OK
+
+
+def _doctor(stores: MemoryStores, args: argparse.Namespace) -> int:
+    report = fix(stores) if args.fix else diagnose(stores)
+    for line in report.fixed:
+        print(f"fixed: {line}")
+    for f in report.findings:
+        hint = " (doctor --fix repairs this)" if f.fixable and not args.fix else ""
+        print(f"problem: {f.message}{hint}")
+    if report.ok:
+        print("memory stores are healthy")
+        return EXIT_OK
+    return EXIT_ERROR
+
+
+_HANDLERS: dict[str, Callable[[MemoryStores, argparse.Namespace], int]] = {
+    "index": _index,
+    "list": _list,
+    "show": _show,
+    "apply": _apply,
+    "pending": _pending,
+    "approve": _review,
+    "reject": _review,
+    "undo": _undo,
+    "doctor": _doctor,
+}

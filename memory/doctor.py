@@ -1,0 +1,82 @@
+"""``memory doctor``: find what is wrong with the stores and, with ``--fix``, repair what is safe.
+
+Nothing a person wrote is ever removed: broken notes, symlinks and hard links are reported
+with what to do, never "fixed" away. Safe repairs are finishing or dropping an interrupted
+transaction and rebuilding ``MEMORY.md`` from the notes.
+"""
+
+from __future__ import annotations
+
+import stat
+from dataclasses import dataclass, field
+
+from .model import INDEX_FILE
+from .sanitize import check_filename
+from .store import render_index
+from .transaction import MemoryStores
+
+
+@dataclass
+class Finding:
+    message: str
+    fixable: bool
+
+
+@dataclass
+class DoctorReport:
+    findings: list[Finding] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def diagnose(stores: MemoryStores) -> DoctorReport:
+    report = DoctorReport()
+    add = report.findings.append
+    jdir = stores.paths.journal_dir
+    if jdir.exists():
+        for name in sorted(p.name for p in jdir.iterdir()):
+            add(Finding(f"interrupted transaction left {jdir / name}", True))
+    for level, st in stores.stores.items():
+        problem = st.folder_problem()
+        if problem is not None:
+            add(Finding(f"{problem} (remove the link and recreate the folder)", False))
+            continue
+        if not st.dir.exists():
+            continue
+        for name in st.temp_files():
+            add(Finding(f"{level} store: leftover temporary file {name}", True))
+        notes = []
+        for name in st.entries():
+            if name in (INDEX_FILE, ".gitignore", ".trash") or name.startswith(".pc-"):
+                continue
+            path = st.dir / name
+            lst = path.lstat()
+            if stat.S_ISLNK(lst.st_mode):
+                add(Finding(f"{level} store: {name} is a symlink; it is ignored (replace it with a regular file)", False))
+                continue
+            if not name.endswith(".md") or stat.S_ISDIR(lst.st_mode):
+                add(Finding(f"{level} store: {name} is not a note (*.md file); it is ignored", False))
+                continue
+            reason = check_filename(name) or st.regular_file_problem(name)
+            if reason is not None:
+                add(Finding(f"{level} store: {name}: {reason}; it is ignored (rename or copy it)", False))
+                continue
+            note = st.read_note(name)
+            notes.append(note)
+            if note.broken:
+                add(Finding(f"{level} store: {name}: {note.broken} (edit the file; it is listed by filename)", False))
+        if st.read_index_file() != render_index(notes):
+            add(Finding(f"{level} store: {INDEX_FILE} does not match the notes", True))
+    return report
+
+
+def fix(stores: MemoryStores) -> DoctorReport:
+    fixed = stores.recover()
+    rebuilt = stores.rebuild_indexes()
+    fixed += [f"{lv} store: rebuilt {INDEX_FILE}" for lv in rebuilt]
+    report = diagnose(stores)
+    report.fixed = fixed
+    return report

@@ -1,0 +1,90 @@
+"""What the memory manager tells its subscribers (the side panel, print mode, the CLI).
+
+Events are small frozen values: a subscriber may keep them, pass them to another thread or
+post them as UI messages without copying.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .model import AppliedOp, Conflict, Operation, Rejection
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class JobQueued(_Event):
+    """A turn was spooled durably; nothing has been asked of the model yet."""
+
+    kind: Literal["queued"] = "queued"
+    job_id: str
+    workspace: str = ""
+
+
+class JobStarted(_Event):
+    """The worker picked the job up. ``merged_from``: the queued jobs it coalesced."""
+
+    kind: Literal["started"] = "started"
+    job_id: str
+    turns: int = 1
+    merged_from: tuple[str, ...] = ()
+
+
+class JobApplied(_Event):
+    """The job's batch was committed (its job file is gone). Nothing applied is still an outcome."""
+
+    kind: Literal["applied"] = "applied"
+    job_id: str
+    applied: tuple[AppliedOp, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
+    txid: str | None = None
+
+
+class JobFailed(_Event):
+    """The job stays spooled as ``failed``. ``retryable``: a later ``flush`` may succeed."""
+
+    kind: Literal["failed"] = "failed"
+    job_id: str
+    reason: str
+    retryable: bool = True
+
+
+class HeldOpView(_Event):
+    index: int
+    op: Operation
+
+
+class JobHeld(_Event):
+    """Review mode: the job's validated ops wait for ``approve``/``reject``."""
+
+    kind: Literal["held"] = "held"
+    job_id: str
+    ops: tuple[HeldOpView, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
+
+
+class IndexChanged(_Event):
+    """The merged index after a commit: what the next Run should see."""
+
+    kind: Literal["index"] = "index"
+    index: str
+
+
+# A plain union: usable in annotations and in ``isinstance`` checks alike.
+MemoryEvent = JobQueued | JobStarted | JobApplied | JobFailed | JobHeld | IndexChanged
+
+__all__ = [
+    "HeldOpView",
+    "IndexChanged",
+    "JobApplied",
+    "JobFailed",
+    "JobHeld",
+    "JobQueued",
+    "JobStarted",
+    "MemoryEvent",
+]

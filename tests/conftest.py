@@ -1,0 +1,31 @@
+"""Test hygiene shared by every test: a private HOME and PSEUDOCLAUDE_HOME, no ANTHROPIC_* leaking in."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+# CI and local runs alike: no per-example deadline (2 noisy cores), a fixed seed in CI.
+settings.register_profile(
+    "ci", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("home")
+    pc_home = home / ".PseudoClaude"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PSEUDOCLAUDE_HOME", str(pc_home))
+    for key in list(os.environ):
+        if key.startswith("ANTHROPIC_") or (key.startswith("PSEUDOCLAUDE_") and key != "PSEUDOCLAUDE_HOME"):
+            if key == "PSEUDOCLAUDE_STRESS_KILLS":
+                continue
+            monkeypatch.delenv(key, raising=False)
+    yield pc_home

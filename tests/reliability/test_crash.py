@@ -1,0 +1,147 @@
+"""Hard crashes: a forked child exits at every file operation k; random SIGKILLs of a process
+applying batches. After recovery: no mixed store, no lost and no twice-applied job."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memory.fs import FS
+from tests.memtools import create, leftovers, make_env, stores_state
+from tests.reliability.scenario import reference, run_batch, seeded
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _exit_at(k: int):
+    calls = {"n": 0}
+
+    def hook(op: str, path: str) -> None:
+        if calls["n"] == k:
+            os._exit(17)
+        calls["n"] += 1
+
+    return hook
+
+
+def test_os_exit_at_every_file_operation(tmp_path: Path) -> None:
+    before, after, log = reference(tmp_path / "ref")
+    seen = set()
+    for k in range(len(log)):
+        root = tmp_path / f"k{k}"
+        root.mkdir()
+        # Seed in the parent so the child only runs the batch.
+        _, job = seeded(root)
+        pid = os.fork()
+        if pid == 0:  # child: die hard at operation k
+            try:
+                run_batch(make_env(root, FS(hook=_exit_at(k))), job)
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 17, f"child did not crash at op {k}"
+        clean = make_env(root)
+        clean.recover()
+        state = stores_state(clean)
+        assert state in (before, after), f"mixed store after a crash at op {k} ({log[k]})"
+        assert leftovers(clean) == []
+        if job.exists():
+            # Not committed: the job is still spooled; running it now applies it exactly once.
+            assert state == before
+            run_batch(clean, job)
+        assert stores_state(clean) == after, f"job lost or applied twice after a crash at op {k}"
+        seen.add(state == after)
+    assert seen == {True, False}
+
+
+APPLIER = r"""
+import json, os, sys
+from pathlib import Path
+from tests.memtools import make_env, create
+root = Path(sys.argv[1])
+stores = make_env(root)
+stores.recover()
+spool = stores.paths.spool_dir
+spool.mkdir(parents=True, exist_ok=True)
+# Leftover jobs first (their batch was never committed), then new ones.
+def batch(i):
+    return [(0, create("project", f"P-{i}", f"project fact {i}")),
+            (1, create("user", f"U-{i}", f"user fact {i}", type_="user_preference"))]
+counter = root / "next"
+i = int(counter.read_text()) if counter.exists() else 0
+for name in sorted(os.listdir(spool)):
+    if name.endswith(".json"):
+        j = int(name.split(".")[0])
+        stores.apply(batch(j), source=f"job-{j}", jobs=[spool / name])
+        # A job spooled just before the kill, before the counter moved past it.
+        i = max(i, j + 1)
+sys.stdout.write("ready\n"); sys.stdout.flush()
+while True:
+    job = spool / f"{i:08d}.json"
+    stores.fs.create_durable(job, json.dumps({"i": i}).encode())
+    stores.fs.atomic_write(counter, str(i + 1).encode())
+    stores.apply(batch(i), source=f"job-{i}", jobs=[job])
+    i += 1
+"""
+
+
+def _titles(folder: Path, prefix: str) -> list[int]:
+    out = []
+    for p in folder.glob("*.md"):
+        if p.name == "MEMORY.md":
+            continue
+        for line in p.read_text().splitlines():
+            if line.startswith("title: "):
+                t = line.removeprefix("title: ").strip("'\"")
+                if t.startswith(prefix):
+                    out.append(int(t.removeprefix(prefix)))
+    return sorted(out)
+
+
+def test_random_sigkill_of_applying_process(tmp_path: Path) -> None:
+    kills = int(os.environ.get("PSEUDOCLAUDE_STRESS_KILLS", "20"))
+    seed = int(os.environ.get("PSEUDOCLAUDE_STRESS_SEED", str(random.randrange(1 << 30))))
+    print(f"random SIGKILL test: {kills} kills, seed {seed} (PSEUDOCLAUDE_STRESS_SEED={seed} to replay)")
+    rng = random.Random(seed)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for _ in range(kills):
+        proc = subprocess.Popen([sys.executable, "-c", APPLIER, str(tmp_path)], cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if line != "ready\n":
+            proc.kill()
+            pytest.fail(f"applier failed to start: {line}{proc.stderr.read() if proc.stderr else ''}")
+        # A random moment inside the apply loop; the barrier above makes sure it is running.
+        time.sleep(rng.uniform(0.0, 0.15))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    stores = make_env(tmp_path)
+    stores.recover()
+    assert leftovers(stores) == []
+    spooled = {int(p.stem) for p in stores.paths.spool_dir.glob("*.json")}
+    project, user = _titles(stores.project.dir, "P-"), _titles(stores.user.dir, "U-")
+    assert len(project) == len(set(project)) and len(user) == len(set(user)), "a job was applied twice"
+    assert project == user, "a batch reached one store and not the other"
+    started = int((tmp_path / "next").read_text()) if (tmp_path / "next").exists() else 0
+    # Jobs are spooled one after another, so every id below the highest one seen was spooled.
+    started = max([started, *(i + 1 for i in [*project, *spooled])])
+    for i in range(started):
+        assert (i in project) != (i in spooled), f"job {i} lost or applied while still spooled"
+    # Drain what is left, as the next process would: every job ends applied exactly once.
+    for i in sorted(spooled):
+        stores.apply([(0, create("project", f"P-{i}", f"project fact {i}")),
+                      (1, create("user", f"U-{i}", f"user fact {i}", type_="user_preference"))],
+                     source=f"job-{i}", jobs=[stores.paths.spool_dir / f"{i:08d}.json"])
+    project, user = _titles(stores.project.dir, "P-"), _titles(stores.user.dir, "U-")
+    assert project == user == sorted(set(range(started)) | spooled)
+    for store in (stores.project, stores.user):
+        index_lines = (store.dir / "MEMORY.md").read_text().splitlines() if (store.dir / "MEMORY.md").exists() else []
+        assert len(index_lines) == len(store.note_names())

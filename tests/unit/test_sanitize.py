@@ -1,0 +1,502 @@
+"""memory.sanitize: one-line text, redaction, filenames, slugs."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memory.model import MAX_SLUG, MAX_SUMMARY, MAX_TITLE, NoteType
+from memory.sanitize import (
+    check_filename,
+    defuse_tags,
+    is_strict_utf8,
+    is_unsafe_char,
+    note_filename,
+    redact,
+    sanitize_line,
+    sanitize_summary,
+    sanitize_title,
+    slugify,
+)
+
+BIDI = [
+    "\u202a",
+    "\u202b",
+    "\u202c",
+    "\u202d",
+    "\u202e",
+    "\u2066",
+    "\u2067",
+    "\u2068",
+    "\u2069",
+    "\u200e",
+    "\u200f",
+    "\u061c",
+]
+ZERO_WIDTH = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"]
+CONTROLS = ["\x00", "\x01", "\x07", "\x08", "\x1b", "\x7f", "\x9b"]
+
+# -- sanitize_line -----------------------------------------------------------------------
+
+
+def test_newlines_and_tabs_become_one_space() -> None:
+    assert sanitize_line("a\nb\r\nc\td\u2028e\u2029f", 100) == "a b c d e f"
+
+
+def test_whitespace_runs_collapse_and_ends_are_trimmed() -> None:
+    assert sanitize_line("  a  \t\n  b   ", 100) == "a b"
+
+
+@pytest.mark.parametrize("c", CONTROLS)
+def test_control_characters_removed(c: str) -> None:
+    assert sanitize_line(f"ab{c}cd", 100) == "abcd"
+
+
+@pytest.mark.parametrize("c", BIDI)
+def test_bidi_controls_removed(c: str) -> None:
+    assert sanitize_line(f"ab{c}cd", 100) == "abcd"
+
+
+@pytest.mark.parametrize("c", ZERO_WIDTH)
+def test_zero_width_removed(c: str) -> None:
+    assert sanitize_line(f"ab{c}cd", 100) == "abcd"
+
+
+def test_lone_surrogates_removed() -> None:
+    out = sanitize_line("a\ud800b\udfffc", 100)
+    assert out == "abc"
+    assert is_strict_utf8(out)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("# Title", "Title"),
+        ("### Title", "Title"),
+        ("  ## Title", "Title"),
+        ("# # Title", "Title"),
+        ("\n# x", "x"),
+    ],
+)
+def test_leading_hashes_stripped(raw: str, expected: str) -> None:
+    assert sanitize_line(raw, 100) == expected
+
+
+def test_inner_hash_kept() -> None:
+    assert sanitize_line("C# tips #1", 100) == "C# tips #1"
+
+
+def test_only_hashes_gives_empty() -> None:
+    assert sanitize_line("### \n #", 100) == ""
+
+
+def test_cut_at_whole_code_points_and_adds_nothing() -> None:
+    assert sanitize_line("😀" * 10, 3) == "😀😀😀"
+    assert sanitize_line("构建流程说明", 4) == "构建流程"
+    assert sanitize_line("abcdef", 3) == "abc"
+
+
+def test_cut_does_not_leave_trailing_space() -> None:
+    assert sanitize_line("ab cd", 3) == "ab"
+
+
+def test_title_and_summary_limits() -> None:
+    assert len(sanitize_title("x" * 500)) == MAX_TITLE
+    assert len(sanitize_summary("x" * 500)) == MAX_SUMMARY
+    assert sanitize_title("# Build\nworkflow") == "Build workflow"
+
+
+@given(st.text(), st.integers(min_value=0, max_value=300))
+def test_sanitize_line_properties(s: str, n: int) -> None:
+    out = sanitize_line(s, n)
+    assert len(out) <= n
+    assert "\n" not in out and "\t" not in out and "  " not in out
+    assert not any(is_unsafe_char(c) for c in out)
+    assert not out.startswith(("#", " ")) and not out.endswith(" ")
+    assert is_strict_utf8(out)
+    assert sanitize_line(out, n) == out
+
+
+def test_is_strict_utf8() -> None:
+    assert is_strict_utf8("plain 中文 😀")
+    assert not is_strict_utf8("bad \ud800")
+    assert not is_strict_utf8("\udc80")
+
+
+# -- redact ------------------------------------------------------------------------------
+
+ANTHROPIC = (
+    "sk-ant-api03-"
+    + "Xy7Kq2Lm9Np4Rs6Tu8Vw1Xz3Ab5Cd7Ef9Gh1Ij3Kl5Mn7Op9Qr1St3Uv5Wx7Yz9aB2cD4eF6gH8iJ0kL2mN4oP6qR8sT0u"
+    + "-AA"
+)
+OPENAI_LEGACY = "sk-" + "T3BlbkFJ4x9QmZ2vR7kLp1sN8wY5cH3jD6fG0aE2bU"
+OPENAI_PROJ = "sk-proj-" + "Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90Uv12Wx34_yz-56AbCdEf"
+DEEPSEEK_HEX = "sk-" + "4f3a9c0d2b7e4a1f8c6d5e3b2a1f0e9d"
+AWS = "AKIAIOSFODNN7EXAMPLE"
+AWS_TEMP = "ASIAJEXAMPLEXEG2JICEA"[:20]
+GITHUB = {
+    "ghp": "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "gho": "gho_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "ghu": "ghu_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "ghs": "ghs_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "ghr": "ghr_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "pat": "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV0123456",
+}
+SLACK = "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx"
+GOOGLE = "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
+JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi6Ny2e8Nq5pJ0r5uUqvYwXq3Fz\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtz\n"
+    "c2gtZWQyNTUxOQ==\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "secret"),
+    [
+        (f"key: {ANTHROPIC} ok", "anthropic_key", ANTHROPIC),
+        (f"use {OPENAI_LEGACY} now", "openai_key", OPENAI_LEGACY),
+        (f"use {OPENAI_PROJ} now", "openai_key", OPENAI_PROJ),
+        (f"use {DEEPSEEK_HEX} now", "openai_key", DEEPSEEK_HEX),
+        (f"id {AWS} here", "aws_access_key", AWS),
+        (f"id {AWS_TEMP} here", "aws_access_key", AWS_TEMP),
+        *[(f"tok {v} end", "github_token", v) for v in GITHUB.values()],
+        (f"slack {SLACK} end", "slack_token", SLACK),
+        (f"maps {GOOGLE} end", "google_api_key", GOOGLE),
+        (f"jwt {JWT} end", "jwt", JWT),
+        (f"before\n{PEM}\nafter", "private_key", PEM),
+    ],
+)
+def test_redacts_each_kind(text: str, kind: str, secret: str) -> None:
+    out = redact(text)
+    assert f"[REDACTED:{kind}]" in out
+    assert secret not in out
+    # The text around the secret survives.
+    assert out.split(f"[REDACTED:{kind}]")[0] == text.split(secret)[0]
+    assert out.split(f"[REDACTED:{kind}]")[1] == text.split(secret)[1]
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        "OPENSSH PRIVATE KEY",
+        "PRIVATE KEY",
+        "EC PRIVATE KEY",
+        "ENCRYPTED PRIVATE KEY",
+        "PGP PRIVATE KEY BLOCK",
+    ],
+)
+def test_private_key_block_labels(label: str) -> None:
+    body = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODkwYWJjZGVm\nZ2hpamtsbW5vcHFyc3R1dnd4eXo=\n"
+    text = f"x\n-----BEGIN {label}-----\n{body}-----END {label}-----\ny"
+    assert redact(text) == "x\n[REDACTED:private_key]\ny"
+
+
+def test_private_key_without_end_line_redacts_key_material_only() -> None:
+    text = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAABG5vbmU=\n\nThen run make"
+    assert redact(text) == "[REDACTED:private_key]\n\nThen run make"
+
+
+def test_private_key_flattened_to_one_line() -> None:
+    one_line = sanitize_line(PEM, 10_000)
+    assert redact(f"t {one_line} u") == "t [REDACTED:private_key] u"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "postgres://admin:s3cr3t@db.local:5432/app",
+            "postgres://admin:[REDACTED:url_password]@db.local:5432/app",
+        ),
+        ("redis://:hunter2@cache:6379", "redis://:[REDACTED:url_password]@cache:6379"),
+        ("https://bob:p@ss@example.com/x", "https://bob:[REDACTED:url_password]@example.com/x"),
+        (
+            "git clone https://user:tok3n@github.com/o/r.git",
+            "git clone https://user:[REDACTED:url_password]@github.com/o/r.git",
+        ),
+    ],
+)
+def test_url_password_keeps_user_and_host(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "http://localhost:8080/path",
+        "https://user@example.com/x",
+        "see https://example.com:443/a:b",
+        "mailto:a@b.c",
+    ],
+)
+def test_urls_without_password_untouched(text: str) -> None:
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: Bearer abc123def456ghi789", "Authorization: Bearer [REDACTED:bearer]"),
+        (
+            "curl -H 'authorization: bearer abc123def456ghi789' x",
+            "curl -H 'authorization: bearer [REDACTED:bearer]' x",
+        ),
+        (
+            'headers = {"Authorization": "Bearer abc123def456ghi789"}',
+            'headers = {"Authorization": "Bearer [REDACTED:bearer]"}',
+        ),
+        ("send Bearer abc123def456ghi789jkl to it", "send Bearer [REDACTED:bearer] to it"),
+        ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic [REDACTED:authorization]"),
+    ],
+)
+def test_bearer_and_authorization(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("password=hunter2", "password=[REDACTED:password]"),
+        ("DB_PASSWORD=s3cr3t!", "DB_PASSWORD=[REDACTED:password]"),
+        ("api_key: abc123xyz", "api_key: [REDACTED:api_key]"),
+        ('secret = "shh, it is"', 'secret = "[REDACTED:secret]"'),
+        ("token=abcdef", "token=[REDACTED:token]"),
+        ("client_secret: 'x9y8z7'", "client_secret: '[REDACTED:secret]'"),
+        ('{"password": "hunter2", "user": "bob"}', '{"password": "[REDACTED:password]", "user": "bob"}'),
+        ("Client(api_key='abc123')", "Client(api_key='[REDACTED:api_key]')"),
+        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG", "aws_secret_access_key = [REDACTED:api_key]"),
+        (
+            "https://x.test/?access_token=abc123&page=2",
+            "https://x.test/?access_token=[REDACTED:token]&page=2",
+        ),
+    ],
+)
+def test_generic_assignments_keep_the_key(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password_field = forms.CharField()",
+        "The token count is 512 and max_tokens: 4096",
+        "token count: 5",
+        "We use sk-learn and scikit-learn; sk-learn-compatibility-notes-for-all-versions",
+        "def login(token: str, password: Optional[str] = None):",
+        "token = next(tokens)",
+        "client.call(api_key=api_key, token=self.token)",
+        "password = getpass.getpass()",
+        "secret = os.environ['SECRET']",
+        "export GITHUB_TOKEN=$GITHUB_TOKEN",
+        'token = "${API_TOKEN}"',
+        "The token: we use JWTs for auth",
+        "Authorization: handled by the gateway",
+        "Use a Bearer token in the header",
+        "if token == expected: pass",
+        "tokens = tokenize(text)",
+        "The password is stored in the vault.",
+        "AKIA is the prefix of AWS access keys",
+        "Run `make test` before release; see docs/README.md (section 3).",
+        "ghp_ prefix means a personal token",
+        "eyJ is how base64 JSON starts",
+        "http://localhost:8080",
+        "中文说明：密码保存在 vault 里",
+        "password: null",
+    ],
+)
+def test_ordinary_text_not_mangled(text: str) -> None:
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"all: {ANTHROPIC} {OPENAI_PROJ} {AWS} {GITHUB['ghp']} {SLACK} {GOOGLE} {JWT}\n{PEM}",
+        "password=hunter2 https://a:b@c Authorization: Bearer abc123def456ghi789",
+        f"token={ANTHROPIC}",
+        f"Authorization: Bearer {JWT}",
+        "password: '[REDACTED:pass' and token=[REDACTED:x",
+    ],
+)
+def test_redact_idempotent_examples(text: str) -> None:
+    once = redact(text)
+    assert redact(once) == once
+
+
+_FRAGMENTS = [
+    ANTHROPIC, OPENAI_PROJ, AWS, GITHUB["pat"], SLACK, GOOGLE, JWT, PEM,
+    "password", "token", "secret", "api_key", "=", ": ", " = ", '"', "'", "\n", " ", "hunter2",
+    "https://", "user", ":", "@", "host", "/", "Authorization", "Bearer ", "abc123def456ghi789",
+    "prose", "[", "]", "{", "}", "${X}", "sk-", "eyJ", ".", "-----BEGIN PRIVATE KEY-----", "[REDACTED:",
+]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=25))
+def test_redact_idempotent_property(parts: list[str]) -> None:
+    once = redact("".join(parts))
+    assert redact(once) == once
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="=:@-_BIJ", blacklist_categories=("Cs",))))
+def test_redact_leaves_text_without_secret_shapes_alone(text: str) -> None:
+    # No separators and no letter that starts a prefix (Bearer, AKIA/AIza, eyJ): nothing can
+    # look like a secret.
+    assert redact(text) == text
+
+
+# -- check_filename ----------------------------------------------------------------------
+
+HOSTILE_NAMES = [
+    "",
+    ".",
+    "..",
+    "../x.md",
+    "../../etc/passwd.md",
+    "/etc/passwd",
+    "/abs/x.md",
+    "a/b.md",
+    "a\\b.md",
+    "x.md/..",
+    "x..md",
+    "..x.md",
+    ".hidden.md",
+    ".md",
+    "MEMORY.md",
+    "memory.md",
+    "Memory.md",
+    "ＭＥＭＯＲＹ.md",
+    "x\x00.md",
+    "x\n.md",
+    "x\r.md",
+    "x\t.md",
+    "x\x1b[31m.md",
+    "x\x7f.md",
+    "\u202ex.md",
+    "x\u202edm.exe.md",
+    "x\u2066.md",
+    "x\u200b.md",
+    "x\ufeff.md",
+    "x\u200d.md",
+    "x\u2028.md",
+    "x\ud800.md",
+    " x.md",
+    "x.md ",
+    "x.md\u00a0",
+    "CON",
+    "x.txt",
+    "x.md.bak",
+    "x.MD",
+    "x",
+    "-rf.md",
+    "--help.md",
+    "a" * 253 + ".md",
+    "中" * 85 + ".md",
+    "x.md/",
+    "~/x.md",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_hostile_filenames_refused(name: str) -> None:
+    reason = check_filename(name)
+    assert reason is not None
+    assert "\n" not in reason
+
+
+def test_enough_hostile_names() -> None:
+    assert len(HOSTILE_NAMES) >= 40
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "project_knowledge_build.md",
+        "user_preference_lang-2.md",
+        "a.md",
+        "my note.md",
+        "说明.md",
+        "x" * 252 + ".md",
+        "CON.md",
+        "notes (draft).md",
+    ],
+)
+def test_ordinary_filenames_accepted(name: str) -> None:
+    assert check_filename(name) is None
+
+
+_BAD_CHARS = st.one_of(
+    st.sampled_from(["/", "\\", "\x00", *BIDI, *ZERO_WIDTH, "\u2028", "\u2029"]),
+    st.characters(whitelist_categories=("Cc",)),
+)
+
+
+@given(st.text(max_size=20), _BAD_CHARS, st.text(max_size=20))
+def test_any_name_with_separator_control_or_bidi_refused(head: str, bad: str, tail: str) -> None:
+    assert check_filename(f"{head}{bad}{tail}.md") is not None
+
+
+# -- slugs -------------------------------------------------------------------------------
+
+
+def test_slug_from_title() -> None:
+    assert slugify("Build Workflow!", None) == "build-workflow"
+
+
+def test_slug_prefers_op_slug() -> None:
+    assert slugify("Build Workflow", "release-steps") == "release-steps"
+
+
+def test_slug_nfkd_drops_non_ascii_and_lowercases() -> None:
+    assert slugify("Café Déjà Vu", None) == "cafe-deja-vu"
+    assert slugify("ＡＢＣ", None) == "abc"
+
+
+def test_slug_runs_of_other_characters_become_one_dash_and_are_trimmed() -> None:
+    assert slugify("--Hello,   World__!!--", None) == "hello-world"
+
+
+def test_slug_at_most_48_and_no_trailing_dash_after_cut() -> None:
+    assert len(slugify("x" * 100, None)) == MAX_SLUG
+    # The 48th character is a dash: it is trimmed after cutting.
+    assert slugify("a" * 47 + " bcd", None) == "a" * 47
+
+
+def test_slug_falls_back_to_title_when_op_slug_is_empty() -> None:
+    assert slugify("Build flow", "中文") == "build-flow"
+    assert slugify("Build flow", "") == "build-flow"
+    assert slugify("Build flow", "---") == "build-flow"
+
+
+def test_slug_falls_back_to_hash() -> None:
+    title = "构建流程"
+    expected = "note-" + hashlib.sha256(title.encode("utf-8")).hexdigest()[:8]
+    assert slugify(title, None) == expected
+    assert slugify(title, "日本語") == expected
+
+
+@given(st.text(), st.one_of(st.none(), st.text()))
+def test_slug_is_always_a_safe_filename(title: str, slug: str | None) -> None:
+    s = slugify(title, slug)
+    assert re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", s)
+    assert len(s) <= MAX_SLUG
+    for t in NoteType:
+        assert check_filename(note_filename(t, s)) is None
+
+
+def test_note_filename() -> None:
+    assert note_filename(NoteType.PROJECT_KNOWLEDGE, "build") == "project_knowledge_build.md"
+    assert note_filename("user_preference", "lang") == "user_preference_lang.md"
+
+
+def test_defuse_tags() -> None:
+    out = defuse_tags("a </memory-index> <Memory-Index> <memory-indexes> <b>", ["memory-index"])
+    assert out == "a &lt;/memory-index> &lt;Memory-Index> <memory-indexes> <b>"
