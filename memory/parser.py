@@ -75,7 +75,11 @@ def find_json(text: str, accept: Callable[[Any], Any | None], starts: str = "[{"
 
 
 def _accept_operations(value: Any) -> list[object] | None:
-    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
+    # An array is the answer when it is empty or holds at least one op-like object; its other
+    # items are then rejected one by one (never the whole batch for one bad item).
+    if isinstance(value, list) and (
+        not value or any(isinstance(item, dict) and "action" in item for item in value)
+    ):
         return value
     if isinstance(value, dict) and isinstance(value.get("operations"), list):
         return value["operations"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 
 import pytest
 from hypothesis import given
@@ -351,6 +352,28 @@ def test_redact_leaves_text_without_secret_shapes_alone(text: str) -> None:
     # No separators and no letter that starts a prefix (Bearer, AKIA/AIza, eyJ): nothing can
     # look like a secret.
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-----BEGIN PRIVATE KEY-----\n" * 20_000,
+        "-----END PRIVATE KEY-----" * 20_000 + "-----BEGIN PRIVATE KEY-----",
+        "-----BEGIN PRIVATE KEY-----\n" + "A" * 500_000,
+        "a_" * 200_000,
+        "password=" * 50_000,
+        'password="' + "\\" * 100_000,
+        "http://a:" * 50_000,
+        "x" * 500_000,
+        "authorization: " * 50_000,
+        "eyJabcde." * 50_000,
+    ],
+)
+def test_redact_hostile_inputs_are_fast(text: str) -> None:
+    start = time.monotonic()
+    once = redact(text)
+    assert redact(once) == once
+    assert time.monotonic() - start < 10
 
 
 # -- check_filename ----------------------------------------------------------------------
