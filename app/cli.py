@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import memory_cli
 
@@ -25,9 +26,39 @@ def _common(p: argparse.ArgumentParser, *, suppress: bool) -> None:
                    help="workspace folder (default: the current directory)")
 
 
+def _positive_int(v: str) -> int:
+    n = int(v)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
+
+
+def _seconds(v: str) -> float:
+    x = float(v)
+    if not x >= 0 or x == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds ≥ 0, not {v}")
+    return x
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pseudoclaude", description="A terminal coding assistant with long-term memory.")
     _common(parser, suppress=False)
+    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
+                        help="run one turn, stream the answer to stdout and exit (- reads the prompt from stdin)")
+    parser.add_argument("--model", help="main model (default claude-sonnet-5-5)")
+    parser.add_argument("--memory-model", help="memory model (default claude-haiku-5-5)")
+    parser.add_argument("--memory", dest="memory_mode", choices=["auto", "review", "off"],
+                        help="auto: write memory; review: hold it for approval; off: never extract")
+    resume = parser.add_mutually_exclusive_group()
+    resume.add_argument("--continue", dest="continue_latest", action="store_true",
+                        help="continue this workspace's latest session")
+    resume.add_argument("--resume", metavar="ID", help="resume a session by id")
+    parser.add_argument("--memory-wait", type=_seconds, metavar="S",
+                        help="print mode: seconds to wait for this turn's memory job (default 15)")
+    parser.add_argument("--max-iterations", type=_positive_int, metavar="N",
+                        help="print mode: bound on model requests in one turn (default 50)")
+    parser.add_argument("--allow-tools", metavar="a,b", default="",
+                        help="print mode: writing/executing tools allowed (write_file, edit_file, bash)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     mem = sub.add_parser("memory", help="inspect and edit long-term memory")
     _common(mem, suppress=True)
@@ -40,8 +71,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "memory":
         return memory_cli.run(args)
-    parser.print_help(sys.stderr)
-    return EXIT_USAGE
+    return _run_agent(parser, args)
+
+
+def _settings_flags(args: argparse.Namespace) -> dict[str, object]:
+    return {
+        "model": args.model,
+        "memory_model": args.memory_model,
+        "memory_mode": args.memory_mode,
+        "memory_wait": args.memory_wait,
+        "max_iterations": args.max_iterations,
+    }
+
+
+def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from memory.paths import resolve_workspace
+
+    from .settings import SettingsError, load_settings
+    from .tools import parse_allow_tools
+
+    if not Path(args.workspace).is_dir():
+        parser.error(f"workspace {args.workspace} is not a folder")
+    try:
+        allow = parse_allow_tools(args.allow_tools) if args.allow_tools else frozenset()
+    except ValueError as e:
+        parser.error(str(e))
+    try:
+        settings = load_settings(_settings_flags(args))
+    except SettingsError as e:
+        print(f"pseudoclaude: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    workspace = resolve_workspace(args.workspace)
+    if args.prompt is None:
+        print("pseudoclaude: the full-screen app is not in this build yet; use -p PROMPT for one turn, "
+              "or `pseudoclaude memory --help`", file=sys.stderr)
+        return EXIT_USAGE
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if not prompt.strip():
+        parser.error("the prompt is empty")
+    from .print_mode import main_print
+
+    return main_print(prompt, settings, workspace, allow_tools=allow, resume=args.resume,
+                      continue_latest=args.continue_latest)
 
 
 if __name__ == "__main__":

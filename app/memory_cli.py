@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memory.doctor import diagnose, fix
+from memory.manager import Manager, ReviewError
 from memory.model import INDEX_FILE, MANUAL_SOURCE, Level
 from memory.parser import parse_and_validate
 from memory.paths import resolve_workspace
@@ -47,6 +48,9 @@ def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.Argume
         p = cmd(name, what)
         p.add_argument("job", help="job id (or an unambiguous part of it)")
         p.add_argument("ops", nargs="*", type=int, metavar="OP", help="operation numbers (default: all)")
+    p = cmd("flush", "run spooled memory jobs now, failed ones included (calls the memory model)")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="give up after S seconds (default 120)")
+    p.add_argument("--all", action="store_true", help="every workspace's jobs (orphans are never run)")
     cmd("undo", "revert the last applied batch of this workspace")
     p = cmd("doctor", "check the stores and the index")
     p.add_argument("--fix", action="store_true", help="repair what can be repaired safely")
@@ -61,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     handler = _HANDLERS[args.memory_command]
     try:
         return handler(stores, args)
-    except (TransactionError, StoreError, SpoolError) as e:
+    except (TransactionError, StoreError, SpoolError, ReviewError) as e:
         _err(str(e))
         return EXIT_ERROR
     except OSError as e:
@@ -153,23 +157,72 @@ def _pending(stores: MemoryStores, args: argparse.Namespace) -> int:
 
 
 def _review(stores: MemoryStores, args: argparse.Namespace) -> int:
-    from memory.manager import Manager
-
     manager = Manager(stores, None)
     spool = Spool(stores.paths, stores.fs)
     job_id = spool.resolve(args.job)
     ops = args.ops or None
     if args.memory_command == "approve":
         result = manager.approve(job_id, ops)
+        for e in spool.list(stores.paths.workspace, include_orphans=False):
+            if e.job is not None and e.job.held_ops and e.job.split_from == job_id:
+                print(f"still held: ops {', '.join(str(h.index) for h in e.job.held_ops)} (job {e.id})")
         for a in result.applied:
             print(f"{a.action} {a.level}/{a.filename}")
         problems = sorted([*result.rejected, *result.conflicts], key=lambda r: r.index)
         for r in problems:
             _err(r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}")
         return EXIT_REJECTED if problems else EXIT_OK
-    manager.reject(job_id, ops)
+    left = manager.reject(job_id, ops)
     print(f"rejected {'all held ops' if ops is None else 'ops ' + ', '.join(map(str, ops))} of job {job_id}")
+    if left is not None:
+        print(f"still held: ops {', '.join(str(h.index) for h in left.held_ops)} (job {left.id})")
     return EXIT_OK
+
+
+def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .memory_model import AnthropicCompletion
+    from .settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings({})
+    except SettingsError as e:
+        _err(str(e))
+        return EXIT_USAGE
+    completion = AnthropicCompletion(settings.memory_model)
+    if args.all:
+        live = Spool(stores.paths, stores.fs).list(None, include_orphans=False)
+        workspaces = sorted({e.workspace for e in live if e.job is not None and e.workspace})
+    else:
+        workspaces = [str(stores.paths.workspace)]
+
+    async def flush_all() -> int:
+        code = EXIT_OK
+        for ws in workspaces:
+            ws_stores = MemoryStores(ws, stores.paths.home, fs=stores.fs)
+            # Flush applies jobs whatever the configured mode: each job keeps the mode it was made with.
+            manager = Manager(ws_stores, completion, mode="auto")
+            try:
+                result = await manager.flush(args.timeout)
+            finally:
+                await manager.close(0)
+            prefix = f"[{ws}] " if args.all else ""
+            for job_id in result.done:
+                print(f"{prefix}applied {job_id}")
+            for job_id in result.held:
+                print(f"{prefix}held for review {job_id}")
+            for job_id, reason in result.failed.items():
+                _err(f"{prefix}job {job_id} failed: {reason}")
+            for job_id in result.unfinished:
+                _err(f"{prefix}job {job_id} unfinished after {args.timeout:g}s; it stays spooled")
+            if result.failed or result.unfinished:
+                code = EXIT_ERROR
+            if not (result.done or result.held or result.failed or result.unfinished):
+                print(f"{prefix}no spooled memory jobs")
+        return code
+
+    return asyncio.run(flush_all())
 
 
 def _undo(stores: MemoryStores, args: argparse.Namespace) -> int:
@@ -204,6 +257,7 @@ _HANDLERS: dict[str, Callable[[MemoryStores, argparse.Namespace], int]] = {
     "pending": _pending,
     "approve": _review,
     "reject": _review,
+    "flush": _flush,
     "undo": _undo,
     "doctor": _doctor,
 }

@@ -38,7 +38,9 @@ INDEX_LINE_MAX_BYTES = 2048
 
 _TYPES = "|".join(re.escape(t.value) for t in NoteType)
 # The title is greedy, so the filename is the text in the LAST parentheses of the line.
-INDEX_LINE_RE = re.compile(rf"^- \[(?P<type>{_TYPES})\] (?P<text>\S.*) \((?P<filename>[^/\\]{{1,252}}\.md)\)$")
+INDEX_LINE_RE = re.compile(
+    rf"^- \[(?P<type>{_TYPES})\] (?P<text>\S.*) \((?P<filename>[^/\\]{{1,252}}\.md)\)$"
+)
 
 _TAGS = ("memory-index", "memory-update")
 

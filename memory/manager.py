@@ -362,6 +362,20 @@ class Manager:
         return tuple(out)
 
     async def _worker_main(self) -> None:
+        # The worker must outlive any bug in one pass: log, pause, go on.
+        while True:
+            try:
+                await self._worker_loop()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("memory worker failed; restarting it")
+                if self._closing:
+                    return
+                await self._idle(self._poll)
+
+    async def _worker_loop(self) -> None:
         assert self._wake is not None
         while not self._elected:
             if self._closing:
@@ -382,6 +396,8 @@ class Manager:
                     pass  # switched off at runtime: no request is made, jobs stay spooled
                 elif woken or self._skip or self._last_signature != await self._in_thread(self._signature):
                     job = await self._in_thread(self._pick)
+                    if self.mode == "off":
+                        job = None  # switched off while we looked: it stays spooled
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -494,10 +510,11 @@ class Manager:
         if job.raw_answer is None:
             await self._extract(job, reask=False)
         assert job.raw_answer is not None
-        parsed = parse_and_validate(job.raw_answer)
+        # Parsing an untrusted answer is bounded but not free: off the loop, like file work.
+        parsed = await asyncio.to_thread(parse_and_validate, job.raw_answer)
         if not parsed.found and not job.reasked:
             await self._extract(job, reask=True)
-            parsed = parse_and_validate(job.raw_answer)
+            parsed = await asyncio.to_thread(parse_and_validate, job.raw_answer)
         if not parsed.found:
             raise _JobFailure(
                 "the model's answer held no JSON operations, also when asked again (its raw answer is kept on the job)",
@@ -817,6 +834,9 @@ class Manager:
         except filelock.Timeout:
             raise ReviewError("another approve/reject on this workspace is still running") from None
         try:
+            # Finish any interrupted commit first: an approval that committed but was not rolled
+            # forward still shows its parent job, which must not make its split child look stale.
+            self.stores.recover()
             self._drop_stale_splits()
             yield
         finally:

@@ -1,6 +1,6 @@
 """Parse and validate the extraction model's answer (DESIGN §5).
 
-The answer is untrusted text: the first JSON array of objects (or ``{"operations": [...]}``)
+The answer is untrusted text: the first JSON array of ops (or ``{"operations": [...]}``)
 is taken wherever it sits, and every op is validated alone so one bad op never sinks a batch.
 """
 
@@ -87,7 +87,8 @@ def _accept_operations(value: Any) -> list[object] | None:
 
 
 def extract_operations(text: str) -> list[object] | None:
-    """The first JSON array of objects (or ``[]``) or ``{"operations": [...]}`` in ``text``."""
+    """The first JSON array of ops (``[]``, or one with at least one object holding
+    ``"action"``) or ``{"operations": [...]}`` in ``text``; None when there is none."""
     return find_json(text, _accept_operations)
 
 

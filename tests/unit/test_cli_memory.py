@@ -72,9 +72,8 @@ def test_workspace_flag_before_memory(ws: Path, capsys) -> None:
     capsys.readouterr()
 
 
-def test_workspace_is_git_top_level(cli, ws: Path, capsys) -> None:
-    main(["memory", "-C", str(ws / "src"), "apply", "-"]) if False else None
-    cli("apply", "-", stdin=json.dumps([create_op("Top")]))
+def test_workspace_is_git_top_level(ws: Path, monkeypatch, capsys) -> None:
+    run(ws / "src", "apply", "-", stdin=json.dumps([create_op("Top")]), monkeypatch=monkeypatch, capsys=capsys)
     assert (ws / ".PseudoClaude" / "memory" / "project_knowledge_top.md").exists()
     assert not (ws / "src" / ".PseudoClaude").exists()
 
@@ -186,8 +185,8 @@ def test_hostile_batch_writes_nothing_outside_the_stores(cli, ws: Path, tmp_path
     ops = [{"action": a, "level": lv, "filename": f, "content": "pwned"}
            for f in hostile for a in ("update", "delete") for lv in ("project", "user")]
     ops.append({**create_op("Legit", slug="../../../escape"), "summary": "x"})
-    code, out, err = cli("apply", "-", stdin=json.dumps(ops[:50]))
-    assert code == 3 and len(err.splitlines()) == 40
+    code, out, err = cli("apply", "-", stdin=json.dumps(ops))
+    assert code == 3 and len(err.splitlines()) == 40 and out == "create project/project_knowledge_escape.md\n"
     after = _all_files(tmp_path)
     store_dirs = (str(ws / ".PseudoClaude" / "memory"), str(pseudoclaude_home()))
     changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
@@ -228,3 +227,73 @@ def test_console_script_runs_as_a_subprocess(ws: Path) -> None:
     assert out.returncode == 0, out.stderr
     out = subprocess.run([str(exe), "memory", "index", "-C", str(ws)], capture_output=True, text=True, timeout=60)
     assert "(project_knowledge_sub.md)" in out.stdout
+
+
+def _spool_job(ws: Path, *, state: str = "held", held: list[dict] | None = None, text: str = "please remember",
+               workspace: str | None = None):
+    from memory.model import Turn, TurnMessage
+    from memory.parser import validate_operations
+    from memory.spool import HeldOp, Spool, make_job
+
+    stores = stores_for(ws)
+    job = make_job(workspace or stores.paths.workspace,
+                   [Turn(messages=[TurnMessage(role="user", text=text)])], mode="review")
+    job.state = state
+    if held:
+        ops, _ = validate_operations(held)
+        job.held_ops = [HeldOp(index=i, op=o) for i, o in ops]
+        job.snapshot_hashes = stores.snapshot().hashes
+    if state == "failed":
+        job.error = "the API is overloaded (529)"
+    Spool(stores.paths).submit(job)
+    return job
+
+
+def test_pending_lists_held_failed_and_orphans(cli, ws: Path, tmp_path: Path) -> None:
+    assert cli("pending")[1] == "no pending memory jobs\n"
+    held = _spool_job(ws, held=[create_op("H")], text="held turn")
+    failed = _spool_job(ws, state="failed", text="failed turn")
+    gone = tmp_path / "deleted-workspace"
+    orphan = _spool_job(ws, state="queued", text="orphan turn", workspace=str(gone))
+    code, out, _ = cli("pending")
+    assert code == 0
+    assert f"{held.id}  held" in out and "held turn" in out and "1 held op(s)" in out
+    assert f"{failed.id}  failed" in out and "(the API is overloaded (529))" in out
+    assert orphan.id not in out
+    code, out, _ = cli("pending", "--all")
+    assert f"{orphan.id}  orphaned" in out and str(gone) in out
+
+
+def test_approve_subset_then_reject_rest(cli, ws: Path) -> None:
+    job = _spool_job(ws, held=[create_op("First"), create_op("Second"), create_op("Third")])
+    code, out, err = cli("approve", job.id, "0", "2")
+    assert code == 0, err
+    assert "create project/project_knowledge_first.md" in out and "create project/project_knowledge_third.md" in out
+    assert "still held: ops 1" in out
+    store = ws / ".PseudoClaude" / "memory"
+    assert sorted(p.name for p in store.glob("project_knowledge_*.md")) == [
+        "project_knowledge_first.md", "project_knowledge_third.md"]
+    code, out, _ = cli("pending")
+    [line] = out.splitlines()
+    rest_id = line.split()[0]
+    code, out, _ = cli("reject", rest_id)
+    assert code == 0 and "rejected all held ops" in out
+    assert cli("pending")[1] == "no pending memory jobs\n"
+    assert not (store / "project_knowledge_second.md").exists()
+
+
+def test_approve_reports_conflict_with_hand_edit(cli, ws: Path) -> None:
+    cli("apply", "-", stdin=json.dumps([create_op("Note")]))
+    job = _spool_job(ws, held=[{"action": "update", "level": "project", "filename": "project_knowledge_note.md",
+                                "content": "model version"}])
+    p = ws / ".PseudoClaude" / "memory" / "project_knowledge_note.md"
+    p.write_text(p.read_text() + "hand edit\n")
+    edited = p.read_bytes()
+    code, _, err = cli("approve", job.id)
+    assert code == 3 and "changed since" in err
+    assert p.read_bytes() == edited
+
+
+def test_approve_unknown_job_is_one_line(cli) -> None:
+    code, _, err = cli("approve", "nope")
+    assert code == 1 and err.count("\n") == 1 and "nope" in err

@@ -65,6 +65,11 @@ def test_index_lines_parse_back(t: NoteType) -> None:
     assert parse_index_lines(line + "\n") == [line]
 
 
+def test_longest_filename_parses_back() -> None:
+    line = index_line("project_knowledge", "t" * 100, "s" * 200, "x" * 252 + ".md")
+    assert parse_index_lines(line) == [line]
+
+
 def test_parse_keeps_file_order_and_crlf() -> None:
     a, b = index_line("user_preference", "b", "", "b.md"), index_line("user_preference", "a", "", "a.md")
     assert parse_index_lines(f"{a}\r\n{b}\r\n") == [a, b]

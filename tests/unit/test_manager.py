@@ -19,6 +19,7 @@ import pytest
 
 from memory.completion import CompletionError, CompletionRequest
 from memory.events import IndexChanged, JobApplied, JobFailed, JobHeld, JobQueued, JobStarted
+from memory.fs import FS
 from memory.manager import REASK_NOTE, FlushResult, Manager, ReviewError
 from memory.model import Level, Turn, TurnMessage
 from memory.spool import Job, make_job
@@ -755,6 +756,30 @@ async def test_a_split_child_of_an_uncommitted_approval_is_dropped(env: MemorySt
     result = m.approve(job.id)
     assert sorted(a.title for a in result.applied) == ["A", "B"]
     assert m.pending() == [] and m.spool.ids() == []
+    await m.close(0)
+
+
+async def test_an_approval_interrupted_after_its_commit_point_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    armed = {"on": False}
+
+    def hook(op: str, path: str) -> None:
+        if armed["on"] and op == "unlink" and "/spool/" in path:
+            armed["on"] = False
+            raise OSError("crash after the commit point")
+
+    env = make_env(tmp_path, FS(hook=hook))
+    m, job, _ = await held_job(env, create("A"), create("B"))
+    armed["on"] = True
+    with pytest.raises(OSError):
+        m.approve(job.id, [0])
+    assert m.spool.path(job.id).exists()  # the commit's roll-forward did not finish
+    with pytest.raises(ReviewError, match="no spooled job"):
+        m.approve(job.id)  # recovery completes the first approval: the parent is gone
+    (rest,) = m.pending()
+    assert rest.split_from == job.id and [h.index for h in rest.held_ops] == [1]
+    m.approve(rest.id)
+    assert sorted(notes(env)) == ["project_knowledge_a.md", "project_knowledge_b.md"]
+    assert m.pending() == []
     await m.close(0)
 
 

@@ -77,6 +77,18 @@ def test_leading_prose_bracket_is_skipped(lead: str) -> None:
     assert extract_operations(f"{lead} then {ARRAY} and [x]") == OPS
 
 
+def test_array_with_a_stray_item_is_the_answer_and_the_item_rejected_alone() -> None:
+    text = f'ops: [{json.dumps(CREATE)}, "not an object", 5] done'
+    assert extract_operations(text) == [CREATE, "not an object", 5]
+    result = parse_and_validate(text)
+    assert [i for i, _ in result.ops] == [0]
+    assert [r.index for r in result.rejected] == [1, 2]
+
+
+def test_array_of_objects_without_action_is_not_the_answer() -> None:
+    assert extract_operations('[{"a": 1}] [{}] then [{"action": "noop"}]') == [{"action": "noop"}]
+
+
 def test_array_of_non_objects_is_not_the_answer() -> None:
     assert extract_operations('[1, "x"] then [{"action": "noop"}]') == [{"action": "noop"}]
 

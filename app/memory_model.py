@@ -1,0 +1,69 @@
+"""The memory model's completion function: the SDK plugged into ``memory.completion.Completion``.
+
+The client runs with the SDK's retries off: the memory worker retries with its own backoff and
+bound (DESIGN.md §7). Structured output is asked for where the endpoint supports it; an endpoint
+that rejects ``output_config`` (compatible servers such as Ollama) gets plain text from then on,
+remembered for the process, and the text parser reads the answer either way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory.completion import CompletionError, CompletionRequest
+
+from .provider import NO_CREDENTIALS, describe_error, has_credentials
+
+# (base URL, model) pairs whose endpoint refused structured output in this process.
+_NO_STRUCTURED: set[tuple[str, str]] = set()
+
+
+def _mentions_output_config(err: Exception) -> bool:
+    text = f"{getattr(err, 'api_message', '')} {getattr(err, 'message', '')} {err}".lower()
+    return any(k in text for k in ("output_config", "output_format", "json_schema", "structured", "format"))
+
+
+class AnthropicCompletion:
+    def __init__(self, model: str, client: Any | None = None) -> None:
+        self.model = model
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.AsyncAnthropic(max_retries=0)
+        return self._client
+
+    async def __call__(self, request: CompletionRequest) -> str:
+        import anthropic
+
+        if self._client is None and not has_credentials():
+            raise CompletionError(NO_CREDENTIALS, retryable=False)
+        key = (str(self.client.base_url), self.model)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_tokens,
+            "system": request.system,
+            "messages": [{"role": "user", "content": request.prompt}],
+        }
+        structured = request.json_schema is not None and key not in _NO_STRUCTURED
+        if structured:
+            params["output_config"] = {"format": {"type": "json_schema", "schema": request.json_schema}}
+        try:
+            message = await self.client.messages.create(**params)
+        except anthropic.BadRequestError as e:
+            if not (structured and _mentions_output_config(e)):
+                raise CompletionError(describe_error(e, model=self.model)[0], retryable=False) from None
+            _NO_STRUCTURED.add(key)
+            params.pop("output_config")
+            try:
+                message = await self.client.messages.create(**params)
+            except Exception as e2:
+                msg, retryable = describe_error(e2, model=self.model)
+                raise CompletionError(msg, retryable=retryable) from None
+        except Exception as e:
+            msg, retryable = describe_error(e, model=self.model)
+            raise CompletionError(msg, retryable=retryable) from None
+        return "".join(b.text for b in message.content if getattr(b, "type", "") == "text")

@@ -1,0 +1,116 @@
+"""Shared pieces of the agent tools: the result and context types, input checks, one-line errors."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+MAX_REASON_CHARS = 400
+
+
+class ToolResult(BaseModel):
+    """What a tool call gives back to the model (``is_error`` maps to the API's ``is_error``)."""
+
+    content: str
+    is_error: bool = False
+
+
+@dataclass
+class ToolContext:
+    """What a tool may use. ``workspace`` is the real path every file tool is confined to;
+    ``memory`` has ``read_memory(level, filename) -> str`` (the memory manager's), or is None."""
+
+    workspace: Path
+    memory: Any | None = None
+    bash_timeout_default: float = 120.0
+    bash_timeout_max: float = 600.0
+    max_output_chars: int = 30_000
+
+
+class ToolError(Exception):
+    """A tool refused or failed: its message becomes a one-line ``is_error`` result."""
+
+
+def one_line(text: object, limit: int = MAX_REASON_CHARS) -> str:
+    """``text`` on one line (whitespace runs collapsed), at most ``limit`` characters."""
+    s = " ".join(str(text).split())
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return s
+
+
+def quote(value: str, limit: int = 200) -> str:
+    """A model- or file-supplied string shown inside a message: repr-quoted (so control
+    characters and newlines cannot break the one line) and bounded."""
+    r = repr(value)
+    if len(r) > limit:
+        r = r[: limit - 2] + "…" + r[0]
+    return r
+
+
+# -- input checks (required keys, types; unknown keys are ignored) -----------------------------
+
+
+def req_str(inp: dict[str, Any], key: str, *, allow_empty: bool = False) -> str:
+    if key not in inp or inp[key] is None:
+        raise ToolError(f"missing required input {key!r}")
+    v = inp[key]
+    if not isinstance(v, str):
+        raise ToolError(f"input {key!r} must be a string, not {_type_name(v)}")
+    if not allow_empty and v == "":
+        raise ToolError(f"input {key!r} must not be empty")
+    return v
+
+
+def opt_str(inp: dict[str, Any], key: str) -> str | None:
+    v = inp.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise ToolError(f"input {key!r} must be a string, not {_type_name(v)}")
+    return v
+
+
+def opt_int(inp: dict[str, Any], key: str, *, minimum: int) -> int | None:
+    v = inp.get(key)
+    if v is None:
+        return None
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ToolError(f"input {key!r} must be an integer, not {_type_name(v)}")
+    if v < minimum:
+        raise ToolError(f"input {key!r} must be at least {minimum} (got {v})")
+    return v
+
+
+def opt_number(inp: dict[str, Any], key: str) -> float | None:
+    v = inp.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise ToolError(f"input {key!r} must be a number, not {_type_name(v)}")
+    if v <= 0:
+        raise ToolError(f"input {key!r} must be greater than 0 (got {v:g})")
+    return float(v)
+
+
+def opt_bool(inp: dict[str, Any], key: str) -> bool:
+    v = inp.get(key)
+    if v is None:
+        return False
+    if not isinstance(v, bool):
+        raise ToolError(f"input {key!r} must be true or false, not {_type_name(v)}")
+    return v
+
+
+def _type_name(v: object) -> str:
+    if v is None:
+        return "null"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array", dict: "an object"}.get(
+        type(v), type(v).__name__
+    )

@@ -1,0 +1,214 @@
+"""The tool contract (DESIGN.md §9): names, inputs, kinds and descriptions written for the model."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+ToolKind = Literal["read", "write", "execute", "agent"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    kind: ToolKind
+
+
+def _schema(properties: dict[str, dict[str, Any]], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+_PATH_NOTE = "relative to the workspace root (an absolute path must be inside the workspace)"
+
+_SPECS = [
+    ToolSpec(
+        name="read_file",
+        kind="read",
+        description=(
+            "Read a text file of the workspace. Returns its lines numbered like `cat -n` "
+            "(line number, tab, text). Reads at most 2000 lines by default; use `offset` (first line, "
+            "1-based) and `limit` (number of lines) to read a part or to read on where the output says "
+            "it was cut. Lines longer than 2000 characters are cut. Binary files are refused; files "
+            "over 10 MB can only be read in parts (give offset/limit). Use list_files or grep to find "
+            "files first; read a file before editing it."
+        ),
+        input_schema=_schema(
+            {
+                "path": {"type": "string", "description": f"The file to read, {_PATH_NOTE}."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to read, 1-based (default 1)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)."},
+            },
+            ["path"],
+        ),
+    ),
+    ToolSpec(
+        name="list_files",
+        kind="read",
+        description=(
+            "List files and folders of the workspace, sorted, as workspace-relative paths; folders end "
+            "with `/`. Without `pattern` it lists the direct entries of `path` (default: the workspace "
+            "root). `pattern` is a glob matched against paths relative to `path`: `*` and `?` stay "
+            "within one folder, `**` spans folders, `{a,b}` gives alternatives; e.g. `**/*.py` finds "
+            "every Python file below `path`, `src/*/` the folders in src. The folders .git, .venv, "
+            "node_modules and __pycache__ are skipped unless the pattern names them. At most 1000 "
+            "entries are shown, with a note saying how many more there were."
+        ),
+        input_schema=_schema(
+            {
+                "path": {"type": "string", "description": f"The folder to list, {_PATH_NOTE} (default: the root)."},
+                "pattern": {"type": "string", "description": "Glob to match, relative to path, e.g. `**/*.py`."},
+            },
+            [],
+        ),
+    ),
+    ToolSpec(
+        name="grep",
+        kind="read",
+        description=(
+            "Search file contents with a Python regular expression (`re` syntax, matched per line; use "
+            "`(?i)` for case-insensitive). Prints one line per match as `path:line: text`, files in "
+            "sorted order. `path` is a file or a folder to search recursively (default: the workspace "
+            "root); `glob` keeps only files whose name (or, if it contains `/`, path relative to `path`) "
+            "matches, e.g. `*.py` or `src/**/*.ts`. Binary files and the folders .git, .venv, "
+            "node_modules and __pycache__ are skipped. At most 500 matches are shown, with a note "
+            "giving the total; narrow the pattern, path or glob if you hit it."
+        ),
+        input_schema=_schema(
+            {
+                "pattern": {"type": "string", "description": "Python regular expression to search for."},
+                "path": {"type": "string", "description": f"File or folder to search, {_PATH_NOTE} (default: the root)."},
+                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.py`."},
+            },
+            ["pattern"],
+        ),
+    ),
+    ToolSpec(
+        name="write_file",
+        kind="write",
+        description=(
+            "Create a file or replace its whole content (written atomically; missing parent folders "
+            "are created). Use it for new files or complete rewrites; for changes to an existing file "
+            "prefer edit_file. Paths must be inside the workspace; writing inside .git/ or the memory "
+            "stores (.PseudoClaude/memory) is refused. May need the user's permission."
+        ),
+        input_schema=_schema(
+            {
+                "path": {"type": "string", "description": f"The file to write, {_PATH_NOTE}."},
+                "content": {"type": "string", "description": "The complete new content of the file."},
+            },
+            ["path", "content"],
+        ),
+    ),
+    ToolSpec(
+        name="edit_file",
+        kind="write",
+        description=(
+            "Replace exact text in an existing text file. `old_string` must match the file exactly "
+            "(whitespace and indentation included; copy it from read_file's output without the line "
+            "number prefix) and occur exactly once, unless `replace_all` is true, which replaces every "
+            "occurrence. If it occurs more than once, include more surrounding lines to make it unique. "
+            "Read the file before editing it. May need the user's permission."
+        ),
+        input_schema=_schema(
+            {
+                "path": {"type": "string", "description": f"The file to edit, {_PATH_NOTE}."},
+                "old_string": {"type": "string", "description": "The exact text to replace."},
+                "new_string": {"type": "string", "description": "The text to put in its place (may be empty)."},
+                "replace_all": {
+                    "type": "boolean",
+                    "description": "Replace every occurrence instead of requiring exactly one (default false).",
+                },
+            },
+            ["path", "old_string", "new_string"],
+        ),
+    ),
+    ToolSpec(
+        name="bash",
+        kind="execute",
+        description=(
+            "Run a shell command with `bash -c` in the workspace root, without a terminal and with no "
+            "input (stdin is empty: interactive programs and prompts will not work; pass flags such as "
+            "`--yes` or `--no-pager`). Returns the exit code, stdout and stderr; long output keeps its "
+            "beginning and end. `timeout` is in seconds (default 120, at most 600); on timeout the "
+            "command and every process it started are killed. Each call runs in a fresh shell: `cd` "
+            "and variables do not carry over. Background processes that keep the output open are "
+            "stopped when the command ends; redirect their output to a file to keep one running. "
+            "Prefer read_file, list_files and grep for reading and searching files. May need the "
+            "user's permission."
+        ),
+        input_schema=_schema(
+            {
+                "command": {"type": "string", "description": "The command line to run."},
+                "timeout": {"type": "number", "description": "Timeout in seconds (default 120, at most 600)."},
+            },
+            ["command"],
+        ),
+    ),
+    ToolSpec(
+        name="read_memory",
+        kind="read",
+        description=(
+            "Read one long-term memory note in full. The memory index in the system prompt lists notes "
+            "as `- [type] title — summary (filename)`; give the note's level (`project` for notes under "
+            "Project Memory, `user` for notes under User Memory) and its filename. Filename `MEMORY.md` "
+            "returns that level's whole index (useful when the prompt's index was cut). Notes may be "
+            "outdated: verify claims about code before relying on them. Memory cannot be written with "
+            "tools; it is updated automatically after the turn."
+        ),
+        input_schema=_schema(
+            {
+                "level": {"type": "string", "enum": ["project", "user"], "description": "Which store: project or user."},
+                "filename": {"type": "string", "description": "The note's filename, e.g. `project_knowledge_build.md`, or `MEMORY.md`."},
+            },
+            ["level", "filename"],
+        ),
+    ),
+    ToolSpec(
+        name="task",
+        kind="agent",
+        description=(
+            "Start a sub-agent to do a self-contained research task over the workspace, such as "
+            "finding where something is implemented or summarising how a module works. It starts "
+            "with a fresh conversation (it does not see this one), can only use the read-only tools "
+            "(read_file, list_files, grep, read_memory), and returns its final answer as the result. "
+            "Write `prompt` so it stands alone: say exactly what to find and what to report back."
+        ),
+        input_schema=_schema(
+            {
+                "description": {"type": "string", "description": "A short (3-6 words) label for the task, shown to the user."},
+                "prompt": {"type": "string", "description": "The complete, self-contained instructions for the sub-agent."},
+            },
+            ["description", "prompt"],
+        ),
+    ),
+]
+
+TOOL_SPECS: dict[str, ToolSpec] = {s.name: s for s in _SPECS}
+READ_ONLY_TOOLS: frozenset[str] = frozenset({"read_file", "list_files", "grep", "read_memory"})
+
+
+def api_tools(names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """Tool definitions for the Messages API (``name``, ``description``, ``input_schema``), in
+    the contract's order; ``names`` picks a subset. Fresh copies: the caller may annotate them."""
+    if names is None:
+        wanted = set(TOOL_SPECS)
+    else:
+        wanted = set(names)
+        unknown = sorted(wanted - set(TOOL_SPECS))
+        if unknown:
+            raise ValueError(f"unknown tool name(s): {', '.join(unknown)}")
+    return [
+        {"name": s.name, "description": s.description, "input_schema": copy.deepcopy(s.input_schema)}
+        for s in _SPECS
+        if s.name in wanted
+    ]
+
+
+def needs_permission(name: str) -> bool:
+    """True for tools that write or execute (write_file, edit_file, bash)."""
+    spec = TOOL_SPECS.get(name)
+    return spec is not None and spec.kind in ("write", "execute")

@@ -1,0 +1,357 @@
+"""Print mode end to end: the real CLI in a subprocess, the real SDK, the fake Messages API."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakeapi import FakeAnthropic, http_error, stream_error, text, tool_use
+from tests.integration.clitools import (
+    MEMORY_MODEL,
+    MODEL,
+    Live,
+    create_op,
+    extraction_prompt,
+    ops_answer,
+    result_text,
+    run_cli,
+    system_text,
+    tool_results,
+)
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
+    assert not fake.errors, fake.errors[0]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    w = tmp_path / "repo"
+    (w / ".git").mkdir(parents=True)
+    (w / "README.md").write_text("# demo\nThe build command is `make build`.\n")
+    return w
+
+
+def notes(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("*.md") if p.name != "MEMORY.md") if folder.exists() else []
+
+
+def project_store(ws: Path) -> Path:
+    return ws / ".PseudoClaude" / "memory"
+
+
+def user_store() -> Path:
+    return Path(os.environ["PSEUDOCLAUDE_HOME"]) / "memory"
+
+
+def spool() -> list[Path]:
+    d = Path(os.environ["PSEUDOCLAUDE_HOME"]) / "spool"
+    return sorted(p for p in d.glob("*.json")) if d.exists() else []
+
+
+# -- streaming and the memory hand-off -----------------------------------------------------------
+
+
+def test_answer_streams_while_server_holds_the_rest(server: FakeAnthropic, ws: Path) -> None:
+    gate = server.gate()
+    server.script(MODEL, text("first chunk, then the rest", chunks=["first chunk", ", then the rest"],
+                              hold_after=gate))
+    server.script(MEMORY_MODEL, text("[]"))
+    live = Live(server, ws, "-p", "hello")
+    try:
+        live.wait_until(lambda s: b"first chunk" in s.out, what="the first chunk on stdout")
+        assert not gate.released and b"the rest" not in live.out
+    finally:
+        gate.release()
+    res = live.finish()
+    assert res.code == 0, res.err
+    assert res.out == "first chunk, then the rest\n"
+
+
+def test_job_is_on_disk_when_the_stop_event_is_seen(server: FakeAnthropic, ws: Path) -> None:
+    gate = server.gate()
+    server.script(MODEL, text("Noted: you prefer tabs."))
+    answer = ops_answer(create_op("Indent with tabs", "The user prefers tabs.", "user", "user_preference"))
+    server.script(MEMORY_MODEL, text(answer, hold_before=gate))
+    live = Live(server, ws, "-p", "I prefer tabs", "--memory-wait", "20")
+    try:
+        live.wait_until(lambda s: b"[done" in s.err, what="the stop event")
+        jobs = spool()
+        assert len(jobs) == 1, "the job must be spooled before the stop event is delivered"
+        assert json.loads(jobs[0].read_text())["turns"][0]["messages"][0]["text"] == "I prefer tabs"
+    finally:
+        gate.release()
+    res = live.finish()
+    assert res.code == 0, res.err
+    assert notes(user_store()) == ["user_preference_indent-with-tabs.md"]
+    assert spool() == []
+
+
+def test_extraction_holds_exactly_the_new_turn_and_the_current_index(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, text("Turn one answer: the sky is blue."))
+    server.script(MEMORY_MODEL, text(ops_answer(create_op("Sky colour", "Blue.", summary="The sky is blue."))))
+    assert run_cli(server, ws, "-p", "turn one question").code == 0
+    # A note written by hand after the first job: the second job's index must show it.
+    hand = json.dumps([create_op("Hand note", "Written by a person.")])
+    assert run_cli(None, ws, "memory", "apply", "-", stdin=hand).code == 0
+    server.script(
+        MODEL,
+        tool_use("read_file", {"path": "README.md"}, text_before="Let me look."),
+        text("Turn two answer: build with make build."),
+    )
+    server.script(MEMORY_MODEL, text("[]"))
+    res = run_cli(server, ws, "--continue", "-p", "turn two question")
+    assert res.code == 0, res.err
+    extraction = server.requests_for(MEMORY_MODEL)[-1]
+    prompt = extraction_prompt(extraction)
+    assert "turn two question" in prompt and "Turn two answer: build with make build." in prompt
+    assert "turn one question" not in prompt and "Turn one answer" not in prompt
+    assert "The build command is" not in prompt, "a tool result reached extraction"
+    assert "read_file" not in prompt and "README.md" not in prompt, "tool-call arguments reached extraction"
+    assert "(project_knowledge_hand-note.md)" in prompt and "(project_knowledge_sky-colour.md)" in prompt
+    assert "You are PseudoClaude" not in prompt and "Written by a person." not in prompt
+
+
+def test_new_session_system_prompt_has_index_not_bodies_and_read_memory_reads_one(
+    server: FakeAnthropic, ws: Path
+) -> None:
+    ops = json.dumps([create_op("Deploy", "SECRET-BODY-TEXT: deploy with fly.", summary="How to deploy.")])
+    assert run_cli(None, ws, "memory", "apply", "-", stdin=ops).code == 0
+    server.script(
+        MODEL,
+        tool_use("read_memory", {"level": "project", "filename": "project_knowledge_deploy.md"}),
+        text("Deploy with fly."),
+    )
+    server.script(MEMORY_MODEL, text("[]"))
+    res = run_cli(server, ws, "-p", "how do I deploy?")
+    assert res.code == 0, res.err
+    first, second = server.requests_for(MODEL)
+    system = system_text(first)
+    assert "- [project_knowledge] Deploy — How to deploy. (project_knowledge_deploy.md)" in system
+    assert "SECRET-BODY-TEXT" not in system
+    assert first.body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    [result] = tool_results(second)
+    assert "SECRET-BODY-TEXT: deploy with fly." in result_text(result) and not result.get("is_error")
+
+
+# -- tools, permissions, sub-agents ---------------------------------------------------------------
+
+
+def test_tool_loop_with_allowed_write_and_bash(server: FakeAnthropic, ws: Path) -> None:
+    server.script(
+        MODEL,
+        tool_use("write_file", {"path": "hello.txt", "content": "hi there\n"}),
+        tool_use("bash", {"command": "cat hello.txt; echo oops >&2; exit 3"}),
+        text("Wrote and checked it."),
+    )
+    server.script(MEMORY_MODEL, text("[]"))
+    res = run_cli(server, ws, "-p", "write hello", "--allow-tools", "write_file,bash")
+    assert res.code == 0, res.err
+    assert (ws / "hello.txt").read_text() == "hi there\n"
+    results = tool_results(server.requests_for(MODEL)[-1])
+    assert len(results) == 2
+    bash_out = result_text(results[1])
+    assert "hi there" in bash_out and "oops" in bash_out and "3" in bash_out and results[1].get("is_error")
+    assert "⏺ write_file" in res.err and "⏺ bash" in res.err
+    assert res.out == "Wrote and checked it.\n"
+
+
+def test_denied_write_returns_error_result_and_turn_goes_on(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, tool_use("write_file", {"path": "x.txt", "content": "x"}), text("I could not write it."))
+    server.script(MEMORY_MODEL, text("[]"))
+    res = run_cli(server, ws, "-p", "write x")
+    assert res.code == 0, res.err
+    assert not (ws / "x.txt").exists()
+    [result] = tool_results(server.requests_for(MODEL)[-1])
+    assert result.get("is_error") and "denied" in result_text(result) and "--allow-tools" in result_text(result)
+
+
+def test_path_escaping_the_workspace_is_refused(server: FakeAnthropic, ws: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("TOP SECRET")
+    server.script(MODEL, tool_use("read_file", {"path": "../secret.txt"}), text("Refused."))
+    server.script(MEMORY_MODEL, text("[]"))
+    res = run_cli(server, ws, "-p", "read the secret")
+    assert res.code == 0, res.err
+    [result] = tool_results(server.requests_for(MODEL)[-1])
+    assert result.get("is_error") and "TOP SECRET" not in result_text(result)
+
+
+def test_sub_agent_turn_extracts_once(server: FakeAnthropic, ws: Path) -> None:
+    server.script(
+        MODEL,
+        tool_use("task", {"description": "find build", "prompt": "How is the project built?"}),
+        # The sub-agent's own loop: one tool call, then its report.
+        tool_use("grep", {"pattern": "build"}),
+        text("SUBAGENT REPORT: make build"),
+        text("The project is built with make build."),
+    )
+    server.script(MEMORY_MODEL, text("[]"))
+    res = run_cli(server, ws, "-p", "how is it built?")
+    assert res.code == 0, res.err
+    reqs = server.requests_for(MODEL)
+    assert len(reqs) == 4
+    sub_first = reqs[1]
+    assert sub_first.body["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "How is the project built?"}]}]
+    assert {t["name"] for t in sub_first.body["tools"]} == {"read_file", "list_files", "grep", "read_memory"}
+    [result] = tool_results(reqs[3])
+    assert "SUBAGENT REPORT" in result_text(result)
+    assert len(server.requests_for(MEMORY_MODEL)) == 1
+
+
+# -- turns that must never reach memory ------------------------------------------------------------
+
+
+def _no_extraction(server: FakeAnthropic) -> None:
+    assert server.requests_for(MEMORY_MODEL) == []
+    assert spool() == []
+
+
+def test_mid_stream_error_retried_then_fails_without_extraction(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, *[stream_error(type="overloaded_error") for _ in range(3)])
+    res = run_cli(server, ws, "-p", "hi")
+    assert res.code == 1
+    assert res.err.count("[retrying") == 2 and "gave up after 3 attempts" in res.err
+    _no_extraction(server)
+
+
+def test_mid_stream_error_then_success_streams_the_retry(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, stream_error(type="overloaded_error"), text("all good"))
+    server.script(MEMORY_MODEL, text("[]"))
+    res = run_cli(server, ws, "-p", "hi")
+    assert res.code == 0, res.err
+    assert res.out.endswith("all good\n")
+    # The void partial answer is never stored: the turn's extraction sees only the good one.
+    assert "all good" in extraction_prompt(server.requests_for(MEMORY_MODEL)[0])
+
+
+def test_bad_request_400_is_one_line_and_not_extracted(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, http_error(400, message="messages: bad things"))
+    res = run_cli(server, ws, "-p", "hi")
+    assert res.code == 1
+    last = res.err.strip().splitlines()[-1]
+    assert last.startswith("pseudoclaude: ") and "400" in last and "bad things" in last
+    _no_extraction(server)
+
+
+def test_max_tokens_stop_is_not_extracted(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, text("a long answer that was cut", stop_reason="max_tokens"))
+    res = run_cli(server, ws, "-p", "hi")
+    assert res.code == 1 and "max_tokens" in res.err
+    _no_extraction(server)
+
+
+def test_max_iterations_stop_is_not_extracted(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, *[tool_use("list_files", {}) for _ in range(3)])
+    res = run_cli(server, ws, "-p", "loop", "--max-iterations", "2")
+    assert res.code == 1 and "max-iterations" in res.err
+    assert len(server.requests_for(MODEL)) == 2
+    _no_extraction(server)
+
+
+@pytest.mark.parametrize(
+    ("status", "expect"),
+    [(401, "401"), (404, "unknown model"), (429, "rate limited"), (529, "overloaded")],
+)
+def test_api_failures_have_one_line_messages(server: FakeAnthropic, ws: Path, status: int, expect: str) -> None:
+    # The SDK's own retries run for the main model; retry-after-ms keeps them quick here.
+    server.script(MODEL, *[http_error(status, retry_after_ms=1) for _ in range(3)])
+    res = run_cli(server, ws, "-p", "hi")
+    assert res.code == 1
+    last = res.err.strip().splitlines()[-1]
+    assert last.startswith("pseudoclaude: ") and expect in last
+
+
+def test_no_credentials_and_connection_refused(ws: Path) -> None:
+    res = run_cli(None, ws, "-p", "hi")
+    assert res.code == 1 and "no credentials" in res.err and "ANTHROPIC_API_KEY" in res.err
+    res = run_cli(None, ws, "-p", "hi", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL="http://127.0.0.1:9")
+    assert res.code == 1 and "cannot connect to http://127.0.0.1:9" in res.err
+
+
+# -- memory jobs that outlive the process ----------------------------------------------------------
+
+
+def test_quitting_before_memory_answers_leaves_job_spooled_and_flush_applies_it_once(
+    server: FakeAnthropic, ws: Path
+) -> None:
+    gate = server.gate()
+    server.script(MODEL, text("ok"))
+    answer = ops_answer(create_op("Use pnpm", "The project uses pnpm.", summary="pnpm, not npm."))
+    server.script(MEMORY_MODEL, text(answer, hold_before=gate))
+    res = run_cli(server, ws, "-p", "we use pnpm here", "--memory-wait", "0.5")
+    gate.release()
+    assert res.code == 0, res.err
+    assert "stays spooled" in res.err
+    assert len(spool()) == 1 and notes(project_store(ws)) == []
+    pending = run_cli(None, ws, "memory", "pending")
+    assert "we use pnpm here" in pending.out and "queued" in pending.out
+    server.script(MEMORY_MODEL, text(answer))
+    res = run_cli(server, ws, "memory", "flush", "--timeout", "30")
+    assert res.code == 0, res.err
+    assert notes(project_store(ws)) == ["project_knowledge_use-pnpm.md"]
+    assert spool() == []
+    res = run_cli(server, ws, "memory", "flush", "--timeout", "5")
+    assert res.code == 0 and notes(project_store(ws)) == ["project_knowledge_use-pnpm.md"]
+
+
+def test_memory_500s_leave_job_failed_and_retryable_while_turn_exits_0(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, text("answer"))
+    server.script(MEMORY_MODEL, *[http_error(500) for _ in range(3)])
+    res = run_cli(server, ws, "-p", "remember nothing", "--memory-wait", "30")
+    assert res.code == 0, res.err
+    assert res.out == "answer\n" and "failed" in res.err
+    assert len(server.requests_for(MEMORY_MODEL)) == 3, "the memory client's SDK retries must be off"
+    pending = run_cli(None, ws, "memory", "pending")
+    assert "failed" in pending.out and "500" in pending.out
+    server.script(MEMORY_MODEL, text(ops_answer(create_op("Recovered", "x"))))
+    res = run_cli(server, ws, "memory", "flush", "--timeout", "30")
+    assert res.code == 0, res.err
+    assert notes(project_store(ws)) == ["project_knowledge_recovered.md"]
+
+
+def test_memory_answer_without_json_is_kept_visible(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, text("answer"))
+    server.script(MEMORY_MODEL, text("I think nothing here is worth saving."), text("Still no JSON, sorry."))
+    res = run_cli(server, ws, "-p", "hi", "--memory-wait", "30")
+    assert res.code == 0, res.err
+    [job] = spool()
+    data = json.loads(job.read_text())
+    assert data["state"] == "failed" and "Still no JSON" in (data.get("raw_answer") or "")
+    assert "failed" in run_cli(None, ws, "memory", "pending").out
+
+
+def test_memory_off_makes_no_memory_request(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, text("answer"))
+    res = run_cli(server, ws, "-p", "hi", "--memory", "off")
+    assert res.code == 0, res.err
+    _no_extraction(server)
+
+
+def test_held_memory_response_does_not_delay_the_answer(server: FakeAnthropic, ws: Path) -> None:
+    def time_to_answer(*args: str) -> float:
+        t0 = time.monotonic()
+        live = Live(server, ws, "-p", "hi", "--memory-wait", "0", *args)
+        live.wait_until(lambda s: b"[done" in s.err, what="the answer")
+        elapsed = time.monotonic() - t0
+        live.finish()
+        return elapsed
+
+    gate = server.gate()
+    server.script(MODEL, text("answer with memory off"), text("answer with memory held"))
+    server.script(MEMORY_MODEL, text("[]", hold_before=gate))
+    off = time_to_answer("--memory", "off")
+    held = time_to_answer()
+    gate.release()
+    # Measured side by side in one run: start-up dominates both; the held request adds nothing.
+    assert held < off * 1.5 + 0.5, f"answer with memory held took {held:.2f}s vs {off:.2f}s with memory off"

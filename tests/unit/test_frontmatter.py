@@ -1,0 +1,74 @@
+"""Note files round-trip through the YAML front matter, whatever the title or body holds."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memory.frontmatter import FrontMatterError, dump_note, parse_meta, split_note
+from memory.model import Level, NoteMeta, NoteType
+from memory.sanitize import sanitize_summary, sanitize_title
+from memory.store import parse_note
+
+TRICKY = st.sampled_from(["---", "--- x", "a: b", "key: 'v'", "#", "- item", "'", '"', "|", ">", "\n", " \n ",
+                          "…", "使用中文", "🚀", ": ", "{x}", "[y]", "&a", "*b", "!tag", "%", "@", "`"])
+TEXT = st.lists(st.one_of(TRICKY, st.text(max_size=12)), max_size=12).map("".join)
+
+
+def _meta(title: str, summary: str, t: NoteType) -> NoteMeta:
+    return NoteMeta(title=title, summary=summary, type=t, created="2026-11-30T04:32:46Z",
+                    updated="2026-11-30T05:00:00Z", source="sess-1")
+
+
+@given(title=TEXT, summary=TEXT, body=TEXT, t=st.sampled_from(list(NoteType)))
+def test_round_trip_of_raw_values(title: str, summary: str, body: str, t: NoteType) -> None:
+    # Raw values as a person might type them: newlines, '---', colons, quotes, CJK, emoji. Other
+    # control characters never reach a note (titles and summaries are sanitized on write).
+    if not title.strip() or any(0xD800 <= ord(c) <= 0xDFFF for c in title + summary + body):
+        return
+    if any((unicodedata.category(c) == "Cc" and c != "\n") or c in "\u2028\u2029" for c in title + summary):
+        return
+    data = dump_note(_meta(title, summary, t), body)
+    fm, back = split_note(data.decode())
+    assert fm["title"] == title and fm["summary"] == summary and fm["type"] == t.value
+    assert fm["created"] == "2026-11-30T04:32:46Z"
+    assert back == (body if not body or body.endswith("\n") else body + "\n")
+
+
+@given(title=TEXT, summary=TEXT, body=TEXT)
+def test_sanitized_titles_stay_one_line_through_a_store_read(title: str, summary: str, body: str) -> None:
+    clean = sanitize_title(title)
+    if not clean:
+        return
+    data = dump_note(_meta(clean, sanitize_summary(summary), NoteType.PROJECT_KNOWLEDGE), body)
+    note = parse_note(Level.PROJECT, "project_knowledge_x.md", data)
+    assert note.broken is None
+    assert note.meta.title == clean and "\n" not in note.meta.title
+    assert note.meta.summary == sanitize_summary(summary)
+
+
+def test_timestamps_written_unquoted_by_hand_are_read_back_as_rfc3339() -> None:
+    fm, _ = split_note("---\ntitle: T\ntype: user_preference\ncreated: 2026-11-30T04:32:46Z\n---\nbody\n")
+    meta = parse_meta(fm)
+    assert meta.created == "2026-11-30T04:32:46Z" and meta.source == "manual"
+
+
+def test_broken_front_matter_reasons_are_one_line() -> None:
+    for text, reason in [
+        ("no front matter", "no front matter"),
+        ("---\ntitle: x\n", "not closed"),
+        ("---\n[a\n---\n", "not valid YAML"),
+        ("---\n- a\n---\n", "not a mapping"),
+    ]:
+        try:
+            split_note(text)
+        except FrontMatterError as e:
+            assert reason in str(e) and "\n" not in str(e)
+        else:
+            raise AssertionError(text)
+    try:
+        parse_meta({"title": "", "type": "project_knowledge"})
+    except FrontMatterError as e:
+        assert "no title" in str(e)
