@@ -84,6 +84,30 @@ def _settings_flags(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
+def _status(settings: object, workspace: Path) -> str:
+    """What `pseudoclaude` shows until the full-screen app lands: where things are, what to do."""
+    from memory.spool import Spool
+    from memory.transaction import MemoryStores
+
+    from .provider import NO_CREDENTIALS, has_credentials
+
+    stores = MemoryStores(workspace)
+    counts = {lv: (0 if st.folder_problem() else len(st.note_names())) for lv, st in stores.stores.items()}
+    jobs = Spool(stores.paths).list(workspace, include_orphans=False)
+    creds = "configured" if has_credentials() else NO_CREDENTIALS
+    return "\n".join([
+        f"PseudoClaude — workspace {workspace}",
+        f"model {settings.model}; memory model {settings.memory_model}, memory {settings.memory_mode}",  # type: ignore[attr-defined]
+        f"credentials: {creds}",
+        f"memory: {counts['project']} project note(s) in {stores.project.dir}, "
+        f"{counts['user']} user note(s) in {stores.user.dir}; {len(jobs)} spooled job(s)",
+        "",
+        "The full-screen app is not part of this build yet. Meanwhile:",
+        '  pseudoclaude -p "explain this repository"     one turn, streamed to stdout',
+        "  pseudoclaude memory list                      browse the notes (see `pseudoclaude memory --help`)",
+    ])
+
+
 def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from memory.paths import resolve_workspace
 
@@ -103,9 +127,8 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         return EXIT_USAGE
     workspace = resolve_workspace(args.workspace)
     if args.prompt is None:
-        print("pseudoclaude: the full-screen app is not in this build yet; use -p PROMPT for one turn, "
-              "or `pseudoclaude memory --help`", file=sys.stderr)
-        return EXIT_USAGE
+        print(_status(settings, workspace))
+        return EXIT_OK
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
         parser.error("the prompt is empty")

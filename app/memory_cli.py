@@ -183,6 +183,7 @@ def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
     import asyncio
 
     from .memory_model import AnthropicCompletion
+    from .runtime import scaled_sleep
     from .settings import SettingsError, load_settings
 
     try:
@@ -202,7 +203,7 @@ def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
         for ws in workspaces:
             ws_stores = MemoryStores(ws, stores.paths.home, fs=stores.fs)
             # Flush applies jobs whatever the configured mode: each job keeps the mode it was made with.
-            manager = Manager(ws_stores, completion, mode="auto")
+            manager = Manager(ws_stores, completion, mode="auto", sleep=scaled_sleep)
             try:
                 result = await manager.flush(args.timeout)
             finally:

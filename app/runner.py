@@ -162,6 +162,10 @@ class Runner:
 
     async def run(self, user_text: str, on_event: OnEvent | None = None) -> RunStop:
         emit = on_event or (lambda _e: None)
+        if self.conversation and self.conversation[-1].get("role") == "user":
+            # A session restored after a crash can end on tool results: close that turn first so
+            # roles alternate and this Run's messages start at start_len.
+            self._append({"role": "assistant", "content": [{"type": "text", "text": INTERRUPTED}]})
         start_len = len(self.conversation)
         usage = Usage()
         content: list[dict[str, Any]] = []

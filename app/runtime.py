@@ -5,6 +5,7 @@ Print mode and the full-screen app both stand on this; neither builds these piec
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,16 @@ from memory.manager import Manager
 from memory.transaction import MemoryStores
 
 from .memory_model import AnthropicCompletion
-from .provider import AnthropicProvider, Provider
+from .provider import AnthropicProvider, Provider, retry_base_delay
 from .runner import Runner
 from .session import Session, SessionError, SessionStore
 from .settings import Settings
 from .tools import PermissionGate, ToolContext
+
+
+async def scaled_sleep(seconds: float) -> None:
+    # The memory worker's backoff (1 s, 2 s, ...) in units of the runtime's retry delay.
+    await asyncio.sleep(seconds * retry_base_delay())
 
 
 class Runtime:
@@ -38,7 +44,7 @@ class Runtime:
         self.memory_enabled = settings.memory_mode != "off"
         if completion is None and self.memory_enabled:
             completion = AnthropicCompletion(settings.memory_model)
-        self.manager = Manager(self.stores, completion, mode=settings.memory_mode)
+        self.manager = Manager(self.stores, completion, mode=settings.memory_mode, sleep=scaled_sleep)
         self.provider: Provider = provider or AnthropicProvider()
         self.sessions = SessionStore(home)
         self.session: Session | None = None
@@ -58,7 +64,10 @@ class Runtime:
                 raise ValueError(str(e)) from None
             note = f"resumed session {session.id} ({len(session.messages)} messages)"
         elif continue_latest:
-            session = self.sessions.latest(self.workspace)
+            try:
+                session = self.sessions.latest(self.workspace)
+            except SessionError as e:
+                raise ValueError(str(e)) from None
             note = (
                 f"continuing session {session.id} ({len(session.messages)} messages)"
                 if session is not None

@@ -246,9 +246,12 @@ def _title_from_message(message: Any) -> str:
     if not isinstance(message, dict) or message.get("role") != "user":
         return ""
     content = message.get("content")
-    texts = [content] if isinstance(content, str) else [
-        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
-    ]
+    if isinstance(content, str):
+        texts: list[Any] = [content]
+    elif isinstance(content, list):
+        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    else:
+        return ""
     for t in texts:
         if isinstance(t, str):
             title = _one_line(_MEMORY_UPDATE.sub(" ", t))
@@ -447,7 +450,7 @@ class Session:
     def __del__(self) -> None:  # a forgotten session must not keep its fd (and lock) forever
         fd = getattr(self, "_fd", None)
         if fd is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(Exception):
                 os.close(fd)
 
     def __repr__(self) -> str:
@@ -510,10 +513,9 @@ class SessionStore:
         try:
             os.fchmod(fd, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            session = Session(id=sid, path=path, workspace=Path(ws), fd=fd, created=created, model=model, lines=0)
+            session = Session(id=sid, path=path, workspace=Path(ws), fd=fd, created=created, model=model, lines=1)
             meta = {"type": "meta", "version": SESSION_VERSION, "id": sid, "workspace": ws, "created": created,
                     "model": model}
-            session._lines = 1
             session._write(_dumps(meta))
             os.fsync(fd)
             FS().fsync_dir(self.dir)
@@ -651,17 +653,16 @@ class SessionStore:
         lines = data.split(b"\n")
         tail = lines.pop()  # b"" when the file ends with a newline
         partial = False
+        cut_tail = False
         if tail:
             try:
                 json.loads(tail)
                 lines.append(tail)
                 partial = True  # complete but unterminated: terminate it before appending
             except ValueError:
-                # An interrupted write: the line is unrecoverable; cut it so the next line starts clean.
                 warnings.append(f"{name}:{len(lines) + 1}: dropped an incomplete last line (interrupted write)")
-                os.ftruncate(fd, len(data) - len(tail))
+                cut_tail = True
         meta: dict[str, Any] | None = None
-        messages: list[dict[str, Any]] = []
         turns, title, fallback = 0, "", ""
         conv: list[dict[str, Any]] = []
         for lineno, raw in enumerate(lines, 1):
@@ -689,9 +690,11 @@ class SessionStore:
                 _, notes = push_message(conv, msg)
                 warnings += [f"{name}:{lineno}: {n}" for n in notes]
             # turn_end, meta elsewhere and unknown record types carry no conversation
-        messages = conv
         if meta is None or not isinstance(meta.get("workspace"), str):
             raise SessionError(f"{path}: not a session file (no readable header line)")
+        if cut_tail:
+            # An interrupted write: the line is unrecoverable; cut it so the next line starts clean.
+            os.ftruncate(fd, len(data) - len(tail))
         if meta.get("version") != SESSION_VERSION:
             warnings.append(f"{name}:1: session format version {meta.get('version')!r}; reading it as version 1")
         session = Session(
@@ -701,15 +704,16 @@ class SessionStore:
             fd=fd,
             created=str(meta.get("created", "")),
             model=str(meta.get("model", "") or ""),
-            messages=messages,
+            messages=conv,
             warnings=warnings,
             turns=turns,
             lines=len(lines),
             title=title or fallback,
         )
         session._needs_newline = partial
-        ids = dangling_tool_use_ids(messages)
+        ids = dangling_tool_use_ids(conv)
         if ids:  # answer them in the file too, so the file replays to exactly `messages`
+            warnings.append(f"{name}: {len(ids)} tool call(s) without a result marked {INTERRUPTED}")
             session._append(interrupted_results(ids), repair="interrupted")
         session.turn_start = len(session.messages)
         return session

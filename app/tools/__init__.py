@@ -86,5 +86,5 @@ async def run_tool(name: str, tool_input: object, ctx: ToolContext) -> ToolResul
         return await asyncio.to_thread(_SYNC[name], ctx, tool_input)
     except ToolError as e:
         return ToolResult(content=one_line(e) or f"{name} failed", is_error=True)
-    except (OSError, ValueError, UnicodeError, RecursionError, MemoryError) as e:
+    except Exception as e:  # the contract: a failing tool is a result, never an exception
         return ToolResult(content=one_line(f"{name} failed: {type(e).__name__}: {e}"), is_error=True)

@@ -167,8 +167,9 @@ class _Walk:
     """A deterministic walk below ``root`` (real path): (relative path, is folder) pairs in
     sorted order, never descending into symlinked folders or the skipped folders."""
 
-    def __init__(self, root: str, skip: frozenset[str], max_depth: float) -> None:
+    def __init__(self, root: str, workspace: str, skip: frozenset[str], max_depth: float) -> None:
         self.root = root
+        self.workspace = workspace
         self.skip = skip
         self.max_depth = max_depth
         self.visited = 0
@@ -191,7 +192,11 @@ class _Walk:
                     return
                 try:
                     real_dir = e.is_dir(follow_symlinks=False)
-                    is_dir = real_dir or (e.is_symlink() and e.is_dir())
+                    # A symlinked folder is shown as a folder only if it stays inside the
+                    # workspace; it is never descended into (no loops, no duplicates).
+                    is_dir = real_dir or (
+                        e.is_symlink() and inside(os.path.realpath(e.path), self.workspace) and e.is_dir()
+                    )
                 except OSError:
                     continue
                 if real_dir and e.name in self.skip:
@@ -231,7 +236,7 @@ def list_files(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
         raise ToolError(str(e)) from None
     dirs_only = bool(pattern and pattern.endswith("/"))
     skip = SKIP_DIRS - named_skip_dirs(pattern, SKIP_DIRS)
-    walk = _Walk(r.real, skip, depth)
+    walk = _Walk(r.real, r.workspace, skip, depth)
     found: list[str] = []
     for rel, is_dir, e in walk:
         if rx is not None and not rx.fullmatch(rel):
@@ -294,7 +299,7 @@ def grep(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
             raise ToolError(str(e)) from None
         by_name = bool(glob) and "/" not in glob.strip("/")
         skip = SKIP_DIRS - named_skip_dirs(glob, SKIP_DIRS)
-        walk = _Walk(r.real, skip, float("inf"))
+        walk = _Walk(r.real, ws, skip, float("inf"))
         for rel, is_dir, e in walk:
             if is_dir:
                 continue
@@ -440,6 +445,8 @@ def write_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     raw = req_str(inp, "path")
     content = req_str(inp, "content", allow_empty=True)
     data = _encode(content, "content")
+    if raw.endswith(("/", os.sep)):
+        raise ToolError(f"{quote(raw)} names a folder; give a file path")
     r = resolve_write(ctx.workspace, raw)
     st = _existing(r)
     _atomic_write(r, raw, data, st.st_mode if st else None)

@@ -355,3 +355,104 @@ def test_held_memory_response_does_not_delay_the_answer(server: FakeAnthropic, w
     gate.release()
     # Measured side by side in one run: start-up dominates both; the held request adds nothing.
     assert held < off * 1.5 + 0.5, f"answer with memory held took {held:.2f}s vs {off:.2f}s with memory off"
+
+
+# -- more in-stream failures the runtime retries itself ---------------------------------------------
+
+
+@pytest.mark.parametrize("fault", ["drop_connection", "truncated"])
+def test_dropped_or_unterminated_stream_is_retried(server: FakeAnthropic, ws: Path, fault: str) -> None:
+    import tests.fakeapi as fake
+
+    broken = getattr(fake, fault)(reply=text("void partial answer", chunks=["void", " partial answer"]))
+    server.script(MODEL, broken, text("the real answer"))
+    server.script(MEMORY_MODEL, text("[]"))
+    res = run_cli(server, ws, "-p", "hi", "--memory-wait", "10")
+    assert res.code == 0, res.err
+    assert "[retrying" in res.err and res.out.endswith("the real answer\n")
+    prompt = extraction_prompt(server.requests_for(MEMORY_MODEL)[0])
+    assert "the real answer" in prompt and "void" not in prompt
+
+
+# -- the system prompt, sessions and settings -------------------------------------------------------
+
+
+def test_system_prompt_has_workspace_instructions(server: FakeAnthropic, ws: Path) -> None:
+    (ws / "AGENTS.md").write_text("Always run `make lint` before committing.\n")
+    (ws / "CLAUDE.md").write_text("Prefer small functions.\n")
+    server.script(MODEL, text("ok"))
+    res = run_cli(server, ws, "-p", "hi", "--memory", "off")
+    assert res.code == 0, res.err
+    system = system_text(server.requests_for(MODEL)[0])
+    assert "Always run `make lint` before committing." in system and "Prefer small functions." in system
+    assert system.index("AGENTS.md") < system.index("<memory-index>")
+
+
+def test_continue_and_resume_restore_the_conversation(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, text("first answer"), text("second answer"), text("third answer"))
+    res = run_cli(server, ws, "--continue", "-p", "first question", "--memory", "off")
+    assert res.code == 0 and "no earlier session" in res.err and "starting a new one" in res.err
+    assert run_cli(server, ws, "--continue", "-p", "second question", "--memory", "off").code == 0
+    second = server.requests_for(MODEL)[1].body["messages"]
+    assert [m["role"] for m in second] == ["user", "assistant", "user"]
+    assert "first question" in json.dumps(second) and "first answer" in json.dumps(second)
+    sessions = sorted((Path(os.environ["PSEUDOCLAUDE_HOME"]) / "sessions").glob("*.jsonl"))
+    assert len(sessions) == 1
+    # A fresh session, then --resume of the first one by an id prefix.
+    server.script(MODEL, text("fresh answer"))
+    assert run_cli(server, ws, "-p", "unrelated", "--memory", "off").code == 0
+    res = run_cli(server, ws, "--resume", sessions[0].stem[:20], "-p", "third question", "--memory", "off")
+    assert res.code == 0, res.err
+    resumed = json.dumps(server.requests_for(MODEL)[-1].body["messages"])
+    assert "second answer" in resumed and "unrelated" not in resumed
+    res = run_cli(server, ws, "--resume", "nope", "-p", "x")
+    assert res.code == 1 and res.err.strip().splitlines()[-1].startswith("pseudoclaude: ")
+
+
+def test_settings_precedence_flag_env_file(server: FakeAnthropic, ws: Path) -> None:
+    home = Path(os.environ["PSEUDOCLAUDE_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('model = "model-from-file"\nmemory_mode = "off"\n')
+    server.script("model-from-file", text("a"))
+    server.script("model-from-env", text("b"))
+    server.script("model-from-flag", text("c"))
+    assert run_cli(server, ws, "-p", "1").code == 0
+    assert run_cli(server, ws, "-p", "2", PSEUDOCLAUDE_MODEL="model-from-env").code == 0
+    assert run_cli(server, ws, "-p", "3", "--model", "model-from-flag", PSEUDOCLAUDE_MODEL="model-from-env").code == 0
+    assert [r.model for r in server.requests] == ["model-from-file", "model-from-env", "model-from-flag"]
+    (home / "config.toml").write_text('memory_mode = "sometimes"\n')
+    res = run_cli(server, ws, "-p", "4")
+    assert res.code == 2 and "config.toml" in res.err and "memory_mode" in res.err
+
+
+def test_usage_errors_exit_2(ws: Path) -> None:
+    for args in (["-p", "x", "--allow-tools", "rm_rf"], ["-p", "x", "--max-iterations", "0"],
+                 ["-p", "x", "--memory", "sometimes"], ["-p", "   "], ["--continue", "--resume", "a", "-p", "x"]):
+        res = run_cli(None, ws, *args)
+        assert res.code == 2, (args, res.err)
+        assert res.err.strip().count("\n") <= 1 or "usage" in res.err
+
+
+def test_flush_all_runs_every_workspace(server: FakeAnthropic, ws: Path, tmp_path: Path) -> None:
+    from memory.model import Turn, TurnMessage
+    from memory.paths import Paths, resolve_workspace
+    from memory.spool import Spool, make_job
+
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    for w in (ws, other):
+        real = resolve_workspace(w)
+        Spool(Paths.for_workspace(real)).submit(
+            make_job(real, [Turn(messages=[TurnMessage(role="user", text=f"remember {w.name}")])]))
+    assert len(spool()) == 2
+    server.script(MEMORY_MODEL, text(ops_answer(create_op("A", "a"))), text(ops_answer(create_op("B", "b"))))
+    res = run_cli(server, ws, "memory", "flush", "--all", "--timeout", "30")
+    assert res.code == 0, res.err
+    assert spool() == [] and notes(project_store(ws)) and notes(project_store(other))
+    assert len(server.requests_for(MEMORY_MODEL)) == 2
+
+
+def test_no_prompt_prints_status_and_how_to_configure(ws: Path) -> None:
+    res = run_cli(None, ws)
+    assert res.code == 0
+    assert f"workspace {ws}" in res.out and "ANTHROPIC_API_KEY" in res.out and "0 spooled job(s)" in res.out
