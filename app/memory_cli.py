@@ -9,7 +9,7 @@ from pathlib import Path
 
 from memory.doctor import diagnose, fix
 from memory.manager import Manager, ReviewError
-from memory.model import INDEX_FILE, MANUAL_SOURCE, Level
+from memory.model import INDEX_FILE, MANUAL_SOURCE, BatchResult, Level
 from memory.parser import parse_and_validate
 from memory.paths import resolve_workspace
 from memory.spool import Spool, SpoolError
@@ -130,7 +130,11 @@ def _apply(stores: MemoryStores, args: argparse.Namespace) -> int:
     if not parsed.found:
         _err("no operations found: expected a JSON array or an object with an \"operations\" array")
         return EXIT_REJECTED
-    result = stores.apply(parsed.ops, source=MANUAL_SOURCE, rejected=parsed.rejected, label="memory apply")
+    return _report(stores.apply(parsed.ops, source=MANUAL_SOURCE, rejected=parsed.rejected, label="memory apply"))
+
+
+def _report(result: BatchResult) -> int:
+    """Applied ops on stdout, each rejection or conflict as one line on stderr; exit 3 if any."""
     for a in result.applied:
         print(f"{a.action} {a.level}/{a.filename}")
     problems = sorted([*result.rejected, *result.conflicts], key=lambda r: r.index)
@@ -166,12 +170,7 @@ def _review(stores: MemoryStores, args: argparse.Namespace) -> int:
         for e in spool.list(stores.paths.workspace, include_orphans=False):
             if e.job is not None and e.job.held_ops and e.job.split_from == job_id:
                 print(f"still held: ops {', '.join(str(h.index) for h in e.job.held_ops)} (job {e.id})")
-        for a in result.applied:
-            print(f"{a.action} {a.level}/{a.filename}")
-        problems = sorted([*result.rejected, *result.conflicts], key=lambda r: r.index)
-        for r in problems:
-            _err(r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}")
-        return EXIT_REJECTED if problems else EXIT_OK
+        return _report(result)
     left = manager.reject(job_id, ops)
     print(f"rejected {'all held ops' if ops is None else 'ops ' + ', '.join(map(str, ops))} of job {job_id}")
     if left is not None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import stat
 from dataclasses import dataclass, field
 
-from .model import INDEX_FILE
+from .model import INDEX_FILE, Level
 from .sanitize import check_filename
+from .spool import Spool
 from .store import render_index
 from .transaction import MemoryStores
 
@@ -70,6 +71,13 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
                 add(Finding(f"{level} store: {name}: {note.broken} (edit the file; it is listed by filename)", False))
         if st.read_index_file() != render_index(notes):
             add(Finding(f"{level} store: {INDEX_FILE} does not match the notes", True))
+        if level is Level.PROJECT and not (st.dir / ".gitignore").exists():
+            add(Finding("project store: .gitignore (keeping .trash/ out of git) is missing", True))
+    for entry in Spool(stores.paths, stores.fs).list(None):
+        if entry.problem is not None:
+            add(Finding(f"spool: {entry.problem} (the file is kept; move it away once read)", False))
+        elif entry.orphaned and entry.workspace == str(stores.paths.workspace):
+            add(Finding(f"spool: job {entry.id} belongs to a workspace that no longer exists", False))
     return report
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,21 +24,6 @@ from tests.integration.clitools import (
 )
 
 pytestmark = pytest.mark.timeout(90)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        yield fake
-    assert not fake.errors, fake.errors[0]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    w = tmp_path / "repo"
-    (w / ".git").mkdir(parents=True)
-    (w / "README.md").write_text("# demo\nThe build command is `make build`.\n")
-    return w
 
 
 def notes(folder: Path) -> list[str]:
@@ -456,3 +440,20 @@ def test_no_prompt_prints_status_and_how_to_configure(ws: Path) -> None:
     res = run_cli(None, ws)
     assert res.code == 0
     assert f"workspace {ws}" in res.out and "ANTHROPIC_API_KEY" in res.out and "0 spooled job(s)" in res.out
+
+
+def test_review_mode_holds_ops_until_approved(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, text("ok"))
+    server.script(MEMORY_MODEL, text(ops_answer(create_op("Keep", "kept"), create_op("Drop", "dropped"))))
+    res = run_cli(server, ws, "-p", "review this", "--memory", "review", "--memory-wait", "30")
+    assert res.code == 0, res.err
+    assert "held for review" in res.err and notes(project_store(ws)) == []
+    pending = run_cli(None, ws, "memory", "pending")
+    assert "held" in pending.out and "2 held op(s)" in pending.out and "review this" in pending.out
+    job_id = pending.out.split()[0]
+    assert run_cli(None, ws, "memory", "approve", job_id, "0").code == 0
+    assert notes(project_store(ws)) == ["project_knowledge_keep.md"]
+    rest = run_cli(None, ws, "memory", "pending").out.split()[0]
+    assert run_cli(None, ws, "memory", "reject", rest).code == 0
+    assert run_cli(None, ws, "memory", "pending").out == "no pending memory jobs\n"
+    assert notes(project_store(ws)) == ["project_knowledge_keep.md"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -23,21 +23,12 @@ from tests.integration.clitools import MEMORY_MODEL, MODEL, create_op, ops_answe
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        for k, v in fake.env().items():
-            monkeypatch.setenv(k, v)
-        monkeypatch.setenv("PSEUDOCLAUDE_RETRY_DELAY", "0.01")
-        yield fake
-    assert not fake.errors, fake.errors[0]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    w = tmp_path / "repo"
-    (w / ".git").mkdir(parents=True)
-    return w
+@pytest.fixture(autouse=True)
+def sdk_env(server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK in this process talks to the fake server; retries back off in milliseconds."""
+    for k, v in server.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("PSEUDOCLAUDE_RETRY_DELAY", "0.01")
 
 
 @pytest.fixture

@@ -297,3 +297,17 @@ def test_approve_reports_conflict_with_hand_edit(cli, ws: Path) -> None:
 def test_approve_unknown_job_is_one_line(cli) -> None:
     code, _, err = cli("approve", "nope")
     assert code == 1 and err.count("\n") == 1 and "nope" in err
+
+
+def test_doctor_reports_corrupt_spool_file_and_missing_gitignore(cli, ws: Path) -> None:
+    cli("apply", "-", stdin=json.dumps([create_op("A")]))
+    (ws / ".PseudoClaude" / "memory" / ".gitignore").unlink()
+    spool_dir = pseudoclaude_home() / "spool"
+    spool_dir.mkdir(parents=True, exist_ok=True)
+    bad = spool_dir / "00000000000000000001-deadbeef.json"
+    bad.write_text("{not json")
+    code, out, _ = cli("doctor")
+    assert code == 1 and ".gitignore" in out and "spool:" in out
+    code, out, _ = cli("doctor", "--fix")
+    assert (ws / ".PseudoClaude" / "memory" / ".gitignore").exists()
+    assert bad.exists() and code == 1 and "spool:" in out
