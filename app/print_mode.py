@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -28,6 +29,8 @@ class PrintUI:
     def __init__(self, out: TextIO, err: TextIO) -> None:
         self.out, self.err = out, err
         self.wrote_text = False
+        self._last = "\n"
+        self._tools_since_text = False
 
     def diag(self, text: str) -> None:
         self.err.write(text + "\n")
@@ -35,18 +38,26 @@ class PrintUI:
 
     def __call__(self, ev: RunEvent) -> None:
         if isinstance(ev, TextDelta):
+            if self._tools_since_text and self._last != "\n":
+                # A new response after tool calls: its text starts on a new paragraph.
+                self.out.write("\n\n")
+            self._tools_since_text = False
             self.out.write(ev.text)
             self.out.flush()
             self.wrote_text = True
+            self._last = ev.text[-1:] or self._last
         elif isinstance(ev, Retrying):
             # stdout cannot take back what it printed: the new attempt starts on a fresh line.
-            if self.wrote_text:
+            if self.wrote_text and self._last != "\n":
                 self.out.write("\n")
                 self.out.flush()
+                self._last = "\n"
             self.diag(f"[retrying in {ev.delay:g}s: {ev.reason}; the partial answer above is void]")
         elif isinstance(ev, ToolCallStarted):
+            self._tools_since_text = True
             indent = "  " * (ev.depth + 1)
-            self.diag(f"{indent}⏺ {ev.name}({_one_line(ev.input, 120)})")
+            args = json.dumps(ev.input, ensure_ascii=False)
+            self.diag(f"{indent}⏺ {ev.name}({_one_line(args, 120)})")
         elif isinstance(ev, ToolCallFinished):
             indent = "  " * (ev.depth + 1)
             tag = "denied" if ev.denied else ("error" if ev.result.is_error else "ok")
@@ -54,7 +65,7 @@ class PrintUI:
         elif isinstance(ev, MemorySubmitted):
             self.diag(f"[memory: job {ev.job_id} spooled]")
         elif isinstance(ev, RunStop):
-            if self.wrote_text:
+            if self.wrote_text and self._last != "\n":
                 self.out.write("\n")
                 self.out.flush()
             if ev.status == "completed":

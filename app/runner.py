@@ -268,8 +268,7 @@ class Runner:
         if spec.kind in ("write", "execute"):
             decision = await self.gate.decide(name, tool_input)
             if not decision.allowed:
-                reason = decision.reason or f"{name} was denied by the user"
-                return ToolResult(content=f"denied: {reason}", is_error=True), True
+                return ToolResult(content=decision.reason or f"{name} was denied by the user", is_error=True), True
         if name == "task":
             return await self._run_task(tool_input, emit), False
         return await run_tool(name, tool_input, self.tool_ctx), False
