@@ -121,6 +121,8 @@ def test_new_session_system_prompt_has_index_not_bodies_and_read_memory_reads_on
     assert res.code == 0, res.err
     first, second = server.requests_for(MODEL)
     system = system_text(first)
+    printed = run_cli(None, ws, "memory", "index").out
+    assert printed.strip() and f"<memory-index>\n{printed.rstrip(chr(10))}\n</memory-index>" in system
     assert "- [project_knowledge] Deploy — How to deploy. (project_knowledge_deploy.md)" in system
     assert "SECRET-BODY-TEXT" not in system
     assert first.body["system"][-1]["cache_control"] == {"type": "ephemeral"}
