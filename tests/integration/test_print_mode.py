@@ -459,3 +459,14 @@ def test_review_mode_holds_ops_until_approved(server: FakeAnthropic, ws: Path) -
     assert run_cli(None, ws, "memory", "reject", rest).code == 0
     assert run_cli(None, ws, "memory", "pending").out == "no pending memory jobs\n"
     assert notes(project_store(ws)) == ["project_knowledge_keep.md"]
+
+
+def test_sdk_environment_auth_token_and_headers(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, text("ok"))
+    env = {"ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": "tok-123"}
+    res = run_cli(server, ws, "-p", "hi", "--memory", "off", **env)
+    assert res.code == 0, res.err
+    [req] = server.requests_for(MODEL)
+    assert req.headers["authorization"] == "Bearer tok-123"
+    assert req.headers["anthropic-version"] == "2026-10-21"
+    assert "temperature" not in req.body
