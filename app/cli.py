@@ -125,6 +125,8 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     except SettingsError as e:
         print(f"pseudoclaude: {e}", file=sys.stderr)
         return EXIT_USAGE
+    for warning in settings.warnings:
+        print(f"pseudoclaude: {warning}", file=sys.stderr)
     workspace = resolve_workspace(args.workspace)
     if args.prompt is None:
         print(_status(settings, workspace))

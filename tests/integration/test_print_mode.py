@@ -406,8 +406,12 @@ def test_settings_precedence_flag_env_file(server: FakeAnthropic, ws: Path) -> N
     assert run_cli(server, ws, "-p", "2", PSEUDOCLAUDE_MODEL="model-from-env").code == 0
     assert run_cli(server, ws, "-p", "3", "--model", "model-from-flag", PSEUDOCLAUDE_MODEL="model-from-env").code == 0
     assert [r.model for r in server.requests] == ["model-from-file", "model-from-env", "model-from-flag"]
-    (home / "config.toml").write_text('memory_mode = "sometimes"\n')
+    (home / "config.toml").write_text('model = "model-from-file"\nmemory_mode = "off"\ncolour = "blue"\n')
+    server.script("model-from-file", text("d"))
     res = run_cli(server, ws, "-p", "4")
+    assert res.code == 0 and "unknown key 'colour'" in res.err
+    (home / "config.toml").write_text('memory_mode = "sometimes"\n')
+    res = run_cli(server, ws, "-p", "5")
     assert res.code == 2 and "config.toml" in res.err and "memory_mode" in res.err
 
 
