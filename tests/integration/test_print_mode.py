@@ -474,3 +474,25 @@ def test_sdk_environment_auth_token_and_headers(server: FakeAnthropic, ws: Path)
     assert req.headers["authorization"] == "Bearer tok-123"
     assert req.headers["anthropic-version"] == "2026-10-21"
     assert "temperature" not in req.body
+
+
+def test_ctrl_c_mid_answer_leaves_a_consistent_session_and_no_job(server: FakeAnthropic, ws: Path) -> None:
+    import signal
+
+    gate = server.gate()
+    server.script(MODEL, text("partial answer", chunks=["partial", " answer"], hold_after=gate))
+    live = Live(server, ws, "-p", "hi")
+    try:
+        live.wait_until(lambda s: b"partial" in s.out, what="the first chunk")
+        live.proc.send_signal(signal.SIGINT)
+        res = live.finish()
+    finally:
+        gate.release()
+    assert res.code == 130 and "cancelled" in res.err
+    [session] = (Path(os.environ["PSEUDOCLAUDE_HOME"]) / "sessions").glob("*.jsonl")
+    lines = [json.loads(x) for x in session.read_text().splitlines()]
+    messages = [x["message"] for x in lines if x["type"] == "message"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[-1]["content"] == [{"type": "text", "text": "[interrupted]"}]
+    assert lines[-1]["type"] == "turn_end" and lines[-1]["status"] == "cancelled"
+    _no_extraction(server)
