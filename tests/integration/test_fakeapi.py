@@ -40,13 +40,6 @@ WAIT = 5.0
 
 
 @pytest.fixture
-def server() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        yield fake
-    assert not fake.errors, fake.errors[0]
-
-
-@pytest.fixture
 async def aclient(server: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthropic]:
     client = anthropic.AsyncAnthropic(api_key="test", base_url=server.base_url, max_retries=0, timeout=WAIT)
     yield client
