@@ -16,7 +16,6 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from memory.index import index_diff
@@ -368,7 +367,3 @@ def _stop_message(reason: str | None) -> str:
         "pause_turn": "the model paused its turn",
         "model_context_window_exceeded": "the conversation no longer fits the model's context window",
     }.get(reason or "", f"the model stopped ({reason})")
-
-
-def workspace_context(workspace: Path, memory: Any | None, bash_timeout: float) -> ToolContext:
-    return ToolContext(workspace=workspace, memory=memory, bash_timeout_default=bash_timeout)

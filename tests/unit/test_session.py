@@ -27,13 +27,6 @@ from app.session import (
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    d = tmp_path / "ws"
-    d.mkdir()
-    return Path(os.path.realpath(d))
-
-
-@pytest.fixture
 def store(isolated_home: Path) -> SessionStore:
     return SessionStore()
 

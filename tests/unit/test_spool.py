@@ -32,13 +32,6 @@ def turn(text: str, session: str = "s1") -> Turn:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    d = tmp_path / "ws"
-    d.mkdir()
-    return Path(os.path.realpath(d))
-
-
-@pytest.fixture
 def spool(tmp_path: Path, ws: Path) -> Spool:
     return Spool(Paths.for_workspace(ws, tmp_path / "home"))
 

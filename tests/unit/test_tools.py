@@ -47,13 +47,6 @@ CONTRACT = {
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    w = tmp_path / "ws"
-    w.mkdir()
-    return Path(os.path.realpath(w))
-
-
-@pytest.fixture
 def outside(tmp_path: Path) -> Path:
     o = tmp_path / "outside"
     o.mkdir()
