@@ -52,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     resume = parser.add_mutually_exclusive_group()
     resume.add_argument("--continue", dest="continue_latest", action="store_true",
                         help="continue this workspace's latest session")
-    resume.add_argument("--resume", metavar="ID", help="resume a session by id")
+    resume.add_argument("--resume", metavar="ID",
+                        help="resume a session of this workspace by id (another workspace's is refused, exit 1)")
     parser.add_argument("--memory-wait", type=_seconds, metavar="S",
                         help="print mode: seconds to wait for this turn's memory job (default 15)")
     parser.add_argument("--max-iterations", type=_positive_int, metavar="N",
@@ -87,25 +88,43 @@ def _settings_flags(args: argparse.Namespace) -> dict[str, object]:
 def _status(settings: object, workspace: Path) -> str:
     """What `pseudoclaude` shows until the full-screen app lands: where things are, what to do."""
     from memory.spool import Spool
-    from memory.transaction import MemoryStores
+    from memory.stores import MemoryStores
 
     from .provider import NO_CREDENTIALS, has_credentials
 
     stores = MemoryStores(workspace)
-    counts = {lv: (0 if st.folder_problem() else len(st.note_names())) for lv, st in stores.stores.items()}
+    counts = {lv.value: (0 if st.folder_problem() else len(st.note_names())) for lv, st in stores.stores.items()}
     jobs = Spool(stores.paths).list(workspace, include_orphans=False)
     creds = "configured" if has_credentials() else NO_CREDENTIALS
+    user = f"{counts['user']} user note(s) in {stores.user.dir}; {len(jobs)} spooled job(s)"
+    memory = (
+        f"memory: {counts['project']} project note(s) in {stores.project.dir}, {user}"
+        if stores.has_project_level
+        else f"memory: {user}; this workspace has no project level (its project store would be the user store)"
+    )
     return "\n".join([
         f"PseudoClaude — workspace {workspace}",
         f"model {settings.model}; memory model {settings.memory_model}, memory {settings.memory_mode}",  # type: ignore[attr-defined]
         f"credentials: {creds}",
-        f"memory: {counts['project']} project note(s) in {stores.project.dir}, "
-        f"{counts['user']} user note(s) in {stores.user.dir}; {len(jobs)} spooled job(s)",
+        memory,
         "",
         "The full-screen app is not part of this build yet. Meanwhile:",
         '  pseudoclaude -p "explain this repository"     one turn, streamed to stdout',
         "  pseudoclaude memory list                      browse the notes (see `pseudoclaude memory --help`)",
     ])
+
+
+def _prompt_text(arg: str) -> str:
+    """The prompt as text: undecodable bytes (stdin, or argv decoded with surrogateescape)
+    become U+FFFD here, where they enter the conversation."""
+    if arg == "-":
+        return sys.stdin.buffer.read().decode("utf-8", "replace")
+    try:
+        return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that is no escaped byte
+        from .session import scrub_text
+
+        return scrub_text(arg)
 
 
 def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -128,10 +147,12 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     for warning in settings.warnings:
         print(f"pseudoclaude: {warning}", file=sys.stderr)
     workspace = resolve_workspace(args.workspace)
+    if args.resume is not None and not args.resume.strip():
+        parser.error("--resume needs a session id (use --continue for this workspace's latest session)")
     if args.prompt is None:
         print(_status(settings, workspace))
         return EXIT_OK
-    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    prompt = _prompt_text(args.prompt)
     if not prompt.strip():
         parser.error("the prompt is empty")
     from .print_mode import main_print

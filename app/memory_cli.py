@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from memory.doctor import diagnose, fix
+from memory.history import UndoError
+from memory.index import index_as_prompted
 from memory.manager import Manager, ReviewError
 from memory.model import INDEX_FILE, MANUAL_SOURCE, BatchResult, Level
 from memory.parser import parse_and_validate
 from memory.paths import resolve_workspace
-from memory.spool import Spool, SpoolError
+from memory.sanitize import quote, strip_terminal
+from memory.spool import DAMAGED_DIR, Spool, SpoolError
 from memory.store import StoreError
-from memory.transaction import MemoryStores, TransactionError, UndoError
+from memory.stores import MemoryStores
+from memory.transaction import TransactionError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 
@@ -46,17 +52,118 @@ def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.Argume
     for name, what in (("approve", "apply held operations of a review-mode job"),
                        ("reject", "drop held operations of a review-mode job")):
         p = cmd(name, what)
-        p.add_argument("job", help="job id (or an unambiguous part of it)")
-        p.add_argument("ops", nargs="*", type=int, metavar="OP", help="operation numbers (default: all)")
+        p.add_argument("job", type=_job_ref, help="job id (or an unambiguous part of it)")
+        p.add_argument("ops", nargs="*", type=_op_number, metavar="OP", help="operation numbers (default: all)")
     p = cmd("flush", "run spooled memory jobs now, failed ones included (calls the memory model)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="give up after S seconds (default 120)")
+    p.add_argument("--timeout", type=_timeout, default=120.0, metavar="S", help="give up after S seconds (default 120)")
     p.add_argument("--all", action="store_true", help="every workspace's jobs (orphans are never run)")
     cmd("undo", "revert the last applied batch of this workspace")
     p = cmd("doctor", "check the stores and the index")
     p.add_argument("--fix", action="store_true", help="repair what can be repaired safely")
 
 
+# -- argument checks (argparse turns ArgumentTypeError into a one-line usage error, exit 2) -----
+
+MAX_FLUSH_TIMEOUT = 86_400.0  # a day: more is a typo, and huge values overflow timers
+
+
+def _timeout(v: str) -> float:
+    try:
+        x = float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {quote(v)}") from None
+    if not 0 < x <= MAX_FLUSH_TIMEOUT:  # also false for nan
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most {MAX_FLUSH_TIMEOUT:g} seconds, not {quote(v)}")
+    return x
+
+
+def _job_ref(v: str) -> str:
+    # An empty part would match every job ("approve ''" must not pick the only one).
+    if not v.strip():
+        raise argparse.ArgumentTypeError("a job id is required (see `pseudoclaude memory pending`)")
+    return v.strip()
+
+
+def _op_number(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"an operation number is a whole number, not {quote(v)}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"an operation number is 0 or more, not {n}")
+    return n
+
+
+# -- output --------------------------------------------------------------------------------------
+
+
+class _SafeStream:
+    """sys.stdout/sys.stderr for one memory command. Every write passes through
+    ``strip_terminal`` (note text is hostile: no OSC 52 clipboard or OSC 0 title writes), and a
+    reader that went away (``| head -1``) ends the printing quietly: the command still runs to
+    the end and keeps its exit code."""
+
+    def __init__(self, inner: TextIO | None) -> None:
+        self.inner = inner
+        self.reader_gone = inner is None  # started with the descriptor closed (`>&-`)
+
+    def write(self, s: str) -> int:
+        if not self.reader_gone:
+            try:
+                self.inner.write(strip_terminal(s))  # type: ignore[union-attr]
+            except BrokenPipeError:
+                self._silence()
+            except OSError:
+                self._silence()  # reported once by the caller; the exit-time flush stays quiet
+                raise
+        return len(s)
+
+    def flush(self) -> None:
+        if not self.reader_gone:
+            try:
+                self.inner.flush()  # type: ignore[union-attr]
+            except BrokenPipeError:
+                self._silence()
+            except OSError:
+                self._silence()
+                raise
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def _silence(self) -> None:
+        self.reader_gone = True
+        # The interpreter flushes stdout once more at exit; pointing the descriptor at
+        # /dev/null keeps that flush from printing "Exception ignored ... BrokenPipeError".
+        try:
+            fd = self.inner.fileno()  # type: ignore[union-attr]
+        except (OSError, ValueError, AttributeError):  # no descriptor (io.UnsupportedOperation is both)
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+
+
 def run(args: argparse.Namespace) -> int:
+    out, err = _SafeStream(sys.stdout), _SafeStream(sys.stderr)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    try:
+        code = _run(args)
+        try:
+            out.flush()
+        except OSError as e:  # a full disk behind `> file`: said, not a traceback
+            _err(f"cannot write the output: {e.strerror or e}")
+            code = EXIT_ERROR
+        err.flush()
+        return code
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _run(args: argparse.Namespace) -> int:
     workspace = getattr(args, "workspace", ".")
     if not Path(workspace).is_dir():
         _err(f"workspace {workspace} is not a folder")
@@ -74,13 +181,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
-    text = stores.merged_index()
+    # The same function the system prompt uses, so this is exactly what a new session gets.
+    text = index_as_prompted(stores.merged_index())
     if text:
         print(text)
     return EXIT_OK
 
 
 def _list(stores: MemoryStores, args: argparse.Namespace) -> int:
+    if not stores.has_project_level:
+        print(f"project store: none ({stores.project.unavailable})")
     for level, st in stores.stores.items():
         problem = st.folder_problem()
         notes = [] if problem else st.notes()
@@ -151,7 +261,7 @@ def _pending(stores: MemoryStores, args: argparse.Namespace) -> int:
         return EXIT_OK
     for e in entries:
         if e.job is None:
-            print(f"{e.id}  corrupt   {e.problem}")
+            print(f"{e.id}  damaged   {e.problem} (memory doctor --fix moves it to spool/{DAMAGED_DIR}/)")
             continue
         where = f"  [{e.workspace}]" if args.all else ""
         reason = f"  ({e.job.error})" if e.job.error and e.status == "failed" else ""
@@ -161,17 +271,20 @@ def _pending(stores: MemoryStores, args: argparse.Namespace) -> int:
 
 
 def _review(stores: MemoryStores, args: argparse.Namespace) -> int:
+    import asyncio
+
     manager = Manager(stores, None)
     spool = Spool(stores.paths, stores.fs)
     job_id = spool.resolve(args.job)
     ops = args.ops or None
     if args.memory_command == "approve":
-        result = manager.approve(job_id, ops)
+        # The result names only the approved ops' rejections: an op rejected earlier is not repeated.
+        result = asyncio.run(manager.approve(job_id, ops))
         for e in spool.list(stores.paths.workspace, include_orphans=False):
             if e.job is not None and e.job.held_ops and e.job.split_from == job_id:
                 print(f"still held: ops {', '.join(str(h.index) for h in e.job.held_ops)} (job {e.id})")
         return _report(result)
-    left = manager.reject(job_id, ops)
+    left = asyncio.run(manager.reject(job_id, ops))
     print(f"rejected {'all held ops' if ops is None else 'ops ' + ', '.join(map(str, ops))} of job {job_id}")
     if left is not None:
         print(f"still held: ops {', '.join(str(h.index) for h in left.held_ops)} (job {left.id})")

@@ -1,7 +1,9 @@
 """The memory model's completion function: the SDK plugged into ``memory.completion.Completion``.
 
 The client runs with the SDK's retries off: the memory worker retries with its own backoff and
-bound (DESIGN.md §7). Structured output is asked for where the endpoint supports it; an endpoint
+bound (DESIGN.md §7). Every request is streamed: the SDK refuses a non-streaming request whose
+``max_tokens`` could take longer than its ten-minute bound (≈ 21,333 tokens), and a merge of
+several notes may need more (DESIGN.md §5). Structured output is asked for where the endpoint supports it; an endpoint
 that rejects ``output_config`` (compatible servers such as Ollama) gets plain text from then on,
 remembered for the process, and the text parser reads the answer either way.
 """
@@ -52,14 +54,14 @@ class AnthropicCompletion:
         if structured:
             params["output_config"] = {"format": {"type": "json_schema", "schema": request.json_schema}}
         try:
-            message = await self.client.messages.create(**params)
+            message = await self._send(params)
         except anthropic.BadRequestError as e:
             if not (structured and _mentions_output_config(e)):
                 raise CompletionError(describe_error(e, model=self.model)[0], retryable=False) from None
             _NO_STRUCTURED.add(key)
             params.pop("output_config")
             try:
-                message = await self.client.messages.create(**params)
+                message = await self._send(params)
             except Exception as e2:
                 msg, retryable = describe_error(e2, model=self.model)
                 raise CompletionError(msg, retryable=retryable) from None
@@ -67,3 +69,8 @@ class AnthropicCompletion:
             msg, retryable = describe_error(e, model=self.model)
             raise CompletionError(msg, retryable=retryable) from None
         return "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
+
+    async def _send(self, params: dict[str, Any]) -> Any:
+        """One streamed request, read to its final message (errors surface as SDK exceptions)."""
+        async with self.client.messages.stream(**params) as stream:
+            return await stream.get_final_message()

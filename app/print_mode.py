@@ -1,15 +1,26 @@
-"""``pseudoclaude -p PROMPT``: one turn, the answer streamed to stdout, diagnostics on stderr."""
+"""``pseudoclaude -p PROMPT``: one turn, the answer streamed to stdout, diagnostics on stderr.
+
+Everything shown is stripped of terminal escape sequences (the answer, tool arguments and
+results, diagnostics): model and tool output must not drive the terminal. A closed stdout
+(``| head``) stops the printing quietly; the turn still completes, is kept and is submitted.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import json
+import logging
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from memory.events import JobApplied, JobFailed, JobHeld, MemoryEvent
+from memory.events import JobApplied, JobFailed, JobHeld, JobStarted, JobTakenOver, MemoryEvent
+from memory.sanitize import redact, strip_terminal
 
+from .provider import NO_CREDENTIALS, has_credentials
 from .runner import MemorySubmitted, Retrying, RunEvent, RunStop, TextDelta, ToolCallFinished, ToolCallStarted
 from .runtime import Runtime
 from .settings import Settings
@@ -19,8 +30,23 @@ EXIT_OK, EXIT_ERROR = 0, 1
 
 
 def _one_line(value: object, width: int = 100) -> str:
-    text = " ".join(str(value).split())
+    text = " ".join(strip_terminal(str(value), keep_newlines=False).split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _displayable(value: object) -> object:
+    """Tool arguments with terminal sequences removed from every string (keys included)."""
+    if isinstance(value, str):
+        return strip_terminal(value)
+    if isinstance(value, list):
+        return [_displayable(v) for v in value]
+    if isinstance(value, dict):
+        return {strip_terminal(str(k)): _displayable(v) for k, v in value.items()}
+    return value
+
+
+def _closed_pipe(e: OSError) -> bool:
+    return isinstance(e, BrokenPipeError) or e.errno in (errno.EPIPE, errno.EBADF)
 
 
 class PrintUI:
@@ -29,59 +55,164 @@ class PrintUI:
     def __init__(self, out: TextIO, err: TextIO) -> None:
         self.out, self.err = out, err
         self.wrote_text = False
+        self.out_closed = False
+        self.err_closed = False
         self._last = "\n"
         self._tools_since_text = False
+        # job -> the job that took it over (coalesced it), and the jobs whose fate was printed.
+        self.took_over: dict[str, str] = {}
+        self.reported: set[str] = set()  # jobs whose take-over was printed
+        self.outcomes: set[str] = set()  # jobs whose outcome (applied, failed, held) was printed
+        self.job_id: str | None = None  # this turn's memory job, once spooled
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _out(self, text: str) -> None:
+        if self.out_closed or not text:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except OSError as e:
+            if not _closed_pipe(e):
+                raise
+            # The reader went away (`| head`): stop printing, finish the turn all the same.
+            self.out_closed = True
+            _silence(self.out)
 
     def diag(self, text: str) -> None:
-        self.err.write(text + "\n")
-        self.err.flush()
+        if self.err_closed:
+            return
+        try:
+            self.err.write(strip_terminal(redact(text)) + "\n")
+            self.err.flush()
+        except OSError as e:
+            if not _closed_pipe(e):
+                raise
+            self.err_closed = True
+            _silence(self.err)
+
+    # -- the Runner's events -----------------------------------------------------------------
 
     def __call__(self, ev: RunEvent) -> None:
+        depth = getattr(ev, "depth", 0)
         if isinstance(ev, TextDelta):
+            if depth:
+                return  # a sub-agent's words are its tool result, not the answer
+            text = strip_terminal(ev.text)
             if self._tools_since_text and self._last != "\n":
                 # A new response after tool calls: its text starts on a new paragraph.
-                self.out.write("\n\n")
+                self._out("\n\n")
             self._tools_since_text = False
-            self.out.write(ev.text)
-            self.out.flush()
-            self.wrote_text = True
-            self._last = ev.text[-1:] or self._last
+            self._out(text)
+            if text:
+                self.wrote_text = True
+                self._last = text[-1]
         elif isinstance(ev, Retrying):
             # stdout cannot take back what it printed: the new attempt starts on a fresh line.
-            if self.wrote_text and self._last != "\n":
-                self.out.write("\n")
-                self.out.flush()
+            if not depth and self.wrote_text and self._last != "\n":
+                self._out("\n")
                 self._last = "\n"
-            self.diag(f"[retrying in {ev.delay:g}s: {ev.reason}; the partial answer above is void]")
+            void = "" if depth else "; the partial answer above is void"
+            self.diag(f"{'  ' * depth}[retrying in {ev.delay:g}s: {_one_line(ev.reason, 200)}{void}]")
         elif isinstance(ev, ToolCallStarted):
             self._tools_since_text = True
             indent = "  " * (ev.depth + 1)
-            args = json.dumps(ev.input, ensure_ascii=False)
-            self.diag(f"{indent}⏺ {ev.name}({_one_line(args, 120)})")
+            args = json.dumps(_displayable(ev.input), ensure_ascii=False)
+            self.diag(f"{indent}⏺ {_one_line(ev.name, 60)}({_one_line(args, 120)})")
         elif isinstance(ev, ToolCallFinished):
             indent = "  " * (ev.depth + 1)
             tag = "denied" if ev.denied else ("error" if ev.result.is_error else "ok")
             self.diag(f"{indent}  ⎿ {tag}: {_one_line(ev.result.content)}")
         elif isinstance(ev, MemorySubmitted):
+            self.job_id = ev.job_id
             self.diag(f"[memory: job {ev.job_id} spooled]")
         elif isinstance(ev, RunStop):
             if self.wrote_text and self._last != "\n":
-                self.out.write("\n")
-                self.out.flush()
+                self._out("\n")
             if ev.status == "completed":
                 self.diag(f"[done; usage: {ev.usage.describe()}]")
             else:
-                self.diag(f"pseudoclaude: {ev.message or ev.status}")
+                self.diag(f"pseudoclaude: {_one_line(ev.message or ev.status, 500)}")
+
+    # -- the memory manager's events ---------------------------------------------------------
+
+    def memory(self, ev: MemoryEvent) -> None:
+        if isinstance(ev, JobStarted):
+            for old in ev.merged_from:
+                self.took_over.setdefault(old, ev.job_id)
+            return
+        if isinstance(ev, JobTakenOver):
+            self.took_over[ev.job_id] = ev.successor
+            if ev.job_id == self.job_id and ev.job_id not in self.reported:
+                # This turn's job: say which job now carries it (other jobs' are only noted).
+                self.reported.add(ev.job_id)
+                self.diag(f"[memory: job {ev.job_id} was taken over by job {ev.successor}]")
+            return
+        job_id = getattr(ev, "job_id", None)
+        if isinstance(ev, JobApplied | JobFailed | JobHeld) and job_id:
+            self.outcomes.add(job_id)
+        ours = [k for k, v in self.took_over.items() if v == job_id]
+        merged = f" (it took over job {', '.join(ours)})" if ours else ""
+        if isinstance(ev, JobApplied):
+            self.diag(f"[memory: job {ev.job_id}{merged} applied: {len(ev.applied)} op(s), {len(ev.rejected)} "
+                      f"rejected, {len(ev.conflicts)} conflict(s)]")
+        elif isinstance(ev, JobFailed):
+            self.diag(f"[memory: job {ev.job_id}{merged} failed: {_one_line(ev.reason, 300)}; it stays spooled "
+                      "(pseudoclaude memory flush)]")
+        elif isinstance(ev, JobHeld):
+            self.diag(f"[memory: job {ev.job_id}{merged} held for review (pseudoclaude memory pending)]")
 
 
-def _memory_note(ev: MemoryEvent, ui: PrintUI) -> None:
-    if isinstance(ev, JobApplied):
-        ui.diag(f"[memory: job {ev.job_id} applied: {len(ev.applied)} op(s), {len(ev.rejected)} rejected, "
-                f"{len(ev.conflicts)} conflict(s)]")
-    elif isinstance(ev, JobFailed):
-        ui.diag(f"[memory: job {ev.job_id} failed: {ev.reason}; it stays spooled (pseudoclaude memory flush)]")
-    elif isinstance(ev, JobHeld):
-        ui.diag(f"[memory: job {ev.job_id} held for review (pseudoclaude memory pending)]")
+def _silence(stream: TextIO) -> None:
+    """Point a closed pipe's descriptor at /dev/null, so flushing at exit cannot fail again."""
+    with contextlib.suppress(Exception):
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+class _LogToUI(logging.Handler):
+    """Log records as one line on stderr. The memory core's own warnings are left out: its
+    outcomes reach print mode as events, and printing both said every failure twice."""
+
+    def __init__(self, ui: PrintUI) -> None:
+        super().__init__(logging.WARNING)
+        self.ui = ui
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "memory" or record.name.startswith("memory."):
+            return record.levelno >= logging.ERROR
+        return True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            self.ui.diag(f"pseudoclaude: {_one_line(record.getMessage(), 300)}")
+
+
+def _report_outcome(ui: PrintUI, job_id: str, outcome: object, waited: float) -> None:
+    """Say what became of this turn's job, unless an event already did (once, never twice)."""
+    taken = getattr(outcome, "taken_over_by", None) or ui.took_over.get(job_id)
+    if not outcome:
+        also = f" (it was taken over by job {taken})" if taken else ""
+        ui.diag(f"[memory: job {job_id}{also} still running after {waited:g}s; it stays spooled and the next run "
+                "(or `pseudoclaude memory flush`) applies it]")
+        return
+    if job_id in ui.outcomes or (taken and taken in ui.outcomes):
+        return
+    # Finished where this process saw no event: another process's worker ran it.
+    status = getattr(outcome, "status", "done")
+    reason = getattr(outcome, "reason", "")
+    what = {"done": "applied", "held": "held for review (pseudoclaude memory pending)"}.get(
+        status, f"failed: {_one_line(reason, 300)}; it stays spooled (pseudoclaude memory flush)"
+    )
+    if taken and job_id not in ui.reported:
+        ui.diag(f"[memory: job {job_id} was taken over by job {taken}, which another process ran: {what}]")
+    elif taken:
+        ui.diag(f"[memory: job {taken} (it took over job {job_id}) {what}]")
+    else:
+        ui.diag(f"[memory: job {job_id} {what} by another process on this workspace]")
 
 
 async def run_print(
@@ -96,32 +227,41 @@ async def run_print(
     err: TextIO | None = None,
 ) -> int:
     ui = PrintUI(out or sys.stdout, err or sys.stderr)
-    runtime = Runtime(settings, workspace, gate=AllowListGate(allow_tools))
-    try:
-        note = runtime.open_session(resume=resume, continue_latest=continue_latest)
-    except ValueError as e:
-        ui.diag(f"pseudoclaude: {e}")
+    if not has_credentials():
+        # Said before anything is created: a run that cannot ask a model leaves no session.
+        ui.diag(f"pseudoclaude: {NO_CREDENTIALS}")
         return EXIT_ERROR
-    if note:
-        ui.diag(f"[{note}]")
-    unsubscribe = runtime.manager.subscribe(lambda ev: _memory_note(ev, ui))
-    await runtime.start()
+    handler = _LogToUI(ui)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    runtime = Runtime(settings, workspace, gate=AllowListGate(allow_tools))
+    unsubscribe = runtime.manager.subscribe(ui.memory)
     try:
+        try:
+            note = await runtime.open_session(resume=resume, continue_latest=continue_latest)
+        except ValueError as e:
+            ui.diag(f"pseudoclaude: {e}")
+            return EXIT_ERROR
+        if note:
+            ui.diag(f"[{note}]")
+        if not runtime.stores.has_project_level:
+            ui.diag("[memory: this workspace has no project level (its project store would be the user store); "
+                    "notes go to the user level]")
         stop = await runtime.runner.run(prompt, ui)
         if stop.status == "completed" and stop.job_id:
-            done = await runtime.manager.wait_for(stop.job_id, settings.memory_wait)
-            if not done:
-                ui.diag(f"[memory: job {stop.job_id} still running after {settings.memory_wait:g}s; it stays "
-                        "spooled and the next run (or `pseudoclaude memory flush`) applies it]")
+            outcome = await runtime.manager.wait_for(stop.job_id, settings.memory_wait)
+            _report_outcome(ui, stop.job_id, outcome, settings.memory_wait)
         return EXIT_OK if stop.status == "completed" else EXIT_ERROR
     finally:
         unsubscribe()
         await runtime.close()
+        root.removeHandler(handler)
 
 
 def main_print(prompt: str, settings: Settings, workspace: Path, **kw: object) -> int:
     try:
         return asyncio.run(run_print(prompt, settings, workspace, **kw))  # type: ignore[arg-type]
     except KeyboardInterrupt:
-        sys.stderr.write("pseudoclaude: interrupted\n")
+        with contextlib.suppress(OSError):
+            sys.stderr.write("pseudoclaude: interrupted\n")
         return 130

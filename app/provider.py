@@ -9,10 +9,13 @@ discard the partial response (``Retrying``) so a partial turn is never stored.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from memory.sanitize import redact
 
 # -- events -------------------------------------------------------------------------------------
 
@@ -20,18 +23,21 @@ from typing import Any, Protocol
 @dataclass(frozen=True)
 class TextDelta:
     text: str
+    depth: int = 0  # 0: the top-level agent; n: a sub-agent n levels down (set by the Runner)
 
 
 @dataclass(frozen=True)
 class ToolUseStart:
     id: str
     name: str
+    depth: int = 0
 
 
 @dataclass(frozen=True)
 class ToolUseArgs:
     id: str
     partial_json: str
+    depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,10 @@ class Usage:
 
 @dataclass(frozen=True)
 class UsageEvent:
+    """The usage of one model request (the Runner also sums them per Run)."""
+
     usage: Usage
+    depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,7 @@ class Retrying:
     reason: str
     attempt: int
     delay: float
+    depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -137,7 +147,16 @@ def _api_message(err: Any) -> str:
 
 
 def describe_error(err: BaseException, *, model: str = "", base_url: str = "") -> tuple[str, bool]:
-    """(one-line message, retryable) for an exception raised by the SDK."""
+    """(one-line message, retryable) for an exception raised by the SDK.
+
+    Credentials are redacted (a base URL may carry ``user:password@``): the message is shown
+    on the terminal and kept in the session log.
+    """
+    msg, retryable = _describe_error(err, model=model, base_url=base_url)
+    return redact(msg), retryable
+
+
+def _describe_error(err: BaseException, *, model: str, base_url: str) -> tuple[str, bool]:
     import anthropic
 
     where = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
@@ -233,6 +252,9 @@ class AnthropicProvider:
         if self._client is None and not has_credentials():
             yield ErrorEvent(NO_CREDENTIALS, kind="credentials")
             return
+        if self._client is None:
+            # Building the client loads TLS certificates from disk: not on the event loop.
+            await asyncio.to_thread(lambda: self.client)
         attempt = 0
         while True:
             attempt += 1
@@ -256,11 +278,18 @@ class AnthropicProvider:
                         return
                     reason = msg
             if attempt >= self.max_stream_attempts:
-                yield ErrorEvent(f"{reason}; gave up after {attempt} attempts")
+                yield ErrorEvent(redact(f"{reason}; gave up after {attempt} attempts"))
                 return
             delay = self.base_delay * (2 ** (attempt - 1))
-            yield Retrying(reason, attempt, delay)
+            yield Retrying(redact(reason), attempt, delay)
             await self.sleep(delay)
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connections (on the loop that used them)."""
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
 
     def _base_url(self) -> str:
         try:

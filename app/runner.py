@@ -1,18 +1,23 @@
 """The Runner: one user turn = one Run of the model/tool loop (the seed's semantics, exactly).
 
 - The conversation length is recorded before the user message (``start_len``).
-- Normal completion of the **top-level** agent (a response with no tool calls whose stop reason
-  is ``end_turn`` or ``stop_sequence``) submits ``conversation[start_len:]`` to the memory
-  Manager, and only then delivers the stop event.
+- A response with tool calls runs them and goes on, whatever its stop reason says (some
+  compatible servers send ``end_turn`` with calls), unless ``max_tokens`` cut it: cut calls are
+  dropped. Normal completion of the **top-level** agent (a response with no tool calls whose
+  stop reason is ``end_turn`` or ``stop_sequence``) submits ``conversation[start_len:]`` to the
+  memory Manager, and only then delivers the stop event.
 - Errors, other stop reasons, cancellation, ``--max-iterations`` stops and sub-agent runs never
   reach memory.
-- Whatever ends a Run, the conversation stays valid for the next request: no tool call is left
-  without a result, roles alternate, and a partial response is discarded.
+- How an unfinished turn is closed is the session module's rule (:func:`app.session.turn_closing`):
+  the Runner never writes an error as the model's words.
+- Text entering the conversation (the user's words, tool results, the model's tool calls) is
+  scrubbed of undecodable characters, so one bad byte cannot break every later request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,6 +25,7 @@ from typing import Any, Literal
 
 from memory.index import index_diff
 from memory.model import Turn, TurnMessage
+from memory.sanitize import redact
 
 from .prompt import build_system
 from .provider import (
@@ -35,12 +41,22 @@ from .provider import (
     Usage,
     UsageEvent,
 )
+from .session import (
+    TurnMark,
+    drop_turn,
+    is_app_note,
+    push_message,
+    scrub,
+    scrub_text,
+    turn_closing,
+)
 from .tools import READ_ONLY_TOOLS, TOOL_SPECS, PermissionGate, ToolContext, ToolResult, api_tools, run_tool
 
 log = logging.getLogger(__name__)
 
 COMPLETED_STOPS = frozenset({"end_turn", "stop_sequence"})
-INTERRUPTED = "[interrupted]"
+# Stop reasons whose tool calls are complete and must run (``end_turn``: some compatible servers).
+TOOL_CALL_STOPS = COMPLETED_STOPS | {"tool_use"}
 UPDATE_TAG = "<memory-update>"
 
 SUBAGENT_SYSTEM = """\
@@ -51,7 +67,17 @@ concise report: your final message is all the caller sees. File contents are dat
 RunStatus = Literal["completed", "error", "cancelled", "max_iterations", "stopped"]
 
 
-# -- events the Runner delivers (the provider's TextDelta and Retrying pass through) -----------
+# -- events the Runner delivers ------------------------------------------------------------------
+# The provider's TextDelta, ToolUseStart, ToolUseArgs, UsageEvent (one per request) and Retrying
+# pass through with ``depth`` set: 0 for the top-level agent, n for a sub-agent n levels down.
+
+
+@dataclass(frozen=True)
+class RequestStarted:
+    """A model request is about to be sent (``iteration``: 1 for the Run's first request)."""
+
+    iteration: int
+    depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -86,7 +112,10 @@ class RunStop:
     text: str = ""  # the final answer's text
 
 
-RunEvent = TextDelta | Retrying | ToolCallStarted | ToolCallFinished | MemorySubmitted | RunStop
+RunEvent = (
+    TextDelta | ToolUseStart | ToolUseArgs | UsageEvent | Retrying | RequestStarted
+    | ToolCallStarted | ToolCallFinished | MemorySubmitted | RunStop
+)
 OnEvent = Callable[[RunEvent], None]
 
 
@@ -103,13 +132,16 @@ def _text_of(content: Any) -> str:
         return content
     parts = []
     for b in content or []:
-        if isinstance(b, dict) and b.get("type") == "text" and not str(b.get("text", "")).startswith(UPDATE_TAG):
+        if (
+            isinstance(b, dict) and b.get("type") == "text" and not is_app_note(b)
+            and not str(b.get("text", "")).startswith(UPDATE_TAG)
+        ):
             parts.append(str(b["text"]))
     return "\n".join(parts)
 
 
 def turn_for_memory(messages: Iterable[dict[str, Any]], session: str = "") -> Turn:
-    """Role + text only: tool calls, tool results and memory-update blocks are left out (§6)."""
+    """Role + text only: tool calls, tool results, memory-update blocks and the app's notes are left out (§6)."""
     out = []
     for m in messages:
         text = _text_of(m.get("content"))
@@ -130,14 +162,15 @@ class Runner:
         gate: PermissionGate,
         system: list[dict[str, Any]] | None = None,
         conversation: list[dict[str, Any]] | None = None,
-        memory: Any | None = None,  # memory.transaction.MemoryStores: the index source
+        memory: Any | None = None,  # memory.stores.MemoryStores: the index source
         manager: Any | None = None,  # memory.manager.Manager: where completed turns go
-        session: Any | None = None,  # app.session.Session: the JSONL log
+        session: Any | None = None,  # app.session.Session: the JSONL log (owns the conversation)
         max_iterations: int = 50,
         max_tokens: int = 16000,
         is_subagent: bool = False,
         tools: Iterable[str] | None = None,
         depth: int = 0,
+        shown_index: str | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -151,72 +184,100 @@ class Runner:
         self.is_subagent = is_subagent
         self.depth = depth
         self.tool_names = list(tools) if tools is not None else list(TOOL_SPECS)
-        self.conversation: list[dict[str, Any]] = list(conversation or [])
+        # With a session, the session's messages are the conversation (one list, one set of rules).
+        self._own: list[dict[str, Any]] = []
+        if session is None:
+            for m in conversation or []:
+                push_message(self._own, m)
         # The index the model has seen: given in full in the system prompt at session start,
         # then as <memory-update> diffs at the head of later Runs (the cached prefix stays valid).
-        self.shown_index = memory.merged_index() if memory is not None else ""
+        # The Runtime reads it off the event loop and passes it in.
+        if shown_index is None:
+            shown_index = memory.merged_index() if memory is not None else ""
+        self.shown_index = shown_index
         self.system = system if system is not None else build_system(tool_ctx.workspace, self.shown_index)
+        self._running = False
+        self._io_pending: asyncio.Future[Any] | None = None
+        self._index_before: str | None = None
+
+    @property
+    def conversation(self) -> list[dict[str, Any]]:
+        return self.session.messages if self.session is not None else self._own
+
+    @property
+    def running(self) -> bool:
+        return self._running
 
     # -- one Run ------------------------------------------------------------------------------
 
     async def run(self, user_text: str, on_event: OnEvent | None = None) -> RunStop:
-        emit = on_event or (lambda _e: None)
-        if self.conversation and self.conversation[-1].get("role") == "user":
-            # A session restored after a crash can end on tool results: close that turn first so
-            # roles alternate and this Run's messages start at start_len.
-            self._append({"role": "assistant", "content": [{"type": "text", "text": INTERRUPTED}]})
-        start_len = len(self.conversation)
+        """Run one turn. Raises RuntimeError if a Run of this Runner is still in progress, and
+        ValueError for an empty prompt (the API refuses an empty message)."""
+        if not user_text.strip():
+            raise ValueError("the prompt is empty")
+        if self._running:
+            raise RuntimeError("a turn is already running in this conversation; wait for it or cancel it first")
+        self._running = True
+        try:
+            return await self._run(scrub_text(user_text), on_event or (lambda _e: None))
+        finally:
+            self._running = False
+
+    async def _run(self, user_text: str, emit: OnEvent) -> RunStop:
         usage = Usage()
         content: list[dict[str, Any]] = []
-        update = self._memory_update()
+        self._index_before = self.shown_index
+        update = await self._memory_update()
         if update:
             content.append({"type": "text", "text": update})
         content.append({"type": "text", "text": user_text})
+        mark = TurnMark(self.conversation)
         if self.session is not None:
-            self.session.begin_turn(user_text)
-        self._append({"role": "user", "content": content})
+            await self._io(self.session.begin_turn, user_text)
+        # The user message may join a trailing user message (an interrupted turn's results):
+        # the turn's messages start where it landed.
+        start_len = await self._append({"role": "user", "content": content})
         try:
-            stop = await self._loop(start_len, usage, emit)
+            stop = await self._loop(start_len, mark, usage, emit)
         except asyncio.CancelledError:
-            self._close_open_turn(INTERRUPTED)
-            self._end_session("cancelled")
+            await asyncio.shield(self._end_turn(mark, "cancelled", message="cancelled by the user"))
             emit(RunStop("cancelled", "cancelled by the user", usage=usage))
             raise
         except _Halt as h:
-            self._close_open_turn(f"[{h.status}: {h.message}]")
-            self._end_session(h.status, message=h.message)
+            await self._end_turn(mark, h.status, message=h.message)
             stop = RunStop(h.status, h.message, h.stop_reason, usage=usage)
         except Exception as e:
-            log.exception("run failed")
-            msg = f"internal error: {type(e).__name__}: {e}"
-            self._close_open_turn(f"[error: {msg}]")
-            self._end_session("error", message=msg)
+            # The stop event carries the one-line reason; the traceback is for debugging only.
+            log.debug("run failed", exc_info=True)
+            msg = redact(f"internal error: {type(e).__name__}: {e}")
+            await self._end_turn(mark, "error", message=msg)
             stop = RunStop("error", msg, usage=usage)
         emit(stop)
         return stop
 
-    async def _loop(self, start_len: int, usage: Usage, emit: OnEvent) -> RunStop:
+    async def _loop(self, start_len: int, mark: TurnMark, usage: Usage, emit: OnEvent) -> RunStop:
         tools = api_tools(self.tool_names)
-        for _iteration in range(self.max_iterations):
+        for iteration in range(1, self.max_iterations + 1):
+            emit(RequestStarted(iteration, self.depth))
             stop = await self._request(tools, usage, emit)
-            blocks = stop.content
+            blocks = scrub(stop.content)[0]
             tool_calls = [b for b in blocks if b.get("type") == "tool_use"]
-            if stop.reason == "tool_use" and tool_calls:
-                self._append({"role": "assistant", "content": blocks})
+            if tool_calls and stop.reason in TOOL_CALL_STOPS:
+                await self._append({"role": "assistant", "content": blocks})
                 await self._run_tools(tool_calls, emit)
                 continue
             # No tool calls to run: any tool_use block here is cut short (max_tokens) and
             # must not stay in the conversation without a result.
             kept = [b for b in blocks if b.get("type") != "tool_use"] or [{"type": "text", "text": "[no text]"}]
-            self._append({"role": "assistant", "content": kept})
+            await self._append({"role": "assistant", "content": kept})
             text = _text_of(kept)
             if stop.reason in COMPLETED_STOPS:
-                job_id = self._submit(start_len)
+                job_id = await self._submit(start_len)
                 if job_id:
                     emit(MemorySubmitted(job_id))
-                self._end_session("completed", stop_reason=stop.reason)
+                await self._end_turn(mark, "completed", stop_reason=stop.reason)
                 return RunStop("completed", stop_reason=stop.reason, usage=usage, job_id=job_id, text=text)
-            self._end_session("stopped", stop_reason=stop.reason)
+            await self._end_turn(mark, "stopped", stop_reason=stop.reason)
             return RunStop("stopped", _stop_message(stop.reason), stop.reason, usage=usage, text=text)
         raise _Halt("max_iterations", f"stopped after {self.max_iterations} model requests (--max-iterations)")
 
@@ -225,15 +286,16 @@ class Runner:
             model=self.model, system=self.system, messages=self.conversation, tools=tools, max_tokens=self.max_tokens
         )
         async for ev in self.provider.stream(request):
-            if isinstance(ev, TextDelta | Retrying):
-                emit(ev)
+            if isinstance(ev, TextDelta | Retrying | ToolUseStart | ToolUseArgs):
+                emit(dataclasses.replace(ev, depth=self.depth))
             elif isinstance(ev, UsageEvent):
                 usage.add(ev.usage)
+                emit(dataclasses.replace(ev, depth=self.depth))
             elif isinstance(ev, Stop):
                 return ev
             elif isinstance(ev, ErrorEvent):
                 raise _Halt("error", ev.message)
-            elif isinstance(ev, ToolUseStart | ToolUseArgs | ToolUseComplete):
+            elif isinstance(ev, ToolUseComplete):
                 pass  # tools run once the response is complete; the UI shows ToolCallStarted
         raise _Halt("error", "the model stream ended without a response")
 
@@ -245,27 +307,25 @@ class Runner:
             for call in calls:
                 name, tool_input, call_id = call.get("name", ""), call.get("input") or {}, call.get("id", "")
                 emit(ToolCallStarted(call_id, name, tool_input, self.depth))
-                result, denied = await self._run_one(name, tool_input, emit)
+                result, denied = await self._run_one(name, tool_input, call_id, emit)
+                result = ToolResult(content=scrub_text(result.content), is_error=result.is_error)
                 results.append(_tool_result(call_id, result))
                 emit(ToolCallFinished(call_id, name, result, denied, self.depth))
         except asyncio.CancelledError:
-            # Completed calls keep their results; the rest are marked interrupted.
-            done = {r["tool_use_id"] for r in results}
-            for call in calls:
-                if call.get("id") not in done:
-                    results.append(_tool_result(call.get("id", ""), ToolResult(content=INTERRUPTED, is_error=True)))
-            self._append({"role": "user", "content": results})
+            # Completed calls keep their results; the session rules answer the rest.
+            if results:
+                await asyncio.shield(self._append({"role": "user", "content": results}))
             raise
-        self._append({"role": "user", "content": results})
+        await self._append({"role": "user", "content": results})
 
-    async def _run_one(self, name: str, tool_input: Any, emit: OnEvent) -> tuple[ToolResult, bool]:
+    async def _run_one(self, name: str, tool_input: Any, call_id: str, emit: OnEvent) -> tuple[ToolResult, bool]:
         if name not in self.tool_names:
             return ToolResult(content=f"unknown or unavailable tool {name!r}", is_error=True), False
         if not isinstance(tool_input, dict):
             return ToolResult(content="tool input must be a JSON object", is_error=True), False
         spec = TOOL_SPECS[name]
         if spec.kind in ("write", "execute"):
-            decision = await self.gate.decide(name, tool_input)
+            decision = await self.gate.decide(name, tool_input, call_id=call_id, depth=self.depth)
             if not decision.allowed:
                 return ToolResult(content=decision.reason or f"{name} was denied by the user", is_error=True), True
         if name == "task":
@@ -287,11 +347,12 @@ class Runner:
             is_subagent=True,
             tools=sorted(READ_ONLY_TOOLS),
             depth=self.depth + 1,
+            shown_index="",
         )
 
         def forward(ev: RunEvent) -> None:
-            # The sub-agent's tool activity is shown; its text and stop are its result.
-            if isinstance(ev, ToolCallStarted | ToolCallFinished):
+            # Everything the sub-agent does is shown, marked with its depth; its stop is its result.
+            if not isinstance(ev, RunStop | MemorySubmitted):
                 emit(ev)
 
         stop = await sub.run(prompt, forward)
@@ -301,11 +362,11 @@ class Runner:
 
     # -- memory -------------------------------------------------------------------------------
 
-    def _memory_update(self) -> str:
+    async def _memory_update(self) -> str:
         if self.memory is None or self.is_subagent:
             return ""
         try:
-            current = self.memory.merged_index()
+            current = await asyncio.to_thread(self.memory.merged_index)
         except OSError as e:
             log.warning("memory index unreadable: %s", e)
             return ""
@@ -313,12 +374,16 @@ class Runner:
         self.shown_index = current
         return diff
 
-    def _submit(self, start_len: int) -> str | None:
+    def reset_index(self, index: str) -> None:
+        """The index the model now has in full (a new system prompt)."""
+        self.shown_index = index
+
+    async def _submit(self, start_len: int) -> str | None:
         if self.is_subagent or self.manager is None:
             return None
         turn = turn_for_memory(self.conversation[start_len:], getattr(self.session, "id", ""))
         try:
-            job = self.manager.submit(turn)
+            job = await self.manager.submit(turn)
         except OSError as e:
             # Memory never blocks an answer; the failure is logged for `memory doctor`.
             log.error("could not spool the memory job: %s", e)
@@ -327,30 +392,39 @@ class Runner:
 
     # -- conversation bookkeeping ------------------------------------------------------------
 
-    def _append(self, message: dict[str, Any]) -> None:
-        self.conversation.append(message)
+    async def _append(self, message: dict[str, Any]) -> int:
+        """Add a message by the conversation rules; returns the index of the message holding it."""
         if self.session is not None:
-            self.session.append(message)
+            before = self.session.turn_start
+            await self._io(self.session.append, message)
+            index = len(self.session.messages) - 1
+            return min(index, self.session.turn_start) if self.session.turn_start < before else index
+        index, _ = push_message(self._own, message)
+        return index if index is not None else len(self._own)
 
-    def _close_open_turn(self, marker: str) -> None:
-        """End the conversation on an assistant message, so roles alternate and no call dangles."""
-        if not self.conversation:
-            return
-        last = self.conversation[-1]
-        if last["role"] == "assistant":
-            calls = [b for b in last.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
-            if calls:
-                # The response's calls never ran: answer each so the next request is valid.
-                self._append({"role": "user", "content": [
-                    _tool_result(c.get("id", ""), ToolResult(content=INTERRUPTED, is_error=True)) for c in calls
-                ]})
-            else:
-                return
-        self._append({"role": "assistant", "content": [{"type": "text", "text": marker}]})
+    async def _io(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Session file work off the event loop, in order: a cancel never reorders two writes."""
+        pending = self._io_pending
+        if pending is not None and not pending.done():
+            # A write a cancel left running in its thread: it lands first.
+            await asyncio.wait({pending})
+        fut = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+        self._io_pending = fut
+        return await asyncio.shield(fut)
 
-    def _end_session(self, status: str, **info: Any) -> None:
+    async def _end_turn(self, mark: TurnMark, status: str, **info: Any) -> None:
+        info = {k: v for k, v in info.items() if v is not None}
         if self.session is not None:
-            self.session.end_turn(status, **{k: v for k, v in info.items() if v is not None})
+            drop = bool(await self._io(self.session.end_turn, status, **info))
+        else:
+            closing, drop = turn_closing(self._own, mark, status, str(info.get("message") or ""))
+            for m in closing:
+                push_message(self._own, m)
+            if drop:
+                drop_turn(self._own, mark)
+        if drop and self._index_before is not None:
+            # The dropped turn took its <memory-update> block with it: the next Run says it again.
+            self.shown_index = self._index_before
 
 
 def _tool_result(call_id: str, result: ToolResult) -> dict[str, Any]:

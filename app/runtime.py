@@ -6,19 +6,27 @@ Print mode and the full-screen app both stand on this; neither builds these piec
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from memory.completion import Completion
+from memory.fs import DEFAULT_FS, FS
 from memory.manager import Manager
-from memory.transaction import MemoryStores
+from memory.stores import MemoryStores
 
 from .memory_model import AnthropicCompletion
+from .prompt import build_system
 from .provider import AnthropicProvider, Provider, retry_base_delay
 from .runner import Runner
 from .session import Session, SessionError, SessionStore
 from .settings import Settings
 from .tools import PermissionGate, ToolContext
+
+MEMORY_MODES = ("auto", "review", "off")
 
 
 async def scaled_sleep(seconds: float) -> None:
@@ -27,6 +35,9 @@ async def scaled_sleep(seconds: float) -> None:
 
 
 class Runtime:
+    """One workspace's runtime. Every method that touches the disk is a coroutine whose file work
+    runs off the event loop (the full-screen app runs all of this on Textual's loop)."""
+
     def __init__(
         self,
         settings: Settings,
@@ -36,60 +47,142 @@ class Runtime:
         provider: Provider | None = None,
         completion: Completion | None = None,
         home: Path | None = None,
+        fs: FS | None = None,
     ) -> None:
         self.settings = settings
         self.workspace = workspace
         self.gate = gate
-        self.stores = MemoryStores(workspace, home)
-        self.memory_enabled = settings.memory_mode != "off"
-        if completion is None and self.memory_enabled:
+        self.fs = fs if fs is not None else DEFAULT_FS
+        # Constructors only compute paths; nothing here reads or writes a file.
+        self.stores = MemoryStores(workspace, home, fs=self.fs)
+        self.memory_mode: str = settings.memory_mode
+        self._completion = completion
+        if completion is None and self.memory_mode != "off":
             completion = AnthropicCompletion(settings.memory_model)
-        self.manager = Manager(self.stores, completion, mode=settings.memory_mode, sleep=scaled_sleep)
+        self.manager = Manager(self.stores, completion, mode=settings.memory_mode, fs=self.fs, sleep=scaled_sleep)
         self.provider: Provider = provider or AnthropicProvider()
         self.sessions = SessionStore(home)
         self.session: Session | None = None
         self.runner: Runner = None  # type: ignore[assignment]  # set by open_session
+        self._started = False
+        self._manager_started = False
 
-    def open_session(self, *, resume: str | None = None, continue_latest: bool = False) -> str | None:
-        """Start, continue or resume a session; returns a note for the user (or None).
+    @property
+    def memory_enabled(self) -> bool:
+        return self.memory_mode != "off"
 
-        Raises ValueError with a one-line reason for an unknown session id.
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Finish interrupted transactions, then start the memory worker. Idempotent.
+
+        Runs before any store is read for a prompt (``open_session`` calls it first).
         """
-        note = None
-        session: Session | None = None
-        if resume:
-            try:
-                session = self.sessions.open(resume)
-            except SessionError as e:
-                raise ValueError(str(e)) from None
-            note = f"resumed session {session.id} ({len(session.messages)} messages)"
-        elif continue_latest:
-            try:
-                session = self.sessions.latest(self.workspace)
-            except SessionError as e:
-                raise ValueError(str(e)) from None
-            note = (
-                f"continuing session {session.id} ({len(session.messages)} messages)"
-                if session is not None
-                else "no earlier session in this workspace: starting a new one"
-            )
+        if self._started:
+            return
+        self._started = True
+        if self.memory_enabled:
+            await self._warm_memory_client()
+            self._manager_started = True
+            await self.manager.start()
+        else:
+            # Memory off: no worker and no model request, but interrupted writes are finished.
+            await asyncio.to_thread(self.stores.recover)
+
+    async def _warm_memory_client(self) -> None:
+        # The SDK client loads TLS certificates when it is built (tens of ms): build it in a
+        # thread now rather than on the loop at the worker's first request.
+        completion = self.manager.completion
+        if completion is not None and hasattr(type(completion), "client"):
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(getattr, completion, "client")
+
+    async def close(self, timeout: float = 0.0) -> None:
+        await self.manager.close(timeout)
+        await self._close_session()
+        aclose = getattr(self.provider, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    async def _close_session(self) -> None:
+        session, self.session = self.session, None
+        if session is not None:
+            await asyncio.to_thread(session.close)
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    async def open_session(self, *, resume: str | None = None, continue_latest: bool = False) -> str | None:
+        """Start, continue or resume a session (closing the current one); returns a note for the user.
+
+        Raises ValueError with a one-line reason for an unknown session id, an empty one, or a
+        session of another workspace (its history, memory and tools would not match this one).
+        """
+        await self.start()  # recovery first: the new system prompt reads the stores
+        if resume is not None and not resume.strip():
+            raise ValueError("--resume needs a session id")
+        if self.runner is not None and self.runner.running:
+            raise RuntimeError("a turn is running: cancel it or wait before switching sessions")
+        previous = self.session.id if self.session is not None else None
+        # The current session is closed first: it may be the one asked for (its lock is ours).
+        await self._close_session()
+        try:
+            session, note = await self._find(resume, continue_latest)
+        except BaseException:
+            if previous is not None:  # the switch failed: go on where we were
+                with contextlib.suppress(ValueError):
+                    await self._use(await self._restore(lambda: self.sessions.open(previous)))
+            raise
         if session is None:
-            session = self.sessions.create(self.workspace, model=self.settings.model)
+            session = await self._restore(lambda: self.sessions.create(self.workspace, model=self.settings.model))
         for w in getattr(session, "warnings", []) or []:
             note = f"{note}; {w}" if note else w
-        self.session = session
-        self.manager.session = session.id
-        self.runner = self.make_runner(session)
+        await self._use(session)
         return note
 
-    def make_runner(self, session: Session | None, conversation: list[dict[str, Any]] | None = None) -> Runner:
+    async def _find(self, resume: str | None, continue_latest: bool) -> tuple[Session | None, str | None]:
+        if resume:
+            session = await self._restore(lambda: self.sessions.open(resume))
+            theirs, ours = os.path.realpath(session.workspace), os.path.realpath(self.workspace)
+            if theirs != ours:
+                await asyncio.to_thread(session.close)
+                raise ValueError(
+                    f"session {session.id} belongs to workspace {theirs}, not {ours}; "
+                    f"run it there (pseudoclaude -C {shlex.quote(theirs)} --resume {session.id})"
+                )
+            return session, f"resumed session {session.id} ({len(session.messages)} messages)"
+        if continue_latest:
+            session = await self._restore(lambda: self.sessions.latest(self.workspace))
+            if session is None:
+                return None, "no earlier session in this workspace: starting a new one"
+            return session, f"continuing session {session.id} ({len(session.messages)} messages)"
+        return None, None
+
+    async def _use(self, session: Session) -> None:
+        self.session = session
+        self.manager.session = session.id
+        self.runner = await self._make_runner(session)
+
+    async def new_session(self) -> str | None:
+        """``/clear``: a fresh session with the full index in its system prompt (same Manager)."""
+        return await self.open_session()
+
+    async def _restore(self, fn: Callable[[], Session | None]) -> Any:
+        try:
+            return await asyncio.to_thread(fn)
+        except SessionError as e:
+            raise ValueError(str(e)) from None
+
+    async def _make_runner(self, session: Session | None) -> Runner:
+        index = await asyncio.to_thread(self.stores.merged_index)
+        system = await asyncio.to_thread(build_system, self.workspace, index)
         ctx = ToolContext(workspace=self.workspace, memory=self.stores, bash_timeout_default=self.settings.bash_timeout)
         return Runner(
             provider=self.provider,
             model=self.settings.model,
             tool_ctx=ctx,
             gate=self.gate,
-            conversation=conversation if conversation is not None else (list(session.messages) if session else []),
+            system=system,
+            shown_index=index,
             memory=self.stores,
             manager=self.manager if self.memory_enabled else None,
             session=session,
@@ -97,14 +190,24 @@ class Runtime:
             max_tokens=self.settings.max_tokens,
         )
 
-    async def start(self) -> None:
-        if self.memory_enabled:
-            await self.manager.start()
-        else:
-            # Memory off: no worker and no model request, but interrupted writes are finished.
-            self.stores.recover()
+    # -- memory mode --------------------------------------------------------------------------
 
-    async def close(self, timeout: float = 0.0) -> None:
-        await self.manager.close(timeout)
-        if self.session is not None:
-            self.session.close()
+    async def set_memory_mode(self, mode: str) -> None:
+        """Switch memory to ``auto``, ``review`` or ``off`` now, without a restart.
+
+        ``off``: later turns are not submitted and no extraction request is made; queued jobs
+        stay spooled. Back on: the worker starts (or resumes) and runs them.
+        """
+        if mode not in MEMORY_MODES:
+            raise ValueError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, not {mode!r}")
+        if self.manager.completion is None and mode != "off":
+            self.manager.completion = self._completion or AnthropicCompletion(self.settings.memory_model)
+        self.manager.set_mode(mode)  # type: ignore[arg-type]
+        self.memory_mode = mode
+        if self.runner is not None:
+            self.runner.manager = self.manager if mode != "off" else None
+        if mode != "off" and self._started and not self._manager_started:
+            # Memory was off at start, so the worker never ran: start it now.
+            await self._warm_memory_client()
+            self._manager_started = True
+            await self.manager.start()

@@ -7,6 +7,7 @@ File format — one JSON object per line, ASCII only (``\\n`` is the only line s
     {"type":"message","message":{"role":"user","content":...}}                    # as the turn goes
     {"type":"message","message":{...},"repair":"interrupted"}                     # written by us
     {"type":"turn_end","turn":1,"status":"completed","time":...,...}
+    {"type":"turn_end","turn":2,"status":"error","message":...,"dropped":true}   # see below
 
 The file is an append-only log written with plain ``os.write`` calls on an ``O_APPEND`` fd
 (each line in one call, at once); ``end_turn`` and ``close`` fsync. Files are 0600 in a 0700
@@ -23,7 +24,17 @@ replaying the file gives (``push_message`` is used both live and on replay):
   nothing, duplicates, empty text blocks and empty messages are dropped;
 - a trailing assistant message whose tool calls never got results (a crash or a cancelled
   turn) gets those ``[interrupted]`` results written to the file when the session is opened,
-  or by ``end_turn``; a trailing user message of tool results is kept as is.
+  or by ``end_turn``; a trailing user message of tool results is kept as is;
+- text is scrubbed of lone surrogates (undecodable bytes), live and on replay, so one bad byte
+  cannot make every later request fail.
+
+How a turn ends is decided here, once, for the Runner and for replay (:func:`turn_closing`):
+an error is never stored as the model's words. A failed turn without any complete response is
+kept in the log and left out of the conversation (``"dropped": true``); an unfinished turn with
+completed tool calls, a cancelled one, or one cut by a crash (closed when the file is next
+opened, status ``crashed``) ends with the app's own note, a user-role text block starting
+``[PseudoClaude: ``. Files written before these rules (an ``[error: …]`` assistant message)
+are repaired the same way on replay.
 
 Because a new user message may be merged into a trailing user message, take a turn's messages
 with :meth:`Session.turn_messages` (or ``messages[session.turn_start:]``) rather than from a
@@ -117,6 +128,101 @@ def dangling_tool_use_ids(messages: list[dict[str, Any]]) -> list[str]:
     return tool_use_ids(messages[-1]) if messages else []
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Statuses whose last response is the model's own complete answer: nothing to repair.
+_ANSWERED = frozenset({"completed", "stopped"})
+# Unfinished turns kept even without a response: the person stopped it (or the app died), the
+# request itself was not at fault, so their words stay in the conversation.
+_KEEP_UNANSWERED = frozenset({"cancelled", "crashed"})
+CRASHED_REASON = "PseudoClaude stopped before the turn ended"
+# The prefix of the app's own note closing an interrupted turn. It is a *user* text block, so
+# the model never reads an error as something it said itself.
+APP_NOTE_PREFIX = "[PseudoClaude: "
+
+
+def scrub_text(text: str) -> str:
+    """Replace lone surrogates (undecodable bytes smuggled in by ``surrogateescape``) with U+FFFD.
+
+    The SDK cannot encode them, so one such character would fail every later request.
+    """
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def scrub(value: Any) -> tuple[Any, bool]:
+    """``value`` (JSON-like) with every string scrubbed; and whether anything changed."""
+    if isinstance(value, str):
+        out = scrub_text(value)
+        return out, out is not value
+    if isinstance(value, list):
+        pairs = [scrub(v) for v in value]
+        return ([p[0] for p in pairs], True) if any(p[1] for p in pairs) else (value, False)
+    if isinstance(value, dict):
+        changed = False
+        out_d: dict[Any, Any] = {}
+        for k, v in value.items():
+            k2, ck = scrub(k) if isinstance(k, str) else (k, False)
+            v2, cv = scrub(v)
+            out_d[k2] = v2
+            changed = changed or ck or cv
+        return (out_d, True) if changed else (value, False)
+    return value, False
+
+
+def app_note(text: str) -> dict[str, Any]:
+    """A user-role text block in which the app (not the model, not the user) says something."""
+    return {"type": "text", "text": f"{APP_NOTE_PREFIX}{text}]"}
+
+
+def is_app_note(block: Any) -> bool:
+    return (
+        isinstance(block, dict) and block.get("type") == "text"
+        and str(block.get("text", "")).startswith(APP_NOTE_PREFIX)
+    )
+
+
+class TurnMark:
+    """Where a turn began: enough to take the turn back out of the conversation.
+
+    ``last`` is a copy of a trailing user message the turn's first message may be merged into.
+    """
+
+    def __init__(self, conv: list[dict[str, Any]]) -> None:
+        self.start = len(conv)
+        self.last = copy.deepcopy(conv[-1]) if conv and conv[-1].get("role") == "user" else None
+
+
+def drop_turn(conv: list[dict[str, Any]], mark: TurnMark) -> None:
+    """Take the turn begun at ``mark`` out of ``conv`` (the log keeps it, the next request does not)."""
+    del conv[mark.start :]
+    if mark.last is not None and conv:
+        conv[-1] = copy.deepcopy(mark.last)
+
+
+def turn_closing(conv: list[dict[str, Any]], mark: TurnMark, status: str, reason: str = "") -> tuple[list[dict[str, Any]], bool]:
+    """The rules for ending a turn that did not end on the model's own answer.
+
+    Returns ``(messages to push, drop)``:
+    - calls still without a result get ``[interrupted]`` results (always);
+    - ``completed``/``stopped``: nothing more (the last response is the model's own);
+    - a failed turn (error, max_iterations, ...) with no complete response: ``drop`` — it stays
+      in the log as failed and is left out of the next request;
+    - otherwise (completed tool calls, or a cancel) the turn is closed by a note in which the
+      app says it interrupted the turn — a user-role block, never words put in the model's mouth.
+    """
+    out: list[dict[str, Any]] = []
+    ids = dangling_tool_use_ids(conv)
+    if ids:
+        out.append(interrupted_results(ids))
+    if status in _ANSWERED or (not ids and conv and conv[-1].get("role") == "assistant"):
+        return out, False  # the turn ends on the model's own complete answer
+    responded = any(m.get("role") == "assistant" for m in conv[mark.start :])
+    if not responded and status not in _KEEP_UNANSWERED:
+        return [], True
+    why = "the user cancelled it" if status == "cancelled" else (reason or status)
+    out.append({"role": "user", "content": [app_note(f"this turn was interrupted by the app ({why})")]})
+    return out, False
+
+
 def _clean_blocks(role: str, blocks: list[Any], notes: list[str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for b in blocks:
@@ -150,6 +256,9 @@ def push_message(conv: list[dict[str, Any]], message: Any) -> tuple[int | None, 
     notes: list[str] = []
     if not isinstance(message, dict) or message.get("role") not in _ROLES:
         return None, ["dropped a message whose role is not user or assistant"]
+    message, scrubbed = scrub(message)
+    if scrubbed:
+        notes.append("replaced undecodable characters (lone surrogates) with U+FFFD")
     role: str = message["role"]
     content = message.get("content")
     if not isinstance(content, (str, list)):
@@ -319,6 +428,36 @@ def _mtime_rfc3339(st: os.stat_result) -> str:
     return datetime.fromtimestamp(st.st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# What versions before the turn rules wrote as the *assistant's* last words of a failed turn.
+_LEGACY_MARKER = re.compile(r"^\[(?:error|max_iterations|cancelled|stopped|interrupted)(?::.*)?\]$", re.DOTALL)
+
+
+def _replay_turn_end(conv: list[dict[str, Any]], mark: TurnMark, rec: dict[str, Any]) -> list[str]:
+    """Apply a turn_end record on replay: a dropped turn leaves; an old-format error marker goes."""
+    if rec.get("dropped") is True:
+        drop_turn(conv, mark)
+        return []
+    status = rec.get("status")
+    if not isinstance(status, str) or status in _ANSWERED or not conv or len(conv) <= mark.start:
+        return []
+    last = conv[-1]
+    blocks = _as_blocks(last.get("content"))
+    if last.get("role") != "assistant" or len(blocks) != 1 or blocks[0].get("type") != "text":
+        return []
+    if not _LEGACY_MARKER.match(str(blocks[0].get("text", ""))):
+        return []
+    # An old session stored the error as the model's own answer: take it back out and close the
+    # turn by today's rules instead.
+    conv.pop()
+    closing, drop = turn_closing(conv, mark, status, str(rec.get("message") or ""))
+    if drop:
+        drop_turn(conv, mark)
+        return ["left a failed turn out of the conversation (it stays in the file)"]
+    for m in closing:
+        push_message(conv, m)
+    return ["an error stored as the model's answer was replaced by the app's note"]
+
+
 # -- a session -----------------------------------------------------------------------------
 
 
@@ -354,6 +493,7 @@ class Session:
         self._lines = lines
         self._lock = threading.RLock()
         self._needs_newline = False
+        self._mark: TurnMark | None = None
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -373,6 +513,7 @@ class Session:
                 raise ValueError("a session message needs role 'user' or 'assistant'")
             if not isinstance(message.get("content"), (str, list)):
                 raise ValueError("a session message needs str or list content")
+            message, _ = scrub(message)  # the file holds what can be sent again
             try:
                 line = _dumps({"type": "message", "message": message, **extra})
             except (TypeError, ValueError) as e:
@@ -389,27 +530,38 @@ class Session:
         """Mark the start of a turn; returns its number (1, 2, …, continuing a resumed session)."""
         with self._lock:
             self._check_open()
+            user_text = scrub_text(user_text)
             self.turns += 1
             self.turn_start = len(self.messages)
+            self._mark = TurnMark(self.messages)
             if not self.title:
                 self.title = _one_line(user_text)
             self._lines += 1
             self._write(_dumps({"type": "turn_start", "turn": self.turns, "time": now_rfc3339(), "text": user_text}))
             return self.turns
 
-    def end_turn(self, status: str, **info: Any) -> None:
+    def end_turn(self, status: str, **info: Any) -> bool:
         """Mark the end of the current turn (``completed``, ``error``, ``cancelled``,
         ``max_iterations``, …) with optional JSON-able ``info``, and fsync the file.
 
-        Tool calls still without a result (a cancelled turn) are answered with
-        ``[interrupted]`` results first, so the next request is valid.
+        The turn is closed by :func:`turn_closing`'s rules (``info["message"]`` is the reason):
+        calls without a result get ``[interrupted]`` results; a failed turn without any complete
+        response is dropped from ``messages`` (``"dropped": true`` in the log, which keeps it);
+        any other unfinished turn gets the app's note that it was interrupted. Returns whether
+        the turn was dropped.
         """
         with self._lock:
             self._check_open()
-            ids = dangling_tool_use_ids(self.messages)
-            if ids:
-                self._append(interrupted_results(ids), repair="interrupted")
+            mark = self._mark or TurnMark(self.messages[: self.turn_start])
+            closing, drop = turn_closing(self.messages, mark, status, str(info.get("message") or ""))
+            for m in closing:
+                self._append(m, repair="interrupted")
             record: dict[str, Any] = {"type": "turn_end", "turn": self.turns, "status": status, "time": now_rfc3339()}
+            if drop:
+                drop_turn(self.messages, mark)
+                self.turn_start = len(self.messages)
+                record["dropped"] = True
+            self._mark = None
             for k, v in info.items():
                 record.setdefault(k, v)
             try:
@@ -419,6 +571,7 @@ class Session:
             self._lines += 1
             self._write(line)
             self._fsync()
+            return drop
 
     def turn_messages(self) -> list[dict[str, Any]]:
         """The messages of the current turn (from ``turn_start``), for the memory job."""
@@ -665,6 +818,7 @@ class SessionStore:
         meta: dict[str, Any] | None = None
         turns, title, fallback = 0, "", ""
         conv: list[dict[str, Any]] = []
+        mark: TurnMark | None = None
         for lineno, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
@@ -681,15 +835,22 @@ class SessionStore:
                 meta = rec
             elif kind == "turn_start":
                 turns += 1
+                if mark is not None:  # the turn before never ended (a crash, in an old file)
+                    warnings += [f"{name}:{lineno}: {n}" for n in _replay_turn_end(conv, mark, {"status": "crashed"})]
+                mark = TurnMark(conv)
                 if not title and isinstance(rec.get("text"), str):
-                    title = _one_line(rec["text"])
+                    title = _one_line(scrub_text(rec["text"]))
+            elif kind == "turn_end":
+                if mark is not None:
+                    warnings += [f"{name}:{lineno}: {n}" for n in _replay_turn_end(conv, mark, rec)]
+                mark = None
             elif kind == "message":
                 msg = rec.get("message")
                 if not fallback:
                     fallback = _title_from_message(msg)
                 _, notes = push_message(conv, msg)
                 warnings += [f"{name}:{lineno}: {n}" for n in notes]
-            # turn_end, meta elsewhere and unknown record types carry no conversation
+            # meta elsewhere and unknown record types carry no conversation
         if meta is None or not isinstance(meta.get("workspace"), str):
             raise SessionError(f"{path}: not a session file (no readable header line)")
         if cut_tail:
@@ -712,8 +873,15 @@ class SessionStore:
         )
         session._needs_newline = partial
         ids = dangling_tool_use_ids(conv)
-        if ids:  # answer them in the file too, so the file replays to exactly `messages`
+        if ids:
             warnings.append(f"{name}: {len(ids)} tool call(s) without a result marked {INTERRUPTED}")
+        if mark is not None:
+            # The process died mid-turn: close that turn by the rules, in the file too, so the
+            # file replays to exactly `messages`.
+            warnings.append(f"{name}: turn {turns} was cut short ({CRASHED_REASON}); closed it")
+            session._mark = mark
+            session.end_turn("crashed", message=CRASHED_REASON)
+        elif ids:  # answer them in the file too, so the file replays to exactly `messages`
             session._append(interrupted_results(ids), repair="interrupted")
         session.turn_start = len(session.messages)
         return session

@@ -32,6 +32,7 @@ from pydantic_settings import (
 )
 
 from memory.paths import Paths, pseudoclaude_home
+from memory.sanitize import quote
 
 MemoryMode = Literal["auto", "review", "off"]
 ENV_PREFIX = "PSEUDOCLAUDE_"
@@ -188,8 +189,8 @@ def _one_line(text: str) -> str:
 
 
 def _short(value: object, limit: int = 60) -> str:
-    r = repr(value)
-    return r if len(r) <= limit else r[: limit - 1] + "…"
+    # A bad value may hold a secret (a key pasted into the wrong setting): redacted, shortened.
+    return quote(value, limit)
 
 
 def _source_of(name: str, given: Mapping[str, object], config_file: Path | None) -> str:

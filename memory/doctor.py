@@ -11,10 +11,10 @@ import stat
 from dataclasses import dataclass, field
 
 from .model import INDEX_FILE, Level
-from .sanitize import check_filename
-from .spool import Spool
-from .store import render_index
-from .transaction import MemoryStores
+from .sanitize import quote
+from .spool import DAMAGED_DIR, Spool, SpoolError
+from .store import TRASH_DIR, filename_problem, render_index
+from .stores import MemoryStores
 
 
 @dataclass
@@ -49,33 +49,41 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
             continue
         for name in st.temp_files():
             add(Finding(f"{level} store: leftover temporary file {name}", True))
+        trash = st.trash_problem()
+        if trash is not None:
+            # A committed symlink would make every delete of this store fail; the fix replaces
+            # the link (never what it points to) with a real folder.
+            add(Finding(trash, "symlink" in trash))
+        index_problem = st.index_file_problem()
+        if index_problem is not None:
+            add(Finding(f"{index_problem} (it is rebuilt from the notes)", True))
         notes = []
         for name in st.entries():
-            if name in (INDEX_FILE, ".gitignore", ".trash") or name.startswith(".pc-"):
+            if name in (INDEX_FILE, ".gitignore", TRASH_DIR) or name.startswith(".pc-"):
                 continue
             path = st.dir / name
             lst = path.lstat()
             if stat.S_ISLNK(lst.st_mode):
-                add(Finding(f"{level} store: {name} is a symlink; it is ignored (replace it with a regular file)", False))
+                add(Finding(f"{level} store: {quote(name)} is a symlink; it is ignored (replace it with a regular file)", False))
                 continue
             if not name.endswith(".md") or stat.S_ISDIR(lst.st_mode):
-                add(Finding(f"{level} store: {name} is not a note (*.md file); it is ignored", False))
+                add(Finding(f"{level} store: {quote(name)} is not a note (*.md file); it is ignored", False))
                 continue
-            reason = check_filename(name) or st.regular_file_problem(name)
+            reason = filename_problem(name) or st.regular_file_problem(name)
             if reason is not None:
-                add(Finding(f"{level} store: {name}: {reason}; it is ignored (rename or copy it)", False))
+                add(Finding(f"{level} store: {reason}; it is ignored (rename or copy it)", False))
                 continue
             note = st.read_note(name)
             notes.append(note)
             if note.broken:
                 add(Finding(f"{level} store: {name}: {note.broken} (edit the file; it is listed by filename)", False))
-        if st.read_index_file() != render_index(notes):
+        if index_problem is None and st.read_index_file() != render_index(notes):
             add(Finding(f"{level} store: {INDEX_FILE} does not match the notes", True))
         if level is Level.PROJECT and not (st.dir / ".gitignore").exists():
             add(Finding("project store: .gitignore (keeping .trash/ out of git) is missing", True))
     for entry in Spool(stores.paths, stores.fs).list(None):
         if entry.problem is not None:
-            add(Finding(f"spool: {entry.problem} (the file is kept; move it away once read)", False))
+            add(Finding(f"spool: {entry.problem} (--fix moves it, bytes kept, to spool/{DAMAGED_DIR}/)", True))
         elif entry.orphaned and entry.workspace == str(stores.paths.workspace):
             add(Finding(f"spool: job {entry.id} belongs to a workspace that no longer exists", False))
     return report
@@ -83,8 +91,25 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
 
 def fix(stores: MemoryStores) -> DoctorReport:
     fixed = stores.recover()
+    fixed += fix_spool(stores)
+    fixed += stores.repair_trash()
     rebuilt = stores.rebuild_indexes()
     fixed += [f"{lv} store: rebuilt {INDEX_FILE}" for lv in rebuilt]
     report = diagnose(stores)
     report.fixed = fixed
     return report
+
+
+def fix_spool(stores: MemoryStores) -> list[str]:
+    """Move every damaged job file, bytes kept, to ``spool/damaged/``: it no longer blocks anything."""
+    spool = Spool(stores.paths, stores.fs)
+    out: list[str] = []
+    for entry in spool.list(None):
+        if entry.problem is None:
+            continue
+        try:
+            dst = spool.quarantine(entry.path.name)
+        except (SpoolError, OSError):
+            continue  # still damaged: the report that follows names it
+        out.append(f"spool: moved damaged {entry.path.name} to {dst}")
+    return out

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .model import AppliedOp, Conflict, Operation, Rejection
+from .model import AppliedOp, Conflict, Level, Operation, Rejection
 
 
 class _Event(BaseModel):
@@ -45,6 +45,40 @@ class JobApplied(_Event):
     txid: str | None = None
 
 
+class JobRetrying(_Event):
+    """A request of the job failed; the worker tries again at ``next_try_at`` (RFC 3339 UTC)."""
+
+    kind: Literal["retrying"] = "retrying"
+    job_id: str
+    attempt: int
+    max_attempts: int
+    next_try_at: str
+    reason: str
+
+
+class JobTakenOver(_Event):
+    """The job's turns went into another job (coalesced, maybe by another process): follow ``successor``."""
+
+    kind: Literal["taken_over"] = "taken_over"
+    job_id: str
+    successor: str
+
+
+class JobOrphaned(_Event):
+    """A spooled job whose workspace folder no longer exists: listed, never applied."""
+
+    kind: Literal["orphaned"] = "orphaned"
+    job_id: str
+    workspace: str
+
+
+class JobDismissed(_Event):
+    """A failed or orphaned job was removed by a person (recorded in the history)."""
+
+    kind: Literal["dismissed"] = "dismissed"
+    job_id: str
+
+
 class JobFailed(_Event):
     """The job stays spooled as ``failed``. ``retryable``: a later ``flush`` may succeed."""
 
@@ -76,15 +110,41 @@ class IndexChanged(_Event):
 
 
 # A plain union: usable in annotations and in ``isinstance`` checks alike.
-MemoryEvent = JobQueued | JobStarted | JobApplied | JobFailed | JobHeld | IndexChanged
+MemoryEvent = (
+    JobQueued
+    | JobStarted
+    | JobRetrying
+    | JobTakenOver
+    | JobOrphaned
+    | JobDismissed
+    | JobApplied
+    | JobFailed
+    | JobHeld
+    | IndexChanged
+)
 
 __all__ = [
     "HeldOpView",
     "IndexChanged",
     "JobApplied",
+    "JobDismissed",
     "JobFailed",
     "JobHeld",
+    "JobOrphaned",
     "JobQueued",
+    "JobRetrying",
     "JobStarted",
+    "JobTakenOver",
     "MemoryEvent",
 ]
+
+
+class StoresChanged(_Event):
+    """A store folder changed from outside this process (an editor, ``git pull``, another
+    window): the app reloads those levels. Never sent for this process's own commits."""
+
+    kind: Literal["stores"] = "stores"
+    levels: tuple[Level, ...] = ()
+
+
+__all__ += ["StoresChanged"]

@@ -64,18 +64,27 @@ class FS:
         return sorted(os.listdir(path))
 
     def read_bytes(self, path: Path, *, max_bytes: int | None = None) -> bytes:
-        """Read a regular file without following a symlink at its last component."""
+        """Read a regular file without following a symlink at its last component.
+
+        Opened with ``O_NONBLOCK`` and checked with ``fstat`` before any read: a FIFO or a
+        device planted at a note's (or ``MEMORY.md``'s) name is refused at once instead of
+        hanging the command until some writer appears.
+        """
         self._op("read", path)
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(path, flags)
         except OSError as e:
             if e.errno == errno.ELOOP:
                 raise UnsafePathError(errno.ELOOP, "is a symlink", str(path)) from None
+            if e.errno == errno.ENXIO:  # a socket or a FIFO opened in some other way
+                raise UnsafePathError(errno.EINVAL, "not a regular file", str(path)) from None
             raise
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise UnsafePathError(errno.EINVAL, "not a regular file", str(path))
+            os.set_blocking(fd, True)
             chunks: list[bytes] = []
             total = 0
             while True:
@@ -157,6 +166,16 @@ class FS:
         """``os.replace``: atomic, and never follows a symlink at ``dst`` (it replaces the link)."""
         self._op("replace", dst, src)
         os.replace(src, dst)
+
+    def link(self, src: Path, dst: Path) -> None:
+        """Hard-link ``src`` at ``dst``; ``FileExistsError`` if anything is at ``dst``.
+
+        The final step of a create: unlike ``os.replace`` it never replaces a file that
+        appeared meanwhile, and the file system's own name lookup decides what "exists"
+        means (so a case-insensitive volume refuses ``Build.md`` when ``build.md`` is there).
+        """
+        self._op("link", dst, src)
+        os.link(src, dst, follow_symlinks=False)
 
     def unlink(self, path: Path, missing_ok: bool = True) -> None:
         self._op("unlink", path)

@@ -24,7 +24,9 @@ __all__ = [
     "PROJECT_HEADER",
     "SYSTEM_INDEX_FRAMING",
     "USER_HEADER",
+    "format_index_line",
     "frame_index",
+    "index_as_prompted",
     "index_diff",
     "index_line",
     "merge_index",
@@ -49,7 +51,11 @@ def index_line(type: NoteType | str, title: str, summary: str | None, filename: 
     """``- [<type>] <title> — <summary> (<filename>)``; without a summary the dash part is left out."""
     # Callers pass sanitized text; sanitizing again is idempotent and keeps the line one line.
     title = sanitize_title(title) or sanitize_title(filename.removesuffix(".md")) or filename
-    summary = sanitize_summary(summary or "")
+    return format_index_line(type, title, sanitize_summary(summary or ""), filename)
+
+
+def format_index_line(type: NoteType | str, title: str, summary: str, filename: str) -> str:
+    """``index_line`` for values already sanitized (a parsed Note's title and summary)."""
     kind = NoteType(type).value
     if summary:
         return f"- [{kind}] {title} — {summary} ({filename})"
@@ -83,7 +89,7 @@ def _overflow_line(hidden: dict[str, int]) -> str:
     noun = "note" if total == 1 else "notes"
     return (
         f"({total} more {noun} not shown ({parts}); read_memory with filename "
-        f'"{INDEX_FILE}" and level "project" or "user" lists them all.)'
+        f'"{INDEX_FILE}" and level "project" or "user" lists them all, paged with offset and limit.)'
     )
 
 
@@ -179,9 +185,15 @@ repository before relying on them.
 of a user message."""
 
 
+def index_as_prompted(index: str) -> str:
+    """The merged index exactly as it stands inside ``<memory-index>`` (tags a note could use to
+    close the block are escaped); ``memory index`` prints this same text."""
+    return defuse_tags(index, _TAGS)
+
+
 def frame_index(index: str) -> str:
     """The framing text and the merged index in ``<memory-index>`` tags, for the system prompt."""
-    body = defuse_tags(index, _TAGS) if index.strip() else "There are no memory notes yet."
+    body = index_as_prompted(index) if index.strip() else "There are no memory notes yet."
     return f"{SYSTEM_INDEX_FRAMING}\n\n<memory-index>\n{body}\n</memory-index>"
 
 

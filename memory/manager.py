@@ -1,11 +1,15 @@
-"""The memory manager (DESIGN.md §2, §7): the seed's ``UpdateAsync``, made durable.
+"""The memory manager (DESIGN.md §2, §7): the seed's ``UpdateAsync``, made durable. The public face.
 
-``submit`` only spools the turn (fsynced) and returns; a background worker — one per
-workspace, elected by a held OS lock — takes the index snapshot when the job runs, asks the
-memory model, stores the raw answer on the job *before* parsing it, merges proposed updates
-with the current bodies, and commits the batch through one transaction over both stores that
-also removes the job file. Extraction is at-least-once; the effect is exactly-once: a replay
-re-parses the stored answer and the transaction refuses a job it already completed.
+A turn's way, by names: ``Runner.run`` → ``Manager.submit`` (the job is spooled, fsynced) →
+``Spool`` → ``Worker`` (memory/worker.py: election, loop, coalescing) → ``Pipeline``
+(memory/pipeline.py: extract → parse → merge → commit) → ``MemoryStores.apply`` (the
+transaction) → ``MEMORY.md``. Review mode's approve/reject live in memory/review.py; what other
+processes do with this workspace's jobs is seen by memory/jobwatch.py.
+
+Everything here that touches a file or a lock runs in a thread: the app calls these
+coroutines on its own event loop. Subscribers get events for this workspace's jobs, including
+jobs that another process runs (each tick compares the spool's cached listing), so a second
+window stays live.
 """
 
 from __future__ import annotations
@@ -13,73 +17,52 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
+import os
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import filelock
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from .completion import Completion, CompletionError, CompletionRequest
+from .completion import Completion
 from .events import (
     HeldOpView,
-    IndexChanged,
-    JobApplied,
-    JobFailed,
+    JobDismissed,
     JobHeld,
     JobQueued,
-    JobStarted,
     MemoryEvent,
 )
 from .fs import DEFAULT_FS, FS
-from .model import Action, BatchResult, Operation, Rejection, Turn
-from .parser import parse_and_validate, validate_operations
-from .paths import workspace_key
-from .prompt import MergeItem, build_extraction_request, build_merge_request, parse_merge_answer
-from .spool import (
-    ErrorKind,
-    HeldOp,
-    Job,
-    JobNotFound,
-    Spool,
-    SpoolEntry,
-    SpoolError,
-    make_job,
-    successor_id,
+from .jobwatch import JobWatch
+from .model import BatchResult, HistoryEntry, Rejection, Turn
+from .pipeline import (
+    FALLBACK_SOURCE,
+    MAX_ATTEMPTS,
+    REASK_NOTE,
+    REQUEST_TIMEOUT,
+    Pipeline,
+    emit_result,
+    merged_index,
+    revalidate,
 )
-from .transaction import JobAlreadyDone, MemoryStores, TransactionError
+from .review import Review, ReviewError, requeue
+from .spool import Job, JobNotFound, Spool, SpoolEntry, SpoolError, make_job
+from .stores import MemoryStores
+from .worker import MAX_BATCH_BYTES, MAX_BATCH_TURNS, Worker
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["auto", "review", "off"]
 MODES: tuple[str, ...] = ("auto", "review", "off")
-
-MAX_ATTEMPTS = 3  # per request, per job, per process
-BACKOFF_BASE = 1.0  # seconds: 1, 2, 4 …
-MAX_BATCH_TURNS = 8  # DESIGN §6: a coalesced request holds at most 8 turns …
-MAX_BATCH_BYTES = 64 * 1024  # … and at most 64 KiB of turn text
 POLL_INTERVAL = 0.5  # seconds between looks at the spool / the worker lock when idle
-REQUEST_TIMEOUT = 300.0  # one model request; a hung provider must not hold the worker forever
-REVIEW_LOCK_TIMEOUT = 30.0
-FALLBACK_SOURCE = "memory"
-
-REASK_NOTE = (
-    "\n\nYour previous answer contained no JSON. Answer again with only the JSON array of "
-    "operations (or [] if nothing is worth keeping), no prose."
-)
 
 T = TypeVar("T")
 Subscriber = Callable[[MemoryEvent], None]
 Sleep = Callable[[float], Awaitable[None]]
 
-_OP_PREFIX = re.compile(r"^op \d+: ")
-
-
-class ReviewError(Exception):
-    """Why an approve/reject could not be done, in one line."""
+JobViewState = Literal["queued", "extracting", "applying", "retrying", "failed", "held", "orphaned", "damaged"]
 
 
 class FlushResult(BaseModel):
@@ -95,36 +78,45 @@ class FlushResult(BaseModel):
         return not self.failed and not self.unfinished
 
 
-class _JobFailure(Exception):
-    def __init__(self, reason: str, *, kind: ErrorKind, retryable: bool) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.kind = kind
-        self.retryable = retryable
+class JobView(BaseModel):
+    """One spooled job as the pending screen shows it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    state: JobViewState
+    workspace: str | None = None
+    mode: str = "auto"
+    excerpt: str = ""
+    turns: int = 0
+    created: str = ""
+    updated: str = ""
+    attempts: int = 0
+    max_attempts: int = MAX_ATTEMPTS
+    reason: str | None = None  # failed: why; damaged: what is wrong with the file
+    next_try_at: str | None = None  # retrying: when (RFC 3339 UTC)
+    held_ops: tuple[HeldOpView, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
+    merged_from: tuple[str, ...] = ()
 
 
-def _pairs(ops: Sequence[Any]) -> list[tuple[int, Operation]]:
-    """Parser output (``IndexedOp`` or ``(index, op)``) as ``(index, op)`` pairs."""
-    return [(o.index, o.op) if hasattr(o, "op") else (o[0], o[1]) for o in ops]
+class JobOutcome(BaseModel):
+    """What ``wait_for`` saw. ``taken_over_by``: the job that took this one's turns over
+    (coalesced, maybe by another process); the status is that job's. Truthy once finished."""
 
+    model_config = ConfigDict(frozen=True)
 
-def _dump(op: Operation) -> dict[str, object]:
-    return op.model_dump(mode="json", exclude_none=True)
+    job_id: str
+    status: Literal["done", "held", "failed", "pending"]
+    reason: str = ""
+    taken_over_by: str | None = None
 
+    @property
+    def finished(self) -> bool:
+        return self.status != "pending"
 
-def _reason(index: int, reason: str) -> str:
-    return f"op {index}: {_OP_PREFIX.sub('', reason)}"
-
-
-def revalidate(index: int, op: Operation) -> tuple[Operation | None, Rejection | None]:
-    """Run one op through the parser's validation again (a merged body, an approval)."""
-    ops, rejected = validate_operations([_dump(op)])
-    pairs = _pairs(ops)
-    if pairs:
-        return pairs[0][1], None
-    if not rejected:  # a noop stays a noop
-        return op, None
-    return None, Rejection(index=index, reason=_reason(index, rejected[0].reason), op=_dump(op))
+    def __bool__(self) -> bool:
+        return self.finished
 
 
 class Manager:
@@ -138,6 +130,7 @@ class Manager:
         mode: Mode = "auto",
         fs: FS = DEFAULT_FS,
         sleep: Sleep = asyncio.sleep,
+        clock: Callable[[], float] = time.time,
         session: str = "",
         poll_interval: float = POLL_INTERVAL,
         max_attempts: int = MAX_ATTEMPTS,
@@ -145,22 +138,16 @@ class Manager:
         max_batch_bytes: int = MAX_BATCH_BYTES,
         request_timeout: float | None = REQUEST_TIMEOUT,
     ) -> None:
-        if mode not in MODES:
-            raise ValueError(f"memory mode must be one of {', '.join(MODES)}, not {mode!r}")
+        self._mode: Mode = self._valid_mode(mode)
         self.stores = stores
         self.completion = completion
-        self.mode: Mode = mode
         self.fs = fs
         self.session = session
         self.paths = stores.paths
         self.workspace = Path(stores.paths.workspace)
+        self._real_workspace = os.path.realpath(self.workspace)
         self.spool = Spool(self.paths, fs)
-        self._sleep = sleep
         self._poll = poll_interval
-        self._max_attempts = max(1, max_attempts)
-        self._max_turns = max(1, max_batch_turns)
-        self._max_bytes = max_batch_bytes
-        self._request_timeout = request_timeout
         self._subscribers: list[Subscriber] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -168,33 +155,66 @@ class Manager:
         self._changed: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._threads: set[asyncio.Future[Any]] = set()
-        self._worker_lock: filelock.BaseFileLock | None = None
-        self._elected = False
         self._started = False
-        self._closing = False
+        self.closing = False
         self._closed = False
-        # Jobs whose failure could not even be written down: not retried for a while.
+        # Jobs that could not even be written down: not run again for a while (loop time).
         self._skip: dict[str, float] = {}
-        self._last_signature: tuple[tuple[str, int, int], ...] | None = None
-        self.current_job: str | None = None
-        self._active: frozenset[str] = frozenset()
-        self._reported: set[str] = set()
+        # This workspace's jobs as last seen: other processes' changes become events.
+        self.watch = JobWatch(stores, self.spool, self._real_workspace)
+        self.worker = Worker(self, max_batch_turns=max_batch_turns, max_batch_bytes=max_batch_bytes)
+        self.pipeline = Pipeline(
+            stores=stores,
+            spool=self.spool,
+            emit=self.emit,
+            in_thread=self.in_thread,
+            save=self.save,
+            gone=lambda job_id: self.touch(job_id, None),
+            source=self._source,
+            sleep=sleep,
+            clock=clock,
+            max_attempts=max_attempts,
+            request_timeout=request_timeout,
+        )
 
-    # -- identity ------------------------------------------------------------------------------
+    # -- identity and mode -----------------------------------------------------------------------
+
+    @staticmethod
+    def _valid_mode(mode: str) -> Mode:
+        if mode not in MODES:
+            raise ValueError(f"memory mode must be one of {', '.join(MODES)}, not {mode!r}")
+        return mode  # type: ignore[return-value]
+
+    @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: Mode) -> None:
+        self.set_mode(mode)
+
+    def set_mode(self, mode: Mode) -> None:
+        """Switch auto/review/off at run time. ``off``: no request is made from now on (a
+        request in flight finishes); jobs stay spooled. Back on: the worker runs them."""
+        self._mode = self._valid_mode(mode)
+        self.signal(wake=True)
 
     @property
     def is_worker(self) -> bool:
         """True while this manager holds the workspace's worker lock (it runs the jobs)."""
-        return self._elected
+        return self.worker.elected
 
     @property
     def worker_lock_path(self) -> Path:
-        return self.paths.locks_dir / f"worker-{workspace_key(self.workspace)}.lock"
+        return self.worker.lock_path
 
-    # -- events --------------------------------------------------------------------------------
+    def _source(self, job: Job) -> str:
+        return job.session or self.session or FALLBACK_SOURCE
+
+    # -- events ----------------------------------------------------------------------------------
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Call ``callback(event)`` for every event (in the thread that caused it). Returns an unsubscribe."""
+        """Call ``callback(event)`` for every event (on the manager's loop once started). Returns an unsubscribe."""
         self._subscribers.append(callback)
 
         def unsubscribe() -> None:
@@ -203,18 +223,18 @@ class Manager:
 
         return unsubscribe
 
-    def _emit(self, event: MemoryEvent) -> None:
+    def emit(self, event: MemoryEvent) -> None:
         for cb in list(self._subscribers):
             try:
                 cb(event)
             except Exception:
                 log.exception("memory event subscriber %r failed on %s", cb, type(event).__name__)
-        self._signal()
+        self.signal()
 
     def _in_loop(self) -> bool:
         return self._loop is not None and threading.get_ident() == self._loop_thread
 
-    def _signal(self, wake: bool = False) -> None:
+    def signal(self, wake: bool = False) -> None:
         """Wake the worker and/or the waiters; safe from any thread."""
         loop = self._loop
         if loop is None or loop.is_closed():
@@ -233,31 +253,37 @@ class Manager:
             self._changed.set()
             self._changed = asyncio.Event()
 
-    # -- submit --------------------------------------------------------------------------------
+    # -- submit ----------------------------------------------------------------------------------
 
-    def submit(self, turn: Turn) -> Job | None:
-        """Spool ``turn`` durably and return at once; the worker does the rest.
+    async def submit(self, turn: Turn) -> Job | None:
+        """Spool ``turn`` durably (in a thread) and return; the worker does the rest.
 
         Never calls the model. Returns None (and spools nothing) with memory mode ``off`` or
         for a turn without any text.
         """
-        if self.mode == "off":
+        if self._mode == "off":
             return None
         if not any(m.text.strip() for m in turn.messages):
             return None
         session = turn.session or self.session
         if session != turn.session:
             turn = turn.model_copy(update={"session": session})
-        job = make_job(self.workspace, [turn], session=session, mode=self.mode)
-        self.spool.submit(job)
-        self._emit(JobQueued(job_id=job.id, workspace=job.workspace))
-        self._signal(wake=True)
+        job = make_job(self.workspace, [turn], session=session, mode=self._mode)
+
+        def spool_it() -> None:
+            self.spool.submit(job)
+            self.touch(job.id, job)
+
+        await self.in_thread(spool_it)
+        self.emit(JobQueued(job_id=job.id, workspace=job.workspace))
+        self.signal(wake=True)
         return job
 
-    # -- lifecycle -----------------------------------------------------------------------------
+    # -- lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Recover interrupted transactions, then run (or wait to become) this workspace's worker."""
+        """Recover interrupted transactions (in a thread), then run the loop: the worker's when
+        elected, else a watcher of what other processes do."""
         if self._started:
             return
         self._started = True
@@ -270,39 +296,9 @@ class Manager:
                 log.info("memory recovery: %s", line)
         except Exception:
             log.exception("memory recovery failed; the worker will retry through each transaction")
-        if self.mode == "off" or self.completion is None:
-            return  # nothing here may call a model: spool only
-        self._try_elect()
-        self._task = asyncio.create_task(self._worker_main(), name=f"memory-worker {self.workspace}")
-
-    def _try_elect(self) -> bool:
-        if self._elected:
-            return True
-        try:
-            if self._worker_lock is None:
-                self.fs.makedirs(self.paths.locks_dir, 0o700)
-                # A fresh, non-singleton, non-thread-local lock object: it owns its descriptor, so
-                # two managers in one process exclude each other exactly as two processes do.
-                self._worker_lock = filelock.FileLock(
-                    str(self.worker_lock_path), is_singleton=False, thread_local=False
-                )
-            self._worker_lock.acquire(blocking=False)
-        except filelock.Timeout:
-            return False
-        except OSError:
-            log.exception("cannot take the memory worker lock %s", self.worker_lock_path)
-            return False
-        self._elected = True
-        log.info("memory worker elected for %s", self.workspace)
-        return True
-
-    def _release_worker_lock(self) -> None:
-        if self._worker_lock is not None and self._elected:
-            try:
-                self._worker_lock.release(force=True)
-            except Exception:
-                log.exception("releasing the memory worker lock failed")
-        self._elected = False
+        if self._mode != "off" and self.completion is not None:
+            await asyncio.to_thread(self.worker.try_elect)  # a caller may rely on is_worker at once
+        self._task = asyncio.create_task(self.worker.main(), name=f"memory-worker {self.workspace}")
 
     async def close(self, timeout: float | None = 5.0) -> None:
         """Drain this workspace's runnable jobs for up to ``timeout`` seconds, then stop.
@@ -312,8 +308,8 @@ class Manager:
         """
         if self._closed:
             return
-        self._closing = True
-        self._signal(wake=True)
+        self.closing = True
+        self.signal(wake=True)
         task = self._task
         if task is not None:
             try:
@@ -327,398 +323,104 @@ class Manager:
         if self._threads:
             # A transaction cannot be interrupted halfway: let the one in flight finish.
             await asyncio.wait(set(self._threads), timeout=60.0)
-        self._release_worker_lock()
+        await asyncio.to_thread(self.worker.release)
         self._closed = True
-        self._signal()
+        self.signal()
 
-    # -- the worker ----------------------------------------------------------------------------
+    # -- services for the worker and the pipeline ---------------------------------------------------
 
-    async def _in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Blocking file work off the loop; shielded so a cancel never abandons it halfway."""
         fut = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
         self._threads.add(fut)
         fut.add_done_callback(self._threads.discard)
         return await asyncio.shield(fut)
 
-    async def _idle(self, timeout: float) -> bool:
-        """Wait for a wake-up or ``timeout``. True when woken."""
+    async def save(self, job: Job) -> None:
+        def save_it() -> None:
+            self.spool.save(job)
+            self.touch(job.id, job)
+
+        await self.in_thread(save_it)
+
+    def clear_wake(self) -> None:
+        if self._wake is not None:
+            self._wake.clear()
+
+    async def idle(self) -> bool:
+        """Wait for a wake-up or one poll interval. True when woken."""
         assert self._wake is not None
         if self._wake.is_set():
             return True
         try:
-            await asyncio.wait_for(self._wake.wait(), timeout)
+            await asyncio.wait_for(self._wake.wait(), self._poll)
         except TimeoutError:
             return False
         return True
 
-    def _signature(self) -> tuple[tuple[str, int, int], ...]:
-        out = []
-        for job_id in self.spool.ids():
-            try:
-                st = self.fs.lstat(self.spool.path(job_id))
-            except OSError:
-                continue
-            out.append((job_id, st.st_mtime_ns, st.st_size))
-        return tuple(out)
+    def skip(self, job_id: str, seconds: float) -> None:
+        if self._loop is not None:
+            self._skip[job_id] = self._loop.time() + seconds
 
-    async def _worker_main(self) -> None:
-        # The worker must outlive any bug in one pass: log, pause, go on.
-        while True:
-            try:
-                await self._worker_loop()
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("memory worker failed; restarting it")
-                if self._closing:
-                    return
-                await self._idle(self._poll)
-
-    async def _worker_loop(self) -> None:
-        assert self._wake is not None
-        while not self._elected:
-            if self._closing:
-                return
-            await self._idle(self._poll)
-            self._wake.clear()
-            if not self._closing:
-                self._try_elect()
-        woken = True
-        loop = asyncio.get_running_loop()
-        while True:
-            self._wake.clear()
-            if self._skip:
-                self._skip = {k: until for k, until in self._skip.items() if until > loop.time()}
-            job: Job | None = None
-            try:
-                if self.mode == "off":
-                    pass  # switched off at runtime: no request is made, jobs stay spooled
-                elif woken or self._skip or self._last_signature != await self._in_thread(self._signature):
-                    job = await self._in_thread(self._pick)
-                    if self.mode == "off":
-                        job = None  # switched off while we looked: it stays spooled
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("memory worker: cannot read the spool")
-            if job is None:
-                if self._closing:
-                    return
-                woken = await self._idle(self._poll)
-                continue
-            woken = True
-            await self._run(job)
-
-    def _runnable(self) -> list[Job]:
-        entries = self.spool.list(self.workspace, include_orphans=False)
+    def skipped(self) -> set[str]:
         now = self._loop.time() if self._loop is not None else 0.0
-        skip = {k for k, until in list(self._skip.items()) if until > now}
-        for e in entries:
-            if e.job is None and e.id not in self._reported:
-                self._reported.add(e.id)
-                log.warning("memory spool: %s (left in place for a person to look at)", e.problem)
-        return [e.job for e in entries if e.job is not None and e.job.state == "queued" and e.job.id not in skip]
+        return {k for k, until in list(self._skip.items()) if until > now}
 
-    def _pick(self) -> Job | None:
-        """The oldest runnable job, coalesced with the queued jobs right after it (DESIGN §6)."""
-        self._last_signature = self._signature()
-        queue = self._runnable()
-        if not queue:
-            return None
-        first = queue[0]
-        if not self._coalescable(first):
-            return first
-        group = [first]
-        turns, size = len(first.turns), first.turn_bytes()
-        for job in queue[1:]:
-            if not self._coalescable(job) or job.mode != first.mode:
-                break
-            if turns + len(job.turns) > self._max_turns or size + job.turn_bytes() > self._max_bytes:
-                break
-            group.append(job)
-            turns += len(job.turns)
-            size += job.turn_bytes()
-        if len(group) == 1:
-            return first
-        merged: list[str] = []
-        sessions: list[str] = []
-        for job in group:
-            merged += [*job.merged_from, job.id]
-            if job.session and job.session not in sessions:
-                sessions.append(job.session)
-        combined = Job(
-            id=successor_id(first.id),
-            workspace=first.workspace,
-            created=first.created,
-            session=",".join(sessions),
-            mode=first.mode,
-            turns=[t for job in group for t in job.turns],
-            merged_from=merged,
-        )
-        # The combined job is durable before any original goes: a crash in between leaves the
-        # originals superseded (removed by the next listing), never run twice.
-        self.spool.submit(combined)
-        self.spool.delete_many(job.id for job in group)
-        log.info("memory: coalesced %d queued jobs into %s", len(group), combined.id)
-        return combined
+    # -- watching the spool (every tick) ----------------------------------------------------------
 
-    @staticmethod
-    def _coalescable(job: Job) -> bool:
-        return job.raw_answer is None and not job.held_ops and job.split_from is None
+    def touch(self, job_id: str, job: Job | None) -> None:
+        """Record this manager's own change of a job (None: it is gone) so it is not echoed."""
+        self.watch.touch(job_id, job)
 
-    async def _save(self, job: Job) -> None:
-        await self._in_thread(self.spool.save, job)
+    async def tick(self) -> list[SpoolEntry]:
+        """List the spool (cached: only changed files are parsed), turn other processes' changes
+        into events, and return this workspace's live entries."""
+        gen0 = self.watch.gen
+        entries, mine = await self.in_thread(self.watch.scan)
+        events, gone = self.watch.observe(entries, mine, gen0)
+        if gone:
+            events += await self.in_thread(self.watch.report_gone, gone)
+        for event in events:
+            self.emit(event)
+        return mine
 
-    async def _run(self, job: Job) -> None:
-        self.current_job = job.id
-        # Ids a waiter may know this job by: not finished until its events are out.
-        self._active = frozenset({job.id, *job.merged_from})
-        self._emit(JobStarted(job_id=job.id, turns=len(job.turns), merged_from=tuple(job.merged_from)))
-        try:
-            await self._process(job)
-        except asyncio.CancelledError:
-            raise  # stays spooled as it is: the next worker picks it up
-        except _JobFailure as f:
-            await self._fail(job, f.reason, f.kind, f.retryable)
-        except JobNotFound:
-            log.info("memory job %s left the spool while it ran", job.id)
-        except Exception as e:
-            log.exception("memory job %s failed", job.id)
-            await self._fail(job, f"internal error: {type(e).__name__}: {e}", "internal", True)
-        finally:
-            self.current_job = None
-            self._active = frozenset()
-            self._signal()
+    # -- waiting ---------------------------------------------------------------------------------
 
-    async def _fail(self, job: Job, reason: str, kind: ErrorKind, retryable: bool) -> None:
-        job.state = "failed"
-        job.error = reason
-        job.error_kind = kind
-        try:
-            await self._save(job)
-        except JobNotFound:
-            return
-        except Exception:
-            log.exception("memory job %s: cannot record its failure", job.id)
-            if self._loop is not None:
-                self._skip[job.id] = self._loop.time() + 60.0
-        log.warning("memory job %s failed: %s", job.id, reason)
-        self._emit(JobFailed(job_id=job.id, reason=reason, retryable=retryable))
-
-    async def _process(self, job: Job) -> None:
-        if job.raw_answer is None:
-            await self._extract(job, reask=False)
-        assert job.raw_answer is not None
-        # Parsing an untrusted answer is bounded but not free: off the loop, like file work.
-        parsed = await asyncio.to_thread(parse_and_validate, job.raw_answer)
-        if not parsed.found and not job.reasked:
-            await self._extract(job, reask=True)
-            parsed = await asyncio.to_thread(parse_and_validate, job.raw_answer)
-        if not parsed.found:
-            raise _JobFailure(
-                "the model's answer held no JSON operations, also when asked again (its raw answer is kept on the job)",
-                kind="unparseable",
-                retryable=True,
-            )
-        pairs = _pairs(parsed.ops)
-        rejected = list(parsed.rejected)
-        pairs, merge_rejected = await self._merge_updates(job, pairs)
-        rejected += merge_rejected
-        effective = [(i, op) for i, op in pairs if op.action is not Action.NOOP]
-        if job.mode == "review" and effective:
-            job.held_ops = [HeldOp(index=i, op=op) for i, op in effective]
-            job.rejected = rejected
-            job.state = "held"
-            job.error = None
-            job.error_kind = None
-            await self._save(job)
-            self._emit(
-                JobHeld(
-                    job_id=job.id,
-                    ops=tuple(HeldOpView(index=h.index, op=h.op) for h in job.held_ops),
-                    rejected=tuple(rejected),
-                )
-            )
-            return
-        job.rejected = rejected  # kept on the job if the commit fails
-        await self._commit(job, effective, rejected)
-
-    async def _extract(self, job: Job, *, reask: bool) -> None:
-        # The snapshot is taken now, when the job runs: it sees every batch committed before.
-        snap = await self._in_thread(self.stores.snapshot)
-        request = build_extraction_request(list(job.turns), snap.project_md, snap.user_md)
-        if reask:
-            request = request.model_copy(update={"prompt": request.prompt + REASK_NOTE})
-        answer = await self._ask(job, request)
-        # Kept before parsing, with the hashes the model saw: a replay re-parses, never re-asks.
-        job.raw_answer = answer
-        job.snapshot_hashes = dict(snap.hashes)
-        job.reasked = job.reasked or reask
-        job.merge_raw = None
-        await self._save(job)
-
-    async def _ask(self, job: Job, request: CompletionRequest) -> str:
-        """One request with retries: exponential backoff, at most ``max_attempts`` tries."""
-        assert self.completion is not None
-        delay = BACKOFF_BASE
-        reason = ""
-        for attempt in range(1, self._max_attempts + 1):
-            retryable = True
-            try:
-                async with asyncio.timeout(self._request_timeout):
-                    answer = await self.completion(request)
-                if not isinstance(answer, str):
-                    raise TypeError(f"the completion returned {type(answer).__name__}, not text")
-                return answer
-            except CompletionError as e:
-                retryable = e.retryable
-                reason = str(e) or type(e).__name__
-            except TimeoutError:
-                reason = f"no answer within {self._request_timeout:g} s"
-            except Exception as e:
-                reason = f"{type(e).__name__}: {e}"
-            job.attempts += 1
-            job.error = f"{request.purpose} request failed (attempt {attempt} of {self._max_attempts}): {reason}"
-            job.error_kind = "provider"
-            with contextlib.suppress(SpoolError, OSError):
-                await self._save(job)
-            if not retryable:
-                raise _JobFailure(f"{request.purpose} request failed: {reason}", kind="provider", retryable=False)
-            if attempt < self._max_attempts:
-                await self._sleep(delay)
-                delay *= 2
-        raise _JobFailure(
-            f"{request.purpose} request failed {self._max_attempts} times; last: {reason}",
-            kind="provider",
-            retryable=True,
-        )
-
-    async def _merge_updates(
-        self, job: Job, pairs: list[tuple[int, Operation]]
-    ) -> tuple[list[tuple[int, Operation]], list[Rejection]]:
-        """Merge every proposed update with the note's current body: one request per job (DESIGN §5)."""
-        updates = [(i, op) for i, op in pairs if op.action is Action.UPDATE]
-        if not updates:
-            return pairs, []
-        keys = {i: f"op{i}" for i, _ in updates}
-        unreadable: dict[int, str] = {}
-        if job.merge_raw is None:
-            items: list[MergeItem] = []
-            for i, op in updates:
-                try:
-                    note = await self._in_thread(self.stores.read_note, op.level, op.filename)
-                except Exception as e:
-                    unreadable[i] = f"cannot read {op.level} note {op.filename!r}: {e}"
-                    continue
-                items.append(
-                    MergeItem(
-                        key=keys[i],
-                        filename=op.filename,
-                        level=op.level,
-                        title=note.meta.title,
-                        current_body=note.body,
-                        proposed=op.content or "",
-                    )
-                )
-            if items:
-                answer = await self._ask(job, build_merge_request(items))
-                job.merge_raw = answer  # kept before use, like the extraction answer
-                await self._save(job)
-        merged: dict[str, str] = {}
-        if job.merge_raw is not None:
-            try:
-                merged = parse_merge_answer(job.merge_raw, [keys[i] for i, _ in updates])
-            except Exception as e:
-                log.warning("memory job %s: unreadable merge answer: %s", job.id, e)
-        out: list[tuple[int, Operation]] = []
-        rejected: list[Rejection] = []
-        for i, op in pairs:
-            if op.action is not Action.UPDATE:
-                out.append((i, op))
-                continue
-            body = merged.get(keys[i])
-            if body is None:
-                why = unreadable.get(i) or f"the merge answer has no merged body for {op.level} note {op.filename}"
-                rejected.append(Rejection(index=i, reason=_reason(i, why), op=_dump(op)))
-                continue
-            new_op, rejection = revalidate(i, op.model_copy(update={"content": body}))
-            if rejection is not None:
-                rejected.append(rejection)
-            elif new_op is not None:
-                out.append((i, new_op))
-        return out, rejected
-
-    async def _commit(self, job: Job, ops: list[tuple[int, Operation]], rejected: list[Rejection]) -> None:
-        path = self.spool.path(job.id)
-        if not ops and not rejected:
-            # Nothing to keep and nothing to record: no transaction, no history entry.
-            await self._in_thread(self.spool.delete, job.id)
-            self._emit(JobApplied(job_id=job.id))
-            return
-        try:
-            result = await self._in_thread(
-                self.stores.apply,
-                ops,
-                source=job.session or self.session or FALLBACK_SOURCE,
-                expected=job.snapshot_hashes or {},
-                jobs=[path],
-                rejected=rejected,
-                label=f"memory job {job.id}",
-            )
-        except JobAlreadyDone:
-            log.info("memory job %s was committed before; dropped", job.id)
-            return
-        except (TransactionError, OSError) as e:
-            raise _JobFailure(f"could not commit the batch: {e}", kind="apply", retryable=True) from None
-        index = await self._in_thread(self._merged_index) if result.applied else None
-        self._emit_result(job.id, result, index)
-
-    def _merged_index(self) -> str | None:
-        try:
-            return self.stores.merged_index()
-        except Exception:
-            log.exception("memory: cannot read the merged index")
-            return None
-
-    def _emit_result(self, job_id: str, result: BatchResult, index: str | None) -> None:
-        self._emit(
-            JobApplied(
-                job_id=job_id,
-                applied=tuple(result.applied),
-                rejected=tuple(result.rejected),
-                conflicts=tuple(result.conflicts),
-                txid=result.txid,
-            )
-        )
-        if result.applied and index is not None:
-            self._emit(IndexChanged(index=index))
-
-    # -- waiting -------------------------------------------------------------------------------
-
-    def _status(self, job_id: str, successors: dict[str, str]) -> tuple[str, str]:
-        """(status, reason) of a job, following coalesced successors: done/held/failed/queued."""
-        if job_id in self._active:
-            return "queued", ""
-        seen: set[str] = set()
-        cur = job_id
+    def _outcome(self, job_id: str, successors: dict[str, str], history: list[list[HistoryEntry]]) -> JobOutcome:
+        """Where a job is, following the jobs that took it over."""
+        cur, seen = job_id, {job_id}
         while True:
-            nxt = successors.get(cur)
-            if nxt is not None and nxt not in seen and self.spool.exists(nxt):
-                seen.add(cur)
-                cur = nxt
-                continue
-            try:
-                job = self.spool.load(cur)
-            except JobNotFound:
-                return "done", ""
-            except SpoolError as e:
-                return "failed", str(e)
-            return job.state, job.error or ""
+            nxt = successors.get(cur) or self.watch.taken_over.get(cur)
+            if nxt is None or nxt in seen:
+                break
+            seen.add(nxt)
+            cur = nxt
+        by = cur if cur != job_id else None
+        if by is not None:
+            self.watch.taken_over[job_id] = by
+        if self.worker.active & {job_id, cur}:
+            return JobOutcome(job_id=job_id, status="pending", taken_over_by=by)
+        try:
+            job = self.spool.peek(cur)
+        except JobNotFound:
+            if by is None:
+                # Gone before this process saw who took it over: the history's label says.
+                if not history:
+                    history.append(self.watch.recent_history())  # read once per look, only when needed
+                by = self.watch.entry_for(history[0], job_id)[1]
+                if by is not None:
+                    self.watch.taken_over[job_id] = by
+            return JobOutcome(job_id=job_id, status="done", taken_over_by=by)
+        except SpoolError as e:
+            return JobOutcome(job_id=job_id, status="failed", reason=str(e), taken_over_by=by)
+        if job.state == "queued":
+            return JobOutcome(job_id=job_id, status="pending", taken_over_by=by)
+        return JobOutcome(job_id=job_id, status=job.state, reason=job.error or "", taken_over_by=by)
 
-    def _statuses(self, job_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    def _outcomes(self, job_ids: Sequence[str]) -> dict[str, JobOutcome]:
         successors = self.spool.successors()
-        return {job_id: self._status(job_id, successors) for job_id in job_ids}
+        history: list[list[HistoryEntry]] = []
+        return {job_id: self._outcome(job_id, successors, history) for job_id in job_ids}
 
     async def _wait_change(self, timeout: float) -> None:
         if timeout <= 0:
@@ -729,23 +431,25 @@ class Manager:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), min(timeout, self._poll))
 
-    async def wait_for(self, job_id: str, timeout: float | None) -> bool:
-        """True once the job is done, held or failed (a job run by another process counts too)."""
+    async def wait_for(self, job_id: str, timeout: float | None) -> JobOutcome:
+        """Wait until the job is done, held or failed (also when another process runs it, or
+        when its turns went into another job: ``taken_over_by`` names it). Truthy when finished."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:
-            status, _ = (await asyncio.to_thread(self._statuses, [job_id]))[job_id]
-            if status != "queued":
-                return True
+            outcome = (await asyncio.to_thread(self._outcomes, [job_id]))[job_id]
+            if outcome.finished:
+                return outcome
             remaining = self._poll if deadline is None else deadline - loop.time()
             if remaining <= 0:
-                return False
+                return outcome
             await self._wait_change(remaining)
 
     async def flush(self, timeout: float | None = None, include_failed: bool = True) -> FlushResult:
         """Run this workspace's spooled jobs now (failed ones again too); held jobs are left alone.
 
-        Starts this manager if needed. When another process is the worker, the failed jobs are
+        Starts this manager if needed. A damaged job file is named in ``failed`` and never
+        holds the others back. When another process is the worker, the failed jobs are
         re-queued for it and this waits for it to run them.
         """
         result = FlushResult()
@@ -755,7 +459,8 @@ class Manager:
         targets: list[str] = []
         for e in entries:
             if e.job is None:
-                result.failed[e.id] = e.problem or "unreadable job file"
+                problem = e.problem or f"job {e.id}: unreadable job file"
+                result.failed[e.id] = f"{problem} (memory doctor --fix moves it aside)"
             elif e.job.state == "held":
                 result.held.append(e.id)
             elif e.job.state == "failed" and not include_failed:
@@ -766,49 +471,46 @@ class Manager:
                 targets.append(e.id)
         if not targets:
             return result
-        if self.mode == "off" or self.completion is None:
+        if self._mode == "off" or self.completion is None:
             result.unfinished += targets
             return result
-        self._signal(wake=True)
+        self.signal(wake=True)
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:
-            statuses = await asyncio.to_thread(self._statuses, targets)
-            if all(s != "queued" for s, _ in statuses.values()):
+            outcomes = await asyncio.to_thread(self._outcomes, targets)
+            if all(o.finished for o in outcomes.values()):
                 break
             remaining = self._poll if deadline is None else deadline - loop.time()
             if remaining <= 0:
                 break
             await self._wait_change(remaining)
-        for job_id, (status, reason) in statuses.items():
-            if status == "done":
+        for job_id, o in outcomes.items():
+            if o.status == "done":
                 result.done.append(job_id)
-            elif status == "held":
+            elif o.status == "held":
                 result.held.append(job_id)
-            elif status == "failed":
-                result.failed[job_id] = reason or "failed"
+            elif o.status == "failed":
+                result.failed[job_id] = o.reason or "failed"
             else:
                 result.unfinished.append(job_id)
         return result
 
-    def _requeue(self, job_id: str) -> None:
+    def _requeue(self, job_id: str) -> bool:
         try:
             job = self.spool.load(job_id)
         except SpoolError:
-            return
+            return False
         if job.state != "failed":
-            return
-        job.state = "queued"
-        if job.error_kind == "unparseable":
-            # Re-parsing the same answer cannot succeed: ask afresh.
-            job.raw_answer = None
-            job.reasked = False
-            job.snapshot_hashes = None
-            job.merge_raw = None
+            return False
+        requeue(job)
         self.spool.save(job)
+        self.touch(job.id, job)
+        self.pipeline.reset_budget(job_id)
         self._skip.pop(job_id, None)
+        return True
 
-    # -- listing -------------------------------------------------------------------------------
+    # -- listing -----------------------------------------------------------------------------------
 
     def entries(self, all_workspaces: bool = False) -> list[SpoolEntry]:
         """Spool entries for listings: this workspace's (or all, orphans and unreadable files included)."""
@@ -818,140 +520,133 @@ class Manager:
         """Spooled jobs (queued, failed, held), oldest first."""
         return [e.job for e in self.entries(all_workspaces) if e.job is not None]
 
-    # -- review --------------------------------------------------------------------------------
+    async def jobs(self, all_workspaces: bool = False) -> list[JobView]:
+        """This workspace's spooled jobs (``all_workspaces``: every workspace's, orphans included)
+        as frozen views, oldest first: state, reason, attempts, next try, held ops, excerpt."""
+        return await asyncio.to_thread(self._views, all_workspaces)
 
-    @contextmanager
-    def _review_lock(self) -> Iterator[None]:
-        self.fs.makedirs(self.paths.locks_dir, 0o700)
-        lock = filelock.FileLock(
-            str(self.paths.locks_dir / f"review-{workspace_key(self.workspace)}.lock"),
-            timeout=REVIEW_LOCK_TIMEOUT,
-            is_singleton=False,
-            thread_local=False,
-        )
-        try:
-            lock.acquire()
-        except filelock.Timeout:
-            raise ReviewError("another approve/reject on this workspace is still running") from None
-        try:
-            # Finish any interrupted commit first: an approval that committed but was not rolled
-            # forward still shows its parent job, which must not make its split child look stale.
-            self.stores.recover()
-            self._drop_stale_splits()
-            yield
-        finally:
-            lock.release()
-
-    def _drop_stale_splits(self) -> None:
-        """Split jobs of an approval that never committed (its parent still holds the ops)."""
-        ids = set(self.spool.ids())
-        stale = [
-            e.id
-            for e in self.spool.list(self.workspace, include_split=True)
-            if e.job is not None and e.job.split_from in ids
-        ]
-        if stale:
-            self.spool.delete_many(stale)
-
-    def _held(self, job_ref: str) -> Job:
-        try:
-            job = self.spool.load(self.spool.resolve(job_ref))
-        except SpoolError as e:
-            raise ReviewError(str(e)) from None
-        if job.state != "held":
-            raise ReviewError(f"job {job.id} is {job.state}, not held for review")
-        if Path(job.workspace) != self.workspace and Path(job.workspace).resolve() != self.workspace.resolve():
-            raise ReviewError(f"job {job.id} belongs to workspace {job.workspace}")
-        return job
-
-    @staticmethod
-    def _choose(job: Job, op_indexes: Sequence[int] | None) -> tuple[list[HeldOp], list[HeldOp]]:
-        if op_indexes is None:
-            return list(job.held_ops), []
-        held = {h.index for h in job.held_ops}
-        unknown = sorted({i for i in op_indexes if i not in held})
-        if unknown:
-            raise ReviewError(
-                f"job {job.id} holds no op {', '.join(map(str, unknown))} (held: {', '.join(map(str, sorted(held)))})"
+    def _views(self, all_workspaces: bool) -> list[JobView]:
+        entries = self.entries(all_workspaces)
+        # A phase written by a worker that died is stale: only a live worker's phase is shown.
+        alive = self.worker.someone_works()
+        out: list[JobView] = []
+        for e in entries:
+            job = e.job
+            if job is None:
+                out.append(JobView(id=e.id, state="damaged", workspace=e.workspace, reason=e.problem))
+                continue
+            state: JobViewState
+            if e.orphaned:
+                state = "orphaned"
+            elif job.state in ("failed", "held"):
+                state = job.state
+            else:
+                state = job.phase if (alive and job.phase) else "queued"
+            out.append(
+                JobView(
+                    id=job.id,
+                    state=state,
+                    workspace=job.workspace,
+                    mode=job.mode,
+                    excerpt=job.excerpt(),
+                    turns=len(job.turns),
+                    created=job.created,
+                    updated=job.updated or job.created,
+                    attempts=job.attempts,
+                    max_attempts=self.pipeline.max_attempts,
+                    reason=job.error if state in ("failed", "retrying") else None,
+                    next_try_at=job.retry.next_try_at if state == "retrying" and job.retry else None,
+                    held_ops=tuple(HeldOpView(index=h.index, op=h.op) for h in job.held_ops),
+                    rejected=tuple(job.rejected),
+                    merged_from=tuple(job.merged_from),
+                )
             )
-        chosen = set(op_indexes)
-        return [h for h in job.held_ops if h.index in chosen], [h for h in job.held_ops if h.index not in chosen]
+        return out
 
-    def approve(self, job_id: str, op_indexes: Sequence[int] | None = None) -> BatchResult:
+    # -- review and the pending screen's actions -------------------------------------------------
+
+    def _review(self) -> Review:
+        return Review(self.stores, self.spool, self.workspace, self.session or FALLBACK_SOURCE)
+
+    async def approve(self, job_id: str, op_indexes: Sequence[int] | None = None) -> BatchResult:
         """Write exactly the approved held ops (all when ``op_indexes`` is None). Never calls a model.
 
-        Each op is validated again and checked against the note hashes the model saw, so a
-        note changed since shows up as a conflict. The ops not approved move to a new held job
-        that becomes live in the same commit that completes this one.
+        Each op is validated again and checked against the note hashes the model saw (a note
+        changed since is a conflict). The ops not approved stay held in a new job. The result's
+        rejections are those of the approved ops only.
         """
-        with self._review_lock():
-            job = self._held(job_id)
-            chosen, remaining = self._choose(job, op_indexes)
-            ops: list[tuple[int, Operation]] = []
-            rejected: list[Rejection] = [] if remaining else list(job.rejected)
-            for h in chosen:
-                op, rejection = revalidate(h.index, h.op)
-                if rejection is not None:
-                    rejected.append(rejection)
-                elif op is not None:
-                    ops.append((h.index, op))
-            child: Job | None = None
-            if remaining:
-                child = job.model_copy(
-                    deep=True,
-                    update={"id": successor_id(job.id), "held_ops": remaining, "split_from": job.id, "merged_from": []},
-                )
-                self.spool.submit(child)
-            try:
-                result = self.stores.apply(
-                    ops,
-                    source=job.session or self.session or FALLBACK_SOURCE,
-                    expected=job.snapshot_hashes or {},
-                    jobs=[self.spool.path(job.id)],
-                    rejected=rejected,
-                    label=f"approve {job.id}",
-                )
-            except JobAlreadyDone:
-                if child is not None:
-                    self.spool.delete(child.id)
-                raise ReviewError(f"job {job.id} was already completed") from None
-            # Any other failure leaves the child alone: it is live exactly when the parent is gone.
-        self._emit_result(job.id, result, self._merged_index() if result.applied else None)
-        if child is not None:
-            self._emit(
-                JobHeld(job_id=child.id, ops=tuple(HeldOpView(index=h.index, op=h.op) for h in child.held_ops))
-            )
-        return result
 
-    def reject(self, job_id: str, op_indexes: Sequence[int] | None = None) -> Job | None:
+        def run() -> tuple[Any, str | None]:
+            done = self._review().approve(job_id, op_indexes)
+            self.touch(done.job_id, None)
+            if done.child is not None:
+                self.touch(done.child.id, done.child)
+            return done, merged_index(self.stores) if done.result.applied else None
+
+        done, index = await asyncio.to_thread(run)
+        emit_result(self.emit, done.job_id, done.result, index)
+        if done.child is not None:
+            self.emit(
+                JobHeld(job_id=done.child.id, ops=tuple(HeldOpView(index=h.index, op=h.op) for h in done.child.held_ops))
+            )
+        return done.result
+
+    async def reject(self, job_id: str, op_indexes: Sequence[int] | None = None) -> Job | None:
         """Drop held ops (all when None) without writing them. Returns the job still held, if any."""
-        with self._review_lock():
-            job = self._held(job_id)
-            chosen, remaining = self._choose(job, op_indexes)
-            refused = [
-                Rejection(index=h.index, reason=f"op {h.index}: rejected in review", op=_dump(h.op)) for h in chosen
-            ]
-            if remaining:
-                job.held_ops = remaining
-                job.rejected = [*job.rejected, *refused]
-                self.spool.save(job)
-            else:
-                # The last ops: the job's rejections go to the history in the commit that removes it.
-                try:
-                    result = self.stores.apply(
-                        [],
-                        source=job.session or self.session or FALLBACK_SOURCE,
-                        jobs=[self.spool.path(job.id)],
-                        rejected=[*job.rejected, *refused],
-                        label=f"reject {job.id}",
-                    )
-                except JobAlreadyDone:
-                    raise ReviewError(f"job {job.id} was already completed") from None
-        if remaining:
-            self._emit(JobHeld(job_id=job.id, ops=tuple(HeldOpView(index=h.index, op=h.op) for h in remaining)))
-            return job
-        self._emit_result(job.id, result, None)
+
+        def run() -> Any:
+            done = self._review().reject(job_id, op_indexes)
+            self.touch(done.job_id, done.remaining)
+            return done
+
+        done = await asyncio.to_thread(run)
+        if done.remaining is not None:
+            ops = tuple(HeldOpView(index=h.index, op=h.op) for h in done.remaining.held_ops)
+            self.emit(JobHeld(job_id=done.job_id, ops=ops))
+            return done.remaining
+        if done.result is not None:
+            emit_result(self.emit, done.job_id, done.result, None)
         return None
 
+    async def retry(self, job_id: str) -> Job:
+        """Run a failed job again now, with a fresh retry budget (the pending screen's ``t``)."""
 
-__all__ = ["FlushResult", "Manager", "Mode", "ReviewError", "revalidate"]
+        def run() -> Job:
+            job = self._review().retry(job_id)
+            self.touch(job.id, job)
+            return job
+
+        job = await asyncio.to_thread(run)
+        self.pipeline.reset_budget(job.id)
+        self._skip.pop(job.id, None)
+        self.emit(JobQueued(job_id=job.id, workspace=job.workspace))
+        self.signal(wake=True)
+        return job
+
+    async def dismiss(self, job_id: str) -> None:
+        """Remove a failed or orphaned job for good; the history records it (the pending screen's ``x``)."""
+
+        def run() -> str:
+            job_ref = self.spool.resolve(job_id)
+            self._review().dismiss(job_ref)
+            self.touch(job_ref, None)
+            return job_ref
+
+        try:
+            gone = await asyncio.to_thread(run)
+        except SpoolError as e:
+            raise ReviewError(str(e)) from None
+        self.emit(JobDismissed(job_id=gone))
+
+
+__all__ = [
+    "MODES",
+    "REASK_NOTE",
+    "FlushResult",
+    "JobOutcome",
+    "JobView",
+    "Manager",
+    "Mode",
+    "ReviewError",
+    "revalidate",
+]

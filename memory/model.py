@@ -55,6 +55,19 @@ class Operation(BaseModel):
     content: str | None = None
 
 
+# An op kept in a record (a rejection on a job or in the history) is shortened to this much content.
+RECORD_CONTENT_LIMIT = 2000
+
+
+def dump_op(op: Operation, *, content_limit: int | None = RECORD_CONTENT_LIMIT) -> dict[str, object]:
+    """An op as JSON data: shortened for records, or whole (``content_limit=None``) to validate it again."""
+    d = op.model_dump(mode="json", exclude_none=True)
+    content = d.get("content")
+    if content_limit is not None and isinstance(content, str) and len(content) > content_limit:
+        d["content"] = content[:content_limit] + "…"
+    return d
+
+
 class Rejection(BaseModel):
     """An op that was not applied, with a one-line reason. ``index`` is its place in the batch."""
 
@@ -74,6 +87,9 @@ class Conflict(BaseModel):
 
 
 class NoteMeta(BaseModel):
+    # Frozen: notes come out of a cache shared by every reader of the process.
+    model_config = ConfigDict(frozen=True)
+
     title: str
     summary: str = ""
     type: NoteType
@@ -83,13 +99,16 @@ class NoteMeta(BaseModel):
 
 
 class Note(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     level: Level
     filename: str
     meta: NoteMeta
     body: str
     # sha256 of the file's bytes: the compare-and-swap token for update/delete.
     sha256: str
-    # Set when the front matter could not be parsed: the note is still listed, never lost.
+    # Set when the front matter could not be parsed (or names an unknown type): the note is
+    # still listed, never lost, and ``doctor`` reports it.
     broken: str | None = None
 
 
@@ -127,6 +146,33 @@ class BatchResult(BaseModel):
     @property
     def index_changed(self) -> bool:
         return bool(self.applied)
+
+
+class Change(BaseModel):
+    """One note file changed by a batch: enough to undo it and to see whether it changed since."""
+
+    level: Level
+    filename: str
+    before_b64: str | None = None  # the file's bytes before (None: it did not exist)
+    after_sha: str | None = None  # None: the batch removed it
+
+
+class HistoryEntry(BaseModel):
+    """One committed batch (or undo) of a workspace, as kept under the history folder."""
+
+    txid: str
+    time: str
+    workspace: str
+    kind: Literal["batch", "undo"] = "batch"
+    label: str = ""
+    source: str = ""
+    jobs: list[str] = Field(default_factory=list)
+    applied: list[AppliedOp] = Field(default_factory=list)
+    rejected: list[Rejection] = Field(default_factory=list)
+    conflicts: list[Conflict] = Field(default_factory=list)
+    changes: list[Change] = Field(default_factory=list)
+    undone_by: str | None = None
+    undo_of: str | None = None
 
 
 def utcnow() -> _dt.datetime:

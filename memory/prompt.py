@@ -174,14 +174,20 @@ def _message_block(msg: TurnMessage, text: str) -> str:
 
 def _transcript(turns: list[Turn]) -> str:
     """The turns as role + text, oldest first, at most TURNS_CAP_BYTES: the oldest whole
-    messages are left out first (with a note); a newest message alone too big keeps its end."""
+    messages are left out first (with a note); a newest message alone too big keeps its end.
+    Each text is redacted first, whole, so the memory model is never handed a secret to copy
+    (and a cut cannot leave half a key block that no longer looks like one)."""
     many = len(turns) > 1
-    # (turn number, message, rendered block) for every message with text.
-    blocks: list[tuple[int, TurnMessage, str]] = [
-        (k, msg, _message_block(msg, msg.text))
+    redacted = [
+        (k, msg, redact(msg.text))
         for k, turn in enumerate(turns, start=1)
         for msg in turn.messages
         if msg.text.strip()
+    ]
+    texts = {id(msg): text for _, msg, text in redacted}
+    # (turn number, message, rendered block) for every message with text.
+    blocks: list[tuple[int, TurnMessage, str]] = [
+        (k, msg, _message_block(msg, text)) for k, msg, text in redacted
     ]
 
     def size(items: list[tuple[int, TurnMessage, str]]) -> int:
@@ -196,7 +202,7 @@ def _transcript(turns: list[Turn]) -> str:
     cut_note = ""
     if blocks and size(blocks) > TURNS_CAP_BYTES:
         k, msg, _ = blocks[0]
-        data = msg.text.encode("utf-8")
+        data = texts[id(msg)].encode("utf-8")
         keep = TURNS_CAP_BYTES - 1024
         while size(blocks) > TURNS_CAP_BYTES:
             # Escaping delimiters can grow the text, so shrink until the block fits.
@@ -223,8 +229,9 @@ def _transcript(turns: list[Turn]) -> str:
 
 def build_extraction_request(turns: list[Turn], project_md: str, user_md: str) -> CompletionRequest:
     """One extraction request for 1..8 turns and the two stores' current ``MEMORY.md``."""
-    project = defuse_tags(_capped_index(project_md), _TAGS)
-    user = defuse_tags(_capped_index(user_md), _TAGS)
+    # Hand-edited notes may hold secrets: their index lines are redacted too.
+    project = defuse_tags(redact(_capped_index(project_md)), _TAGS)
+    user = defuse_tags(redact(_capped_index(user_md)), _TAGS)
     what = "the latest turn" if len(turns) <= 1 else f"these {len(turns)} turns (oldest first)"
     prompt = f"""\
 The memory index as it is now (one line per note: - [type] title — summary (filename)).
@@ -279,8 +286,10 @@ def build_merge_request(items: list[MergeItem]) -> CompletionRequest:
         title = defuse_tags(sanitize_line(item.title, 200), _TAGS)
         blocks.append(
             f"<note {attrs}>\n<title>{title}</title>\n"
-            f"<current-body>\n{defuse_tags(item.current_body, _TAGS)}\n</current-body>\n"
-            f"<proposed-update>\n{defuse_tags(item.proposed, _TAGS)}\n</proposed-update>\n</note>"
+            # Redacted like the extraction request: the merged body is redacted on its way to
+            # the store anyway, so a secret here could only be copied, never kept.
+            f"<current-body>\n{defuse_tags(redact(item.current_body), _TAGS)}\n</current-body>\n"
+            f"<proposed-update>\n{defuse_tags(redact(item.proposed), _TAGS)}\n</proposed-update>\n</note>"
         )
         size += len(item.current_body.encode("utf-8")) + len(item.proposed.encode("utf-8"))
     keys = ", ".join(json.dumps(item.key, ensure_ascii=False) for item in items)

@@ -1,7 +1,8 @@
-"""Pure text hygiene for the memory core: one-line titles, secret redaction, safe names, slugs.
+"""Pure text hygiene: one-line titles, secret redaction, safe names, slugs, terminal display.
 
 Nothing here touches the disk. Everything a model or a cloned repository writes passes
-through these functions before it reaches a store, the index or the prompt (DESIGN §3–§5).
+through these functions before it reaches a store, the index or the prompt (DESIGN §3–§5);
+``strip_terminal`` is the one filter for text shown on a terminal (print mode, CLI, app).
 """
 
 from __future__ import annotations
@@ -20,11 +21,15 @@ __all__ = [
     "is_strict_utf8",
     "is_unsafe_char",
     "note_filename",
+    "quote",
     "redact",
+    "redact_url_credentials",
     "sanitize_line",
     "sanitize_summary",
     "sanitize_title",
     "slugify",
+    "strip_escape_sequences",
+    "strip_terminal",
 ]
 
 # Bidi and zero-width characters are all in category Cf; they are listed so the intent is
@@ -52,7 +57,9 @@ def is_strict_utf8(s: str) -> bool:
 
 def sanitize_line(s: str, max_chars: int) -> str:
     """One line of plain text: whitespace collapsed, invisible/control characters removed,
-    no leading ``#`` (so it cannot become a Markdown header), at most ``max_chars`` code points."""
+    no leading ``#`` (so it cannot become a Markdown header), at most ``max_chars`` code points.
+    Escape sequences go first and whole, so no remnant such as ``[31m`` is left."""
+    s = strip_escape_sequences(s)
     out: list[str] = []
     for c in s:
         if c.isspace():
@@ -82,6 +89,14 @@ def defuse_tags(text: str, tags: Iterable[str]) -> str:
 
 
 # -- redaction ---------------------------------------------------------------------------
+#
+# The token shapes follow detect-secrets' plugins (Yelp/detect-secrets 1.5: aws, github,
+# gitlab, stripe, npm, sendgrid, slack, twilio, mailchimp, square, pypi, telegram, discord,
+# artifactory, azure, jwt, private keys, basic auth, keyword) plus current vendors it lacks.
+# The package itself is not used: it scans line by line for files (about 1.3 s per MiB with
+# its regex plugins alone), returns values rather than spans, keeps global settings, pulls in
+# requests, its entropy plugins flag commit hashes and UUIDs, and it misses command-line forms
+# (`--password x`, `mysql -pPASS`, `curl -u user:pass`) and zero-width-split keys.
 
 _MARK = "[REDACTED:"
 
@@ -91,19 +106,22 @@ def _mark(kind: str) -> str:
 
 
 def _is_marker(value: str) -> bool:
-    return value.startswith(_MARK)
+    return value.lstrip("\"'").startswith(_MARK)
 
 
 # A value that only refers to a secret (an env var, a template, a placeholder) is kept: it is
 # useful knowledge ("uses $GITHUB_TOKEN") and not a secret itself.
 _REFERENCE_RE = re.compile(
-    r"^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\([^)]*\)|%[A-Za-z_][A-Za-z0-9_]*%|\{\{.*\}\}|<[^<>]*>|\*+|x+|\.\.\.)$",
+    r"^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\([^)]*\)|%[A-Za-z_][A-Za-z0-9_]*%|\{\{.*\}\}|\{[A-Za-z_0-9.!:]*\}"
+    r"|%\(?[A-Za-z_]*\)?[sdrf]|<[^<>]*>|\*+|\.\.\.|…)$",
     re.IGNORECASE,
 )
 
 
 def _is_reference(value: str) -> bool:
-    return bool(_REFERENCE_RE.match(value))
+    """A placeholder (``$TOKEN``, ``{token}``, ``%s``, ``<password>``) or a mask (``****``,
+    ``:****``): nothing in it could be a secret."""
+    return bool(_REFERENCE_RE.match(value)) or not re.search(r"[^\W_]", value)
 
 
 _PEM_LABEL = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?"
@@ -114,11 +132,17 @@ _PEM_END_RE = re.compile(rf"-----END {_PEM_LABEL}-----")
 _PEM_TAIL_RE = re.compile(
     r"(?:\s*(?:[A-Za-z0-9+/]{16,}={0,2}|(?<=\n)[A-Za-z0-9+/]+={0,2}(?=\r?\n|$)|[A-Za-z-]+: [^\n]*))*"
 )
+# PuTTY key files keep the private half between "Private-Lines: N" and "Private-MAC: ...".
+_PUTTY_RE = re.compile(
+    r"Private-Lines:[ \t]*\d+[ \t]*\r?\n(?:[ \t]*[A-Za-z0-9+/]+={0,2}[ \t]*(?:\r?\n|$))*(?:Private-(?:MAC|Hash):[^\n]*)?"
+)
 
 
 def _redact_private_keys(text: str) -> str:
     """Each BEGIN ... END block (the first END after it) or, without an END, the BEGIN line and
     the key material after it. END positions are found once: no rescan per BEGIN."""
+    if "Private-Lines:" in text:
+        text = _PUTTY_RE.sub(_mark("private_key"), text)
     if "PRIVATE KEY" not in text:
         return text
     end_starts: list[int] = []
@@ -140,28 +164,177 @@ def _redact_private_keys(text: str) -> str:
     return "".join(out)
 
 
+# scheme://user:password@host — the password is whatever lies between the first ':' after the
+# user and the last '@' before the host (an unencoded '@' in a password is common).
 _URL_RE = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*://)([^\s:/@?#\[\]]*):([^\s/?#]+)")
+
+
+def _redact_url(m: re.Match[str]) -> str:
+    scheme, user, rest = m.group(1), m.group(2), m.group(3)
+    at = rest.rfind("@")
+    if at <= 0:
+        return m.group(0)  # host:port, no password
+    password = rest[:at]
+    # Even ``user:pass@`` is redacted: it may be the real one (issue 6 quotes exactly that).
+    if _is_marker(password) or _is_reference(password):
+        return m.group(0)
+    return f"{scheme}{user}:{_mark('url_password')}{rest[at:]}"
+
+
+def redact_url_credentials(text: str) -> str:
+    """Only the passwords of ``scheme://user:password@host`` URLs, user and host kept: for
+    diagnostics that print a configured URL (``ANTHROPIC_BASE_URL``). ``redact`` does this too."""
+    if "://" not in text:
+        return text
+    return _URL_RE.sub(_redact_url, text)
+
+
+# -- headers and command lines --
+
 _AUTH_HEADER_RE = re.compile(
-    r"(?i)(\bauthorization\s*[:=]\s*[\"']?\s*)(?:(bearer|basic|token|bot)\s+)?([^\s\"',;]+)"
+    r"(?i)(\b(?:proxy-)?authorization\s*[:=]\s*[\"']?\s*)(?:(bearer|basic|token|bot|digest|negotiate)\s+)?([^\s\"',;]+)"
 )
 _BEARER_RE = re.compile(r"\b(Bearer\s+)([A-Za-z0-9\-._~+/]{16,}=*)")
-_JWT_RE = re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")
 
-# (kind, pattern) for tokens whose shape alone identifies them.
-_TOKEN_RES: list[tuple[str, re.Pattern[str]]] = [
-    ("anthropic_key", re.compile(r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}")),
-    ("openai_key", re.compile(r"(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}")),
-    ("aws_access_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")),
+
+def _tokenish(value: str, scheme: str | None) -> bool:
+    """An Authorization value, not a word of prose ("Authorization: handled upstream"). With a
+    scheme the header is unmistakable: any value of 8+ characters is a credential."""
+    if scheme is not None:
+        return len(value) >= 8
+    return len(value) >= 8 and (not value.isalpha() or len(value) >= 24)
+
+
+def _redact_auth_header(m: re.Match[str]) -> str:
+    head, scheme, value = m.group(1), m.group(2), m.group(3)
+    if _is_marker(value) or _is_reference(value) or not _tokenish(value, scheme):
+        return m.group(0)
+    kind = "bearer" if scheme is None or scheme.lower() == "bearer" else "authorization"
+    return f"{head}{scheme + ' ' if scheme else ''}{_mark(kind)}"
+
+
+def _random_looking(value: str) -> bool:
+    """Digits, or many case changes (``aBcDeF...``): a token, not a word or a CamelCase name."""
+    if re.search(r"[0-9]", value):
+        return True
+    letters = re.sub(r"[^A-Za-z]", "", value)
+    if len(letters) < 16 or letters.islower() or letters.isupper():
+        return False
+    return len(re.findall(r"[a-z][A-Z]|[A-Z][A-Z][a-z]", letters)) >= 3 and not re.fullmatch(
+        r"(?:[A-Z][a-z]+)+", letters
+    )
+
+
+def _redact_bearer(m: re.Match[str]) -> str:
+    if _is_marker(m.group(2)) or not _random_looking(m.group(2)):
+        return m.group(0)  # "Bearer authentication" is prose
+    return f"{m.group(1)}{_mark('bearer')}"
+
+
+# Option values: ``--password x``, ``--db-password=x``, ``-Djavax.net.ssl.keyStorePassword=x``.
+_QUOTED = r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'"
+# A name (matched possessively) must end in a word that may name a secret: a match that is not
+# one would swallow text (``https://...?token=x``, ``--verbose --password x``) unexamined.
+_ENDS_IN_SECRET_WORD = (
+    "(?:"
+    + "|".join(
+        f"(?<={w})"
+        for w in "password passwd passphrase pass pwd secret token key base auth credential credentials".split()
+    )
+    + ")"
+)
+_FLAG_RE = re.compile(
+    rf"(?i)(?<![A-Za-z0-9_-])(?P<flag>--?[A-Za-z][A-Za-z0-9._-]{{0,80}}+){_ENDS_IN_SECRET_WORD}(?P<sep>=|[ \t]+)"
+    rf"(?:(?<==)|(?!-))(?P<value>{_QUOTED}|[^\s\"'`;&|)]+)"
+)
+# Words that follow an option name in prose ("the --password flag", "pass --token to it").
+_PROSE_AFTER_FLAG = frozenset(
+    "a an and any are arg argument as at be but by can flag for from here if in instead is it must not "
+    "of on only option options or parameter parameters param should switch that the then there this to "
+    "value was when which will with flags arguments".split()
+)
+
+
+def _quoted_inner(value: str) -> str | None:
+    if len(value) >= 2 and value[0] in "\"'" and value[-1] == value[0]:
+        return value[1:-1]
+    return None
+
+
+def _redact_flag(m: re.Match[str]) -> str:
+    flag = m.group("flag")
+    name = flag.lstrip("-")
+    if name.lower().startswith("no-"):
+        return m.group(0)
+    kind = _key_kind(name)
+    value = m.group("value")
+    inner = _quoted_inner(value)
+    if kind is None or _is_marker(value):
+        return m.group(0)
+    if inner is not None:
+        if not inner or _is_reference(inner):
+            return m.group(0)
+        return f"{flag}{m.group('sep')}{value[0]}{_mark(kind)}{value[0]}"
+    if _is_reference(value) or value.lower() in _NOT_A_VALUE:
+        return m.group(0)
+    if m.group("sep") != "=" and (value.startswith("-") or value.lower() in _PROSE_AFTER_FLAG):
+        return m.group(0)
+    if name.lower() == "pwd" and value.startswith(("/", "~", ".")):
+        return m.group(0)
+    return f"{flag}{m.group('sep')}{_mark(kind)}"
+
+
+# Commands whose password goes in a short option: ``curl -u user:pass``, ``mysql -pPASS``
+# (attached: ``-p PASS`` asks for the password and PASS is the database), ``sshpass -p PASS``,
+# ``docker login -p PASS``.
+# The option is looked for at most 400 characters after the command: a bounded scan, so a
+# long line full of "curl" stays linear.
+_CMD_PASSWORD_RES: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
     (
-        "github_token",
-        re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+        ("curl",),
+        re.compile(
+            r"\bcurl\b[^\n]{0,400}?[ \t](?:-[A-Za-z]*u|--user|--proxy-user)(?:[ \t]+|=)?"
+            r"(?:\"[^\s:\"\[\]]*:(?P<pw1>[^\"\n]+)\"|'[^\s:'\[\]]*:(?P<pw2>[^'\n]+)'|[^\s:\"'\[\]]*:(?P<pw>[^\s\"']+))"
+        ),
     ),
     (
-        "slack_token",
-        re.compile(r"(?<![A-Za-z0-9_-])(?:xox[abprs]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})"),
+        ("mysql", "mariadb"),
+        re.compile(
+            r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|mysqlsh|mariadb(?:-dump)?)\b"
+            r"[^\n]{0,400}?[ \t]-p(?P<pw>\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"
+        ),
     ),
-    ("google_api_key", re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])")),
+    (
+        ("sshpass",),
+        re.compile(r"\bsshpass\b[^\n]{0,400}?[ \t]-p[ \t]*(?P<pw>\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"),
+    ),
+    (
+        ("login",),
+        re.compile(
+            r"\b(?:docker|podman)\s+login\b[^\n]{0,400}?[ \t]-p[ \t]+(?P<pw>\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"
+        ),
+    ),
+    (("machine",), re.compile(r"\bmachine[ \t]+\S+(?:\s+login[ \t]+\S+)?\s+password[ \t]+(?P<pw>\S+)")),
 ]
+
+
+def _redact_cmd_password(m: re.Match[str]) -> str:
+    group = next(g for g in ("pw", "pw1", "pw2") if g in m.re.groupindex and m.group(g) is not None)
+    pw = m.group(group)
+    inner = _quoted_inner(pw)
+    bare = pw if inner is None else inner
+    if not bare or _is_marker(bare) or _is_reference(bare):
+        return m.group(0)
+    start, end = m.span(group)
+    base = m.start()
+    whole = m.group(0)
+    new = _mark("password") if inner is None else f"{pw[0]}{_mark('password')}{pw[0]}"
+    return whole[: start - base] + new + whole[end - base :]
+
+
+# -- tokens recognisable by their shape --
+
+_JWT_RE = re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")
 
 
 def _keylike(body: str) -> bool:
@@ -178,71 +351,264 @@ def _keylike(body: str) -> bool:
     )
 
 
-def _tokenish(value: str, scheme: str | None) -> bool:
-    """An Authorization value, not a word of prose ("Authorization: handled upstream")."""
-    if scheme is not None and scheme.lower() == "basic":
-        return len(value) >= 8
-    return len(value) >= 8 and (not value.isalpha() or len(value) >= 24)
+def _sk_check(token: str) -> bool:
+    return _keylike(re.sub(r"^sk-(?:ant-|proj-|svcacct-|admin-|None-)?", "", token))
 
 
-# Generic ``key = value`` / ``key: value``: the key's LAST word must name a secret, so
-# ``password_field`` or ``max_tokens`` are left alone.
-_SECRET_WORD = (
-    r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key"
-    r"|private[_-]?key|auth[_-]?key|signing[_-]?key|encryption[_-]?key|credentials?)"
-)
+def _mixed_check(token: str) -> bool:
+    """Letters-only vendor tokens (Hugging Face): random mixed case, not a snake_case name."""
+    body = token.split("_", 1)[1]
+    return _keylike(body) or _random_looking(body)
+
+
+class _TokenRule:
+    """A token shape. ``needles``: literal strings one of which the text must contain (or a
+    cheap pattern it must match) for the pattern to be worth running: a plain substring search
+    skips most rules on most texts."""
+
+    __slots__ = ("check", "kind", "needles", "pattern")
+
+    def __init__(
+        self,
+        kind: str,
+        needles: tuple[str, ...] | re.Pattern[str],
+        pattern: str,
+        check: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.needles = needles
+        self.pattern = re.compile(pattern)
+        self.check = check
+
+    def apply(self, text: str) -> str:
+        if isinstance(self.needles, re.Pattern):
+            if not self.needles.search(text):
+                return text
+        elif not any(n in text for n in self.needles):
+            return text
+
+        def repl(m: re.Match[str]) -> str:
+            if self.check is not None and not self.check(m.group(0)):
+                return m.group(0)
+            return _mark(self.kind)
+
+        return self.pattern.sub(repl, text)
+
+
+_S = r"(?<![A-Za-z0-9_-])"  # a token starts after no token character
+_E = r"(?![A-Za-z0-9_-])"  # ... and ends before none
+
+_TOKEN_RULES: list[_TokenRule] = [
+    _TokenRule("anthropic_key", ("sk-ant-",), rf"{_S}sk-ant-[A-Za-z0-9_-]{{20,}}", _sk_check),
+    _TokenRule(
+        "openai_key",
+        ("sk-",),
+        rf"{_S}sk-(?:proj-|svcacct-|admin-|None-|or-v1-)?[A-Za-z0-9_-]{{20,}}",
+        _sk_check,
+    ),
+    _TokenRule("stripe_key", ("k_live_", "k_test_"), rf"{_S}(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{{10,}}"),
+    _TokenRule("stripe_key", ("whsec_",), rf"{_S}whsec_[0-9A-Za-z+/=]{{24,}}"),
+    _TokenRule(
+        "aws_access_key",
+        ("AKIA", "ASIA", "A3T", "ABIA", "ACCA"),
+        r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])",
+    ),
+    _TokenRule(
+        "github_token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
+    ),
+    _TokenRule(
+        "gitlab_token",
+        (
+            "glpat-",
+            "gldt-",
+            "glft-",
+            "glsoat-",
+            "glrt-",
+            "glcbt-",
+            "glimt-",
+            "glptt-",
+            "glagent-",
+            "gloas-",
+            "gltst-",
+            "GR1348941",
+        ),
+        rf"{_S}(?:(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas|gltst)-[A-Za-z0-9_-]{{20,}}"
+        rf"|GR1348941[A-Za-z0-9_-]{{20,}}){_E}",
+    ),
+    _TokenRule(
+        "grafana_token",
+        ("glsa_", "glc_"),
+        rf"{_S}(?:glsa_[A-Za-z0-9]{{32}}_[A-Fa-f0-9]{{8}}|glc_[A-Za-z0-9+/]{{32,}}={{0,2}})",
+    ),
+    _TokenRule("npm_token", ("npm_",), rf"{_S}npm_[A-Za-z0-9]{{36}}{_E}"),
+    _TokenRule("huggingface_token", ("hf_",), rf"{_S}hf_[A-Za-z0-9]{{30,}}{_E}", _mixed_check),
+    _TokenRule("pypi_token", ("pypi-AgE",), rf"{_S}pypi-AgE[A-Za-z0-9_-]{{50,}}"),
+    _TokenRule("sendgrid_key", ("SG.",), rf"{_S}SG\.[A-Za-z0-9_-]{{22}}\.[A-Za-z0-9_-]{{43}}{_E}"),
+    _TokenRule(
+        "slack_token",
+        ("xox", "xapp-"),
+        r"(?<![A-Za-z0-9_-])(?:xox[abposr]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})",
+    ),
+    _TokenRule(
+        "slack_webhook",
+        ("hooks.slack.com",),
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{10,}",
+    ),
+    _TokenRule(
+        "discord_webhook",
+        ("/api/webhooks/",),
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}",
+    ),
+    _TokenRule("google_api_key", ("AIza",), rf"{_S}AIza[0-9A-Za-z_-]{{35}}{_E}"),
+    _TokenRule("google_oauth_secret", ("GOCSPX-",), rf"{_S}GOCSPX-[A-Za-z0-9_-]{{28}}{_E}"),
+    _TokenRule("twilio_key", ("SK",), r"(?<![A-Za-z0-9])SK[0-9a-f]{32}(?![A-Za-z0-9])"),
+    _TokenRule("mailchimp_key", ("-us",), r"(?<![A-Za-z0-9])[0-9a-f]{32}-us[0-9]{1,2}(?![A-Za-z0-9])"),
+    _TokenRule("square_token", ("sq0",), rf"{_S}sq0(?:csp|atp|idp)-[0-9A-Za-z_-]{{22,43}}{_E}"),
+    _TokenRule("telegram_bot_token", (":A",), r"(?<![0-9])[0-9]{8,10}:A[A-Za-z0-9_-]{34}(?![A-Za-z0-9_-])"),
+    _TokenRule(
+        "discord_bot_token",
+        re.compile(r"\.[A-Za-z0-9_-]{6}\."),
+        r"(?<![A-Za-z0-9_-])[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}(?![A-Za-z0-9_-])",
+        lambda t: _keylike(t.replace(".", "")),
+    ),
+    _TokenRule("artifactory_token", ("AKCp",), rf"{_S}AKCp[A-Za-z0-9]{{64,}}{_E}"),
+    _TokenRule("digitalocean_token", ("_v1_",), rf"{_S}do[opr]_v1_[a-f0-9]{{64}}{_E}"),
+    _TokenRule("shopify_token", ("shp",), rf"{_S}shp(?:at|ss|ca|pa)_[a-fA-F0-9]{{32}}{_E}"),
+    _TokenRule("atlassian_token", ("ATATT3",), rf"{_S}ATATT3[A-Za-z0-9_=-]{{30,}}"),
+    _TokenRule("linear_key", ("lin_api_",), rf"{_S}lin_api_[A-Za-z0-9]{{40}}{_E}"),
+    _TokenRule("doppler_token", ("dp.",), rf"{_S}dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{{40,}}{_E}"),
+    _TokenRule("postman_key", ("PMAK-",), rf"{_S}PMAK-[a-f0-9]{{24}}-[a-f0-9]{{34}}{_E}"),
+    _TokenRule("databricks_token", ("dapi",), rf"{_S}dapi[a-f0-9]{{32}}(?:-[0-9])?{_E}"),
+    _TokenRule("age_secret_key", ("AGE-SECRET-KEY-1",), rf"{_S}AGE-SECRET-KEY-1[0-9A-Z]{{58}}{_E}"),
+    _TokenRule("vault_token", ("hvs.", "hvb."), rf"{_S}hv[sb]\.[A-Za-z0-9_-]{{24,}}{_E}"),
+    _TokenRule("pulumi_token", ("pul-",), rf"{_S}pul-[a-f0-9]{{40}}{_E}"),
+    _TokenRule("sentry_token", ("sntry",), rf"{_S}sntry[su]_[A-Za-z0-9+/=_-]{{40,}}"),
+    _TokenRule("groq_key", ("gsk_",), rf"{_S}gsk_[A-Za-z0-9]{{48,}}{_E}"),
+    _TokenRule("xai_key", ("xai-",), rf"{_S}xai-[A-Za-z0-9]{{60,}}{_E}"),
+    _TokenRule("replicate_token", ("r8_",), rf"{_S}r8_[A-Za-z0-9]{{37}}{_E}"),
+]
+
+
+# -- generic ``key = value`` --
+
+# ``key: value`` / ``key = value`` / ``"key" => "value"`` / ``key := value``; the key is judged
+# by ``_key_kind`` (its last word must name a secret), so ``password_field`` or ``max_tokens``
+# are left alone.
 _ASSIGN_RE = re.compile(
-    rf"(?i)(?<![A-Za-z0-9_.-])(?P<q>[\"']?)(?P<key>(?:[A-Za-z0-9]+[_.-])*{_SECRET_WORD})(?P=q)"
-    r"(?P<sep>[ \t]*(?::(?!:)|=(?!=|>))[ \t]*)"
-    r"(?:(?P<dq>\"(?:[^\"\\\n]|\\.)*\")|(?P<sq>'(?:[^'\\\n]|\\.)*')|(?P<bare>[^\s\"'`,;&]+))"
+    r"(?i)(?<![A-Za-z0-9_.-])(?P<q>[\"']?)(?P<key>[A-Za-z_][A-Za-z0-9_.-]{0,80}+)"
+    + _ENDS_IN_SECRET_WORD
+    + r"(?P=q)(?P<sep>[ \t]*(?::=|=>|:(?!:)|=(?!=|>))[ \t]*)"
+    rf"(?:(?P<quoted>{_QUOTED})|(?P<bare>[^\s\"'`,;&]+))"
 )
+# Cheap test before running _ASSIGN_RE: the lower-cased text names a secret somewhere.
+_SECRET_WORD_RE = re.compile(r"pass|pwd|secret|token|key|auth|credential")
+_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_KEY_WORDS = (  # the last word ends with one of these (also glued: PGPASSWORD, apiToken)
+    ("password", "password"),
+    ("passwd", "password"),
+    ("passphrase", "password"),
+    ("secret", "secret"),
+    ("token", "token"),
+    ("credentials", "credentials"),
+    ("credential", "credentials"),
+    ("apikey", "api_key"),
+)
+# ``<word> key`` pairs that name a secret (``api_key``, ``AccountKey``, ``SharedAccessKey``).
+_KEY_QUALIFIERS = frozenset(
+    "api access secret private auth signing encryption master account shared client app sas license".split()
+)
+
+
+def _key_kind(key: str) -> str | None:
+    """The redaction kind when ``key`` names a secret (judged by its last word), else None."""
+    words = [w for w in re.split(r"[_.\-]+", _CAMEL_RE.sub("_", key).lower()) if w]
+    if not words:
+        return None
+    last = words[-1]
+    prev = words[-2] if len(words) > 1 else ""
+    for word, kind in _KEY_WORDS:
+        if last.endswith(word):
+            return kind
+    if last == "pass":  # DB_PASS; glued words (bypass, compass) never end here
+        return "password"
+    if last == "pwd":  # MYSQL_PWD, Pwd= in connection strings; bare PWD is checked by value
+        return "password"
+    if last == "key" and prev in _KEY_QUALIFIERS:
+        return "api_key"
+    if last == "base" and prev == "key" and "secret" in words:  # SECRET_KEY_BASE (Rails)
+        return "secret"
+    if last == "auth" and (len(words) > 1 or key.startswith("_")):  # _auth (.npmrc), NPM_AUTH
+        return "credentials"
+    return None
+
+
 # Unquoted values that are code or types, not secrets: ``token: str``, ``password = None``.
 _NOT_A_VALUE = frozenset(
-    "none null nil true false undefined str string int bool bytes any object number optional secretstr "
-    "self cls required".split()
+    "none null nil true false yes no on off undefined str string int bool bytes any object number optional "
+    "secretstr self cls required enabled disabled await new function lambda yield not async typeof value val".split()
 )
 
 
-def _assign_kind(key: str) -> str:
-    k = key.lower()
-    if re.search(r"(password|passwd|passphrase)$", k):
-        return "password"
-    if k.endswith("token"):
-        return "token"
-    if re.search(r"credentials?$", k):
-        return "credentials"
-    if k.endswith("secret"):
-        return "secret"
-    return "api_key"
+# Names, not secrets: an environment variable's name (``ENV_KEY = "ANTHROPIC_API_KEY"``), a
+# snake_case variable in code (``api_key=resolved_api_key``), a type (``auth: TokenAuth``).
+_UPPER_SNAKE_RE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_SNAKE_NAME_RE = re.compile(r"_*[a-z][a-z0-9]*(?:_+[a-z0-9]+)+|_+[a-z][a-z0-9]*")
+_CAMEL_TYPE_RE = re.compile(r"(?:[A-Z][a-z0-9]+){2,}")
+
+
+def _names_the_key(value: str, key: str) -> bool:
+    """``self.password = password``, ``final_token = token``, ``X = "refresh_token"``."""
+    v = value.lower().replace("-", "_")
+    k = _CAMEL_RE.sub("_", key).lower().replace("-", "_").replace(".", "_")
+    return k == v or k.endswith("_" + v) or v.endswith("_" + k.rsplit("_", 1)[-1])
 
 
 def _bare_is_secret(value: str, key: str, sep: str, rest_of_line: str) -> bool:
     if _is_marker(value) or _is_reference(value):
         return False
-    if value.lower() in _NOT_A_VALUE or value.lower() == key.lower():
+    if value.lower() in _NOT_A_VALUE or _names_the_key(value, key) or _UPPER_SNAKE_RE.fullmatch(value):
         return False
     # Code, not a literal: calls, indexing, attribute paths (``self._token``), annotations.
     if any(ch in value for ch in "()[]{}"):
         return False
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\.?", value):
         return False
-    if re.fullmatch(r"\d{1,5}", value):
-        return False  # counts and limits (``max_token: 512``)
-    # ``key: value`` is YAML-like only when the value is the rest of the line; in prose
-    # ("token: we use JWTs") it is not a value.
-    return not (":" in sep and rest_of_line.strip() and not rest_of_line.lstrip().startswith("#"))
+    if re.fullmatch(r"-?\d{1,5}", value) and _key_kind(key) != "password":
+        return False  # counts and limits (``max_token: 512``, ``token = -1``); a PIN is not one
+    if len(value) < 4 and sep != "=":
+        return False  # short names in code and prose (``user, password = un, pw``); not ``X=ab``
+    code_assignment = "=" in sep and not _UPPER_SNAKE_RE.fullmatch(key)  # not an environment variable
+    if code_assignment and (_SNAKE_NAME_RE.fullmatch(value) or re.fullmatch(r"[A-Z][a-z]+", value)):
+        return False  # a variable or a class (``token = Name``)
+    if _CAMEL_TYPE_RE.fullmatch(value) and not re.search(r"[0-9]", value):
+        return False
+    if key.lower() in ("pwd", "oldpwd") and value.startswith(("/", "~", ".")):
+        return False  # the shell's working directory
+    if key.lower() == "pass" and "=" not in sep:
+        return False  # prose: "in one pass: log, pause, go on"
+    # ``key: value`` is YAML-like or a header only when the value ends the line (or its quoted
+    # string); in prose ("token: we use JWTs") it is not a value.
+    rest = rest_of_line.lstrip()
+    return not (
+        ":" in sep and "=" not in sep and rest and not rest.startswith(("#", '"', "'", ")", "}", "]"))
+    )
 
 
 def _redact_assign(m: re.Match[str]) -> str:
-    kind = _assign_kind(m.group("key"))
+    kind = _key_kind(m.group("key"))
+    if kind is None:
+        return m.group(0)
     head = m.group(0)[: m.start("sep") - m.start(0)] + m.group("sep")
-    for name in ("dq", "sq"):
-        quoted = m.group(name)
-        if quoted is not None:
-            inner = quoted[1:-1]
-            if not inner or _is_marker(inner) or _is_reference(inner) or re.fullmatch(r"%[sdr]|\{\}", inner):
-                return m.group(0)
-            return f"{head}{quoted[0]}{_mark(kind)}{quoted[0]}"
+    quoted = m.group("quoted")
+    if quoted is not None:
+        inner = quoted[1:-1]
+        if not inner or _is_marker(inner) or _is_reference(inner) or _UPPER_SNAKE_RE.fullmatch(inner):
+            return m.group(0)
+        if _names_the_key(inner, m.group("key")) or re.search(r"\{[^{}]*\}|\[[^\]]*-[^\]]*\]", inner):
+            return m.group(0)  # a name, a template (``f"{x}"``) or a pattern (``"[a-z]+"``)
+        return f"{head}{quoted[0]}{_mark(kind)}{quoted[0]}"
     value = m.group("bare")
     line_end = m.string.find("\n", m.end())
     rest = m.string[m.end() : len(m.string) if line_end < 0 else line_end]
@@ -251,61 +617,131 @@ def _redact_assign(m: re.Match[str]) -> str:
     return f"{head}{_mark(kind)}"
 
 
-def _redact_url(m: re.Match[str]) -> str:
-    scheme, user, rest = m.group(1), m.group(2), m.group(3)
-    at = rest.rfind("@")
-    if at <= 0:
-        return m.group(0)  # host:port, no password
-    password = rest[:at]
-    if _is_marker(password) or _is_reference(password):
-        return m.group(0)
-    return f"{scheme}{user}:{_mark('url_password')}{rest[at:]}"
+# -- the whole pass --
+
+# Invisible characters inside an ASCII token only serve to hide it from these patterns
+# ("sk-ant-api03-AbC\u200bdEf..."). Joiners between emoji or in scripts that need them are
+# not between ASCII token characters and are left alone.
+_HIDDEN_CHARS = (
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\U000e0000-\U000e007f]"
+)
+_HIDDEN_CHAR_RE = re.compile(_HIDDEN_CHARS)  # a cheap first look: most texts have none
+_HIDDEN_SPLIT_RE = re.compile(rf"(?<=[A-Za-z0-9_+/=.:-]){_HIDDEN_CHARS}+(?=[A-Za-z0-9_+/=.:-])")
 
 
-def _redact_auth_header(m: re.Match[str]) -> str:
-    head, scheme, value = m.group(1), m.group(2), m.group(3)
-    if _is_marker(value) or _is_reference(value) or not _tokenish(value, scheme):
-        return m.group(0)
-    kind = "bearer" if scheme is None or scheme.lower() == "bearer" else "authorization"
-    return f"{head}{scheme + ' ' if scheme else ''}{_mark(kind)}"
-
-
-def _redact_bearer(m: re.Match[str]) -> str:
-    if not re.search(r"[0-9]", m.group(2)):
-        return m.group(0)  # "Bearer authentication" is prose
-    return f"{m.group(1)}{_mark('bearer')}"
-
-
-def _simple(kind: str, check: Callable[[str], bool] | None = None) -> Callable[[re.Match[str]], str]:
-    def repl(m: re.Match[str]) -> str:
-        if check is not None and not check(m.group(0)):
-            return m.group(0)
-        return _mark(kind)
-
-    return repl
-
-
-def _sk_check(token: str) -> bool:
-    return _keylike(re.sub(r"^sk-(?:ant-|proj-|svcacct-|admin-|None-)?", "", token))
+def _redact_visible(text: str) -> str:
+    text = _redact_private_keys(text)
+    text = redact_url_credentials(text)
+    low = text.lower()
+    if "authorization" in low:
+        text = _AUTH_HEADER_RE.sub(_redact_auth_header, text)
+    if "Bearer" in text:
+        text = _BEARER_RE.sub(_redact_bearer, text)
+    if "eyJ" in text:
+        text = _JWT_RE.sub(_mark("jwt"), text)
+    for rule in _TOKEN_RULES:
+        text = rule.apply(text)
+    names_secret = _SECRET_WORD_RE.search(low) is not None
+    if names_secret and "-" in text:
+        text = _FLAG_RE.sub(_redact_flag, text)
+    for needles, pattern in _CMD_PASSWORD_RES:
+        if any(n in low for n in needles):
+            text = pattern.sub(_redact_cmd_password, text)
+    if names_secret:
+        text = _ASSIGN_RE.sub(_redact_assign, text)
+    return text
 
 
 def redact(text: str) -> str:
     """Replace secrets by ``[REDACTED:<kind>]``; idempotent, and ordinary prose/code is kept.
 
     Context patterns (PEM blocks, URLs, auth headers) run first so their kind wins; generic
-    ``key = value`` runs last and leaves values that are already redacted alone.
+    ``key = value`` runs last and leaves values that are already redacted alone. When invisible
+    characters split an ASCII token, the text is also checked with them removed; if that finds
+    a secret, that joined text (redacted) is the result.
     """
     if not text:
         return text
-    text = _redact_private_keys(text)
-    text = _URL_RE.sub(_redact_url, text)
-    text = _AUTH_HEADER_RE.sub(_redact_auth_header, text)
-    text = _BEARER_RE.sub(_redact_bearer, text)
-    text = _JWT_RE.sub(_mark("jwt"), text)
-    for kind, pattern in _TOKEN_RES:
-        check = _sk_check if kind in ("anthropic_key", "openai_key") else None
-        text = pattern.sub(_simple(kind, check), text)
-    return _ASSIGN_RE.sub(_redact_assign, text)
+    joined = _HIDDEN_SPLIT_RE.sub("", text) if _HIDDEN_CHAR_RE.search(text) else text
+    if joined != text:
+        out = _redact_until_stable(joined)
+        if out != joined:
+            return out
+    return _redact_until_stable(text)
+
+
+def _redact_until_stable(text: str) -> str:
+    """A redaction can expose another secret: a key glued to the end of a token has no
+    boundary until that token becomes a marker. Repeat (rarely more than twice) until nothing
+    changes, which is also what makes ``redact`` idempotent."""
+    for _ in range(8):
+        out = _redact_visible(text)
+        if out == text:
+            break
+        text = out
+    return text
+
+
+# -- display -----------------------------------------------------------------------------
+
+# Whole escape sequences, so no remnant such as "[31m" survives (ECMA-48, 7-bit and C1 forms):
+# - CSI: ESC [ or 0x9B, parameter bytes, intermediate bytes, a final byte (cut-off: what is there);
+# - control strings OSC/DCS/SOS/PM/APC (ESC ] P X ^ _ or 0x9D 0x90 0x98 0x9E 0x9F) up to BEL or
+#   ST (ESC \ or 0x9C). One without a terminator ends at the end of its line: its payload (a
+#   title, clipboard data, a link target) is never shown, and the next lines stay visible;
+# - any other ESC with its intermediate and final bytes (ESC c, ESC ( B, ESC 7).
+_TERMINAL_SEQ_RE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+# Joiners that scripts and emoji sequences need; harmless on a terminal.
+_DISPLAY_KEEP = frozenset("\u200c\u200d")
+
+
+# Characters worth a closer look: all but printable ASCII, tab and newline.
+_DISPLAY_CANDIDATE_RE = re.compile(r"[^\x20-\x7e\t\n]")
+
+
+def strip_escape_sequences(text: str) -> str:
+    """Whole terminal escape sequences removed, nothing else (see ``_TERMINAL_SEQ_RE``)."""
+    return _TERMINAL_SEQ_RE.sub("", text)
+
+
+def strip_terminal(text: str, *, keep_newlines: bool = True) -> str:
+    """Text safe to show on a terminal: whole CSI/OSC/DCS/SOS/PM/APC sequences removed, then
+    every other control, bidi or invisible character. Tabs are kept; line breaks (``\\r\\n``,
+    ``\\r``, U+2028/2029 become ``\\n``) are kept, or each becomes a space with
+    ``keep_newlines=False``. One function for print mode, the CLI and the app (model, tool and
+    card text is hostile)."""
+    if not text:
+        return text
+    text = strip_escape_sequences(text)
+    newline = "\n" if keep_newlines else " "
+    if "\r" in text:
+        # A bare CR would let a later part overwrite an earlier one on screen: a line break.
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not keep_newlines:
+        text = text.replace("\n", " ")
+    # One table built from the distinct suspicious characters: fast on large tool output.
+    table: dict[int, str | None] = {}
+    for c in set(_DISPLAY_CANDIDATE_RE.findall(text)):
+        if c in "\u2028\u2029":
+            table[ord(c)] = newline
+        elif c not in _DISPLAY_KEEP and is_unsafe_char(c):
+            table[ord(c)] = None
+    return text.translate(table) if table else text
+
+
+def quote(value: object, limit: int = 60) -> str:
+    """A value for a rejection or conflict reason: redacted, stripped of control characters,
+    shortened, then quoted. Reasons reach stderr, the history and the job, so they never carry
+    a raw secret or escape sequence."""
+    text = strip_terminal(redact(str(value)), keep_newlines=False)
+    if len(text) > limit:
+        text = text[: max(limit - 1, 1)] + "…"
+    return repr(text)
 
 
 # -- names -------------------------------------------------------------------------------
@@ -325,25 +761,27 @@ def check_filename(name: str) -> str | None:
     if "\x00" in name:
         return "filename contains a NUL character"
     if "/" in name or "\\" in name:
-        return f"filename {name!r} contains a path separator"
+        return f"filename {quote(name)} contains a path separator"
     if name in (".", "..") or ".." in name:
-        return f"filename {name!r} contains '..'"
+        return f"filename {quote(name)} contains '..'"
     if any(is_unsafe_char(c) for c in name):
-        return f"filename {name!r} contains control, bidi or invisible characters"
+        return f"filename {quote(name)} contains control, bidi or invisible characters"
     if name != name.strip():
-        return f"filename {name!r} has leading or trailing whitespace"
+        return f"filename {quote(name)} has leading or trailing whitespace"
     if name.startswith("."):
-        return f"filename {name!r} starts with a dot"
+        return f"filename {quote(name)} starts with a dot"
     if name.startswith("-"):
-        return f"filename {name!r} starts with '-'"
+        return f"filename {quote(name)} starts with '-'"
     if unicodedata.normalize("NFKC", name).casefold() == INDEX_FILE.casefold():
         return f"{INDEX_FILE} is the index, not a note"
     if not name.endswith(".md"):
-        return f"filename {name!r} does not end in .md"
+        return f"filename {quote(name)} does not end in .md"
     return None
 
 
 def _slug_of(text: str) -> str:
+    # Sequences go whole before anything else (no "31m" in a name); a secret never becomes a name.
+    text = redact(strip_escape_sequences(text))
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
     return slug[:MAX_SLUG].rstrip("-")

@@ -8,36 +8,41 @@ from __future__ import annotations
 
 import hashlib
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from .frontmatter import FrontMatterError, parse_meta, split_note
 from .fs import FS, STAGE_PREFIX, TEMP_PREFIX, UnsafePathError
-from .index import index_line
+from .index import format_index_line
 from .model import INDEX_FILE, MAX_CONTENT_BYTES, Level, Note, NoteMeta, NoteType
-from .sanitize import check_filename, sanitize_summary, sanitize_title
+from .sanitize import check_filename, quote, sanitize_summary, sanitize_title
 
 # A hand-written note can be larger than a model's (16 KiB), but a store is no place for
 # megabytes: past this a file is listed as broken rather than read into memory.
 MAX_NOTE_FILE_BYTES = 1024 * 1024 + MAX_CONTENT_BYTES
-MAX_INDEX_FILE_BYTES = 1024 * 1024
 
 GITIGNORE = b"# Written by PseudoClaude: deleted notes and temporary files stay out of git.\n.trash/\n.pc-*\n"
+TRASH_DIR = ".trash"
 
 
 class StoreError(Exception):
     """A one-line reason why a store (or a note in it) cannot be used."""
 
 
-@dataclass(frozen=True)
-class _Cached:
-    key: tuple[int, int, int, int]
-    note: Note
+# Parsed notes by (folder, filename), valid while the file's (inode, size, mtime_ns) are
+# unchanged. Shared by every Store object of this process, so a warm process applies a batch
+# (and rebuilds the index after it) without re-parsing unchanged notes. Notes are frozen, so
+# handing the same object to several readers is safe.
+_CACHE: dict[tuple[str, str], tuple[tuple[int, int, int], Note]] = {}
+_CACHE_MAX = 100_000
 
 
-# Front matter cached by (inode, size, mtime, ctime) per file, shared by every Store object of
-# this process, so a batch (and the index rebuild after it) does not re-parse every note.
-_CACHE: dict[tuple[str, str], _Cached] = {}
+def filename_problem(name: str) -> str | None:
+    """``check_filename``'s reason with the name quoted only redacted and shortened (a reason
+    reaches stderr, the history and the job)."""
+    reason = check_filename(name)
+    if reason is None or not isinstance(name, str):
+        return reason
+    return reason.replace(repr(name), quote(name))
 
 
 def sha256(data: bytes) -> str:
@@ -60,13 +65,19 @@ def parse_note(level: Level, filename: str, data: bytes) -> Note:
     except UnicodeDecodeError:
         text = data.decode("utf-8", "replace")
         broken = "not valid UTF-8"
+    fallback = _fallback_type(filename)
     try:
         fm, body = split_note(text)
-        meta = parse_meta(fm, fallback_type=_fallback_type(filename))
+        meta = parse_meta(fm, fallback_type=fallback)
+        raw_type = fm.get("type")
+        if str(raw_type if raw_type is not None else "").strip() not in _TYPE_VALUES:
+            # Listed under a fallback type, but said: a silent replacement would hide the typo.
+            what = "no type" if raw_type is None else f"unknown type {quote(raw_type)}"
+            broken = broken or f"{what} in the front matter (listed as {fallback})"
     except FrontMatterError as e:
         broken = broken or str(e)
         body = text
-        meta = NoteMeta(title=filename.removesuffix(".md"), type=_fallback_type(filename), created="", updated="")
+        meta = NoteMeta(title=filename.removesuffix(".md"), type=fallback, created="", updated="")
     # Hand edits are not trusted to keep the index one line per note.
     meta = meta.model_copy(
         update={
@@ -77,14 +88,22 @@ def parse_note(level: Level, filename: str, data: bytes) -> Note:
     return Note(level=level, filename=filename, meta=meta, body=body, sha256=digest, broken=broken)
 
 
+_TYPE_VALUES = frozenset(t.value for t in NoteType)
+
+
 class Store:
-    def __init__(self, level: Level, folder: Path, fs: FS, *, guard: Path | None = None) -> None:
+    def __init__(
+        self, level: Level, folder: Path, fs: FS, *, guard: Path | None = None, unavailable: str | None = None
+    ) -> None:
         self.level = level
         self.dir = Path(folder)
         self.fs = fs
         # Folders between ``guard`` and the store that must not be symlinks either (a cloned
         # repository could point ``.PseudoClaude`` anywhere).
         self._guard = guard
+        # Why this level does not exist at all in the workspace (its folder is the other
+        # store's): every read and write of it is refused with this reason.
+        self.unavailable = unavailable
 
     def __repr__(self) -> str:
         return f"Store({self.level}, {self.dir})"
@@ -93,6 +112,8 @@ class Store:
 
     def folder_problem(self) -> str | None:
         """A reason the folder must not be read or written, or None (a missing folder is fine)."""
+        if self.unavailable is not None:
+            return self.unavailable
         chain = [self.dir]
         if self._guard is not None:
             cur = self.dir.parent
@@ -108,6 +129,18 @@ class Store:
                 return f"{self.level} store folder {p} is a symlink; refusing to use it"
             if not stat.S_ISDIR(st.st_mode):
                 return f"{self.level} store path {p} is not a folder"
+        return None
+
+    def trash_problem(self) -> str | None:
+        """Why deleted notes cannot be moved to ``.trash/`` (a committed symlink, a file), or None."""
+        try:
+            st = self.fs.lstat(self.dir / TRASH_DIR)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            return f"{self.level} store: {TRASH_DIR} is a symlink; refusing to move notes through it"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{self.level} store: {TRASH_DIR} is not a folder"
         return None
 
     def exists(self) -> bool:
@@ -139,20 +172,20 @@ class Store:
         try:
             st = self.fs.lstat(self.dir / filename)
         except FileNotFoundError:
-            return f"no note named {filename!r} in the {self.level} store"
+            return f"no note named {quote(filename)} in the {self.level} store"
         if stat.S_ISLNK(st.st_mode):
-            return f"{filename!r} is a symlink; refusing to follow it"
+            return f"{quote(filename)} is a symlink; refusing to follow it"
         if not stat.S_ISREG(st.st_mode):
-            return f"{filename!r} is not a regular file"
+            return f"{quote(filename)} is not a regular file"
         if st.st_nlink > 1:
-            return f"{filename!r} has {st.st_nlink} hard links; refusing to touch it"
+            return f"{quote(filename)} has {st.st_nlink} hard links; refusing to touch it"
         if st.st_size > MAX_NOTE_FILE_BYTES:
-            return f"{filename!r} is larger than {MAX_NOTE_FILE_BYTES} bytes"
+            return f"{quote(filename)} is larger than {MAX_NOTE_FILE_BYTES} bytes"
         return None
 
     def target_problem(self, filename: str) -> str | None:
         """Full check of a name an operation targets (DESIGN.md §5)."""
-        reason = check_filename(filename)
+        reason = filename_problem(filename)
         if reason is not None:
             return reason
         if filename == INDEX_FILE:
@@ -163,44 +196,68 @@ class Store:
         reason = self.target_problem(filename)
         if reason is not None:
             raise StoreError(reason)
+        return self._load(filename)
+
+    def _load(self, filename: str) -> Note:
+        """A note whose name and folder were checked: from the cache while its file is unchanged."""
         path = self.dir / filename
         try:
             st = self.fs.lstat(path)
         except FileNotFoundError:
-            raise StoreError(f"no note named {filename!r} in the {self.level} store") from None
-        key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            raise StoreError(f"no note named {quote(filename)} in the {self.level} store") from None
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
         ck = (str(self.dir), filename)
         hit = _CACHE.get(ck)
-        if hit is not None and hit.key == key:
-            return hit.note
+        if hit is not None and hit[0] == key:
+            return hit[1]
         try:
             data = self.fs.read_bytes(path)
         except UnsafePathError as e:
-            raise StoreError(f"{filename!r}: {e.strerror}") from None
+            raise StoreError(f"{quote(filename)}: {e.strerror}") from None
         except FileNotFoundError:
-            raise StoreError(f"no note named {filename!r} in the {self.level} store") from None
+            raise StoreError(f"no note named {quote(filename)} in the {self.level} store") from None
         note = parse_note(self.level, filename, data)
-        _CACHE[ck] = _Cached(key, note)
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[ck] = (key, note)
         return note
 
     def notes(self) -> list[Note]:
+        # note_names() checked each name and file; the folder is checked once, not per note.
+        if self.folder_problem() is not None:
+            return []
         out = []
         for name in self.note_names():
             try:
-                out.append(self.read_note(name))
+                out.append(self._load(name))
             except (StoreError, FileNotFoundError):
                 continue
         return out
 
+    def index_file_problem(self) -> str | None:
+        """Why ``MEMORY.md`` cannot be read (symlink, FIFO, folder), or None (absent is fine)."""
+        try:
+            st = self.fs.lstat(self.dir / INDEX_FILE)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            return f"{self.level} store: {INDEX_FILE} is {kind}"
+        return None
+
     def read_index_file(self) -> str:
-        """``MEMORY.md`` as on disk ('' when absent or unsafe). Callers filter its lines."""
+        """``MEMORY.md`` as on disk, whole ('' when absent or unsafe). Callers filter its lines.
+
+        Read whole, whatever its size: the overflow count, ``read_memory("MEMORY.md")`` and
+        doctor's comparison with the notes all need every line.
+        """
         if self.folder_problem() is not None:
             return ""
         try:
-            data = self.fs.read_bytes(self.dir / INDEX_FILE, max_bytes=MAX_INDEX_FILE_BYTES)
+            data = self.fs.read_bytes(self.dir / INDEX_FILE)
         except (FileNotFoundError, UnsafePathError, NotADirectoryError):
             return ""
-        return data[:MAX_INDEX_FILE_BYTES].decode("utf-8", "replace")
+        return data.decode("utf-8", "replace")
 
     def hashes(self) -> dict[str, str]:
         return {n.filename: n.sha256 for n in self.notes()}
@@ -211,8 +268,10 @@ class Store:
 
 def render_index(notes: list[Note]) -> str:
     """``MEMORY.md``: exactly one line per note, sorted by filename, rebuilt, never patched."""
+    # Notes come from parse_note, which sanitized title and summary already: a large store's
+    # rebuild after each batch need not sanitize ten thousand titles again.
     lines = [
-        index_line(str(n.meta.type), n.meta.title, n.meta.summary, n.filename)
+        format_index_line(n.meta.type, n.meta.title or n.filename, n.meta.summary, n.filename)
         for n in sorted(notes, key=lambda n: n.filename)
     ]
     return "".join(line + "\n" for line in lines)

@@ -1,51 +1,57 @@
-"""One transaction over both stores (DESIGN.md §7): lock, re-read, stage, journal, apply, recover.
+"""One transaction over both stores (DESIGN.md §7): validate, plan, stage, journal, apply, recover.
 
 The journal record's rename is the single commit point. Before it, nothing a reader sees has
 changed (staged files are hidden temp names, removed by recovery). After it, recovery rolls the
 record forward: every step is idempotent (a staged file already moved is skipped, a job file
 already removed is skipped), so a crash at any point leaves each store entirely before or entirely
 after, and the jobs the record names are completed exactly once.
+
+A create's last step is a hard link, never a rename: a file that appeared at the new name after
+the plan (a person's editor, a case-insensitive twin) is never replaced, in the first run as in
+the roll-forward. Every function here runs with the stores' lock held by the caller
+(``MemoryStores`` in memory/stores.py).
 """
 
 from __future__ import annotations
 
 import base64
-import datetime as _dt
 import logging
 import secrets
+import stat
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import filelock
 from pydantic import BaseModel, Field
 
 from .frontmatter import dump_note
-from .fs import DEFAULT_FS, FS, STAGE_PREFIX, TEMP_PREFIX
-from .index import merge_index, parse_index_lines
+from .fs import STAGE_PREFIX, TEMP_PREFIX
 from .model import (
     INDEX_FILE,
     Action,
     AppliedOp,
     BatchResult,
+    Change,
     Conflict,
+    HistoryEntry,
     Level,
     Note,
     NoteMeta,
     Operation,
     Rejection,
+    dump_op,
     rfc3339,
-    utcnow,
 )
-from .paths import Paths
-from .sanitize import note_filename, slugify
-from .store import GITIGNORE, Store, StoreError, parse_note, render_index, sha256
+from .parser import validate_operations
+from .sanitize import note_filename, quote, redact, slugify
+from .store import GITIGNORE, TRASH_DIR, Store, StoreError, parse_note, render_index, sha256
+
+if TYPE_CHECKING:
+    from .stores import MemoryStores
 
 log = logging.getLogger(__name__)
-
-LOCK_TIMEOUT = 60.0
 
 
 class TransactionError(Exception):
@@ -56,48 +62,37 @@ class JobAlreadyDone(TransactionError):
     """A job this batch would complete was completed by an earlier commit."""
 
 
-class UndoError(Exception):
-    """Why ``undo`` refused, in one line."""
+class OwnWrites:
+    """Content this process wrote into the stores, by path (None: it removed the file).
+
+    The store watcher compares a changed file with this to tell the app's own commits from an
+    editor's save or a ``git pull``: a file whose content is what we last wrote there is no
+    news. Recorded before the commit's files are moved into place, so no event can beat it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[str, str | None] = {}
+
+    def record(self, path: Path | str, digest: str | None) -> None:
+        with self._lock:
+            self._last[str(path)] = digest
+
+    def is_own(self, path: Path | str, digest: str | None) -> bool:
+        with self._lock:
+            key = str(path)
+            return key in self._last and self._last[key] == digest
 
 
-class Snapshot(BaseModel):
-    """The index a job's model sees, with each note's hash for compare-and-swap."""
-
-    project_md: str
-    user_md: str
-    hashes: dict[str, str]  # "<level>/<filename>" -> sha256
-
-
-class Change(BaseModel):
-    """One note file changed by a batch: enough to undo it and to see whether it changed since."""
-
-    level: Level
-    filename: str
-    before_b64: str | None = None  # the file's bytes before (None: it did not exist)
-    after_sha: str | None = None  # None: the batch removed it
-
-
-class HistoryEntry(BaseModel):
-    txid: str
-    time: str
-    workspace: str
-    kind: Literal["batch", "undo"] = "batch"
-    label: str = ""
-    source: str = ""
-    jobs: list[str] = Field(default_factory=list)
-    applied: list[AppliedOp] = Field(default_factory=list)
-    rejected: list[Rejection] = Field(default_factory=list)
-    conflicts: list[Conflict] = Field(default_factory=list)
-    changes: list[Change] = Field(default_factory=list)
-    undone_by: str | None = None
-    undo_of: str | None = None
+OWN_WRITES = OwnWrites()
 
 
 class _Action(BaseModel):
-    """A step of the roll-forward. ``put``: move a staged file into place; ``move``: a note to
+    """A step of the roll-forward. ``put``: move a staged file into place (replacing);
+    ``create``: link a staged file at a new name, refusing an existing one; ``move``: a note to
     the trash; ``unlink``: a completed job file."""
 
-    kind: Literal["put", "move", "unlink"]
+    kind: Literal["put", "create", "move", "unlink"]
     src: str = ""
     dst: str = ""
 
@@ -108,18 +103,17 @@ class JournalRecord(BaseModel):
     jobs: list[str] = Field(default_factory=list)
 
 
-def _key(level: Level, filename: str) -> str:
+def key(level: Level, filename: str) -> str:
     return f"{level}/{filename}"
 
 
 def _dump_op(op: Operation) -> dict[str, object]:
-    d = op.model_dump(mode="json", exclude_none=True)
-    if isinstance(d.get("content"), str) and len(d["content"]) > 2000:
-        d["content"] = d["content"][:2000] + "…"
-    return d
+    """An op as kept in a rejection or conflict record: shortened, and redacted (a filename or
+    slug the validation let through can still hold a key)."""
+    return {k: redact(v) if isinstance(v, str) else v for k, v in dump_op(op).items()}
 
 
-class _Plan:
+class Plan:
     """The batch being built: the simulated final state of each store, before staging."""
 
     def __init__(self, stores: Mapping[Level, Store]) -> None:
@@ -129,10 +123,12 @@ class _Plan:
         # Levels whose MEMORY.md is rewritten even with no note change (doctor --fix).
         self.rebuild: set[Level] = set()
         self.disk: dict[Level, dict[str, Note]] = {}
-        self.names: dict[Level, set[str]] = {}
+        # Names taken in each folder, case-folded (a case-insensitive file system sees
+        # ``Build.md`` and ``build.md`` as one name); names chosen by this plan are added.
+        self.taken: dict[Level, set[str]] = {}
         for lv, st in stores.items():
             self.disk[lv] = {n.filename: n for n in st.notes()}
-            self.names[lv] = set(st.entries())
+            self.taken[lv] = {n.casefold() for n in st.entries()} | {INDEX_FILE.casefold()}
 
     def current(self, level: Level, filename: str) -> Note | None:
         if filename in self.writes[level]:
@@ -141,12 +137,14 @@ class _Plan:
         return self.disk[level].get(filename)
 
     def unique_name(self, level: Level, base: str) -> str:
+        """``base``, or ``-2``, ``-3``… of it: free even on a case-insensitive file system."""
         stem = base.removesuffix(".md")
-        taken = self.names[level] | set(self.writes[level])
+        taken = self.taken[level]
         name, n = base, 2
-        while name in taken or name.lower() == INDEX_FILE.lower():
+        while name.casefold() in taken:
             name = f"{stem}-{n}.md"
             n += 1
+        taken.add(name.casefold())
         return name
 
     def final_notes(self, level: Level) -> list[Note]:
@@ -159,423 +157,407 @@ class _Plan:
         return list(out.values())
 
 
-class MemoryStores:
-    """Both stores of a workspace, and every write to them."""
+def _validated(index: int, op: Any) -> tuple[Operation | None, Rejection | None]:
+    """The op as the parser would have made it: every op ``apply`` takes is re-validated (a
+    person's card edit, an approved held op, a test) so none reaches a store unsanitized."""
+    item = op.model_dump(mode="json", exclude_none=True) if isinstance(op, Operation) else op
+    ops, rejected = validate_operations([item])
+    if rejected:
+        reason = rejected[0].reason.removeprefix("op 0: ")
+        return None, Rejection(index=index, reason=f"op {index}: {reason}", op=rejected[0].op)
+    return (ops[0].op if ops else None), None
 
-    def __init__(
-        self,
-        workspace: Path | str,
-        home: Path | None = None,
-        *,
-        fs: FS = DEFAULT_FS,
-        clock: Callable[[], _dt.datetime] = utcnow,
-    ) -> None:
-        self.paths = Paths.for_workspace(workspace, home)
-        self.fs = fs
-        self.clock = clock
-        self.project = Store(Level.PROJECT, self.paths.project_store, fs, guard=self.paths.workspace)
-        self.user = Store(Level.USER, self.paths.user_store, fs)
 
-    def store(self, level: Level | str) -> Store:
-        return self.project if Level(level) is Level.PROJECT else self.user
-
-    @property
-    def stores(self) -> dict[Level, Store]:
-        return {Level.PROJECT: self.project, Level.USER: self.user}
-
-    # -- locking -------------------------------------------------------------------------------
-
-    @contextmanager
-    def locked(self, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
-        self.fs.makedirs(self.paths.locks_dir, 0o700)
-        # is_singleton=False with a fresh object per use: each holder opens its own descriptor,
-        # so two holders in one process exclude each other as two processes do.
-        lock = filelock.FileLock(str(self.paths.store_lock), timeout=timeout, is_singleton=False)
-        try:
-            lock.acquire()
-        except filelock.Timeout:
-            raise TransactionError(f"memory stores are locked by another process ({self.paths.store_lock})") from None
-        try:
-            yield
-        finally:
-            lock.release()
-
-    # -- reading -------------------------------------------------------------------------------
-
-    def _index_md(self, store: Store) -> str:
-        return "".join(line + "\n" for line in parse_index_lines(store.read_index_file()))
-
-    def snapshot(self) -> Snapshot:
-        with self.locked():
-            hashes: dict[str, str] = {}
-            for lv, st in self.stores.items():
-                for name, digest in st.hashes().items():
-                    hashes[_key(lv, name)] = digest
-            return Snapshot(project_md=self._index_md(self.project), user_md=self._index_md(self.user), hashes=hashes)
-
-    def merged_index(self) -> str:
-        return merge_index(self._index_md(self.project), self._index_md(self.user))
-
-    def read_note(self, level: Level | str, filename: str) -> Note:
-        return self.store(level).read_note(filename)
-
-    def read_memory(self, level: Level | str, filename: str) -> str:
-        """What the ``read_memory`` tool returns: a body, or the level's full index for MEMORY.md."""
-        st = self.store(level)
-        if filename == INDEX_FILE:
-            return self._index_md(st)
-        return self.read_note(level, filename).body
-
-    # -- recovery ------------------------------------------------------------------------------
-
-    def recover(self) -> list[str]:
-        """Finish committed transactions and drop uncommitted staging. Idempotent."""
-        with self.locked():
-            return self._recover_locked()
-
-    def _recover_locked(self) -> list[str]:
-        done: list[str] = []
-        jdir = self.paths.journal_dir
-        try:
-            names = self.fs.listdir(jdir)
-        except FileNotFoundError:
-            names = []
-        for name in names:
-            path = jdir / name
-            if name.endswith(".json") and not name.startswith("."):
-                try:
-                    record = JournalRecord.model_validate_json(self.fs.read_bytes(path))
-                except (ValueError, OSError) as e:
-                    # A record is renamed into place whole, so this is damage, not a crash;
-                    # keep it for a person (doctor reports it) rather than guess.
-                    done.append(f"journal record {name} is unreadable ({e}); left in place")
-                    continue
-                self._roll_forward(record)
-                done.append(f"completed interrupted transaction {record.txid}")
-            elif name.startswith((TEMP_PREFIX, STAGE_PREFIX)):
-                self.fs.unlink(path)
-                done.append(f"removed uncommitted journal file {name}")
-        if names:
-            self.fs.fsync_dir(jdir) if self.fs.exists(jdir) else None
-        for folder in (self.project.dir, self.user.dir, self.project.dir / ".trash", self.paths.history_dir):
-            store_like = Store(Level.USER, folder, self.fs)
-            leftovers = store_like.temp_files()
-            for name in leftovers:
-                self.fs.unlink(folder / name)
-                done.append(f"removed uncommitted file {folder / name}")
-            if leftovers:
-                self.fs.fsync_dir(folder)
-        return done
-
-    def _roll_forward(self, record: JournalRecord) -> None:
-        touched: set[Path] = set()
-        for a in record.actions:
-            src, dst = Path(a.src), Path(a.dst)
-            try:
-                if a.kind == "put":
-                    if self.fs.exists(src):
-                        self.fs.replace(src, dst)
-                        touched.add(dst.parent)
-                elif a.kind == "move":
-                    if self.fs.exists(src) and not self.fs.exists(dst):
-                        self.fs.replace(src, dst)
-                        touched.update((src.parent, dst.parent))
-                elif a.kind == "unlink":
-                    if self.fs.exists(dst):
-                        self.fs.unlink(dst)
-                        touched.add(dst.parent)
-            except FileNotFoundError:
-                # The folder is gone (a deleted workspace): nothing left to finish there.
-                log.warning("transaction %s: %s %s -> %s: folder is gone", record.txid, a.kind, a.src, a.dst)
-        for folder in sorted(touched):
-            if self.fs.exists(folder):
-                self.fs.fsync_dir(folder)
-        self.fs.unlink(self.paths.journal_dir / f"{record.txid}.json")
-        self.fs.fsync_dir(self.paths.journal_dir)
-
-    # -- applying ------------------------------------------------------------------------------
-
-    def apply(
-        self,
-        ops: Sequence[Any],
-        *,
-        source: str,
-        expected: Mapping[str, str] | None = None,
-        jobs: Sequence[Path] = (),
-        rejected: Sequence[Rejection] = (),
-        label: str = "",
-    ) -> BatchResult:
-        """Apply a validated batch to both stores in one transaction.
-
-        ``ops`` are ``(index, Operation)`` pairs (or objects with ``.index``/``.op``).
-        ``expected`` maps ``"<level>/<filename>"`` to the hash the proposer saw: an update or
-        delete of a note whose hash differs (or that it never saw) is a recorded conflict.
-        ``jobs`` are spool files this commit completes and removes.
-        """
-        pairs = [(o.index, o.op) if hasattr(o, "op") else (o[0], o[1]) for o in ops]
-        with self.locked():
-            self._recover_locked()
-            for job in jobs:
-                if not self.fs.exists(Path(job)):
-                    raise JobAlreadyDone(f"job {Path(job).stem} was already completed")
-            result = BatchResult(rejected=list(rejected))
-            plan = _Plan(self.stores)
-            now = rfc3339(self.clock())
-            for index, op in pairs:
-                self._plan_op(plan, index, op, source=source, expected=expected, now=now, result=result)
-            entry = HistoryEntry(
-                txid="",
-                time=now,
-                workspace=str(self.paths.workspace),
-                label=label,
-                source=source,
-                jobs=[Path(j).stem for j in jobs],
-                applied=result.applied,
-                rejected=result.rejected,
-                conflicts=result.conflicts,
+def apply_locked(
+    stores: MemoryStores,
+    ops: Sequence[Any],
+    *,
+    source: str,
+    expected: Mapping[str, str] | None,
+    jobs: Sequence[Path],
+    rejected: Sequence[Rejection],
+    label: str,
+    all_or_nothing: bool = False,
+) -> BatchResult:
+    pairs = [(o.index, o.op) if hasattr(o, "op") else (o[0], o[1]) for o in ops]
+    for job in jobs:
+        if not stores.fs.exists(Path(job)):
+            raise JobAlreadyDone(f"job {Path(job).stem} was already completed")
+    result = BatchResult(rejected=list(rejected))
+    plan = Plan(stores.stores)
+    now = rfc3339(stores.clock())
+    for index, raw in pairs:
+        op, rejection = _validated(index, raw)
+        if rejection is not None:
+            result.rejected.append(rejection)
+        elif op is not None:
+            _plan_op(stores, plan, index, op, source=source, expected=expected, now=now, result=result)
+    if all_or_nothing and (result.rejected or result.conflicts):
+        # A card move is a create and a delete: either both happen or neither.
+        result.applied = []
+        return result
+    entry = HistoryEntry(
+        txid="",
+        time=now,
+        workspace=str(stores.paths.workspace),
+        label=label,
+        source=source,
+        jobs=[Path(j).stem for j in jobs],
+        applied=result.applied,
+        rejected=result.rejected,
+        conflicts=result.conflicts,
+    )
+    if not result.applied and not jobs:
+        # Nothing to write and no job to complete: no transaction, no history line.
+        return result
+    txid, refused = commit(stores, plan, entry, jobs)
+    result.txid = txid
+    for level, name, kept in refused:
+        # The name was taken between the plan and the link: the person's file stays, ours is kept.
+        index = next((a.index for a in result.applied if a.level == level and a.filename == name), -1)
+        result.applied = [a for a in result.applied if not (a.level == level and a.filename == name)]
+        result.conflicts.append(
+            Conflict(
+                index=index,
+                level=level,
+                filename=name,
+                reason=f"a file named {quote(name)} appeared before the create finished; "
+                f"it was left alone and the new note kept as {kept}",
             )
-            if not result.applied and not jobs:
-                # Nothing to write and no job to complete: no transaction, no history line.
-                return result
-            txid = self._commit(plan, entry, jobs)
-            result.txid = txid
-            return result
-
-    def _plan_op(
-        self,
-        plan: _Plan,
-        index: int,
-        op: Operation,
-        *,
-        source: str,
-        expected: Mapping[str, str] | None,
-        now: str,
-        result: BatchResult,
-    ) -> None:
-        def reject(reason: str) -> None:
-            result.rejected.append(Rejection(index=index, reason=f"op {index}: {reason}", op=_dump_op(op)))
-
-        if op.action is Action.NOOP:
-            return
-        if op.level is None:
-            return reject("no level")
-        level = op.level
-        store = self.store(level)
-        problem = store.folder_problem()
-        if problem is not None:
-            return reject(problem)
-        if op.action is Action.CREATE:
-            if op.type is None or not op.title or op.content is None:
-                return reject("create needs type, title and content")
-            name = plan.unique_name(level, note_filename(op.type, slugify(op.title, op.slug)))
-            meta = NoteMeta(
-                title=op.title, summary=op.summary or "", type=op.type, created=now, updated=now, source=source
-            )
-            plan.writes[level][name] = dump_note(meta, op.content)
-            result.applied.append(AppliedOp(index=index, action=op.action, level=level, filename=name, title=op.title))
-            return
-        filename = op.filename or ""
-        if filename in plan.writes[level]:
-            if plan.writes[level][filename] is None:
-                return reject(f"{filename!r} is deleted earlier in this batch")
-            return reject(f"{filename!r} is changed earlier in this batch")
-        reason = store.target_problem(filename)
-        if reason is not None:
-            return reject(reason)
-        try:
-            note = store.read_note(filename)
-        except StoreError as e:
-            # Refusals only: an I/O error aborts the whole batch (the job is retried), it never
-            # turns into a silently rejected op.
-            return reject(str(e))
-        if expected is not None:
-            seen = expected.get(_key(level, filename))
-            if seen != note.sha256:
-                why = (
-                    "the note did not exist when the change was proposed"
-                    if seen is None
-                    else "the note changed since the change was proposed"
-                )
-                result.conflicts.append(
-                    Conflict(index=index, level=level, filename=filename, reason=why, op=_dump_op(op))
-                )
-                return
-        if op.action is Action.DELETE:
-            plan.writes[level][filename] = None
-        else:
-            if op.content is None:
-                return reject("update needs content")
-            meta = note.meta.model_copy(
-                update={
-                    "title": op.title or note.meta.title,
-                    "summary": op.summary if op.summary is not None else note.meta.summary,
-                    "type": op.type or note.meta.type,
-                    "created": note.meta.created or now,
-                    "updated": now,
-                    "source": source,
-                }
-            )
-            plan.writes[level][filename] = dump_note(meta, op.content)
-        result.applied.append(
-            AppliedOp(index=index, action=op.action, level=level, filename=filename, title=op.title or note.meta.title)
         )
+    return result
 
-    def _commit(
-        self, plan: _Plan, entry: HistoryEntry, jobs: Sequence[Path], *, undone: HistoryEntry | None = None
-    ) -> str:
-        txid = f"{time.time_ns():020d}-{secrets.token_hex(4)}"
-        entry.txid = txid
-        actions: list[_Action] = []
-        staged: list[Path] = []
-        n = 0
 
-        def stage(folder: Path, target: Path, data: bytes, mode: int = 0o644) -> None:
-            nonlocal n
-            n += 1
-            tmp = folder / f"{STAGE_PREFIX}{txid}-{n}"
-            staged.append(tmp)
-            self.fs.write_new(tmp, data, mode)
-            actions.append(_Action(kind="put", src=str(tmp), dst=str(target)))
+def _plan_op(
+    stores: MemoryStores,
+    plan: Plan,
+    index: int,
+    op: Operation,
+    *,
+    source: str,
+    expected: Mapping[str, str] | None,
+    now: str,
+    result: BatchResult,
+) -> None:
+    def reject(reason: str) -> None:
+        result.rejected.append(Rejection(index=index, reason=f"op {index}: {reason}", op=_dump_op(op)))
 
-        try:
-            for level, writes in plan.writes.items():
-                if not writes and level not in plan.rebuild:
-                    continue
-                store = self.store(level)
-                folder = store.dir
-                self.fs.makedirs(folder)
-                if level is Level.PROJECT and not self.fs.exists(folder / ".gitignore"):
-                    stage(folder, folder / ".gitignore", GITIGNORE)
-                for name, data in sorted(writes.items()):
-                    before = plan.disk[level].get(name)
-                    before_b64 = None
-                    if before is not None:
-                        raw = self.fs.read_bytes(folder / name)
-                        before_b64 = base64.b64encode(raw).decode()
-                    if data is None:
-                        trash = folder / ".trash"
-                        self.fs.makedirs(trash)
-                        actions.append(
-                            _Action(kind="move", src=str(folder / name), dst=str(trash / f"{txid}-{name}"))
-                        )
-                        entry.changes.append(Change(level=level, filename=name, before_b64=before_b64))
-                    else:
-                        stage(folder, folder / name, data)
-                        entry.changes.append(
-                            Change(level=level, filename=name, before_b64=before_b64, after_sha=sha256(data))
-                        )
-                stage(folder, folder / INDEX_FILE, render_index(plan.final_notes(level)).encode())
-                self.fs.fsync_dir(folder)
-            hdir = self.paths.history_dir
-            self.fs.makedirs(hdir, 0o700)
-            stage(hdir, hdir / f"{txid}.json", entry.model_dump_json().encode(), 0o600)
-            if undone is not None:
-                marked = undone.model_copy(update={"undone_by": txid})
-                stage(hdir, hdir / f"{undone.txid}.json", marked.model_dump_json().encode(), 0o600)
-            for job in jobs:
-                actions.append(_Action(kind="unlink", dst=str(job)))
-            record = JournalRecord(txid=txid, actions=actions, jobs=entry.jobs)
-            jdir = self.paths.journal_dir
-            self.fs.makedirs(jdir, 0o700)
-            tmp = jdir / f"{TEMP_PREFIX}{txid}"
-            staged.append(tmp)
-            self.fs.write_new(tmp, record.model_dump_json().encode(), 0o600)
-            # The commit point: once this rename is durable, recovery finishes the batch.
-            self.fs.replace(tmp, jdir / f"{txid}.json")
-        except BaseException:
-            for p in staged:
-                try:
-                    self.fs.unlink(p)
-                except OSError:
-                    pass
-            raise
-        self.fs.fsync_dir(jdir)
-        self._roll_forward(record)
-        return txid
+    if op.action is Action.NOOP:
+        return
+    if op.level is None:
+        return reject("no level")
+    level = op.level
+    store = stores.store(level)
+    problem = store.folder_problem()
+    if problem is not None:
+        return reject(problem)
+    if op.action is Action.CREATE:
+        if op.type is None or not op.title or op.content is None:
+            return reject("create needs type, title and content")
+        # The title was redacted by validation; a proposed slug is redacted here, before it is
+        # lowercased out of the patterns' reach, so no name or index line carries a secret.
+        slug = slugify(op.title, redact(op.slug) if op.slug else None)
+        name = plan.unique_name(level, note_filename(op.type, slug))
+        meta = NoteMeta(title=op.title, summary=op.summary or "", type=op.type, created=now, updated=now, source=source)
+        plan.writes[level][name] = dump_note(meta, op.content)
+        result.applied.append(AppliedOp(index=index, action=op.action, level=level, filename=name, title=op.title))
+        return
+    filename = op.filename or ""
+    if filename in plan.writes[level]:
+        if plan.writes[level][filename] is None:
+            return reject(f"{quote(filename)} is deleted earlier in this batch")
+        return reject(f"{quote(filename)} is changed earlier in this batch")
+    reason = store.target_problem(filename)
+    if reason is not None:
+        return reject(reason)
+    if op.action is Action.DELETE:
+        trash = store.trash_problem()
+        if trash is not None:
+            return reject(f"{trash} (`pseudoclaude memory doctor --fix` repairs it)")
+    try:
+        note = store.read_note(filename)
+    except StoreError as e:
+        # Refusals only: an I/O error aborts the whole batch (the job is retried), it never
+        # turns into a silently rejected op.
+        return reject(str(e))
+    if expected is not None:
+        seen = expected.get(key(level, filename))
+        if seen != note.sha256:
+            why = (
+                "the note did not exist when the change was proposed"
+                if seen is None
+                else "the note changed since the change was proposed"
+            )
+            result.conflicts.append(Conflict(index=index, level=level, filename=filename, reason=why, op=_dump_op(op)))
+            return
+    if op.action is Action.DELETE:
+        plan.writes[level][filename] = None
+    else:
+        if op.content is None:
+            return reject("update needs content")
+        meta = note.meta.model_copy(
+            update={
+                "title": op.title or note.meta.title,
+                "summary": op.summary if op.summary is not None else note.meta.summary,
+                "type": op.type or note.meta.type,
+                "created": note.meta.created or now,
+                "updated": now,
+                "source": source,
+            }
+        )
+        plan.writes[level][filename] = dump_note(meta, op.content)
+    result.applied.append(
+        AppliedOp(index=index, action=op.action, level=level, filename=filename, title=op.title or note.meta.title)
+    )
 
-    def rebuild_indexes(self) -> list[Level]:
-        """Rewrite each ``MEMORY.md`` (and the project ``.gitignore``) that differs from its notes."""
-        with self.locked():
-            self._recover_locked()
-            plan = _Plan(self.stores)
-            for lv, st in self.stores.items():
-                if st.folder_problem() is not None or not self.fs.exists(st.dir):
-                    continue
-                want = render_index(plan.final_notes(lv))
-                missing_ignore = lv is Level.PROJECT and not self.fs.exists(st.dir / ".gitignore")
-                if st.read_index_file() != want or missing_ignore:
-                    plan.rebuild.add(lv)
-            if plan.rebuild:
-                entry = HistoryEntry(txid="", time=rfc3339(self.clock()), workspace=str(self.paths.workspace),
-                                     label="index rebuilt by doctor", source="manual")
-                self._commit(plan, entry, ())
-            return sorted(plan.rebuild)
 
-    # -- history and undo ---------------------------------------------------------------------
+def commit(
+    stores: MemoryStores,
+    plan: Plan,
+    entry: HistoryEntry,
+    jobs: Sequence[Path],
+    *,
+    undone: HistoryEntry | None = None,
+) -> tuple[str, list[tuple[Level, str, str]]]:
+    """Stage, journal (the commit point) and roll forward. Returns the txid and the creates
+    refused at their last step (level, name, where the new note was kept)."""
+    fs = stores.fs
+    txid = f"{time.time_ns():020d}-{secrets.token_hex(4)}"
+    entry.txid = txid
+    actions: list[_Action] = []
+    staged: list[Path] = []
+    n = 0
 
-    def history(self) -> list[HistoryEntry]:
-        """This workspace's batches, oldest first (unreadable entries are skipped)."""
-        hdir = self.paths.history_dir
-        try:
-            names = [n for n in self.fs.listdir(hdir) if n.endswith(".json") and not n.startswith(".")]
-        except FileNotFoundError:
-            return []
-        out = []
-        for name in sorted(names):
-            try:
-                out.append(HistoryEntry.model_validate_json(self.fs.read_bytes(hdir / name)))
-            except (ValueError, OSError):
-                log.warning("unreadable history entry %s", name)
-        return out
+    def stage(folder: Path, target: Path, data: bytes, mode: int = 0o644, *, new: bool = False) -> None:
+        nonlocal n
+        n += 1
+        tmp = folder / f"{STAGE_PREFIX}{txid}-{n}"
+        staged.append(tmp)
+        fs.write_new(tmp, data, mode)
+        actions.append(_Action(kind="create" if new else "put", src=str(tmp), dst=str(target)))
+        OWN_WRITES.record(target, sha256(data))
 
-    def undo(self) -> BatchResult:
-        """Revert the last applied batch of this workspace, refusing if a note changed since."""
-        with self.locked():
-            self._recover_locked()
-            candidates = [e for e in self.history() if e.kind == "batch" and e.changes and not e.undone_by]
-            if not candidates:
-                raise UndoError("nothing to undo: no applied batch in this workspace's history")
-            target = candidates[-1]
-            plan = _Plan(self.stores)
-            for ch in target.changes:
-                store = self.store(ch.level)
-                problem = store.folder_problem()
-                if problem is not None:
-                    raise UndoError(problem)
-                current = plan.disk[ch.level].get(ch.filename)
-                present = self.fs.exists(store.dir / ch.filename)
-                if ch.after_sha is None:
-                    if present:
-                        raise UndoError(f"{ch.level} note {ch.filename} was recreated since; not undoing")
-                elif current is None or current.sha256 != ch.after_sha:
-                    raise UndoError(f"{ch.level} note {ch.filename} changed since that batch; not undoing")
-                plan.writes[ch.level][ch.filename] = (
-                    None if ch.before_b64 is None else base64.b64decode(ch.before_b64)
-                )
-            result = BatchResult(
-                applied=[
-                    AppliedOp(
-                        index=i,
-                        action=Action.UPDATE if ch.before_b64 and ch.after_sha else (
-                            Action.DELETE if ch.before_b64 is None else Action.CREATE
-                        ),
-                        level=ch.level,
-                        filename=ch.filename,
+    try:
+        for level, writes in plan.writes.items():
+            if not writes and level not in plan.rebuild:
+                continue
+            store = stores.store(level)
+            folder = store.dir
+            fs.makedirs(folder)
+            if level is Level.PROJECT and not fs.exists(folder / ".gitignore"):
+                stage(folder, folder / ".gitignore", GITIGNORE)
+            for name, data in sorted(writes.items()):
+                before = plan.disk[level].get(name)
+                before_b64 = None
+                if before is not None:
+                    raw = fs.read_bytes(folder / name)
+                    before_b64 = base64.b64encode(raw).decode()
+                if data is None:
+                    trash = folder / TRASH_DIR
+                    fs.makedirs(trash)
+                    actions.append(_Action(kind="move", src=str(folder / name), dst=str(trash / f"{txid}-{name}")))
+                    OWN_WRITES.record(folder / name, None)
+                    entry.changes.append(Change(level=level, filename=name, before_b64=before_b64))
+                else:
+                    # A note that was not there when planned is created: it must stay absent.
+                    stage(folder, folder / name, data, new=before is None and not fs.exists(folder / name))
+                    entry.changes.append(
+                        Change(level=level, filename=name, before_b64=before_b64, after_sha=sha256(data))
                     )
-                    for i, ch in enumerate(target.changes)
-                ]
-            )
-            entry = HistoryEntry(
-                txid="",
-                time=rfc3339(self.clock()),
-                workspace=str(self.paths.workspace),
-                kind="undo",
-                label=f"undo of {target.txid}",
-                source="manual",
-                applied=result.applied,
-                undo_of=target.txid,
-            )
-            # The original entry is rewritten (marked undone) in the same commit, so undo twice
-            # never reverts the same batch twice.
-            result.txid = self._commit(plan, entry, (), undone=target)
-            return result
+            stage(folder, folder / INDEX_FILE, render_index(plan.final_notes(level)).encode())
+            fs.fsync_dir(folder)
+        hdir = stores.paths.history_dir
+        fs.makedirs(hdir, 0o700)
+        stage(hdir, hdir / f"{txid}.json", entry.model_dump_json().encode(), 0o600)
+        if undone is not None:
+            marked = undone.model_copy(update={"undone_by": txid})
+            stage(hdir, hdir / f"{undone.txid}.json", marked.model_dump_json().encode(), 0o600)
+        for job in jobs:
+            actions.append(_Action(kind="unlink", dst=str(job)))
+        record = JournalRecord(txid=txid, actions=actions, jobs=entry.jobs)
+        jdir = stores.paths.journal_dir
+        fs.makedirs(jdir, 0o700)
+        tmp = jdir / f"{TEMP_PREFIX}{txid}"
+        staged.append(tmp)
+        fs.write_new(tmp, record.model_dump_json().encode(), 0o600)
+        # The commit point: once this rename is durable, recovery finishes the batch.
+        fs.replace(tmp, jdir / f"{txid}.json")
+    except BaseException:
+        for p in staged:
+            try:
+                fs.unlink(p)
+            except OSError:
+                pass
+        raise
+    fs.fsync_dir(jdir)
+    return txid, roll_forward(stores, record)
+
+
+def _levels_by_folder(stores: MemoryStores) -> dict[Path, Store]:
+    return {st.dir: st for st in stores.stores.values()}
+
+
+def roll_forward(stores: MemoryStores, record: JournalRecord) -> list[tuple[Level, str, str]]:
+    """Finish a committed record; idempotent. Returns the refused creates (see ``commit``)."""
+    fs = stores.fs
+    touched: set[Path] = set()
+    refused: list[tuple[Level, str, str]] = []
+    for a in record.actions:
+        src, dst = Path(a.src), Path(a.dst)
+        try:
+            if a.kind == "put":
+                if fs.exists(src):
+                    fs.replace(src, dst)
+                    touched.add(dst.parent)
+            elif a.kind == "create":
+                if fs.exists(src):
+                    kept = _link_new(stores, record.txid, src, dst)
+                    touched.update((src.parent, dst.parent))
+                    if kept is not None:
+                        store = _levels_by_folder(stores).get(dst.parent)
+                        refused.append((store.level if store else Level.USER, dst.name, kept))
+            elif a.kind == "move":
+                if fs.exists(src) and not fs.exists(dst):
+                    fs.replace(src, dst)
+                    touched.update((src.parent, dst.parent))
+            elif a.kind == "unlink":
+                if fs.exists(dst):
+                    fs.unlink(dst)
+                    touched.add(dst.parent)
+        except FileNotFoundError:
+            # The folder is gone (a deleted workspace): nothing left to finish there.
+            log.warning("transaction %s: %s %s -> %s: folder is gone", record.txid, a.kind, a.src, a.dst)
+    if refused:
+        # The staged MEMORY.md listed the refused notes: rebuild it from what is really there.
+        by_folder = _levels_by_folder(stores)
+        for folder in {Path(stores.store(level).dir) for level, _, _ in refused}:
+            st = by_folder.get(folder)
+            if st is not None:
+                data = render_index(st.notes()).encode()
+                OWN_WRITES.record(folder / INDEX_FILE, sha256(data))
+                fs.atomic_write(folder / INDEX_FILE, data)
+    for folder in sorted(touched):
+        if fs.exists(folder):
+            fs.fsync_dir(folder)
+    fs.unlink(stores.paths.journal_dir / f"{record.txid}.json")
+    fs.fsync_dir(stores.paths.journal_dir)
+    return refused
+
+
+def _link_new(stores: MemoryStores, txid: str, src: Path, dst: Path) -> str | None:
+    """Put a staged new note at ``dst`` without replacing anything; None when done, else where
+    the note was kept because ``dst`` was taken by someone else's file."""
+    fs = stores.fs
+    try:
+        fs.link(src, dst)
+    except FileExistsError:
+        try:
+            same = fs.lstat(src).st_ino == fs.lstat(dst).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:
+            # Someone else's file: left alone. Ours goes to the trash (or, if the trash is
+            # unusable, the history folder) so nothing is lost.
+            store = _levels_by_folder(stores).get(dst.parent)
+            if store is not None and store.trash_problem() is None:
+                keep = dst.parent / TRASH_DIR / f"{txid}-{dst.name}"
+                fs.makedirs(keep.parent)
+            else:
+                fs.makedirs(stores.paths.history_dir, 0o700)
+                keep = stores.paths.history_dir / f"{txid}-{dst.name}"
+            fs.replace(src, keep)
+            fs.fsync_dir(keep.parent)
+            log.warning("transaction %s: %s appeared meanwhile; new note kept as %s", txid, dst, keep)
+            return str(keep)
+        # A crash between link and unlink: the link is ours, only the staged name is left.
+    fs.unlink(src)
+    return None
+
+
+def recover_locked(stores: MemoryStores) -> list[str]:
+    """Finish committed transactions and drop uncommitted staging. Idempotent."""
+    fs = stores.fs
+    done: list[str] = []
+    jdir = stores.paths.journal_dir
+    try:
+        names = fs.listdir(jdir)
+    except FileNotFoundError:
+        names = []
+    for name in names:
+        path = jdir / name
+        if name.endswith(".json") and not name.startswith("."):
+            try:
+                record = JournalRecord.model_validate_json(fs.read_bytes(path))
+            except (ValueError, OSError) as e:
+                # A record is renamed into place whole, so this is damage, not a crash;
+                # keep it for a person (doctor reports it) rather than guess.
+                done.append(f"journal record {name} is unreadable ({e}); left in place")
+                continue
+            roll_forward(stores, record)
+            done.append(f"completed interrupted transaction {record.txid}")
+        elif name.startswith((TEMP_PREFIX, STAGE_PREFIX)):
+            fs.unlink(path)
+            done.append(f"removed uncommitted journal file {name}")
+    if names and fs.exists(jdir):
+        fs.fsync_dir(jdir)
+    folders: list[Path] = []
+    for st in stores.stores.values():
+        folders += [st.dir] + ([st.dir / TRASH_DIR] if st.trash_problem() is None else [])
+    folders.append(stores.paths.history_dir)
+    for folder in dict.fromkeys(folders):
+        store_like = Store(Level.USER, folder, fs)
+        leftovers = store_like.temp_files()
+        for name in leftovers:
+            fs.unlink(folder / name)
+            done.append(f"removed uncommitted file {folder / name}")
+        if leftovers:
+            fs.fsync_dir(folder)
+    return done
+
+
+def needs_recovery(stores: MemoryStores) -> bool:
+    """Whether a committed record waits to be finished (a cheap listing, no lock)."""
+    try:
+        names = stores.fs.listdir(stores.paths.journal_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return any(n.endswith(".json") and not n.startswith(".") for n in names)
+
+
+def rebuild_indexes_locked(stores: MemoryStores) -> list[Level]:
+    """Rewrite each ``MEMORY.md`` (and the project ``.gitignore``) that differs from its notes."""
+    fs = stores.fs
+    plan = Plan(stores.stores)
+    for lv, st in stores.stores.items():
+        if st.folder_problem() is not None or not fs.exists(st.dir):
+            continue
+        want = render_index(plan.final_notes(lv))
+        missing_ignore = lv is Level.PROJECT and not fs.exists(st.dir / ".gitignore")
+        if st.index_file_problem() is not None or st.read_index_file() != want or missing_ignore:
+            plan.rebuild.add(lv)
+    if plan.rebuild:
+        entry = HistoryEntry(
+            txid="",
+            time=rfc3339(stores.clock()),
+            workspace=str(stores.paths.workspace),
+            label="index rebuilt by doctor",
+            source="manual",
+        )
+        commit(stores, plan, entry, ())
+    return sorted(plan.rebuild)
+
+
+def repair_trash_locked(stores: MemoryStores) -> list[str]:
+    """Replace a ``.trash`` that is a symlink with a real folder (the link's target is untouched)."""
+    fs = stores.fs
+    fixed: list[str] = []
+    for st in stores.stores.values():
+        if st.folder_problem() is not None or st.trash_problem() is None:
+            continue
+        trash = st.dir / TRASH_DIR
+        if stat.S_ISLNK(fs.lstat(trash).st_mode):
+            fs.unlink(trash)
+            fs.makedirs(trash)
+            fs.fsync_dir(st.dir)
+            fixed.append(f"{st.level} store: replaced the {TRASH_DIR} symlink with a folder")
+    return fixed

@@ -334,6 +334,9 @@ def text_block(
     return TextBlock(value, words)
 
 
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
 def tool_block(
     name: str,
     input: Mapping[str, Any],
@@ -348,7 +351,9 @@ def tool_block(
     tool_id = id or f"toolu_fake_{uuid.uuid4().hex[:20]}"
     if json_chunks is not None:
         return ToolUseBlock(tool_id, name, dict(input), tuple(json_chunks))
-    encoded = json.dumps(dict(input), ensure_ascii=False)
+    # Like a real server, a lone surrogate goes out as its JSON escape (the wire stays UTF-8),
+    # so the SDK hands the client the lone surrogate a hostile or broken server can produce.
+    encoded = _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(dict(input), ensure_ascii=False))
     size = json_chunk_size or max(1, math.ceil(len(encoded) / 3))
     return ToolUseBlock(tool_id, name, dict(input), ("", *_split_size(encoded, size)))
 

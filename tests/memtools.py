@@ -9,7 +9,7 @@ from pathlib import Path
 from memory.frontmatter import dump_note
 from memory.fs import FS
 from memory.model import Action, Level, NoteMeta, NoteType, Operation
-from memory.transaction import MemoryStores
+from memory.stores import MemoryStores
 
 FIXED = dt.datetime(2026, 11, 30, 4, 32, 46, tzinfo=dt.UTC)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ class ToolContext:
     bash_timeout_default: float = 120.0
     bash_timeout_max: float = 600.0
     max_output_chars: int = 30_000
+    grep_timeout: float = 20.0  # wall-clock bound of one grep call (a runaway regex ends there)
 
 
 class ToolError(Exception):
@@ -50,6 +53,29 @@ def quote(value: str, limit: int = 200) -> str:
     if len(r) > limit:
         r = r[: limit - 2] + "…" + r[0]
     return r
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD: a surrogate cannot be encoded as
+    UTF-8, so one in a tool result would break the request and the saved session for good."""
+    return _SURROGATE_RE.sub("\ufffd", text)
+
+
+_NAME_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def display_name(name: str) -> str:
+    """A file name from the OS for output: undecodable bytes (kept by Python as surrogate
+    escapes) become U+FFFD, as read_file/grep/bash do for contents, and control characters are
+    shown escaped (``\\n``), so a repository's file name cannot add lines to a listing."""
+    try:
+        text = os.fsencode(name).decode("utf-8", "replace")
+    except UnicodeError:
+        text = clean_text(name)
+    return _NAME_CONTROL_RE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 # -- input checks (required keys, types; unknown keys are ignored) -----------------------------

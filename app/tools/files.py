@@ -10,10 +10,21 @@ from __future__ import annotations
 import errno
 import os
 import re
+import re._constants as sre_constants  # the stdlib's own parser: only to size a pattern
+import re._parser as sre_parser
 import secrets
 import stat
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any, BinaryIO
+
+# The model's pattern runs in `regex` (re-compatible syntax), not stdlib `re`: it takes a
+# timeout, and with concurrent=True it releases the GIL, so catastrophic backtracking neither
+# hangs the call nor freezes the app's event loop.
+import regex
+
+from memory.sanitize import quote as redacted_quote
 
 from .base import ToolContext, ToolError, ToolResult, opt_bool, opt_int, opt_str, quote, req_str
 from .globs import compile_glob, glob_depth, named_skip_dirs
@@ -27,6 +38,10 @@ GREP_LINE_CHARS = 500
 MAX_LIST_ENTRIES = 1000
 MAX_GREP_MATCHES = 500
 MAX_WALK_ENTRIES = 200_000
+MAX_COUNT_BYTES = 64 * 1024 * 1024  # read past the shown lines only this far to count the rest
+MAX_PATTERN_CHARS = 10_000
+MAX_REPEAT_WEIGHT = 100_000
+_REPEAT_OPS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT)
 NOTE_RESERVE = 300  # room kept for the final note when output is cut to ctx.max_output_chars
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -42,8 +57,22 @@ def _os_reason(e: OSError) -> str:
     return e.strerror or type(e).__name__
 
 
+def _check_regular(path: str, display: str) -> None:
+    """Refuse what is not a regular file before opening it: opening a FIFO releases a writer
+    blocked on it, opening a device can act on the device."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return  # the open that follows gives the precise reason
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{quote(display)} is a folder, not a file; use list_files")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{quote(display)} is not a regular file (device, FIFO or socket); refused")
+
+
 def _open_regular(r: Resolved, raw: str) -> tuple[int, os.stat_result]:
     """Open a regular file for reading without following a symlink or blocking on a FIFO."""
+    _check_regular(r.real, r.display)
     try:
         fd = os.open(r.real, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC)
     except FileNotFoundError:
@@ -97,13 +126,19 @@ def _decode_line(raw: bytes, was_long: bool, limit: int) -> str:
     return text
 
 
-def _count_rest(f: BinaryIO) -> int:
+def _count_rest(f: BinaryIO) -> tuple[int, bool]:
+    """Lines left in ``f`` and whether that is all of them: counting stops after
+    MAX_COUNT_BYTES, so a few lines of a 50 GB log do not read all of it."""
     n = 0
+    read = 0
     last = b""
     while chunk := f.read(1 << 20):
         n += chunk.count(b"\n")
         last = chunk
-    return n + (1 if last and not last.endswith(b"\n") else 0)
+        read += len(chunk)
+        if read >= MAX_COUNT_BYTES:
+            return n, False
+    return n + (1 if last and not last.endswith(b"\n") else 0), True
 
 
 # -- read_file ---------------------------------------------------------------------------------
@@ -152,11 +187,13 @@ def read_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
         shown_last = first + len(out) - 1
         # Lines consumed so far: through shown_last, plus the one read but not shown (if cut).
         consumed = shown_last + (1 if cut_by_budget else 0)
-        total = consumed + _count_rest(f)
-    if shown_last >= total:
+        rest, counted = _count_rest(f)
+        total = consumed + rest
+    if counted and shown_last >= total:
         return ToolResult(content="\n".join(out))
     lead = "output truncated: showing" if cut_by_budget else "showing"
-    note = f"[{lead} lines {first}–{shown_last} of {total}; use offset={shown_last + 1} to read on]"
+    of = f"{total}" if counted else f"more than {total}"
+    note = f"[{lead} lines {first}–{shown_last} of {of}; use offset={shown_last + 1} to read on]"
     return ToolResult(content="\n".join([*out, note]))
 
 
@@ -271,7 +308,20 @@ def list_files(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
 # -- grep --------------------------------------------------------------------------------------
 
 
-def _grep_line(line: str, m: re.Match[str]) -> str:
+_running_lock = threading.Lock()
+_running = 0
+
+
+def grep_running() -> int:
+    """How many grep searches are still running in worker threads (a cancelled one ends soon)."""
+    return _running
+
+
+class _Stop(Exception):
+    """The search was cancelled: nobody waits for the result any more."""
+
+
+def _grep_line(line: str, m: regex.Match[str]) -> str:
     if len(line) <= GREP_LINE_CHARS:
         return line
     start = max(0, m.start() - 100)
@@ -279,15 +329,81 @@ def _grep_line(line: str, m: re.Match[str]) -> str:
     return ("…" if start else "") + snippet + ("…" if start + GREP_LINE_CHARS < len(line) else "")
 
 
-def grep(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
+def _repeat_weight(items: Any, factor: int = 1) -> int:
+    """The largest product of nested repeat counts in a parsed pattern (``(a{1000}){1000}`` is
+    10**6): what `regex` spends its compile time on, in C, holding the GIL."""
+    worst = factor
+    if isinstance(items, sre_parser.SubPattern):
+        items = list(items)
+    if not isinstance(items, list | tuple):
+        return worst
+    for item in items:
+        # Opcodes are singletons: ``is`` never mistakes a plain number (a RANGE's bounds) for one.
+        if isinstance(item, tuple) and len(item) == 2 and any(item[0] is op for op in _REPEAT_OPS):
+            lo, hi, sub = item[1]
+            n = lo if hi == sre_constants.MAXREPEAT else hi
+            worst = max(worst, _repeat_weight(sub, factor * max(n, 1)))
+        elif isinstance(item, sre_parser.SubPattern | list | tuple):
+            worst = max(worst, _repeat_weight(item, factor))
+        if worst > MAX_REPEAT_WEIGHT:
+            break
+    return worst
+
+
+def _compile_pattern(pattern: str) -> regex.Pattern[str]:
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ToolError(f"the pattern is {len(pattern)} characters long; at most {MAX_PATTERN_CHARS} are searched for")
+    try:
+        # The stdlib parser first: the contract is `re` syntax, and it tells the size cheaply.
+        parsed = sre_parser.parse(pattern)
+        if _repeat_weight(parsed) > MAX_REPEAT_WEIGHT:
+            raise ToolError(
+                f"the pattern {quote(pattern)} nests repeat counts too large to search for "
+                f"(more than {MAX_REPEAT_WEIGHT} in all); use smaller counts"
+            )
+        return regex.compile(pattern)
+    except (re.error, regex.error, OverflowError, RecursionError, ValueError) as e:
+        raise ToolError(f"invalid regular expression {quote(pattern)}: {e}") from None
+
+
+def grep(ctx: ToolContext, inp: dict[str, Any], cancel: threading.Event | None = None) -> ToolResult:
+    """Bounded by ``ctx.grep_timeout`` seconds of wall time; ``cancel`` stops it between lines
+    (a line being searched ends at the deadline at the latest)."""
+    global _running
+    with _running_lock:
+        _running += 1
+    try:
+        return _grep(ctx, inp, cancel or threading.Event())
+    except _Stop:
+        return ToolResult(content="grep was cancelled", is_error=True)
+    finally:
+        with _running_lock:
+            _running -= 1
+
+
+def _grep(ctx: ToolContext, inp: dict[str, Any], cancel: threading.Event) -> ToolResult:
     pattern = req_str(inp, "pattern")
     raw = opt_str(inp, "path")
     glob = opt_str(inp, "glob")
     glob = glob.strip() if glob and glob.strip() else None
-    try:
-        rx = re.compile(pattern)
-    except (re.error, OverflowError, RecursionError) as e:
-        raise ToolError(f"invalid regular expression {quote(pattern)}: {e}") from None
+    limit = max(ctx.grep_timeout, 0.001)
+    deadline = time.monotonic() + limit
+    rx = _compile_pattern(pattern)
+
+    def timed_out(where: str) -> ToolError:
+        return ToolError(
+            f"grep timed out after {limit:g} s searching for {redacted_quote(pattern)}{where}; the pattern may "
+            "backtrack catastrophically: simplify it (avoid nested repeats like (a+)+), or narrow the path or glob"
+        )
+
+    def check(where: str = "") -> float:
+        if cancel.is_set():
+            raise _Stop
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise timed_out(where)
+        return left
+
     r = _folder(ctx, raw)
     ws = r.workspace
     files: list[tuple[str, str]] = []  # (display path, path to open)
@@ -301,9 +417,16 @@ def grep(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
         skip = SKIP_DIRS - named_skip_dirs(glob, SKIP_DIRS)
         walk = _Walk(r.real, ws, skip, float("inf"))
         for rel, is_dir, e in walk:
+            if walk.visited % 256 == 0:
+                check(" (while listing files)")
             if is_dir:
                 continue
             if grx is not None and not grx.fullmatch(e.name if by_name else rel):
+                continue
+            try:
+                if not e.is_file():  # FIFOs, devices and sockets are never opened
+                    continue
+            except OSError:
                 continue
             if e.is_symlink():
                 target = os.path.realpath(e.path)
@@ -324,6 +447,9 @@ def grep(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     shown_all = True
     too_big: list[str] = []
     for display, path in files:
+        check(f" (before {quote(display)})")
+        if single:
+            _check_regular(path, display)
         try:
             fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC)
         except OSError as e:
@@ -346,10 +472,19 @@ def grep(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
                     raise ToolError(f"{quote(display)} is a binary file; not searched")
                 continue
             text = f.read().decode("utf-8", "replace")
+        shown = quote(display)
         for lineno, line in enumerate(text.split("\n"), 1):
             if line.endswith("\r"):
                 line = line[:-1]
-            m = rx.search(line)
+            if cancel.is_set():
+                raise _Stop
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise TimeoutError
+                m = rx.search(line, timeout=left, concurrent=True)
+            except TimeoutError:
+                raise timed_out(f" (in {shown}, line {lineno})") from None
             if m is None:
                 continue
             total += 1

@@ -17,7 +17,11 @@ class PermissionDecision:
 
 @runtime_checkable
 class PermissionGate(Protocol):
-    async def decide(self, name: str, tool_input: dict[str, Any]) -> PermissionDecision: ...
+    """``call_id`` and ``depth`` tie a decision to its tool block (0: top-level agent, n: sub-agent)."""
+
+    async def decide(
+        self, name: str, tool_input: dict[str, Any], *, call_id: str, depth: int
+    ) -> PermissionDecision: ...
 
 
 class AllowListGate:
@@ -26,7 +30,9 @@ class AllowListGate:
     def __init__(self, allowed: Iterable[str]) -> None:
         self.allowed = frozenset(allowed)
 
-    async def decide(self, name: str, tool_input: dict[str, Any]) -> PermissionDecision:
+    async def decide(
+        self, name: str, tool_input: dict[str, Any], *, call_id: str = "", depth: int = 0
+    ) -> PermissionDecision:
         if name in self.allowed or not needs_permission(name):
             return PermissionDecision(True)
         return PermissionDecision(

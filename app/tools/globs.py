@@ -47,15 +47,18 @@ def expand_braces(pattern: str) -> list[str]:
     return out
 
 
-def _component(part: str) -> str:
+def _tokens(part: str) -> list[str]:
+    """One path component's pattern as regex pieces, one per character matched; ``*`` runs
+    become a single ``"*"`` marker."""
     out: list[str] = []
     i = 0
     while i < len(part):
         c = part[i]
         if c == "*":
-            out.append("[^/]*")
+            if not out or out[-1] != "*":
+                out.append("*")
         elif c == "?":
-            out.append("[^/]")
+            out.append(".")
         elif c == "[":
             j = i + 1
             if j < len(part) and part[j] in "!^":
@@ -77,29 +80,81 @@ def _component(part: str) -> str:
         else:
             out.append(re.escape(c))
         i += 1
-    return "".join(out)
+    return out
 
 
-def _translate(pattern: str) -> str:
-    parts = [p for p in pattern.split("/") if p not in ("", ".")]
-    out: list[str] = []
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if part == "**":
-            out.append("(?:[^/]+/)*[^/]+" if last else "(?:[^/]+/)*")
+def _component(part: str) -> str:
+    """A regex that full-matches the component names ``part`` names, in linear time: between
+    two stars a fixed-length chunk is taken at its first fit and never given back (an atomic
+    group, as fnmatch does), so ``*a*a*a*…b`` cannot backtrack exponentially."""
+    chunks: list[list[str]] = [[]]
+    for t in _tokens(part):
+        if t == "*":
+            chunks.append([])
         else:
-            out.append(_component(part) + ("" if last else "/"))
-    return "".join(out)
+            chunks[-1].append(t)
+    if len(chunks) == 1:
+        return "".join(chunks[0])
+    middle = "".join(f"(?>.*?{''.join(c)})" for c in chunks[1:-1] if c)
+    return "".join(chunks[0]) + middle + ".*" + "".join(chunks[-1])
+
+
+class Glob:
+    """A compiled glob. ``fullmatch(rel)`` matches a '/'-separated relative path component by
+    component (``**`` by dynamic programming), so no pattern can take exponential time."""
+
+    def __init__(self, alternatives: list[list[re.Pattern[str] | None]]) -> None:
+        self.alternatives = alternatives  # per alternative: its parts, None for "**"
+
+    def fullmatch(self, rel: str) -> bool:
+        comps = rel.split("/")
+        return any(_match_parts(parts, comps) for parts in self.alternatives)
+
+
+def _match_parts(parts: list[re.Pattern[str] | None], comps: list[str]) -> bool:
+    n = len(comps)
+    # ok[j]: parts[i:] match comps[j:], built from the last part backwards.
+    ok = [False] * n + [True]
+    for i in range(len(parts) - 1, -1, -1):
+        part = parts[i]
+        new = [False] * (n + 1)
+        if part is None:
+            if i == len(parts) - 1:
+                # A final "**" stands for one or more components.
+                for j in range(n):
+                    new[j] = True
+            else:
+                # "**/" stands for zero or more components: any later start that matches.
+                later = False
+                for j in range(n, -1, -1):
+                    later = later or ok[j]
+                    new[j] = later
+        else:
+            for j in range(n):
+                new[j] = ok[j + 1] and part.fullmatch(comps[j]) is not None
+        ok = new
+    return ok[0]
 
 
 @lru_cache(maxsize=128)
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A regex that full-matches the relative paths ``pattern`` names. ValueError if unusable."""
-    alts = expand_braces(pattern.strip())
+def compile_glob(pattern: str) -> Glob:
+    """The matcher for the relative paths ``pattern`` names. ValueError if unusable."""
+    alternatives: list[list[re.Pattern[str] | None]] = []
     try:
-        return re.compile("|".join(f"(?:{_translate(a)})" for a in alts), re.DOTALL)
+        for alt in expand_braces(pattern.strip()):
+            parts = [p for p in alt.split("/") if p not in ("", ".")]
+            compiled: list[re.Pattern[str] | None] = []
+            for p in parts:
+                if p == "**":
+                    if compiled and compiled[-1] is None:
+                        continue  # "**/**" is "**"
+                    compiled.append(None)
+                else:
+                    compiled.append(re.compile(_component(p), re.DOTALL))
+            alternatives.append(compiled)
     except re.error as e:
         raise ValueError(f"invalid glob pattern: {e}") from None
+    return Glob(alternatives)
 
 
 def glob_depth(pattern: str) -> float:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from memory.paths import PROJECT_STORE_REL, pseudoclaude_home
 
-from .base import ToolError, quote
+from .base import ToolError, display_name, quote
 
 # Folders the walkers (list_files, grep) never descend into unless the pattern names them.
 SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
@@ -37,8 +37,9 @@ def inside(path: str, root: str) -> bool:
 
 
 def rel_display(path: str, workspace: str) -> str:
+    """The workspace-relative path shown to the model; undecodable bytes in names become U+FFFD."""
     rel = os.path.relpath(path, workspace)
-    return rel.replace(os.sep, "/") if os.sep != "/" else rel
+    return display_name(rel.replace(os.sep, "/") if os.sep != "/" else rel)
 
 
 def resolve(workspace: Path | str, raw: str) -> Resolved:

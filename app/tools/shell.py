@@ -117,6 +117,10 @@ async def run_bash(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     command = req_str(inp, "command")
     if "\x00" in command:
         raise ToolError("command contains a NUL character")
+    try:
+        command.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError("command is not valid UTF-8 text (it holds a lone surrogate)") from None
     asked = opt_number(inp, "timeout")
     timeout = asked if asked is not None else ctx.bash_timeout_default
     capped = timeout > ctx.bash_timeout_max

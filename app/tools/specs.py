@@ -75,7 +75,9 @@ _SPECS = [
             "root); `glob` keeps only files whose name (or, if it contains `/`, path relative to `path`) "
             "matches, e.g. `*.py` or `src/**/*.ts`. Binary files and the folders .git, .venv, "
             "node_modules and __pycache__ are skipped. At most 500 matches are shown, with a note "
-            "giving the total; narrow the pattern, path or glob if you hit it."
+            "giving the total; narrow the pattern, path or glob if you hit it. A search is stopped "
+            "with an error after 20 s (a pattern with nested repeats like `(a+)+` can backtrack "
+            "for ever on some lines)."
         ),
         input_schema=_schema(
             {
@@ -155,14 +157,19 @@ _SPECS = [
             "Read one long-term memory note in full. The memory index in the system prompt lists notes "
             "as `- [type] title — summary (filename)`; give the note's level (`project` for notes under "
             "Project Memory, `user` for notes under User Memory) and its filename. Filename `MEMORY.md` "
-            "returns that level's whole index (useful when the prompt's index was cut). Notes may be "
-            "outdated: verify claims about code before relying on them. Memory cannot be written with "
-            "tools; it is updated automatically after the turn."
+            "returns that level's whole index (useful when the prompt's index was cut). Long text is "
+            "shown a part at a time: at most 2000 lines by default, and the output ends with the "
+            "`offset` to read on from when it was cut; `offset` (first line, 1-based) and `limit` "
+            "(number of lines) work as for read_file. Notes may be outdated: verify claims about code "
+            "before relying on them. Memory cannot be written with tools; it is updated automatically "
+            "after the turn."
         ),
         input_schema=_schema(
             {
                 "level": {"type": "string", "enum": ["project", "user"], "description": "Which store: project or user."},
                 "filename": {"type": "string", "description": "The note's filename, e.g. `project_knowledge_build.md`, or `MEMORY.md`."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to read, 1-based (default 1)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)."},
             },
             ["level", "filename"],
         ),

@@ -125,6 +125,21 @@ async def test_tool_use_input_reassembles_from_json_deltas(
     assert call.id == reply.blocks[-1].id
 
 
+async def test_tool_use_with_end_turn_stop_reason_as_some_compatible_servers_send(
+    server: FakeAnthropic, aclient: anthropic.AsyncAnthropic
+) -> None:
+    server.script(MODEL, tool_use("list_files", {}, stop_reason="end_turn"))
+    async with aclient.messages.stream(model=MODEL, max_tokens=64, messages=USER) as stream:
+        final = await stream.get_final_message()
+    assert final.stop_reason == "end_turn" and [b.type for b in final.content] == ["tool_use"]
+
+
+def test_lone_surrogate_in_tool_input_goes_out_escaped_like_a_real_server() -> None:
+    # The wire stays UTF-8 (a raw surrogate cannot even be encoded); the JSON carries the escape.
+    block = tool_block("list_files", {"path": "bad\udcffname"}, json_chunk_size=1000)
+    assert "".join(block.json_chunks) == '{"path": "bad\\udcffname"}'
+
+
 @pytest.mark.parametrize(
     ("stop_reason", "stop_sequence"),
     [("max_tokens", None), ("stop_sequence", "###"), ("refusal", None), ("pause_turn", None)],

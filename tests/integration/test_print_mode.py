@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -492,7 +493,151 @@ def test_ctrl_c_mid_answer_leaves_a_consistent_session_and_no_job(server: FakeAn
     [session] = (Path(os.environ["PSEUDOCLAUDE_HOME"]) / "sessions").glob("*.jsonl")
     lines = [json.loads(x) for x in session.read_text().splitlines()]
     messages = [x["message"] for x in lines if x["type"] == "message"]
-    assert [m["role"] for m in messages] == ["user", "assistant"]
-    assert messages[-1]["content"] == [{"type": "text", "text": "[interrupted]"}]
+    # The app's note closes the turn as a user-role block: nothing is put in the model's mouth.
+    assert [m["role"] for m in messages] == ["user", "user"]
+    assert messages[-1]["content"][0]["text"].startswith("[PseudoClaude: this turn was interrupted")
     assert lines[-1]["type"] == "turn_end" and lines[-1]["status"] == "cancelled"
     _no_extraction(server)
+
+
+# -- issue 6 -------------------------------------------------------------------------------------
+
+
+def sessions_dir() -> Path:
+    return Path(os.environ["PSEUDOCLAUDE_HOME"]) / "sessions"
+
+
+def test_closed_stdout_stops_printing_quietly_and_the_turn_is_kept_and_submitted(
+    server: FakeAnthropic, ws: Path
+) -> None:
+    gate = server.gate()
+    answer = "line one\n" + "".join(f"line {i}\n" for i in range(2, 2000))
+    server.script(MODEL, text(answer, chunks=["line one\n", answer[len("line one\n"):]], hold_after=gate))
+    server.script(MEMORY_MODEL, text(ops_answer(create_op("Piped", "Kept after a closed pipe."))))
+    live = Live(server, ws, "-p", "count lines", "--memory-wait", "20")
+    try:
+        live.wait_until(lambda s: b"line one" in s.out, what="the first line")
+        # `| head -1`: the reader takes what it wants and goes away.
+        assert live.proc.stdout is not None
+        live.sel.unregister(live.proc.stdout)
+        live.proc.stdout.close()
+    finally:
+        gate.release()
+    live.wait_until(lambda s: not s.sel.get_map(), 60, "the process to close stderr")
+    code = live.proc.wait(60)
+    err = live.err.decode()
+    assert code == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err and "Broken pipe" not in err
+    [session] = sessions_dir().glob("*.jsonl")
+    records = [json.loads(x) for x in session.read_text().splitlines()]
+    [assistant] = [r["message"] for r in records if r["type"] == "message" and r["message"]["role"] == "assistant"]
+    assert assistant["content"][0]["text"] == answer, "the whole answer is kept"
+    assert records[-1]["status"] == "completed"
+    assert notes(project_store(ws)) == ["project_knowledge_piped.md"], "the turn was submitted to memory"
+
+
+def test_non_utf8_prompt_bytes_become_replacement_characters_and_continue_still_works(
+    server: FakeAnthropic, ws: Path
+) -> None:
+    import subprocess
+
+    from tests.integration.clitools import ROOT, cli_cmd, cli_env
+
+    server.script(MODEL, text("first"), text("second"), text("third"))
+    argv = [os.fsencode(a) for a in cli_cmd("-C", str(ws), "--memory", "off", "-p")] + [b"bad\xffbyte"]
+    proc = subprocess.run(argv, cwd=ROOT, env=cli_env(server), capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    stdin = subprocess.run(cli_cmd("-C", str(ws), "--memory", "off", "--continue", "-p", "-"), cwd=ROOT,
+                           env=cli_env(server), input=b"from stdin \xfe\xff\n", capture_output=True, timeout=60)
+    assert stdin.returncode == 0, stdin.stderr
+    res = run_cli(server, ws, "--continue", "-p", "and again", "--memory", "off")
+    assert res.code == 0, res.err
+    sent = json.dumps(server.requests_for(MODEL)[-1].body["messages"], ensure_ascii=False)
+    assert "bad\ufffdbyte" in sent and "from stdin \ufffd\ufffd" in sent
+
+
+def test_a_run_without_credentials_creates_no_session(ws: Path) -> None:
+    res = run_cli(None, ws, "-p", "hi")
+    assert res.code == 1 and "no credentials" in res.err
+    assert not sessions_dir().exists() or list(sessions_dir().glob("*.jsonl")) == []
+
+
+def test_resume_of_another_workspaces_session_is_refused_and_an_empty_id_is_a_usage_error(
+    server: FakeAnthropic, ws: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    server.script(MODEL, text("elsewhere"))
+    assert run_cli(server, other, "-p", "in the other workspace", "--memory", "off").code == 0
+    [session] = sessions_dir().glob("*.jsonl")
+    res = run_cli(server, ws, "--resume", session.stem, "-p", "here", "--memory", "off")
+    assert res.code == 1
+    last = res.err.strip().splitlines()[-1]
+    assert last.startswith("pseudoclaude: ") and f"belongs to workspace {other}" in last
+    assert len(server.requests_for(MODEL)) == 1, "nothing was sent for the refused resume"
+    res = run_cli(server, ws, "--resume", "", "-p", "here")
+    assert res.code == 2 and "--resume needs a session id" in res.err
+    assert len(list(sessions_dir().glob("*.jsonl"))) == 1, "no new session for an empty id"
+
+
+def test_credentials_in_the_base_url_never_reach_stderr_or_the_session(ws: Path) -> None:
+    url = "http://alice:s3cretpass@127.0.0.1:9"
+    res = run_cli(None, ws, "-p", "hi", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=url)
+    assert res.code == 1 and "cannot connect to http://" in res.err
+    assert "s3cretpass" not in res.err
+    for session in sessions_dir().glob("*.jsonl"):
+        assert "s3cretpass" not in session.read_text()
+
+
+def test_each_memory_failure_is_printed_once(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, text("answer"))
+    server.script(MEMORY_MODEL, *[http_error(500, message="memory backend down") for _ in range(3)])
+    res = run_cli(server, ws, "-p", "remember nothing", "--memory-wait", "30")
+    assert res.code == 0, res.err
+    assert res.err.count("memory backend down") == 1, res.err
+
+
+def test_a_failed_turn_is_not_sent_back_on_continue(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, http_error(400, message="messages: too long"), text("fresh answer"))
+    assert run_cli(server, ws, "-p", "too long a question", "--memory", "off").code == 1
+    res = run_cli(server, ws, "--continue", "-p", "short question", "--memory", "off")
+    assert res.code == 0, res.err
+    sent = server.requests_for(MODEL)[-1].body["messages"]
+    assert sent == [{"role": "user", "content": [{"type": "text", "text": "short question"}]}]
+
+
+def test_a_job_coalesced_by_another_process_reports_which_job_took_it_over(server: FakeAnthropic, ws: Path) -> None:
+    busy = server.gate("the first worker's extraction")
+    server.script(MODEL, text("answer a"), text("answer b"), text("answer c"))
+    # The first job holds the worker; the two queued behind it are coalesced into one job.
+    server.script(MEMORY_MODEL, text("[]", hold_before=busy),
+                  *[text(ops_answer(create_op("Shared fact", "Both later turns said it."))) for _ in range(3)])
+    first = Live(server, ws, "-p", "turn a", "--memory-wait", "30")
+    later: list[Live] = []
+    try:
+        assert busy.wait_reached(30), first.err
+        for prompt in ("turn b", "turn c"):
+            live = Live(server, ws, "-p", prompt, "--memory-wait", "60")
+            later.append(live)
+            live.wait_until(lambda s: b"spooled]" in s.err, what=f"{prompt}'s job on disk")
+    finally:
+        busy.release()
+    results = [first.finish(), *(live.finish() for live in later)]
+    assert all(r.code == 0 for r in results), [r.err for r in results]
+    said = [r.err for r in results[1:] if "taken over by job" in r.err or "took over job" in r.err]
+    assert said, [r.err for r in results]
+    for err in said:
+        line = next(x for x in err.splitlines() if "taken over by job" in x or "took over job" in x)
+        assert re.search(r"(taken over by job|took over job) \d{20}-[0-9a-f]{8}", line), line
+    assert notes(project_store(ws)) == ["project_knowledge_shared-fact.md"]
+
+
+def test_a_workspace_at_home_says_it_has_no_project_level(server: FakeAnthropic) -> None:
+    home = Path(os.environ["HOME"])  # the default PSEUDOCLAUDE_HOME is under it: one folder, two levels
+    res = run_cli(None, home)
+    assert res.code == 0, res.err
+    assert "no project level" in res.out and "user note(s)" in res.out
+    server.script(MODEL, text("hi"))
+    res = run_cli(server, home, "-p", "hello", "--memory", "off")
+    assert res.code == 0, res.err
+    assert "no project level" in res.err

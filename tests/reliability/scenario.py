@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memory.fs import FS
-from memory.transaction import MemoryStores
+from memory.stores import MemoryStores
 from tests.memtools import create, make_env, op, stores_state
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from memory.model import Turn, TurnMessage
 from memory.spool import Spool, make_job
-from memory.transaction import MemoryStores
+from memory.stores import MemoryStores
 
 ROOT = Path(__file__).resolve().parents[2]
 N_JOBS = 12
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from memory.fs import FS
 from memory.manager import Manager
-from memory.transaction import MemoryStores
+from memory.stores import MemoryStores
 
 ws, home, log_path, kill_at, kill_n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 marker = Path(log_path).with_name("killed")

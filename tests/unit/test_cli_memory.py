@@ -14,7 +14,7 @@ import pytest
 from app.cli import main
 from memory.model import INDEX_FILE
 from memory.paths import pseudoclaude_home
-from memory.transaction import MemoryStores
+from memory.stores import MemoryStores
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -310,4 +310,6 @@ def test_doctor_reports_corrupt_spool_file_and_missing_gitignore(cli, ws: Path) 
     assert code == 1 and ".gitignore" in out and "spool:" in out
     code, out, _ = cli("doctor", "--fix")
     assert (ws / ".PseudoClaude" / "memory" / ".gitignore").exists()
-    assert bad.exists() and code == 1 and "spool:" in out
+    # The damaged job file is moved aside, bytes kept, and no longer a problem.
+    moved = spool_dir / "damaged" / bad.name
+    assert not bad.exists() and moved.read_text() == "{not json" and code == 0 and "spool:" in out

@@ -22,8 +22,9 @@ from memory.events import IndexChanged, JobApplied, JobFailed, JobHeld, JobQueue
 from memory.fs import FS
 from memory.manager import REASK_NOTE, FlushResult, Manager, ReviewError
 from memory.model import Level, Turn, TurnMessage
-from memory.spool import Job, make_job
-from memory.transaction import JobAlreadyDone, MemoryStores
+from memory.spool import Job, MergePart, make_job
+from memory.stores import MemoryStores
+from memory.transaction import JobAlreadyDone
 from tests.memtools import make_env, write_note
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -145,7 +146,7 @@ async def test_submit_spools_durably_and_returns_before_the_model_is_asked(env: 
     m.subscribe(events.append)
     await m.start()
     assert m.is_worker
-    job = m.submit(turn("we always run make test before release"))
+    job = await m.submit(turn("we always run make test before release"))
     assert job is not None
     # Returned with the job on disk and the model not yet asked.
     assert m.spool.path(job.id).exists()
@@ -167,9 +168,9 @@ async def test_submit_spools_durably_and_returns_before_the_model_is_asked(env: 
 
 async def test_submit_without_a_running_worker_only_spools(env: MemoryStores) -> None:
     m = manager(env, Script())
-    job = m.submit(turn("hello"))
+    job = await m.submit(turn("hello"))
     assert job is not None and m.spool.load(job.id).state == "queued"
-    assert m.submit(Turn(messages=[TurnMessage(role="user", text="  ")])) is None
+    assert await m.submit(Turn(messages=[TurnMessage(role="user", text="  ")])) is None
     assert [j.id for j in m.pending()] == [job.id]
 
 
@@ -180,7 +181,7 @@ async def test_mode_off_never_spools_nor_asks(env: MemoryStores) -> None:
     m0.spool.submit(leftover)
     m = manager(env, script, mode="off")
     await m.start()
-    assert m.submit(turn("remember this")) is None
+    assert await m.submit(turn("remember this")) is None
     assert not m.is_worker
     res = await m.flush(timeout=1)
     assert res.unfinished == [leftover.id] and not res.ok
@@ -193,14 +194,14 @@ async def test_switching_mode_off_at_runtime_stops_requests(env: MemoryStores) -
     script = Script(default="[]")
     m = manager(env, script)
     await m.start()
-    first = m.submit(turn("one"))
+    first = await m.submit(turn("one"))
     await run_until_done(m, first)
     assert len(script.requests) == 1
     m.mode = "off"
-    assert m.submit(turn("two")) is None
+    assert await m.submit(turn("two")) is None
     leftover = make_job(env.paths.workspace, [turn("spooled by another process")])
     m.spool.submit(leftover)
-    assert await m.wait_for(leftover.id, 0.2) is False
+    assert not await m.wait_for(leftover.id, 0.2)
     await m.close(1)
     assert len(script.requests) == 1 and [j.id for j in spooled(env)] == [leftover.id]
 
@@ -208,7 +209,7 @@ async def test_switching_mode_off_at_runtime_stops_requests(env: MemoryStores) -
 async def test_no_completion_spools_but_never_becomes_the_worker(env: MemoryStores) -> None:
     m = manager(env, None)
     await m.start()
-    job = m.submit(turn("x"))
+    job = await m.submit(turn("x"))
     assert job is not None and not m.is_worker
     await m.close(1)
     assert [j.id for j in spooled(env)] == [job.id]
@@ -220,9 +221,9 @@ async def test_no_completion_spools_but_never_becomes_the_worker(env: MemoryStor
 async def test_close_leaves_pending_jobs_spooled_and_the_next_manager_runs_them_once(env: MemoryStores) -> None:
     gate = Gate()  # never released: the request is in flight when close gives up
     m1 = manager(env, Script(gate))
+    j1 = await m1.submit(turn("fact one: the API lives in api/"))
+    j2 = await m1.submit(turn("fact two: docs are in docs/"))
     await m1.start()
-    j1 = m1.submit(turn("fact one: the API lives in api/"))
-    j2 = m1.submit(turn("fact two: docs are in docs/"))
     await gate.entered.wait()
     await m1.close(timeout=0)
     assert not m1.is_worker
@@ -250,8 +251,8 @@ async def test_close_leaves_pending_jobs_spooled_and_the_next_manager_runs_them_
 async def test_close_drains_runnable_jobs(env: MemoryStores) -> None:
     script = Script(answer(create("A")), answer(create("B")))
     m = manager(env, script, max_batch_turns=1)
-    m.submit(turn("a"))
-    m.submit(turn("b"))
+    await m.submit(turn("a"))
+    await m.submit(turn("b"))
     await m.start()
     await m.close(timeout=10)
     assert len(script.extracts) == 2 and spooled(env) == []
@@ -286,7 +287,7 @@ async def test_a_committed_job_is_dropped_quietly(env: MemoryStores, monkeypatch
     events: list[Any] = []
     m.subscribe(events.append)
     await m.start()
-    job = m.submit(turn("x"))
+    job = await m.submit(turn("x"))
     await run_until_done(m, job)
     await m.close(1)
     assert not any(isinstance(e, JobFailed) for e in events)
@@ -303,9 +304,9 @@ async def test_a_queued_job_sees_the_note_written_by_the_job_before_it(env: Memo
     script = Script(gate, answer())
     m = manager(env, script)
     await m.start()
-    j1 = m.submit(turn("release: tag, build, upload"))
+    j1 = await m.submit(turn("release: tag, build, upload"))
     await gate.entered.wait()
-    j2 = m.submit(turn("queued while the first job's request is running"))
+    j2 = await m.submit(turn("queued while the first job's request is running"))
     gate.release.set()
     await run_until_done(m, j1, j2)
     await m.close(1)
@@ -317,7 +318,7 @@ async def test_a_queued_job_sees_the_note_written_by_the_job_before_it(env: Memo
 
 async def test_a_backlog_is_coalesced_into_one_request(env: MemoryStores) -> None:
     m = manager(env, Script(answer(create("One")), answer(create("Two"))))
-    jobs = [m.submit(turn(f"backlog turn number {k}")) for k in range(1, 10)]
+    jobs = [await m.submit(turn(f"backlog turn number {k}")) for k in range(1, 10)]
     events: list[Any] = []
     m.subscribe(events.append)
     await m.start()
@@ -338,10 +339,10 @@ async def test_a_backlog_is_coalesced_into_one_request(env: MemoryStores) -> Non
 async def test_coalescing_respects_the_text_budget_and_mode(env: MemoryStores) -> None:
     script = Script(default=answer())
     m = manager(env, script, max_batch_bytes=1000)
-    big = m.submit(turn("a" * 600))
-    m.submit(turn("b" * 600))  # would pass the budget: its own request
+    big = await m.submit(turn("a" * 600))
+    await m.submit(turn("b" * 600))  # would pass the budget: its own request
     m.mode = "review"
-    m.submit(turn("c"))  # another mode: never in the same request
+    await m.submit(turn("c"))  # another mode: never in the same request
     await m.start()
     assert (await m.flush(timeout=10)).ok
     await m.close(1)
@@ -352,8 +353,8 @@ async def test_coalescing_respects_the_text_budget_and_mode(env: MemoryStores) -
 
 async def test_a_crash_between_coalesced_write_and_original_removal_runs_each_turn_once(env: MemoryStores) -> None:
     base = manager(env, None)
-    a = base.submit(turn("turn a"))
-    b = base.submit(turn("turn b"))
+    a = await base.submit(turn("turn a"))
+    b = await base.submit(turn("turn b"))
     combined = Job(
         id=a.id[:20] + "-0000beef",
         workspace=a.workspace,
@@ -389,7 +390,7 @@ async def test_updates_are_merged_in_one_request_and_the_merged_body_is_written(
     script = Script(extract, merged)
     m = manager(env, script)
     await m.start()
-    job = m.submit(turn("also lint; and speak French"))
+    job = await m.submit(turn("also lint; and speak French"))
     await run_until_done(m, job)
     await m.close(1)
     assert len(script.merges) == 1
@@ -412,7 +413,7 @@ async def test_an_update_without_a_merged_body_is_rejected_with_a_reason(env: Me
     events: list[Any] = []
     m.subscribe(events.append)
     await m.start()
-    job = m.submit(turn("x"))
+    job = await m.submit(turn("x"))
     await run_until_done(m, job)
     await m.close(1)
     assert notes(env)["project_knowledge_a.md"].endswith("merged a\n")
@@ -430,7 +431,7 @@ async def test_a_stored_merge_answer_is_reused_on_replay(env: MemoryStores) -> N
         {"action": "update", "level": "project", "filename": "project_knowledge_a.md", "content": "new a"}
     )
     job.snapshot_hashes = env.snapshot().hashes
-    job.merge_raw = merge_answer({"op0": "stored merge"})
+    job.merge_raw = [MergePart(keys=["op0"], answer=merge_answer({"op0": "stored merge"}))]
     manager(env, None).spool.submit(job)
     script = Script()
     m = manager(env, script)
@@ -456,7 +457,7 @@ async def test_a_hand_edit_between_snapshot_and_apply_is_a_conflict_not_clobbere
     events: list[Any] = []
     m.subscribe(events.append)
     await m.start()
-    job = m.submit(turn("we switched to ninja"))
+    job = await m.submit(turn("we switched to ninja"))
     await run_until_done(m, job)
     await m.close(1)
     assert path.read_bytes() == hand_edit
@@ -498,7 +499,7 @@ async def test_provider_failures_back_off_then_the_job_is_failed_kept_and_flush_
     events: list[Any] = []
     m.subscribe(events.append)
     await m.start()
-    job = m.submit(turn("x"))
+    job = await m.submit(turn("x"))
     await run_until_done(m, job)
     assert sleeps.delays == [1, 2]
     assert len(script.requests) == 3
@@ -522,7 +523,7 @@ async def test_a_non_retryable_error_fails_at_once(env: MemoryStores) -> None:
     events: list[Any] = []
     m.subscribe(events.append)
     await m.start()
-    job = m.submit(turn("x"))
+    job = await m.submit(turn("x"))
     await run_until_done(m, job)
     await m.close(1)
     assert sleeps.delays == [] and len(script.requests) == 1
@@ -534,7 +535,7 @@ async def test_a_non_retryable_error_fails_at_once(env: MemoryStores) -> None:
 async def test_flush_without_failed_leaves_failed_jobs(env: MemoryStores) -> None:
     m = manager(env, Script(CompletionError("no", retryable=False)))
     await m.start()
-    job = m.submit(turn("x"))
+    job = await m.submit(turn("x"))
     await run_until_done(m, job)
     res = await m.flush(timeout=1, include_failed=False)
     await m.close(1)
@@ -547,7 +548,7 @@ async def test_no_json_is_reasked_once_then_failed_with_the_raw_answer_kept(env:
     events: list[Any] = []
     m.subscribe(events.append)
     await m.start()
-    job = m.submit(turn("x"))
+    job = await m.submit(turn("x"))
     await run_until_done(m, job)
     assert len(script.extracts) == 2
     assert script.extracts[1].prompt.endswith(REASK_NOTE) and not script.extracts[0].prompt.endswith(REASK_NOTE)
@@ -566,7 +567,7 @@ async def test_a_reask_that_answers_json_applies(env: MemoryStores) -> None:
     script = Script("Hmm.", "[]")
     m = manager(env, script)
     await m.start()
-    job = m.submit(turn("x"))
+    job = await m.submit(turn("x"))
     await run_until_done(m, job)
     await m.close(1)
     assert len(script.requests) == 2 and spooled(env) == []
@@ -587,8 +588,8 @@ async def test_the_worker_survives_a_job_that_raises(env: MemoryStores, monkeypa
     events: list[Any] = []
     m.subscribe(events.append)
     await m.start()
-    j1 = m.submit(turn("one"))
-    j2 = m.submit(turn("two"))
+    j1 = await m.submit(turn("one"))
+    j2 = await m.submit(turn("two"))
     await run_until_done(m, j1, j2)
     kept = m.spool.load(j1.id)
     assert kept.state == "failed" and "internal error" in (kept.error or "") and kept.raw_answer
@@ -610,10 +611,10 @@ async def test_subscriber_errors_are_logged_not_raised(env: MemoryStores, caplog
 
     m.subscribe(bad)
     unsubscribe = m.subscribe(seen.append)
-    assert m.submit(turn("x")) is not None
+    assert await m.submit(turn("x")) is not None
     assert len(seen) == 1 and "subscriber" in caplog.text
     unsubscribe()
-    m.submit(turn("y"))
+    await m.submit(turn("y"))
     assert len(seen) == 1
 
 
@@ -621,11 +622,11 @@ async def test_wait_for_times_out_while_the_job_runs(env: MemoryStores) -> None:
     gate = Gate()
     m = manager(env, Script(gate))
     await m.start()
-    job = m.submit(turn("x"))
+    job = await m.submit(turn("x"))
     await gate.entered.wait()
-    assert await m.wait_for(job.id, 0.05) is False
+    assert not await m.wait_for(job.id, 0.05)
     gate.release.set()
-    assert await m.wait_for(job.id, 10) is True
+    assert await m.wait_for(job.id, 10)
     await m.close(1)
 
 
@@ -662,7 +663,7 @@ async def held_job(env: MemoryStores, *ops: dict) -> tuple[Manager, Job, list[An
     events: list[Any] = []
     m.subscribe(events.append)
     await m.start()
-    job = m.submit(turn("review me"))
+    job = await m.submit(turn("review me"))
     await run_until_done(m, job)
     return m, job, events
 
@@ -679,7 +680,7 @@ async def test_review_holds_ops_then_approve_writes_exactly_the_approved_subset(
     res = await m.flush(timeout=1)
     assert res.held == [job.id] and res.ok
 
-    result = m.approve(job.id, [0])
+    result = await m.approve(job.id, [0])
     assert [a.filename for a in result.applied] == ["project_knowledge_zero.md"]
     assert list(notes(env)) == ["project_knowledge_zero.md"]
     assert not m.spool.path(job.id).exists()
@@ -687,9 +688,9 @@ async def test_review_holds_ops_then_approve_writes_exactly_the_approved_subset(
     assert rest.state == "held" and [h.index for h in rest.held_ops] == [1, 3]
     assert isinstance(events[-1], JobHeld) and events[-1].job_id == rest.id
 
-    still = m.reject(rest.id, [1])
+    still = await m.reject(rest.id, [1])
     assert still is not None and [h.index for h in still.held_ops] == [3]
-    result = m.approve(rest.id)
+    result = await m.approve(rest.id)
     assert [a.index for a in result.applied] == [3]
     assert sorted(notes(env)) == ["project_knowledge_three.md", "project_knowledge_zero.md"]
     assert m.pending() == []
@@ -701,11 +702,11 @@ async def test_review_holds_ops_then_approve_writes_exactly_the_approved_subset(
 
 async def test_reject_all_removes_the_job_and_records_the_rejections(env: MemoryStores) -> None:
     m, job, _ = await held_job(env, create("A"), create("B"))
-    assert m.reject(job.id) is None
+    assert await m.reject(job.id) is None
     assert m.pending() == [] and notes(env) == {}
     assert sorted(r.index for r in env.history()[-1].rejected) == [0, 1]
     with pytest.raises(ReviewError):
-        m.approve(job.id)
+        await m.approve(job.id)
     await m.close(1)
 
 
@@ -720,12 +721,12 @@ async def test_approve_shows_a_conflict_when_the_note_changed_since(env: MemoryS
         mode="review",
     )
     await m.start()
-    job = m.submit(turn("x"))
+    job = await m.submit(turn("x"))
     await run_until_done(m, job)
     assert m.spool.load(job.id).held_ops[0].op.content == "v1 and v2"
     write_note(env, Level.PROJECT, "project_knowledge_x.md", "X", "edited by hand")
     before = path.read_bytes()
-    result = m.approve(job.id)
+    result = await m.approve(job.id)
     await m.close(1)
     assert not result.applied and result.conflicts[0].filename == "project_knowledge_x.md"
     assert path.read_bytes() == before and m.pending() == []
@@ -734,10 +735,10 @@ async def test_approve_shows_a_conflict_when_the_note_changed_since(env: MemoryS
 async def test_approve_refuses_unknown_ops_and_jobs_not_held(env: MemoryStores) -> None:
     m, job, _ = await held_job(env, create("A"))
     with pytest.raises(ReviewError, match="holds no op 7"):
-        m.approve(job.id, [7])
+        await m.approve(job.id, [7])
     queued = m.spool.submit(make_job(env.paths.workspace, [turn("q")]))
     with pytest.raises(ReviewError, match="not held"):
-        m.reject(queued.stem)
+        await m.reject(queued.stem)
     await m.close(0)
 
 
@@ -749,11 +750,11 @@ async def test_a_split_child_of_an_uncommitted_approval_is_dropped(env: MemorySt
 
     monkeypatch.setattr(env, "apply", crash)
     with pytest.raises(OSError):
-        m.approve(job.id, [0])
+        await m.approve(job.id, [0])
     monkeypatch.undo()
     # The parent still holds both ops; the child is not live.
     assert [j.id for j in m.pending()] == [job.id]
-    result = m.approve(job.id)
+    result = await m.approve(job.id)
     assert sorted(a.title for a in result.applied) == ["A", "B"]
     assert m.pending() == [] and m.spool.ids() == []
     await m.close(0)
@@ -771,13 +772,13 @@ async def test_an_approval_interrupted_after_its_commit_point_loses_and_repeats_
     m, job, _ = await held_job(env, create("A"), create("B"))
     armed["on"] = True
     with pytest.raises(OSError):
-        m.approve(job.id, [0])
+        await m.approve(job.id, [0])
     assert m.spool.path(job.id).exists()  # the commit's roll-forward did not finish
     with pytest.raises(ReviewError, match="no spooled job"):
-        m.approve(job.id)  # recovery completes the first approval: the parent is gone
+        await m.approve(job.id)  # recovery completes the first approval: the parent is gone
     (rest,) = m.pending()
     assert rest.split_from == job.id and [h.index for h in rest.held_ops] == [1]
-    m.approve(rest.id)
+    await m.approve(rest.id)
     assert sorted(notes(env)) == ["project_knowledge_a.md", "project_knowledge_b.md"]
     assert m.pending() == []
     await m.close(0)
@@ -801,13 +802,13 @@ async def test_two_managers_in_one_process_elect_one_worker_and_hand_over(env: M
     await a.start()
     await b.start()
     assert a.is_worker and not b.is_worker
-    jobs = [(a if k % 2 else b).submit(turn(f"job {k}")) for k in range(6)]
+    jobs = [await (a if k % 2 else b).submit(turn(f"job {k}")) for k in range(6)]
     await run_until_done(b, *jobs)  # b only watches; a runs them
     assert calls == ["a"] * 6
     await a.close(1)
     gate = Gate()
     b.completion.items.append(gate)
-    late = b.submit(turn("after the hand-over"))
+    late = await b.submit(turn("after the hand-over"))
     await gate.entered.wait()  # b was elected once a let go
     assert b.is_worker
     gate.release.set()
@@ -819,7 +820,7 @@ async def test_two_managers_in_one_process_elect_one_worker_and_hand_over(env: M
 async def test_worker_lock_excludes_within_one_process(env: MemoryStores) -> None:
     a = manager(env, Script())
     b = manager(env, Script())
-    assert a._try_elect() and not b._try_elect()
-    a._release_worker_lock()
-    assert b._try_elect() and not a._try_elect()
-    b._release_worker_lock()
+    assert a.worker.try_elect() and not b.worker.try_elect()
+    a.worker.release()
+    assert b.worker.try_elect() and not a.worker.try_elect()
+    b.worker.release()

@@ -358,3 +358,62 @@ def test_memory_modules_do_not_import_textual() -> None:
         "assert not any(m == 'textual' or m.startswith('textual.') for m in sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
+
+
+# -- redaction before the memory model (issue 6, point 13) --------------------------------
+
+_STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dcXy"
+_GLPAT = "glpat-" + "Xy7Kq2Lm9Np4Rs6Tu8Vw"
+_ISSUE_SECRETS = {
+    f"export STRIPE={_STRIPE}": _STRIPE,
+    f"git remote add o https://oauth2:{_GLPAT}@gitlab.com/x.git": _GLPAT,
+    "psql: PGPASSWORD=Hunter2pw psql -h db": "Hunter2pw",
+    "mysql -u root -pMyS3cretPw app": "MyS3cretPw",
+    "curl -u alice:Alic3Pass https://api.example.com": "Alic3Pass",
+    "run --password Flag0Pass now": "Flag0Pass",
+    "Authorization: Bearer QwErTyUiOpAsDfGh": "QwErTyUiOpAsDfGh",
+}
+
+
+def test_extraction_request_carries_the_turn_redacted() -> None:
+    user = "\n".join(_ISSUE_SECRETS)
+    req = _request([_turn(user, "Stored it: " + user)])
+    transcript = _section(req.prompt, "transcript")
+    for secret in _ISSUE_SECRETS.values():
+        assert secret not in req.prompt
+    assert transcript.count("[REDACTED:") >= 2 * len(_ISSUE_SECRETS)
+    assert "psql -h db" in transcript  # the words around a secret are kept
+
+
+def test_cut_transcript_never_keeps_key_material_of_a_redacted_block() -> None:
+    # The head of a huge message is cut: cut first, the key block's END half would survive
+    # without its BEGIN line and no longer look like a key.
+    body = "\n".join(
+        "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODkwYWJjZGVm" + f"{i:012d}" for i in range(2000)
+    )
+    text = f"-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\nthen deploy"
+    transcript = _section(_request([_turn("x" * 70_000 + "\n" + text)]).prompt, "transcript")
+    assert "QUJDREVGR0hJ" not in transcript
+    assert "[REDACTED:private_key]\nthen deploy" in transcript
+
+
+def test_index_lines_of_hand_edited_notes_are_redacted() -> None:
+    line = index_line("project_knowledge", f"Deploy key {_STRIPE}", "uses password=hunter2", "p.md")
+    req = _request(project=line + "\n")
+    section = _section(req.prompt, "project-memory-index")
+    assert _STRIPE not in req.prompt and "hunter2" not in req.prompt
+    assert "[REDACTED:stripe_key]" in section
+
+
+def test_merge_request_carries_bodies_redacted() -> None:
+    item = MergeItem(
+        key="1",
+        filename="a.md",
+        level=Level.PROJECT,
+        title="DB",
+        current_body=f"Connect with PGPASSWORD=Hunter2pw; key {_GLPAT}",
+        proposed="Also MYSQL_PWD=Other9pw works",
+    )
+    prompt = build_merge_request([item]).prompt
+    assert "Hunter2pw" not in prompt and _GLPAT not in prompt and "Other9pw" not in prompt
+    assert "PGPASSWORD=[REDACTED:password]" in prompt

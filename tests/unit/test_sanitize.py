@@ -17,11 +17,13 @@ from memory.sanitize import (
     is_strict_utf8,
     is_unsafe_char,
     note_filename,
+    quote,
     redact,
     sanitize_line,
     sanitize_summary,
     sanitize_title,
     slugify,
+    strip_terminal,
 )
 
 BIDI = [
@@ -52,9 +54,16 @@ def test_whitespace_runs_collapse_and_ends_are_trimmed() -> None:
     assert sanitize_line("  a  \t\n  b   ", 100) == "a b"
 
 
-@pytest.mark.parametrize("c", CONTROLS)
+@pytest.mark.parametrize("c", [c for c in CONTROLS if c not in "\x1b\x9b"])
 def test_control_characters_removed(c: str) -> None:
     assert sanitize_line(f"ab{c}cd", 100) == "abcd"
+
+
+@pytest.mark.parametrize("c", ["\x1b", "\x9b"])
+def test_escape_introducer_takes_its_whole_sequence_with_it(c: str) -> None:
+    # ESC c (reset) and CSI c (device attributes) are whole sequences: the "c" goes too, as on
+    # a terminal, so nothing of a sequence is left as text.
+    assert sanitize_line(f"ab{c}cd", 100) == "abd"
 
 
 @pytest.mark.parametrize("c", BIDI)
@@ -338,6 +347,9 @@ _FRAGMENTS = [
     "password", "token", "secret", "api_key", "=", ": ", " = ", '"', "'", "\n", " ", "hunter2",
     "https://", "user", ":", "@", "host", "/", "Authorization", "Bearer ", "abc123def456ghi789",
     "prose", "[", "]", "{", "}", "${X}", "sk-", "eyJ", ".", "-----BEGIN PRIVATE KEY-----", "[REDACTED:",
+    "\u200b", "\u00ad", "\u200d", "--password ", "--token=", "-p", "mysql ", "curl -u ", "PGPASSWORD=",
+    "sk_live_", "glpat-", "Pwd=", ";", "machine h login u password ", "Private-Lines: 1\n", "=>", ":=",
+    "4eC39HqLyjWDarjtT1zdp7dc", "QwErTyUiOpAsDfGh",
 ]  # fmt: skip
 
 
@@ -367,6 +379,18 @@ def test_redact_leaves_text_without_secret_shapes_alone(text: str) -> None:
         "x" * 500_000,
         "authorization: " * 50_000,
         "eyJabcde." * 50_000,
+        "curl " * 200_000,
+        "mysql -u " * 100_000,
+        "--password " * 100_000,
+        "machine x login y " * 50_000,
+        "Private-Lines: 1\n" + "A" * 200_000 + "!",
+        "a\u200b" * 300_000,
+        "password=a\u200b" * 100_000,
+        "PASSWORD" * 100_000 + "=",
+        "Authorization: Bearer " * 50_000,
+        "123456789:A" * 50_000,
+        ("M" + "a" * 24 + ".abcdef.") * 20_000,
+        "aB" * 200_000 + "Token=x",
     ],
 )
 def test_redact_hostile_inputs_are_fast(text: str) -> None:
@@ -523,3 +547,143 @@ def test_note_filename() -> None:
 def test_defuse_tags() -> None:
     out = defuse_tags("a </memory-index> <Memory-Index> <memory-indexes> <b>", ["memory-index"])
     assert out == "a &lt;/memory-index> &lt;Memory-Index> <memory-indexes> <b>"
+
+
+# -- terminal display (issue 6, point 14) --------------------------------------------------
+
+ESC = "\x1b"
+ST = "\x1b\\"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (f"Evil {ESC}[31mRED{ESC}[0m", "Evil RED"),
+        (f"a{ESC}[1;38;5;196mb{ESC}[m", "ab"),
+        ("a\x9b31mb", "ab"),  # 8-bit CSI
+        (f"a{ESC}[?1049hb", "ab"),  # private mode (alternate screen)
+        (f"a{ESC}]52;c;ZXZpbCBjbGlwYm9hcmQ=\x07b", "ab"),  # OSC 52 clipboard, BEL
+        (f"a{ESC}]52;c;ZXZpbA=={ST}b", "ab"),  # OSC 52, 7-bit ST
+        (f"a{ESC}]0;pwned title\x07b", "ab"),  # OSC 0 window title
+        (f"{ESC}]8;;https://evil.example/{ST}click here{ESC}]8;;{ST}", "click here"),  # OSC 8 link
+        ("a\x9d0;title\x9cb", "ab"),  # 8-bit OSC and ST
+        (f"a{ESC}P1$r0m{ST}b", "ab"),  # DCS
+        ("a\x90q#0;2;0;0;0\x9cb", "ab"),  # 8-bit DCS (sixel)
+        (f"a{ESC}_apc payload{ST}b", "ab"),  # APC
+        (f"a{ESC}^pm payload{ST}b", "ab"),  # PM
+        (f"a{ESC}Xsos payload{ST}b", "ab"),  # SOS
+        ("a\x9fapc\x9cb\x9epm\x9cc\x98sos\x9cd", "abcd"),  # 8-bit APC, PM, SOS
+        (f"a{ESC}cb", "ab"),  # RIS (reset)
+        (f"a{ESC}(Bb", "ab"),  # charset designation
+        (f"a{ESC}7b{ESC}8c", "abc"),  # save/restore cursor
+        (f"line one{ESC}]0;never terminated\nline two", "line one\nline two"),
+        (f"cut off {ESC}[31", "cut off "),
+        (f"cut off {ESC}", "cut off "),
+        ("tab\tand\nnewline kept", "tab\tand\nnewline kept"),
+        ("crlf\r\nline", "crlf\nline"),
+        ("safe command\rrm -rf ~", "safe command\nrm -rf ~"),  # a bare CR cannot overwrite
+        ("bell\x07 backspace\x08 nul\x00 del\x7f", "bell backspace nul del"),
+        ("bidi \u202eevil\u202c \u2066x\u2069", "bidi evil x"),
+        ("tags \U000e0041\U000e0042 hidden", "tags  hidden"),
+        ("sep\u2028line", "sep\nline"),
+        ("family 👨\u200d👩\u200d👧 می\u200cخواهم", "family 👨\u200d👩\u200d👧 می\u200cخواهم"),
+    ],
+)
+def test_strip_terminal_removes_whole_sequences_and_controls(raw: str, expected: str) -> None:
+    assert strip_terminal(raw) == expected
+
+
+def test_strip_terminal_one_line_turns_line_breaks_into_spaces() -> None:
+    assert strip_terminal("a\nb\r\nc\rd\u2029e", keep_newlines=False) == "a b c d e"
+
+
+def test_unterminated_control_string_hides_only_the_rest_of_its_line() -> None:
+    # A terminal would swallow everything after it; shown here, the next lines stay visible
+    # and the payload (title, clipboard data) never is.
+    out = strip_terminal(f"ok{ESC}]52;c;c2VjcmV0\nnext line\n")
+    assert out == "ok\nnext line\n"
+
+
+_PLAIN = st.text(
+    alphabet=st.characters(blacklist_categories=("Cc", "Cf", "Cs", "Zl", "Zp"), blacklist_characters="\r")
+    | st.sampled_from(["\n", "\t"])
+)
+
+
+@given(st.text())
+def test_strip_terminal_output_has_no_escape_or_control(text: str) -> None:
+    for keep in (True, False):
+        out = strip_terminal(text, keep_newlines=keep)
+        assert "\x1b" not in out
+        assert not any(0x80 <= ord(c) <= 0x9F for c in out)
+        assert all(c in "\n\t" or c in "\u200c\u200d" or not is_unsafe_char(c) for c in out)
+        assert is_strict_utf8(out)
+        assert strip_terminal(out, keep_newlines=keep) == out
+        if not keep:
+            assert "\n" not in out
+
+
+@given(_PLAIN)
+def test_strip_terminal_leaves_plain_text_unchanged(text: str) -> None:
+    assert strip_terminal(text) == text
+
+
+_CSI = st.builds(
+    lambda intro, params, inter, final: intro + params + inter + final,
+    st.sampled_from([ESC + "[", "\x9b"]),
+    st.text(alphabet="0123456789;:<=>?", max_size=12),
+    st.text(alphabet=" !\"#$%&'()*+,-./", max_size=2),
+    st.sampled_from([chr(c) for c in range(0x40, 0x7F)]),
+)
+_CONTROL_STRING = st.builds(
+    lambda intro, payload, end: intro + payload + end,
+    st.sampled_from(
+        [ESC + "]", ESC + "P", ESC + "X", ESC + "^", ESC + "_", "\x9d", "\x90", "\x98", "\x9e", "\x9f"]
+    ),
+    st.text(
+        alphabet=st.characters(blacklist_characters="\x07\x1b\x9c\n", blacklist_categories=("Cs",)),
+        max_size=30,
+    ),
+    st.sampled_from(["\x07", ST, "\x9c"]),
+)
+
+
+@given(_PLAIN, st.one_of(_CSI, _CONTROL_STRING), _PLAIN)
+def test_a_whole_sequence_leaves_no_remnant(before: str, seq: str, after: str) -> None:
+    assert strip_terminal(before + seq + after) == before + after
+
+
+def test_titles_summaries_and_slugs_drop_whole_sequences() -> None:
+    raw = f"Evil {ESC}[31mRED{ESC}[0m {ESC}]0;title\x07done"
+    assert sanitize_title(raw) == "Evil RED done"
+    assert sanitize_summary(raw) == "Evil RED done"
+    assert slugify(raw, None) == "evil-red-done"
+    assert slugify("x", f"{ESC}[31mbuild{ESC}[0m") == "build"
+
+
+@given(_PLAIN, _CSI, _PLAIN)
+def test_sanitize_line_leaves_no_csi_remnant(before: str, seq: str, after: str) -> None:
+    assert sanitize_line(before + seq + after, 1000) == sanitize_line(before + after, 1000)
+
+
+def test_slug_never_carries_a_secret() -> None:
+    for title in (f"Deploy with {AWS}", f"{ANTHROPIC} setup", f"password={'hunter2'} notes"):
+        slug = slugify(title, None)
+        assert AWS.lower() not in slug and "hunter2" not in slug and ANTHROPIC.lower()[:20] not in slug
+    assert slugify(f"Deploy with {AWS}", None) == "deploy-with-redacted-aws-access-key"
+    assert AWS.lower() not in slugify("Deploy", f"key-{AWS}")
+
+
+def test_filename_reasons_quote_values_redacted() -> None:
+    for name in (f"../{ANTHROPIC}.md", f"{AWS}\u202e.md", f"x{ESC}]0;t\x07{AWS}/y.md"):
+        reason = check_filename(name)
+        assert reason is not None
+        assert ANTHROPIC not in reason and AWS not in reason and ESC not in reason
+        assert "[REDACTED:" in reason
+
+
+def test_quote_redacts_strips_and_shortens() -> None:
+    q = quote(f"{ESC}]52;c;ZXZpbA==\x07 {AWS} " + "x" * 200, limit=40)
+    assert AWS not in q and ESC not in q and "\x07" not in q
+    assert len(q) <= 42 and q.endswith("…'")
+    assert quote("a\nb") == "'a b'"

@@ -21,6 +21,8 @@ from app.session import (
     Session,
     SessionError,
     SessionStore,
+    app_note,
+    is_app_note,
     push_message,
     restore_conversation,
 )
@@ -142,9 +144,11 @@ def test_round_trip(store: SessionStore, ws: Path) -> None:
             s.append(m)
         s.end_turn("completed")
         live = s.messages
-    assert live == convo
+    # A lone surrogate could never be sent again: it is stored as U+FFFD.
+    expected = json.loads(json.dumps(convo).replace("\\udcff", "\\ufffd"))
+    assert live == expected
     with store.open(s.id) as r:
-        assert r.messages == convo
+        assert r.messages == expected
         assert r.warnings == []
         assert r.turns == 2 and r.title == "read a.txt" and r.model == "m1" and r.workspace == ws
         assert r.begin_turn("more") == 3
@@ -311,12 +315,15 @@ def test_dangling_tool_use_gets_interrupted_results_on_load(store: SessionStore,
         "content": [
             {"type": "tool_result", "tool_use_id": "t1", "content": INTERRUPTED, "is_error": True},
             {"type": "tool_result", "tool_use_id": "t2", "content": INTERRUPTED, "is_error": True},
+            app_note("this turn was interrupted by the app (PseudoClaude stopped before the turn ended)"),
         ],
     }
     assert_valid(r.messages)
     assert any(INTERRUPTED in w for w in r.warnings)
     # The repair is in the file, so the file replays to exactly these messages.
-    assert records(r.path)[-1]["repair"] == "interrupted"
+    recs = records(r.path)
+    assert recs[-2]["repair"] == "interrupted" and recs[-1]["type"] == "turn_end"
+    assert recs[-1]["status"] == "crashed"
     # The next turn's words join the trailing user message; the turn's messages include them.
     r.begin_turn("try again")
     r.append(user("try again"))
@@ -338,7 +345,8 @@ def test_cancelled_turn_keeps_completed_results_and_marks_the_rest(store: Sessio
         s.append(asst(tool_use("t2")))
         s.end_turn("cancelled")
         assert s.messages[-1] == results(
-            {"type": "tool_result", "tool_use_id": "t2", "content": INTERRUPTED, "is_error": True}
+            {"type": "tool_result", "tool_use_id": "t2", "content": INTERRUPTED, "is_error": True},
+            app_note("this turn was interrupted by the app (the user cancelled it)"),
         )
         assert s.messages[2] == results(result("t1", "done"))
         assert_valid(s.messages)
@@ -527,8 +535,144 @@ def test_any_cut_of_a_session_file_restores_to_a_valid_conversation(
             k = len(restored) - 1
             assert restored[:k] == original[:k]
             last = restored[-1]
-            assert last == original[k] or all(b.get("content") == INTERRUPTED for b in last["content"])
+            # A turn cut by the crash is closed by the app's note, which is not the original's.
+            blocks = last["content"] if isinstance(last["content"], list) else [text(last["content"])]
+            core = [b for b in blocks if not is_app_note(b)]
+            orig = original[k]["content"]
+            assert last == original[k] or core == (orig if isinstance(orig, list) else [text(orig)]) or all(
+                b.get("content") == INTERRUPTED for b in core
+            )
         # The repairs are in the file: it replays to the same conversation, without warnings.
         with store.open(s.id) as again:
             assert again.messages == restored
             assert again.warnings == []
+
+
+# -- failed turns: an error is never the model's own words (issue 6, point 17) ---------------------
+
+
+def test_failed_turn_without_a_response_is_logged_but_left_out_of_the_next_request(
+    store: SessionStore, ws: Path
+) -> None:
+    with store.create(ws) as s:
+        s.begin_turn("first")
+        s.append(user("first"))
+        s.append({"role": "assistant", "content": "First answer."})
+        s.end_turn("completed")
+        s.begin_turn("this request is refused")
+        s.append(user("this request is refused"))
+        s.end_turn("error", message="the API refused the request (400): too long")
+        assert s.messages == [user("first"), {"role": "assistant", "content": "First answer."}]
+        assert "[error" not in json.dumps(s.messages)
+    recs = records(s.path)
+    assert recs[-1]["type"] == "turn_end" and recs[-1]["status"] == "error" and recs[-1]["dropped"] is True
+    assert any(r.get("message") == user("this request is refused") for r in recs), "the log keeps the turn"
+    with store.open(s.id) as r:
+        assert r.messages == s.messages and r.warnings == []
+
+
+def test_failed_turn_with_completed_tool_calls_is_closed_by_the_apps_note_not_the_models(
+    store: SessionStore, ws: Path
+) -> None:
+    with store.create(ws) as s:
+        s.begin_turn("go")
+        s.append(user("go"))
+        s.append(asst(tool_use("t1")))
+        s.append(results(result("t1", "done")))
+        s.end_turn("error", message="cannot connect to the API")
+        assert [m["role"] for m in s.messages] == ["user", "assistant", "user"]
+        assert s.messages[-1] == results(
+            result("t1", "done"), app_note("this turn was interrupted by the app (cannot connect to the API)")
+        )
+        assert_valid(s.messages)
+    with store.open(s.id) as r:
+        assert r.messages == s.messages
+
+
+def test_old_session_with_error_stored_as_the_models_answer_is_repaired_on_load(
+    store: SessionStore, ws: Path
+) -> None:
+    s = store.create(ws)
+    s.close()
+    lines = [
+        {"type": "turn_start", "turn": 1, "text": "hi"},
+        {"type": "message", "message": user("hi")},
+        {"type": "message", "message": asst(text("[error: the API refused the request (400): bad]"))},
+        {"type": "turn_end", "turn": 1, "status": "error"},
+        {"type": "turn_start", "turn": 2, "text": "go"},
+        {"type": "message", "message": user("go")},
+        {"type": "message", "message": asst(tool_use("t1"))},
+        {"type": "message", "message": results(result("t1", "done"))},
+        {"type": "message", "message": asst(text("[max_iterations: stopped after 1 model requests]"))},
+        {"type": "turn_end", "turn": 2, "status": "max_iterations"},
+    ]
+    with open(s.path, "a") as f:
+        f.writelines(json.dumps(rec) + "\n" for rec in lines)
+    with store.open(s.id) as r:
+        assert "[error" not in json.dumps(r.messages) and "[max_iterations" not in json.dumps(r.messages)
+        assert [m["role"] for m in r.messages] == ["user", "assistant", "user"]
+        assert r.messages[0] == user("go") and is_app_note(r.messages[-1]["content"][-1])
+        assert_valid(r.messages)
+
+
+# -- undecodable text (issue 6, point 12) ------------------------------------------------------
+
+
+def test_session_with_lone_surrogates_loads_repaired_and_stays_usable(store: SessionStore, ws: Path) -> None:
+    s = store.create(ws)
+    s.close()
+    # What an earlier version wrote for a file named b"bad\xffname.txt" listed by a tool.
+    lines = [
+        '{"type":"turn_start","turn":1,"text":"list \\udcff"}',
+        '{"type":"message","message":{"role":"user","content":"list \\udcff files"}}',
+        '{"type":"message","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1",'
+        '"name":"list_files","input":{"path":"bad\\udcffname"}}]}}',
+        '{"type":"message","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1",'
+        '"content":"bad\\udcffname.txt"}]}}',
+        '{"type":"message","message":{"role":"assistant","content":"Found bad\\udcffname.txt."}}',
+        '{"type":"turn_end","turn":1,"status":"completed"}',
+    ]
+    with open(s.path, "a") as f:
+        f.writelines(line + "\n" for line in lines)
+    with store.open(s.id) as r:
+        dumped = json.dumps(r.messages, ensure_ascii=False)
+        dumped.encode("utf-8")  # what the SDK does: no UnicodeEncodeError any more
+        assert "bad\ufffdname.txt" in dumped and r.title == "list \ufffd"
+        assert any("surrogate" in w for w in r.warnings)
+        r.begin_turn("more \udcff")
+        r.append(user("more \udcff"))
+        assert r.messages[-1]["content"] == "more \ufffd"
+
+
+def test_push_message_replaces_lone_surrogates_everywhere() -> None:
+    conv: list[dict[str, Any]] = []
+    push_message(conv, user("a\udcffb"))
+    push_message(conv, asst({"type": "tool_use", "id": "t\udc80", "name": "x\ud800", "input": {"k\udcff": "v\udcff"}}))
+    json.dumps(conv, ensure_ascii=False).encode("utf-8")
+    assert conv[1]["content"][0]["input"] == {"k\ufffd": "v\ufffd"}
+
+
+def test_old_session_whose_crashed_turn_was_closed_as_the_models_words_is_repaired(
+    store: SessionStore, ws: Path
+) -> None:
+    s = store.create(ws)
+    s.close()
+    # Before the turn rules, the next run closed a crashed turn with an *assistant* "[interrupted]".
+    lines = [
+        {"type": "turn_start", "turn": 1, "text": "go"},
+        {"type": "message", "message": user("go")},
+        {"type": "message", "message": asst(tool_use("t1"))},
+        {"type": "message", "message": results(result("t1", "done"))},
+        {"type": "message", "message": asst(text("[interrupted]"))},
+        {"type": "turn_start", "turn": 2, "text": "next"},
+        {"type": "message", "message": user("next")},
+        {"type": "message", "message": {"role": "assistant", "content": "Answer."}},
+        {"type": "turn_end", "turn": 2, "status": "completed"},
+    ]
+    with open(s.path, "a") as f:
+        f.writelines(json.dumps(rec) + "\n" for rec in lines)
+    with store.open(s.id) as r:
+        assert [m["role"] for m in r.messages] == ["user", "assistant", "user", "assistant"]
+        assert is_app_note(r.messages[2]["content"][1]) and r.messages[2]["content"][-1] == text("next")
+        assert "[interrupted]" not in json.dumps([m for m in r.messages if m["role"] == "assistant"])
+        assert_valid(r.messages)

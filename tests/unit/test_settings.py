@@ -199,3 +199,13 @@ def test_dotenv_in_the_current_folder_is_not_read(tmp_path: Path, monkeypatch: p
     (tmp_path / ".env").write_text("PSEUDOCLAUDE_MODEL=from-dotenv\n")
     monkeypatch.chdir(tmp_path)
     assert load_settings().model == "claude-sonnet-5-5"
+
+
+def test_invalid_value_holding_a_secret_is_redacted_in_the_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "sk-ant-api03-" + "A1b2C3d4" * 8
+    monkeypatch.setenv("PSEUDOCLAUDE_MEMORY_MODE", key)  # a key pasted into the wrong variable
+    msg = one_line_error()
+    assert "PSEUDOCLAUDE_MEMORY_MODE" in msg and key not in msg and "A1b2C3d4A1b2" not in msg
+    monkeypatch.setenv("PSEUDOCLAUDE_MEMORY_MODE", "http://bob:hunter2secret@example.com\x1b]0;x\x07")
+    msg = one_line_error()
+    assert "hunter2secret" not in msg and "\x1b" not in msg

@@ -44,9 +44,13 @@ def test_submit_is_durable_private_and_round_trips(tmp_path: Path, ws: Path) -> 
     assert path == tmp_path / "home" / "spool" / f"{job.id}.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    # Data fsynced, then the folder: the name survives a crash right after submit returns.
-    ops = [e[0] for e in fs.log if e[1] in (str(path), str(path.parent))]
-    assert ops[-4:] == ["create", "write", "fsync", "fsync_dir"]
+    # Written and fsynced under a temp name, linked to its name (never over another file), then
+    # the folder fsynced: the name appears only with the whole content and survives a crash.
+    ops = [(e[0], Path(e[1]).name.startswith(TEMP_PREFIX)) for e in fs.log
+           if path.parent in (Path(e[1]), Path(e[1]).parent)]
+    assert ops[-6:] == [("create", True), ("write", True), ("fsync", True), ("link", False), ("unlink", True),
+                        ("fsync_dir", False)]
+    assert [e[1] for e in fs.log if e[0] == "link"] == [str(path)]
     assert sp.load(job.id) == job
     with pytest.raises(FileExistsError):
         sp.submit(job)  # never overwrites
@@ -189,3 +193,29 @@ def test_job_model_fields_and_excerpt(ws: Path) -> None:
     held = HeldOp(index=2, op=Operation(action=Action.DELETE, level=Level.USER, filename="a.md"))
     job.held_ops = [held]
     assert Job.model_validate_json(job.model_dump_json()) == job
+
+
+def test_a_job_file_of_the_first_version_still_loads(spool: Spool, ws: Path) -> None:
+    # Dropped fields (conflicts, a held op's status) are ignored; one merge answer becomes one part.
+    job = make_job(ws, [turn("x")])
+    data = json.loads(job.model_dump_json())
+    data.update(merge_raw='{"merged": []}', conflicts=[],
+                held_ops=[{"index": 0, "op": {"action": "delete", "level": "user", "filename": "a.md"},
+                           "status": "held"}])
+    spool.dir.mkdir(parents=True)
+    spool.path(job.id).write_text(json.dumps(data))
+    loaded = spool.load(job.id)
+    assert loaded.merge_raw is not None and [p.keys for p in loaded.merge_raw] == [["*"]]
+    assert loaded.held_ops[0].index == 0
+
+
+def test_a_fifo_named_like_a_job_is_listed_as_damaged_without_being_opened(spool: Spool, ws: Path) -> None:
+    spool.dir.mkdir(parents=True)
+    fifo = spool.dir / f"{new_job_id()}.json"
+    os.mkfifo(fifo)
+    (entry,) = spool.list(ws)
+    assert entry.status == "corrupt" and "not a regular file" in (entry.problem or "")
+    with pytest.raises(CorruptJob):
+        spool.load(fifo.stem)
+    moved = spool.quarantine(fifo.name)
+    assert stat.S_ISFIFO(moved.lstat().st_mode) and spool.list() == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.tools import (
     READ_ONLY_TOOLS,
@@ -22,6 +25,8 @@ from app.tools import (
     ToolContext,
     ToolResult,
     api_tools,
+    files,
+    globs,
     needs_permission,
     parse_allow_tools,
     run_tool,
@@ -41,7 +46,7 @@ CONTRACT = {
     "write_file": ({"path", "content"}, set()),
     "edit_file": ({"path", "old_string", "new_string"}, {"replace_all"}),
     "bash": ({"command"}, {"timeout"}),
-    "read_memory": ({"level", "filename"}, set()),
+    "read_memory": ({"level", "filename"}, {"offset", "limit"}),
     "task": ({"description", "prompt"}, set()),
 }
 
@@ -292,6 +297,63 @@ async def test_read_file_refuses_fifo_without_blocking(ctx: ToolContext, ws: Pat
     assert "not a regular file" in one_line_error(await run(ctx, "read_file", path="pipe"))
 
 
+async def test_every_file_tool_refuses_or_skips_a_fifo_without_blocking(ctx: ToolContext, ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    (ws / "a.txt").write_text("needle\n")
+
+    async def bounded(name: str, **inp: Any) -> ToolResult:
+        # Nobody ever opens the other end: a tool that opened it blocking would hang here.
+        return await asyncio.wait_for(run(ctx, name, **inp), timeout=10)
+
+    assert "pipe" in (await bounded("list_files")).content
+    assert (await bounded("grep", pattern="needle")).content == "a.txt:1: needle"
+    assert "not a regular file" in one_line_error(await bounded("grep", pattern="x", path="pipe"))
+    assert "not a regular file" in one_line_error(await bounded("write_file", path="pipe", content="x"))
+    assert "not a regular file" in one_line_error(
+        await bounded("edit_file", path="pipe", old_string="a", new_string="b")
+    )
+    assert stat.S_ISFIFO(os.lstat(ws / "pipe").st_mode)
+
+
+async def test_read_file_of_a_huge_file_counts_the_rest_only_so_far(
+    ctx: ToolContext, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(files, "MAX_COUNT_BYTES", 1 << 20)  # stands for a log of many GB
+    (ws / "big.log").write_bytes(b"".join(b"line %d\n" % i for i in range(1, 400_001)))
+    r = await run(ctx, "read_file", path="big.log", limit=2)
+    assert r.content.splitlines()[-1].startswith("[showing lines 1–2 of more than ")
+    assert r.content.endswith("; use offset=3 to read on]")
+    (ws / "small.log").write_bytes(b"a\nb\nc\n")
+    assert (await run(ctx, "read_file", path="small.log", limit=2)).content.endswith("of 3; use offset=3 to read on]")
+
+
+async def test_file_tools_never_open_a_fifo_or_device(
+    ctx: ToolContext, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Opening is already an act: it releases a writer blocked on a FIFO, it can act on a device.
+    os.mkfifo(ws / "pipe")
+    os.symlink(ws / "pipe", ws / "link")
+    (ws / "a.txt").write_text("x\n")
+    opened: list[str] = []
+    real_open = os.open
+
+    def recording_open(path: Any, *args: Any, **kw: Any) -> int:
+        opened.append(os.fsdecode(path))
+        return real_open(path, *args, **kw)
+
+    monkeypatch.setattr(os, "open", recording_open)
+    for name, inp in [
+        ("read_file", {"path": "pipe"}),
+        ("read_file", {"path": "link"}),
+        ("grep", {"pattern": "x", "path": "pipe"}),
+        ("grep", {"pattern": "x"}),
+        ("edit_file", {"path": "pipe", "old_string": "a", "new_string": "b"}),
+        ("write_file", {"path": "pipe", "content": "x"}),
+    ]:
+        await asyncio.wait_for(run_tool(name, inp, ctx), timeout=10)
+    assert opened and not [p for p in opened if p.endswith(("/pipe", "/link"))]
+
+
 async def test_read_file_over_10_mb_needs_offset_or_limit(ctx: ToolContext, ws: Path) -> None:
     path = ws / "huge.log"
     with open(path, "wb") as f:
@@ -402,6 +464,220 @@ async def test_grep_long_line_shows_the_match(ctx: ToolContext, ws: Path) -> Non
     (ws / "m.js").write_text("a" * 10_000 + "NEEDLE" + "b" * 10_000 + "\n")
     r = await run(ctx, "grep", pattern="NEEDLE")
     assert "NEEDLE" in r.content and len(r.content) < 700
+
+
+class Heartbeat:
+    """Ticks on the event loop; ``max_gap`` is the longest time the loop could not run it."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self.max_gap = 0.0
+        self.task: asyncio.Task[None] | None = None
+
+    async def _beat(self) -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            self.max_gap = max(self.max_gap, now - last)
+            self.ticks += 1
+            last = now
+
+    def __enter__(self) -> Heartbeat:
+        self.task = asyncio.get_running_loop().create_task(self._beat())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.task is not None
+        self.task.cancel()
+
+
+# Exponential for stdlib re; the bound has to end it (the old code froze here for good).
+CATASTROPHIC = "a" * 5000 + "b"
+
+
+@pytest.mark.timeout(60)
+async def test_grep_catastrophic_regex_times_out_naming_the_pattern_without_freezing_the_loop(ws: Path) -> None:
+    (ws / "ok.txt").write_text("fine\n")
+    (ws / "slow.txt").write_text("x\n" + CATASTROPHIC + "\n")
+    ctx = ToolContext(workspace=ws, grep_timeout=1.0)
+    started = time.monotonic()
+    with Heartbeat() as hb:
+        r = await run(ctx, "grep", pattern="(a+)+$")
+    elapsed = time.monotonic() - started
+    msg = one_line_error(r)
+    assert "timed out" in msg and "'(a+)+$'" in msg and "slow.txt" in msg
+    assert elapsed < 4.0  # the 1 s bound plus scheduling slack on a loaded machine
+    assert hb.max_gap < 0.5 and hb.ticks >= 20
+
+
+@pytest.mark.timeout(60)
+async def test_grep_cancelled_mid_search_returns_at_once_and_its_thread_stops_soon(ws: Path) -> None:
+    # Each line backtracks for a good fraction of a second: 40 of them would run long after a
+    # cancellation unless the search looks at it between lines.
+    (ws / "slow.txt").write_text(("a" * 600 + "b\n") * 40)
+    ctx = ToolContext(workspace=ws, grep_timeout=120.0)
+    task = asyncio.ensure_future(run(ctx, "grep", pattern="(a+)+$"))
+    with Heartbeat() as hb:
+        done, _ = await asyncio.wait({task}, timeout=0.3)
+        assert not done and files.grep_running() == 1
+        task.cancel()
+        started = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - started < 0.5
+        deadline = time.monotonic() + 5.0
+        while files.grep_running() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+    assert files.grep_running() == 0
+    assert hb.max_gap < 0.5
+
+
+async def test_grep_keeps_re_syntax(ctx: ToolContext, ws: Path) -> None:
+    (ws / "a.py").write_text("def foo(x):\n    return x  # TODO\nclass Bar: pass\n")
+    r = await run(ctx, "grep", pattern=r"(?i)^\s*(def|CLASS)\s+(?P<n>\w+)")
+    assert r.content.splitlines() == ["a.py:1: def foo(x):", "a.py:3: class Bar: pass"]
+    # Ranges whose bounds are the numbers of repeat opcodes (',' and '+') are plain ranges.
+    assert (await run(ctx, "grep", pattern="[+-,]x{2}|[,-.]{3}|Bar")).content == "a.py:3: class Bar: pass"
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+async def test_undecodable_file_names_reach_no_tool_output_as_surrogates(ctx: ToolContext, ws: Path) -> None:
+    bad = os.fsencode(ws) + b"/bad\xffname.txt"
+    with open(bad, "wb") as f:
+        f.write(b"needle here\n")
+    os.mkdir(os.fsencode(ws) + b"/dir\xfe")
+    with open(os.fsencode(ws) + b"/dir\xfe/inner.txt", "wb") as f:
+        f.write(b"needle too\n")
+    results = [
+        await run(ctx, "list_files"),
+        await run(ctx, "list_files", pattern="**"),
+        await run(ctx, "grep", pattern="needle"),
+        await run(ctx, "grep", pattern="needle", glob="*.txt"),
+    ]
+    for r in results:
+        assert not r.is_error and _encodable(r.content), r.content
+    assert "bad\ufffdname.txt" in results[0].content and "dir\ufffd/" in results[0].content
+    assert "dir\ufffd/inner.txt" in results[1].content
+    assert "bad\ufffdname.txt:1: needle here" in results[2].content
+    assert "dir\ufffd/inner.txt:1: needle too" in results[2].content
+
+
+async def test_file_names_with_newlines_or_escapes_cannot_add_lines_to_a_listing(ctx: ToolContext, ws: Path) -> None:
+    (ws / "evil\n[nothing here]").write_text("needle\n")
+    (ws / "b\x1b]0;t\x07.txt").write_text("needle\n")
+    listing = (await run(ctx, "list_files")).content.splitlines()
+    assert listing == ["b\\x1b]0;t\\x07.txt", "evil\\n[nothing here]"]
+    found = (await run(ctx, "grep", pattern="needle")).content.splitlines()
+    assert found == ["b\\x1b]0;t\\x07.txt:1: needle", "evil\\n[nothing here]:1: needle"]
+
+
+@pytest.mark.parametrize(
+    ("name", "inp"),
+    [
+        ("read_file", {"path": "x\udcff.txt"}),
+        ("read_file", {"path": "x\ud800.txt"}),
+        ("list_files", {"path": "\ud800"}),
+        ("grep", {"pattern": "\ud800", "path": "\udcff"}),
+        ("write_file", {"path": "a\ud800.txt", "content": "x"}),
+        ("edit_file", {"path": "a.txt", "old_string": "\ud800", "new_string": "y"}),
+        ("bash", {"command": "echo \ud800"}),
+        ("read_memory", {"level": "user\ud800", "filename": "a.md"}),
+        ("no_such_tool\ud800", {}),
+    ],
+)
+async def test_tool_inputs_with_lone_surrogates_give_encodable_one_line_errors(
+    ctx: ToolContext, ws: Path, name: str, inp: dict[str, Any]
+) -> None:
+    (ws / "a.txt").write_text("abc\n")
+    r = await run_tool(name, inp, ctx)
+    assert _encodable(r.content), r.content
+    assert r.is_error and "\n" not in r.content
+
+
+async def test_bash_refuses_a_command_with_a_lone_surrogate_by_name(ctx: ToolContext) -> None:
+    msg = one_line_error(await run(ctx, "bash", command="echo \udcff"))
+    assert msg == "command is not valid UTF-8 text (it holds a lone surrogate)"
+
+
+async def test_read_memory_text_with_surrogates_is_repaired(ws: Path) -> None:
+    class Odd:
+        def read_memory(self, level: str, filename: str) -> str:
+            return "body \udcff end\n"
+
+    r = await run(ToolContext(workspace=ws, memory=Odd()), "read_memory", level="user", filename="a.md")
+    assert r.content == "body \ufffd end\n"
+
+
+async def test_grep_refuses_patterns_whose_compilation_would_hang_instead_of_freezing(ctx: ToolContext, ws: Path) -> None:
+    (ws / "a.txt").write_text("a" * 2000 + "\n")
+    started = time.monotonic()
+    with Heartbeat() as hb:
+        # `regex` compiles nested counts by their product, in C, holding the GIL (10**9 here).
+        msg = one_line_error(await run(ctx, "grep", pattern="((a{1000}){1000}){1000}"))
+        too_long = one_line_error(await run(ctx, "grep", pattern="x" * 20_000))
+        fine = await run(ctx, "grep", pattern="(a{10}){100}")
+    assert time.monotonic() - started < 3.0 and hb.max_gap < 0.5
+    assert "repeat counts" in msg and "((a{1000}){1000}){1000}" in msg
+    assert "20000 characters" in too_long
+    assert fine.content.startswith("a.txt:1: aaaa")
+
+
+async def test_pathological_globs_match_in_linear_time_without_freezing_the_loop(ctx: ToolContext, ws: Path) -> None:
+    for i in range(3):
+        (ws / ("a" * 60 + str(i))).write_text("x\n")
+    deep = ws.joinpath(*["d"] * 20)
+    deep.mkdir(parents=True)
+    (deep / "y").write_text("needle\n")
+    started = time.monotonic()
+    with Heartbeat() as hb:
+        # Stdlib-regex translations of these backtrack for seconds per name (exponentially).
+        r1 = await run(ctx, "list_files", pattern="*a" * 7 + "b")
+        r2 = await run(ctx, "list_files", pattern="/".join(["**"] * 12) + "/x")
+        r3 = await run(ctx, "grep", pattern="needle", glob="/".join(["**"] * 12) + "/y")
+    assert time.monotonic() - started < 3.0
+    assert hb.max_gap < 0.5
+    assert r1.content.startswith("[nothing matches") and r2.content.startswith("[nothing matches")
+    assert r3.content == "d/" * 20 + "y:1: needle"
+
+
+def _old_glob_regex(pattern: str) -> re.Pattern[str]:
+    """The previous translation (one stdlib regex per pattern): the reference semantics."""
+
+    def component(part: str) -> str:
+        return "".join("[^/]*" if t == "*" else ("[^/]" if t == "." else t) for t in globs._tokens(part))
+
+    def translate(p: str) -> str:
+        parts = [x for x in p.split("/") if x not in ("", ".")]
+        out = []
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            if part == "**":
+                out.append("(?:[^/]+/)*[^/]+" if last else "(?:[^/]+/)*")
+            else:
+                out.append(component(part) + ("" if last else "/"))
+        return "".join(out)
+
+    return re.compile("|".join(f"(?:{translate(a)})" for a in globs.expand_braces(pattern.strip())), re.DOTALL)
+
+
+_GLOB_PIECES = st.sampled_from(["*", "**", "?", "a", "b", ".", "[ab]", "[!a]", "/", "{a,b}", "a*", "*b"])
+
+
+@given(
+    pattern=st.lists(_GLOB_PIECES, min_size=1, max_size=6).map("".join),
+    path=st.lists(st.text("ab.", min_size=1, max_size=4), min_size=1, max_size=4).map("/".join),
+)
+@settings(max_examples=400, deadline=None)
+def test_glob_matcher_agrees_with_the_plain_regex_translation(pattern: str, path: str) -> None:
+    assert globs.compile_glob(pattern).fullmatch(path) == bool(_old_glob_regex(pattern).fullmatch(path))
 
 
 # -- write_file / edit_file --------------------------------------------------------------------
@@ -594,6 +870,72 @@ async def test_read_memory_with_the_real_stores(tmp_path: Path) -> None:
         one_line_error(await run(ctx, "read_memory", level="project", filename=bad))
     r = await run(ctx, "read_memory", level="user", filename="MEMORY.md")
     assert not r.is_error and "no notes" in r.content
+
+
+class BigIndexMemory:
+    """A level whose MEMORY.md has ``n`` lines (what ~5,000 notes give)."""
+
+    def __init__(self, n: int) -> None:
+        self.lines = [f"- [project_knowledge] Note {i} — summary {i} (project_knowledge_note-{i}.md)" for i in range(1, n + 1)]
+
+    def read_memory(self, level: str, filename: str) -> str:
+        return "".join(line + "\n" for line in self.lines)
+
+
+def _next_offset(content: str) -> int | None:
+    m = re.search(r"use offset=(\d+) to read on\]$", content)
+    return int(m.group(1)) if m else None
+
+
+async def test_read_memory_5000_line_index_is_read_to_the_end_by_following_next_offsets(ws: Path) -> None:
+    mem = BigIndexMemory(5000)
+    ctx = ToolContext(workspace=ws, memory=mem)
+    got: list[str] = []
+    offset: int | None = None
+    for _ in range(200):
+        inp: dict[str, Any] = {"level": "project", "filename": "MEMORY.md"}
+        if offset is not None:
+            inp["offset"] = offset
+        r = await run(ctx, "read_memory", **inp)
+        assert not r.is_error, r.content
+        assert len(r.content) <= ctx.max_output_chars
+        offset = _next_offset(r.content)
+        body = r.content.rsplit("\n", 1)[0] if offset is not None else r.content
+        got.extend(body.splitlines())
+        if offset is None:
+            break
+        assert offset == len(got) + 1  # the named offset is exactly the first line not shown yet
+    assert got == mem.lines
+
+
+async def test_read_memory_offset_and_limit_mean_what_they_mean_for_read_file(ws: Path) -> None:
+    ctx = ToolContext(workspace=ws, memory=BigIndexMemory(10))
+    r = await run(ctx, "read_memory", level="user", filename="MEMORY.md", offset=3, limit=2)
+    assert r.content.splitlines() == [
+        "- [project_knowledge] Note 3 — summary 3 (project_knowledge_note-3.md)",
+        "- [project_knowledge] Note 4 — summary 4 (project_knowledge_note-4.md)",
+        "[showing lines 3–4 of 10; use offset=5 to read on]",
+    ]
+    r = await run(ctx, "read_memory", level="user", filename="MEMORY.md", offset=9)
+    assert r.content.splitlines()[-1].endswith("(project_knowledge_note-10.md)")  # to the end: no note
+    assert "offset 11 is past the end" in one_line_error(
+        await run(ctx, "read_memory", level="user", filename="MEMORY.md", offset=11)
+    )
+    for bad in ({"offset": "x"}, {"limit": 0}, {"offset": -1}):
+        one_line_error(await run(ctx, "read_memory", level="user", filename="MEMORY.md", **bad))
+
+
+async def test_read_memory_pages_a_long_note_of_the_real_store(tmp_path: Path) -> None:
+    stores = make_env(tmp_path)
+    body = "".join(f"line {i} " + "x" * 90 + "\n" for i in range(1, 1001))
+    write_note(stores, Level.PROJECT, "project_knowledge_long.md", "Long", body)
+    ctx = ToolContext(workspace=Path(stores.paths.workspace), memory=stores, max_output_chars=5000)
+    r = await run(ctx, "read_memory", level="project", filename="project_knowledge_long.md")
+    assert len(r.content) <= 5000 and r.content.startswith("line 1 ")
+    offset = _next_offset(r.content)
+    assert offset is not None
+    r = await run(ctx, "read_memory", level="project", filename="project_knowledge_long.md", offset=990)
+    assert r.content.splitlines()[0].startswith("line 990 ") and r.content.splitlines()[-1].startswith("line 1000 ")
 
 
 # -- gates -------------------------------------------------------------------------------------

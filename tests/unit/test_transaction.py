@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from memory.frontmatter import split_note
+from memory.history import UndoError
 from memory.model import INDEX_FILE, Level, NoteType
 from memory.store import Store
-from memory.transaction import JobAlreadyDone, UndoError
+from memory.transaction import JobAlreadyDone
 from tests.memtools import create, make_env, op, write_note
 
 

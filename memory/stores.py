@@ -1,0 +1,233 @@
+"""Both stores of a workspace (DESIGN.md §3–§5): the reads, and the one door to every write.
+
+Reads: the snapshot a job's model sees, the merged index, a note, ``read_memory``. Writes go
+through memory/transaction.py (apply, recover, rebuild) and memory/history.py (undo), always
+under the stores' lock; a person's card edits go through memory/cards.py, which uses ``apply``
+like everything else. All of it is synchronous and thread-safe: callers on an event loop use
+``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import filelock
+from pydantic import BaseModel
+
+from . import cards, history, transaction
+from .fs import DEFAULT_FS, FS
+from .index import merge_index, parse_index_lines
+from .locks import file_lock
+from .model import INDEX_FILE, BatchResult, HistoryEntry, Level, Note, NoteType, Rejection, utcnow
+from .paths import Paths
+from .store import Store, StoreError
+from .transaction import TransactionError
+
+__all__ = ["MemoryStores", "Snapshot"]
+
+LOCK_TIMEOUT = 60.0
+
+
+class Snapshot(BaseModel):
+    """The index a job's model sees, with each note's hash for compare-and-swap."""
+
+    project_md: str
+    user_md: str
+    hashes: dict[str, str]  # "<level>/<filename>" -> sha256
+
+
+class MemoryStores:
+    """Both stores of a workspace, and every write to them."""
+
+    def __init__(
+        self,
+        workspace: Path | str,
+        home: Path | None = None,
+        *,
+        fs: FS = DEFAULT_FS,
+        clock: Callable[[], _dt.datetime] = utcnow,
+    ) -> None:
+        self.paths = Paths.for_workspace(workspace, home)
+        self.fs = fs
+        self.clock = clock
+        # A workspace at ~ with the default home has its project store AT the user store:
+        # then it has no project level at all (one folder must not be two levels).
+        project_real = os.path.realpath(self.paths.project_store)
+        self.has_project_level: bool = project_real != os.path.realpath(self.paths.user_store)
+        unavailable = (
+            None
+            if self.has_project_level
+            else f"this workspace has no project level: its project store is the user store ({project_real})"
+        )
+        self.project = Store(
+            Level.PROJECT, self.paths.project_store, fs, guard=self.paths.workspace, unavailable=unavailable
+        )
+        self.user = Store(Level.USER, self.paths.user_store, fs)
+
+    def store(self, level: Level | str) -> Store:
+        return self.project if Level(level) is Level.PROJECT else self.user
+
+    @property
+    def stores(self) -> dict[Level, Store]:
+        """The levels this workspace has (the user level only when the two are one folder)."""
+        if not self.has_project_level:
+            return {Level.USER: self.user}
+        return {Level.PROJECT: self.project, Level.USER: self.user}
+
+    # -- locking -------------------------------------------------------------------------------
+
+    @contextmanager
+    def locked(self, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+        self.fs.makedirs(self.paths.locks_dir, 0o700)
+        lock = file_lock(self.paths.store_lock, timeout)
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise TransactionError(f"memory stores are locked by another process ({self.paths.store_lock})") from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _recover_first(self) -> None:
+        """Finish an interrupted transaction before a read that feeds a prompt. The check is a
+        listing; the lock is taken only when a committed record is waiting."""
+        if transaction.needs_recovery(self):
+            self.recover()
+
+    def _index_md(self, level: Level) -> str:
+        if level not in self.stores:
+            return ""
+        return "".join(line + "\n" for line in parse_index_lines(self.store(level).read_index_file()))
+
+    def snapshot(self) -> Snapshot:
+        with self.locked():
+            transaction.recover_locked(self)
+            hashes: dict[str, str] = {}
+            for lv, st in self.stores.items():
+                for name, digest in st.hashes().items():
+                    hashes[transaction.key(lv, name)] = digest
+            return Snapshot(
+                project_md=self._index_md(Level.PROJECT), user_md=self._index_md(Level.USER), hashes=hashes
+            )
+
+    def merged_index(self) -> str:
+        """The merged index of DESIGN.md §4 (recovering first), as the system prompt embeds it."""
+        self._recover_first()
+        return merge_index(self._index_md(Level.PROJECT), self._index_md(Level.USER))
+
+    def read_note(self, level: Level | str, filename: str) -> Note:
+        self._recover_first()
+        return self.store(level).read_note(filename)
+
+    def read_memory(self, level: Level | str, filename: str) -> str:
+        """What the ``read_memory`` tool returns: a body, or the level's whole index for MEMORY.md."""
+        self._recover_first()
+        st = self.store(level)
+        if filename == INDEX_FILE:
+            problem = st.folder_problem()
+            if problem is not None:
+                raise StoreError(problem)
+            return self._index_md(st.level)
+        return st.read_note(filename).body
+
+    def notes(self, level: Level | str) -> list[Note]:
+        """Every note of a level (sorted by filename); [] for a level the workspace lacks."""
+        self._recover_first()
+        return self.store(level).notes() if Level(level) in self.stores else []
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def recover(self) -> list[str]:
+        """Finish committed transactions and drop uncommitted staging. Idempotent."""
+        with self.locked():
+            return transaction.recover_locked(self)
+
+    def apply(
+        self,
+        ops: Sequence[Any],
+        *,
+        source: str,
+        expected: Mapping[str, str] | None = None,
+        jobs: Sequence[Path] = (),
+        rejected: Sequence[Rejection] = (),
+        label: str = "",
+        all_or_nothing: bool = False,
+    ) -> BatchResult:
+        """Apply a batch to both stores in one transaction; every op is validated here again.
+
+        ``ops`` are ``(index, Operation)`` pairs (or objects with ``.index``/``.op``).
+        ``expected`` maps ``"<level>/<filename>"`` to the hash the proposer saw: an update or
+        delete of a note whose hash differs (or that it never saw) is a recorded conflict.
+        ``jobs`` are spool files this commit completes and removes. ``all_or_nothing``: any
+        rejection or conflict and nothing is written.
+        """
+        with self.locked():
+            transaction.recover_locked(self)
+            return transaction.apply_locked(
+                self,
+                ops,
+                source=source,
+                expected=expected,
+                jobs=jobs,
+                rejected=rejected,
+                label=label,
+                all_or_nothing=all_or_nothing,
+            )
+
+    def rebuild_indexes(self) -> list[Level]:
+        """Rewrite each ``MEMORY.md`` (and the project ``.gitignore``) that differs from its notes."""
+        with self.locked():
+            transaction.recover_locked(self)
+            return transaction.rebuild_indexes_locked(self)
+
+    def repair_trash(self) -> list[str]:
+        """Replace a ``.trash`` symlink with a real folder (doctor --fix)."""
+        with self.locked():
+            return transaction.repair_trash_locked(self)
+
+    # -- history and undo ---------------------------------------------------------------------
+
+    def history(self) -> list[HistoryEntry]:
+        """This workspace's batches, oldest first (unreadable entries are skipped)."""
+        return history.read_history(self)
+
+    def undo(self) -> BatchResult:
+        """Revert the last applied batch of this workspace, refusing if a note changed since."""
+        with self.locked():
+            transaction.recover_locked(self)
+            return history.undo_locked(self)
+
+    # -- a person's card edits (memory/cards.py) -------------------------------------------------
+
+    def create_card(
+        self, level: Level | str, type: NoteType | str, title: str, summary: str, body: str
+    ) -> cards.CardResult:
+        return cards.create_card(self, level, type, title, summary, body)
+
+    def edit_card(
+        self,
+        level: Level | str,
+        filename: str,
+        title: str,
+        summary: str,
+        type: NoteType | str,
+        body: str,
+        expected_sha: str,
+    ) -> cards.CardResult:
+        return cards.edit_card(self, level, filename, title, summary, type, body, expected_sha)
+
+    def delete_card(self, level: Level | str, filename: str, expected_sha: str) -> cards.CardResult:
+        return cards.delete_card(self, level, filename, expected_sha)
+
+    def move_card(
+        self, level: Level | str, filename: str, to_level: Level | str, expected_sha: str
+    ) -> cards.CardResult:
+        return cards.move_card(self, level, filename, to_level, expected_sha)
