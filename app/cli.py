@@ -58,8 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print mode: seconds to wait for this turn's memory job (default 15)")
     parser.add_argument("--max-iterations", type=_positive_int, metavar="N",
                         help="print mode: bound on model requests in one turn (default 50)")
+    parser.add_argument("--status", action="store_true",
+                        help="print the workspace, models, credentials and memory state instead of opening the app")
     parser.add_argument("--allow-tools", metavar="a,b", default="",
                         help="print mode: writing/executing tools allowed (write_file, edit_file, bash)")
+    parser.add_argument("--trust-project-memory", action="store_true",
+                        help="print mode: trust this workspace's project memory store (recorded; DESIGN §11)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     mem = sub.add_parser("memory", help="inspect and edit long-term memory")
     _common(mem, suppress=True)
@@ -86,7 +90,7 @@ def _settings_flags(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _status(settings: object, workspace: Path) -> str:
-    """What `pseudoclaude` shows until the full-screen app lands: where things are, what to do."""
+    """What `pseudoclaude --status` (or without a terminal) shows: where things are, what to do."""
     from memory.spool import Spool
     from memory.stores import MemoryStores
 
@@ -108,7 +112,7 @@ def _status(settings: object, workspace: Path) -> str:
         f"credentials: {creds}",
         memory,
         "",
-        "The full-screen app is not part of this build yet. Meanwhile:",
+        "Run `pseudoclaude` in a terminal for the full-screen app, or:",
         '  pseudoclaude -p "explain this repository"     one turn, streamed to stdout',
         "  pseudoclaude memory list                      browse the notes (see `pseudoclaude memory --help`)",
     ])
@@ -150,15 +154,20 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     if args.resume is not None and not args.resume.strip():
         parser.error("--resume needs a session id (use --continue for this workspace's latest session)")
     if args.prompt is None:
-        print(_status(settings, workspace))
-        return EXIT_OK
+        if args.status or not (sys.stdout.isatty() and sys.stdin.isatty()):
+            # No terminal to draw on (a pipe, a script): the status text instead of the app.
+            print(_status(settings, workspace))
+            return EXIT_OK
+        from .tui import run_app
+
+        return run_app(settings, workspace, resume=args.resume, continue_latest=args.continue_latest)
     prompt = _prompt_text(args.prompt)
     if not prompt.strip():
         parser.error("the prompt is empty")
     from .print_mode import main_print
 
     return main_print(prompt, settings, workspace, allow_tools=allow, resume=args.resume,
-                      continue_latest=args.continue_latest)
+                      continue_latest=args.continue_latest, trust_project=args.trust_project_memory)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from memory.spool import DAMAGED_DIR, Spool, SpoolError
 from memory.store import StoreError
 from memory.stores import MemoryStores
 from memory.transaction import TransactionError
+from memory.trust import untrusted_cards
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 
@@ -185,20 +186,29 @@ def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
     text = index_as_prompted(stores.merged_index())
     if text:
         print(text)
+    left_out = untrusted_cards(stores)
+    if left_out:
+        # Said on stderr: stdout stays exactly what a new session gets.
+        _err(f"left out {len(left_out)} note(s) of the project store {stores.project.dir}: it came with this "
+             "workspace and is not trusted yet (`pseudoclaude -p --trust-project-memory ...` or the app trusts it)")
     return EXIT_OK
 
 
 def _list(stores: MemoryStores, args: argparse.Namespace) -> int:
     if not stores.has_project_level:
         print(f"project store: none ({stores.project.unavailable})")
+    trusted = stores.project_trusted
     for level, st in stores.stores.items():
         problem = st.folder_problem()
         notes = [] if problem else st.notes()
-        print(f"{level} store: {st.dir} ({len(notes)} note{'s' if len(notes) != 1 else ''})")
+        untrusted = level is Level.PROJECT and not trusted
+        mark = " — untrusted: not used until you trust it" if untrusted else ""
+        print(f"{level} store: {st.dir} ({len(notes)} note{'s' if len(notes) != 1 else ''}){mark}")
         if problem:
             print(f"  ! {problem}")
         for n in notes:
             flag = f"  ! {n.broken}" if n.broken else ""
+            flag += "  [untrusted]" if untrusted else ""
             summary = f" — {n.meta.summary}" if n.meta.summary else ""
             print(f"  {n.filename}  [{n.meta.type}] {n.meta.title}{summary}  (updated {n.meta.updated or '?'}, "
                   f"source {n.meta.source}){flag}")
@@ -208,7 +218,7 @@ def _list(stores: MemoryStores, args: argparse.Namespace) -> int:
 def _show(stores: MemoryStores, args: argparse.Namespace) -> int:
     st = stores.store(args.level)
     if args.file == INDEX_FILE:
-        sys.stdout.write(stores.read_memory(args.level, INDEX_FILE))
+        sys.stdout.write(stores.read_memory(args.level, INDEX_FILE, include_untrusted=True))
         return EXIT_OK
     reason = st.target_problem(args.file)
     if reason is not None:

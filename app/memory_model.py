@@ -10,11 +10,16 @@ remembered for the process, and the text parser reads the answer either way.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from memory.completion import CompletionError, CompletionRequest
 
-from .provider import NO_CREDENTIALS, describe_error, has_credentials
+from .provider import NO_CREDENTIALS, Usage, describe_error, has_credentials
+from .provider import _usage as usage_of
+
+log = logging.getLogger(__name__)
 
 # (base URL, model) pairs whose endpoint refused structured output in this process.
 _NO_STRUCTURED: set[tuple[str, str]] = set()
@@ -26,9 +31,13 @@ def _mentions_output_config(err: Exception) -> bool:
 
 
 class AnthropicCompletion:
-    def __init__(self, model: str, client: Any | None = None) -> None:
+    def __init__(
+        self, model: str, client: Any | None = None, *, on_usage: Callable[[str, Usage], None] | None = None
+    ) -> None:
         self.model = model
         self._client = client
+        # Told (model, usage) after each answered request: the app counts memory calls in the cost.
+        self.on_usage = on_usage
 
     @property
     def client(self) -> Any:
@@ -73,4 +82,11 @@ class AnthropicCompletion:
     async def _send(self, params: dict[str, Any]) -> Any:
         """One streamed request, read to its final message (errors surface as SDK exceptions)."""
         async with self.client.messages.stream(**params) as stream:
-            return await stream.get_final_message()
+            message = await stream.get_final_message()
+        if self.on_usage is not None and getattr(message, "usage", None) is not None:
+            try:
+                self.on_usage(self.model, usage_of(message.usage))
+            except Exception:
+                # A cost display must never fail a memory job that has its answer.
+                log.exception("memory model: the on_usage callback failed")
+        return message

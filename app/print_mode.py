@@ -19,6 +19,7 @@ from typing import TextIO
 
 from memory.events import JobApplied, JobFailed, JobHeld, JobStarted, JobTakenOver, MemoryEvent
 from memory.sanitize import redact, strip_terminal
+from memory.trust import untrusted_cards
 
 from .provider import NO_CREDENTIALS, has_credentials
 from .runner import MemorySubmitted, Retrying, RunEvent, RunStop, TextDelta, ToolCallFinished, ToolCallStarted
@@ -223,6 +224,7 @@ async def run_print(
     allow_tools: frozenset[str],
     resume: str | None = None,
     continue_latest: bool = False,
+    trust_project: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -237,6 +239,9 @@ async def run_print(
     runtime = Runtime(settings, workspace, gate=AllowListGate(allow_tools))
     unsubscribe = runtime.manager.subscribe(ui.memory)
     try:
+        if trust_project:
+            # Recorded before the session opens, so its system prompt has the project index.
+            await runtime.trust_project()
         try:
             note = await runtime.open_session(resume=resume, continue_latest=continue_latest)
         except ValueError as e:
@@ -247,6 +252,11 @@ async def run_print(
         if not runtime.stores.has_project_level:
             ui.diag("[memory: this workspace has no project level (its project store would be the user store); "
                     "notes go to the user level]")
+        left_out = await asyncio.to_thread(untrusted_cards, runtime.stores)
+        if left_out:
+            ui.diag(f"[memory: the project store {runtime.stores.project.dir} came with this workspace and is not "
+                    f"trusted: its {len(left_out)} note(s) are left out of the prompt and of memory extraction; "
+                    "--trust-project-memory trusts it once for this workspace]")
         stop = await runtime.runner.run(prompt, ui)
         if stop.status == "completed" and stop.job_id:
             outcome = await runtime.manager.wait_for(stop.job_id, settings.memory_wait)

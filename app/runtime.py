@@ -190,6 +190,20 @@ class Runtime:
             max_tokens=self.settings.max_tokens,
         )
 
+    # -- trust (DESIGN.md §11) ----------------------------------------------------------------
+
+    async def trust_project(self) -> None:
+        """Record the person's trust in the project store. Before the session's first turn the
+        system prompt is rebuilt, so the first Run sees the project index; after it, the next
+        Run gets the project notes as a ``<memory-update>`` (the cached prefix stays valid)."""
+        await asyncio.to_thread(self.stores.trust_project)
+        runner, session = self.runner, self.session
+        if runner is None or runner.running or (session is not None and session.messages):
+            return
+        index = await asyncio.to_thread(self.stores.merged_index)
+        runner.system = await asyncio.to_thread(build_system, self.workspace, index)
+        runner.reset_index(index)
+
     # -- memory mode --------------------------------------------------------------------------
 
     async def set_memory_mode(self, mode: str) -> None:

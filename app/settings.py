@@ -16,6 +16,7 @@ and credentials are never settings: they stay in the SDK's own ``ANTHROPIC_*`` v
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -30,9 +31,12 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+from pydantic_settings import SettingsError as PydanticSettingsError
 
 from memory.paths import Paths, pseudoclaude_home
 from memory.sanitize import quote
+
+from .pricing import ModelPrice
 
 MemoryMode = Literal["auto", "review", "off"]
 ENV_PREFIX = "PSEUDOCLAUDE_"
@@ -89,6 +93,8 @@ class Settings(BaseSettings):
     memory_wait: float = Field(default=15.0, ge=0, allow_inf_nan=False)
     max_tokens: int = Field(default=16000, gt=0)  # per main-model response
     bash_timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+    # Per-model prices (USD per MTok) over app/pricing.PRICES: `[prices."model"] input = 3.0 ...`
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
     _warnings: list[str] = PrivateAttr(default_factory=list)
 
@@ -177,6 +183,10 @@ def load_settings(flags: Mapping[str, object] | None = None, *, home: Path | Non
         return Settings(**given)
     except ValidationError as e:
         raise SettingsError(_describe(e, given, ctx.config_file)) from None
+    except PydanticSettingsError as e:
+        # A table setting (prices) in the environment must be JSON; say which one, in one line.
+        name = m.group(1) if (m := re.search(r'field "(\w+)"', str(e))) else "?"
+        raise SettingsError(f"invalid {_source_of(name, given, ctx.config_file)}: expected JSON") from None
     finally:
         _LOAD.reset(token)
 

@@ -22,13 +22,14 @@ from typing import Any, TypeVar
 
 from .completion import Completion, CompletionError, CompletionRequest
 from .events import HeldOpView, IndexChanged, JobApplied, JobFailed, JobHeld, JobRetrying, MemoryEvent
-from .model import MAX_CONTENT_BYTES, Action, BatchResult, Operation, Rejection, dump_op, rfc3339
+from .model import MAX_CONTENT_BYTES, Action, BatchResult, Level, Operation, Rejection, dump_op, rfc3339
 from .parser import find_json, parse_and_validate, validate_operations
 from .prompt import MergeItem, build_extraction_request, build_merge_request, parse_merge_answer
 from .sanitize import quote
 from .spool import ErrorKind, HeldOp, Job, JobNotFound, MergePart, RetryInfo, Spool, SpoolError
 from .stores import MemoryStores
 from .transaction import JobAlreadyDone, TransactionError
+from .trust import UNTRUSTED_REASON
 
 log = logging.getLogger(__name__)
 
@@ -289,8 +290,15 @@ class Pipeline:
         asked = {k for p in parts for k in p.keys}
         if "*" not in asked:  # "*": a first-version job whose one answer covered every update
             items: list[MergeItem] = []
+            # An untrusted project note's body must not reach a merge request (DESIGN §11).
+            project_open = not any(op.level is Level.PROJECT for _, op in updates) or await self._in_thread(
+                lambda: self.stores.project_trusted
+            )
             for i, op in updates:
                 if keys[i] in asked:
+                    continue
+                if op.level is Level.PROJECT and not project_open:
+                    refused[i] = UNTRUSTED_REASON
                     continue
                 try:
                     note = await self._in_thread(self.stores.read_note, op.level, op.filename)

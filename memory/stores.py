@@ -19,7 +19,7 @@ from typing import Any
 import filelock
 from pydantic import BaseModel
 
-from . import cards, history, transaction
+from . import cards, history, transaction, trust
 from .fs import DEFAULT_FS, FS
 from .index import merge_index, parse_index_lines
 from .locks import file_lock
@@ -102,35 +102,69 @@ class MemoryStores:
         if transaction.needs_recovery(self):
             self.recover()
 
-    def _index_md(self, level: Level) -> str:
-        if level not in self.stores:
+    # -- trust (memory/trust.py, DESIGN.md §11) -------------------------------------------------
+
+    @property
+    def project_trusted(self) -> bool:
+        """Whether the project store may enter prompts and extraction. Read from disk each time:
+        a ``git pull`` can bring a store in, and another window can record trust."""
+        return trust.project_trusted(self)
+
+    def trust_project(self) -> None:
+        """Record the person's trust in this workspace's project store (once per workspace)."""
+        if self.has_project_level:
+            trust.record_trust(self.paths, self.fs, how="trusted by the person")
+
+    def _levels_for_model(self, include_untrusted: bool = False) -> dict[Level, Store]:
+        levels = self.stores
+        if not include_untrusted and Level.PROJECT in levels and not self.project_trusted:
+            levels = {Level.USER: self.user}
+        return levels
+
+    def _index_md(self, level: Level, levels: Mapping[Level, Store] | None = None) -> str:
+        if level not in (self.stores if levels is None else levels):
             return ""
         return "".join(line + "\n" for line in parse_index_lines(self.store(level).read_index_file()))
 
     def snapshot(self) -> Snapshot:
+        """What an extraction request sees; an untrusted project store is left out whole."""
         with self.locked():
             transaction.recover_locked(self)
+            levels = self._levels_for_model()
             hashes: dict[str, str] = {}
-            for lv, st in self.stores.items():
+            for lv, st in levels.items():
                 for name, digest in st.hashes().items():
                     hashes[transaction.key(lv, name)] = digest
             return Snapshot(
-                project_md=self._index_md(Level.PROJECT), user_md=self._index_md(Level.USER), hashes=hashes
+                project_md=self._index_md(Level.PROJECT, levels),
+                user_md=self._index_md(Level.USER, levels),
+                hashes=hashes,
             )
 
-    def merged_index(self) -> str:
-        """The merged index of DESIGN.md §4 (recovering first), as the system prompt embeds it."""
+    def merged_index(self, *, include_untrusted: bool = False) -> str:
+        """The merged index of DESIGN.md §4 (recovering first), as the system prompt embeds it.
+
+        An untrusted project store is left out unless ``include_untrusted`` (a person's view:
+        the panel, ``memory list``), never for a prompt.
+        """
         self._recover_first()
-        return merge_index(self._index_md(Level.PROJECT), self._index_md(Level.USER))
+        levels = self._levels_for_model(include_untrusted)
+        return merge_index(self._index_md(Level.PROJECT, levels), self._index_md(Level.USER, levels))
 
     def read_note(self, level: Level | str, filename: str) -> Note:
         self._recover_first()
         return self.store(level).read_note(filename)
 
-    def read_memory(self, level: Level | str, filename: str) -> str:
-        """What the ``read_memory`` tool returns: a body, or the level's whole index for MEMORY.md."""
+    def read_memory(self, level: Level | str, filename: str, *, include_untrusted: bool = False) -> str:
+        """What the ``read_memory`` tool returns: a body, or the level's whole index for MEMORY.md.
+
+        An untrusted project store is refused (the tool's result enters the conversation)
+        unless ``include_untrusted`` (a person's ``memory show``).
+        """
         self._recover_first()
         st = self.store(level)
+        if st.level is Level.PROJECT and not include_untrusted and not self.project_trusted:
+            raise StoreError(trust.UNTRUSTED_REASON)
         if filename == INDEX_FILE:
             problem = st.folder_problem()
             if problem is not None:

@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from . import trust
 from .frontmatter import dump_note
 from .fs import STAGE_PREFIX, TEMP_PREFIX
 from .model import (
     INDEX_FILE,
+    MANUAL_SOURCE,
     Action,
     AppliedOp,
     BatchResult,
@@ -186,12 +188,17 @@ def apply_locked(
     result = BatchResult(rejected=list(rejected))
     plan = Plan(stores.stores)
     now = rfc3339(stores.clock())
+    # DESIGN §11: the model never writes into a project store the person has not trusted (it did
+    # not see it either); a person's own edit (card, `memory apply`) may.
+    closed = source != MANUAL_SOURCE and not stores.project_trusted
     for index, raw in pairs:
         op, rejection = _validated(index, raw)
         if rejection is not None:
             result.rejected.append(rejection)
         elif op is not None:
-            _plan_op(stores, plan, index, op, source=source, expected=expected, now=now, result=result)
+            _plan_op(
+                stores, plan, index, op, source=source, expected=expected, now=now, result=result, project_closed=closed
+            )
     if all_or_nothing and (result.rejected or result.conflicts):
         # A card move is a create and a delete: either both happen or neither.
         result.applied = []
@@ -238,6 +245,7 @@ def _plan_op(
     expected: Mapping[str, str] | None,
     now: str,
     result: BatchResult,
+    project_closed: bool = False,
 ) -> None:
     def reject(reason: str) -> None:
         result.rejected.append(Rejection(index=index, reason=f"op {index}: {reason}", op=_dump_op(op)))
@@ -247,6 +255,8 @@ def _plan_op(
     if op.level is None:
         return reject("no level")
     level = op.level
+    if level is Level.PROJECT and project_closed:
+        return reject(trust.UNTRUSTED_REASON)
     store = stores.store(level)
     problem = store.folder_problem()
     if problem is not None:
@@ -343,7 +353,12 @@ def commit(
                 continue
             store = stores.store(level)
             folder = store.dir
+            # A project store with nothing in it yet is ours from here on: trusted from the start
+            # (DESIGN §11), recorded before the commit point (an aborted batch leaves only that).
+            claim = level is Level.PROJECT and not trust.has_content(store) and not trust.is_recorded(stores.paths, fs)
             fs.makedirs(folder)
+            if claim:
+                trust.record_trust(stores.paths, fs, how="created by pseudoclaude")
             if level is Level.PROJECT and not fs.exists(folder / ".gitignore"):
                 stage(folder, folder / ".gitignore", GITIGNORE)
             for name, data in sorted(writes.items()):

@@ -9,7 +9,9 @@ from pathlib import Path
 from memory.frontmatter import dump_note
 from memory.fs import FS
 from memory.model import Action, Level, NoteMeta, NoteType, Operation
+from memory.paths import Paths
 from memory.stores import MemoryStores
+from memory.trust import record_trust
 
 FIXED = dt.datetime(2026, 11, 30, 4, 32, 46, tzinfo=dt.UTC)
 
@@ -18,13 +20,27 @@ def fixed_clock() -> dt.datetime:
     return FIXED
 
 
-def make_env(root: Path, fs: FS | None = None) -> MemoryStores:
-    """A workspace (a git repo folder) and a PSEUDOCLAUDE_HOME under ``root``."""
+def make_env(root: Path, fs: FS | None = None, *, trusted: bool = True) -> MemoryStores:
+    """A workspace (a git repo folder) and a PSEUDOCLAUDE_HOME under ``root``.
+
+    ``trusted``: the workspace's project store is trusted (DESIGN §11), as if this user's
+    PseudoClaude had made it: most tests hand-write project notes to test something else.
+    """
     ws = root / "ws"
     (ws / ".git").mkdir(parents=True, exist_ok=True)
     home = root / "home"
     home.mkdir(exist_ok=True)
-    return MemoryStores(os.path.realpath(ws), home, fs=fs or FS(), clock=fixed_clock)
+    stores = MemoryStores(os.path.realpath(ws), home, fs=fs or FS(), clock=fixed_clock)
+    if trusted:
+        trust_workspace(ws, home)
+    return stores
+
+
+def trust_workspace(workspace: Path | str, home: Path | None = None) -> None:
+    """Record trust in ``workspace``'s project store (under ``home``, default $PSEUDOCLAUDE_HOME),
+    for tests whose hand-written project notes stand for the user's own (DESIGN §11). A plain FS:
+    a test's fault-injecting one must not see this setup write."""
+    record_trust(Paths.for_workspace(os.path.realpath(workspace), home), FS(), how="test fixture")
 
 
 def write_note(stores: MemoryStores, level: Level, filename: str, title: str, body: str,

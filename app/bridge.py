@@ -1,0 +1,272 @@
+"""The one place the App talks to the runtime (Runtime, Manager, StoresWatcher).
+
+Why one place: the App stays a view over messages, and a Pilot test drives the whole app against
+the local fake Messages API through the real SDK with nothing else to stub. Everything the bridge
+hears — runner events, memory events, store changes, memory-model usage — it posts to the App as
+messages (app/messages.py); it never touches a widget. Blocking work (importing the SDK, file I/O)
+runs in threads; the rest are coroutines for the App's async workers.
+
+Start-up order (DESIGN.md §12, issue 7 "Start"): ``build()`` (a thread) constructs the Runtime —
+which computes paths only and does not import ``anthropic`` — so the memory panel can show at once;
+``warm_sdk()`` (a thread) then pays the SDK's ~3 s import; ``open()`` starts the memory worker and
+the session. Without credentials no session is opened and no memory worker runs (nothing could
+ask a model): memory browsing and edits still work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
+
+from .messages import MemoryEventMessage, MemoryUsage, StoresChangedMessage, TurnEvent
+
+if TYPE_CHECKING:
+    from .modal_gate import Ask, ModalGate
+    from .runner import RunStop
+    from .runtime import Runtime
+    from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+IN_FLIGHT = frozenset({"queued", "extracting", "applying", "retrying"})
+
+CONFIGURE_HELP = (
+    "No model is configured, so chatting is off; memory browsing and editing work offline.\n"
+    "To chat, set credentials in the environment and restart:\n"
+    "  export ANTHROPIC_API_KEY=sk-ant-…        (or ANTHROPIC_AUTH_TOKEN=…)\n"
+    "  export ANTHROPIC_BASE_URL=http://…       (optional: another Anthropic-compatible endpoint)\n"
+    "Models and memory mode can go in $PSEUDOCLAUDE_HOME/config.toml (default ~/.PseudoClaude/config.toml):\n"
+    '  model = "claude-sonnet-5-5"\n'
+    '  memory_model = "claude-haiku-5-5"\n'
+    '  memory_mode = "auto"'
+)
+
+
+def _title_from(text: str, words: int = 8, limit: int = 60) -> str:
+    title = " ".join(text.split()[:words])
+    return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
+
+
+class Bridge:
+    def __init__(
+        self,
+        settings: Settings,
+        workspace: Path,
+        post: Callable[[Message], Any],
+        ask: Ask,
+        *,
+        home: Path | None = None,
+        provider: Any | None = None,
+        completion: Any | None = None,
+        fs: Any | None = None,
+        watch_debounce_ms: int = 300,
+    ) -> None:
+        self.settings = settings
+        self.workspace = workspace
+        self.post = post
+        self.home = home
+        self._ask = ask
+        self.gate: ModalGate = None  # type: ignore[assignment]  # built with the runtime (it imports the tools)
+        self._provider = provider
+        self._completion = completion
+        self._fs = fs  # memory.fs.FS: tests slow or fault it (one hookable layer for all store I/O)
+        self._watch_debounce_ms = watch_debounce_ms
+        self.runtime: Runtime | None = None
+        self.credentials = False
+        self.opened = False
+        self._unsubscribe: Callable[[], None] | None = None
+        self._watcher: Any | None = None
+
+    # -- start-up --------------------------------------------------------------------------------
+
+    def build(self) -> None:
+        """Construct the Runtime (blocking imports; no file is read or written). Call in a thread."""
+        # Everything the App imports later is imported here, in this thread: a first import on
+        # the event loop would stall the screen.
+        from . import filecomplete, panel_state, pricing, prompt_history, session  # noqa: F401
+        from .modal_gate import ModalGate
+        from .provider import has_credentials
+        from .runtime import Runtime
+
+        self.gate = ModalGate(self.workspace, self._ask)
+        self.credentials = self._provider is not None or has_credentials()
+        completion = self._completion
+        if completion is None and self.credentials:
+            completion = self._memory_completion()
+        self.runtime = Runtime(
+            self.settings,
+            self.workspace,
+            gate=self.gate,
+            provider=self._provider,
+            completion=completion,
+            home=self.home,
+            fs=self._fs,
+        )
+        self._unsubscribe = self.runtime.manager.subscribe(self._on_memory_event)
+
+    def warm_sdk(self) -> None:
+        """Import the SDK (about 3 s) — in a thread, after the first frame."""
+        if self.credentials:
+            import anthropic  # noqa: F401
+
+    def _memory_completion(self) -> Any:
+        from .memory_model import AnthropicCompletion
+
+        # Memory-model calls count in the session's cost.
+        return AnthropicCompletion(self.settings.memory_model, on_usage=self._on_memory_usage)
+
+    async def open(self, *, resume: str | None = None, continue_latest: bool = False) -> str | None:
+        """Start memory and the session. Raises ValueError (one line) for a bad ``--resume``."""
+        rt = self.require()
+        if not self.credentials:
+            # Nothing can ask a model: finish interrupted writes, run no worker, open no session.
+            await asyncio.to_thread(rt.stores.recover)
+            self.opened = True
+            return None
+        note = await rt.open_session(resume=resume, continue_latest=continue_latest)
+        self.opened = True
+        return note
+
+    def require(self) -> Runtime:
+        if self.runtime is None:
+            raise RuntimeError("the runtime is not ready yet")
+        return self.runtime
+
+    @property
+    def stores(self) -> Any:
+        return self.require().stores
+
+    # -- what the bridge hears ---------------------------------------------------------------------
+
+    def _on_memory_event(self, event: Any) -> None:
+        self.post(MemoryEventMessage(event))
+
+    def _on_memory_usage(self, model: str, usage: Any) -> None:
+        self.post(MemoryUsage(model, usage))
+
+    async def watch_stores(self) -> None:
+        """Post a StoresChangedMessage per external change of a store folder, until close()."""
+        from memory.watch import StoresWatcher
+
+        self._watcher = StoresWatcher(self.stores, debounce_ms=self._watch_debounce_ms)
+        async for ev in self._watcher.events():
+            self.post(StoresChangedMessage(tuple(str(getattr(lv, "value", lv)) for lv in ev.levels)))
+
+    @property
+    def watcher_ready(self) -> bool:
+        return self._watcher is not None and self._watcher.ready.is_set()
+
+    # -- turns -------------------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        rt = self.runtime
+        return rt.session.id if rt is not None and rt.session is not None else None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        rt = self.runtime
+        return list(rt.session.messages) if rt is not None and rt.session is not None else []
+
+    async def run_turn(self, text: str) -> RunStop:
+        """One Run; every event is posted as a TurnEvent. A cancel raises CancelledError after
+        the runner closed the turn (the conversation stays valid)."""
+        rt = self.require()
+
+        def emit(ev: Any) -> None:
+            self.post(TurnEvent(ev))
+
+        return await rt.runner.run(text, emit)
+
+    def note_files(self) -> frozenset[tuple[str, str]]:
+        """(level, filename) of every card in the merged index now: what a Run starts with
+        (cards not among them are marked new in the panel). Blocking: call in a thread."""
+        from .panel_state import index_files
+
+        return index_files(self.stores.merged_index())
+
+    # -- memory ------------------------------------------------------------------------------------
+
+    async def jobs(self) -> list[Any]:
+        return await self.require().manager.jobs()
+
+    async def panel_state(self, run_start_files: frozenset[tuple[str, str]] | None) -> tuple[Any, int]:
+        """(PanelState, number of this workspace's spooled jobs), read off the loop."""
+        from .panel_state import build_panel_state
+
+        jobs = await self.jobs()
+        state = await asyncio.to_thread(build_panel_state, self.stores, jobs, run_start_files)
+        return state, len(jobs)  # pending: in flight, failed or held (what `memory pending` lists)
+
+    async def in_flight(self) -> int:
+        try:
+            return sum(1 for j in await self.jobs() if j.state in IN_FLIGHT)
+        except Exception:
+            return 0
+
+    def project_trusted(self) -> bool:
+        """Whether the project store is trusted (reads the disk: call in a thread)."""
+        return bool(getattr(self.stores, "project_trusted", True))
+
+    async def untrusted_cards(self) -> list[Any]:
+        """The project cards waiting for trust (empty when trusted or there are none)."""
+        from memory.trust import untrusted_cards
+
+        return await asyncio.to_thread(untrusted_cards, self.stores)
+
+    async def trust_project(self) -> None:
+        rt = self.require()
+        await rt.trust_project()
+
+    async def remember(self, text: str) -> Any:
+        """/remember: a project_knowledge card (user level when the workspace has none)."""
+        stores = self.stores
+        level = "project" if stores.has_project_level else "user"
+        title = _title_from(text)
+        return await asyncio.to_thread(stores.create_card, level, "project_knowledge", title, "", text)
+
+    async def undo(self) -> Any:
+        return await asyncio.to_thread(self.stores.undo)
+
+    async def set_memory_mode(self, mode: str) -> None:
+        await self.require().set_memory_mode(mode)
+
+    def set_model(self, name: str) -> None:
+        rt = self.require()
+        self.settings.model = name
+        if rt.runner is not None:
+            rt.runner.model = name
+
+    # -- sessions ----------------------------------------------------------------------------------
+
+    async def new_session(self) -> str | None:
+        note = await self.require().new_session()
+        self.gate.reset()
+        return note
+
+    async def resume(self, session_id: str) -> str | None:
+        note = await self.require().open_session(resume=session_id)
+        self.gate.reset()
+        return note
+
+    async def sessions(self) -> list[Any]:
+        rt = self.require()
+        return await asyncio.to_thread(rt.sessions.list, self.workspace)
+
+    # -- quit --------------------------------------------------------------------------------------
+
+    async def close(self, timeout: float = 0.0) -> None:
+        """Drain memory for up to ``timeout`` seconds, close the session; leftovers stay spooled."""
+        if self._watcher is not None:
+            self._watcher.stop()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        rt = self.runtime
+        if rt is not None:
+            await rt.close(timeout)

@@ -1,0 +1,334 @@
+"""Slash commands: the table (names, usage, help), parsing, the completion list, and the handlers.
+
+``parse``/``completions``/``help_text`` are plain functions (tested without a terminal). The
+handlers are ``SlashCommands.cmd_<name>`` coroutines, mixed into the App: ``run_command``
+dispatches a parsed command to them. Like the rest of the App they reach the runtime only through
+the bridge, and slow work runs in workers that report back with messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import ModalScreen
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from memory.sanitize import strip_terminal
+
+from .messages import ChatNote, SessionSwitched
+
+if TYPE_CHECKING:
+    from textual.worker import Worker
+
+    from widgets.chat import ChatPane
+
+    from .bridge import Bridge
+    from .settings import Settings
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    help: str
+
+    @property
+    def handler(self) -> str:
+        return f"cmd_{self.name}"
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("help", "/help", "list the commands and keys"),
+    Command("clear", "/clear", "start a new session (memory is kept)"),
+    Command("memory", "/memory", "list the memory cards"),
+    Command("pending", "/pending", "list the pending memory jobs"),
+    Command("remember", "/remember TEXT", "save TEXT as a project memory card"),
+    Command("undo", "/undo", "revert the last memory batch"),
+    Command("model", "/model NAME", "switch the main model"),
+    Command("mode", "/mode auto|review|off", "switch the memory mode"),
+    Command("resume", "/resume", "pick a session of this workspace to resume"),
+    Command("cost", "/cost", "show this session's tokens and cost"),
+    Command("compact", "/compact", "compact the conversation (automatic near the context limit)"),
+    Command("quit", "/quit", "quit (pending memory is saved first)"),
+)
+BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
+
+KEYS_HELP = (
+    "keys: Enter send · Shift+Enter/Ctrl+J newline · Up/Down history · Esc cancel the turn · "
+    "F2 memory panel · Ctrl+Q quit (twice: at once) · @path attaches a file"
+)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A slash command as typed. ``command`` is None for an unknown name."""
+
+    name: str
+    arg: str
+    command: Command | None
+
+
+def parse(text: str) -> Parsed | None:
+    """``/name args`` → Parsed; None when the text is not a command (a message to send).
+
+    ``//text`` and a lone ``/`` are messages, so a path such as ``/etc/hosts …`` typed as the start
+    of a sentence is still a command only when its first word names one or looks like one."""
+    stripped = text.strip()
+    if not stripped.startswith("/") or stripped.startswith("//") or stripped == "/":
+        return None
+    head, _, rest = stripped[1:].partition(" ")
+    if "/" in head:  # "/usr/bin is where…": a path, not a command
+        return None
+    name = head.split("\n", 1)[0].lower()
+    rest = (stripped[1 + len(head):]).strip() if "\n" in head else rest.strip()
+    return Parsed(name=name, arg=rest, command=BY_NAME.get(name))
+
+
+def completions(prefix: str) -> list[Command]:
+    """Commands whose name starts with ``prefix`` (without the slash), in table order."""
+    p = prefix.lstrip("/").lower()
+    return [c for c in COMMANDS if c.name.startswith(p)]
+
+
+def help_text() -> str:
+    width = max(len(c.usage) for c in COMMANDS)
+    lines = [f"{c.usage.ljust(width)}  {c.help}" for c in COMMANDS]
+    return "\n".join([*lines, "", KEYS_HELP])
+
+
+def one_line(value: object, width: int = 120) -> str:
+    """``value`` as one line of at most ``width`` characters, safe for the terminal."""
+    text = " ".join(strip_terminal(str(value), keep_newlines=False).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class SessionPicker(ModalScreen[str | None]):
+    """/resume: this workspace's sessions, newest first; Enter resumes, Esc cancels."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    SessionPicker { align: center middle; }
+    SessionPicker > OptionList { width: 90%; max-width: 110; height: auto; max-height: 80%; border: round $accent; }
+    """
+
+    def __init__(self, sessions: list[Any], current: str | None) -> None:
+        super().__init__()
+        self.sessions = sessions
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        options = []
+        for s in self.sessions:
+            mark = " (current)" if s.id == self.current else ""
+            title = one_line(s.title or "(no prompt yet)", 70)
+            options.append(Option(f"{s.updated[:16].replace('T', ' ')}  {s.turns:>3} turn(s)  {title}{mark}", id=s.id))
+        picker = OptionList(*options, id="sessions")
+        picker.border_title = "Resume a session (Enter) · Esc cancels"
+        yield picker
+
+    @on(OptionList.OptionSelected)
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class SlashCommands:
+    """The commands' handlers, mixed into ``PseudoClaudeApp`` (which provides what is declared here)."""
+
+    bridge: Bridge
+    settings: Settings
+    ready: bool
+    built: bool
+    _turn: Worker[Any] | None
+    _cost: Any
+    chat: ChatPane
+    # Also from the App: post_message, push_screen_wait, _refresh_panel, _show_status, action_quit.
+
+    async def run_command(self, parsed: Parsed) -> None:
+        if parsed.command is None:
+            self.chat.add_note(f"unknown command /{one_line(parsed.name, 40)}: /help lists the commands")
+            return
+        handler = getattr(self, parsed.command.handler)
+        needs_runtime = parsed.command.name not in ("help", "quit", "compact")
+        if needs_runtime and not self.built:
+            self.chat.add_note("still starting… try again in a moment")
+            return
+        await handler(parsed.arg)
+
+    def _turn_running(self) -> bool:
+        if self._turn is not None and self._turn.is_running:
+            self.chat.add_note("a turn is running: wait for it, or press Esc to cancel it first")
+            return True
+        return False
+
+    async def cmd_help(self, arg: str) -> None:
+        self.chat.add_note(help_text())
+
+    async def cmd_clear(self, arg: str) -> None:
+        if self._turn_running():
+            return
+        if not self.ready:
+            self.chat.clear_blocks()
+            return
+        self._switch(None)
+
+    @work(exclusive=True, group="session", exit_on_error=False)
+    async def _switch(self, session_id: str | None) -> None:
+        try:
+            note = await (self.bridge.new_session() if session_id is None else self.bridge.resume(session_id))
+        except (ValueError, RuntimeError) as e:
+            self.post_message(ChatNote(one_line(e, 300), error=True))
+            return
+        if session_id is None:
+            note = note or "new session (memory is kept)"
+        self.post_message(SessionSwitched(note, self.bridge.messages if session_id is not None else []))
+
+    async def cmd_memory(self, arg: str) -> None:
+        self._list_memory()
+
+    @work(group="command", exit_on_error=False)
+    async def _list_memory(self) -> None:
+        stores = self.bridge.stores
+        lines: list[str] = []
+        levels = ("project", "user") if stores.has_project_level else ("user",)
+        trusted = await asyncio.to_thread(self.bridge.project_trusted)
+        for level in levels:
+            try:
+                notes = await asyncio.to_thread(stores.notes, level)
+            except Exception as e:
+                lines.append(f"{level}: unreadable ({one_line(e, 200)})")
+                continue
+            mark = " (untrusted — not used until you trust it)" if level == "project" and not trusted else ""
+            lines.append(f"{level} memory{mark}: {len(notes)} card(s)")
+            for n in notes:
+                summary = f" — {n.meta.summary}" if n.meta.summary else ""
+                kind = getattr(n.meta.type, "value", n.meta.type)
+                lines.append(one_line(f"  [{kind}] {n.meta.title}{summary} ({n.filename})", 200))
+        self.post_message(ChatNote("\n".join(lines)))
+
+    async def cmd_pending(self, arg: str) -> None:
+        self._list_pending()
+
+    @work(group="command", exit_on_error=False)
+    async def _list_pending(self) -> None:
+        jobs = await self.bridge.jobs()
+        if not jobs:
+            self.post_message(ChatNote("no pending memory jobs"))
+            return
+        lines = [f"{len(jobs)} pending memory job(s):"]
+        for j in jobs:
+            why = f" — {j.reason}" if j.reason else ""
+            lines.append(one_line(f"  {j.id} {j.state}: {j.excerpt}{why}", 200))
+        self.post_message(ChatNote("\n".join(lines)))
+
+    async def cmd_remember(self, arg: str) -> None:
+        if not arg.strip():
+            self.chat.add_note("usage: /remember TEXT")
+            return
+        self._remember(arg)
+
+    @work(group="command", exit_on_error=False)
+    async def _remember(self, text: str) -> None:
+        try:
+            result = await self.bridge.remember(text)
+        except Exception as e:
+            self.post_message(ChatNote(one_line(f"not remembered: {e}", 300), error=True))
+            return
+        if result.status == "applied":
+            level = getattr(result.level, "value", result.level)
+            self.post_message(ChatNote(f"remembered as {level} card {result.filename}"))
+        else:
+            self.post_message(ChatNote(one_line(f"not remembered: {result.reason}", 300), error=True))
+        self._refresh_panel()
+
+    async def cmd_undo(self, arg: str) -> None:
+        self._undo()
+
+    @work(group="command", exit_on_error=False)
+    async def _undo(self) -> None:
+        try:
+            result = await self.bridge.undo()
+        except Exception as e:  # UndoError: nothing to undo, or a note changed since
+            self.post_message(ChatNote(one_line(e, 300), error=True))
+            return
+        problems = [*result.conflicts, *result.rejected]
+        if problems:
+            self.post_message(ChatNote(one_line(f"not undone: {problems[0].reason}", 300), error=True))
+        else:
+            self.post_message(ChatNote(f"undid the last memory batch ({len(result.applied)} change(s))"))
+        self._refresh_panel()
+
+    async def cmd_model(self, arg: str) -> None:
+        name = arg.strip()
+        if not name:
+            self.chat.add_note(f"model: {self.settings.model} (/model NAME switches)")
+            return
+        if len(name.split()) != 1:
+            self.chat.add_note("usage: /model NAME")
+            return
+        self.bridge.set_model(name)
+        self.chat.add_note(f"model: {one_line(name, 80)} (from the next request)")
+        self._show_status()
+
+    async def cmd_mode(self, arg: str) -> None:
+        from .runtime import MEMORY_MODES
+
+        mode = arg.strip().lower()
+        if mode not in MEMORY_MODES:
+            current = self.bridge.runtime.memory_mode if self.bridge.runtime is not None else self.settings.memory_mode
+            self.chat.add_note(f"memory mode: {current} (usage: /mode auto|review|off)")
+            return
+        try:
+            await self.bridge.set_memory_mode(mode)
+        except Exception as e:
+            self.chat.add_error(one_line(e, 300))
+            return
+        self.chat.add_note(f"memory mode: {mode}")
+        self._show_status()
+
+    async def cmd_resume(self, arg: str) -> None:
+        if self._turn_running():
+            return
+        if not self.ready:
+            self.chat.add_note("sessions need a configured model (see the note above)")
+            return
+        self._pick_session(arg.strip())
+
+    @work(exclusive=True, group="session", exit_on_error=False)
+    async def _pick_session(self, wanted: str) -> None:
+        if wanted:
+            chosen: str | None = wanted
+        else:
+            sessions = await self.bridge.sessions()
+            if not sessions:
+                self.post_message(ChatNote("no sessions in this workspace yet"))
+                return
+            chosen = await self.push_screen_wait(SessionPicker(sessions, self.bridge.session_id))
+        if not chosen:
+            return
+        try:
+            note = await self.bridge.resume(chosen)
+        except (ValueError, RuntimeError) as e:
+            self.post_message(ChatNote(one_line(e, 300), error=True))
+            return
+        self.post_message(SessionSwitched(note, self.bridge.messages))
+
+    async def cmd_cost(self, arg: str) -> None:
+        if self._cost is None:
+            self.chat.add_note("no cost yet")
+            return
+        self.chat.add_note("\n".join(self._cost.report()))
+
+    async def cmd_compact(self, arg: str) -> None:
+        self.chat.add_note("the conversation is compacted automatically near the model's context limit")
+
+    async def cmd_quit(self, arg: str) -> None:
+        await self.action_quit()

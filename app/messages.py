@@ -1,0 +1,111 @@
+"""The App's messages: what workers and the bridge tell the App (which alone owns UI state).
+
+Every message is a small ``@dataclass`` whose payload is frozen or owned by the receiver, so it
+may be posted from any thread (``post_message`` is thread-safe in Textual).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from textual.message import Message
+
+
+@dataclass
+class RuntimeBuilt(Message):
+    """The Runtime object exists (no SDK yet): the memory panel and the watcher can start."""
+
+
+@dataclass
+class RuntimeReady(Message):
+    """The SDK is imported and the runtime built and opened: sending is possible.
+
+    ``credentials``: False when no key is configured (the app works offline: memory only).
+    ``note``: a line from opening the session (resumed, continued, …).
+    ``untrusted``: the project cards waiting for the person's trust (memory.model.Note values)."""
+
+    credentials: bool
+    note: str | None = None
+    untrusted: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class RuntimeFailed(Message):
+    """Building or opening the runtime failed; ``message`` is one line for the user."""
+
+    message: str
+
+
+@dataclass
+class TurnEvent(Message):
+    """One Runner event of the running turn (app.runner.RunEvent, a frozen value)."""
+
+    event: Any
+
+
+@dataclass
+class TurnDone(Message):
+    """The turn's worker ended (completed, failed, or cancelled): the prompt is free again."""
+
+    status: str
+
+
+@dataclass
+class MemoryEventMessage(Message):
+    """An event of the memory Manager (memory.events.MemoryEvent, a frozen value)."""
+
+    event: Any
+
+
+@dataclass
+class StoresChangedMessage(Message):
+    """A store folder changed from outside (an editor, ``git pull``)."""
+
+    levels: tuple[str, ...] = ()
+
+
+@dataclass
+class PanelStateReady(Message):
+    """A freshly computed side-panel state (widgets.memory_panel.PanelState) and the pending job count."""
+
+    state: Any
+    pending: int = 0
+
+
+@dataclass
+class MemoryUsage(Message):
+    """A memory-model request's token usage (counted in the session's cost)."""
+
+    model: str
+    usage: Any
+
+
+@dataclass
+class FilesLoaded(Message):
+    """The workspace's file list for ``@path`` completion."""
+
+    paths: list[str] = field(default_factory=list)
+
+
+@dataclass
+class HistoryLoaded(Message):
+    """This workspace's prompt history, oldest first."""
+
+    items: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ChatNote(Message):
+    """A one-line (or short) note for the chat pane from a worker (a command's outcome)."""
+
+    text: str
+    error: bool = False
+
+
+@dataclass
+class SessionSwitched(Message):
+    """A new or resumed session is in place: the chat pane shows its history (``messages``)."""
+
+    note: str | None
+    messages: list[dict[str, Any]] = field(default_factory=list)

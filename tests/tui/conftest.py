@@ -1,0 +1,137 @@
+"""Fixtures for the App's Pilot tests: the fake Messages API, a git workspace, an app factory and
+``wait_until`` (waits on a condition with a deadline, never on a count of pauses).
+
+Other UI tests reuse them::
+
+    async def test_x(make_app, server):
+        server.script(MODEL, text("hi"))
+        app = make_app(server)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_ready(pilot)
+            ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widget import Widget
+
+from app.settings import load_settings
+from app.tui import PseudoClaudeApp
+from tests.fakeapi import FakeAnthropic
+
+MODEL = "claude-sonnet-5-5"
+MEMORY_MODEL = "claude-haiku-5-5"
+
+
+async def wait_until(pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
+    """Let the app run until ``predicate()`` is true; fail after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what or predicate}")
+        await pilot.pause(0.02)
+
+
+async def wait_ready(pilot: Pilot[Any], timeout: float = 20.0) -> None:
+    """Until the runtime is open (the prompt sends, or says how to configure a model)."""
+    app = pilot.app
+    assert isinstance(app, PseudoClaudeApp)
+    await wait_until(pilot, lambda: app.bridge.opened and app.panel_shows > 0, timeout, "the runtime to open")
+    await wait_until(pilot, lambda: app.prompt.disabled_reason != "connecting…", timeout, "connecting… to end")
+
+
+def block_text(block: Widget) -> str:
+    """A chat block's text as the user reads it (answers: all received; tools: name + result)."""
+    text = getattr(block, "text", None)
+    if isinstance(text, str):
+        return text
+    name = getattr(block, "tool_name", None)
+    if name is not None:
+        return f"{name} {getattr(block, 'status', '')} {getattr(block, 'result_text', '') or ''}"
+    return str(getattr(block, "content", ""))
+
+
+def chat_texts(app: PseudoClaudeApp) -> list[str]:
+    return [block_text(b) for b in app.chat.blocks]
+
+
+async def send(pilot: Pilot[Any], text: str) -> None:
+    """Type ``text`` into the prompt and press Enter (once the prompt takes it: no turn running)."""
+    app = pilot.app
+    assert isinstance(app, PseudoClaudeApp)
+    await wait_until(pilot, lambda: app.prompt.disabled_reason is None, what="the prompt to be free")
+    app.prompt.focus()
+    app.prompt.text = text
+    app.prompt.move_cursor(app.prompt.document.end)
+    words = text.split()
+    if words and words[-1][0] in "/@":
+        # The word under the cursor may open the completion dropdown (where Enter accepts a
+        # suggestion): send as typed, as Enter does with the dropdown closed.
+        assert app.prompt.submit()
+        return
+    await pilot.press("enter")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
+    assert not fake.errors, fake.errors[0]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """A git work tree (a folder with .git) holding a README."""
+    w = tmp_path / "repo"
+    (w / ".git").mkdir(parents=True)
+    (w / "README.md").write_text("# demo\nThe build command is `make build`.\n")
+    return w
+
+
+@pytest.fixture
+async def make_app(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Callable[..., PseudoClaudeApp]]:
+    """``make_app(server=None, *, workspace=ws, resume=None, continue_latest=False, fs=None, **settings)``.
+
+    With a server, the SDK's environment points at it (the real SDK, a local socket); without
+    one, no credentials are configured. Retries back off by 0 s. Every app's runtime is closed
+    at the end of the test even when the test fails (no memory worker outlives its test)."""
+    apps: list[PseudoClaudeApp] = []
+    monkeypatch.setenv("PSEUDOCLAUDE_RETRY_DELAY", "0")
+
+    def factory(
+        server: FakeAnthropic | None = None,
+        *,
+        workspace: Path | None = None,
+        resume: str | None = None,
+        continue_latest: bool = False,
+        watch_debounce_ms: int = 50,
+        fs: Any | None = None,
+        **flags: Any,
+    ) -> PseudoClaudeApp:
+        if server is not None:
+            for k, v in server.env().items():
+                monkeypatch.setenv(k, v)
+        app = PseudoClaudeApp(
+            load_settings(flags),
+            (workspace or ws).resolve(),
+            resume=resume,
+            continue_latest=continue_latest,
+            watch_debounce_ms=watch_debounce_ms,
+            fs=fs,
+        )
+        apps.append(app)
+        return app
+
+    yield factory
+    for app in apps:
+        await app.bridge.close(0.0)

@@ -1,0 +1,124 @@
+"""Chat: a streamed answer, Esc cancel, errors as one block, a resumed session's history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.fakeapi import FakeAnthropic, http_error, text
+from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
+from widgets.blocks import AnswerBlock, ErrorBlock, UserBlock
+
+
+async def test_a_streamed_answer_appears_as_it_arrives_and_the_status_shows_the_turn(
+    make_app, server: FakeAnthropic
+) -> None:
+    gate = server.gate("mid-answer")
+    answer = "Run `make build`.\n\n```sh\nmake build\n```\n"
+    server.script(MODEL, text(answer, usage={"input_tokens": 1200, "cache_read_input_tokens": 800}).held(after=gate, at=4))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "How do I build this?")
+        await wait_until(pilot, lambda: any(isinstance(b, UserBlock) for b in app.chat.blocks))
+        # Part of the answer is on screen while the rest is still held by the server.
+        await wait_until(pilot, lambda: any(isinstance(b, AnswerBlock) and b.text for b in app.chat.blocks))
+        partial = next(b for b in app.chat.blocks if isinstance(b, AnswerBlock)).text
+        assert partial and partial != answer
+        assert app.prompt.disabled_reason  # no second turn while one runs
+        gate.release()
+        await wait_until(pilot, lambda: app.prompt.disabled_reason is None, what="the turn to end")
+        [block] = [b for b in app.chat.blocks if isinstance(b, AnswerBlock)]
+        assert block.text == answer and block.finished
+        assert "cached" in app._last_turn and "in" in app._last_turn
+        assert app.bridge.messages[-1]["role"] == "assistant"
+
+
+async def test_escape_cancels_a_turn_mid_stream_and_the_next_turn_works(make_app, server: FakeAnthropic) -> None:
+    gate = server.gate("never released in time")
+    server.script(MODEL, text("This answer is cut off by the user", chunk_size=4).held(after=gate, at=4),
+                  text("Second answer"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "first")
+        await wait_until(pilot, lambda: any(isinstance(b, AnswerBlock) and b.text for b in app.chat.blocks))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: "cancelled" in chat_texts(app), what="the cancel note")
+        await wait_until(pilot, lambda: app.prompt.disabled_reason is None)
+        gate.release()
+        await send(pilot, "second")
+        await wait_until(pilot, lambda: "Second answer" in chat_texts(app))
+        # The conversation stayed valid: the second request carried the first turn and was accepted.
+        assert len(server.requests_for(MODEL)) == 2
+        assert not any(isinstance(b, ErrorBlock) for b in app.chat.blocks)
+
+
+async def test_api_errors_and_abnormal_stops_show_one_readable_block_and_the_app_stays_usable(make_app, server: FakeAnthropic) -> None:
+    server.script(MODEL, http_error(401), http_error(404, message="model not found"), text("fine now"),
+                  text("cut sho", stop_reason="max_tokens"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "one")
+        await wait_until(pilot, lambda: sum(isinstance(b, ErrorBlock) for b in app.chat.blocks) == 1)
+        await wait_until(pilot, lambda: app.prompt.disabled_reason is None)
+        await send(pilot, "two")
+        await wait_until(pilot, lambda: sum(isinstance(b, ErrorBlock) for b in app.chat.blocks) == 2)
+        await wait_until(pilot, lambda: app.prompt.disabled_reason is None)
+        errors = [b.text for b in app.chat.blocks if isinstance(b, ErrorBlock)]
+        assert "401" in errors[0] and "ANTHROPIC_API_KEY" in errors[0]
+        assert "404" in errors[1] and "Traceback" not in "".join(errors)
+        await send(pilot, "three")
+        await wait_until(pilot, lambda: "fine now" in chat_texts(app))
+        await send(pilot, "four")
+        await wait_until(pilot, lambda: sum(isinstance(b, ErrorBlock) for b in app.chat.blocks) == 3)
+        assert "max_tokens" in [b for b in app.chat.blocks if isinstance(b, ErrorBlock)][-1].text
+        assert "cut sho" in chat_texts(app)  # what arrived stays on screen
+
+
+async def test_a_refused_connection_is_one_error_block(make_app, server: FakeAnthropic, monkeypatch) -> None:
+    app = make_app(server, memory_mode="off")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing listens on the discard port
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "hello?")
+        await wait_until(pilot, lambda: any(isinstance(b, ErrorBlock) for b in app.chat.blocks), timeout=60)
+        [err] = [b for b in app.chat.blocks if isinstance(b, ErrorBlock)]
+        assert "cannot connect" in err.text
+
+
+async def test_a_continued_session_shows_its_history(make_app, server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, text("The first answer."))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "the first question")
+        await wait_until(pilot, lambda: "The first answer." in chat_texts(app))
+        await wait_until(pilot, lambda: app.prompt.disabled_reason is None)
+    again = make_app(server, memory_mode="off", continue_latest=True)
+    async with again.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: "The first answer." in chat_texts(again))
+        texts = chat_texts(again)
+        assert "the first question" in texts
+        assert any("continuing session" in t for t in texts)
+    assert not server.requests_for(MEMORY_MODEL)  # memory is off: no extraction request
+
+
+async def test_a_failing_background_worker_is_one_error_line_not_a_crash(make_app, monkeypatch) -> None:
+    from app import panel_state
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("the store folder is unreadable")
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        monkeypatch.setattr(panel_state, "build_panel_state", broken)
+        app._refresh_panel()
+        app._refresh_panel()
+        await wait_until(pilot, lambda: any("the store folder is unreadable" in t for t in chat_texts(app)))
+        await send(pilot, "/help")
+        await wait_until(pilot, lambda: any("/remember TEXT" in t for t in chat_texts(app)))
+        assert app.is_running
+        assert sum("unreadable" in t for t in chat_texts(app)) == 1

@@ -1,0 +1,148 @@
+"""Slash commands: parsing and completion (headless), and what each does in the running app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app import commands
+from tests.fakeapi import FakeAnthropic, text
+from tests.integration.clitools import create_op, ops_answer, system_text
+from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
+from widgets.blocks import UserBlock
+
+
+def test_parse_tells_commands_from_messages() -> None:
+    assert commands.parse("/model claude-x") == commands.Parsed("model", "claude-x", commands.BY_NAME["model"])
+    assert commands.parse("  /REMEMBER  keep this  ") == commands.Parsed("remember", "keep this",
+                                                                        commands.BY_NAME["remember"])
+    assert commands.parse("/nope") == commands.Parsed("nope", "", None)
+    # Messages: plain text, a path at the start, a doubled slash, a lone slash.
+    for message in ("hello /clear", "/usr/bin is where it lives", "//not a command", "/"):
+        assert commands.parse(message) is None
+
+
+def test_completion_lists_matching_commands_in_table_order() -> None:
+    assert [c.name for c in commands.completions("/re")] == ["remember", "resume"]
+    assert len(commands.completions("/")) == len(commands.COMMANDS)
+    help_text = commands.help_text()
+    for name in ("/help", "/clear", "/memory", "/pending", "/remember", "/undo", "/model", "/mode", "/resume",
+                 "/cost", "/compact", "/quit", "Esc", "Ctrl+Q", "F2"):
+        assert name in help_text
+
+
+async def test_the_prompt_completes_slash_commands_and_workspace_files(make_app, ws: Path) -> None:
+    (ws / "src").mkdir()
+    (ws / "src" / "main.py").write_text("print('hi')\n")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: "src/main.py" in app._files)
+        assert [s.insert for s in app.complete("/mo", 3)] == ["/model ", "/mode "]
+        assert app.complete("hello /mo", 9) == []  # a command only at the start
+        assert next(s.insert for s in app.complete("look at @mainpy", 15)) == "@src/main.py "
+
+
+async def test_unknown_commands_and_help_answer_in_the_chat(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "/frobnicate now")
+        await wait_until(pilot, lambda: any("unknown command /frobnicate" in t for t in chat_texts(app)))
+        assert not any(isinstance(b, UserBlock) for b in app.chat.blocks)  # not sent as a message
+        await send(pilot, "/help")
+        await wait_until(pilot, lambda: any("/remember TEXT" in t for t in chat_texts(app)))
+
+
+async def test_clear_starts_a_new_session_that_keeps_memory(make_app, server: FakeAnthropic) -> None:
+    server.script(MODEL, text("Use make build."), text("Still make build."))
+    server.script(MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build."))))
+    app = make_app(server)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_ready(pilot)
+        first_session = app.bridge.session_id
+        await send(pilot, "How do I build?")
+        await wait_until(pilot, lambda: any(c.title == "Build with make" for c in app.panel.state.project))
+        await send(pilot, "/clear")
+        await wait_until(pilot, lambda: app.bridge.session_id != first_session, what="a new session")
+        await wait_until(pilot, lambda: not any(isinstance(b, UserBlock) for b in app.chat.blocks))
+        await send(pilot, "and again?")
+        await wait_until(pilot, lambda: "Still make build." in chat_texts(app))
+        second = server.requests_for(MODEL)[1]
+        assert "Build with make" in system_text(second)  # the new session's prompt has the full index
+        assert len(second.body["messages"]) == 1  # and none of the old conversation
+
+
+async def test_model_switches_the_next_request_and_mode_switches_memory(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
+    server.script("claude-other-1", text("from the other model"))
+    app = make_app(server)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "/model claude-other-1")
+        await wait_until(pilot, lambda: app.settings.model == "claude-other-1")
+        await send(pilot, "/mode off")
+        await wait_until(pilot, lambda: app.bridge.runtime.memory_mode == "off")
+        assert app.bridge.runtime.manager.mode == "off"
+        await send(pilot, "hello")
+        await wait_until(pilot, lambda: "from the other model" in chat_texts(app))
+        await wait_until(pilot, lambda: app.prompt.disabled_reason is None)
+        assert len(server.requests_for("claude-other-1")) == 1 and not server.requests_for(MODEL)
+        assert not server.requests_for(MEMORY_MODEL)  # memory off: no extraction request
+        await send(pilot, "/mode sometimes")
+        await wait_until(pilot, lambda: any("usage: /mode auto|review|off" in t for t in chat_texts(app)))
+        assert "memory mode: off" in chat_texts(app)
+
+
+async def test_remember_then_undo_and_pending_work_through_the_stores(make_app, ws: Path) -> None:
+    app = make_app()
+    store = ws / ".PseudoClaude" / "memory"
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "/remember Releases are tagged from main only")
+        await wait_until(pilot, lambda: any(c.title.startswith("Releases are tagged") for c in app.panel.state.project))
+        await send(pilot, "/memory")
+        await wait_until(pilot, lambda: any("project memory: 1 card(s)" in t for t in chat_texts(app)))
+        await send(pilot, "/undo")
+        await wait_until(pilot, lambda: any("undid the last memory batch" in t for t in chat_texts(app)))
+        await wait_until(pilot, lambda: not list(store.glob("project_knowledge_*.md")))
+        await send(pilot, "/undo")
+        await wait_until(pilot, lambda: any("nothing to undo" in t for t in chat_texts(app)))
+        await send(pilot, "/pending")
+        await wait_until(pilot, lambda: "no pending memory jobs" in chat_texts(app))
+
+
+async def test_an_at_path_attaches_the_file_to_the_message(make_app, server: FakeAnthropic, ws: Path) -> None:
+    (ws / "notes.txt").write_text("the secret word is pineapple\n")
+    server.script(MODEL, text("It says pineapple."))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: "notes.txt" in app._files)
+        await send(pilot, "what does @notes.txt say?")
+        await wait_until(pilot, lambda: "It says pineapple." in chat_texts(app))
+        sent = server.requests_for(MODEL)[0].body["messages"][-1]["content"]
+        assert "pineapple" in str(sent)
+
+
+async def test_resume_picks_an_earlier_session_and_shows_its_history(make_app, server: FakeAnthropic) -> None:
+    server.script(MODEL, text("First session answer."))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "first session question")
+        await wait_until(pilot, lambda: "First session answer." in chat_texts(app))
+        first = app.bridge.session_id
+        await send(pilot, "/clear")
+        await wait_until(pilot, lambda: app.bridge.session_id != first)
+        await send(pilot, "/resume")
+        from app.commands import SessionPicker
+
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionPicker))
+        picker = app.screen
+        await pilot.press("down")  # the newest (current, empty) session is listed first
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.screen is not picker)
+        await wait_until(pilot, lambda: app.bridge.session_id == first)
+        await wait_until(pilot, lambda: "First session answer." in chat_texts(app))
+        assert "first session question" in chat_texts(app)

@@ -1,0 +1,118 @@
+"""Start-up: the first frame comes before the SDK import; no credentials still gives a working app."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tests.fakeapi import FakeAnthropic
+from tests.tui.conftest import chat_texts, wait_ready, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_FIRST_FRAME_PROBE = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from app.settings import load_settings
+    from app.tui import PseudoClaudeApp
+
+    seen = {}
+
+    class Probe(PseudoClaudeApp):
+        def _after_first_frame(self):
+            seen["anthropic_at_first_frame"] = "anthropic" in sys.modules
+            seen["runtime_at_first_frame"] = "app.runtime" in sys.modules
+            super()._after_first_frame()
+
+    async def main():
+        app = Probe(load_settings({}), Path(sys.argv[1]))
+        async with app.run_test(size=(120, 40)) as pilot:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 30
+            while not (app.bridge.opened and app.ready):
+                assert loop.time() < deadline, "the runtime never opened"
+                await pilot.pause(0.02)
+            seen["anthropic_when_ready"] = "anthropic" in sys.modules
+            seen["prompt_enabled_when_ready"] = app.prompt.disabled_reason is None
+            await app.bridge.close(0)
+        print(seen)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_first_frame_is_painted_before_the_anthropic_sdk_is_imported(server: FakeAnthropic, ws: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")} | server.env()
+    proc = subprocess.run([sys.executable, "-c", _FIRST_FRAME_PROBE, str(ws)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = eval(proc.stdout.strip().splitlines()[-1])  # a dict of booleans printed by the probe
+    assert seen == {
+        "anthropic_at_first_frame": False,
+        "runtime_at_first_frame": False,
+        "anthropic_when_ready": True,
+        "prompt_enabled_when_ready": True,
+    }
+
+
+async def test_without_credentials_the_app_starts_shows_the_panel_and_says_how_to_configure(make_app, ws: Path) -> None:
+    app = make_app()  # no server: no ANTHROPIC_* in the environment
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        text = "\n".join(chat_texts(app))
+        for needed in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "config.toml"):
+            assert needed in text
+        assert app.panel.display and app.panel_shows >= 1
+        assert app._status_note == "no model configured"
+        # A message says it again instead of being sent; no request is ever made.
+        app.prompt.text = "hello"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: sum("ANTHROPIC_API_KEY" in t for t in chat_texts(app)) == 2)
+        # Memory works offline: /remember writes a card and the panel shows it.
+        app.prompt.text = "/remember The build command is make build"
+        await pilot.press("enter")
+        cards = ws / ".PseudoClaude" / "memory"
+        await wait_until(pilot, lambda: any(p.name.startswith("project_knowledge_") for p in cards.glob("*.md")))
+        await wait_until(pilot, lambda: any("remembered" in t for t in chat_texts(app)))
+    # A run that cannot ask a model creates no session.
+    assert not list((Path(os.environ["PSEUDOCLAUDE_HOME"]) / "sessions").glob("*.jsonl"))
+
+
+async def test_a_narrow_terminal_starts_with_the_panel_hidden_and_f2_shows_it(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(pilot)
+        assert not app.panel.display
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: app.panel.display)
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: not app.panel.display)
+
+
+def test_pseudoclaude_without_p_opens_the_app_on_a_terminal_and_prints_the_status_otherwise(
+    ws: Path, monkeypatch, capsys
+) -> None:
+    import app.tui
+    from app.cli import main
+
+    opened: list[tuple[Path, str | None, bool]] = []
+
+    def fake_run_app(settings, workspace, *, resume, continue_latest) -> int:
+        opened.append((workspace, resume, continue_latest))
+        return 0
+
+    monkeypatch.setattr(app.tui, "run_app", fake_run_app)
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    assert main(["-C", str(ws), "--continue"]) == 0
+    assert opened == [(ws.resolve(), None, True)]
+    assert main(["-C", str(ws), "--status"]) == 0  # the status text on request, even on a terminal
+    assert f"workspace {ws.resolve()}" in capsys.readouterr().out
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False)  # a pipe: nothing to draw on
+    assert main(["-C", str(ws)]) == 0
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().out and len(opened) == 1

@@ -1,0 +1,122 @@
+"""Tool calls in the app: the permission modal's three answers, Esc mid-tool, nested sub-agent calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.fakeapi import FakeAnthropic, text, tool_use
+from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
+from widgets.blocks import AnswerBlock, ToolBlock
+from widgets.modals import PermissionModal
+
+
+def _write(path: str, content: str, call_id: str) -> object:
+    return tool_use("write_file", {"path": path, "content": content}, id=call_id)
+
+
+async def _answer_modal(pilot, key: str) -> PermissionModal:
+    app = pilot.app
+    await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal), what="the permission modal")
+    modal = app.screen
+    await pilot.press(key)
+    await wait_until(pilot, lambda: app.screen is not modal, what="the modal to close")
+    return modal
+
+
+async def test_allow_once_runs_the_call_and_the_next_call_asks_again(make_app, server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, _write("a.txt", "one", "toolu_a"), _write("b.txt", "two", "toolu_b"), text("both written"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "write two files")
+        modal = await _answer_modal(pilot, "1")
+        assert "a.txt" in modal.request.summary and "one" in modal.request.preview
+        await wait_until(pilot, lambda: (ws / "a.txt").exists())
+        await _answer_modal(pilot, "y")  # asked again: "once" was for that call only
+        await wait_until(pilot, lambda: "both written" in chat_texts(app))
+        assert (ws / "b.txt").read_text() == "two"
+        assert app.chat.tool("toolu_a").status == "done" and app.chat.tool("toolu_b").status == "done"
+
+
+async def test_allow_for_the_session_does_not_ask_again_until_clear(make_app, server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, _write("a.txt", "one", "toolu_a"), _write("b.txt", "two", "toolu_b"), text("done"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "write two files")
+        await _answer_modal(pilot, "2")
+        await wait_until(pilot, lambda: "done" in chat_texts(app))
+        assert (ws / "a.txt").exists() and (ws / "b.txt").exists()
+        assert app.bridge.gate.session_allowed == {"write_file"}
+        await send(pilot, "/clear")
+        await wait_until(pilot, lambda: not app.bridge.gate.session_allowed)
+
+
+async def test_deny_gives_a_denied_result_and_the_turn_goes_on(make_app, server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, tool_use("bash", {"command": "touch pwned"}, id="toolu_x"), text("ok, I will not"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "run something")
+        modal = await _answer_modal(pilot, "escape")
+        assert modal.request.preview == "touch pwned" and modal.request.preview_kind == "command"
+        await wait_until(pilot, lambda: "ok, I will not" in chat_texts(app))
+        assert app.chat.tool("toolu_x").status == "denied"
+        assert not (ws / "pwned").exists()
+        second = server.requests_for(MODEL)[1].body["messages"][-1]["content"][0]
+        assert second["is_error"] and "denied" in second["content"]
+
+
+async def test_an_edit_asks_with_a_unified_diff(make_app, server: FakeAnthropic, ws: Path) -> None:
+    (ws / "cfg.txt").write_text("alpha\nbeta\n")
+    server.script(MODEL, tool_use("edit_file", {"path": "cfg.txt", "old_string": "beta", "new_string": "gamma"}),
+                  text("edited"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "edit it")
+        modal = await _answer_modal(pilot, "n")
+        assert modal.request.preview_kind == "diff"
+        assert "-beta" in modal.request.preview and "+gamma" in modal.request.preview
+        await wait_until(pilot, lambda: "edited" in chat_texts(app))
+        assert (ws / "cfg.txt").read_text() == "alpha\nbeta\n"
+
+
+async def test_escape_cancels_a_running_tool_and_the_conversation_stays_valid(
+    make_app, server: FakeAnthropic
+) -> None:
+    server.script(MODEL, tool_use("bash", {"command": "sleep 30"}, id="toolu_s"), text("after"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "wait a while")
+        await _answer_modal(pilot, "a")
+        await wait_until(pilot, lambda: app.chat.tool("toolu_s") is not None and app.chat.tool("toolu_s").status == "running")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: "cancelled" in chat_texts(app))
+        await wait_until(pilot, lambda: app.prompt.disabled_reason is None)
+        assert app.chat.tool("toolu_s").status == "error"
+        await send(pilot, "go on")
+        await wait_until(pilot, lambda: "after" in chat_texts(app))
+
+
+async def test_a_sub_agents_calls_nest_under_its_task_block(make_app, server: FakeAnthropic) -> None:
+    server.script(
+        MODEL,
+        tool_use("task", {"description": "look", "prompt": "read the README"}, id="toolu_task"),
+        tool_use("read_file", {"path": "README.md"}, id="toolu_read"),
+        text("the README says make build"),
+        text("The sub-agent found it."),
+    )
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "investigate")
+        await wait_until(pilot, lambda: "The sub-agent found it." in chat_texts(app))
+        task = app.chat.tool("toolu_task")
+        assert isinstance(task, ToolBlock) and task.status == "done"
+        assert task.find("toolu_read") is not None and task.find("toolu_read").status == "done"
+        assert not any(getattr(b, "call_id", None) == "toolu_read" for b in app.chat.blocks)
+        # The sub-agent's words are its task's result, not an answer of the main agent.
+        assert "the README says make build" in (task.result_text or "")
+        assert not any("the README says" in b.text for b in app.chat.blocks if isinstance(b, AnswerBlock))

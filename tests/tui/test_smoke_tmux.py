@@ -1,0 +1,182 @@
+"""The real `pseudoclaude` (no -p) in a real terminal: tmux, the fake Messages API, the real SDK.
+
+Pilot tests drive the App in-process; this one proves the installed entry point opens the full-screen
+app in a terminal, that typed keys reach it, and that what a user reads (the streamed answer, the
+memory panel refreshed by the job the turn started) is really on the screen, and that escape
+sequences in model text never reach the real terminal. tmux runs on a private
+socket with its own config, so a user's tmux server and ~/.tmux.conf are never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakeapi import FakeAnthropic, text
+from tests.integration.clitools import MEMORY_MODEL, MODEL, ROOT, cli_env, create_op, ops_answer
+
+pytestmark = pytest.mark.timeout(120)
+
+WIDTH, HEIGHT = 100, 30
+PROMPT = "How do I build this project?"
+ANSWER = "The build command is make build."
+CARD_TITLE = "Build with make"
+# Loaded when the private server starts: no status bar (the app gets all 30 rows), a dead pane stays
+# readable (a crash's traceback can be shown), and Esc reaches the app without tmux's 500 ms wait.
+TMUX_CONF = "set -g status off\nset -g remain-on-exit on\nset -g escape-time 10\nset -g history-limit 5000\n"
+
+
+class Tmux:
+    """One detached session on a private tmux server, read with capture-pane."""
+
+    def __init__(self, conf: Path) -> None:
+        self.socket = f"pcsmoke-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.target = "smoke"
+        self.conf = conf
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["tmux", "-L", self.socket, "-f", str(self.conf), *args],
+                              capture_output=True, text=True, timeout=15, check=check)
+
+    def start(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
+        # The private server starts with this environment, so the pane gets exactly it.
+        subprocess.run(["tmux", "-L", self.socket, "-f", str(self.conf), "new-session", "-d",
+                        "-s", self.target, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(cwd),
+                        shlex.join(command)],
+                       env=env, capture_output=True, text=True, timeout=15, check=True)
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.target).stdout
+
+    def send_text(self, value: str) -> None:
+        self.run("send-keys", "-t", self.target, "-l", value)
+
+    def send_key(self, key: str) -> None:
+        self.run("send-keys", "-t", self.target, key)
+
+    def pane(self) -> tuple[bool, str, bool]:
+        """(dead, exit status, alternate screen on): a full-screen app runs on the alternate screen."""
+        out = self.run("display-message", "-p", "-t", self.target,
+                       "#{pane_dead} #{pane_dead_status} #{alternate_on}").stdout.split()
+        dead = out[0] == "1"
+        return dead, out[1] if dead else "", out[-1] == "1"
+
+    def kill(self) -> None:
+        self.run("kill-server", check=False)
+
+    def wait_for(self, predicate: Callable[[str], bool], what: str, timeout: float = 30.0) -> str:
+        """Poll until the app is running full-screen and ``predicate`` holds for its screen.
+
+        The app must still be alive: text typed into a pane whose program already printed and left
+        would be echoed by the terminal and could satisfy a predicate on its own.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            dead, status, alternate = self.pane()
+            if dead:
+                pytest.fail(f"pseudoclaude exited (status {status}) before {what}; screen:\n{screen}")
+            if alternate and predicate(screen):
+                return screen
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out after {timeout}s waiting for {what} (alternate screen "
+                            f"{'on' if alternate else 'off'}); screen:\n{screen}")
+            time.sleep(0.1)  # a poll interval, not a synchronisation: the predicate decides
+
+
+def pseudoclaude_exe() -> Path:
+    """The entry point installed next to the interpreter running the tests (the .venv's)."""
+    exe = Path(sys.executable).parent / "pseudoclaude"
+    assert exe.exists(), f"{exe} is missing: install the project (`make test` does) before this test"
+    return exe
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    assert shutil.which("tmux"), "tmux is required for the smoke test (.ci/run installs it)"
+    conf = tmp_path / "tmux.conf"
+    conf.write_text(TMUX_CONF)
+    session = Tmux(conf)
+    try:
+        yield session
+    finally:
+        session.kill()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    w = tmp_path / "repo"
+    (w / ".git").mkdir(parents=True)
+    (w / "README.md").write_text("# demo\n")
+    return Path(os.path.realpath(w))
+
+
+def start_app(tmux: Tmux, server: FakeAnthropic, workspace: Path) -> None:
+    env = {k: v for k, v in cli_env(server).items() if not k.startswith("TMUX")}
+    tmux.start([str(pseudoclaude_exe()), "-C", str(workspace)], env, cwd=ROOT)
+    # Sending is disabled (status "connecting…") until the SDK is loaded off the main thread.
+    tmux.wait_for(lambda s: len(s.split()) > 3 and "connecting" not in s, "the app to be ready")
+
+
+def ask(tmux: Tmux, server: FakeAnthropic, prompt: str) -> None:
+    tmux.send_text(prompt)
+    tmux.wait_for(lambda s: prompt in s, "the typed prompt to show")
+    tmux.send_key("Enter")
+    server.wait_for_requests(1, model=MODEL, timeout=15)
+
+
+def quit_app(tmux: Tmux) -> None:
+    """Ctrl+Q ends the process with status 0 (the pane stays, dead, thanks to remain-on-exit)."""
+    tmux.send_key("C-q")
+    deadline = time.monotonic() + 20
+    while not (state := tmux.pane())[0]:
+        if time.monotonic() > deadline:
+            pytest.fail(f"Ctrl+Q did not quit within 20 s; screen:\n{tmux.screen()}")
+        time.sleep(0.1)
+    assert state[1] == "0", f"exit status {state[1]}; screen:\n{tmux.screen()}"
+
+
+def test_typed_prompt_streams_answer_and_panel_shows_the_card_the_turn_created(
+    tmux: Tmux, workspace: Path
+) -> None:
+    with FakeAnthropic() as server:
+        server.script(MODEL, text(ANSWER))
+        server.script(MEMORY_MODEL, text(ops_answer(create_op(
+            CARD_TITLE, "Run `make build` at the repository root.", summary="make build builds it"))))
+        start_app(tmux, server, workspace)
+        ask(tmux, server, PROMPT)
+        tmux.wait_for(lambda s: ANSWER in s, "the answer on screen")
+        # The answer never names the card: seeing its title means the panel re-read the store.
+        screen = tmux.wait_for(lambda s: CARD_TITLE in s, "the memory panel to show the new card")
+        assert ANSWER in screen and "Traceback" not in screen
+        cards = [p for p in (workspace / ".PseudoClaude" / "memory").glob("*.md") if p.name != "MEMORY.md"]
+        assert any(CARD_TITLE in p.read_text() for p in cards), [p.name for p in cards]
+        assert len(server.requests_for(MEMORY_MODEL)) == 1
+        assert server.unscripted() == []
+        quit_app(tmux)
+        assert not server.errors, server.errors[0]
+
+
+def test_escape_sequences_in_an_answer_never_reach_the_real_terminal(tmux: Tmux, workspace: Path) -> None:
+    # An OSC 0 would retitle the terminal (tmux keeps it as the pane title), CSI 2J clear it,
+    # SGR recolour what follows: stripped, only the words are left.
+    hostile = "Safe\x1b]0;pwned-title\x07 and \x1b[31mred\x1b[0m text\x1b[2J end."
+    with FakeAnthropic() as server:
+        server.script(MODEL, text(hostile))
+        server.script(MEMORY_MODEL, text("[]"))
+        start_app(tmux, server, workspace)
+        title_before = tmux.run("display-message", "-p", "-t", tmux.target, "#{pane_title}").stdout
+        ask(tmux, server, "say something")
+        tmux.wait_for(lambda s: "Safe and red text end." in s, "the cleaned answer on screen")
+        title_after = tmux.run("display-message", "-p", "-t", tmux.target, "#{pane_title}").stdout
+        assert "pwned" not in title_after and title_after == title_before
+        quit_app(tmux)

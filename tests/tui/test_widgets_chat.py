@@ -1,0 +1,336 @@
+"""The chat pane and its blocks, each in a tiny host App (no runtime, no network)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+from textual.widgets import Markdown
+from textual.widgets.markdown import MarkdownFence
+
+from widgets.blocks import AnswerBlock, ToolBlock, UserBlock, summarize_args
+from widgets.chat import ChatPane
+
+
+async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Poll ``condition`` while the app runs; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await pilot.pause(0.01)
+
+
+class ChatHost(App[None]):
+    def __init__(self, max_blocks: int = 300) -> None:
+        super().__init__()
+        self.max_blocks = max_blocks
+
+    def compose(self) -> ComposeResult:
+        yield ChatPane(max_blocks=self.max_blocks)
+
+    @property
+    def pane(self) -> ChatPane:
+        return self.query_one(ChatPane)
+
+
+async def test_streamed_fragments_render_as_markdown_with_a_highlighted_code_fence() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        answer = app.pane.start_answer()
+        fragments = ["Here ", "is **bold** ", "text.\n\n```py", "thon\nprint('hi')\n", "```\n", "Done."]
+        for fragment in fragments:
+            await answer.append(fragment)
+        await answer.finish()
+        assert answer.text == "".join(fragments)
+        await wait_until(pilot, lambda: bool(answer.query(MarkdownFence)))
+        assert answer.source == "".join(fragments)
+        fence = answer.query_one(MarkdownFence)
+        assert fence.lexer == "python"
+        assert "print('hi')" in fence.code
+
+
+async def test_streamed_fragments_after_mount_are_rendered_when_finish_returns() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        answer = app.pane.start_answer()
+        await wait_until(pilot, lambda: answer._ready)
+        for word in ["# Title\n\n", "para", "graph ", "one.\n\n", "- item\n"]:
+            await answer.append(word)
+        await answer.finish()
+        assert answer.source == "# Title\n\nparagraph one.\n\n- item\n"
+        assert len(answer.children) == 3  # header, paragraph, list
+
+
+async def test_finish_returns_only_when_the_last_fragment_is_rendered() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        answer = app.pane.start_answer()
+        await wait_until(pilot, lambda: answer._ready)
+        for i in range(300):
+            await answer.append(f"word{i} ")
+            if i % 10 == 0:
+                await pilot.pause(0.001)
+        await answer.append("\n\nThe very last paragraph.")
+        await answer.finish()
+        last = answer.children[-1]
+        assert last._content.plain == "The very last paragraph."  # type: ignore[attr-defined]
+
+
+async def test_many_small_appends_are_coalesced_into_few_markdown_writes() -> None:
+    app = ChatHost()
+    async with app.run_test() as pilot:
+        answer = app.pane.start_answer()
+        await wait_until(pilot, lambda: answer._ready)
+        writes: list[str] = []
+        original = Markdown.append
+
+        def counting_append(self: Markdown, markdown: str):  # type: ignore[no-untyped-def]
+            writes.append(markdown)
+            return original(self, markdown)
+
+        Markdown.append = counting_append  # type: ignore[method-assign]
+        try:
+            # Tokens trickle in over time, as from the network, with the loop free in between.
+            for i in range(200):
+                await answer.append(f"w{i} ")
+                await pilot.pause(0.002)
+            await answer.finish()
+        finally:
+            Markdown.append = original  # type: ignore[method-assign]
+        assert "".join(writes) == "".join(f"w{i} " for i in range(200))
+        assert len(writes) < 60
+
+
+async def test_answer_text_is_stripped_of_terminal_escapes_before_display() -> None:
+    app = ChatHost()
+    async with app.run_test() as pilot:
+        answer = app.pane.start_answer()
+        await answer.append("safe \x1b]0;pwned\x07title \x1b[31mred\x1b[0m")
+        await answer.finish()
+        await wait_until(pilot, lambda: answer.source == "safe title red")
+        assert "\x1b" in answer.text  # what was received is kept as received
+
+
+async def test_an_escape_sequence_split_across_fragments_leaves_no_remnant() -> None:
+    app = ChatHost()
+    async with app.run_test() as pilot:
+        answer = app.pane.start_answer()
+        await wait_until(pilot, lambda: answer._ready)
+        await answer.append("plain \x1b[3")
+        await pilot.pause(answer.FLUSH_INTERVAL * 3)  # a flush happens between the two halves
+        await answer.append("1mred\x1b]0;ti")
+        await pilot.pause(answer.FLUSH_INTERVAL * 3)
+        await answer.append("tle\x07 end")
+        await answer.finish()
+        assert answer.source == "plain red end"
+
+
+async def test_an_answer_finished_before_it_was_mounted_is_shown_whole() -> None:
+    app = ChatHost()
+    async with app.run_test() as pilot:
+        answer = app.pane.start_answer()
+        await answer.append("short answer")
+        await answer.finish()
+        await wait_until(pilot, lambda: answer.source == "short answer")
+
+
+async def test_blocks_beyond_max_blocks_are_pruned_from_the_top() -> None:
+    app = ChatHost(max_blocks=20)
+    async with app.run_test() as pilot:
+        first = app.pane.add_user("first")
+        for i in range(60):
+            app.pane.add_note(f"note {i}")
+        last_tool = app.pane.add_tool("call-last", "bash")
+        await wait_until(pilot, lambda: len(app.pane.children) == 20)
+        assert not first.is_attached
+        assert app.pane.children[-1] is last_tool
+        assert app.pane.tool("call-last") is last_tool
+
+
+async def test_pruned_tool_blocks_are_forgotten_by_tool_lookup() -> None:
+    app = ChatHost(max_blocks=5)
+    async with app.run_test() as pilot:
+        task = app.pane.add_tool("t1", "task")
+        app.pane.add_tool("c1", "read_file", depth=1, parent_id="t1")
+        for i in range(10):
+            app.pane.add_note(f"n{i}")
+        await wait_until(pilot, lambda: not task.is_attached and len(app.pane.children) == 5)
+        assert app.pane.tool("t1") is None
+        assert app.pane.tool("c1") is None
+
+
+async def test_pane_follows_the_bottom_until_the_user_scrolls_up() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.pane
+        for i in range(40):
+            pane.add_note(f"line {i}")
+        await wait_until(pilot, lambda: pane.max_scroll_y > 0 and pane.scroll_y == pane.max_scroll_y)
+
+        # The user scrolls up (mouse wheel): new blocks no longer move the view.
+        pane.scroll_up(animate=False)
+        pane.scroll_up(animate=False)
+        await wait_until(pilot, lambda: pane.scroll_y < pane.max_scroll_y)
+        held = pane.scroll_y
+        for i in range(10):
+            pane.add_note(f"more {i}")
+        await wait_until(pilot, lambda: len(pane.children) == 50 and pane.max_scroll_y > held + 5)
+        assert pane.scroll_y == held
+
+        # Back at the bottom, it follows again.
+        pane.scroll_end(animate=False, immediate=True)
+        await wait_until(pilot, lambda: pane.scroll_y == pane.max_scroll_y)
+        for i in range(10):
+            pane.add_note(f"again {i}")
+        await wait_until(pilot, lambda: len(pane.children) == 60)
+        await wait_until(pilot, lambda: pane.scroll_y == pane.max_scroll_y)
+
+
+async def test_sending_a_message_re_anchors_a_pane_scrolled_up() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.pane
+        for i in range(40):
+            pane.add_note(f"line {i}")
+        await wait_until(pilot, lambda: pane.max_scroll_y > 0 and pane.scroll_y == pane.max_scroll_y)
+        pane.scroll_home(animate=False, immediate=True)
+        await wait_until(pilot, lambda: pane.scroll_y == 0)
+        user = pane.add_user("new question")
+        await wait_until(pilot, lambda: user.is_mounted and pane.scroll_y == pane.max_scroll_y > 0)
+
+
+async def test_tool_block_goes_from_streaming_to_running_to_done_with_a_collapsed_excerpt() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        block = app.pane.add_tool("c1", "bash")
+        await wait_until(pilot, lambda: block.is_mounted)
+        block.set_streaming(2048)
+        assert block.status == "streaming"
+        assert "2.0 KiB" in block.header_text
+        block.set_running({"command": "ls -la", "timeout": 30})
+        assert block.status == "running"
+        assert block.args_line == "ls -la  timeout=30"
+        output = "\n".join(f"file{i}" for i in range(10))
+        block.set_result(output, is_error=False, denied=False)
+        assert block.status == "done"
+        assert block.excerpt.startswith("file0\nfile1\nfile2\n")
+        assert "7 more lines" in block.excerpt
+        assert "file9" not in block.excerpt
+
+
+async def test_tool_result_expands_and_collapses_on_enter_and_on_click() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        block = app.pane.add_tool("c1", "read_file")
+        block.set_running({"path": "a.py"})
+        block.set_result("\n".join(f"line {i}" for i in range(20)), is_error=False, denied=False)
+        await wait_until(pilot, lambda: block.is_mounted)
+        block.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: block.expanded)
+        assert "line 19" in block.excerpt
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not block.expanded)
+        assert "line 19" not in block.excerpt
+        await pilot.click(block)
+        await wait_until(pilot, lambda: block.expanded)
+
+
+async def test_tool_error_and_denied_results_show_their_status() -> None:
+    app = ChatHost()
+    async with app.run_test():
+        failed = app.pane.add_tool("c1", "bash")
+        failed.set_result("exit code 2", is_error=True, denied=False)
+        denied = app.pane.add_tool("c2", "write_file")
+        denied.set_result("the user denied this call", is_error=True, denied=True)
+        assert failed.status == "error" and failed.has_class("-error")
+        assert denied.status == "denied"
+        assert "denied" in denied.header_text
+
+
+async def test_a_sub_agent_call_nests_under_its_task_block() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        task = app.pane.add_tool("t1", "task")
+        task.set_running({"description": "look around", "prompt": "find the tests\nand read them"})
+        child = app.pane.add_tool("c1", "grep", depth=1, parent_id="t1")
+        grandchild = task.add_child("c2", "read_file")
+        await wait_until(pilot, lambda: child.is_mounted and grandchild.is_mounted)
+        assert child in task.query(ToolBlock)
+        assert child.parent is not app.pane
+        assert app.pane.tool("c1") is child
+        assert app.pane.tool("c2") is grandchild
+        assert task.args_line == "look around  prompt: 2 lines"
+        # A click on the child toggles the child only.
+        child.set_result("a\nb\nc\nd\ne", is_error=False, denied=False)
+        task.set_result("x\ny\nz\nw", is_error=False, denied=False)
+        await pilot.pause()
+        await pilot.click(child)
+        await wait_until(pilot, lambda: child.expanded)
+        assert not task.expanded
+
+
+async def test_a_sub_agent_call_whose_parent_is_gone_is_added_at_the_bottom() -> None:
+    app = ChatHost()
+    async with app.run_test() as pilot:
+        orphan = app.pane.add_tool("c9", "grep", depth=1, parent_id="missing")
+        await wait_until(pilot, lambda: orphan.is_mounted)
+        assert orphan.parent is app.pane and orphan.has_class("-nested")
+
+
+async def test_user_note_and_error_text_is_plain_and_sanitized() -> None:
+    app = ChatHost()
+    async with app.run_test():
+        user = app.pane.add_user("[b]not markup[/b] \x1b[2Jcleared?")
+        error = app.pane.add_error("429 rate limited\x1b]8;;http://x\x07")
+        assert isinstance(user, UserBlock)
+        assert user.content.plain == "[b]not markup[/b] cleared?"  # type: ignore[union-attr]
+        assert "\x1b" not in error.content.plain  # type: ignore[union-attr]
+
+
+async def test_clear_blocks_empties_the_pane_and_the_tool_lookup() -> None:
+    app = ChatHost()
+    async with app.run_test() as pilot:
+        app.pane.add_user("q")
+        app.pane.add_tool("c1", "bash")
+        answer = app.pane.start_answer()
+        await answer.append("partial")
+        app.pane.clear_blocks()
+        assert app.pane.blocks == []
+        await wait_until(pilot, lambda: len(app.pane.children) == 0)
+        assert app.pane.tool("c1") is None
+        await answer.append("after removal is dropped")
+        await answer.finish()
+        assert isinstance(answer, AnswerBlock)
+
+
+def test_summarize_args_puts_the_telling_values_first_and_bulky_ones_as_sizes() -> None:
+    assert summarize_args({"path": "a.py", "content": "x\ny\n"}) == "a.py  content: 3 lines"
+    assert summarize_args({"command": "echo \x1b[31mhi\nthere"}) == "echo hi there"
+    assert summarize_args({"level": "user", "filename": "MEMORY.md", "offset": 10}) == (
+        "user  MEMORY.md  offset=10"
+    )
+    assert len(summarize_args({"command": "x" * 1000})) == 300
+
+
+async def test_a_new_tool_block_shows_its_name_before_any_event() -> None:
+    app = ChatHost()
+    async with app.run_test() as pilot:
+        block = app.pane.add_tool("c1", "list_files")
+        await wait_until(pilot, lambda: block.is_mounted)
+        assert block.header_text == "◌ list_files  preparing"
+
+
+async def test_a_long_tool_call_stays_compact_until_expanded() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(80, 24)) as pilot:
+        block = app.pane.add_tool("c1", "bash")
+        block.set_running({"command": "echo " + "word " * 100})
+        block.set_result("\n".join("x" * 300 for _ in range(10)), is_error=False, denied=False)
+        # One header row; three result rows and the "more lines" hint.
+        await wait_until(pilot, lambda: block._header.size.height == 1 and block._result.size.height == 4)
+        block.toggle()
+        await wait_until(pilot, lambda: block._result.size.height > 20)

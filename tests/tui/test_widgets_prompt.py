@@ -1,0 +1,292 @@
+"""The prompt in a tiny host App: send, newline keys, history, completion, disabled_reason."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from widgets.prompt import CompletionDropdown, PromptInput, Suggestion
+
+
+async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await pilot.pause(0.01)
+
+
+COMMANDS = ["help", "clear", "memory", "model", "mode", "quit"]
+FILES = ["src/app.py", "src/util.py", "README.md"]
+
+
+def completer(text: str, cursor: int) -> list[Suggestion]:
+    start = cursor
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    word = text[start:cursor]
+    if word.startswith("/"):
+        return [
+            Suggestion(label=f"/{c}", insert=f"/{c}", kind="command", detail=f"the {c} command")
+            for c in COMMANDS
+            if c.startswith(word[1:])
+        ]
+    if word.startswith("@"):
+        return [Suggestion(label=f, insert=f"@{f}", kind="file") for f in FILES if word[1:] in f]
+    return []
+
+
+class PromptHost(App[None]):
+    CSS = ".fill { height: 1fr; }"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.submitted: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("chat", id="chat", classes="fill")
+        yield PromptInput(id="prompt")
+
+    @property
+    def prompt(self) -> PromptInput:
+        return self.query_one(PromptInput)
+
+    def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+        self.submitted.append(message.text)
+
+
+async def type_text(pilot: Pilot, text: str) -> None:
+    await pilot.press(*[("space" if c == " " else c) for c in text])
+
+
+async def test_enter_submits_the_text_and_clears_the_prompt() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        app.prompt.focus()
+        await type_text(pilot, "hello there")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.submitted == ["hello there"])
+        assert app.prompt.text == ""
+
+
+async def test_enter_on_an_empty_prompt_sends_nothing() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        app.prompt.focus()
+        await pilot.press("space", "enter", "x", "enter")
+        await wait_until(pilot, lambda: app.submitted == ["x"])
+
+
+async def test_shift_enter_and_ctrl_j_insert_newlines_instead_of_sending() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        app.prompt.focus()
+        await pilot.press("a", "shift+enter", "b", "ctrl+j", "c")
+        await wait_until(pilot, lambda: app.prompt.text == "a\nb\nc")
+        assert app.submitted == []
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.submitted == ["a\nb\nc"])
+
+
+async def test_a_large_paste_is_inserted_whole() -> None:
+    from textual import events
+
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        app.prompt.focus()
+        big = "\n".join(f"line {i} " + "x" * 80 for i in range(3000))
+        app.post_message(events.Paste(big))  # as the driver does: the App forwards it to the focus
+        await wait_until(pilot, lambda: app.prompt.text == big)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.submitted == [big])
+
+
+async def test_disabled_reason_blocks_sending_and_shows_on_the_border() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        prompt.focus()
+        prompt.disabled_reason = "connecting…"
+        await type_text(pilot, "hi")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.submitted == []
+        assert prompt.text == "hi"
+        assert prompt.border_subtitle == "connecting…"
+        prompt.disabled_reason = None
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.submitted == ["hi"])
+        assert not prompt.border_subtitle
+
+
+async def test_up_and_down_walk_the_history_and_restore_the_draft() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        prompt.set_history(["first", "second\nmulti-line"])
+        prompt.focus()
+        await type_text(pilot, "draft")
+        await pilot.press("up")
+        await wait_until(pilot, lambda: prompt.text == "second\nmulti-line")
+        # The cursor is on the entry's last line: Up moves to its first line, then recalls older.
+        await pilot.press("up")
+        assert prompt.text == "second\nmulti-line"
+        await pilot.press("up")
+        await wait_until(pilot, lambda: prompt.text == "first")
+        await pilot.press("up")  # the oldest: stays
+        assert prompt.text == "first"
+        await pilot.press("down")
+        await wait_until(pilot, lambda: prompt.text == "second\nmulti-line")
+        await pilot.press("down")
+        await wait_until(pilot, lambda: prompt.text == "draft")
+
+
+async def test_a_sent_prompt_is_recalled_by_up_at_once() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        app.prompt.focus()
+        await type_text(pilot, "ls")
+        await pilot.press("enter", "up")
+        await wait_until(pilot, lambda: app.prompt.text == "ls")
+
+
+async def test_slash_at_the_start_opens_command_completion_and_tab_accepts() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        prompt.set_completer(completer)
+        prompt.focus()
+        await pilot.press("slash", "m")
+        await wait_until(pilot, lambda: [s.label for s in prompt.suggestions] == ["/memory", "/model", "/mode"])
+        dropdown = app.screen.query_one(CompletionDropdown)
+        assert dropdown.display and dropdown.option_count == 3
+        # Drawn above the prompt.
+        assert dropdown.region.bottom <= prompt.region.y
+        await pilot.press("down", "tab")
+        await wait_until(pilot, lambda: prompt.text == "/model ")
+        assert not prompt.completion_open
+        assert app.submitted == []
+
+
+async def test_enter_accepts_a_suggestion_instead_of_sending() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        prompt.set_completer(completer)
+        prompt.focus()
+        await pilot.press("slash", "h")
+        await wait_until(pilot, lambda: prompt.completion_open)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: prompt.text == "/help ")
+        assert app.submitted == []
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.submitted == ["/help"])
+
+
+async def test_slash_inside_a_sentence_does_not_complete() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        calls: list[tuple[str, int]] = []
+
+        def recording(text: str, cursor: int) -> list[Suggestion]:
+            calls.append((text, cursor))
+            return completer(text, cursor)
+
+        prompt.set_completer(recording)
+        prompt.focus()
+        await type_text(pilot, "use a/b")
+        await pilot.pause()
+        assert calls == []
+        assert not prompt.completion_open
+        await type_text(pilot, " @")  # while an @ word is completed at once
+        await wait_until(pilot, lambda: calls == [("use a/b @", 9)])
+
+
+async def test_at_completes_a_file_mid_sentence_and_esc_closes_the_dropdown() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        prompt.set_completer(completer)
+        prompt.focus()
+        await type_text(pilot, "read @util")
+        await wait_until(pilot, lambda: [s.label for s in prompt.suggestions] == ["src/util.py"])
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not prompt.completion_open)
+        assert prompt.text == "read @util"
+        await pilot.press("backspace", "backspace", "backspace", "backspace")
+        await wait_until(pilot, lambda: len(prompt.suggestions) == 3)
+        await pilot.press("down", "down", "enter")
+        await wait_until(pilot, lambda: prompt.text == "read @README.md ")
+
+
+async def test_a_completer_that_raises_does_not_break_typing() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+
+        def broken(text: str, cursor: int) -> list[Suggestion]:
+            raise RuntimeError("boom")
+
+        prompt.set_completer(broken)
+        prompt.focus()
+        await pilot.press("slash", "x", "enter")
+        await wait_until(pilot, lambda: app.submitted == ["/x"])
+
+
+async def test_suggestion_labels_are_stripped_of_terminal_escapes() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        prompt.set_completer(
+            lambda text, cursor: [Suggestion(label="evil\x1b[2J.py", insert="@evil.py", kind="file")]
+        )
+        prompt.focus()
+        await pilot.press("at")
+        await wait_until(pilot, lambda: prompt.completion_open)
+        dropdown = app.screen.query_one(CompletionDropdown)
+        option = dropdown.get_option_at_index(0)
+        assert "\x1b" not in str(option.prompt)
+        assert "evil.py" in str(option.prompt)
+
+
+async def test_clicking_a_suggestion_accepts_it_and_keeps_the_focus_in_the_prompt() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        prompt.set_completer(completer)
+        prompt.focus()
+        await pilot.press("slash", "m")
+        await wait_until(pilot, lambda: prompt.completion_open)
+        await pilot.click(CompletionDropdown, offset=(3, 2))  # the second row: /model
+        await wait_until(pilot, lambda: prompt.text == "/model ")
+        assert app.focused is prompt
+
+
+async def test_the_dropdown_closes_when_the_prompt_loses_focus() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        prompt.set_completer(completer)
+        prompt.focus()
+        await pilot.press("slash", "h")
+        await wait_until(pilot, lambda: prompt.completion_open)
+        prompt.blur()
+        await wait_until(pilot, lambda: not prompt.completion_open)
+
+
+async def test_enter_sends_a_command_typed_in_full_even_with_the_list_open() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        prompt.set_completer(completer)
+        prompt.focus()
+        await type_text(pilot, "/mode")
+        await wait_until(pilot, lambda: [s.label for s in prompt.suggestions] == ["/model", "/mode"])
+        assert app.screen.query_one(CompletionDropdown).highlighted == 1  # the exact match
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.submitted == ["/mode"])

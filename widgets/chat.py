@@ -1,0 +1,128 @@
+"""The conversation: a scrolling column of blocks (widgets/blocks.py), newest at the bottom.
+
+``layout: stream`` keeps arranging cheap with hundreds of blocks (it reuses the placements of
+unchanged blocks); ``anchor()`` keeps the view on the newest block until the user scrolls up,
+and Textual re-anchors when they scroll back to the bottom. Blocks beyond ``max_blocks`` are
+pruned from the top so a long session stays fast (the session log keeps everything).
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+
+from .blocks import AnswerBlock, ErrorBlock, NoteBlock, ToolBlock, UserBlock
+
+__all__ = ["ChatPane"]
+
+_W = TypeVar("_W", bound=Widget)
+
+
+class ChatPane(VerticalScroll):
+    """The chat column. The ``add_*``/``start_answer`` methods mount without waiting and
+    return the block at once, so the App can keep a handle and update it as events arrive."""
+
+    DEFAULT_CSS = """
+    ChatPane {
+        layout: stream;
+        height: 1fr;
+        padding: 0 1 1 1;
+        scrollbar-size-vertical: 1;
+        background: $background;
+    }
+    """
+
+    def __init__(
+        self, *, max_blocks: int = 300, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self.max_blocks = max_blocks
+        self._tools: dict[str, ToolBlock] = {}
+        # call_id -> the top-level block it is shown in (itself, or the task it nests under).
+        self._top: dict[str, ToolBlock] = {}
+        self._prune_due = False
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    # -- adding blocks --
+
+    def add_user(self, text: str) -> UserBlock:
+        # The user just spoke: follow the conversation again even if they had scrolled up.
+        self.anchor()
+        return self._add(UserBlock(text))
+
+    def start_answer(self, depth: int = 0) -> AnswerBlock:
+        return self._add(AnswerBlock(depth))
+
+    def add_tool(
+        self, call_id: str, name: str, depth: int = 0, parent_id: str | None = None
+    ) -> ToolBlock:
+        """A tool call block; with ``parent_id`` (a sub-agent's call) it nests under that
+        call's block when it is still shown, else it is added at the bottom."""
+        parent = self.tool(parent_id) if parent_id is not None else None
+        if parent is not None:
+            block = parent.add_child(call_id, name)
+            self._top[call_id] = self._top.get(parent.call_id, parent)
+        else:
+            block = self._add(ToolBlock(call_id, name, depth=depth))
+            self._top[call_id] = block
+        self._tools[call_id] = block
+        return block
+
+    def tool(self, call_id: str | None) -> ToolBlock | None:
+        if call_id is None:
+            return None
+        block = self._tools.get(call_id)
+        if block is not None:
+            return block
+        for top in self._tools.values():  # a child added through ToolBlock.add_child directly
+            found = top.find(call_id)
+            if found is not None:
+                return found
+        return None
+
+    def add_error(self, text: str) -> ErrorBlock:
+        return self._add(ErrorBlock(text))
+
+    def add_note(self, text: str) -> NoteBlock:
+        return self._add(NoteBlock(text))
+
+    def clear_blocks(self) -> None:
+        self._tools.clear()
+        self._top.clear()
+        self.remove_children()
+        self.anchor()
+
+    @property
+    def blocks(self) -> list[Widget]:
+        """The top-level blocks, oldest first (not those being pruned or cleared)."""
+        return [child for child in self.children if not child._pruning]
+
+    # -- internals --
+
+    def _add(self, block: _W) -> _W:
+        self.mount(block)
+        if not self._prune_due:
+            # After the refresh: the new blocks have started, and a burst (a resumed history)
+            # is pruned once.
+            self._prune_due = True
+            self.call_after_refresh(self._prune)
+        return block
+
+    def _prune(self) -> None:
+        self._prune_due = False
+        # Blocks already being removed stay children until their removal completes: skip them.
+        live = self.blocks
+        excess = len(live) - self.max_blocks
+        if excess <= 0:
+            return
+        old = live[:excess]
+        dropped = {id(block) for block in old}
+        for call_id, top in list(self._top.items()):
+            if id(top) in dropped:
+                del self._top[call_id]
+                self._tools.pop(call_id, None)
+        self.remove_children(old)

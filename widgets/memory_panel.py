@@ -1,0 +1,260 @@
+"""The memory side panel: the merged index the next Run will see, and the memory jobs in flight.
+
+Pure drawing: the App builds a :class:`PanelState` off the event loop (app/panel_state.py reads
+the stores) and hands it to :meth:`MemoryPanel.show`. Cards are laid out for the panel's width
+at render time (a type tag, the title in bold on one line, the summary dim on at most two), so
+a resize reflows them without asking the App for anything. Every string is stripped of
+terminal control sequences here too: card text comes from a repository anyone could write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.cells import cell_len, chop_cells
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.events import Click
+from textual.geometry import Size
+from textual.message import Message
+from textual.widget import Widget
+
+from memory.sanitize import strip_terminal
+
+__all__ = ["MemoryPanel", "PanelCard", "PanelJob", "PanelState", "wrap_cells"]
+
+
+@dataclass(frozen=True)
+class PanelCard:
+    type: str
+    title: str
+    summary: str
+    filename: str
+    new: bool = False
+
+
+@dataclass(frozen=True)
+class PanelJob:
+    job_id: str
+    line: str
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class PanelState:
+    project: tuple[PanelCard, ...]
+    user: tuple[PanelCard, ...]
+    cut_note: str | None
+    project_note: str | None
+    jobs: tuple[PanelJob, ...]
+
+
+EMPTY_STATE = PanelState(project=(), user=(), cut_note=None, project_note=None, jobs=())
+
+# Short tags keep the title on the card's first line at 32 columns.
+TYPE_TAGS: dict[str, tuple[str, str]] = {
+    "user_preference": ("pref", "magenta"),
+    "correction_feedback": ("fix", "yellow"),
+    "project_knowledge": ("know", "cyan"),
+    "reference_material": ("ref", "green"),
+}
+SUMMARY_LINES = 2
+MAX_JOB_LINES = 4
+
+
+def _clean(text: str) -> str:
+    return " ".join(strip_terminal(text, keep_newlines=False).split())
+
+
+def wrap_cells(text: str, width: int, max_lines: int) -> list[str]:
+    """``text`` word-wrapped to ``width`` terminal cells, at most ``max_lines`` lines; a cut
+    ends in "…". Cell-aware: wide (CJK, emoji) characters count double."""
+    if width <= 0 or max_lines <= 0 or not text:
+        return []
+    lines: list[str] = []
+    current = ""
+    words = text.split(" ")
+    i = 0
+    while i < len(words):
+        word = words[i]
+        candidate = f"{current} {word}" if current else word
+        if cell_len(candidate) <= width:
+            current = candidate
+            i += 1
+            continue
+        if current:
+            lines.append(current)
+            current = ""
+        else:
+            # One word wider than the line: cut it across lines.
+            pieces = chop_cells(word, width)
+            lines.extend(pieces[:-1])
+            current = pieces[-1]
+            i += 1
+        if len(lines) >= max_lines:
+            break
+    if current and len(lines) < max_lines:
+        lines.append(current)
+        current = ""
+    cut = i < len(words) or bool(current)
+    lines = lines[:max_lines]
+    if cut and lines:
+        last = lines[-1]
+        while last and cell_len(last) + 1 > width:
+            last = last[:-1]
+        lines[-1] = last.rstrip() + "…"
+    return lines
+
+
+def _one_line(text: Text, width: int) -> Text:
+    text.truncate(width, overflow="ellipsis")
+    return text
+
+
+class _CardList(Widget):
+    """The two sections of cards, drawn for the current width."""
+
+    DEFAULT_CSS = """
+    _CardList { height: auto; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state: PanelState = EMPTY_STATE
+        # Layout asks for the height and then renders, and scrolling repaints: lay out once.
+        self._laid_out: tuple[int, PanelState, list[Text]] | None = None
+
+    def lines(self, width: int) -> list[Text]:
+        width = max(width, 8)
+        if self._laid_out is not None and self._laid_out[0] == width and self._laid_out[1] is self.state:
+            return self._laid_out[2]
+        out = self._layout(width)
+        self._laid_out = (width, self.state, out)
+        return out
+
+    def _layout(self, width: int) -> list[Text]:
+        out: list[Text] = []
+        s = self.state
+        out.append(_one_line(Text.assemble(("Memory", "bold"), (" · seen by the next turn", "dim")), width))
+        sections = [("Project", s.project, s.project_note), ("User", s.user, None)]
+        for name, cards, note in sections:
+            out.append(Text(""))
+            new = sum(1 for c in cards if c.new)
+            head = Text.assemble((name, "bold underline"), (f" {len(cards)}", "dim"))
+            if new:
+                head.append(f" · {new} new", "bold green")
+            out.append(_one_line(head, width))
+            if note:
+                out.extend(Text(line, "italic yellow") for line in wrap_cells(_clean(note), width, 4))
+            if not cards and not note:
+                out.append(Text("no notes yet", "dim italic"))
+            for card in cards:
+                out.extend(self._card(card, width))
+        if s.cut_note:
+            out.append(Text(""))
+            out.extend(Text(line, "yellow") for line in wrap_cells(_clean(s.cut_note), width, 3))
+        return out
+
+    @staticmethod
+    def _card(card: PanelCard, width: int) -> list[Text]:
+        tag, colour = TYPE_TAGS.get(card.type, (_clean(card.type)[:8] or "?", "white"))
+        first = Text()
+        if card.new:
+            first.append("new ", "bold reverse green")
+        first.append(f"{tag} ", colour)
+        first.append(_clean(card.title) or _clean(card.filename), "bold")
+        out = [_one_line(first, width)]
+        summary = _clean(card.summary)
+        out.extend(Text("  " + line, "dim") for line in wrap_cells(summary, width - 2, SUMMARY_LINES))
+        return out
+
+    def render(self) -> Text:
+        return Text("\n").join(self.lines(self.size.width))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return max(1, len(self.lines(width)))
+
+
+class _JobsLine(Widget, can_focus=True):
+    """One compact line per memory job in flight; Enter or a click opens the pending screen."""
+
+    DEFAULT_CSS = """
+    _JobsLine { height: auto; border-top: hkey $secondary; }
+    _JobsLine:focus { background: $boost; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "open_pending", "Pending", show=False)]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.jobs: tuple[PanelJob, ...] = ()
+
+    def lines(self, width: int) -> list[Text]:
+        width = max(width, 8)
+        jobs = self.jobs
+        out: list[Text] = []
+        for job in jobs[:MAX_JOB_LINES]:
+            style = "bold red" if job.failed else "cyan"
+            line = Text.assemble(("✗ " if job.failed else "• ", style), (_clean(job.line), "red" if job.failed else ""))
+            out.append(_one_line(line, width))
+        if len(jobs) > MAX_JOB_LINES:
+            out.append(Text(f"+{len(jobs) - MAX_JOB_LINES} more", "dim"))
+        out.append(_one_line(Text("Enter or click: /pending", "dim italic"), width))
+        return out
+
+    def render(self) -> Text:
+        return Text("\n").join(self.lines(self.size.width))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.lines(width))
+
+    def action_open_pending(self) -> None:
+        self.post_message(MemoryPanel.OpenPending())
+
+    def on_click(self, event: Click) -> None:
+        event.stop()
+        self.post_message(MemoryPanel.OpenPending())
+
+
+class MemoryPanel(Widget):
+    """The side panel. ``show(state)`` replaces what it shows; F2 (the App's key) hides it."""
+
+    DEFAULT_CSS = """
+    MemoryPanel {
+        width: 32;
+        height: 1fr;
+        layout: vertical;
+        border-left: vkey $secondary;
+        padding: 0 0 0 1;
+    }
+    MemoryPanel > VerticalScroll { height: 1fr; scrollbar-size-vertical: 1; }
+    MemoryPanel > _JobsLine.-empty { display: none; }
+    """
+
+    @dataclass
+    class OpenPending(Message):
+        """The user asked for the pending screen (Enter or a click on the jobs line)."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.state: PanelState = EMPTY_STATE
+        self._cards = _CardList()
+        self._jobs = _JobsLine()
+        self._jobs.add_class("-empty")
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(can_focus=False):
+            yield self._cards
+        yield self._jobs
+
+    def show(self, state: PanelState) -> None:
+        """Show ``state`` (posted by the App after each refresh of the stores or the jobs)."""
+        self.state = state
+        self._cards.state = state
+        self._jobs.jobs = state.jobs
+        self._jobs.set_class(not state.jobs, "-empty")
+        # The content height changes with the cards: a layout pass, not only a repaint.
+        self._cards.refresh(layout=True)
+        self._jobs.refresh(layout=True)

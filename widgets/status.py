@@ -1,0 +1,126 @@
+"""The status line: one row with the workspace, model, memory mode, last turn, cost and jobs.
+
+The App formats the values (app/pricing.py has the token and cost strings); this widget only
+fits them into one row of the current width. When the row is too narrow it gives up, in order:
+the last turn's tokens, then the workspace's leading folders ("…/tail"), then the row's end.
+The note (e.g. "connecting…") comes first so it is never the part that is cut; on a very
+narrow row the model loses its "claude-" prefix and the mode its label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.widgets import Static
+
+from memory.sanitize import strip_terminal
+
+__all__ = ["StatusInfo", "StatusLine", "shorten_left"]
+
+SEP = " │ "
+MIN_WORKSPACE = 10
+
+
+@dataclass(frozen=True)
+class StatusInfo:
+    workspace: str
+    model: str
+    memory_mode: str
+    last_turn: str
+    cost: str
+    pending: int
+    note: str = ""
+
+
+def _clean(text: str) -> str:
+    return " ".join(strip_terminal(text, keep_newlines=False).split())
+
+
+def shorten_left(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, keeping its end ("…/projects/app")."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    tail = text
+    while tail and cell_len(tail) > width - 1:
+        tail = tail[1:]
+    # Prefer a cut at a folder boundary when that still leaves something to read.
+    slash = tail.find("/")
+    if 0 <= slash < len(tail) - 1:
+        tail = tail[slash:]
+    return "…" + tail
+
+
+class StatusLine(Static):
+    """One row at the bottom of the screen; ``show(info)`` replaces what it shows."""
+
+    DEFAULT_CSS = """
+    StatusLine {
+        height: 1;
+        width: 1fr;
+        background: $panel;
+        color: $text-muted;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, info: StatusInfo | None = None, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.info: StatusInfo | None = info
+
+    def show(self, info: StatusInfo) -> None:
+        self.info = info
+        self.refresh()
+
+    def line(self, width: int) -> Text:
+        """The row for ``width`` cells (public so tests can check it at any size)."""
+        info = self.info
+        if info is None:
+            return Text("")
+        note = _clean(info.note)
+        workspace = _clean(info.workspace)
+        model, mode = _clean(info.model), _clean(info.memory_mode)
+        fixed: list[tuple[str, str]] = [(model, "bold"), (f"memory {mode}", "")]
+        last = _clean(info.last_turn)
+        tail: list[tuple[str, str]] = []
+        if info.cost:
+            tail.append((_clean(info.cost), "bold"))
+        if info.pending:
+            tail.append((f"{info.pending} pending", "bold yellow"))
+
+        def build(ws: str, with_last: bool) -> list[tuple[str, str]]:
+            parts = [(note, "bold yellow")] if note else []
+            if ws:
+                parts.append((ws, ""))
+            parts += fixed
+            if with_last and last:
+                parts.append((last, ""))
+            return parts + tail
+
+        def size(parts: list[tuple[str, str]]) -> int:
+            return sum(cell_len(p) for p, _ in parts) + cell_len(SEP) * (len(parts) - 1)
+
+        parts = build(workspace, True)
+        if size(parts) > width:
+            parts = build(workspace, False)
+        if size(parts) > width and workspace:
+            room = width - size(build("", False)) - cell_len(SEP)
+            # Too little room for a readable tail: the workspace goes before the cost does.
+            parts = build(shorten_left(workspace, room) if room >= MIN_WORKSPACE else "", False)
+        if size(parts) > width:
+            # Last resort before cutting the row's end: shorter spellings of model and mode.
+            fixed[:] = [(model.removeprefix("claude-"), "bold"), (mode, "")]
+            parts = build("", False)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for k, (part, style) in enumerate(parts):
+            if k:
+                text.append(SEP, "dim")
+            text.append(part, style)
+        text.truncate(width, overflow="ellipsis")
+        return text
+
+    def render(self) -> Text:
+        return self.line(self.size.width)
