@@ -35,12 +35,19 @@ log = logging.getLogger(__name__)
 
 IN_FLIGHT = frozenset({"queued", "extracting", "applying", "retrying"})
 
+# One item per line and no column alignment: the chat beside the panel is about 52 cells wide at
+# 100 columns, and aligned columns wrapped into stray lines there. The first line is the heading
+# (the App draws it bold, in a setup block).
 CONFIGURE_HELP = (
-    "No model is configured, so chatting is off; memory browsing and editing work offline.\n"
-    "To chat, set credentials in the environment and restart:\n"
-    "  export ANTHROPIC_API_KEY=sk-ant-…        (or ANTHROPIC_AUTH_TOKEN=…)\n"
-    "  export ANTHROPIC_BASE_URL=http://…       (optional: another Anthropic-compatible endpoint)\n"
-    "Models and memory mode can go in $PSEUDOCLAUDE_HOME/config.toml (default ~/.PseudoClaude/config.toml):\n"
+    "Setup: no model is configured\n"
+    "Chatting is off; memory browsing and editing work.\n"
+    "To chat, set credentials and restart:\n"
+    "  export ANTHROPIC_API_KEY=sk-ant-…\n"
+    "  or: export ANTHROPIC_AUTH_TOKEN=…\n"
+    "Optional (an Anthropic-compatible endpoint):\n"
+    "  export ANTHROPIC_BASE_URL=https://…\n"
+    "Settings go in $PSEUDOCLAUDE_HOME/config.toml\n"
+    "(default ~/.PseudoClaude/config.toml):\n"
     '  model = "claude-sonnet-5-5"\n'
     '  memory_model = "claude-haiku-5-5"\n'
     '  memory_mode = "auto"'

@@ -12,6 +12,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.table import Table
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -59,9 +60,14 @@ COMMANDS: tuple[Command, ...] = (
 )
 BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
 
-KEYS_HELP = (
-    "keys: Enter send · Shift+Enter/Ctrl+J newline · Up/Down history · Esc cancel the turn · "
-    "F2 memory panel · Ctrl+Q quit (twice: at once) · @path attaches a file"
+KEYS: tuple[tuple[str, str], ...] = (
+    ("Enter", "send"),
+    ("Shift+Enter, Ctrl+J", "newline"),
+    ("Up, Down", "prompt history"),
+    ("Esc", "cancel the turn"),
+    ("F2", "show or hide the memory panel"),
+    ("Ctrl+Q", "quit (twice: at once)"),
+    ("@path", "attach a file"),
 )
 
 
@@ -96,10 +102,25 @@ def completions(prefix: str) -> list[Command]:
     return [c for c in COMMANDS if c.name.startswith(p)]
 
 
+def help_rows() -> list[tuple[str, str]]:
+    """(what to type, what it does) for each command, a blank row, then the keys."""
+    return [*((c.usage, c.help) for c in COMMANDS), ("", ""), *KEYS]
+
+
 def help_text() -> str:
-    width = max(len(c.usage) for c in COMMANDS)
-    lines = [f"{c.usage.ljust(width)}  {c.help}" for c in COMMANDS]
-    return "\n".join([*lines, "", KEYS_HELP])
+    """/help as plain text (the block's ``text``; what tests and copies read)."""
+    return "\n".join(f"{left}  {right}".rstrip() for left, right in help_rows())
+
+
+def help_table() -> Table:
+    """/help as drawn: two columns, so a wrapped description stays under its own column (a
+    hanging indent) at any chat width instead of running back under the command names."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for left, right in help_rows():
+        table.add_row(left, right)
+    return table
 
 
 def one_line(value: object, width: int = 120) -> str:
@@ -170,7 +191,8 @@ class SlashCommands:
         return False
 
     async def cmd_help(self, arg: str) -> None:
-        self.chat.add_note(help_text())
+        block = self.chat.add_note(help_text())  # ``text`` stays the plain form
+        block.update(help_table())
 
     async def cmd_clear(self, arg: str) -> None:
         if self._turn_running():

@@ -65,19 +65,28 @@ def build_panel_state(
     else:
         project_lines = entries["project"]
 
-    def cards(level: str, lines: Iterable[str], mark_new: bool) -> tuple[PanelCard, ...]:
+    trusted_project = not stores.has_project_level or bool(getattr(stores, "project_trusted", True))
+
+    def cards(level: str, lines: Iterable[str], trusted: bool) -> tuple[PanelCard, ...]:
         out = []
         for line in lines:
             card = _card(stores, level, line)
             if card is None:
                 continue
-            is_new = mark_new and run_start_files is not None and (level, card.filename) not in run_start_files
+            # An untrusted card is in no Run's index: "new" would mean nothing for it.
+            is_new = trusted and run_start_files is not None and (level, card.filename) not in run_start_files
             out.append(
-                PanelCard(type=card.type, title=card.title, summary=card.summary, filename=card.filename, new=is_new)
+                PanelCard(
+                    type=card.type,
+                    title=card.title,
+                    summary=card.summary,
+                    filename=card.filename,
+                    new=is_new,
+                    untrusted=not trusted,
+                )
             )
         return tuple(out)
 
-    trusted_project = project_note != UNTRUSTED_NOTE
     cut_note = None
     if hidden:
         cut_note = f"index cut: {hidden} {'note' if hidden == 1 else 'notes'} not shown"

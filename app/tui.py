@@ -21,6 +21,7 @@ from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.worker import Worker, WorkerState
 
 from memory.sanitize import strip_terminal
@@ -92,6 +93,14 @@ class PseudoClaudeApp(SlashCommands, App[int]):
         Binding("escape", "cancel_turn", "Cancel turn"),
         Binding("f2", "toggle_panel", "Memory panel"),
     ]
+    # The setup help must stand out from the dim notes around it (it is why nothing else works).
+    CSS = """
+    NoteBlock.-setup {
+        color: $text;
+        border-left: outer $warning;
+        background: $warning 10%;
+    }
+    """
 
     def __init__(
         self,
@@ -138,6 +147,7 @@ class PseudoClaudeApp(SlashCommands, App[int]):
         self._last_turn = ""
         self._cost: Any | None = None
         self._pending = 0
+        self._new_cards = 0  # cards in the index that were not there when the current Run started
         self._status_note = "connecting…"
         self._files: list[str] = []
         self._files_set: frozenset[str] = frozenset()
@@ -237,7 +247,7 @@ class PseudoClaudeApp(SlashCommands, App[int]):
         self._status_note = "" if message.credentials else "no model configured"
         self.prompt.disabled_reason = None
         if not message.credentials:
-            self.chat.add_note(CONFIGURE_HELP)
+            self._show_configure_help()
         if message.note:
             self.chat.add_note(one_line(message.note, 300))
         messages = self.bridge.messages
@@ -249,6 +259,12 @@ class PseudoClaudeApp(SlashCommands, App[int]):
             # Pushed in this same handler: no prompt can be sent before the question is answered.
             self.push_screen(TrustModal(_trust_cards(message.untrusted), where=str(self.bridge.stores.project.dir)),
                              callback=self._trust_answered)
+
+    def _show_configure_help(self) -> None:
+        block = self.chat.add_note(CONFIGURE_HELP)
+        block.add_class("-setup")
+        heading, _, body = CONFIGURE_HELP.partition("\n")
+        block.update(Content.assemble((heading, "bold"), "\n", body))
 
     @on(RuntimeFailed)
     def _on_failed(self, message: RuntimeFailed) -> None:
@@ -303,6 +319,8 @@ class PseudoClaudeApp(SlashCommands, App[int]):
         self.panel.show(message.state)
         self.panel_shows += 1
         self._pending = message.pending
+        state = message.state
+        self._new_cards = sum(1 for c in (*state.project, *state.user) if c.new)
         self._show_status()
 
     @work(exclusive=True, group="watch", exit_on_error=False)
@@ -333,11 +351,13 @@ class PseudoClaudeApp(SlashCommands, App[int]):
         narrow = event.size.width < NARROW
         if narrow != getattr(self, "_narrow", narrow):
             self.panel.display = not narrow
+            self._show_status()
         self._narrow = narrow
         self.set_class(narrow, "-narrow")
 
     def action_toggle_panel(self) -> None:
         self.panel.display = not self.panel.display
+        self._show_status()  # the "F2 memory" hint shows only while the panel is hidden
 
     # -- status line -----------------------------------------------------------------------------
 
@@ -350,6 +370,8 @@ class PseudoClaudeApp(SlashCommands, App[int]):
             cost=self._cost.describe() if self._cost is not None else "",
             pending=self._pending,
             note=self._status_note,
+            panel_hidden=not self.panel.display,
+            new_cards=self._new_cards,
         )
         self._status.show(info)
 
@@ -385,7 +407,7 @@ class PseudoClaudeApp(SlashCommands, App[int]):
             self.chat.add_note("still connecting… the prompt is sent once the model is ready")
             return
         if not self.ready:
-            self.chat.add_note(CONFIGURE_HELP)
+            self._show_configure_help()
             return
         if self._turn is not None and self._turn.is_running:
             self.chat.add_note("a turn is running: wait for it, or press Esc to cancel it")

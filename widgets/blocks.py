@@ -32,6 +32,7 @@ __all__ = [
     "ToolBlock",
     "ToolStatus",
     "UserBlock",
+    "bash_view",
     "summarize_args",
 ]
 
@@ -261,8 +262,20 @@ def _stream_into(block: Markdown) -> MarkdownStream:
 
 # -- tool calls --------------------------------------------------------------------------
 
-# Inputs that say what a call does, in the order a reader wants them (DESIGN §9's tools).
-_PRIMARY_KEYS = ("command", "description", "path", "pattern", "level", "filename", "glob", "query", "url")
+# Inputs that say what a call does, in the order a reader wants them, for a tool not below.
+_PRIMARY_KEYS = ("command", "description", "pattern", "path", "filename", "level", "glob", "query", "url")
+# DESIGN §9's tools: the telling inputs first, each with its format ("{}" is the value); the
+# other inputs follow as ``key=value``. "in {}" reads "grep  bash_timeout  in app/".
+_TOOL_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
+    "read_file": (("path", "{}"),),
+    "list_files": (("pattern", "{}"), ("path", "in {}")),
+    "grep": (("pattern", "{}"), ("path", "in {}"), ("glob", "files {}")),
+    "write_file": (("path", "{}"),),
+    "edit_file": (("path", "{}"),),
+    "bash": (("command", "{}"),),
+    "read_memory": (("filename", "{}"), ("level", "{} level")),
+    "task": (("description", "{}"),),
+}
 # Inputs too large for one line: shown as their size.
 _BULKY_KEYS = frozenset({"content", "old_string", "new_string", "prompt"})
 _ARGS_MAX = 300
@@ -273,15 +286,20 @@ def _size(text: str) -> str:
     return f"{lines} line{'s' if lines != 1 else ''}"
 
 
-def summarize_args(args: dict[str, Any]) -> str:
-    """A tool call's input as one short line: the telling values first, bulky ones as a size."""
+def summarize_args(args: dict[str, Any], tool: str | None = None) -> str:
+    """A tool call's input as one short line: the telling values first (in ``tool``'s own
+    order when it is one of DESIGN §9's tools), bulky ones as a size."""
+    keys = _TOOL_KEYS.get(tool or "") or tuple((key, "{}") for key in _PRIMARY_KEYS)
     parts: list[str] = []
-    for key in _PRIMARY_KEYS:
+    first: set[str] = set()
+    for key, fmt in keys:
         value = args.get(key)
-        if isinstance(value, str) and value:
-            parts.append(value)
+        if isinstance(value, str) and (one := _one_line(value)):
+            # "in app/" reads only after a pattern; alone it is just the path.
+            parts.append(fmt.format(one) if parts or not fmt.startswith("in ") else one)
+            first.add(key)
     for key, value in args.items():
-        if key in _PRIMARY_KEYS and isinstance(value, str) and value:
+        if key in first:
             continue
         if value is None or value == "" or value is False:
             continue
@@ -296,6 +314,46 @@ def summarize_args(args: dict[str, Any]) -> str:
                 parts.append(f"{key}=…")
     line = "  ".join(one for part in parts if (one := _one_line(part)))
     return line if len(line) <= _ARGS_MAX else line[: _ARGS_MAX - 1] + "…"
+
+
+# The result format of app/tools/shell.py's bash tool: a status line, optional "[…]" notes,
+# then "--- stdout ---" / "--- stderr ---" sections or "(no output)".
+_BASH_EXIT_RE = re.compile(r"exit code: (-?\d+)(?: \(killed by ([^)]*)\))?")
+_BASH_TIMEOUT_RE = re.compile(r"timed out after (\S+) s\b.*")
+_BASH_STDOUT = "--- stdout ---"
+_BASH_STDERR = "--- stderr ---"
+_BASH_NO_OUTPUT = "(no output)"
+
+
+def bash_view(text: str) -> tuple[str, str, bool] | None:
+    """A bash result as shown: (status for the header such as "exit 0", the output to show,
+    whether the exit code is non-zero). The output comes first, with the status line and the
+    leading section marker left out (they filled the collapsed excerpt before any output); the
+    tool's "[…]" notes follow it. None when ``text`` is not in the bash tool's format."""
+    lines = text.split("\n")
+    if m := _BASH_EXIT_RE.fullmatch(lines[0]):
+        code = int(m.group(1))
+        status = f"exit {code}" + (f" {m.group(2)}" if m.group(2) else "")
+        failed = code != 0
+    elif m := _BASH_TIMEOUT_RE.fullmatch(lines[0]):
+        status, failed = f"timed out after {m.group(1)} s", True
+    else:
+        return None
+    i = 1
+    notes: list[str] = []
+    while i < len(lines) and lines[i].startswith("[") and lines[i].endswith("]"):
+        notes.append(lines[i])
+        i += 1
+    rest = lines[i:]
+    if rest[:1] == [_BASH_NO_OUTPUT]:
+        rest = rest[1:]
+    elif rest[:1] in ([_BASH_STDOUT], [_BASH_STDERR]):
+        # Only stderr: the red excerpt and the exit status say enough; a stderr after stdout
+        # keeps its marker.
+        rest = rest[1:]
+    else:
+        return None
+    return status, "\n".join(rest + notes), failed
 
 
 # Span styles use $foreground-muted, not $text-muted: that one is "auto 60%", which a Content
@@ -383,6 +441,8 @@ class ToolBlock(Widget, can_focus=True):
         self.depth = depth
         self.args_line = ""
         self.result_text: str | None = None
+        self._bash: tuple[str, str, bool] | None = None
+        self._shown = ""  # the part of the result the excerpt shows (bash: output first)
         self.excerpt = ""
         """The result as currently shown (collapsed or expanded), plain text."""
         self.header_text = ""
@@ -408,15 +468,17 @@ class ToolBlock(Widget, can_focus=True):
         self._render_header()
 
     def set_running(self, args: dict[str, Any]) -> None:
-        self.args_line = summarize_args(args)
+        self.args_line = summarize_args(args, self.tool_name)
         self.status = "running"
         self._render_header()
 
     def set_result(self, text: str, *, is_error: bool, denied: bool) -> None:
         self.result_text = strip_terminal(text)
         self.status = "denied" if denied else "error" if is_error else "done"
+        self._bash = bash_view(self.result_text) if self.tool_name == "bash" and not denied else None
+        self._shown = self._bash[1] if self._bash is not None else self.result_text
         self.set_class(is_error or denied, "-error")
-        self.set_class(bool(self.result_text.strip()), "-has-result")
+        self.set_class(bool(self._shown.strip()), "-has-result")
         self._render_header()
         self._render_result()
 
@@ -462,11 +524,19 @@ class ToolBlock(Widget, can_focus=True):
 
     def _render_header(self) -> None:
         glyph, label, style = _STATUS_LOOK.get(self.status, ("?", self.status, ""))
+        exit_status = ""
         if self.status == "streaming" and self._nbytes:
             label = f"preparing ({_bytes(self._nbytes)})"
+        elif self._bash is not None:
+            exit_status, output, failed = self._bash
+            label = _size(output) if output.strip() else "no output"
+            style = "$text-error" if failed else style
         elif self.status == "done" and self.result_text is not None:
             label = _size(self.result_text) if self.result_text else "no output"
         parts: list[str | tuple[str, str]] = [(glyph + " ", style), (_one_line(self.tool_name), "bold")]
+        if exit_status:
+            # Before the command: a long command line is cut at the right edge, the exit code never.
+            parts.append(("  " + exit_status, style))
         if self.args_line:
             parts.append(("  " + self.args_line, "$foreground-muted"))
         if label:
@@ -476,7 +546,7 @@ class ToolBlock(Widget, can_focus=True):
         self._header.update(content)
 
     def _render_result(self) -> None:
-        text = self.result_text or ""
+        text = self._shown
         lines = text.splitlines()
         if self.expanded:
             shown = lines[: self.EXPANDED_LINES]

@@ -34,6 +34,7 @@ class PanelCard:
     summary: str
     filename: str
     new: bool = False
+    untrusted: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ TYPE_TAGS: dict[str, tuple[str, str]] = {
     "reference_material": ("ref", "green"),
 }
 SUMMARY_LINES = 2
+UNTRUSTED_TAG = "untrusted"
 MAX_JOB_LINES = 4
 
 
@@ -139,6 +141,9 @@ class _CardList(Widget):
         out: list[Text] = []
         s = self.state
         out.append(_one_line(Text.assemble(("Memory", "bold"), (" · seen by the next turn", "dim")), width))
+        if s.cut_note:
+            # Up here, not only at the end: a cut below the fold was invisible without scrolling.
+            out.extend(Text(line, "yellow") for line in wrap_cells(_clean(s.cut_note), width, 3))
         sections = [("Project", s.project, s.project_note), ("User", s.user, None)]
         for name, cards, note in sections:
             out.append(Text(""))
@@ -154,8 +159,9 @@ class _CardList(Widget):
             for card in cards:
                 out.extend(self._card(card, width))
         if s.cut_note:
+            # Also where the cut happens, for a reader who scrolled down the list.
             out.append(Text(""))
-            out.extend(Text(line, "yellow") for line in wrap_cells(_clean(s.cut_note), width, 3))
+            out.extend(Text(line, "dim yellow") for line in wrap_cells(_clean(s.cut_note), width, 3))
         return out
 
     @staticmethod
@@ -168,7 +174,14 @@ class _CardList(Widget):
         first.append(_clean(card.title) or _clean(card.filename), "bold")
         out = [_one_line(first, width)]
         summary = _clean(card.summary)
-        out.extend(Text("  " + line, "dim") for line in wrap_cells(summary, width - 2, SUMMARY_LINES))
+        if card.untrusted:
+            # Each card of an untrusted store says so, not only the section note above them.
+            summary = f"{UNTRUSTED_TAG} · {summary}" if summary else UNTRUSTED_TAG
+        for i, line in enumerate(wrap_cells(summary, width - 2, SUMMARY_LINES)):
+            text = Text("  " + line, "dim")
+            if card.untrusted and i == 0:
+                text.stylize("italic yellow", 2, 2 + len(UNTRUSTED_TAG))
+            out.append(text)
         return out
 
     def render(self) -> Text:
@@ -176,6 +189,15 @@ class _CardList(Widget):
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return max(1, len(self.lines(width)))
+
+
+class _CardScroll(VerticalScroll, can_focus=True):
+    """The cards' scroll area: focusable (Tab, a click) so the arrow and page keys scroll it.
+    It comes after the prompt in the focus chain and the App focuses the prompt at start."""
+
+    DEFAULT_CSS = """
+    _CardScroll:focus { background: $boost; }
+    """
 
 
 class _JobsLine(Widget, can_focus=True):
@@ -229,7 +251,7 @@ class MemoryPanel(Widget):
         border-left: vkey $secondary;
         padding: 0 0 0 1;
     }
-    MemoryPanel > VerticalScroll { height: 1fr; scrollbar-size-vertical: 1; }
+    MemoryPanel > _CardScroll { height: 1fr; scrollbar-size-vertical: 1; }
     MemoryPanel > _JobsLine.-empty { display: none; }
     """
 
@@ -245,7 +267,7 @@ class MemoryPanel(Widget):
         self._jobs.add_class("-empty")
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(can_focus=False):
+        with _CardScroll():
             yield self._cards
         yield self._jobs
 

@@ -1,10 +1,13 @@
-"""The status line: one row with the workspace, model, memory mode, last turn, cost and jobs.
+"""The status line: one row with the workspace, model, memory mode, last turn, cost, jobs and,
+while the memory panel is hidden, an "F2 memory" hint (with the count of cards new this Run, so
+a hidden panel still tells the user that memory changed).
 
 The App formats the values (app/pricing.py has the token and cost strings); this widget only
 fits them into one row of the current width. When the row is too narrow it gives up, in order:
 the last turn's tokens, then the workspace's leading folders ("…/tail"), then the row's end.
 The note (e.g. "connecting…") comes first so it is never the part that is cut; on a very
-narrow row the model loses its "claude-" prefix and the mode its label.
+narrow row the hint shrinks to "F2 · N new", then the model loses its "claude-" prefix and the
+mode its label.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class StatusInfo:
     cost: str
     pending: int
     note: str = ""
+    panel_hidden: bool = False
+    new_cards: int = 0  # cards that arrived since the current Run started
 
 
 def _clean(text: str) -> str:
@@ -90,6 +95,9 @@ class StatusLine(Static):
             tail.append((_clean(info.cost), "bold"))
         if info.pending:
             tail.append((f"{info.pending} pending", "bold yellow"))
+        new = f" · {info.new_cards} new" if info.new_cards > 0 else ""
+        if info.panel_hidden:
+            tail.append((f"F2 memory{new}", "bold cyan" if new else ""))
 
         def build(ws: str, with_last: bool) -> list[tuple[str, str]]:
             parts = [(note, "bold yellow")] if note else []
@@ -110,6 +118,9 @@ class StatusLine(Static):
             room = width - size(build("", False)) - cell_len(SEP)
             # Too little room for a readable tail: the workspace goes before the cost does.
             parts = build(shorten_left(workspace, room) if room >= MIN_WORKSPACE else "", False)
+        if size(parts) > width and info.panel_hidden:
+            tail[-1] = (f"F2{new}", tail[-1][1])
+            parts = build("", False)
         if size(parts) > width:
             # Last resort before cutting the row's end: shorter spellings of model and mode.
             fixed[:] = [(model.removeprefix("claude-"), "bold"), (mode, "")]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from app import commands
 from tests.fakeapi import FakeAnthropic, text
 from tests.integration.clitools import create_op, ops_answer, system_text
@@ -146,3 +148,36 @@ async def test_resume_picks_an_earlier_session_and_shows_its_history(make_app, s
         await wait_until(pilot, lambda: app.bridge.session_id == first)
         await wait_until(pilot, lambda: "First session answer." in chat_texts(app))
         assert "first session question" in chat_texts(app)
+
+
+def _block_lines(app, block) -> list[str]:
+    """The rows of a chat block as drawn on the screen (its content region only)."""
+    region = block.content_region
+    strips = app.screen._compositor.render_strips()
+    return [strips[y].text[region.x : region.right] for y in range(region.y, region.bottom)]
+
+
+@pytest.mark.parametrize("size", [(100, 60), (140, 60)], ids=["chat-58-cols", "chat-about-100-cols"])
+async def test_help_wraps_descriptions_under_their_own_column_at_58_and_100_columns(make_app, size) -> None:
+    # 100 columns: the chat beside the panel is 58 wide; 140: the chat is about 100 wide.
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "/help")
+        await wait_until(pilot, lambda: any("/remember TEXT" in t for t in chat_texts(app)))
+        block = app.chat.blocks[-1]
+        await wait_until(pilot, lambda: block.content_region.height > 10)
+        await pilot.pause()
+        lines = _block_lines(app, block)
+        indent = next(line.index("list the commands") for line in lines if line.startswith("/help"))
+        assert indent > len("/help")
+        usages = {c.usage for c in commands.COMMANDS}
+        keys = {k for k, _ in commands.KEYS}
+        for line in lines:
+            head = line[:indent].rstrip()
+            # Every row starts with a command or key, or continues under the descriptions.
+            assert head in usages or head in keys or head == "", line
+        wrapped = [line for line in lines if not line[:indent].strip() and line.strip()]
+        # At 58 columns the longest descriptions wrap, and stay indented (a hanging indent).
+        assert bool(wrapped) == (size[0] == 100), wrapped
+        assert "automatic near the context limit" in " ".join(" ".join(lines).split())

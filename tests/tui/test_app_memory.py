@@ -136,3 +136,27 @@ async def test_quit_with_nothing_in_flight_leaves_at_once_and_closes_the_session
         await pilot.press("ctrl+q")
         await wait_until(pilot, lambda: not app.is_running, what="the app to exit")
     assert session is not None and session.closed
+
+
+def _status_row(app) -> str:
+    return app._status.line(app._status.content_region.width).plain
+
+
+async def test_with_the_panel_hidden_the_status_line_points_to_f2_and_counts_new_cards(
+    make_app, server: FakeAnthropic
+) -> None:
+    server.script(MODEL, text("Use make build."))
+    server.script(MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.", summary="make build"))))
+    app = make_app(server)
+    async with app.run_test(size=(80, 24)) as pilot:  # narrow: the panel starts hidden
+        await wait_ready(pilot)
+        assert not app.panel.display
+        assert _status_row(app).endswith("F2 memory")  # nothing new before a Run
+        await send(pilot, "How do I build?")
+        await wait_until(pilot, lambda: "F2 memory · 1 new" in _status_row(app), what="the new-card hint")
+        row = app.screen._compositor.render_strips()[-1].text
+        assert "F2 memory · 1 new" in row and app._status.region.height == 1
+        await pilot.press("f2")  # the panel shows the card itself: the hint goes
+        await wait_until(pilot, lambda: app.panel.display and "F2" not in _status_row(app))
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: "F2 memory · 1 new" in _status_row(app))

@@ -116,3 +116,28 @@ def test_pseudoclaude_without_p_opens_the_app_on_a_terminal_and_prints_the_statu
     monkeypatch.setattr("sys.stdout.isatty", lambda: False)  # a pipe: nothing to draw on
     assert main(["-C", str(ws)]) == 0
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().out and len(opened) == 1
+
+
+async def test_the_setup_help_is_one_short_item_per_line_in_a_setup_block_with_a_bold_heading(make_app) -> None:
+    from app.bridge import CONFIGURE_HELP
+
+    lines = CONFIGURE_HELP.splitlines()
+    assert all(len(line) <= 56 for line in lines)
+    assert not any("   " in line.strip() for line in lines)  # no column alignment
+    for needed in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "$PSEUDOCLAUDE_HOME/config.toml",
+                   "model =", "memory_model =", "memory_mode ="):
+        assert sum(needed in line for line in lines) >= 1, needed
+    app = make_app()
+    async with app.run_test(size=(100, 40)) as pilot:  # the chat beside the panel: 58 columns
+        await wait_ready(pilot)
+        [block] = [b for b in app.chat.blocks if b.has_class("-setup")]
+        await wait_until(pilot, lambda: block.content_region.height > 0)
+        await pilot.pause()
+        # Drawn without a single wrapped line: one screen row per line of text.
+        assert block.content_region.height == len(lines)
+        region = block.content_region
+        row = app.screen._compositor.render_strips()[region.y]
+        heading = [seg for seg in row if seg.text.strip() and "Setup" in seg.text]
+        assert heading and all(seg.style is not None and seg.style.bold for seg in heading)
+        # A stronger look than a dim note: a coloured bar and background of its own.
+        assert block.styles.border_left[0] != "" and block.styles.background.a > 0

@@ -10,7 +10,7 @@ from textual.pilot import Pilot
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownFence
 
-from widgets.blocks import AnswerBlock, ToolBlock, UserBlock, summarize_args
+from widgets.blocks import AnswerBlock, ToolBlock, UserBlock, bash_view, summarize_args
 from widgets.chat import ChatPane
 
 
@@ -310,8 +310,8 @@ async def test_clear_blocks_empties_the_pane_and_the_tool_lookup() -> None:
 def test_summarize_args_puts_the_telling_values_first_and_bulky_ones_as_sizes() -> None:
     assert summarize_args({"path": "a.py", "content": "x\ny\n"}) == "a.py  content: 3 lines"
     assert summarize_args({"command": "echo \x1b[31mhi\nthere"}) == "echo hi there"
-    assert summarize_args({"level": "user", "filename": "MEMORY.md", "offset": 10}) == (
-        "user  MEMORY.md  offset=10"
+    assert summarize_args({"level": "user", "filename": "MEMORY.md", "offset": 10}, "read_memory") == (
+        "MEMORY.md  user level  offset=10"
     )
     assert len(summarize_args({"command": "x" * 1000})) == 300
 
@@ -334,3 +334,67 @@ async def test_a_long_tool_call_stays_compact_until_expanded() -> None:
         await wait_until(pilot, lambda: block._header.size.height == 1 and block._result.size.height == 4)
         block.toggle()
         await wait_until(pilot, lambda: block._result.size.height > 20)
+
+
+def test_summarize_args_puts_each_tools_most_telling_argument_first() -> None:
+    assert summarize_args({"path": "app/", "pattern": "bash_timeout"}, "grep") == "bash_timeout  in app/"
+    assert summarize_args({"glob": "*.py", "path": "app", "pattern": "x"}, "grep") == "x  in app  files *.py"
+    assert summarize_args({"pattern": "x"}, "grep") == "x"
+    assert summarize_args({"path": "src", "pattern": "**/*.py"}, "list_files") == "**/*.py  in src"
+    assert summarize_args({"path": "src"}, "list_files") == "src"  # no dangling "in"
+    assert summarize_args({"limit": 20, "path": "a.py", "offset": 5}, "read_file") == "a.py  limit=20  offset=5"
+    assert summarize_args({"replace_all": True, "new_string": "b", "old_string": "a", "path": "x.py"}, "edit_file") == (
+        "x.py  replace_all=true  new_string: 1 line  old_string: 1 line"
+    )
+    assert summarize_args({"timeout": 30, "command": "make test"}, "bash") == "make test  timeout=30"
+    assert summarize_args({"prompt": "a\nb", "description": "look"}, "task") == "look  prompt: 2 lines"
+
+
+BASH_OK = "exit code: 0\n--- stdout ---\nfirst\nsecond\nthird\nfourth"
+
+
+async def test_a_bash_result_puts_the_exit_code_in_the_header_and_output_in_the_excerpt() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        ok = app.pane.add_tool("c1", "bash")
+        ok.set_running({"command": "make test"})
+        ok.set_result(BASH_OK, is_error=False, denied=False)
+        failed = app.pane.add_tool("c2", "bash")
+        failed.set_result("exit code: 2\n--- stderr ---\nmake: *** no rule", is_error=True, denied=False)
+        await wait_until(pilot, lambda: ok.is_mounted and failed.is_mounted)
+        assert ok.header_text == "✓ bash  exit 0  make test  4 lines"
+        assert ok.excerpt.startswith("first\nsecond\nthird\n… 1 more line")
+        assert "exit code" not in ok.excerpt and "--- stdout ---" not in ok.excerpt
+        assert failed.header_text == "✗ bash  exit 2  1 line" and failed.status == "error"
+        assert failed.excerpt == "make: *** no rule"
+        # Non-zero exit: the status is drawn in the error colour; a long command never hides it.
+        spans = [s for s in failed._header.visual.spans if "exit 2" in failed._header.visual.plain[s.start : s.end]]
+        assert spans and all(s.style == "$text-error" for s in spans)
+        long = app.pane.add_tool("c3", "bash")
+        long.set_running({"command": "echo " + "word " * 100})
+        long.set_result("exit code: 3\n(no output)", is_error=True, denied=False)
+        await wait_until(pilot, lambda: long.is_mounted and long._header.size.width > 0)
+        row = app.screen._compositor.render_strips()[long._header.region.y].text
+        assert "✗ bash  exit 3  echo word" in row
+
+
+def test_bash_view_reads_every_form_of_the_bash_tool_result() -> None:
+    assert bash_view(BASH_OK) == ("exit 0", "first\nsecond\nthird\nfourth", False)
+    both = "exit code: 1\n--- stdout ---\nout\n--- stderr ---\nerr"
+    assert bash_view(both) == ("exit 1", "out\n--- stderr ---\nerr", True)  # stderr after stdout stays marked
+    assert bash_view("exit code: 0\n(no output)") == ("exit 0", "", False)
+    assert bash_view("exit code: -9 (killed by SIGKILL)\n(no output)") == ("exit -9 SIGKILL", "", True)
+    timed = "timed out after 30 s; the command and its child processes were killed\n[timeout capped at 600 s]\n--- stdout ---\nx"
+    assert bash_view(timed) == ("timed out after 30 s", "x\n[timeout capped at 600 s]", True)
+    assert bash_view("bash: missing the command") is None  # not the tool's format: shown as is
+    assert bash_view("exit code: 0\nsomething else") is None
+
+
+async def test_a_bash_result_without_output_says_so_and_shows_no_excerpt() -> None:
+    app = ChatHost()
+    async with app.run_test() as pilot:
+        block = app.pane.add_tool("c1", "bash")
+        block.set_result("exit code: 0\n(no output)", is_error=False, denied=False)
+        await wait_until(pilot, lambda: block.is_mounted)
+        assert block.header_text == "✓ bash  exit 0  no output"
+        assert not block.has_class("-has-result")

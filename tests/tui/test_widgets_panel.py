@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from rich.cells import cell_len
 from textual.app import App, ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, VerticalScroll
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from widgets.memory_panel import MemoryPanel, PanelCard, PanelJob, PanelState, wrap_cells
 from widgets.status import StatusInfo, StatusLine, shorten_left
@@ -154,6 +154,68 @@ async def test_the_panel_reflows_its_cards_when_it_gets_wider() -> None:
         assert "integration suite" in lines[i + 2]
 
 
+async def test_the_index_cut_note_is_visible_under_the_header_without_scrolling() -> None:
+    app = PanelApp()
+    many = tuple(PanelCard("project_knowledge", f"Fact {i}", LONG_SUMMARY, f"f{i}.md") for i in range(30))
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.query_one(MemoryPanel)
+        panel.show(_state(project=many, cut_note="index cut: 12 notes not shown"))
+        scroll = panel.query_one(VerticalScroll)
+        # The list overflows the panel, and it is not scrolled.
+        await wait_until(pilot, lambda: "Fact 0" in "\n".join(panel_lines(app)) and scroll.max_scroll_y > 0)
+        assert scroll.scroll_y == 0
+        lines = panel_lines(app)
+        assert lines[0].startswith("Memory") and lines[1].strip() == "index cut: 12 notes not shown"
+
+
+async def test_untrusted_cards_are_each_marked_untrusted() -> None:
+    app = PanelApp()
+    cloned = (
+        PanelCard("project_knowledge", "Cloned fact", "from the repo", "a.md", untrusted=True),
+        PanelCard("reference_material", "No summary", "", "b.md", untrusted=True),
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.query_one(MemoryPanel)
+        panel.show(_state(project=cloned, project_note="untrusted — not used until you trust it"))
+        await wait_until(pilot, lambda: "Answers in English" in "\n".join(panel_lines(app)))
+        lines = panel_lines(app)
+        i = next(k for k, line in enumerate(lines) if "Cloned fact" in line)
+        assert lines[i + 1].strip() == "untrusted · from the repo"
+        j = next(k for k, line in enumerate(lines) if "No summary" in line)
+        assert lines[j + 1].strip() == "untrusted"
+        # The user's (trusted) card has no tag.
+        k = next(k for k, line in enumerate(lines) if "Answers in English" in line)
+        assert "untrusted" not in lines[k + 1]
+
+
+class PromptFirstApp(App[None]):
+    """The App's layout in small: a prompt before the panel in the focus chain."""
+
+    CSS = "#main { height: 1fr; } #left { width: 1fr; }"
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="main"):
+            yield Input(id="left")
+            yield MemoryPanel(id="panel")
+
+
+async def test_the_card_list_scrolls_from_the_keyboard_once_focused_but_the_prompt_keeps_focus_at_start() -> None:
+    app = PromptFirstApp()
+    many = tuple(PanelCard("project_knowledge", f"Fact {i}", LONG_SUMMARY, f"f{i}.md") for i in range(30))
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.query_one(MemoryPanel)
+        panel.show(_state(project=many))
+        scroll = panel.query_one(VerticalScroll)
+        await wait_until(pilot, lambda: scroll.max_scroll_y > 0)
+        assert app.focused is app.query_one(Input)
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: app.focused is scroll)
+        await pilot.press("pagedown")
+        await wait_until(pilot, lambda: scroll.scroll_y > 0)
+        await pilot.press("end")
+        await wait_until(pilot, lambda: scroll.scroll_y == scroll.max_scroll_y)
+
+
 def _info(**kw: object) -> StatusInfo:
     base: dict[str, object] = {
         "workspace": "~/src/very/deeply/nested/projects/pseudoclaude",
@@ -217,3 +279,17 @@ def test_helpers_wrap_and_shorten_by_terminal_cells() -> None:
     assert wrap_cells("one two three four five six", 9, 2) == ["one two", "three…"]
     assert wrap_cells("日本語のテキスト", 6, 2) == ["日本語", "のテ…"]
     assert wrap_cells("", 10, 2) == []
+
+
+def test_status_line_points_to_f2_while_the_panel_is_hidden_and_counts_new_cards_in_80_columns() -> None:
+    assert "F2" not in StatusLine(_info()).line(200).plain  # the panel is shown: no hint
+    assert StatusLine(_info(panel_hidden=True)).line(200).plain.endswith("│ F2 memory")
+    hidden = _info(panel_hidden=True, new_cards=3)
+    assert StatusLine(hidden).line(200).plain.endswith("│ F2 memory · 3 new")
+    # One row at 80 columns (78 cells inside the padding), even with a note: the hint shrinks
+    # before the row's end would cut it.
+    for info in (hidden, _info(panel_hidden=True, new_cards=3, note="no model configured")):
+        row = StatusLine(info).line(78).plain
+        assert cell_len(row) <= 78 and "…" not in row.split("│")[-1], row
+        assert row.endswith(("F2 memory · 3 new", "F2 · 3 new")) and "2 pending" in row, row
+    assert StatusLine(hidden).line(78).plain.endswith("F2 memory · 3 new")

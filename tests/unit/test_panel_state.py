@@ -46,6 +46,7 @@ def test_both_levels_show_type_title_and_summary_as_the_merged_index_has_them(tm
     assert state.project[0].filename == "project_knowledge_build-command.md"
     assert state.cut_note is None and state.project_note is None and state.jobs == ()
     assert not any(c.new for c in state.project + state.user)
+    assert not any(c.untrusted for c in state.project + state.user)  # a trusted store's cards
 
 
 def test_a_separator_inside_a_summary_is_split_where_the_note_says(tmp_path: Path) -> None:
@@ -123,6 +124,9 @@ def test_an_untrusted_project_store_is_listed_from_disk_with_its_note_and_never_
     assert state.project_note == UNTRUSTED_NOTE
     assert [(c.title, c.summary, c.new) for c in state.project] == [("Cloned fact", "from the repo", False)]
     assert [(c.title, c.new) for c in state.user] == [("Mine", True)]
+    # Each untrusted card is marked itself, not only by the section note; the user's are not.
+    assert [c.untrusted for c in state.project] == [True]
+    assert [c.untrusted for c in state.user] == [False]
 
 
 def _view(state: str, **kw: object) -> JobView:
