@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from memory.events import JobApplied, JobFailed, JobHeld, JobStarted, JobTakenOver, MemoryEvent
-from memory.sanitize import redact, strip_terminal
+from memory.sanitize import redact, strip_terminal, strip_terminal_deep
 from memory.trust import untrusted_cards
 
 from .provider import NO_CREDENTIALS, has_credentials
@@ -35,15 +35,6 @@ def _one_line(value: object, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _displayable(value: object) -> object:
-    """Tool arguments with terminal sequences removed from every string (keys included)."""
-    if isinstance(value, str):
-        return strip_terminal(value)
-    if isinstance(value, list):
-        return [_displayable(v) for v in value]
-    if isinstance(value, dict):
-        return {strip_terminal(str(k)): _displayable(v) for k, v in value.items()}
-    return value
 
 
 def _closed_pipe(e: OSError) -> bool:
@@ -119,7 +110,7 @@ class PrintUI:
         elif isinstance(ev, ToolCallStarted):
             self._tools_since_text = True
             indent = "  " * (ev.depth + 1)
-            args = json.dumps(_displayable(ev.input), ensure_ascii=False)
+            args = json.dumps(strip_terminal_deep(ev.input), ensure_ascii=False)
             self.diag(f"{indent}⏺ {_one_line(ev.name, 60)}({_one_line(args, 120)})")
         elif isinstance(ev, ToolCallFinished):
             indent = "  " * (ev.depth + 1)

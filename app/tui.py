@@ -24,7 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.worker import Worker, WorkerState
 
-from memory.sanitize import strip_terminal
+from memory.sanitize import strip_terminal, strip_terminal_deep
 from widgets.chat import ChatPane
 from widgets.memory_panel import MemoryPanel
 from widgets.modals import PermissionModal, TrustCard, TrustModal
@@ -60,15 +60,6 @@ HISTORY_SHOWN = 200  # messages of a resumed session drawn (the pane prunes beyo
 _ATTACH_RE = re.compile(r"(?<!\S)@(\S+)")
 
 
-def _displayable(value: Any) -> Any:
-    """Tool arguments with terminal sequences removed from every string (keys included)."""
-    if isinstance(value, str):
-        return strip_terminal(value)
-    if isinstance(value, list):
-        return [_displayable(v) for v in value]
-    if isinstance(value, dict):
-        return {strip_terminal(str(k)): _displayable(v) for k, v in value.items()}
-    return value
 
 
 def _trust_cards(notes: list[Any]) -> list[TrustCard]:
@@ -534,7 +525,7 @@ class PseudoClaudeApp(SlashCommands, App[int]):
             block = self._tools.get(ev.id) or self._new_tool_block(ev.id, one_line(ev.name, 60), depth)
             self._unsettled.discard(ev.id)
             self._running_calls.add(ev.id)
-            block.set_running(_displayable(ev.input) if isinstance(ev.input, dict) else {})
+            block.set_running(strip_terminal_deep(ev.input) if isinstance(ev.input, dict) else {})
             if ev.name == "task":
                 self._task_blocks[depth] = block
         elif isinstance(ev, ToolCallFinished):
@@ -627,7 +618,7 @@ class PseudoClaudeApp(SlashCommands, App[int]):
                 elif b.get("type") == "tool_use":
                     call_id = str(b.get("id", ""))
                     block = self.chat.add_tool(call_id, one_line(b.get("name", ""), 60))
-                    block.set_running(_displayable(b.get("input") or {}))
+                    block.set_running(strip_terminal_deep(b.get("input") or {}))
                     r = results.get(call_id)
                     if r is not None:
                         content_r = r.get("content")

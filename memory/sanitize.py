@@ -30,6 +30,7 @@ __all__ = [
     "slugify",
     "strip_escape_sequences",
     "strip_terminal",
+    "strip_terminal_deep",
 ]
 
 # Bidi and zero-width characters are all in category Cf; they are listed so the intent is
@@ -732,6 +733,17 @@ def strip_terminal(text: str, *, keep_newlines: bool = True) -> str:
         elif c not in _DISPLAY_KEEP and is_unsafe_char(c):
             table[ord(c)] = None
     return text.translate(table) if table else text
+
+
+def strip_terminal_deep(value: object) -> object:
+    """A JSON-like value (tool arguments) with terminal sequences removed from every string, keys included."""
+    if isinstance(value, str):
+        return strip_terminal(value)
+    if isinstance(value, list):
+        return [strip_terminal_deep(v) for v in value]
+    if isinstance(value, dict):
+        return {strip_terminal(str(k)): strip_terminal_deep(v) for k, v in value.items()}
+    return value
 
 
 def quote(value: object, limit: int = 60) -> str:

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.fakeapi import FakeAnthropic
+
 # CI and local runs alike: no per-example deadline (2 noisy cores), a fixed seed in CI.
 settings.register_profile(
     "ci", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow], print_blob=True
@@ -29,3 +31,20 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
                 continue
             monkeypatch.delenv(key, raising=False)
     yield pc_home
+
+
+# The fake Messages API and a git workspace: shared by the integration and the app (tui) tests.
+@pytest.fixture
+def server() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
+    assert not fake.errors, fake.errors[0]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """A git work tree (a folder with .git) holding a README."""
+    w = tmp_path / "repo"
+    (w / ".git").mkdir(parents=True)
+    (w / "README.md").write_text("# demo\nThe build command is `make build`.\n")
+    return w

@@ -43,7 +43,19 @@ def _one_line(text: str) -> str:
     return " ".join(strip_terminal(text, keep_newlines=False).split())
 
 
-class UserBlock(Static):
+class _TextBlock(Static):
+    """A block of plain text: terminal sequences stripped, never parsed as markup; ``text`` keeps the original."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        super().__init__(self.render_text(text))
+
+    @staticmethod
+    def render_text(text: str) -> Content:
+        return Content(strip_terminal(text))
+
+
+class UserBlock(_TextBlock):
     """What the user sent, as plain text (never markup: ``[b]`` stays ``[b]``)."""
 
     DEFAULT_CSS = """
@@ -56,12 +68,9 @@ class UserBlock(Static):
     }
     """
 
-    def __init__(self, text: str) -> None:
-        self.text = text
-        super().__init__(Content(strip_terminal(text)))
 
 
-class NoteBlock(Static):
+class NoteBlock(_TextBlock):
     """A one-line remark from the app (a command's answer, "cancelled", "resumed session …")."""
 
     DEFAULT_CSS = """
@@ -72,12 +81,9 @@ class NoteBlock(Static):
     }
     """
 
-    def __init__(self, text: str) -> None:
-        self.text = text
-        super().__init__(Content(strip_terminal(text)))
 
 
-class ErrorBlock(Static):
+class ErrorBlock(_TextBlock):
     """One readable error (401, 429, a refused connection …): never a traceback."""
 
     DEFAULT_CSS = """
@@ -90,9 +96,9 @@ class ErrorBlock(Static):
     }
     """
 
-    def __init__(self, text: str) -> None:
-        self.text = text
-        super().__init__(Content.assemble(("✗ ", "bold"), strip_terminal(text)))
+    @staticmethod
+    def render_text(text: str) -> Content:
+        return Content.assemble(("✗ ", "bold"), strip_terminal(text))
 
 
 class AnswerBlock(Markdown):

@@ -14,7 +14,7 @@ Other UI tests reuse them::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,20 +80,6 @@ async def send(pilot: Pilot[Any], text: str) -> None:
     await pilot.press("enter")
 
 
-@pytest.fixture
-def server() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        yield fake
-    assert not fake.errors, fake.errors[0]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    """A git work tree (a folder with .git) holding a README."""
-    w = tmp_path / "repo"
-    (w / ".git").mkdir(parents=True)
-    (w / "README.md").write_text("# demo\nThe build command is `make build`.\n")
-    return w
 
 
 @pytest.fixture
