@@ -1,7 +1,7 @@
 """The one place the App talks to the runtime (Runtime, Manager, StoresWatcher).
 
 Why one place: the App stays a view over messages, and a Pilot test drives the whole app against
-the local fake Messages API through the real SDK with nothing else to stub. Everything the bridge
+the local fake Messages API through the real SDK with nothing else faked. Everything the bridge
 hears — runner events, memory events, store changes, memory-model usage — it posts to the App as
 messages (app/messages.py); it never touches a widget. Blocking work (importing the SDK, file I/O)
 runs in threads; the rest are coroutines for the App's async workers.

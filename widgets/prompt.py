@@ -142,10 +142,10 @@ class PromptInput(TextArea):
     @property
     def suggestions(self) -> tuple[Suggestion, ...]:
         """What the dropdown offers now (empty when it is closed)."""
-        return tuple(self._suggestions) if self.completion_open else ()
+        return tuple(self._suggestions) if self.completion_visible else ()
 
     @property
-    def completion_open(self) -> bool:
+    def completion_visible(self) -> bool:
         return self._dropdown is not None and self._dropdown.display and bool(self._suggestions)
 
     def submit(self) -> bool:
@@ -200,7 +200,7 @@ class PromptInput(TextArea):
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
-        if self.completion_open:
+        if self.completion_visible:
             handled = True
             dropdown = self._dropdown
             assert dropdown is not None
@@ -330,7 +330,7 @@ class PromptInput(TextArea):
             self._dropdown.display = False
 
     def on_resize(self) -> None:
-        if self.completion_open:  # the prompt grew or the terminal changed: follow it
+        if self.completion_visible:  # the prompt grew or the terminal changed: follow it
             self._show_dropdown(self._suggestions)
 
     def on_blur(self) -> None:

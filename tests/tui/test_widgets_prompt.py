@@ -168,7 +168,7 @@ async def test_slash_at_the_start_opens_command_completion_and_tab_accepts() -> 
         assert dropdown.region.bottom <= prompt.region.y
         await pilot.press("down", "tab")
         await wait_until(pilot, lambda: prompt.text == "/model ")
-        assert not prompt.completion_open
+        assert not prompt.completion_visible
         assert app.submitted == []
 
 
@@ -179,7 +179,7 @@ async def test_enter_accepts_a_suggestion_instead_of_sending() -> None:
         prompt.set_completer(completer)
         prompt.focus()
         await pilot.press("slash", "h")
-        await wait_until(pilot, lambda: prompt.completion_open)
+        await wait_until(pilot, lambda: prompt.completion_visible)
         await pilot.press("enter")
         await wait_until(pilot, lambda: prompt.text == "/help ")
         assert app.submitted == []
@@ -202,7 +202,7 @@ async def test_slash_inside_a_sentence_does_not_complete() -> None:
         await type_text(pilot, "use a/b")
         await pilot.pause()
         assert calls == []
-        assert not prompt.completion_open
+        assert not prompt.completion_visible
         await type_text(pilot, " @")  # while an @ word is completed at once
         await wait_until(pilot, lambda: calls == [("use a/b @", 9)])
 
@@ -216,7 +216,7 @@ async def test_at_completes_a_file_mid_sentence_and_esc_closes_the_dropdown() ->
         await type_text(pilot, "read @util")
         await wait_until(pilot, lambda: [s.label for s in prompt.suggestions] == ["src/util.py"])
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not prompt.completion_open)
+        await wait_until(pilot, lambda: not prompt.completion_visible)
         assert prompt.text == "read @util"
         await pilot.press("backspace", "backspace", "backspace", "backspace")
         await wait_until(pilot, lambda: len(prompt.suggestions) == 3)
@@ -247,7 +247,7 @@ async def test_suggestion_labels_are_stripped_of_terminal_escapes() -> None:
         )
         prompt.focus()
         await pilot.press("at")
-        await wait_until(pilot, lambda: prompt.completion_open)
+        await wait_until(pilot, lambda: prompt.completion_visible)
         dropdown = app.screen.query_one(CompletionDropdown)
         option = dropdown.get_option_at_index(0)
         assert "\x1b" not in str(option.prompt)
@@ -261,7 +261,7 @@ async def test_clicking_a_suggestion_accepts_it_and_keeps_the_focus_in_the_promp
         prompt.set_completer(completer)
         prompt.focus()
         await pilot.press("slash", "m")
-        await wait_until(pilot, lambda: prompt.completion_open)
+        await wait_until(pilot, lambda: prompt.completion_visible)
         await pilot.click(CompletionDropdown, offset=(3, 2))  # the second row: /model
         await wait_until(pilot, lambda: prompt.text == "/model ")
         assert app.focused is prompt
@@ -274,9 +274,9 @@ async def test_the_dropdown_closes_when_the_prompt_loses_focus() -> None:
         prompt.set_completer(completer)
         prompt.focus()
         await pilot.press("slash", "h")
-        await wait_until(pilot, lambda: prompt.completion_open)
+        await wait_until(pilot, lambda: prompt.completion_visible)
         prompt.blur()
-        await wait_until(pilot, lambda: not prompt.completion_open)
+        await wait_until(pilot, lambda: not prompt.completion_visible)
 
 
 async def test_enter_sends_a_command_typed_in_full_even_with_the_list_open() -> None:
