@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from textual.app import App, ComposeResult
-from textual.pilot import Pilot
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownFence
 
+from tests.tui.conftest import wait_until
 from widgets.blocks import AnswerBlock, ToolBlock, UserBlock, bash_view, summarize_args
 from widgets.chat import ChatPane
-
-
-async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll ``condition`` while the app runs; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await pilot.pause(0.01)
 
 
 class ChatHost(App[None]):

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import pytest
 from textual.app import App, ComposeResult
 from textual.content import Content
-from textual.pilot import Pilot
 from textual.widgets import Button, Static
 
+from tests.tui.conftest import wait_until
 from widgets.modals import PermissionModal, PermissionRequest, TrustCard, TrustModal, render_preview
 
 _UNSET = object()
 
 
-async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await pilot.pause(0.01)
 
 
 class ModalHost(App[None]):

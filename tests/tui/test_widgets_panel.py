@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
+from tests.tui.conftest import wait_until
 from widgets.memory_panel import MemoryPanel, PanelCard, PanelJob, PanelState, wrap_cells
 from widgets.status import StatusInfo, StatusLine, shorten_left
 
@@ -53,11 +50,6 @@ class PanelApp(App[None]):
         self.opened += 1
 
 
-async def wait_until(pilot: Pilot[None], cond: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.02)
 
 
 def screen_lines(app: App[None]) -> list[str]:

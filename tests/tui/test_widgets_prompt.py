@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from tests.tui.conftest import wait_until
 from widgets.prompt import CompletionDropdown, PromptInput, Suggestion
-
-
-async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await pilot.pause(0.01)
-
 
 COMMANDS = ["help", "clear", "memory", "model", "mode", "quit"]
 FILES = ["src/app.py", "src/util.py", "README.md"]
