@@ -88,6 +88,7 @@ class Bridge:
         self.opened = False
         self._unsubscribe: Callable[[], None] | None = None
         self._watcher: Any | None = None
+        self.excerpts: dict[str, str] = {}  # job id -> its turn's excerpt, as last listed
 
     # -- start-up --------------------------------------------------------------------------------
 
@@ -200,7 +201,10 @@ class Bridge:
     # -- memory ------------------------------------------------------------------------------------
 
     async def jobs(self) -> list[Any]:
-        return await self.require().manager.jobs()
+        views = await self.require().manager.jobs()
+        for v in views:  # a job applied later is listed with its turn's words
+            self.excerpts[v.id] = v.excerpt
+        return views
 
     async def panel_state(self, run_start_files: frozenset[tuple[str, str]] | None) -> tuple[Any, int]:
         """(PanelState, number of this workspace's spooled jobs), read off the loop."""
@@ -230,12 +234,89 @@ class Bridge:
         rt = self.require()
         await rt.trust_project()
 
-    async def remember(self, text: str) -> Any:
-        """/remember: a project_knowledge card (user level when the workspace has none)."""
-        stores = self.stores
-        level = "project" if stores.has_project_level else "user"
-        title = _title_from(text)
-        return await asyncio.to_thread(stores.create_card, level, "project_knowledge", title, "", text)
+    def remember_draft(self, text: str) -> Any:
+        """/remember TEXT: the editor's prefilled card (body = TEXT, a title from its first words,
+        a project_knowledge card of the project level — the user level when the workspace has none)."""
+        from widgets.card_editor import CardDraft
+
+        level = "project" if self.stores.has_project_level else "user"
+        return CardDraft(level=level, type="project_knowledge", title=_title_from(text), summary="", body=text)
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        return ("project", "user") if self.stores.has_project_level else ("user",)
+
+    # -- the memory screens (app/memory_screens.py) ------------------------------------------------
+
+    async def card_rows(self) -> tuple[list[Any], str | None]:
+        from .memory_views import card_rows
+
+        return await asyncio.to_thread(card_rows, self.stores)
+
+    async def read_draft(self, level: str, filename: str) -> Any:
+        from .memory_views import read_draft
+
+        return await asyncio.to_thread(read_draft, self.stores, level, filename)
+
+    async def pending_state(self, applied: list[Any], note: str | None = None) -> Any:
+        """The pending screen's state: this workspace's jobs, those applied this session, orphans."""
+        from .memory_views import pending_state
+
+        manager = self.require().manager
+        views = await manager.jobs()
+        everyone = await manager.jobs(all_workspaces=True)
+        orphans = [v for v in everyone if v.state == "orphaned"]
+        mode = self.require().memory_mode
+        return await asyncio.to_thread(pending_state, self.stores, views, orphans, applied, mode, note)
+
+    async def approve(self, job_id: str, ops: tuple[int, ...] | None) -> Any:
+        return await self.require().manager.approve(job_id, ops)
+
+    async def reject(self, job_id: str, ops: tuple[int, ...] | None) -> Any:
+        return await self.require().manager.reject(job_id, ops)
+
+    async def retry(self, job_id: str) -> Any:
+        return await self.require().manager.retry(job_id)
+
+    async def dismiss(self, job_id: str) -> None:
+        await self.require().manager.dismiss(job_id)
+
+    async def turn_text(self, job_id: str) -> str:
+        return await self.require().manager.turn_text(job_id)
+
+    async def check_card(self, draft: Any) -> dict[str, str]:
+        return await asyncio.to_thread(
+            self.stores.check_card, draft.level, draft.type, draft.title, draft.summary, draft.body
+        )
+
+    async def save_card(self, draft: Any, filename: str | None, sha256: str | None, original_level: str | None) -> Any:
+        return await asyncio.to_thread(
+            self.stores.save_card, draft.level, draft.type, draft.title, draft.summary, draft.body,
+            filename=filename, expected_sha=sha256, original_level=original_level,
+        )
+
+    async def delete_card(self, level: str, filename: str, sha256: str) -> Any:
+        return await asyncio.to_thread(self.stores.delete_card, level, filename, sha256)
+
+    async def move_card(self, level: str, filename: str, sha256: str) -> Any:
+        to = "user" if level == "project" else "project"
+        return await asyncio.to_thread(self.stores.move_card, level, filename, to, sha256)
+
+    async def card_path(self, level: str, filename: str) -> Path:
+        """The card's file for ``$EDITOR``; ValueError (one line) when it must not be opened."""
+
+        def check() -> Path:
+            store = self.stores.store(level)
+            problem = store.target_problem(filename)
+            if problem is not None:
+                raise ValueError(problem)
+            return store.dir / filename
+
+        return await asyncio.to_thread(check)
+
+    async def rebuild_indexes(self) -> list[Any]:
+        """After a hand edit in ``$EDITOR``: each MEMORY.md made to match its cards again."""
+        return await asyncio.to_thread(self.stores.rebuild_indexes)
 
     async def undo(self) -> Any:
         return await asyncio.to_thread(self.stores.undo)

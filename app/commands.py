@@ -8,7 +8,6 @@ the bridge, and slow work runs in workers that report back with messages.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -47,9 +46,9 @@ class Command:
 COMMANDS: tuple[Command, ...] = (
     Command("help", "/help", "list the commands and keys"),
     Command("clear", "/clear", "start a new session (memory is kept)"),
-    Command("memory", "/memory", "list the memory cards"),
-    Command("pending", "/pending", "list the pending memory jobs"),
-    Command("remember", "/remember TEXT", "save TEXT as a project memory card"),
+    Command("memory", "/memory", "browse and edit the memory cards"),
+    Command("pending", "/pending", "watch and review the pending memory updates"),
+    Command("remember", "/remember TEXT", "open the card editor with TEXT (Ctrl+S saves)"),
     Command("undo", "/undo", "revert the last memory batch"),
     Command("model", "/model NAME", "switch the main model"),
     Command("mode", "/mode auto|review|off", "switch the memory mode"),
@@ -171,7 +170,8 @@ class SlashCommands:
     _turn: Worker[Any] | None
     _cost: Any
     chat: ChatPane
-    # Also from the App: post_message, push_screen_wait, _refresh_panel, _show_status, action_quit.
+    # Also from the App: post_message, push_screen_wait, _refresh_panel, _show_status, action_quit,
+    # and from MemoryScreens: open_browser, open_pending, remember.
 
     async def run_command(self, parsed: Parsed) -> None:
         if parsed.command is None:
@@ -214,62 +214,16 @@ class SlashCommands:
         self.post_message(SessionSwitched(note, self.bridge.messages if session_id is not None else []))
 
     async def cmd_memory(self, arg: str) -> None:
-        self._list_memory()
-
-    @work(group="command", exit_on_error=False)
-    async def _list_memory(self) -> None:
-        stores = self.bridge.stores
-        lines: list[str] = []
-        levels = ("project", "user") if stores.has_project_level else ("user",)
-        trusted = await asyncio.to_thread(self.bridge.project_trusted)
-        for level in levels:
-            try:
-                notes = await asyncio.to_thread(stores.notes, level)
-            except Exception as e:
-                lines.append(f"{level}: unreadable ({one_line(e, 200)})")
-                continue
-            mark = " (untrusted — not used until you trust it)" if level == "project" and not trusted else ""
-            lines.append(f"{level} memory{mark}: {len(notes)} card(s)")
-            for n in notes:
-                summary = f" — {n.meta.summary}" if n.meta.summary else ""
-                kind = getattr(n.meta.type, "value", n.meta.type)
-                lines.append(one_line(f"  [{kind}] {n.meta.title}{summary} ({n.filename})", 200))
-        self.post_message(ChatNote("\n".join(lines)))
+        self.open_browser()
 
     async def cmd_pending(self, arg: str) -> None:
-        self._list_pending()
-
-    @work(group="command", exit_on_error=False)
-    async def _list_pending(self) -> None:
-        jobs = await self.bridge.jobs()
-        if not jobs:
-            self.post_message(ChatNote("no pending memory jobs"))
-            return
-        lines = [f"{len(jobs)} pending memory job(s):"]
-        for j in jobs:
-            why = f" — {j.reason}" if j.reason else ""
-            lines.append(one_line(f"  {j.id} {j.state}: {j.excerpt}{why}", 200))
-        self.post_message(ChatNote("\n".join(lines)))
+        self.open_pending()
 
     async def cmd_remember(self, arg: str) -> None:
         if not arg.strip():
             self.chat.add_note("usage: /remember TEXT")
             return
-        self._remember(arg)
-
-    @work(group="command", exit_on_error=False)
-    async def _remember(self, text: str) -> None:
-        try:
-            result = await self.bridge.remember(text)
-        except Exception as e:
-            self.post_message(ChatNote(one_line(f"not remembered: {e}", 300), error=True))
-            return
-        if result.status == "applied":
-            level = getattr(result.level, "value", result.level)
-            self.post_message(ChatNote(f"remembered as {level} card {result.filename}"))
-        else:
-            self.post_message(ChatNote(one_line(f"not remembered: {result.reason}", 300), error=True))
-        self._refresh_panel()
+        self.remember(arg.strip())
 
     async def cmd_undo(self, arg: str) -> None:
         self._undo()

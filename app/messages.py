@@ -109,3 +109,55 @@ class SessionSwitched(Message):
 
     note: str | None
     messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+# -- the memory screens (app/memory_screens.py) ------------------------------------------------------
+
+
+@dataclass
+class CardsLoaded(Message):
+    """The card browser's rows (widgets.card_browser.CardRow), a header note, and a card to select."""
+
+    rows: list[Any]
+    note: str | None = None
+    select: tuple[str, str] | None = None
+
+
+@dataclass
+class PendingLoaded(Message):
+    """The pending screen's state (widgets.pending.PendingState)."""
+
+    state: Any
+
+
+@dataclass
+class MemoryFlash(Message):
+    """An action's outcome, for the memory screen it came from (or the chat when it is closed)."""
+
+    text: str
+    error: bool = False
+    where: str = "cards"  # "cards" | "pending"
+
+
+@dataclass
+class EditorOutcome(Message):
+    """What a Ctrl+S in the card editor came to.
+
+    ``status``: "saved" (``result`` is the memory.cards.CardResult), "invalid" (``errors`` by field,
+    ``general``), or "conflict" (``disk``: the card on disk now as (CardDraft, sha256), or None
+    when it is gone)."""
+
+    editor: Any
+    status: str
+    result: Any = None
+    errors: dict[str, str] = field(default_factory=dict)
+    general: str | None = None
+    disk: Any = None
+
+
+@dataclass
+class DismissAsk(Message):
+    """A failed or orphaned job's turn text, read so the person sees it before dismissing."""
+
+    job_id: str
+    text: str

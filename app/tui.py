@@ -34,6 +34,7 @@ from widgets.status import StatusInfo, StatusLine
 from . import commands
 from .bridge import CONFIGURE_HELP, Bridge
 from .commands import SlashCommands, one_line
+from .memory_screens import MemoryScreens
 from .messages import (
     ChatNote,
     FilesLoaded,
@@ -74,7 +75,7 @@ def _trust_cards(notes: list[Any]) -> list[TrustCard]:
     ]
 
 
-class PseudoClaudeApp(SlashCommands, App[int]):
+class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
     TITLE = "PseudoClaude"
     CSS_PATH = str(CSS_FILE)
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -147,6 +148,7 @@ class PseudoClaudeApp(SlashCommands, App[int]):
         self._drain: Worker[Any] | None = None
         self._last_worker_error = ""
         self.panel_shows = 0  # how many panel states were shown (tests wait on it)
+        self._init_memory_screens()
 
     # -- layout --------------------------------------------------------------------------------
 
@@ -320,16 +322,24 @@ class PseudoClaudeApp(SlashCommands, App[int]):
 
     @on(MemoryEventMessage)
     def _on_memory_event(self, message: MemoryEventMessage) -> None:
+        self._record_memory_event(message.event)
         self._refresh_panel()
+        self._refresh_memory_screens()
 
     @on(MemoryPanel.OpenPending)
-    async def _on_open_pending(self, message: MemoryPanel.OpenPending) -> None:
-        # The pending screen comes with issue 8; until then the jobs are listed in the chat.
-        await self.cmd_pending("")
+    def _on_open_pending(self, message: MemoryPanel.OpenPending) -> None:
+        if self.built:
+            self.open_pending()
+
+    @on(MemoryPanel.OpenBrowser)
+    def _on_open_browser(self, message: MemoryPanel.OpenBrowser) -> None:
+        if self.built:
+            self.open_browser(message.card)
 
     @on(StoresChangedMessage)
     def _on_stores_changed(self, message: StoresChangedMessage) -> None:
         self._refresh_panel()
+        self._refresh_memory_screens()
 
     @on(MemoryUsage)
     def _on_memory_usage(self, message: MemoryUsage) -> None:

@@ -13,7 +13,19 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .model import MANUAL_SOURCE, Action, AppliedOp, BatchResult, Level, NoteType, Operation
+from .model import (
+    MANUAL_SOURCE,
+    MAX_CONTENT_BYTES,
+    MAX_SUMMARY,
+    MAX_TITLE,
+    Action,
+    AppliedOp,
+    BatchResult,
+    Level,
+    NoteType,
+    Operation,
+)
+from .sanitize import is_strict_utf8
 from .store import StoreError
 from .transaction import key
 
@@ -119,3 +131,73 @@ def move_card(
     res = stores.apply(ops, source=MANUAL_SOURCE, expected={key(lv, filename): expected_sha},
                        label=f"card moved to {to}", all_or_nothing=True)
     return _result(stores, res, lv, filename)
+
+
+CARD_FIELDS = ("title", "summary", "type", "level", "body")
+
+
+def check_card(
+    stores: MemoryStores, level: str, type: str, title: str, summary: str, body: str
+) -> dict[str, str]:
+    """What is wrong with a person's card, by field (empty: nothing). The editor shows each reason
+    next to its field and writes nothing; ``apply`` validates again (this is for the person, not
+    the only guard). A person is told about a limit instead of having text silently cut."""
+    errors: dict[str, str] = {}
+    if not title.strip():
+        errors["title"] = "a title is needed"
+    elif len(title) > MAX_TITLE:
+        errors["title"] = f"at most {MAX_TITLE} characters (this one has {len(title)})"
+    elif "\n" in title or "\r" in title:
+        errors["title"] = "one line only"
+    if len(summary) > MAX_SUMMARY:
+        errors["summary"] = f"at most {MAX_SUMMARY} characters (this one has {len(summary)})"
+    elif "\n" in summary or "\r" in summary:
+        errors["summary"] = "one line only"
+    if type not in {t.value for t in NoteType}:
+        errors["type"] = "choose a type"
+    if level not in {lv.value for lv in Level}:
+        errors["level"] = "choose a level"
+    elif level == Level.PROJECT and not stores.has_project_level:
+        errors["level"] = "this workspace has no project level (its project store is the user store)"
+    if not all(is_strict_utf8(v) for v in (title, summary, body)):
+        errors.setdefault("body", "the text is not valid UTF-8")
+    elif not body.strip():
+        errors["body"] = "the body is empty: write what should be remembered"
+    else:
+        size = len(body.encode("utf-8"))
+        if size > MAX_CONTENT_BYTES:
+            errors["body"] = f"{size:,} bytes: a card holds at most {MAX_CONTENT_BYTES:,} (16 KiB)"
+    return errors
+
+
+def save_card(
+    stores: MemoryStores,
+    level: Level | str,
+    type: NoteType | str,
+    title: str,
+    summary: str,
+    body: str,
+    *,
+    filename: str | None = None,
+    expected_sha: str | None = None,
+    original_level: Level | str | None = None,
+) -> CardResult:
+    """The editor's Ctrl+S: create (no ``filename``), edit in place, or edit and move to another
+    level — the last as one all-or-nothing transaction (the old card leaves only if the new one
+    is written). ``expected_sha``: the card's hash when the editor read it."""
+    if filename is None:
+        return create_card(stores, level, type, title, summary, body)
+    if expected_sha is None:
+        raise ValueError("an edit needs the hash of the card as it was read")
+    old = Level(original_level if original_level is not None else level)
+    to = Level(level)
+    if to is old:
+        return edit_card(stores, old, filename, title, summary, type, body, expected_sha)
+    ops: list[tuple[int, Operation | dict[str, object]]] = [
+        (0, {"action": "delete", "level": str(old), "filename": filename}),
+        (1, {"action": "create", "level": str(to), "type": str(type), "title": title, "summary": summary,
+             "content": body}),
+    ]
+    res = stores.apply(ops, source=MANUAL_SOURCE, expected={key(old, filename): expected_sha},
+                       label=f"card edited and moved to {to}", all_or_nothing=True)
+    return _result(stores, res, old, filename)

@@ -47,6 +47,7 @@ from .pipeline import (
     merged_index,
     revalidate,
 )
+from .prompt import turn_text
 from .review import Review, ReviewError, requeue
 from .spool import Job, JobNotFound, Spool, SpoolEntry, SpoolError, make_job
 from .stores import MemoryStores
@@ -98,6 +99,7 @@ class JobView(BaseModel):
     held_ops: tuple[HeldOpView, ...] = ()
     rejected: tuple[Rejection, ...] = ()
     merged_from: tuple[str, ...] = ()
+    split_from: str | None = None  # the job whose other ops an approval left held here
 
 
 class JobOutcome(BaseModel):
@@ -559,9 +561,22 @@ class Manager:
                     held_ops=tuple(HeldOpView(index=h.index, op=h.op) for h in job.held_ops),
                     rejected=tuple(job.rejected),
                     merged_from=tuple(job.merged_from),
+                    split_from=job.split_from,
                 )
             )
         return out
+
+    async def turn_text(self, job_id: str) -> str:
+        """The job's turns as text (redacted), for a person to read before dismissing it."""
+
+        def run() -> str:
+            try:
+                job = self.spool.peek(self.spool.resolve(job_id))
+            except SpoolError as e:
+                raise ReviewError(str(e)) from None
+            return turn_text(job.turns)
+
+        return await asyncio.to_thread(run)
 
     # -- review and the pending screen's actions -------------------------------------------------
 

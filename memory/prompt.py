@@ -16,7 +16,7 @@ from .completion import CompletionRequest
 from .index import parse_index_lines
 from .model import INDEX_FILE, MAX_CONTENT_BYTES, Action, Level, NoteType, Turn, TurnMessage
 from .parser import find_json
-from .sanitize import defuse_tags, is_strict_utf8, redact, sanitize_line
+from .sanitize import defuse_tags, is_strict_utf8, redact, sanitize_line, strip_terminal
 
 __all__ = [
     "INDEX_CAP_BYTES",
@@ -329,6 +329,28 @@ def parse_merge_answer(text: str, keys: Collection[str]) -> dict[str, str]:
         if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
             continue
         out[key] = content
+    return out
+
+
+def turn_text(turns: list[Turn], limit: int = 20_000) -> str:
+    """A job's turns as a person reads them before dismissing it: role-labelled, redacted,
+    stripped of terminal controls, at most ``limit`` characters (the head; the cut is said)."""
+    parts: list[str] = []
+    size = 0
+    for k, turn in enumerate(turns, 1):
+        if len(turns) > 1:
+            parts.append(f"[turn {k}]")
+        for m in turn.messages:
+            text = strip_terminal(redact(m.text[: limit + 4096]))
+            parts.append(f"{m.role}: {text}")
+            size += len(text)
+            if size > limit:
+                break
+        if size > limit:
+            break
+    out = "\n\n".join(parts)
+    if len(out) > limit:
+        out = out[:limit].rstrip() + "\n… (cut: the rest is in the job file)"
     return out
 
 

@@ -265,3 +265,23 @@ class MemoryStores:
         self, level: Level | str, filename: str, to_level: Level | str, expected_sha: str
     ) -> cards.CardResult:
         return cards.move_card(self, level, filename, to_level, expected_sha)
+
+    def check_card(self, level: str, type: str, title: str, summary: str, body: str) -> dict[str, str]:
+        return cards.check_card(self, level, type, title, summary, body)
+
+    def save_card(
+        self,
+        level: Level | str,
+        type: NoteType | str,
+        title: str,
+        summary: str,
+        body: str,
+        *,
+        filename: str | None = None,
+        expected_sha: str | None = None,
+        original_level: Level | str | None = None,
+    ) -> cards.CardResult:
+        return cards.save_card(
+            self, level, type, title, summary, body,
+            filename=filename, expected_sha=expected_sha, original_level=original_level,
+        )

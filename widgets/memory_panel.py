@@ -128,17 +128,24 @@ class _CardList(Widget):
         self.state: PanelState = EMPTY_STATE
         # Layout asks for the height and then renders, and scrolling repaints: lay out once.
         self._laid_out: tuple[int, PanelState, list[Text]] | None = None
+        self._line_cards: list[tuple[str, str] | None] = []  # line -> the (level, filename) drawn there
 
     def lines(self, width: int) -> list[Text]:
         width = max(width, 8)
         if self._laid_out is not None and self._laid_out[0] == width and self._laid_out[1] is self.state:
             return self._laid_out[2]
+        self._line_cards = []
         out = self._layout(width)
         self._laid_out = (width, self.state, out)
         return out
 
+    def card_at(self, y: int) -> tuple[str, str] | None:
+        """The (level, filename) of the card drawn on line ``y``, if any."""
+        return self._line_cards[y] if 0 <= y < len(self._line_cards) else None
+
     def _layout(self, width: int) -> list[Text]:
         out: list[Text] = []
+        lines = self._line_cards
         s = self.state
         out.append(_one_line(Text.assemble(("Memory", "bold"), (" · seen by the next turn", "dim")), width))
         if s.cut_note:
@@ -157,7 +164,10 @@ class _CardList(Widget):
             if not cards and not note:
                 out.append(Text("no notes yet", "dim italic"))
             for card in cards:
-                out.extend(self._card(card, width))
+                lines.extend([None] * (len(out) - len(lines)))
+                drawn = self._card(card, width)
+                out.extend(drawn)
+                lines.extend([(name.lower(), card.filename)] * len(drawn))
         if s.cut_note:
             # Also where the cut happens, for a reader who scrolled down the list.
             out.append(Text(""))
@@ -190,14 +200,24 @@ class _CardList(Widget):
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return max(1, len(self.lines(width)))
 
+    def on_click(self, event: Click) -> None:
+        # A click on a card opens the browser at that card; elsewhere, at the top.
+        event.stop()
+        self.post_message(MemoryPanel.OpenBrowser(self.card_at(event.y)))
+
 
 class _CardScroll(VerticalScroll, can_focus=True):
-    """The cards' scroll area: focusable (Tab, a click) so the arrow and page keys scroll it.
-    It comes after the prompt in the focus chain and the App focuses the prompt at start."""
+    """The cards' scroll area: focusable (Tab, a click) so the arrow and page keys scroll it, and
+    Enter opens the card browser. It comes after the prompt in the focus chain and the App
+    focuses the prompt at start."""
 
     DEFAULT_CSS = """
     _CardScroll:focus { background: $boost; }
     """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "open_browser", "Cards", show=False)]
+
+    def action_open_browser(self) -> None:
+        self.post_message(MemoryPanel.OpenBrowser(None))
 
 
 class _JobsLine(Widget, can_focus=True):
@@ -258,6 +278,13 @@ class MemoryPanel(Widget):
     @dataclass
     class OpenPending(Message):
         """The user asked for the pending screen (Enter or a click on the jobs line)."""
+
+    @dataclass
+    class OpenBrowser(Message):
+        """The user asked for the card browser (Enter on the cards, or a click: ``card`` is the
+        (level, filename) clicked, to select there)."""
+
+        card: tuple[str, str] | None = None
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)

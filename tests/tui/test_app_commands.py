@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -96,22 +97,18 @@ async def test_model_switches_the_next_request_and_mode_switches_memory(
         assert "memory mode: off" in chat_texts(app)
 
 
-async def test_remember_then_undo_and_pending_work_through_the_stores(make_app, ws: Path) -> None:
+async def test_undo_reverts_the_last_batch_and_says_when_there_is_none(make_app, ws: Path) -> None:
     app = make_app()
     store = ws / ".PseudoClaude" / "memory"
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_ready(pilot)
-        await send(pilot, "/remember Releases are tagged from main only")
-        await wait_until(pilot, lambda: any(c.title.startswith("Releases are tagged") for c in app.panel.state.project))
-        await send(pilot, "/memory")
-        await wait_until(pilot, lambda: any("project memory: 1 card(s)" in t for t in chat_texts(app)))
+        await asyncio.to_thread(app.bridge.stores.create_card, "project", "project_knowledge", "Releases", "",
+                                "Releases are tagged from main only")
         await send(pilot, "/undo")
         await wait_until(pilot, lambda: any("undid the last memory batch" in t for t in chat_texts(app)))
         await wait_until(pilot, lambda: not list(store.glob("project_knowledge_*.md")))
         await send(pilot, "/undo")
         await wait_until(pilot, lambda: any("nothing to undo" in t for t in chat_texts(app)))
-        await send(pilot, "/pending")
-        await wait_until(pilot, lambda: "no pending memory jobs" in chat_texts(app))
 
 
 async def test_an_at_path_attaches_the_file_to_the_message(make_app, server: FakeAnthropic, ws: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tests.fakeapi import FakeAnthropic
 from tests.tui.conftest import chat_texts, wait_ready, wait_until
+from widgets.card_editor import CardEditor
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,12 +74,15 @@ async def test_without_credentials_the_app_starts_shows_the_panel_and_says_how_t
         app.prompt.text = "hello"
         await pilot.press("enter")
         await wait_until(pilot, lambda: sum("ANTHROPIC_API_KEY" in t for t in chat_texts(app)) == 2)
-        # Memory works offline: /remember writes a card and the panel shows it.
+        # Memory works offline: /remember opens the editor, Ctrl+S writes the card, the panel shows it.
         app.prompt.text = "/remember The build command is make build"
-        await pilot.press("enter")
+        app.prompt.submit()
+        await wait_until(pilot, lambda: isinstance(app.screen, CardEditor), what="the editor")
+        await pilot.press("ctrl+s")
         cards = ws / ".PseudoClaude" / "memory"
         await wait_until(pilot, lambda: any(p.name.startswith("project_knowledge_") for p in cards.glob("*.md")))
-        await wait_until(pilot, lambda: any("remembered" in t for t in chat_texts(app)))
+        await wait_until(pilot, lambda: any("saved new project card" in t for t in chat_texts(app)))
+        await wait_until(pilot, lambda: any(c.title.startswith("The build command") for c in app.panel.state.project))
     # A run that cannot ask a model creates no session.
     assert not list((Path(os.environ["PSEUDOCLAUDE_HOME"]) / "sessions").glob("*.jsonl"))
 

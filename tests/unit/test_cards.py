@@ -81,3 +81,60 @@ def test_move_card_conflict_or_rejection_writes_nothing(env: MemoryStores) -> No
     res = env.move_card("project", "project_knowledge_big.md", "user", sha)
     assert res.status == "rejected" and "larger" in res.reason
     assert p.exists() and not env.user.dir.exists() and env.history() == []
+
+
+# -- the editor's checks and Ctrl+S (issue 8) ----------------------------------------------------
+
+
+def test_check_card_names_each_bad_field_and_passes_a_good_card(env: MemoryStores) -> None:
+    assert env.check_card("project", "project_knowledge", "Build", "make build", "Run make build.") == {}
+    errors = env.check_card("nowhere", "gossip", "  ", "s" * 201, " \n ")
+    assert errors == {
+        "title": "a title is needed",
+        "summary": "at most 200 characters (this one has 201)",
+        "type": "choose a type",
+        "level": "choose a level",
+        "body": "the body is empty: write what should be remembered",
+    }
+    assert env.check_card("user", "user_preference", "t" * 101, "", "x")["title"].startswith("at most 100")
+    assert "16 KiB" in env.check_card("user", "user_preference", "T", "", "é" * 9000)["body"]
+    assert env.check_card("user", "user_preference", "T", "", "bad \ud800")["body"] == "the text is not valid UTF-8"
+
+
+def test_check_card_refuses_the_project_level_of_a_workspace_at_home(tmp_path: Path) -> None:
+    home = tmp_path / "alice"
+    (home / ".git").mkdir(parents=True)
+    # The workspace is ~ and the app's home ~/.PseudoClaude: one folder cannot be two levels.
+    stores = MemoryStores(home, home / ".PseudoClaude")
+    assert not stores.has_project_level
+    assert "no project level" in stores.check_card("project", "project_knowledge", "T", "", "b")["level"]
+    assert stores.check_card("user", "project_knowledge", "T", "", "b") == {}
+
+
+def test_save_card_creates_edits_and_moves_with_an_edit_in_one_transaction(env: MemoryStores) -> None:
+    made = env.save_card("project", "project_knowledge", "Build", "make", "Run make.")
+    assert made.status == "applied" and made.filename == "project_knowledge_build.md"
+    edited = env.save_card("project", "project_knowledge", "Build", "make all", "Run make all.",
+                           filename=made.filename, expected_sha=made.sha256)
+    assert edited.status == "applied" and env.read_note("project", made.filename).body.strip() == "Run make all."
+    moved = env.save_card("user", "user_preference", "Builds", "", "I build with make.",
+                          filename=made.filename, expected_sha=edited.sha256, original_level="project")
+    assert moved.status == "applied" and moved.level == Level.USER and moved.filename == "user_preference_builds.md"
+    assert not (env.project.dir / made.filename).exists()
+    assert env.read_note("user", moved.filename).meta.source == "manual"
+    assert env.history()[-1].label == "card edited and moved to user"
+    env.undo()  # one batch: the card is back where it was, as it was
+    assert env.read_note("project", made.filename).body.strip() == "Run make all."
+    assert not (env.user.dir / moved.filename).exists()
+
+
+def test_save_card_move_over_a_changed_card_writes_nothing(env: MemoryStores) -> None:
+    made = env.save_card("project", "project_knowledge", "Build", "", "Run make.")
+    path = env.project.dir / made.filename
+    path.write_text(path.read_text() + "\nhand edit\n")
+    res = env.save_card("user", "project_knowledge", "Build", "", "mine",
+                        filename=made.filename, expected_sha=made.sha256, original_level="project")
+    assert res.status == "conflict"
+    assert ("hand edit" in path.read_text() and not env.user.dir.exists()) or not any(env.user.dir.glob("*.md"))
+    with pytest.raises(ValueError, match="hash"):
+        env.save_card("project", "project_knowledge", "Build", "", "x", filename=made.filename)

@@ -23,7 +23,7 @@ from memory.events import (
     JobTakenOver,
 )
 from memory.fs import FS
-from memory.manager import JobView, Manager
+from memory.manager import JobView, Manager, ReviewError
 from memory.model import Level
 from memory.pipeline import MERGE_REASK_NOTE
 from memory.spool import make_job, new_job_id
@@ -440,3 +440,29 @@ async def test_submit_approve_and_reject_keep_the_event_loop_free_while_the_disk
     stop.set()
     await beat
     assert len(lateness) > 10 and max(lateness) < 0.15, max(lateness)
+
+
+# -- the pending screen's needs (issue 8) ------------------------------------------------------------
+
+
+async def test_a_partial_approval_leaves_a_job_whose_view_names_the_job_it_split_from(env: MemoryStores) -> None:
+    m = manager(env, Script(answer(create("A"), create("B"))), mode="review")
+    await m.start()
+    job = await m.submit(turn("keep A and B"))
+    await m.wait_for(job.id, 10)
+    await m.approve(job.id, [0])
+    [rest] = await m.jobs()
+    assert rest.id != job.id and rest.split_from == job.id and [h.op.title for h in rest.held_ops] == ["B"]
+    await m.close(1)
+
+
+async def test_turn_text_shows_a_failed_jobs_turn_before_it_is_dismissed(env: MemoryStores) -> None:
+    m = manager(env, Script(CompletionError("no", retryable=False)))
+    await m.start()
+    job = await m.submit(turn("the words of this turn"))
+    await m.wait_for(job.id, 10)
+    assert "user: the words of this turn" in await m.turn_text(job.id)
+    await m.dismiss(job.id)
+    with pytest.raises(ReviewError, match="no spooled job"):
+        await m.turn_text(job.id)
+    await m.close(1)

@@ -417,3 +417,20 @@ def test_merge_request_carries_bodies_redacted() -> None:
     prompt = build_merge_request([item]).prompt
     assert "Hunter2pw" not in prompt and _GLPAT not in prompt and "Other9pw" not in prompt
     assert "PGPASSWORD=[REDACTED:password]" in prompt
+
+
+def test_turn_text_is_role_labelled_redacted_stripped_and_bounded() -> None:
+    from memory.model import Turn, TurnMessage
+    from memory.prompt import turn_text
+
+    key = "sk-ant-api03-" + "Zq7xW2vB9nK4mP8rT1yU6iO3aS5dF0gH" * 2
+    turns = [
+        Turn(messages=[TurnMessage(role="user", text=f"use key {key}\x1b[31m please"),
+                       TurnMessage(role="assistant", text="noted")]),
+        Turn(messages=[TurnMessage(role="user", text="x" * 50_000)]),
+    ]
+    text = turn_text(turns, limit=1000)
+    assert text.startswith("[turn 1]\n\nuser: use key ") and "assistant: noted" in text and "[turn 2]" in text
+    assert key[:20] not in text and "REDACTED" in text and "\x1b" not in text
+    assert len(text) < 1100 and text.endswith("(cut: the rest is in the job file)")
+    assert turn_text(turns[:1]).startswith("user: ")
