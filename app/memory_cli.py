@@ -304,8 +304,10 @@ def _review(stores: MemoryStores, args: argparse.Namespace) -> int:
 def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
     import asyncio
 
+    from memory import pipeline
+
     from .memory_model import AnthropicCompletion
-    from .runtime import scaled_sleep
+    from .provider import retry_base_delay
     from .settings import SettingsError, load_settings
 
     try:
@@ -325,7 +327,8 @@ def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
         for ws in workspaces:
             ws_stores = MemoryStores(ws, stores.paths.home, fs=stores.fs)
             # Flush applies jobs whatever the configured mode: each job keeps the mode it was made with.
-            manager = Manager(ws_stores, completion, mode="auto", sleep=scaled_sleep)
+            manager = Manager(ws_stores, completion, mode="auto",
+                              backoff_base=pipeline.BACKOFF_BASE * retry_base_delay())
             try:
                 result = await manager.flush(args.timeout)
             finally:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memory import pipeline
 from memory.completion import Completion
 from memory.fs import DEFAULT_FS, FS
 from memory.manager import Manager
@@ -28,10 +29,6 @@ from .tools import PermissionGate, ToolContext
 
 MEMORY_MODES = ("auto", "review", "off")
 
-
-async def scaled_sleep(seconds: float) -> None:
-    # The memory worker's backoff (1 s, 2 s, ...) in units of the runtime's retry delay.
-    await asyncio.sleep(seconds * retry_base_delay())
 
 
 class Runtime:
@@ -59,7 +56,10 @@ class Runtime:
         self._completion = completion
         if completion is None and self.memory_mode != "off":
             completion = AnthropicCompletion(settings.memory_model)
-        self.manager = Manager(self.stores, completion, mode=settings.memory_mode, fs=self.fs, sleep=scaled_sleep)
+        # The memory worker's backoff (1 s, 2 s, ...) in units of the runtime's retry delay; the
+        # retry time a job shows is the one it waits.
+        backoff = pipeline.BACKOFF_BASE * retry_base_delay()
+        self.manager = Manager(self.stores, completion, mode=settings.memory_mode, fs=self.fs, backoff_base=backoff)
         self.provider: Provider = provider or AnthropicProvider()
         self.sessions = SessionStore(home)
         self.session: Session | None = None

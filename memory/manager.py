@@ -139,6 +139,7 @@ class Manager:
         max_batch_turns: int = MAX_BATCH_TURNS,
         max_batch_bytes: int = MAX_BATCH_BYTES,
         request_timeout: float | None = REQUEST_TIMEOUT,
+        backoff_base: float | None = None,
     ) -> None:
         self._mode: Mode = self._valid_mode(mode)
         self.stores = stores
@@ -177,6 +178,7 @@ class Manager:
             clock=clock,
             max_attempts=max_attempts,
             request_timeout=request_timeout,
+            backoff_base=backoff_base,
         )
 
     # -- identity and mode -----------------------------------------------------------------------

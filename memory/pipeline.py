@@ -129,6 +129,7 @@ class Pipeline:
         clock: Clock,
         max_attempts: int = MAX_ATTEMPTS,
         request_timeout: float | None = REQUEST_TIMEOUT,
+        backoff_base: float | None = None,
     ) -> None:
         self.stores = stores
         self.spool = spool
@@ -139,6 +140,9 @@ class Pipeline:
         self._source = source
         self._sleep = sleep
         self._clock = clock
+        # Seconds before the 2nd attempt (then doubling): what the job's next_try_at says is
+        # exactly what the worker sleeps.
+        self.backoff_base = BACKOFF_BASE if backoff_base is None else max(0.0, backoff_base)
         self.max_attempts = max(1, max_attempts)
         self._request_timeout = request_timeout
         # Failed requests per job id in this process: the retry budget (DESIGN §7).
@@ -260,7 +264,7 @@ class Pipeline:
                     kind="provider",
                     retryable=True,
                 )
-            delay = BACKOFF_BASE * 2 ** (used - 1)
+            delay = self.backoff_base * 2 ** (used - 1)
             next_try = rfc3339(_dt.datetime.fromtimestamp(self._clock() + delay, _dt.UTC))
             info = RetryInfo(attempt=used, max_attempts=self.max_attempts, next_try_at=next_try, reason=reason)
             phase = job.phase

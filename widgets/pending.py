@@ -633,11 +633,11 @@ class PendingScreen(Screen[None]):
             layout: horizontal;
         }
         #list {
-            width: 3fr;
+            width: 1fr;
             height: 1fr;
         }
         #detail-scroll {
-            width: 2fr;
+            width: 1fr;
             height: 1fr;
             border-left: vkey $secondary;
             padding: 0 1;

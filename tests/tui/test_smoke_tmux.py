@@ -120,9 +120,9 @@ def workspace(tmp_path: Path) -> Path:
     return Path(os.path.realpath(w))
 
 
-def start_app(tmux: Tmux, server: FakeAnthropic, workspace: Path) -> None:
+def start_app(tmux: Tmux, server: FakeAnthropic, workspace: Path, *flags: str) -> None:
     env = {k: v for k, v in cli_env(server).items() if not k.startswith("TMUX")}
-    tmux.start([str(pseudoclaude_exe()), "-C", str(workspace)], env, cwd=ROOT)
+    tmux.start([str(pseudoclaude_exe()), "-C", str(workspace), *flags], env, cwd=ROOT)
     # Sending is disabled (status "connecting…") until the SDK is loaded off the main thread.
     tmux.wait_for(lambda s: len(s.split()) > 3 and "connecting" not in s, "the app to be ready")
 
@@ -179,4 +179,54 @@ def test_escape_sequences_in_an_answer_never_reach_the_real_terminal(tmux: Tmux,
         tmux.wait_for(lambda s: "Safe and red text end." in s, "the cleaned answer on screen")
         title_after = tmux.run("display-message", "-p", "-t", tmux.target, "#{pane_title}").stdout
         assert "pwned" not in title_after and title_after == title_before
+        quit_app(tmux)
+
+
+def _cards(workspace: Path) -> list[Path]:
+    return [p for p in (workspace / ".PseudoClaude" / "memory").glob("*.md") if p.name != "MEMORY.md"]
+
+
+def test_pending_screen_in_review_mode_approves_a_held_op(tmux: Tmux, workspace: Path) -> None:
+    with FakeAnthropic() as server:
+        server.script(MODEL, text(ANSWER))
+        server.script(MEMORY_MODEL, text(ops_answer(
+            create_op(CARD_TITLE, "Run `make build` at the repository root.", summary="make build builds it"),
+            create_op("Tests need Docker", "The integration suite starts containers.", summary="docker needed"),
+        )))
+        start_app(tmux, server, workspace, "--memory", "review")
+        ask(tmux, server, PROMPT)
+        tmux.wait_for(lambda s: "held for review" in s, "the held job in the panel")
+        tmux.send_text("/pending")
+        tmux.send_key("Enter")
+        tmux.wait_for(lambda s: "Pending memory updates" in s and "held · 2 ops" in s, "the pending screen")
+        tmux.send_key("Enter")  # expand the job into its operations
+        tmux.wait_for(lambda s: f"[held] create · project · {CARD_TITLE}" in s, "the held operations")
+        tmux.send_key("Down")
+        tmux.wait_for(lambda s: "New card:" in s, "the first op's detail")
+        tmux.send_text("a")
+        screen = tmux.wait_for(lambda s: "wrote 1 change(s)" in s, "the approval's outcome")
+        assert "Traceback" not in screen
+        [card] = _cards(workspace)  # exactly the approved op was written
+        assert CARD_TITLE in card.read_text()
+        tmux.wait_for(lambda s: "held · 1 op" in s, "the other op still held")
+        tmux.send_key("Escape")
+        tmux.wait_for(lambda s: CARD_TITLE in s and "Pending memory updates" not in s, "the chat with the card")
+        quit_app(tmux)
+        assert not server.errors, server.errors[0]
+
+
+def test_remember_opens_the_editor_and_ctrl_s_saves_the_card(tmux: Tmux, workspace: Path) -> None:
+    with FakeAnthropic() as server:
+        start_app(tmux, server, workspace)
+        tmux.send_text("/remember Releases are tagged from main only")
+        tmux.wait_for(lambda s: "/remember Releases" in s, "the typed command")
+        tmux.send_key("Enter")
+        tmux.wait_for(lambda s: "New card" in s and "Ctrl+S save" in s, "the editor")
+        assert _cards(workspace) == []  # nothing is written before Ctrl+S
+        tmux.send_key("C-s")
+        screen = tmux.wait_for(lambda s: "saved new project card" in s, "the saved note in the chat")
+        [card] = _cards(workspace)
+        assert "Releases are tagged from main only" in card.read_text() and "source: manual" in card.read_text()
+        assert "Traceback" not in screen
+        tmux.wait_for(lambda s: "Releases are tagged" in s and "New card" not in s, "the panel with the card")
         quit_app(tmux)

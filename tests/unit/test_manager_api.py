@@ -155,6 +155,28 @@ async def test_each_retry_is_an_event_and_a_retrying_job_view_with_its_next_try(
     await m.close(1)
 
 
+async def test_the_next_try_a_retrying_job_shows_is_the_wait_it_takes_whatever_the_backoff_base(
+    env: MemoryStores,
+) -> None:
+    # The app scales the backoff (PSEUDOCLAUDE_RETRY_DELAY); the pending screen counts down to next_try_at.
+    delays: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        delays.append(delay)
+
+    script = Script(CompletionError("overloaded"), CompletionError("overloaded"), answer(create("Later")))
+    m = manager(env, script, sleep=sleep, clock=lambda: 1_800_000_000.0, backoff_base=30.0)
+    events: list[Any] = []
+    m.subscribe(events.append)
+    await m.start()
+    job = await m.submit(turn("x"))
+    assert (await m.wait_for(job.id, 10)).status == "done"
+    retries = [e for e in events if isinstance(e, JobRetrying)]
+    assert [r.next_try_at for r in retries] == ["2027-01-15T08:00:30Z", "2027-01-15T08:01:00Z"]
+    assert delays == [30.0, 60.0]
+    await m.close(1)
+
+
 # -- 6: torn and damaged job files -----------------------------------------------------------------
 
 
