@@ -68,8 +68,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Ctrl+Q", "quit (twice: at once)"),
     ("@path", "attach a file"),
     ("in /pending", "Enter expand · a approve · r reject · t retry · x dismiss · Esc back"),
-    ("in /memory", "/ filter · 1-4 type · 0 all · l level · n new · e edit · d delete · m move · "
-                   "o $EDITOR · u undo · Esc back"),
+    ("in /memory", "/ filter · 1-4 type · 0 all · l level · Esc back"),
+    ("on a card", "n new · e edit · d delete · m move · o $EDITOR · u undo"),
     ("in the editor", "Ctrl+S save · Esc cancel"),
 )
 

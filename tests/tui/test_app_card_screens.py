@@ -80,6 +80,8 @@ async def open_cards(pilot: Pilot[Any], app: PseudoClaudeApp, count: int, timeou
     await wait_until(pilot, lambda: isinstance(app.screen, CardBrowser), what="the card browser")
     browser = app.screen
     assert isinstance(browser, CardBrowser)
+    # Keys go to the list once it has the focus (the screen is mounted).
+    await wait_until(pilot, lambda: browser.query_one("#cb-list").has_focus, what="the card list focused")
     await wait_until(pilot, lambda: len(browser.visible_rows) == count, timeout,
                      what=f"{count} cards listed (have {len(browser.visible_rows)})")
     return browser
@@ -295,34 +297,39 @@ async def test_new_card_with_n_then_delete_with_d_y_goes_to_the_trash_then_undo_
 
 
 async def test_move_a_card_to_the_other_level_with_m(make_app, ws: Path) -> None:
+    # The moved card is first in the list before and second after (project cards come first,
+    # each level sorted by filename): the selection must follow the card, not its position.
     cards = seed(
         ws,
-        ("project", "user_preference", "Short answers", "", "Keep answers short."),
-        ("project", "project_knowledge", "Build with make", "", "Run make build."),
+        ("project", "project_knowledge", "Alpha build", "", "Keep answers short."),
+        ("project", "project_knowledge", "Beta deploy", "", "Run make build."),
+        ("user", "user_preference", "Tabs not spaces", "", "Indent with tabs."),
     )
-    _, filename = cards["Short answers"]
+    _, filename = cards["Alpha build"]
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        browser = await open_cards(pilot, app, 2)
+        browser = await open_cards(pilot, app, 3)
+        assert browser.visible_rows[0].filename == filename
         browser.select("project", filename)
         await wait_until(pilot, lambda: browser.selected is not None and browser.selected.filename == filename)
         await pilot.press("m")
         moved = user_store() / filename
         await wait_until(pilot, lambda: moved.exists() and not (project_store(ws) / filename).exists(),
                          what="the card moved to the user store")
-        assert "Keep answers short." in moved.read_text()
+        assert "Keep answers short." in moved.read_text() and "source: manual" in moved.read_text()
         await wait_until(
             pilot,
             lambda: browser.selected is not None and (browser.selected.level, browser.selected.filename)
             == ("user", filename),
             what="the browser to select the card at its new level",
         )
-        assert {(r.level, r.title) for r in browser.visible_rows} == {
-            ("user", "Short answers"), ("project", "Build with make"),
-        }
+        assert [(r.level, r.title) for r in browser.visible_rows] == [
+            ("project", "Beta deploy"), ("user", "Alpha build"), ("user", "Tabs not spaces"),
+        ]
         assert "moved to user" in browser.flash_text
-        await wait_until(pilot, lambda: [c.title for c in app.panel.state.user] == ["Short answers"])
+        await wait_until(pilot, lambda: sorted(c.title for c in app.panel.state.user) == ["Alpha build", "Tabs not spaces"])
+        assert [c.title for c in app.panel.state.project] == ["Beta deploy"]
 
 
 # -- 5. validation -----------------------------------------------------------------------------
@@ -497,7 +504,7 @@ async def test_a_browser_of_10000_cards_filters_within_its_budget(make_app, ws: 
         ready = time.perf_counter()
         browser = await open_cards(pilot, app, total, timeout=30)
         loaded = time.perf_counter()
-        await wait_until(pilot, lambda: any(f"0 of {total:,}" in line for line in screen_lines(app)))
+        await wait_until(pilot, lambda: any(f"{total:,} of {total:,}" in line for line in screen_lines(app)))
         await pilot.press("slash")
         await type_text(pilot, "zebra")
         expected = len(range(0, total, 7))
