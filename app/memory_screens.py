@@ -142,7 +142,7 @@ class MemoryScreens:
         try:
             rows, note = await self.bridge.card_rows()
         except Exception as e:
-            self.post_message(MemoryFlash(_one(f"could not read the cards: {e}"), error=True))  # type: ignore[attr-defined]
+            self._flash(f"could not read the cards: {e}", error=True)
             return
         self.post_message(CardsLoaded(rows, note, select))  # type: ignore[attr-defined]
 
@@ -158,7 +158,7 @@ class MemoryScreens:
         try:
             state = await self.bridge.pending_state(list(self._applied.values()))
         except Exception as e:
-            self.post_message(MemoryFlash(_one(f"could not read the pending jobs: {e}"), True, "pending"))  # type: ignore[attr-defined]
+            self._flash(f"could not read the pending jobs: {e}", error=True, where="pending")
             return
         self.post_message(PendingLoaded(state))  # type: ignore[attr-defined]
 
@@ -174,6 +174,10 @@ class MemoryScreens:
             self.chat.add_error(message.text)
         else:
             self.chat.add_note(message.text)
+
+    def _flash(self, text: object, *, error: bool = False, where: str = "cards") -> None:
+        """An action's outcome (one line) for the screen it came from, posted from a worker."""
+        self.post_message(MemoryFlash(_one(text), error, where))  # type: ignore[attr-defined]
 
     def _after_change(self, select: tuple[str, str] | None = None) -> None:
         """A change was written: the panel, and whatever screen is open, show it at once."""
@@ -193,7 +197,7 @@ class MemoryScreens:
         try:
             result = await self.bridge.approve(job_id, ops)
         except Exception as e:
-            self.post_message(MemoryFlash(_one(f"not approved: {e}"), True, "pending"))  # type: ignore[attr-defined]
+            self._flash(f"not approved: {e}", error=True, where="pending")
             self._after_change()
             return
         problems = [*result.conflicts, *result.rejected]
@@ -203,9 +207,9 @@ class MemoryScreens:
             kind = "conflict" if result.conflicts else "rejected"
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
             text = f"{what}; {kind}, not written: {first.reason}{more}"
-            self.post_message(MemoryFlash(_one(text), True, "pending"))  # type: ignore[attr-defined]
+            self._flash(text, error=True, where="pending")
         else:
-            self.post_message(MemoryFlash(_one(what), False, "pending"))  # type: ignore[attr-defined]
+            self._flash(what, where="pending")
         self._after_change()
 
     def on_pending_screen_reject(self, message: PendingScreen.Reject) -> None:
@@ -216,12 +220,12 @@ class MemoryScreens:
         try:
             remaining = await self.bridge.reject(job_id, ops)
         except Exception as e:
-            self.post_message(MemoryFlash(_one(f"not rejected: {e}"), True, "pending"))  # type: ignore[attr-defined]
+            self._flash(f"not rejected: {e}", error=True, where="pending")
             self._after_change()
             return
         n = "all held ops" if ops is None else f"{len(ops)} op(s)"
         left = f"; {len(remaining.held_ops)} still held" if remaining is not None else ""
-        self.post_message(MemoryFlash(f"rejected {n}: nothing written{left}", False, "pending"))  # type: ignore[attr-defined]
+        self._flash(f"rejected {n}: nothing written{left}", where="pending")
         self._after_change()
 
     def on_pending_screen_retry(self, message: PendingScreen.Retry) -> None:
@@ -232,9 +236,9 @@ class MemoryScreens:
         try:
             await self.bridge.retry(job_id)
         except Exception as e:
-            self.post_message(MemoryFlash(_one(f"not retried: {e}"), True, "pending"))  # type: ignore[attr-defined]
+            self._flash(f"not retried: {e}", error=True, where="pending")
         else:
-            self.post_message(MemoryFlash("queued again: the worker retries it now", False, "pending"))  # type: ignore[attr-defined]
+            self._flash("queued again: the worker retries it now", where="pending")
         self._after_change()
 
     def on_pending_screen_dismiss(self, message: PendingScreen.Dismiss) -> None:
@@ -245,7 +249,7 @@ class MemoryScreens:
         try:
             text = await self.bridge.turn_text(job_id)
         except Exception as e:
-            self.post_message(MemoryFlash(_one(f"cannot dismiss: {e}"), True, "pending"))  # type: ignore[attr-defined]
+            self._flash(f"cannot dismiss: {e}", error=True, where="pending")
             return
         self.post_message(DismissAsk(job_id, text))  # type: ignore[attr-defined]
 
@@ -270,9 +274,9 @@ class MemoryScreens:
         try:
             await self.bridge.dismiss(job_id)
         except Exception as e:
-            self.post_message(MemoryFlash(_one(f"not dismissed: {e}"), True, "pending"))  # type: ignore[attr-defined]
+            self._flash(f"not dismissed: {e}", error=True, where="pending")
         else:
-            self.post_message(MemoryFlash(f"dismissed job {job_id}", False, "pending"))  # type: ignore[attr-defined]
+            self._flash(f"dismissed job {job_id}", where="pending")
         self._after_change()
 
     # -- the card browser's actions -----------------------------------------------------------------
@@ -295,19 +299,19 @@ class MemoryScreens:
         try:
             result = await self.bridge.delete_card(row.level, row.filename, row.sha256)
         except Exception as e:
-            self.post_message(MemoryFlash(_one(f"not deleted: {e}"), True))  # type: ignore[attr-defined]
+            self._flash(f"not deleted: {e}", error=True)
             return
         if result.status == "applied":
             text = f"deleted {row.level} card {row.filename} (it is in the store's .trash/; u undoes)"
-            self.post_message(MemoryFlash(_one(text)))  # type: ignore[attr-defined]
+            self._flash(text)
         else:
-            self.post_message(MemoryFlash(_one(f"not deleted: {result.reason}"), True))  # type: ignore[attr-defined]
+            self._flash(f"not deleted: {result.reason}", error=True)
         self._after_change()
 
     def on_card_browser_move_card(self, message: CardBrowser.MoveCard) -> None:
         row = message.row
         if row.level == "user" and "project" not in self.bridge.levels:
-            self.post_message(MemoryFlash("this workspace has no project level to move the card to", True))  # type: ignore[attr-defined]
+            self._flash("this workspace has no project level to move the card to", error=True)
             return
         self._move_card(row)
 
@@ -316,14 +320,14 @@ class MemoryScreens:
         try:
             result = await self.bridge.move_card(row.level, row.filename, row.sha256)
         except Exception as e:
-            self.post_message(MemoryFlash(_one(f"not moved: {e}"), True))  # type: ignore[attr-defined]
+            self._flash(f"not moved: {e}", error=True)
             return
         if result.status == "applied":
             level = str(getattr(result.level, "value", result.level))
-            self.post_message(MemoryFlash(_one(f"moved to {level}: {result.filename} (u undoes)")))  # type: ignore[attr-defined]
+            self._flash(f"moved to {level}: {result.filename} (u undoes)")
             self._after_change((level, result.filename))
         else:
-            self.post_message(MemoryFlash(_one(f"not moved: {result.reason}"), True))  # type: ignore[attr-defined]
+            self._flash(f"not moved: {result.reason}", error=True)
             self._after_change()
 
     def on_card_browser_undo(self, message: CardBrowser.Undo) -> None:
@@ -334,13 +338,13 @@ class MemoryScreens:
         try:
             result = await self.bridge.undo()
         except Exception as e:  # nothing to undo, or a note changed since
-            self.post_message(MemoryFlash(_one(e), True))  # type: ignore[attr-defined]
+            self._flash(e, error=True)
             return
         problems = [*result.conflicts, *result.rejected]
         if problems:
-            self.post_message(MemoryFlash(_one(f"not undone: {problems[0].reason}"), True))  # type: ignore[attr-defined]
+            self._flash(f"not undone: {problems[0].reason}", error=True)
         else:
-            self.post_message(MemoryFlash(f"undid the last memory batch ({len(result.applied)} change(s))"))  # type: ignore[attr-defined]
+            self._flash(f"undid the last memory batch ({len(result.applied)} change(s))")
         self._after_change()
 
     def on_card_browser_open_external(self, message: CardBrowser.OpenExternal) -> None:
@@ -351,25 +355,25 @@ class MemoryScreens:
         try:
             path = await self.bridge.card_path(row.level, row.filename)
         except ValueError as e:
-            self.post_message(MemoryFlash(_one(f"not opened: {e}"), True))  # type: ignore[attr-defined]
+            self._flash(f"not opened: {e}", error=True)
             return
         argv = editor_argv()
         if argv is None:
-            self.post_message(MemoryFlash("no editor: set $EDITOR (or $VISUAL) to open cards in your editor", True))  # type: ignore[attr-defined]
+            self._flash("no editor: set $EDITOR (or $VISUAL) to open cards in your editor", error=True)
             return
         try:
             code = await self._run_editor([*argv, str(path)])
         except SuspendNotSupported:
-            self.post_message(MemoryFlash(_one(f"this terminal cannot hand over to an editor: edit {path} yourself"), True))  # type: ignore[attr-defined]
+            self._flash(f"this terminal cannot hand over to an editor: edit {path} yourself", error=True)
             return
         except OSError as e:
-            self.post_message(MemoryFlash(_one(f"could not run {argv[0]}: {e}"), True))  # type: ignore[attr-defined]
+            self._flash(f"could not run {argv[0]}: {e}", error=True)
             return
         # A hand edit may change the title or summary: the index follows the card.
         with contextlib.suppress(Exception):
             await self.bridge.rebuild_indexes()
         status = "" if code == 0 else f" (the editor exited with {code})"
-        self.post_message(MemoryFlash(_one(f"back from {os.path.basename(argv[0])}{status}"), code != 0))  # type: ignore[attr-defined]
+        self._flash(f"back from {os.path.basename(argv[0])}{status}", error=code != 0)
         self._after_change((row.level, row.filename))
 
     async def _run_editor(self, argv: list[str]) -> int:
@@ -446,7 +450,7 @@ class MemoryScreens:
             elif choice == "disk":
                 if disk is None:
                     editor.dismiss(None)
-                    self.post_message(MemoryFlash(_one(f"kept {where} deleted; your text was dropped")))  # type: ignore[attr-defined]
+                    self._flash(f"kept {where} deleted; your text was dropped")
                 else:
                     editor.load(disk[0], sha256=disk[1])
                     editor.show_errors({}, None)
