@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the workspace, models, credentials and memory state instead of opening the app")
     parser.add_argument("--allow-tools", metavar="a,b", default="",
                         help="print mode: writing/executing tools allowed (write_file, edit_file, bash)")
+    parser.add_argument("--compact", action="store_true",
+                        help="print mode: compact the conversation before this turn (with --continue or --resume)")
     parser.add_argument("--trust-project-memory", action="store_true",
                         help="print mode: trust this workspace's project memory store (recorded; DESIGN §11)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -161,13 +163,16 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         from .tui import run_app
 
         return run_app(settings, workspace, resume=args.resume, continue_latest=args.continue_latest)
+    if args.compact and not (args.continue_latest or args.resume):
+        parser.error("--compact compacts an earlier conversation: use it with --continue or --resume")
     prompt = _prompt_text(args.prompt)
     if not prompt.strip():
         parser.error("the prompt is empty")
     from .print_mode import main_print
 
     return main_print(prompt, settings, workspace, allow_tools=allow, resume=args.resume,
-                      continue_latest=args.continue_latest, trust_project=args.trust_project_memory)
+                      continue_latest=args.continue_latest, trust_project=args.trust_project_memory,
+                      compact=args.compact)
 
 
 if __name__ == "__main__":

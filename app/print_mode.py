@@ -22,7 +22,16 @@ from memory.sanitize import redact, strip_terminal, strip_terminal_deep
 from memory.trust import untrusted_cards
 
 from .provider import NO_CREDENTIALS, has_credentials
-from .runner import MemorySubmitted, Retrying, RunEvent, RunStop, TextDelta, ToolCallFinished, ToolCallStarted
+from .runner import (
+    Compacted,
+    MemorySubmitted,
+    Retrying,
+    RunEvent,
+    RunStop,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from .runtime import Runtime
 from .settings import Settings
 from .tools import AllowListGate
@@ -116,6 +125,8 @@ class PrintUI:
             indent = "  " * (ev.depth + 1)
             tag = "denied" if ev.denied else ("error" if ev.result.is_error else "ok")
             self.diag(f"{indent}  ⎿ {tag}: {_one_line(ev.result.content)}")
+        elif isinstance(ev, Compacted):
+            self.diag(f"[{_one_line(ev.describe(), 300)}]")
         elif isinstance(ev, MemorySubmitted):
             self.job_id = ev.job_id
             self.diag(f"[memory: job {ev.job_id} spooled]")
@@ -216,6 +227,7 @@ async def run_print(
     resume: str | None = None,
     continue_latest: bool = False,
     trust_project: bool = False,
+    compact: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -248,6 +260,12 @@ async def run_print(
             ui.diag(f"[memory: the project store {runtime.stores.project.dir} came with this workspace and is not "
                     f"trusted: its {len(left_out)} note(s) are left out of the prompt and of memory extraction; "
                     "--trust-project-memory trusts it once for this workspace]")
+        if compact:
+            try:
+                await runtime.runner.compact("", ui)
+            except RuntimeError as e:  # the summary cannot make it fit: said, and the turn is not run
+                ui.diag(f"pseudoclaude: {e}")
+                return EXIT_ERROR
         stop = await runtime.runner.run(prompt, ui)
         if stop.status == "completed" and stop.job_id:
             outcome = await runtime.manager.wait_for(stop.job_id, settings.memory_wait)

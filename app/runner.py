@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable
@@ -27,6 +28,7 @@ from memory.index import index_diff
 from memory.model import Turn, TurnMessage
 from memory.sanitize import redact
 
+from . import compaction as cmp
 from .prompt import build_system
 from .provider import (
     ErrorEvent,
@@ -103,6 +105,53 @@ class MemorySubmitted:
 
 
 @dataclass(frozen=True)
+class ContextUsage:
+    """How full the model's window is: the last request's input tokens, or the estimate of the
+    next one after a compaction."""
+
+    tokens: int
+    window: int
+
+
+@dataclass(frozen=True)
+class Compacting:
+    """A compaction is starting (a summary request can take a few seconds)."""
+
+    reason: str  # "auto" | "manual" | "overflow"
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """What a compaction did. ``summarised``: messages replaced by the summary (0: the lossless
+    stage was enough); ``offloaded``/``offloaded_bytes``: tool results moved to disk;
+    ``requests``: summary requests made; ``before``/``after``: estimated input tokens.
+    ``error``: why the summary failed (the conversation was left as it was)."""
+
+    reason: str
+    summarised: int = 0
+    offloaded: int = 0
+    offloaded_bytes: int = 0
+    requests: int = 0
+    before: int = 0
+    after: int = 0
+    window: int = 0
+    error: str = ""
+
+    def describe(self) -> str:
+        if self.error:
+            return f"could not compact the conversation: {self.error}"
+        parts = []
+        if self.summarised:
+            parts.append(f"compacted {self.summarised} message{'s' if self.summarised != 1 else ''} into a summary")
+        if self.offloaded_bytes:
+            parts.append(f"{cmp.kib(self.offloaded_bytes)} of tool output kept on disk")
+        if not parts:
+            return "nothing to compact"
+        pct = f" (context {100 * self.before // max(self.window, 1)}% → {100 * self.after // max(self.window, 1)}%)"
+        return "; ".join(parts) + pct
+
+
+@dataclass(frozen=True)
 class RunStop:
     status: RunStatus
     message: str = ""
@@ -114,9 +163,31 @@ class RunStop:
 
 RunEvent = (
     TextDelta | ToolUseStart | ToolUseArgs | UsageEvent | Retrying | RequestStarted
-    | ToolCallStarted | ToolCallFinished | MemorySubmitted | RunStop
+    | ToolCallStarted | ToolCallFinished | MemorySubmitted | RunStop | ContextUsage | Compacting | Compacted
 )
 OnEvent = Callable[[RunEvent], None]
+
+
+class _Overflow(Exception):
+    """The API refused the request as larger than the model's context window."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+_OVERFLOW_HINTS = ("prompt is too long", "context window", "context length", "too many tokens")
+
+
+def _is_overflow(message: str) -> bool:
+    low = message.lower()
+    return any(h in low for h in _OVERFLOW_HINTS)
+
+
+class _SummaryFailed(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class _Halt(Exception):
@@ -171,6 +242,10 @@ class Runner:
         tools: Iterable[str] | None = None,
         depth: int = 0,
         shown_index: str | None = None,
+        context_window: int = 200_000,
+        compact_at: float = 0.8,
+        offload_bytes: int = 32 * 1024,
+        results: cmp.ResultStore | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -195,10 +270,25 @@ class Runner:
         if shown_index is None:
             shown_index = memory.merged_index() if memory is not None else ""
         self.shown_index = shown_index
-        self.system = system if system is not None else build_system(tool_ctx.workspace, self.shown_index)
+        # Long sessions (app/compaction.py): the system prompt without the summary of a compacted
+        # part; the window and when to compact; where large tool results go.
+        self.base_system = system if system is not None else build_system(tool_ctx.workspace, self.shown_index)
+        self.context_window = context_window
+        self.compact_at = compact_at
+        self.offload_bytes = offload_bytes
+        self.results = results
+        self._anchor: cmp.Anchor | None = None
+        self._summary: str | None = None
+        if session is not None:
+            anchor = getattr(session, "anchor", None)
+            self._anchor = cmp.Anchor(*anchor) if anchor else None
+            self._summary = getattr(session, "summary", None)
+        self.system = cmp.with_summary(self.base_system, self._summary)
         self._running = False
         self._io_pending: asyncio.Future[Any] | None = None
         self._index_before: str | None = None
+        self._turn_start: int | None = None  # where the Run's turn begins in the conversation
+        self._mark: TurnMark | None = None
 
     @property
     def conversation(self) -> list[dict[str, Any]]:
@@ -207,6 +297,21 @@ class Runner:
     @property
     def running(self) -> bool:
         return self._running
+
+    @property
+    def threshold(self) -> int:
+        """Input tokens past which the conversation is compacted before a request."""
+        return int(self.context_window * self.compact_at)
+
+    def set_system(self, system: list[dict[str, Any]]) -> None:
+        """A new system prompt (the summary of a compacted part stays after it)."""
+        self.base_system = system
+        self.system = cmp.with_summary(system, self._summary)
+
+    def estimate(self) -> int:
+        """The next request's input tokens (the usage anchor plus what came since, chars / 4)."""
+        tools = api_tools(self.tool_names)
+        return cmp.estimate_tokens(self._anchor, self.system, tools, self.conversation)
 
     # -- one Run ------------------------------------------------------------------------------
 
@@ -231,35 +336,45 @@ class Runner:
         if update:
             content.append({"type": "text", "text": update})
         content.append({"type": "text", "text": user_text})
-        mark = TurnMark(self.conversation)
+        self._mark = TurnMark(self.conversation)
         if self.session is not None:
             await self._io(self.session.begin_turn, user_text)
         # The user message may join a trailing user message (an interrupted turn's results):
         # the turn's messages start where it landed.
-        start_len = await self._append({"role": "user", "content": content})
+        self._turn_start = await self._append({"role": "user", "content": content})
         try:
-            stop = await self._loop(start_len, mark, usage, emit)
+            stop = await self._loop(usage, emit)
         except asyncio.CancelledError:
-            await asyncio.shield(self._end_turn(mark, "cancelled", message="cancelled by the user"))
+            await asyncio.shield(self._end_turn("cancelled", message="cancelled by the user"))
             emit(RunStop("cancelled", "cancelled by the user", usage=usage))
             raise
         except _Halt as h:
-            await self._end_turn(mark, h.status, message=h.message)
+            await self._end_turn(h.status, message=h.message)
             stop = RunStop(h.status, h.message, h.stop_reason, usage=usage)
         except Exception as e:
             # The stop event carries the one-line reason; the traceback is for debugging only.
             log.debug("run failed", exc_info=True)
             msg = redact(f"internal error: {type(e).__name__}: {e}")
-            await self._end_turn(mark, "error", message=msg)
+            await self._end_turn("error", message=msg)
             stop = RunStop("error", msg, usage=usage)
+        self._turn_start = None
         emit(stop)
         return stop
 
-    async def _loop(self, start_len: int, mark: TurnMark, usage: Usage, emit: OnEvent) -> RunStop:
+    async def _loop(self, usage: Usage, emit: OnEvent) -> RunStop:
         tools = api_tools(self.tool_names)
         for iteration in range(1, self.max_iterations + 1):
             emit(RequestStarted(iteration, self.depth))
-            stop = await self._request(tools, usage, emit)
+            if not self.is_subagent:
+                await self._fit(emit)
+            try:
+                stop = await self._request(tools, usage, emit)
+            except _Overflow as e:
+                # The estimate was short (or the window smaller than configured): compact and
+                # send again, once; a second refusal ends the turn with the reason.
+                if self.is_subagent or not await self._fit(emit, reason="overflow", force=True):
+                    raise _Halt("error", e.message) from None
+                stop = await self._request(tools, usage, emit)
             blocks = scrub(stop.content)[0]
             tool_calls = [b for b in blocks if b.get("type") == "tool_use"]
             if tool_calls and stop.reason in TOOL_CALL_STOPS:
@@ -272,12 +387,12 @@ class Runner:
             await self._append({"role": "assistant", "content": kept})
             text = _text_of(kept)
             if stop.reason in COMPLETED_STOPS:
-                job_id = await self._submit(start_len)
+                job_id = await self._submit(self._turn_start or 0)
                 if job_id:
                     emit(MemorySubmitted(job_id))
-                await self._end_turn(mark, "completed", stop_reason=stop.reason)
+                await self._end_turn("completed", stop_reason=stop.reason)
                 return RunStop("completed", stop_reason=stop.reason, usage=usage, job_id=job_id, text=text)
-            await self._end_turn(mark, "stopped", stop_reason=stop.reason)
+            await self._end_turn("stopped", stop_reason=stop.reason)
             return RunStop("stopped", _stop_message(stop.reason), stop.reason, usage=usage, text=text)
         raise _Halt("max_iterations", f"stopped after {self.max_iterations} model requests (--max-iterations)")
 
@@ -285,15 +400,20 @@ class Runner:
         request = ModelRequest(
             model=self.model, system=self.system, messages=self.conversation, tools=tools, max_tokens=self.max_tokens
         )
+        chars = cmp.messages_chars(request.messages) if not self.is_subagent else 0
         async for ev in self.provider.stream(request):
             if isinstance(ev, TextDelta | Retrying | ToolUseStart | ToolUseArgs):
                 emit(dataclasses.replace(ev, depth=self.depth))
             elif isinstance(ev, UsageEvent):
                 usage.add(ev.usage)
                 emit(dataclasses.replace(ev, depth=self.depth))
+                if not self.is_subagent:
+                    await self._anchor_at(ev.usage, chars, emit)
             elif isinstance(ev, Stop):
                 return ev
             elif isinstance(ev, ErrorEvent):
+                if _is_overflow(ev.message):
+                    raise _Overflow(ev.message)
                 raise _Halt("error", ev.message)
             elif isinstance(ev, ToolUseComplete):
                 pass  # tools run once the response is complete; the UI shows ToolCallStarted
@@ -309,8 +429,10 @@ class Runner:
                 emit(ToolCallStarted(call_id, name, tool_input, self.depth))
                 result, denied = await self._run_one(name, tool_input, call_id, emit)
                 result = ToolResult(content=scrub_text(result.content), is_error=result.is_error)
-                results.append(_tool_result(call_id, result))
-                emit(ToolCallFinished(call_id, name, result, denied, self.depth))
+                kept = await self._offload_new(result)
+                results.append(_tool_result(call_id, kept))
+                # The person sees what the model sees: a stored result's head, tail and reference.
+                emit(ToolCallFinished(call_id, name, kept, denied, self.depth))
         except asyncio.CancelledError:
             # Completed calls keep their results; the session rules answer the rest.
             if results:
@@ -348,6 +470,8 @@ class Runner:
             tools=sorted(READ_ONLY_TOOLS),
             depth=self.depth + 1,
             shown_index="",
+            offload_bytes=self.offload_bytes,
+            results=self.results,
         )
 
         def forward(ev: RunEvent) -> None:
@@ -359,6 +483,151 @@ class Runner:
         if stop.status != "completed":
             return ToolResult(content=f"the sub-agent did not finish: {stop.message or stop.status}", is_error=True)
         return ToolResult(content=stop.text or "(the sub-agent gave no text)")
+
+    # -- long sessions (app/compaction.py) ----------------------------------------------------
+
+    async def _anchor_at(self, u: Usage, chars: int, emit: OnEvent) -> None:
+        tokens = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
+        if tokens <= 0:
+            return
+        self._anchor = cmp.Anchor(tokens, chars)
+        emit(ContextUsage(tokens, self.context_window))
+        if self.session is not None:
+            with contextlib.suppress(Exception):  # a log that cannot be written never fails a turn
+                await self._io(self.session.record_usage, tokens, chars)
+
+    async def _offload_new(self, result: ToolResult) -> ToolResult:
+        """A result over ``offload_bytes`` goes to disk; the conversation gets its head, tail and
+        a reference (the lossless stage, for every new result)."""
+        if self.results is None or len(result.content.encode("utf-8", "replace")) <= self.offload_bytes:
+            return result
+        try:
+            rid = await asyncio.to_thread(self.results.put, result.content)
+        except OSError as e:
+            log.warning("could not keep a large tool result on disk: %s", e)
+            return result
+        return ToolResult(content=cmp.result_stub(result.content, rid), is_error=result.is_error)
+
+    async def _fit(self, emit: OnEvent, *, reason: str = "auto", force: bool = False, focus: str = "") -> bool:
+        """Before a request: when the estimate passes the threshold (or ``force``), move older tool
+        results to disk, then summarise older turns if that was not enough. Returns whether the
+        conversation is now within the threshold. Raises _Halt when even that cannot make it fit
+        the window."""
+        before = self.estimate()
+        if before < self.threshold and not force:
+            return True
+        emit(Compacting(reason))
+        target = int(self.threshold * 0.7)  # room for a few requests before the next compaction
+        offloaded: list[tuple[str, str]] = []
+        moved = 0
+        if self.results is not None:
+            # Forced (by the person, or by the API's refusal): every older result goes to disk.
+            needed = 1 << 62 if force else max(0, before - target) * cmp.CHARS_PER_TOKEN
+            offloaded, moved = await asyncio.to_thread(cmp.offload_old, self.conversation, self.results, needed)
+            if offloaded and self.session is not None:
+                with contextlib.suppress(Exception):
+                    await self._io(self.session.record_offloads, offloaded)
+        after = self.estimate()
+        summarised, requests, error = 0, 0, ""
+        if after >= self.threshold or reason in ("manual", "overflow"):
+            try:
+                summarised, requests = await self._summarise(emit, focus)
+            except _SummaryFailed as e:
+                error = e.reason
+            after = self.estimate()
+        done = Compacted(reason, summarised, len(offloaded), moved, requests, before, after, self.context_window, error)
+        emit(done)
+        emit(ContextUsage(after, self.context_window))
+        if after >= self.context_window:
+            why = f"; the summary failed: {error}" if error else ""
+            raise _Halt(
+                "error",
+                f"the conversation does not fit the model's context window ({after:,} of "
+                f"{self.context_window:,} tokens) even after compacting{why}",
+            )
+        return after < self.threshold
+
+    async def _summarise(self, emit: OnEvent, focus: str) -> tuple[int, int]:
+        """Replace the older turns by a summary (the lossy stage). Returns (messages summarised,
+        summary requests made); (0, 0) when there is nothing older than the turns kept."""
+        conv = self.conversation
+        keep_chars = int(self.threshold * 0.4) * cmp.CHARS_PER_TOKEN
+        k = cmp.split_for_summary(conv, keep_chars, self._turn_start)
+        if k <= 0:
+            return 0, 0
+        # Bounded chunks: a summary request must itself fit the window.
+        chunk_chars = max(8_000, int(self.context_window * 0.5) * cmp.CHARS_PER_TOKEN)
+        chunks = cmp.transcript_chunks(conv[:k], chunk_chars)
+        summary = self._summary
+        requests = 0
+        for i, chunk in enumerate(chunks, 1):
+            summary = await self._summary_request(summary, chunk, focus, (i, len(chunks)), emit)
+            requests += 1
+        kept = cmp.rebuilt(conv[k:])
+        # The turn in progress (at or after k) keeps its place relative to the verbatim part.
+        turn_start = max(0, self._turn_start - k) if self._turn_start is not None else None
+        new_base = build_system(self.tool_ctx.workspace, self.shown_index) if self.memory is not None else self.base_system
+        if self.session is not None:
+            await self._io(self.session.compact, summary or "", kept, turn_start, summarised=k, requests=requests)
+        else:
+            self._own[:] = kept
+            if self._mark is not None and turn_start is not None:
+                self._mark = TurnMark(self._own[:turn_start])
+        if self._turn_start is not None:
+            self._turn_start = turn_start
+        self._summary = summary
+        self._anchor = None
+        self.set_system(new_base)
+        return k, requests
+
+    async def _summary_request(
+        self, previous: str | None, chunk: str, focus: str, part: tuple[int, int], emit: OnEvent
+    ) -> str:
+        request = ModelRequest(
+            model=self.model,
+            system=[{"type": "text", "text": cmp.SUMMARY_SYSTEM}],
+            messages=[{"role": "user", "content": cmp.summary_prompt(previous, chunk, focus, part)}],
+            max_tokens=min(self.max_tokens, 8_000),
+        )
+        parts: list[str] = []
+        async for ev in self.provider.stream(request):
+            if isinstance(ev, TextDelta):
+                parts.append(ev.text)
+            elif isinstance(ev, Retrying):
+                parts.clear()  # that attempt's text is void
+            elif isinstance(ev, UsageEvent):
+                emit(dataclasses.replace(ev, depth=self.depth))  # it costs like any request
+            elif isinstance(ev, ErrorEvent):
+                raise _SummaryFailed(ev.message)
+            elif isinstance(ev, Stop):
+                text = scrub_text("".join(parts)).strip()
+                if ev.reason not in COMPLETED_STOPS and ev.reason != "max_tokens":
+                    raise _SummaryFailed(f"the summary request stopped ({ev.reason})")
+                if not text:
+                    raise _SummaryFailed("the summary request returned no text")
+                return text
+        raise _SummaryFailed("the summary stream ended without a response")
+
+    async def compact(self, focus: str = "", on_event: OnEvent | None = None) -> Compacted | None:
+        """``/compact [focus]`` and print mode's ``--compact``: compact now, between turns."""
+        if self._running:
+            raise RuntimeError("a turn is running: wait for it or cancel it before compacting")
+        emit = on_event or (lambda _e: None)
+        seen: list[Compacted] = []
+
+        def keep(ev: RunEvent) -> None:
+            if isinstance(ev, Compacted):
+                seen.append(ev)
+            emit(ev)
+
+        self._running = True
+        try:
+            await self._fit(keep, reason="manual", force=True, focus=focus)
+        except _Halt as h:
+            raise RuntimeError(h.message) from None
+        finally:
+            self._running = False
+        return seen[-1] if seen else None
 
     # -- memory -------------------------------------------------------------------------------
 
@@ -412,8 +681,9 @@ class Runner:
         self._io_pending = fut
         return await asyncio.shield(fut)
 
-    async def _end_turn(self, mark: TurnMark, status: str, **info: Any) -> None:
+    async def _end_turn(self, status: str, **info: Any) -> None:
         info = {k: v for k, v in info.items() if v is not None}
+        mark = self._mark or TurnMark(self._own)
         if self.session is not None:
             drop = bool(await self._io(self.session.end_turn, status, **info))
         else:

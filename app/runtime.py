@@ -19,6 +19,7 @@ from memory.fs import DEFAULT_FS, FS
 from memory.manager import Manager
 from memory.stores import MemoryStores
 
+from .compaction import ResultStore
 from .memory_model import AnthropicCompletion
 from .prompt import build_system
 from .provider import AnthropicProvider, Provider, retry_base_delay
@@ -28,6 +29,9 @@ from .settings import Settings
 from .tools import PermissionGate, ToolContext
 
 MEMORY_MODES = ("auto", "review", "off")
+# With a session, bash keeps this much output (head and tail): what passes the offload bound is
+# stored whole under the session's folder instead of being cut (DESIGN.md §13).
+BASH_CAPTURE_CHARS = 4_000_000
 
 
 
@@ -175,7 +179,13 @@ class Runtime:
     async def _make_runner(self, session: Session | None) -> Runner:
         index = await asyncio.to_thread(self.stores.merged_index)
         system = await asyncio.to_thread(build_system, self.workspace, index)
-        ctx = ToolContext(workspace=self.workspace, memory=self.stores, bash_timeout_default=self.settings.bash_timeout)
+        ctx = ToolContext(
+            workspace=self.workspace,
+            memory=self.stores,
+            bash_timeout_default=self.settings.bash_timeout,
+            results=ResultStore(session.results_dir, self.fs) if session is not None else None,
+            bash_capture_chars=BASH_CAPTURE_CHARS if session is not None else None,
+        )
         return Runner(
             provider=self.provider,
             model=self.settings.model,
@@ -188,6 +198,10 @@ class Runtime:
             session=session,
             max_iterations=self.settings.max_iterations,
             max_tokens=self.settings.max_tokens,
+            context_window=self.settings.context_window,
+            compact_at=self.settings.compact_at,
+            offload_bytes=self.settings.offload_bytes,
+            results=ResultStore(session.results_dir, self.fs) if session is not None else None,
         )
 
     # -- trust (DESIGN.md §11) ----------------------------------------------------------------
@@ -201,7 +215,7 @@ class Runtime:
         if runner is None or runner.running or (session is not None and session.messages):
             return
         index = await asyncio.to_thread(self.stores.merged_index)
-        runner.system = await asyncio.to_thread(build_system, self.workspace, index)
+        runner.set_system(await asyncio.to_thread(build_system, self.workspace, index))
         runner.reset_index(index)
 
     # -- memory mode --------------------------------------------------------------------------

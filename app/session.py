@@ -317,6 +317,18 @@ def push_message(conv: list[dict[str, Any]], message: Any) -> tuple[int | None, 
     return len(conv) - 1, notes
 
 
+def _replace_result(conv: list[dict[str, Any]], tool_use_id: str, content: str) -> bool:
+    """Set the content of the tool_result answering ``tool_use_id`` (a replayed offload)."""
+    for m in conv:
+        if m.get("role") != "user" or not isinstance(m.get("content"), list):
+            continue
+        for block in m["content"]:
+            if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
+                block["content"] = content
+                return True
+    return False
+
+
 def restore_conversation(messages: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
     """Replay ``messages`` through :func:`push_message` and answer a trailing dangling tool call."""
     conv: list[dict[str, Any]] = []
@@ -494,6 +506,17 @@ class Session:
         self._lock = threading.RLock()
         self._needs_newline = False
         self._mark: TurnMark | None = None
+        # Long sessions (app/compaction.py): the last usage anchor (input tokens reported for a
+        # request, and the characters of the messages it carried) and the summary of the part of
+        # the conversation that was compacted (it goes in the system prompt).
+        self.anchor: tuple[int, int] | None = None
+        self.summary: str | None = None
+        self.compactions = 0
+
+    @property
+    def results_dir(self) -> Path:
+        """Where this session's offloaded tool results are kept: ``sessions/<id>/results/``."""
+        return self.path.with_suffix("") / "results"
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -572,6 +595,48 @@ class Session:
             self._write(line)
             self._fsync()
             return drop
+
+    def record_usage(self, tokens: int, chars: int) -> None:
+        """Keep the usage anchor of the request just answered (in the log too: a ``--continue`` in a
+        new process decides from it)."""
+        with self._lock:
+            self._check_open()
+            self.anchor = (int(tokens), int(chars))
+            self._lines += 1
+            self._write(_dumps({"type": "usage", "tokens": int(tokens), "chars": int(chars)}))
+
+    def record_offloads(self, replaced: list[tuple[str, str]]) -> None:
+        """Tool results already in ``messages`` that were moved to disk: each is replaced by its stub
+        (the caller changed ``messages`` already; this records it so a replay does the same)."""
+        with self._lock:
+            self._check_open()
+            for tool_use_id, stub in replaced:
+                self._lines += 1
+                self._write(_dumps({"type": "offload", "tool_use_id": tool_use_id, "content": scrub_text(stub)}))
+
+    def compact(self, summary: str, messages: list[dict[str, Any]], turn_start: int | None, **info: Any) -> None:
+        """Replace the conversation by its compacted form: ``summary`` (for the system prompt) and
+        the verbatim ``messages`` that follow it. ``turn_start``: where the turn in progress begins in
+        ``messages`` (None between turns). The log keeps everything before; this record is the
+        boundary a replay starts again from. Synced."""
+        with self._lock:
+            self._check_open()
+            messages, _ = scrub(copy.deepcopy(messages))
+            record = {"type": "compaction", "time": now_rfc3339(), "summary": scrub_text(summary),
+                      "turn_start": turn_start, "messages": messages, **info}
+            line = _dumps(record)
+            self.messages[:] = json.loads(line)["messages"]
+            self.summary = record["summary"]
+            self.anchor = None
+            self.compactions += 1
+            if turn_start is None or self._mark is None:
+                self.turn_start = len(self.messages)
+            else:
+                self.turn_start = turn_start
+                self._mark = TurnMark(self.messages[:turn_start])
+            self._lines += 1
+            self._write(line)
+            self._fsync()
 
     def turn_messages(self) -> list[dict[str, Any]]:
         """The messages of the current turn (from ``turn_start``), for the memory job."""
@@ -819,6 +884,9 @@ class SessionStore:
         turns, title, fallback = 0, "", ""
         conv: list[dict[str, Any]] = []
         mark: TurnMark | None = None
+        anchor: tuple[int, int] | None = None
+        summary: str | None = None
+        compactions = 0
         for lineno, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
@@ -850,6 +918,23 @@ class SessionStore:
                     fallback = _title_from_message(msg)
                 _, notes = push_message(conv, msg)
                 warnings += [f"{name}:{lineno}: {n}" for n in notes]
+            elif kind == "usage":
+                if isinstance(rec.get("tokens"), int) and isinstance(rec.get("chars"), int):
+                    anchor = (rec["tokens"], rec["chars"])
+            elif kind == "offload":
+                if isinstance(rec.get("tool_use_id"), str) and isinstance(rec.get("content"), str):
+                    _replace_result(conv, rec["tool_use_id"], scrub_text(rec["content"]))
+            elif kind == "compaction" and isinstance(rec.get("messages"), list):
+                # The boundary: the conversation goes on from the compacted form it records.
+                conv = []
+                for m in rec["messages"]:
+                    push_message(conv, m)
+                summary = scrub_text(str(rec.get("summary") or "")) or None
+                anchor = None
+                compactions += 1
+                turn_at = rec.get("turn_start")
+                if mark is not None and isinstance(turn_at, int) and 0 <= turn_at <= len(conv):
+                    mark = TurnMark(conv[:turn_at])  # the turn in progress is the tail of it
             # meta elsewhere and unknown record types carry no conversation
         if meta is None or not isinstance(meta.get("workspace"), str):
             raise SessionError(f"{path}: not a session file (no readable header line)")
@@ -872,6 +957,7 @@ class SessionStore:
             title=title or fallback,
         )
         session._needs_newline = partial
+        session.anchor, session.summary, session.compactions = anchor, summary, compactions
         ids = dangling_tool_use_ids(conv)
         if ids:
             warnings.append(f"{name}: {len(ids)} tool call(s) without a result marked {INTERRUPTED}")

@@ -93,6 +93,11 @@ class Settings(BaseSettings):
     memory_wait: float = Field(default=15.0, ge=0, allow_inf_nan=False)
     max_tokens: int = Field(default=16000, gt=0)  # per main-model response
     bash_timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+    # Long sessions (DESIGN.md §13): the main model's window, the fill that starts a compaction,
+    # and the size over which a tool result is kept on disk instead of in the conversation.
+    context_window: int = Field(default=200_000, ge=2_000)
+    compact_at: float = Field(default=0.8, gt=0.1, le=1.0, allow_inf_nan=False)
+    offload_bytes: int = Field(default=32 * 1024, ge=1024)
     # Per-model prices (USD per MTok) over app/pricing.PRICES: `[prices."model"] input = 3.0 ...`
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
@@ -113,7 +118,8 @@ class Settings(BaseSettings):
         """Non-fatal problems found while loading (one line each), e.g. unknown config keys."""
         return list(self._warnings)
 
-    @field_validator("max_iterations", "memory_wait", "max_tokens", "bash_timeout", mode="before")
+    @field_validator("max_iterations", "memory_wait", "max_tokens", "bash_timeout", "context_window", "compact_at",
+                     "offload_bytes", mode="before")
     @classmethod
     def _no_booleans(cls, v: Any) -> Any:
         # TOML `max_iterations = true` would otherwise quietly become 1.

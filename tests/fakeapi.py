@@ -32,7 +32,10 @@ Wire format (matching the SDK's ``types`` and ``_streaming``):
 * ``validate=True`` (the default) makes the server refuse, like the real API, with a 400
   ``invalid_request_error`` a body that lacks ``model``/``max_tokens``/``messages`` or whose
   conversation has a ``tool_use`` without a matching ``tool_result`` in the next message (or a
-  ``tool_result`` without its ``tool_use``). Such requests consume no scripted response.
+  ``tool_result`` without its ``tool_use``), or whose roles do not alternate starting with
+  ``user``. Such requests consume no scripted response.
+* ``context_window=N`` reports each request's estimated size (:func:`request_tokens`) as its
+  ``input_tokens`` and refuses one above ``N`` tokens with the real API's 400 "prompt is too long".
 
 Event indices (for ``hold_at`` / ``after_events``) count every SSE event written, pings included:
 for ``text("a b")`` they are 0 message_start, 1 content_block_start, 2 ping, 3 delta "a",
@@ -81,6 +84,7 @@ __all__ = [
     "http_error",
     "message",
     "reject_param",
+    "request_tokens",
     "stream_error",
     "text",
     "text_block",
@@ -663,6 +667,13 @@ def _blocks_of(msg: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return []
 
 
+def request_tokens(body: Mapping[str, Any]) -> int:
+    """The fake's token estimate of a request: what the model reads (system, tools, messages) as
+    compact JSON characters / 4."""
+    seen = {k: body.get(k) for k in ("system", "tools", "messages") if body.get(k) is not None}
+    return max(1, len(json.dumps(seen, ensure_ascii=False, separators=(",", ":"))) // 4)
+
+
 def _validate_messages_body(body: Any) -> str | None:
     if not isinstance(body, Mapping):
         return "request body must be a JSON object"
@@ -680,6 +691,12 @@ def _validate_messages_body(body: Any) -> str | None:
             return f"messages.{i}.role: Input should be 'user' or 'assistant'"
         if not isinstance(msg.get("content"), (str, list)):
             return f"messages.{i}.content: Field required"
+        # Stricter than the API (which merges consecutive turns): the app must send a valid,
+        # alternating conversation that starts with the user, also after a compaction.
+        if i == 0 and msg["role"] != "user":
+            return "messages.0.role: the first message must use the \"user\" role"
+        if i > 0 and msg["role"] == messages[i - 1].get("role"):
+            return f"messages.{i}.role: roles must alternate between \"user\" and \"assistant\""
     for i, msg in enumerate(messages):
         uses = [b.get("id") for b in _blocks_of(msg) if b.get("type") == "tool_use"]
         if msg["role"] == "user":
@@ -799,9 +816,13 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeAnthropic:
     """The fake API server. Use as a context manager, or call :meth:`start` and :meth:`stop`."""
 
-    def __init__(self, *, host: str = "127.0.0.1", validate: bool = True) -> None:
+    def __init__(self, *, host: str = "127.0.0.1", validate: bool = True, context_window: int | None = None) -> None:
         self.host = host
         self.validate = validate
+        # Set: each request's size is estimated (JSON characters / 4, as count_tokens does here),
+        # reported as its input_tokens (unless a reply sets its own), and a request above the
+        # window is refused like the real API ("prompt is too long").
+        self.context_window = context_window
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._queues: dict[str, deque[Response]] = {}
@@ -1100,7 +1121,15 @@ class FakeAnthropic:
             self._send_error(h, http_error(400, message=problem), request_id)
             return
         model = str(body.get("model"))
+        tokens = request_tokens(body) if self.context_window is not None else None
+        if tokens is not None and self.context_window is not None and tokens > self.context_window:
+            problem = f"prompt is too long: {tokens} tokens > {self.context_window} maximum"
+            self._record(h, path, query, headers, body, f"invalid: {problem}")
+            self._send_error(h, http_error(400, message=problem), request_id)
+            return
         response = self._select(model, body)
+        if tokens is not None and isinstance(response, Reply) and "input_tokens" not in (response.usage or {}):
+            response = response.with_usage(input_tokens=tokens)
         if response is None:
             self._record(h, path, query, headers, body, "unscripted")
             error = http_error(

@@ -58,6 +58,19 @@ async def _read_memory(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     return ToolResult(content=page_lines(text, offset, limit, ctx.max_output_chars, filename))
 
 
+async def _read_result(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
+    rid = req_str(inp, "id").strip()
+    offset = opt_int(inp, "offset", minimum=0)
+    limit = opt_int(inp, "limit", minimum=1)
+    if ctx.results is None:
+        raise ToolError("no stored tool results: this conversation has no session")
+    try:
+        text = await asyncio.to_thread(ctx.results.read, rid, offset, limit)
+    except (ValueError, OSError) as e:
+        raise ToolError(str(e) or f"cannot read stored result {quote(rid)}") from None
+    return ToolResult(content=text if text else "[the stored result is empty]")
+
+
 def page_lines(text: str, offset: int | None, limit: int | None, max_chars: int, what: str) -> str:
     """Lines ``offset``.. (1-based, at most ``limit``) of ``text`` within ``max_chars``; a cut
     output ends by naming the offset to read on from, so every line of any text is reachable."""
@@ -129,6 +142,8 @@ async def _run_tool(name: str, tool_input: object, ctx: ToolContext) -> ToolResu
             return await run_bash(ctx, tool_input)
         if name == "read_memory":
             return await _read_memory(ctx, tool_input)
+        if name == "read_result":
+            return await _read_result(ctx, tool_input)
         if name == "grep":
             return await _grep(ctx, tool_input)
         # File tools do blocking I/O (a big tree, a 10 MB file): keep it off the event loop.

@@ -32,6 +32,13 @@ class ToolContext:
     bash_timeout_max: float = 600.0
     max_output_chars: int = 30_000
     grep_timeout: float = 20.0  # wall-clock bound of one grep call (a runaway regex ends there)
+    # The session's offloaded tool results (app.compaction.ResultStore), for read_result; None
+    # without a session.
+    results: Any | None = None
+    # How much of a command's output bash keeps (head and tail, per stream pair). With a session
+    # the runtime raises it: a result over the offload bound is kept whole on disk, so output is
+    # not cut where it can be stored instead (the lossless stage of DESIGN.md §13).
+    bash_capture_chars: int | None = None
 
 
 class ToolError(Exception):

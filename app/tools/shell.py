@@ -139,7 +139,7 @@ async def run_bash(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     except OSError as e:
         raise ToolError(f"could not start bash: {e.strerror or e}") from None
 
-    limit = max(ctx.max_output_chars // 2, 2)
+    limit = max((ctx.bash_capture_chars or ctx.max_output_chars) // 2, 2)
     out, err = _Capture(limit), _Capture(limit)
     waiter: asyncio.Future[int] = asyncio.ensure_future(proc.wait())
     pumps = asyncio.ensure_future(asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err)))

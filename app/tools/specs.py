@@ -175,13 +175,33 @@ _SPECS = [
         ),
     ),
     ToolSpec(
+        name="read_result",
+        kind="read",
+        description=(
+            "Read a tool result that was too large to keep in the conversation. Such a result shows "
+            "only its head and tail and says `read_result {\"id\": \"r…\"}`; this returns its lines "
+            "exactly as the tool produced them, a part at a time (a line over 4000 characters counts "
+            "as several). `offset` is the first line (1-based) and `limit` the number of lines "
+            "(default 2000, and about 24,000 characters at most); a cut output ends with the "
+            "`offset` to read on from."
+        ),
+        input_schema=_schema(
+            {
+                "id": {"type": "string", "description": "The stored result's id, e.g. `r0123456789abcdef`."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to read, 1-based (default 1)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)."},
+            },
+            ["id"],
+        ),
+    ),
+    ToolSpec(
         name="task",
         kind="agent",
         description=(
             "Start a sub-agent to do a self-contained research task over the workspace, such as "
             "finding where something is implemented or summarising how a module works. It starts "
             "with a fresh conversation (it does not see this one), can only use the read-only tools "
-            "(read_file, list_files, grep, read_memory), and returns its final answer as the result. "
+            "(read_file, list_files, grep, read_memory, read_result), and returns its final answer as the result. "
             "Write `prompt` so it stands alone: say exactly what to find and what to report back."
         ),
         input_schema=_schema(
@@ -195,7 +215,7 @@ _SPECS = [
 ]
 
 TOOL_SPECS: dict[str, ToolSpec] = {s.name: s for s in _SPECS}
-READ_ONLY_TOOLS: frozenset[str] = frozenset({"read_file", "list_files", "grep", "read_memory"})
+READ_ONLY_TOOLS: frozenset[str] = frozenset({"read_file", "list_files", "grep", "read_memory", "read_result"})
 
 
 def api_tools(names: Iterable[str] | None = None) -> list[dict[str, Any]]:
