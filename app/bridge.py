@@ -191,6 +191,18 @@ class Bridge:
 
         return await rt.runner.run(text, emit)
 
+    async def compact(self, focus: str = "") -> Any:
+        """``/compact [focus]``: summarise the earlier conversation now; events go to the App as
+        TurnEvents (Compacting, Compacted, ContextUsage, UsageEvent). RuntimeError: why not."""
+        rt = self.require()
+        if rt.runner is None:
+            raise RuntimeError("no session is open")
+
+        def emit(ev: Any) -> None:
+            self.post(TurnEvent(ev))
+
+        return await rt.runner.compact(focus, emit)
+
     def note_files(self) -> frozenset[tuple[str, str]]:
         """(level, filename) of every card in the merged index now: what a Run starts with
         (cards not among them are marked new in the panel). Blocking: call in a thread."""

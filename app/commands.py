@@ -8,6 +8,7 @@ the bridge, and slow work runs in workers that report back with messages.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -21,7 +22,7 @@ from textual.widgets.option_list import Option
 
 from memory.sanitize import strip_terminal
 
-from .messages import ChatNote, SessionSwitched
+from .messages import ChatNote, SessionSwitched, TurnDone
 
 if TYPE_CHECKING:
     from textual.worker import Worker
@@ -54,7 +55,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("mode", "/mode auto|review|off", "switch the memory mode"),
     Command("resume", "/resume", "pick a session of this workspace to resume"),
     Command("cost", "/cost", "show this session's tokens and cost"),
-    Command("compact", "/compact", "compact the conversation (automatic near the context limit)"),
+    Command("compact", "/compact [FOCUS]", "compact the conversation now (automatic near the context limit)"),
     Command("quit", "/quit", "quit (pending memory is saved first)"),
 )
 BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
@@ -174,6 +175,7 @@ class SlashCommands:
     _turn: Worker[Any] | None
     _cost: Any
     chat: ChatPane
+    prompt: Any
     # Also from the App: post_message, push_screen_wait, _refresh_panel, _show_status, action_quit,
     # and from MemoryScreens: open_browser, open_pending, remember.
 
@@ -308,7 +310,28 @@ class SlashCommands:
         self.chat.add_note("\n".join(self._cost.report()))
 
     async def cmd_compact(self, arg: str) -> None:
-        self.chat.add_note("the conversation is compacted automatically near the model's context limit")
+        if self._turn_running():
+            return
+        if not self.ready:
+            self.chat.add_note("compacting needs a configured model (see the note above)")
+            return
+        self._turn = self._compact(arg.strip())  # Esc cancels it like a turn
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def _compact(self, focus: str) -> None:
+        self.prompt.disabled_reason = "compacting… (Esc cancels)"
+        try:
+            done = await self.bridge.compact(focus)
+        except asyncio.CancelledError:
+            self.post_message(ChatNote("compaction cancelled: the conversation is as it was"))
+            raise
+        except (RuntimeError, ValueError) as e:
+            self.post_message(ChatNote(one_line(e, 400), error=True))
+        else:
+            if done is None:
+                self.post_message(ChatNote("nothing to compact yet"))
+        finally:
+            self.post_message(TurnDone("compacted"))
 
     async def cmd_quit(self, arg: str) -> None:
         await self.action_quit()

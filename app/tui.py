@@ -148,6 +148,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         self._drain: Worker[Any] | None = None
         self._last_worker_error = ""
         self.panel_shows = 0  # how many panel states were shown (tests wait on it)
+        self._context_pct: int | None = None  # how full the model's window is
         self._init_memory_screens()
 
     # -- layout --------------------------------------------------------------------------------
@@ -373,6 +374,8 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
             note=self._status_note,
             panel_hidden=not self.panel.display,
             new_cards=self._new_cards,
+            context_pct=self._context_pct,
+            compact_pct=round(self.settings.compact_at * 100),
         )
         self._status.show(info)
 
@@ -506,7 +509,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
     @on(TurnEvent)
     async def _on_turn_event(self, message: TurnEvent) -> None:
         from .provider import Retrying, TextDelta, ToolUseArgs, ToolUseStart, UsageEvent
-        from .runner import RunStop, ToolCallFinished, ToolCallStarted
+        from .runner import Compacted, Compacting, ContextUsage, RunStop, ToolCallFinished, ToolCallStarted
 
         ev = message.event
         depth = getattr(ev, "depth", 0)
@@ -564,6 +567,21 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
             self._turn_usage.add(ev.usage)
             if self._cost is not None:
                 self._cost.add(self.settings.model, ev.usage)
+            self._show_status()
+        elif isinstance(ev, ContextUsage):
+            if not depth:
+                self._context_pct = 100 * ev.tokens // max(ev.window, 1)
+                self._show_status()
+        elif isinstance(ev, Compacting):
+            await self._finish_answer()
+            self._status_note = "compacting the conversation…"
+            self._show_status()
+        elif isinstance(ev, Compacted):
+            self._status_note = ""
+            if ev.error:
+                self.chat.add_error(one_line(ev.describe(), 400))
+            else:
+                self.chat.add_note(one_line(ev.describe(), 400))
             self._show_status()
         elif isinstance(ev, RunStop):
             await self._finish_answer()
@@ -645,6 +663,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         self._tools.clear()
         self._answer = None
         self._last_turn = ""
+        self._context_pct = None
         self._run_start_files = None
         if message.note:
             self.chat.add_note(one_line(message.note, 300))

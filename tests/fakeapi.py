@@ -62,7 +62,7 @@ import threading
 import traceback
 import uuid
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Self
@@ -826,6 +826,7 @@ class FakeAnthropic:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._queues: dict[str, deque[Response]] = {}
+        self._responders: list[tuple[str, Callable[[Mapping[str, Any]], bool], Any]] = []
         self._requests: list[Recorded] = []
         self._gates: set[Gate] = set()
         self._connections: set[socket.socket] = set()
@@ -907,6 +908,18 @@ class FakeAnthropic:
         with self._lock:
             self._queues.setdefault(model, deque()).extend(responses)
 
+    def respond(
+        self,
+        model: str,
+        when: Callable[[Mapping[str, Any]], bool],
+        reply: Response | Callable[[Mapping[str, Any]], Response],
+    ) -> None:
+        """Answer every request for ``model`` (``"*"``: any) whose body satisfies ``when`` with
+        ``reply`` (or ``reply(body)``), before the scripted queue and without consuming it — e.g. a
+        summary request (a body without ``tools``) in the middle of a scripted conversation."""
+        with self._lock:
+            self._responders.append((model, when, reply))
+
     def gate(self, name: str = "gate", *, timeout: float = 30.0) -> Gate:
         gate = Gate(name, timeout=timeout)
         with self._lock:
@@ -925,6 +938,7 @@ class FakeAnthropic:
         with self._lock:
             self._queues.clear()
             self._requests.clear()
+            self._responders.clear()
 
     # -- recorded requests -------------------------------------------------------------------------
 
@@ -1020,6 +1034,14 @@ class FakeAnthropic:
             self._changed.notify_all()
 
     def _select(self, model: str, body: Mapping[str, Any]) -> Reply | HttpError | None:
+        with self._lock:
+            responders = list(self._responders)
+        for key, when, reply in responders:
+            if key in (model, "*") and when(body):
+                made = reply(body) if callable(reply) else reply
+                if isinstance(made, Conditional):
+                    raise TypeError("a responder answers with a Reply or an HttpError")
+                return made
         with self._lock:
             for key in (model, "*"):
                 queue = self._queues.get(key)

@@ -1,4 +1,4 @@
-"""The status line: one row with the workspace, model, memory mode, last turn, cost, jobs and,
+"""The status line: one row with the workspace, model, memory mode, last turn, context fill, cost, jobs and,
 while the memory panel is hidden, an "F2 memory" hint (with the count of cards new this Run, so
 a hidden panel still tells the user that memory changed).
 
@@ -37,6 +37,8 @@ class StatusInfo:
     note: str = ""
     panel_hidden: bool = False
     new_cards: int = 0  # cards that arrived since the current Run started
+    context_pct: int | None = None  # how full the model's window is (the last request, or after a compaction)
+    compact_pct: int = 80  # where a compaction starts: the fill is shown in yellow from there
 
 
 def _clean(text: str) -> str:
@@ -91,6 +93,10 @@ class StatusLine(Static):
         fixed: list[tuple[str, str]] = [(model, "bold"), (f"memory {mode}", "")]
         last = _clean(info.last_turn)
         tail: list[tuple[str, str]] = []
+        if info.context_pct:  # shown from 1 %: a fresh session's fill says nothing
+            pct = max(0, info.context_pct)
+            style = "bold red" if pct >= 100 else "bold yellow" if pct >= info.compact_pct else ""
+            tail.append((f"context {pct}%", style))
         if info.cost:
             tail.append((_clean(info.cost), "bold"))
         if info.pending:
