@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint stress clean
+.PHONY: run test lint stress bench clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 2; }
@@ -25,6 +25,10 @@ test: $(STAMP)
 
 stress: $(STAMP)
 	PSEUDOCLAUDE_STRESS_KILLS=$${KILLS:-200} $(BIN)/python -m pytest -q -p no:cacheprovider tests/reliability -k random_sigkill --timeout 1800
+
+# Not part of `test`: a 300-turn scripted session against the fake API (about a minute).
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench.bench_compaction
 
 lint: $(STAMP)
 	$(BIN)/ruff check app widgets memory tests

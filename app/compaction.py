@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,8 +121,9 @@ class ResultStore:
         """Store ``text`` (once: the same text is the same file); returns its id."""
         rid = "r" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         path = self._path(rid)
+        # First, every time: makedirs refuses a symlinked folder, also when the file is "there".
+        self.fs.makedirs(self.folder, 0o700)
         if not self.fs.exists(path):
-            self.fs.makedirs(self.folder, 0o700)
             try:
                 self.fs.create_durable(path, text.encode("utf-8", "replace"), 0o600)
             except FileExistsError:
@@ -129,9 +131,12 @@ class ResultStore:
         return rid
 
     def text(self, rid: str) -> str:
-        if not RESULT_ID.match(rid):
+        if not RESULT_ID.fullmatch(rid):  # fullmatch: "$" would let a trailing newline in
             raise ValueError(f"not a stored result id: {rid[:40]!r}")
         try:
+            if stat.S_ISLNK(self.fs.lstat(self.folder).st_mode):
+                # read_bytes refuses a symlink only at the file itself, not at its folder.
+                raise ValueError(f"the results folder {self.folder} is a symlink; refusing to read it")
             return self.fs.read_bytes(self._path(rid)).decode("utf-8", "replace")
         except FileNotFoundError:
             raise ValueError(f"no stored result {rid} in this session") from None
@@ -160,8 +165,9 @@ class ResultStore:
         body = "".join(out)
         if last >= total:
             return body
-        sep = "" if body.endswith("\n") else "\n"
-        return f"{body}{sep}[read_result: lines {first}–{last} of {total}; use offset={last + 1} to read on]"
+        # Always one newline before the note, never part of the result: whether the part ends a
+        # line or cuts one, dropping "\n[read_result: …]" gives its exact text back.
+        return f"{body}\n[read_result: lines {first}–{last} of {total}; use offset={last + 1} to read on]"
 
     def _path(self, rid: str) -> Path:
         return self.folder / f"{rid}.txt"
@@ -227,7 +233,12 @@ def offload_old(
             content = block.get("content")
             if not isinstance(content, str) or is_stub(content) or len(content) < MIN_OFFLOAD_CHARS:
                 continue
-            rid = store.put(content)
+            try:
+                rid = store.put(content)
+            except OSError:
+                # The folder cannot take it (full disk, a symlink): what was moved stays moved,
+                # and the summary stage follows; the turn does not fail for this.
+                return done, moved
             stub = result_stub(content, rid)
             if len(stub) >= len(content):
                 continue
@@ -255,11 +266,19 @@ def _user_words(message: dict[str, Any]) -> bool:
     )
 
 
+def _has_results(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
 def split_for_summary(messages: list[dict[str, Any]], keep_chars: int, must_keep_from: int | None) -> int:
     """Where the verbatim part begins: the start of the most recent turns that fit ``keep_chars``,
     and never after ``must_keep_from`` (the current turn's first message) or the last turn start.
     0 means there is nothing older to summarise."""
-    starts = [i for i, m in enumerate(messages) if _user_words(m)]
+    # A turn start that also answers the tool calls of the message before it (an interrupted
+    # turn's results, merged with the next user message) is no place to cut: the call would be
+    # summarised and its result dropped from the verbatim part.
+    starts = [i for i, m in enumerate(messages) if _user_words(m) and not _has_results(m)]
     if not starts:
         return 0
     limit = starts[-1] if must_keep_from is None else min(must_keep_from, starts[-1])

@@ -374,7 +374,10 @@ class Runner:
                 # send again, once; a second refusal ends the turn with the reason.
                 if self.is_subagent or not await self._fit(emit, reason="overflow", force=True):
                     raise _Halt("error", e.message) from None
-                stop = await self._request(tools, usage, emit)
+                try:
+                    stop = await self._request(tools, usage, emit)
+                except _Overflow as again:  # the API's own reason, not an "internal error"
+                    raise _Halt("error", again.message) from None
             blocks = scrub(stop.content)[0]
             tool_calls = [b for b in blocks if b.get("type") == "tool_use"]
             if tool_calls and stop.reason in TOOL_CALL_STOPS:
@@ -429,7 +432,10 @@ class Runner:
                 emit(ToolCallStarted(call_id, name, tool_input, self.depth))
                 result, denied = await self._run_one(name, tool_input, call_id, emit)
                 result = ToolResult(content=scrub_text(result.content), is_error=result.is_error)
-                kept = await self._offload_new(result)
+                # What read_result gives back is already on disk and bounded in characters (not in
+                # bytes: 24,000 CJK characters pass 32 KiB): storing it again would answer the model
+                # with another stub instead of the part it asked for.
+                kept = result if name == "read_result" else await self._offload_new(result)
                 results.append(_tool_result(call_id, kept))
                 # The person sees what the model sees: a stored result's head, tail and reference.
                 emit(ToolCallFinished(call_id, name, kept, denied, self.depth))
@@ -531,7 +537,9 @@ class Runner:
         summarised, requests, error = 0, 0, ""
         if after >= self.threshold or reason in ("manual", "overflow"):
             try:
-                summarised, requests = await self._summarise(emit, focus)
+                # Asked for by the person, or refused by the API (the window is smaller than the
+                # estimate thought): everything but the last turn is summarised.
+                summarised, requests = await self._summarise(emit, focus, keep_recent=reason == "auto")
             except _SummaryFailed as e:
                 error = e.reason
             after = self.estimate()
@@ -547,11 +555,12 @@ class Runner:
             )
         return after < self.threshold
 
-    async def _summarise(self, emit: OnEvent, focus: str) -> tuple[int, int]:
+    async def _summarise(self, emit: OnEvent, focus: str, *, keep_recent: bool = True) -> tuple[int, int]:
         """Replace the older turns by a summary (the lossy stage). Returns (messages summarised,
-        summary requests made); (0, 0) when there is nothing older than the turns kept."""
+        summary requests made); (0, 0) when there is nothing older than the turns kept.
+        ``keep_recent``: recent turns that fit 40 % of the threshold stay verbatim too."""
         conv = self.conversation
-        keep_chars = int(self.threshold * 0.4) * cmp.CHARS_PER_TOKEN
+        keep_chars = int(self.threshold * 0.4) * cmp.CHARS_PER_TOKEN if keep_recent else 0
         k = cmp.split_for_summary(conv, keep_chars, self._turn_start)
         if k <= 0:
             return 0, 0

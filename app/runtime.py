@@ -35,6 +35,11 @@ BASH_CAPTURE_CHARS = 4_000_000
 
 
 
+def _size(session: Session) -> str:
+    compacted = ", the earlier part summarised" if getattr(session, "summary", None) else ""
+    return f"{len(session.messages)} messages{compacted}"
+
+
 class Runtime:
     """One workspace's runtime. Every method that touches the disk is a coroutine whose file work
     runs off the event loop (the full-screen app runs all of this on Textual's loop)."""
@@ -153,12 +158,12 @@ class Runtime:
                     f"session {session.id} belongs to workspace {theirs}, not {ours}; "
                     f"run it there (pseudoclaude -C {shlex.quote(theirs)} --resume {session.id})"
                 )
-            return session, f"resumed session {session.id} ({len(session.messages)} messages)"
+            return session, f"resumed session {session.id} ({_size(session)})"
         if continue_latest:
             session = await self._restore(lambda: self.sessions.latest(self.workspace))
             if session is None:
                 return None, "no earlier session in this workspace: starting a new one"
-            return session, f"continuing session {session.id} ({len(session.messages)} messages)"
+            return session, f"continuing session {session.id} ({_size(session)})"
         return None, None
 
     async def _use(self, session: Session) -> None:

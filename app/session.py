@@ -8,6 +8,9 @@ File format — one JSON object per line, ASCII only (``\\n`` is the only line s
     {"type":"message","message":{...},"repair":"interrupted"}                     # written by us
     {"type":"turn_end","turn":1,"status":"completed","time":...,...}
     {"type":"turn_end","turn":2,"status":"error","message":...,"dropped":true}   # see below
+    {"type":"usage","tokens":N,"chars":C}          # the usage anchor of a request (app/compaction.py)
+    {"type":"offload","tool_use_id":...,"content":"<stub>"}   # a result moved to sessions/<id>/results/
+    {"type":"compaction","summary":...,"turn_start":k,"messages":[...]}   # a boundary: replay goes on from it
 
 The file is an append-only log written with plain ``os.write`` calls on an ``O_APPEND`` fd
 (each line in one call, at once); ``end_turn`` and ``close`` fsync. Files are 0600 in a 0700

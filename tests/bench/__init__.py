@@ -1,0 +1,1 @@
+"""Benchmarks: run by hand or with `make bench`, never collected by `make test`."""
