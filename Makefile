@@ -26,9 +26,9 @@ test: $(STAMP)
 stress: $(STAMP)
 	PSEUDOCLAUDE_STRESS_KILLS=$${KILLS:-200} $(BIN)/python -m pytest -q -p no:cacheprovider tests/reliability -k random_sigkill --timeout 1800
 
-# Not part of `test`: a 300-turn scripted session against the fake API (about a minute).
+# Not part of `test`: every figure of the README's Performance table (under 10 minutes on 2 cores).
 bench: $(STAMP)
-	$(BIN)/python -m tests.bench.bench_compaction
+	$(BIN)/python -m tests.bench
 
 lint: $(STAMP)
 	$(BIN)/ruff check app widgets memory tests

@@ -137,14 +137,19 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     from memory.paths import resolve_workspace
 
     from .settings import SettingsError, load_settings
-    from .tools import parse_allow_tools
 
     if not Path(args.workspace).is_dir():
         parser.error(f"workspace {args.workspace} is not a folder")
-    try:
-        allow = parse_allow_tools(args.allow_tools) if args.allow_tools else frozenset()
-    except ValueError as e:
-        parser.error(str(e))
+    allow: frozenset[str] = frozenset()
+    if args.allow_tools:
+        # Only when asked: the tools package (and the stores it loads) is no part of the
+        # full-screen app's first frame.
+        from .tools import parse_allow_tools
+
+        try:
+            allow = parse_allow_tools(args.allow_tools)
+        except ValueError as e:
+            parser.error(str(e))
     try:
         settings = load_settings(_settings_flags(args))
     except SettingsError as e:

@@ -1,4 +1,9 @@
-"""``pseudoclaude memory ...``: the memory commands that never call a model (DESIGN.md §8)."""
+"""``pseudoclaude memory ...``: the memory commands that never call a model (DESIGN.md §8).
+
+Each command imports what it uses when it runs: app/cli.py builds its parser with these
+commands on every start, the full-screen app's included, and the stores, the spool and the job
+manager are no part of that app's first frame (issue 10, start-up).
+"""
 
 from __future__ import annotations
 
@@ -7,21 +12,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from memory.doctor import diagnose, fix
-from memory.history import UndoError
-from memory.index import index_as_prompted
-from memory.manager import Manager, ReviewError
-from memory.model import INDEX_FILE, MANUAL_SOURCE, BatchResult, Level
-from memory.parser import parse_and_validate
-from memory.paths import resolve_workspace
+from memory.model import INDEX_FILE, MANUAL_SOURCE, Level
 from memory.sanitize import quote, strip_terminal
-from memory.spool import DAMAGED_DIR, Spool, SpoolError
-from memory.store import StoreError
-from memory.stores import MemoryStores
-from memory.transaction import TransactionError
-from memory.trust import untrusted_cards
+
+if TYPE_CHECKING:
+    from memory.model import BatchResult
+    from memory.stores import MemoryStores
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 
@@ -164,7 +162,28 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout, sys.stderr = saved
 
 
+# The errors a command reports in one line (exit 1), by module: a module the command did not
+# import cannot have raised its error, so it is not imported just to be caught.
+_REPORTED_ERRORS = (
+    ("memory.transaction", "TransactionError"),
+    ("memory.store", "StoreError"),
+    ("memory.spool", "SpoolError"),
+    ("memory.review", "ReviewError"),
+)
+
+
+def _reported(e: BaseException) -> bool:
+    for module, name in _REPORTED_ERRORS:
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(e, getattr(loaded, name)):
+            return True
+    return False
+
+
 def _run(args: argparse.Namespace) -> int:
+    from memory.paths import resolve_workspace
+    from memory.stores import MemoryStores
+
     workspace = getattr(args, "workspace", ".")
     if not Path(workspace).is_dir():
         _err(f"workspace {workspace} is not a folder")
@@ -173,15 +192,20 @@ def _run(args: argparse.Namespace) -> int:
     handler = _HANDLERS[args.memory_command]
     try:
         return handler(stores, args)
-    except (TransactionError, StoreError, SpoolError, ReviewError) as e:
-        _err(str(e))
-        return EXIT_ERROR
-    except OSError as e:
-        _err(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
-        return EXIT_ERROR
+    except Exception as e:
+        if _reported(e):
+            _err(str(e))
+            return EXIT_ERROR
+        if isinstance(e, OSError):
+            _err(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
+            return EXIT_ERROR
+        raise
 
 
 def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
+    from memory.index import index_as_prompted
+    from memory.trust import untrusted_cards
+
     # The same function the system prompt uses, so this is exactly what a new session gets.
     text = index_as_prompted(stores.merged_index())
     if text:
@@ -241,6 +265,8 @@ def _read_input(name: str) -> str:
 
 
 def _apply(stores: MemoryStores, args: argparse.Namespace) -> int:
+    from memory.parser import parse_and_validate
+
     try:
         text = _read_input(args.file)
     except (OSError, ValueError) as e:
@@ -264,6 +290,8 @@ def _report(result: BatchResult) -> int:
 
 
 def _pending(stores: MemoryStores, args: argparse.Namespace) -> int:
+    from memory.spool import DAMAGED_DIR, Spool
+
     spool = Spool(stores.paths, stores.fs)
     entries = spool.list(None if args.all else stores.paths.workspace, include_orphans=args.all)
     if not entries:
@@ -282,6 +310,9 @@ def _pending(stores: MemoryStores, args: argparse.Namespace) -> int:
 
 def _review(stores: MemoryStores, args: argparse.Namespace) -> int:
     import asyncio
+
+    from memory.manager import Manager
+    from memory.spool import Spool
 
     manager = Manager(stores, None)
     spool = Spool(stores.paths, stores.fs)
@@ -305,6 +336,9 @@ def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
     import asyncio
 
     from memory import pipeline
+    from memory.manager import Manager
+    from memory.spool import Spool
+    from memory.stores import MemoryStores
 
     from .memory_model import AnthropicCompletion
     from .provider import retry_base_delay
@@ -352,6 +386,8 @@ def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
 
 
 def _undo(stores: MemoryStores, args: argparse.Namespace) -> int:
+    from memory.history import UndoError
+
     try:
         result = stores.undo()
     except UndoError as e:
@@ -363,6 +399,8 @@ def _undo(stores: MemoryStores, args: argparse.Namespace) -> int:
 
 
 def _doctor(stores: MemoryStores, args: argparse.Namespace) -> int:
+    from memory.doctor import diagnose, fix
+
     report = fix(stores) if args.fix else diagnose(stores)
     for line in report.fixed:
         print(f"fixed: {line}")

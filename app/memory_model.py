@@ -31,20 +31,33 @@ def _mentions_output_config(err: Exception) -> bool:
 
 
 class AnthropicCompletion:
+    """``share``: returns the main model's SDK client, which this one is then a copy of (retries
+    off) sharing its connection pool: building a client loads the TLS certificates (20–30 ms), and a
+    process that answers one turn (print mode) would otherwise pay that twice before its answer."""
+
     def __init__(
-        self, model: str, client: Any | None = None, *, on_usage: Callable[[str, Usage], None] | None = None
+        self,
+        model: str,
+        client: Any | None = None,
+        *,
+        on_usage: Callable[[str, Usage], None] | None = None,
+        share: Callable[[], Any] | None = None,
     ) -> None:
         self.model = model
         self._client = client
+        self._share = share
         # Told (model, usage) after each answered request: the app counts memory calls in the cost.
         self.on_usage = on_usage
 
     @property
     def client(self) -> Any:
         if self._client is None:
-            import anthropic
+            if self._share is not None:
+                self._client = self._share().with_options(max_retries=0)
+            else:
+                import anthropic
 
-            self._client = anthropic.AsyncAnthropic(max_retries=0)
+                self._client = anthropic.AsyncAnthropic(max_retries=0)
         return self._client
 
     async def __call__(self, request: CompletionRequest) -> str:

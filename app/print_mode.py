@@ -21,7 +21,8 @@ from memory.events import JobApplied, JobFailed, JobHeld, JobStarted, JobTakenOv
 from memory.sanitize import redact, strip_terminal, strip_terminal_deep
 from memory.trust import untrusted_cards
 
-from .provider import NO_CREDENTIALS, has_credentials
+from .memory_model import AnthropicCompletion
+from .provider import NO_CREDENTIALS, AnthropicProvider, has_credentials
 from .runner import (
     Compacted,
     MemorySubmitted,
@@ -218,6 +219,13 @@ def _report_outcome(ui: PrintUI, job_id: str, outcome: object, waited: float) ->
         ui.diag(f"[memory: job {job_id} {what} by another process on this workspace]")
 
 
+def _resume_memory(runtime: Runtime, completion: AnthropicCompletion | None) -> None:
+    """Let the worker run the spooled jobs (the answer is out)."""
+    if completion is not None:
+        runtime.manager.completion = completion
+        runtime.manager.signal(wake=True)
+
+
 async def run_print(
     prompt: str,
     settings: Settings,
@@ -239,8 +247,19 @@ async def run_print(
     handler = _LogToUI(ui)
     root = logging.getLogger()
     root.addHandler(handler)
-    runtime = Runtime(settings, workspace, gate=AllowListGate(allow_tools))
+    # The memory model's client shares the main model's: one TLS set-up before the answer, not two.
+    provider = AnthropicProvider()
+    completion = (
+        AnthropicCompletion(settings.memory_model, share=lambda: provider.client)
+        if settings.memory_mode != "off"
+        else None
+    )
+    runtime = Runtime(settings, workspace, gate=AllowListGate(allow_tools), provider=provider, completion=completion)
     unsubscribe = runtime.manager.subscribe(ui.memory)
+    # The answer comes first: until it is out, the worker runs no job (jobs are still spooled), so
+    # an earlier run's leftover job never competes with the answer for the process; it runs after,
+    # coalesced with this turn's job where it can be.
+    runtime.manager.completion = None
     try:
         if trust_project:
             # Recorded before the session opens, so its system prompt has the project index.
@@ -266,7 +285,10 @@ async def run_print(
             except RuntimeError as e:  # the summary cannot make it fit: said, and the turn is not run
                 ui.diag(f"pseudoclaude: {e}")
                 return EXIT_ERROR
-        stop = await runtime.runner.run(prompt, ui)
+        try:
+            stop = await runtime.runner.run(prompt, ui)
+        finally:
+            _resume_memory(runtime, completion)
         if stop.status == "completed" and stop.job_id:
             outcome = await runtime.manager.wait_for(stop.job_id, settings.memory_wait)
             _report_outcome(ui, stop.job_id, outcome, settings.memory_wait)

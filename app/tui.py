@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -58,6 +60,9 @@ CSS_FILE = Path(__file__).resolve().parent.parent / "assets" / "app.tcss"
 NARROW = 100  # columns: below this the memory panel starts hidden
 QUIT_DRAIN_S = 3.0
 HISTORY_SHOWN = 200  # messages of a resumed session drawn (the pane prunes beyond its bound anyway)
+# While an answer streams, a full garbage collection runs at most this often (see _hold_gc).
+GC_FULL_EVERY_S = 20.0
+_gc_frozen = False  # gc.freeze() is done once per process (see PseudoClaudeApp._hold_gc)
 _ATTACH_RE = re.compile(r"(?<!\S)@(\S+)")
 
 
@@ -149,6 +154,8 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         self._last_worker_error = ""
         self.panel_shows = 0  # how many panel states were shown (tests wait on it)
         self._context_pct: int | None = None  # how full the model's window is
+        self._gc_saved: tuple[int, int, int] | None = None  # the collector's thresholds, while held
+        self._gc_full_at = 0.0
         self._init_memory_screens()
 
     # -- layout --------------------------------------------------------------------------------
@@ -491,6 +498,8 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         if self.bridge.opened and not self._quitting:
             self.prompt.disabled_reason = None
         self._refresh_panel()
+        # After the turn's last frame: a full collection that is due runs then, not in it.
+        self.call_after_refresh(self._release_gc)
 
     # -- the Runner's events -> the chat pane ----------------------------------------------------
 
@@ -498,6 +507,39 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         answer, self._answer = self._answer, None
         if answer is not None:
             await answer.finish()
+
+    def _hold_gc(self) -> None:
+        """No full garbage collection while a turn streams, but one every GC_FULL_EVERY_S;
+        the collector's own schedule is back when the turn is over (``_release_gc``).
+
+        A full collection walks every object of the process: with the SDK, the runtime and a
+        chat of Markdown widgets that is a pause of a few hundred milliseconds, and the
+        allocations of a fast stream set one off about every second — the screen and the
+        keyboard stall each time. The young generations are still collected; what reaches
+        the old one waits until the turn is over.
+        """
+        if self._gc_saved is not None:
+            return
+        global _gc_frozen
+        if not _gc_frozen:
+            # What exists before the process's first answer (modules, the runtime, the SDK)
+            # lives as long as the app: a full collection need not walk it again.
+            _gc_frozen = True
+            gc.freeze()
+        self._gc_saved = gc.get_threshold()
+        self._gc_full_at = time.monotonic()
+        gc.set_threshold(self._gc_saved[0], self._gc_saved[1], 1_000_000)
+
+    def _gc_tick(self) -> None:
+        # A long stream does not keep its old garbage for longer than this.
+        if self._gc_saved is not None and time.monotonic() - self._gc_full_at > GC_FULL_EVERY_S:
+            gc.collect()
+            self._gc_full_at = time.monotonic()
+
+    def _release_gc(self) -> None:
+        if self._gc_saved is not None:
+            gc.set_threshold(*self._gc_saved)
+            self._gc_saved = None
 
     def _new_tool_block(self, call_id: str, name: str, depth: int) -> Any:
         parent = self._task_blocks.get(depth - 1) if depth else None
@@ -522,7 +564,9 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
                 return
             if self._answer is None:
                 self._answer = self.chat.start_answer()
+                self._hold_gc()
             await self._answer.append(strip_terminal(ev.text))
+            self._gc_tick()
         elif isinstance(ev, ToolUseStart):
             if not depth:
                 await self._finish_answer()
@@ -560,6 +604,10 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
                     block.set_result("void: the response was retried", is_error=True, denied=False)
                     self._unsettled.discard(call_id)
         elif isinstance(ev, UsageEvent):
+            if not depth:
+                # The response is complete: its last words are shown now, not when the turn's
+                # bookkeeping (the session file, the memory job) is done.
+                await self._finish_answer()
             if self._turn_usage is None:
                 from .provider import Usage
 
@@ -662,6 +710,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         self.chat.clear_blocks()
         self._tools.clear()
         self._answer = None
+        self._release_gc()
         self._last_turn = ""
         self._context_pct = None
         self._run_start_files = None
@@ -730,6 +779,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
     async def on_unmount(self) -> None:
         # However the app ends (Ctrl+Q, an error, a test leaving run_test), the session file is
         # closed (its lock released) and the memory worker stopped; jobs left stay spooled.
+        self._release_gc()
         with contextlib.suppress(Exception):
             await self.bridge.close(0.0)
 

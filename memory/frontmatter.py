@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from typing import Any
 
 import yaml
@@ -19,6 +20,47 @@ YAML_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 class FrontMatterError(ValueError):
     pass
+
+
+# The front matter ``dump_note`` writes is one ``key: value`` line per field, each value a
+# plain or single-quoted one-line string. Such a head is read here without the YAML library's
+# Python constructor (most of the time of reading a large store); anything else — other keys,
+# comments, flow or block collections, multi-line or double-quoted scalars, tags, anchors, a
+# plain value YAML would read as a number, date, bool or null — returns None and goes to YAML.
+_LINE_RE = re.compile(r"(title|summary|type|created|updated|source): (.+)")
+_PLAIN_FIRST_BAD = frozenset("-?:,[]{}#&*!|>'\"%@` ")
+_STR_TAG = "tag:yaml.org,2002:str"
+_RESOLVER = yaml.resolver.Resolver()
+
+
+def _simple_head(head: str) -> dict[str, Any] | None:
+    """``head`` read as YAML would read it, when it is made only of simple lines; else None."""
+    if "\r" in head or not head.endswith("\n"):
+        return None
+    out: dict[str, Any] = {}
+    for line in head[:-1].split("\n"):
+        m = _LINE_RE.fullmatch(line)
+        if m is None:
+            return None
+        value = m.group(2)
+        if not value.isprintable():
+            return None
+        if value[0] == "'":
+            inner = value[1:-1]
+            if len(value) < 2 or value[-1] != "'" or "'" in inner.replace("''", ""):
+                return None
+            out[m.group(1)] = inner.replace("''", "'")
+            continue
+        if (
+            value[0] in _PLAIN_FIRST_BAD
+            or value.endswith((" ", ":"))
+            or ": " in value
+            or " #" in value
+            or _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) != _STR_TAG
+        ):
+            return None
+        out[m.group(1)] = value
+    return out
 
 
 def dump_note(meta: NoteMeta, body: str) -> bytes:
@@ -51,6 +93,9 @@ def split_note(text: str) -> tuple[dict[str, Any], str]:
             break
     else:
         raise FrontMatterError("front matter is not closed by a '---' line")
+    simple = _simple_head(head) if head else None
+    if simple is not None:
+        return simple, body
     try:
         data = yaml.load(head, Loader=YAML_LOADER) if head.strip() else {}
     except yaml.YAMLError as e:

@@ -7,7 +7,10 @@ whole lines from the end of a section, with the budget shared so neither section
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Sequence
 
+from . import sanitize as _sanitize
 from .model import INDEX_FILE, INDEX_MAX_BYTES, INDEX_MAX_LINES, NoteType
 from .sanitize import (
     check_filename,
@@ -30,6 +33,7 @@ __all__ = [
     "index_diff",
     "index_line",
     "merge_index",
+    "merge_index_lines",
     "parse_index_lines",
 ]
 
@@ -62,24 +66,54 @@ def format_index_line(type: NoteType | str, title: str, summary: str, filename: 
     return f"- [{kind}] {title} ({filename})"
 
 
+# str.isprintable() is False for every character of categories Cc, Cf, Cs, Zl and Zp (the
+# same Unicode database as ``is_unsafe_char``'s), so a printable line needs no per-character
+# look: that look was nearly all of the time of reading a 10,000-line MEMORY.md. The bidi and
+# zero-width characters sanitize lists by name are checked to be non-printable too; were one
+# ever printable, every line takes the slow path.
+_PRINTABLE_IS_SAFE = not any(c.isprintable() for c in _sanitize._BIDI | _sanitize._ZERO_WIDTH)
+
+
+def _has_unsafe_char(text: str) -> bool:
+    if _PRINTABLE_IS_SAFE and text.isprintable():
+        return False
+    return any(is_unsafe_char(c) for c in text)
+
+
 def _well_formed(line: str) -> bool:
     if not is_strict_utf8(line) or len(line.encode("utf-8")) > INDEX_LINE_MAX_BYTES:
         return False
-    if any(is_unsafe_char(c) for c in line):
+    if _has_unsafe_char(line):
         return False
     m = INDEX_LINE_RE.match(line)
     return m is not None and check_filename(m.group("filename")) is None
 
 
+# The last few MEMORY.md texts parsed, and their lines: a running app reads the same index at
+# every Run and every panel refresh, and a 10,000-note index is worth parsing once.
+_PARSED: dict[str, tuple[str, ...]] = {}
+_PARSED_MAX = 4
+_PARSED_LOCK = threading.Lock()
+
+
 def parse_index_lines(md_text: str) -> list[str]:
     """The well-formed index lines of a ``MEMORY.md``, in file order; anything else is dropped
     (a cloned repository's ``MEMORY.md`` is untrusted)."""
+    with _PARSED_LOCK:
+        hit = _PARSED.get(md_text)
+    if hit is not None:
+        return list(hit)
     out = []
     # split("\n"), not splitlines(): a U+2028 inside a line must disqualify it, not split it.
     for raw in md_text.split("\n"):
         line = raw.rstrip(" \t\r")
         if line and _well_formed(line):
             out.append(line)
+    if len(md_text) > 4096:  # small texts parse in microseconds: not worth keeping
+        with _PARSED_LOCK:
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.pop(next(iter(_PARSED)))
+            _PARSED[md_text] = tuple(out)
     return out
 
 
@@ -116,9 +150,14 @@ def _fit(costs: list[int], max_lines: int, max_bytes: int) -> int:
 
 def merge_index(project_md: str, user_md: str) -> str:
     """The merged index of DESIGN §4 from the two ``MEMORY.md`` texts ("" when both are empty)."""
+    return merge_index_lines(parse_index_lines(project_md), parse_index_lines(user_md))
+
+
+def merge_index_lines(project_lines: Sequence[str], user_lines: Sequence[str]) -> str:
+    """``merge_index`` of lines already filtered by ``parse_index_lines``."""
     named = [
-        ("project", PROJECT_HEADER, parse_index_lines(project_md)),
-        ("user", USER_HEADER, parse_index_lines(user_md)),
+        ("project", PROJECT_HEADER, list(project_lines)),
+        ("user", USER_HEADER, list(user_lines)),
     ]
     named = [s for s in named if s[2]]
     if not named:

@@ -7,13 +7,15 @@ applies them through the filesystem layer, so both stores change together or not
 from __future__ import annotations
 
 import hashlib
+import os
 import stat
 from pathlib import Path
 
+from . import sanitize as _sanitize
 from .frontmatter import FrontMatterError, parse_meta, split_note
 from .fs import FS, STAGE_PREFIX, TEMP_PREFIX, UnsafePathError
 from .index import format_index_line
-from .model import INDEX_FILE, MAX_CONTENT_BYTES, Level, Note, NoteMeta, NoteType
+from .model import INDEX_FILE, MAX_CONTENT_BYTES, MAX_SUMMARY, MAX_TITLE, Level, Note, NoteMeta, NoteType
 from .sanitize import check_filename, quote, sanitize_summary, sanitize_title
 
 # A hand-written note can be larger than a model's (16 KiB), but a store is no place for
@@ -34,6 +36,21 @@ class StoreError(Exception):
 # handing the same object to several readers is safe.
 _CACHE: dict[tuple[str, str], tuple[tuple[int, int, int], Note]] = {}
 _CACHE_MAX = 100_000
+
+
+# check_filename's verdict on names already listed: a warm process lists the same folder at
+# every batch, and the check is lexical (a name's verdict never changes).
+_NAME_OK: dict[str, bool] = {}
+
+
+def _safe_name(name: str) -> bool:
+    ok = _NAME_OK.get(name)
+    if ok is None:
+        ok = check_filename(name) is None
+        if len(_NAME_OK) >= _CACHE_MAX:
+            _NAME_OK.clear()
+        _NAME_OK[name] = ok
+    return ok
 
 
 def filename_problem(name: str) -> str | None:
@@ -79,16 +96,39 @@ def parse_note(level: Level, filename: str, data: bytes) -> Note:
         body = text
         meta = NoteMeta(title=filename.removesuffix(".md"), type=fallback, created="", updated="")
     # Hand edits are not trusted to keep the index one line per note.
-    meta = meta.model_copy(
-        update={
-            "title": sanitize_title(meta.title) or sanitize_title(filename.removesuffix(".md")) or filename,
-            "summary": sanitize_summary(meta.summary),
-        }
-    )
+    title = meta.title if _is_sanitized(meta.title, MAX_TITLE) else sanitize_title(meta.title)
+    summary = meta.summary if _is_sanitized(meta.summary, MAX_SUMMARY) else sanitize_summary(meta.summary)
+    if title != meta.title or summary != meta.summary or not title:
+        meta = meta.model_copy(
+            update={"title": title or sanitize_title(filename.removesuffix(".md")) or filename, "summary": summary}
+        )
     return Note(level=level, filename=filename, meta=meta, body=body, sha256=digest, broken=broken)
 
 
+def _is_sanitized(text: str, max_chars: int) -> bool:
+    """True when ``sanitize_line(text, max_chars)`` would return ``text`` unchanged, decided
+    without its per-character loop (most of the time of reading a large store).
+
+    A printable string holds no escape sequence, control, format, surrogate or line/paragraph
+    separator character, and no whitespace but the space (str.isprintable is False for every
+    Cc, Cf, Cs, Zs but U+0020, Zl and Zp character); then sanitizing only collapses double
+    spaces, strips leading ``#``/spaces and trailing spaces, and cuts at ``max_chars``. Anything
+    else takes the full sanitizer.
+    """
+    return (
+        _PRINTABLE_IS_SAFE
+        and len(text) <= max_chars
+        and text.isprintable()
+        and "  " not in text
+        and not text.startswith(("#", " "))
+        and not text.endswith(" ")
+    )
+
+
 _TYPE_VALUES = frozenset(t.value for t in NoteType)
+# The bidi and zero-width characters sanitize removes by name are all non-printable (category
+# Cf); were one ever printable, ``_is_sanitized`` would always say no and the full path runs.
+_PRINTABLE_IS_SAFE = not any(c.isprintable() for c in _sanitize._BIDI | _sanitize._ZERO_WIDTH)
 
 
 class Store:
@@ -159,12 +199,23 @@ class Store:
 
     def note_names(self) -> list[str]:
         """Names of the notes: ``*.md`` regular files with safe names, sorted."""
+        return [name for name, _ in self._note_stats(self.entries())]
+
+    def _note_stats(self, entries: list[str]) -> list[tuple[str, os.stat_result]]:
+        """The notes among ``entries`` with each file's ``lstat``, taken once (``notes`` reuses it)."""
         out = []
-        for name in self.entries():
-            if name == INDEX_FILE or not name.endswith(".md") or check_filename(name) is not None:
+        # A str path, not a Path: FS passes it to os.lstat as is, and joining ten thousand
+        # Paths was a tenth of the time of listing a large store.
+        base = str(self.dir)
+        for name in entries:
+            if name == INDEX_FILE or not name.endswith(".md") or not _safe_name(name):
                 continue
-            if self.regular_file_problem(name) is None:
-                out.append(name)
+            try:
+                st = self.fs.lstat(f"{base}/{name}")  # type: ignore[arg-type]
+            except FileNotFoundError:
+                continue
+            if self._stat_problem(name, st) is None:
+                out.append((name, st))
         return out
 
     def regular_file_problem(self, filename: str) -> str | None:
@@ -173,6 +224,11 @@ class Store:
             st = self.fs.lstat(self.dir / filename)
         except FileNotFoundError:
             return f"no note named {quote(filename)} in the {self.level} store"
+        return self._stat_problem(filename, st)
+
+    def _stat_problem(self, filename: str, st: os.stat_result) -> str | None:
+        if stat.S_ISREG(st.st_mode) and st.st_nlink <= 1 and st.st_size <= MAX_NOTE_FILE_BYTES:
+            return None  # the common case, in one test
         if stat.S_ISLNK(st.st_mode):
             return f"{quote(filename)} is a symlink; refusing to follow it"
         if not stat.S_ISREG(st.st_mode):
@@ -198,18 +254,20 @@ class Store:
             raise StoreError(reason)
         return self._load(filename)
 
-    def _load(self, filename: str) -> Note:
-        """A note whose name and folder were checked: from the cache while its file is unchanged."""
-        path = self.dir / filename
-        try:
-            st = self.fs.lstat(path)
-        except FileNotFoundError:
-            raise StoreError(f"no note named {quote(filename)} in the {self.level} store") from None
+    def _load(self, filename: str, st: os.stat_result | None = None) -> Note:
+        """A note whose name and folder were checked: from the cache while its file is unchanged.
+        ``st``: the file's ``lstat`` when the caller just took it."""
+        if st is None:
+            try:
+                st = self.fs.lstat(self.dir / filename)
+            except FileNotFoundError:
+                raise StoreError(f"no note named {quote(filename)} in the {self.level} store") from None
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
         ck = (str(self.dir), filename)
         hit = _CACHE.get(ck)
         if hit is not None and hit[0] == key:
             return hit[1]
+        path = self.dir / filename
         try:
             data = self.fs.read_bytes(path)
         except UnsafePathError as e:
@@ -223,16 +281,21 @@ class Store:
         return note
 
     def notes(self) -> list[Note]:
-        # note_names() checked each name and file; the folder is checked once, not per note.
+        return self.listing()[0]
+
+    def listing(self) -> tuple[list[Note], list[str]]:
+        """``notes()`` and ``entries()`` from one listing of the folder."""
+        # _note_stats() checked each name and file; the folder is checked once, not per note.
         if self.folder_problem() is not None:
-            return []
+            return [], []
+        entries = self.entries()
         out = []
-        for name in self.note_names():
+        for name, st in self._note_stats(entries):
             try:
-                out.append(self._load(name))
+                out.append(self._load(name, st))
             except (StoreError, FileNotFoundError):
                 continue
-        return out
+        return out, entries
 
     def index_file_problem(self) -> str | None:
         """Why ``MEMORY.md`` cannot be read (symlink, FIFO, folder), or None (absent is fine)."""

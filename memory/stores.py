@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from . import cards, history, transaction, trust
 from .fs import DEFAULT_FS, FS
-from .index import merge_index, parse_index_lines
+from .index import merge_index_lines, parse_index_lines
 from .locks import file_lock
 from .model import INDEX_FILE, BatchResult, HistoryEntry, Level, Note, NoteType, Rejection, utcnow
 from .paths import Paths
@@ -121,10 +121,13 @@ class MemoryStores:
             levels = {Level.USER: self.user}
         return levels
 
-    def _index_md(self, level: Level, levels: Mapping[Level, Store] | None = None) -> str:
+    def _index_lines(self, level: Level, levels: Mapping[Level, Store] | None = None) -> list[str]:
         if level not in (self.stores if levels is None else levels):
-            return ""
-        return "".join(line + "\n" for line in parse_index_lines(self.store(level).read_index_file()))
+            return []
+        return parse_index_lines(self.store(level).read_index_file())
+
+    def _index_md(self, level: Level, levels: Mapping[Level, Store] | None = None) -> str:
+        return "".join(line + "\n" for line in self._index_lines(level, levels))
 
     def snapshot(self) -> Snapshot:
         """What an extraction request sees; an untrusted project store is left out whole."""
@@ -149,7 +152,8 @@ class MemoryStores:
         """
         self._recover_first()
         levels = self._levels_for_model(include_untrusted)
-        return merge_index(self._index_md(Level.PROJECT, levels), self._index_md(Level.USER, levels))
+        # The lines go straight to the merge: parsing a large MEMORY.md once, not twice.
+        return merge_index_lines(self._index_lines(Level.PROJECT, levels), self._index_lines(Level.USER, levels))
 
     def read_note(self, level: Level | str, filename: str) -> Note:
         self._recover_first()

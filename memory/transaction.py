@@ -129,8 +129,9 @@ class Plan:
         # ``Build.md`` and ``build.md`` as one name); names chosen by this plan are added.
         self.taken: dict[Level, set[str]] = {}
         for lv, st in stores.items():
-            self.disk[lv] = {n.filename: n for n in st.notes()}
-            self.taken[lv] = {n.casefold() for n in st.entries()} | {INDEX_FILE.casefold()}
+            notes, entries = st.listing()  # one listing of a folder that can hold 10,000 notes
+            self.disk[lv] = {n.filename: n for n in notes}
+            self.taken[lv] = {n.casefold() for n in entries} | {INDEX_FILE.casefold()}
 
     def current(self, level: Level, filename: str) -> Note | None:
         if filename in self.writes[level]:

@@ -116,12 +116,16 @@ class Worker:
             m.clear_wake()
             job: Job | None = None
             try:
+                # Elected first, listed after: a listing taken while another process was the
+                # worker may still show jobs that worker has since run or coalesced, and picking
+                # from it would ask for (and apply) their turns a second time.
+                elected = self._may_run() and not (m.closing and not self.elected)
+                elected = elected and await m.in_thread(self.try_elect)
                 mine = await m.tick()
-                if self._may_run() and not (m.closing and not self.elected):
-                    if await m.in_thread(self.try_elect):
-                        job = await m.in_thread(self.pick, mine)
-                        if not self._may_run():
-                            job = None  # switched off while we looked: it stays spooled
+                if elected:
+                    job = await m.in_thread(self.pick, mine)
+                    if not self._may_run():
+                        job = None  # switched off while we looked: it stays spooled
             except asyncio.CancelledError:
                 raise
             except Exception:

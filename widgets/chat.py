@@ -4,11 +4,16 @@
 unchanged blocks); ``anchor()`` keeps the view on the newest block until the user scrolls up,
 and Textual re-anchors when they scroll back to the bottom. Blocks beyond ``max_blocks`` are
 pruned from the top so a long session stays fast (the session log keeps everything).
+
+Textual lays out every displayed widget of the screen on each change, and a long answer is
+hundreds of Markdown widgets: every ``VIRTUALIZE_EVERY`` seconds, and at once when the user
+scrolls up, the pane tells each answer where the view is, and the answer hides its blocks more
+than ``KEEP_SCREENS`` screens above it (see ``AnswerBlock.virtualize``).
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
@@ -23,6 +28,9 @@ _W = TypeVar("_W", bound=Widget)
 class ChatPane(VerticalScroll):
     """The chat column. The ``add_*``/``start_answer`` methods mount without waiting and
     return the block at once, so the App can keep a handle and update it as events arrive."""
+
+    VIRTUALIZE_EVERY: ClassVar[float] = 0.2
+    KEEP_SCREENS: ClassVar[int] = 2  # an answer's blocks this many screens above the view stay
 
     DEFAULT_CSS = """
     ChatPane {
@@ -46,6 +54,28 @@ class ChatPane(VerticalScroll):
 
     def on_mount(self) -> None:
         self.anchor()
+        self.set_interval(self.VIRTUALIZE_EVERY, self._virtualize)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if new_value < old_value:
+            # Scrolling up: blocks coming near the view are shown before the frame is drawn.
+            self._virtualize(hide=False)
+
+    def _virtualize(self, hide: bool = True) -> None:
+        view = self.scrollable_content_region.height
+        if view <= 0:
+            return
+        top = self.scroll_y
+        for block in self.children:
+            if isinstance(block, AnswerBlock) and not block._pruning:
+                region = block.virtual_region
+                if not region:
+                    continue
+                origin = region.y + block.styles.gutter.top
+                show_above = top - view - origin
+                hide_above = top - self.KEEP_SCREENS * view - origin if hide else float("-inf")
+                block.virtualize(hide_above, show_above)
 
     # -- adding blocks --
 

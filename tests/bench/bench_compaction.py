@@ -22,12 +22,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tests.bench import longsession as ls
+from tests.bench.common import Figure, at_most, median
 from tests.fakeapi import FakeAnthropic
 
 
 def run(turns: int, window: int, offload_bytes: int) -> tuple[ls.Stats, list[str]]:
     """Run the session; its stats and the failures met (empty when every turn completed)."""
     failures: list[str] = []
+    turn_seconds.clear()
     saved = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="pc-bench-") as tmp:
         root = Path(tmp)
@@ -53,7 +55,9 @@ def run(turns: int, window: int, offload_bytes: int) -> tuple[ls.Stats, list[str
                 started = time.perf_counter()
                 for turn in range(1, turns + 1):
                     ls.script_turn(server, turn)
+                    t0 = time.perf_counter()
                     code, out, err = ls.print_turn(ws, turn)
+                    turn_seconds.append(time.perf_counter() - t0)
                     if code != 0 or out != ls.answer(turn) + "\n":
                         failures.append(f"turn {turn}: exit {code}: {err.strip().splitlines()[-1:]}")
                         break
@@ -66,6 +70,28 @@ def run(turns: int, window: int, offload_bytes: int) -> tuple[ls.Stats, list[str
             os.environ.clear()
             os.environ.update(saved)
     return stats, failures
+
+
+turn_seconds: list[float] = []  # wall time of each turn of the last run (a new process's work, in-process)
+
+
+def figures(runs: int = 5) -> list[Figure]:
+    """Issue 10 figure 8: the 300-turn session's peak request, summary requests, and the time of a
+    turn near turn 300 against one near turn 10."""
+    stats, failures = run(300, ls.WINDOW, ls.OFFLOAD_BYTES)
+    early = median(turn_seconds[5:15])
+    late = median(turn_seconds[-10:])
+    peak = 100 * stats.max_main / stats.window
+    limit = 100 * stats.threshold / stats.window
+    done = f"{stats.turns} turns, {len(stats.main_sizes)} main requests, {len(stats.refused)} refused"
+    return [
+        at_most("long session: peak request (% of the window)", peak, limit, "%",
+                f"{done}; threshold {limit:.0f} %; failures: {len(failures)}"),
+        Figure("long session: summary requests", len(stats.summary_sizes), "", "reported", not failures,
+               f"{stats.offloaded} tool results kept on disk"),
+        at_most("long session: time per turn, turn 300 / turn 10", late / early, 1.5, "×",
+                f"medians of 10 turns: {1000 * late:.0f} ms vs {1000 * early:.0f} ms"),
+    ]
 
 
 def table(stats: ls.Stats, offload_bytes: int) -> str:

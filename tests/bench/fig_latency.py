@@ -1,0 +1,237 @@
+"""`make bench`, figure 1 (issue 10): answer latency does not depend on memory.
+
+Two figures, each the median over runs of a variant with the memory model taking 4 s to answer
+every extraction request (its reply held at the fake by a gate that opens after 4 s) against the
+same variant with memory off, measured side by side (A B A B …) against the fake Messages API:
+
+* app: the headless App (``PseudoClaudeApp.run_test``), from Enter to the answer's last word on
+  the screen (what the compositor draws). Several turns per app, 0.3 s apart (reading, typing),
+  so the memory job of turn n has its request in flight while turn n+1 streams.
+* print mode: ``pseudoclaude -C ws --continue -p … --memory-wait 0`` run in this process
+  (``app.cli.main``, the SDK already imported), from the call to the answer's last byte written
+  to stdout — not the end of the process, which waits for memory after the answer by design.
+  ``--memory-wait 0`` ends each run right after its answer; the job it leaves is applied before
+  the next run (untimed, ``memory flush``), as a run that waited for it would have.
+
+    python -m tests.bench fig_latency --no-readme
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import io
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.bench.common import Figure, at_most, median, private_env
+from tests.fakeapi import FakeAnthropic, Gate, Reply, text
+
+MODEL = "claude-sonnet-5-5"
+MEMORY_MODEL = "claude-haiku-5-5"
+MEMORY_SECONDS = 4.0  # how long the slow memory model takes to answer each request
+TURNS_PER_APP = 6  # measured turns per app run (after one unmeasured warm-up turn)
+THINK_SECONDS = 0.3  # between a turn's end and the next Enter, in the app
+PRINT_PAIRS = 8  # print-mode runs of each variant per ``runs`` (they are short)
+SIZE = (120, 40)
+LIMIT = 1.05
+
+
+def answer(turn: int) -> str:
+    """A same-size answer of 60 words ending with a marker unique to the turn (its last token)."""
+    body = " ".join(f"word{(turn * 7 + i) % 1000:03d}" for i in range(59))
+    return f"{body} END{turn:04d}"
+
+
+def marker(turn: int) -> str:
+    return f"END{turn:04d}"
+
+
+class SlowMemory:
+    """Answers every memory-model request ``[]`` after MEMORY_SECONDS (a fresh gate nobody
+    releases: its timeout opens it); at once while ``slow`` is off (the untimed clean-ups)."""
+
+    def __init__(self, server: FakeAnthropic) -> None:
+        self.slow = True
+        server.respond(MEMORY_MODEL, lambda body: True, self.reply)
+
+    def reply(self, body: Any) -> Reply:
+        return text("[]").held(before=Gate("memory", timeout=MEMORY_SECONDS)) if self.slow else text("[]")
+
+
+def workspace(root: Path, name: str) -> Path:
+    ws = root / name
+    (ws / ".git").mkdir(parents=True)
+    (ws / "README.md").write_text("# demo\n")
+    return ws
+
+
+# -- the app ---------------------------------------------------------------------------------------
+
+
+def _arrived(app: Any, needle: str) -> bool:
+    """The word reached the App (the last answer block received it): cheap, polled first."""
+    blocks = app.chat.blocks
+    return bool(blocks) and needle in str(getattr(blocks[-1], "text", ""))
+
+
+def _on_screen(app: Any, needle: str) -> bool:
+    return any(needle in strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def _poll(what: str, predicate: Any, deadline: float) -> None:
+    # Not Pilot.pause (which waits for idle in 20 ms steps): a 2 ms resolution.
+    while not predicate():
+        if time.perf_counter() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.002)
+
+
+async def _app_run(server: FakeAnthropic, ws: Path, memory: str, first_turn: int) -> list[float]:
+    """One app on ``ws`` with memory ``memory``: a warm-up turn, then TURNS_PER_APP measured
+    turns; the seconds from Enter to each answer's last word on the screen."""
+    from textual import events
+
+    from app.settings import load_settings
+    from app.tui import PseudoClaudeApp
+    from tests.tui.conftest import wait_ready, wait_until
+
+    app = PseudoClaudeApp(load_settings({"memory_mode": memory}), ws.resolve(), watch_debounce_ms=50)
+    seconds: list[float] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        for k in range(TURNS_PER_APP + 1):
+            turn = first_turn + k
+            server.script(MODEL, text(answer(turn)))
+            await wait_until(pilot, lambda: app.prompt.disabled_reason is None, 20, "the prompt to be free")
+            # A person reads the answer and types the next prompt: the job of the turn before has
+            # started (its request is in flight, held) by the time Enter is pressed.
+            await asyncio.sleep(THINK_SECONDS)
+            app.prompt.focus()
+            app.prompt.text = f"question {turn}"
+            app.prompt.move_cursor(app.prompt.document.end)
+            t0 = time.perf_counter()
+            # Enter as the terminal driver delivers it (Pilot.press would also wait for the screen).
+            app._driver.send_message(events.Key("enter", "\r"))
+            end = marker(turn)
+            # Rendering the screen to look for the word is not free: only once it has arrived.
+            await _poll(f"turn {turn}: the answer's last word", lambda end=end: _arrived(app, end), t0 + 20)
+            await _poll(f"turn {turn}: the last word on screen", lambda end=end: _on_screen(app, end), t0 + 20)
+            if k:
+                seconds.append(time.perf_counter() - t0)
+        await wait_until(pilot, lambda: app.prompt.disabled_reason is None, 20, "the last turn to end")
+        await app.bridge.close(0.0)
+    return seconds
+
+
+def app_figure(root: Path, server: FakeAnthropic, runs: int) -> Figure:
+    slow_ws, off_ws = workspace(root, "app-slow"), workspace(root, "app-off")
+    turns: dict[str, list[float]] = {"auto": [], "off": []}
+    turn = 0
+    for r in range(runs):
+        for memory, ws in (("auto", slow_ws), ("off", off_ws)):
+            # Untimed: the earlier apps' garbage goes now, not in a collection during a turn.
+            gc.collect()
+            seconds = asyncio.run(_app_run(server, ws, memory, turn))
+            turn += TURNS_PER_APP + 1
+            turns[memory] += seconds
+            print(f"  app run {r + 1} memory {memory}: {', '.join(f'{1000 * s:.0f}' for s in seconds)} ms",
+                  file=sys.stderr, flush=True)
+    slow, off = median(turns["auto"]), median(turns["off"])
+    extractions = len(server.requests_for(MEMORY_MODEL))
+    return at_most("answer latency, app: memory slow / off", slow / off, LIMIT, "×",
+                   f"Enter to the answer's last word on screen, medians of {runs} apps × {TURNS_PER_APP} turns "
+                   f"({THINK_SECONDS:g} s apart): {1000 * slow:.0f} ms vs {1000 * off:.0f} ms; {extractions} "
+                   f"extraction requests, each answered after {MEMORY_SECONDS:g} s")
+
+
+# -- print mode ------------------------------------------------------------------------------------
+
+
+class _Stdout(io.StringIO):
+    """stdout that notes when ``needle`` was first written (the answer's last byte)."""
+
+    def __init__(self, needle: str) -> None:
+        super().__init__()
+        self.needle = needle
+        self.at: float | None = None
+
+    def write(self, s: str) -> int:
+        n = super().write(s)
+        if self.at is None and self.needle in self.getvalue()[-len(self.needle) - len(s):]:
+            self.at = time.perf_counter()
+        return n
+
+
+def _print_run(ws: Path, memory: str, turn: int) -> float:
+    from app.cli import main
+
+    out, err = _Stdout(marker(turn)), io.StringIO()
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["-C", str(ws), "--continue", "-p", f"question {turn}", "--memory", memory,
+                     "--memory-wait", "0"])
+    if code != 0 or out.at is None or out.getvalue() != answer(turn) + "\n":
+        raise AssertionError(f"print mode, turn {turn}: exit {code}, stdout {out.getvalue()!r}, "
+                             f"stderr {err.getvalue()[-500:]!r}")
+    return out.at - t0
+
+
+def _flush(ws: Path, memory: SlowMemory) -> None:
+    """`pseudoclaude memory flush` with a prompt memory model: the job the run left is applied."""
+    from app.cli import main
+
+    memory.slow = False
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            code = main(["-C", str(ws), "memory", "flush"])
+    finally:
+        memory.slow = True
+    if code != 0:
+        raise AssertionError(f"memory flush in {ws} failed: exit {code}")
+
+
+def print_figure(root: Path, server: FakeAnthropic, memory: SlowMemory, runs: int) -> Figure:
+    slow_ws, off_ws = workspace(root, "print-slow"), workspace(root, "print-off")
+    before = len(server.requests_for(MEMORY_MODEL))
+    seconds: dict[str, list[float]] = {"auto": [], "off": []}
+    turn = 10_000
+    # One unmeasured run of each first: the sessions exist before anything is timed.
+    for r in range(-1, PRINT_PAIRS * runs):
+        for mode, ws in (("auto", slow_ws), ("off", off_ws)):
+            turn += 1
+            server.script(MODEL, text(answer(turn)))
+            s = _print_run(ws, mode, turn)
+            if r >= 0:
+                seconds[mode].append(s)
+            if mode == "auto":
+                # Untimed: the job this run left (--memory-wait 0) is applied, as a run that waits
+                # for it would have; else every later run would start with more jobs spooled.
+                _flush(ws, memory)
+    slow, off = median(seconds["auto"]), median(seconds["off"])
+    extractions = len(server.requests_for(MEMORY_MODEL)) - before
+    print(f"  print mode: slow {', '.join(f'{1000 * s:.0f}' for s in seconds['auto'])} ms; "
+          f"off {', '.join(f'{1000 * s:.0f}' for s in seconds['off'])} ms", file=sys.stderr, flush=True)
+    return at_most("answer latency, print mode: memory slow / off", slow / off, LIMIT, "×",
+                   f"main() to the answer's last byte on stdout (in-process, SDK imported), medians of "
+                   f"{PRINT_PAIRS * runs} runs: {1000 * slow:.0f} ms vs {1000 * off:.0f} ms; memory model "
+                   f"answering in {MEMORY_SECONDS:g} s (asked {extractions} times, never before an answer was out)")
+
+
+def figures(runs: int = 5) -> list[Figure]:
+    with private_env() as root, FakeAnthropic() as server:
+        os.environ.update(server.env())
+        memory = SlowMemory(server)
+        # The SDK and the App are imported once, before anything is timed.
+        import anthropic  # noqa: F401
+
+        import app.tui  # noqa: F401
+
+        figs = [app_figure(root, server, runs), print_figure(root, server, memory, runs)]
+        if server.errors:
+            raise AssertionError(f"the fake failed: {server.errors[0]}")
+        return figs
