@@ -213,7 +213,7 @@ def audit(ws: Path, home: Path) -> Audit:
             else:
                 a.cards[found.group(1)] += 1
     hdir = stores.paths.history_dir
-    files = [p for p in hdir.glob("*.json")] if hdir.exists() else []
+    files = [p for p in hdir.glob("*.json") if not p.name.startswith(".")] if hdir.exists() else []
     entries = stores.history()
     if len(entries) != len(files):
         a.problems.append(f"history: {len(files) - len(entries)} unreadable entr(ies)")
@@ -228,7 +228,7 @@ def audit(ws: Path, home: Path) -> Audit:
                 a.created[found.group(1)] += 1
     a.spooled, bad = spool_jobs(home)
     a.problems += bad
-    for folder in (stores.project.dir, stores.user.dir, stores.paths.journal_dir):
+    for folder in (stores.project.dir, stores.user.dir, stores.paths.journal_dir, stores.paths.history_dir):
         if folder.exists():
             a.problems += [f"leftover {p}" for p in folder.rglob("*")
                            if p.name.startswith(".pc-") or (folder == stores.paths.journal_dir and p.is_file())]
@@ -315,25 +315,27 @@ def run_app_processes(root: Path, processes: int = 3, turns: int = 100) -> Resul
     with FakeAnthropic() as server:
         answer_everything(server)
         names = [chr(ord("a") + i) for i in range(processes)]
-        procs = [
-            subprocess.Popen([sys.executable, "-m", "tests.bench.stress", "app", str(ws), who, str(turns)],
-                             cwd=ROOT, env=child_env(server), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-            for who in names
-        ]
+        procs = []
+        for who in names:
+            # stderr to a file: a full pipe would block a process the others wait for.
+            with (root / f"app-{who}.err").open("w") as err_file:
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "tests.bench.stress", "app", str(ws), who, str(turns)], cwd=ROOT,
+                    env=child_env(server), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file, text=True))
         outputs: list[dict[str, Any]] = []
         try:
             for p in procs:
                 assert p.stdout is not None and p.stdin is not None
                 line = p.stdout.readline()
                 if line.strip() != "ready":
-                    raise RuntimeError(f"an app driver did not start: {line}{p.stderr.read() if p.stderr else ''}")
+                    raise RuntimeError(f"an app driver did not start: {line}")
             for p in procs:
                 assert p.stdin is not None
                 p.stdin.write("go\n")
                 p.stdin.flush()
             for who, p in zip(names, procs, strict=True):
-                out, err = p.communicate(timeout=600)
+                out, _ = p.communicate(timeout=600)
+                err = (root / f"app-{who}.err").read_text(errors="replace")
                 last = out.strip().splitlines()[-1:] or [""]
                 try:
                     outputs.append(json.loads(last[0]))
@@ -495,15 +497,13 @@ def run_sigkill(root: Path, turns: int = 200, kills: int = 32, seed: int | None 
         env = child_env(server)
         turn = 0
         last_killed = False
-        # Until every turn ran, and a normal start followed the last kill.
-        while turn < turns or last_killed:
+        # Until every turn ran and every kill happened, and a normal start followed the last kill
+        # (a kill pushed past the last turn gets turns of its own).
+        while turn < turns or last_killed or pending:
             plan = pending[0] if pending else None
             if plan is not None:
                 # An earlier kill that landed late may have passed this plan's turn: it moves on.
                 plan.turn = max(plan.turn, turn)
-                if plan.turn >= turns - 2:
-                    pending.clear()
-                    plan = None
             with lock:
                 active[:] = [plan] if plan is not None else []
                 if plan is not None and plan.phase in ("streaming", "extraction"):
@@ -513,7 +513,7 @@ def run_sigkill(root: Path, turns: int = 200, kills: int = 32, seed: int | None 
             with errors.open("w") as err_file:
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "tests.bench.stress", "print", str(ws), str(turn),
-                     str(max(turn, turns - 1)), *args],
+                     str(max(turns - 1, turn, plan.turn + 2 if plan is not None else 0)), *args],
                     cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err_file, text=True)
             starts += 1
             assert proc.stdout is not None
