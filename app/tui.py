@@ -61,7 +61,8 @@ NARROW = 100  # columns: below this the memory panel starts hidden
 QUIT_DRAIN_S = 3.0
 HISTORY_SHOWN = 200  # messages of a resumed session drawn (the pane prunes beyond its bound anyway)
 # While an answer streams, a full garbage collection runs at most this often (see _hold_gc).
-GC_FULL_EVERY_S = 20.0
+GC_FULL_EVERY_S = 60.0
+GC_IDLE_S = 2.0  # after a turn, the collector's schedule is back once no key was pressed for this long
 _gc_frozen = False  # gc.freeze() is done once per process (see PseudoClaudeApp._hold_gc)
 _ATTACH_RE = re.compile(r"(?<!\S)@(\S+)")
 
@@ -156,6 +157,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         self._context_pct: int | None = None  # how full the model's window is
         self._gc_saved: tuple[int, int, int] | None = None  # the collector's thresholds, while held
         self._gc_full_at = 0.0
+        self._last_key = 0.0
         self._init_memory_screens()
 
     # -- layout --------------------------------------------------------------------------------
@@ -188,6 +190,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
     def on_mount(self) -> None:
         self.prompt.disabled_reason = "connecting…"
         self.prompt.set_completer(self.complete)
+        self.prompt.set_on_key(self._typing)
         self._narrow = self.size.width < NARROW
         self.set_class(self._narrow, "-narrow")
         self.panel.display = not self._narrow
@@ -499,7 +502,8 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
             self.prompt.disabled_reason = None
         self._refresh_panel()
         # After the turn's last frame: a full collection that is due runs then, not in it.
-        self.call_after_refresh(self._release_gc)
+        # After the turn's last frame, once nobody types: a full collection that is due runs then.
+        self.call_after_refresh(self._release_gc_when_idle)
 
     # -- the Runner's events -> the chat pane ----------------------------------------------------
 
@@ -508,15 +512,22 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         if answer is not None:
             await answer.finish()
 
+    def _typing(self) -> None:
+        self._last_key = time.monotonic()
+        if self._answer is not None:
+            self._answer.typing()
+        self._gc_tick()
+
     def _hold_gc(self) -> None:
         """No full garbage collection while a turn streams, but one every GC_FULL_EVERY_S;
-        the collector's own schedule is back when the turn is over (``_release_gc``).
+        the collector's own schedule is back when the turn is over and the keyboard has been
+        still for GC_IDLE_S (``_release_gc_when_idle``).
 
-        A full collection walks every object of the process: with the SDK, the runtime and a
-        chat of Markdown widgets that is a pause of a few hundred milliseconds, and the
-        allocations of a fast stream set one off about every second — the screen and the
-        keyboard stall each time. The young generations are still collected; what reaches
-        the old one waits until the turn is over.
+        A full collection walks every object of the process: with the SDK, the runtime, the
+        stores' notes and a chat of Markdown widgets that is a pause of a few hundred
+        milliseconds or more, and the allocations of a fast stream set one off about every
+        second — the screen and the keyboard stall each time. The young generations are
+        still collected; what reaches the old one waits for a moment nobody is typing.
         """
         if self._gc_saved is not None:
             return
@@ -535,6 +546,15 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         if self._gc_saved is not None and time.monotonic() - self._gc_full_at > GC_FULL_EVERY_S:
             gc.collect()
             self._gc_full_at = time.monotonic()
+
+    def _release_gc_when_idle(self) -> None:
+        if self._gc_saved is None or self._answer is not None:
+            return  # released already, or an answer streams again (its turn's end calls this)
+        wait = self._last_key + GC_IDLE_S - time.monotonic()
+        if wait > 0:
+            self.set_timer(wait, self._release_gc_when_idle)
+        else:
+            self._release_gc()
 
     def _release_gc(self) -> None:
         if self._gc_saved is not None:
@@ -604,10 +624,11 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
                     block.set_result("void: the response was retried", is_error=True, denied=False)
                     self._unsettled.discard(call_id)
         elif isinstance(ev, UsageEvent):
-            if not depth:
-                # The response is complete: its last words are shown now, not when the turn's
-                # bookkeeping (the session file, the memory job) is done.
-                await self._finish_answer()
+            if not depth and self._answer is not None:
+                # The response is complete: its last words are written now, not when the turn's
+                # bookkeeping (the session file, the memory job) is done — and not waited for
+                # here, where keys queue behind this handler.
+                self._answer.flush()
             if self._turn_usage is None:
                 from .provider import Usage
 

@@ -202,8 +202,11 @@ class _Writer:
                 if isinstance(item, AnswerPart):
                     await block.mount(item)
                 else:
-                    await Markdown.append(item[0], item[1])
-                    block._mark_last()
+                    # One frame for the whole write: without the batch, the blocks it mounts
+                    # are laid out (the whole screen) once per step of their mounting.
+                    with block.app.batch_update():
+                        await Markdown.append(item[0], item[1])
+                        block._mark_last()
             except Exception:
                 if not block._closed:
                     raise
@@ -251,7 +254,9 @@ class AnswerBlock(Markdown):
     the last one (the one still growing), is ever hidden.
     """
 
-    FLUSH_INTERVAL: ClassVar[float] = 0.04
+    # Each write lays the screen out again (a few milliseconds to tens of them): a few writes a
+    # second read as fluid and leave the loop free for the keyboard.
+    FLUSH_INTERVAL: ClassVar[float] = 0.12
     PART_CHARS: ClassVar[int] = 1_500
 
     DEFAULT_CSS = """
@@ -280,6 +285,7 @@ class AnswerBlock(Markdown):
         self._target: Markdown = self  # where the stream's text goes now
         self._target_text = ""  # what was written to it (where a new part may start)
         self._flush_timer: Timer | None = None
+        self._flush_after_frame = False
         # Markdown's own mount handler replaces the document with "" (its initial update):
         # nothing may be written before that has run.
         self._ready = False
@@ -323,8 +329,32 @@ class AnswerBlock(Markdown):
         self._schedule_flush()
 
     def _schedule_flush(self) -> None:
-        if self._ready and self._pending and self._flush_timer is None and not self._closed:
+        if (self._ready and self._pending and self._flush_timer is None and not self._flush_after_frame
+                and not self._closed):
             self._flush_timer = self.set_timer(self.FLUSH_INTERVAL, self._flush)
+
+    def flush(self) -> None:
+        """Write what is buffered now, without waiting for the timer (nor for the write)."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        if self._ready:
+            self._flush(final=True)
+
+    def typing(self) -> None:
+        """A key was pressed: what is buffered is written right after the next frame (the one
+        that shows the keystroke), so that the keystroke's frame is not also the frame that lays
+        out a write — and the write is then done before the next key, typically."""
+        if self._flush_timer is not None and not self._flush_after_frame:
+            self._flush_timer.stop()
+            self._flush_timer = None
+            self._flush_after_frame = True
+            self.call_after_refresh(self._flush_now)
+
+    def _flush_now(self) -> None:
+        self._flush_after_frame = False
+        if self._flush_timer is None:
+            self._flush()
 
     def _flush(self, *, final: bool = False) -> None:
         self._flush_timer = None

@@ -126,6 +126,8 @@ class PromptInput(TextArea):
         self._span = (0, 0)  # the word being completed, as text offsets
         self._dismissed_text: str | None = None  # Esc closed the dropdown for this text
         self._loaded_text: str | None = None  # set by recall or clearing: not a reason to complete
+        self._on_key_hook: Callable[[], None] | None = None
+        self._completed_for: tuple[str, tuple[int, int]] | None = None  # what the list was made for
 
     # -- public API --
 
@@ -138,6 +140,11 @@ class PromptInput(TextArea):
         self._completer = fn
         if fn is None:
             self._close_dropdown()
+
+    def set_on_key(self, fn: Callable[[], None] | None) -> None:
+        """``fn()`` is called as each key reaches the prompt, before it is handled (the App
+        lets a streaming answer write right after the keystroke's frame, not before it)."""
+        self._on_key_hook = fn
 
     @property
     def suggestions(self) -> tuple[Suggestion, ...]:
@@ -200,6 +207,13 @@ class PromptInput(TextArea):
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
+        if self._on_key_hook is not None:
+            self._on_key_hook()
+        if self.completion_visible and self._completed_for != (self.text, self.cursor_location):
+            # Keys that arrive in one burst (a fast typist, a paste, a slow machine) are handled
+            # before the Changed messages they cause: the list must be for this text, not the
+            # text of the last Changed, or Enter would replace a stale span.
+            self._update_completion()
         if self.completion_visible:
             handled = True
             dropdown = self._dropdown
@@ -278,6 +292,7 @@ class PromptInput(TextArea):
 
     def _update_completion(self) -> None:
         text = self.text
+        self._completed_for = (text, self.cursor_location)
         if self._completer is None or text == self._dismissed_text:
             self._close_dropdown()
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Static
@@ -279,3 +280,20 @@ async def test_enter_sends_a_command_typed_in_full_even_with_the_list_open() -> 
         assert app.screen.query_one(CompletionDropdown).highlighted == 1  # the exact match
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.submitted == ["/mode"])
+
+
+async def test_keys_that_arrive_in_one_burst_complete_the_text_they_typed() -> None:
+    """The rest of a command and Enter arrive together (a paste, a slow machine): the keys are
+    handled before the Changed messages they cause, yet Enter sends what was typed instead of
+    replacing the stale "/mo" span ("/model del" was what a stale list made of it)."""
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        prompt.set_completer(completer)
+        prompt.focus()
+        await type_text(pilot, "/mo")
+        await wait_until(pilot, lambda: [s.label for s in prompt.suggestions] == ["/model", "/mode"])
+        for key, char in (("d", "d"), ("e", "e"), ("enter", None)):
+            prompt.post_message(events.Key(key, char))
+        await wait_until(pilot, lambda: app.submitted == ["/mode"])
+        assert prompt.text == ""
