@@ -16,7 +16,10 @@ $(STAMP): $(BIN)/python pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
+# Our modules byte-compiled as an installed package's are (a no-op when nothing changed): where
+# PYTHONDONTWRITEBYTECODE is set, every start would otherwise compile them from source.
 run: $(STAMP)
+	@$(BIN)/python -m compileall -q app memory widgets >/dev/null
 	$(BIN)/pseudoclaude $(ARGS)
 
 test: $(STAMP)

@@ -136,8 +136,6 @@ def _prompt_text(arg: str) -> str:
 def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from memory.paths import resolve_workspace
 
-    from .settings import SettingsError, load_settings
-
     if not Path(args.workspace).is_dir():
         parser.error(f"workspace {args.workspace} is not a folder")
     allow: frozenset[str] = frozenset()
@@ -150,6 +148,18 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
             allow = parse_allow_tools(args.allow_tools)
         except ValueError as e:
             parser.error(str(e))
+    workspace = resolve_workspace(args.workspace)
+    if args.resume is not None and not args.resume.strip():
+        parser.error("--resume needs a session id (use --continue for this workspace's latest session)")
+    if args.prompt is None and not args.status and sys.stdout.isatty() and sys.stdin.isatty():
+        # The full-screen app loads the settings itself, after its first frame: their validation
+        # (pydantic) would cost more than the rest of that frame (a bad setting still ends the
+        # app with the same one line and exit 2).
+        from .tui import run_app
+
+        return run_app(_settings_flags(args), workspace, resume=args.resume, continue_latest=args.continue_latest)
+    from .settings import SettingsError, load_settings
+
     try:
         settings = load_settings(_settings_flags(args))
     except SettingsError as e:
@@ -157,17 +167,10 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         return EXIT_USAGE
     for warning in settings.warnings:
         print(f"pseudoclaude: {warning}", file=sys.stderr)
-    workspace = resolve_workspace(args.workspace)
-    if args.resume is not None and not args.resume.strip():
-        parser.error("--resume needs a session id (use --continue for this workspace's latest session)")
     if args.prompt is None:
-        if args.status or not (sys.stdout.isatty() and sys.stdin.isatty()):
-            # No terminal to draw on (a pipe, a script): the status text instead of the app.
-            print(_status(settings, workspace))
-            return EXIT_OK
-        from .tui import run_app
-
-        return run_app(settings, workspace, resume=args.resume, continue_latest=args.continue_latest)
+        # --status, or no terminal to draw on (a pipe, a script): the status text instead of the app.
+        print(_status(settings, workspace))
+        return EXIT_OK
     if args.compact and not (args.continue_latest or args.resume):
         parser.error("--compact compacts an earlier conversation: use it with --continue or --resume")
     prompt = _prompt_text(args.prompt)

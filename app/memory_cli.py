@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from memory.model import INDEX_FILE, MANUAL_SOURCE, Level
+from memory.constants import INDEX_FILE, MANUAL_SOURCE, Level
 from memory.sanitize import quote, strip_terminal
 
 if TYPE_CHECKING:

@@ -20,15 +20,14 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 from textual.app import SuspendNotSupported
 
-from widgets.card_browser import CardBrowser, CardRow
-from widgets.card_editor import CardDraft, CardEditor, ConflictModal
-from widgets.modals import ConfirmModal
-from widgets.pending import PendingScreen
-
 from .messages import CardsLoaded, DismissAsk, EditorOutcome, MemoryFlash, PendingLoaded
 
 if TYPE_CHECKING:
+    # The screens are imported when first opened: none of them is part of the first frame.
+    from widgets.card_browser import CardBrowser, CardRow
+    from widgets.card_editor import CardDraft, CardEditor
     from widgets.chat import ChatPane
+    from widgets.pending import PendingScreen
 
     from .bridge import Bridge
 
@@ -92,6 +91,8 @@ class MemoryScreens:
     def open_pending(self) -> None:
         if self._pending_screen is not None:
             return
+        from widgets.pending import PendingScreen
+
         screen = PendingScreen()
         self._pending_screen = screen
         self.push_screen(screen, callback=self._pending_closed)  # type: ignore[attr-defined]
@@ -103,6 +104,8 @@ class MemoryScreens:
     def open_browser(self, select: tuple[str, str] | None = None) -> None:
         if self._browser is not None:
             return
+        from widgets.card_browser import CardBrowser
+
         screen = CardBrowser(levels=self.bridge.levels)
         self._browser = screen
         self.push_screen(screen, callback=self._browser_closed)  # type: ignore[attr-defined]
@@ -112,6 +115,8 @@ class MemoryScreens:
         self._browser = None
 
     def open_editor(self, draft: CardDraft, *, filename: str | None = None, sha256: str | None = None) -> None:
+        from widgets.card_editor import CardEditor
+
         editor = CardEditor(draft, filename=filename, sha256=sha256, levels=self.bridge.levels)
         self.push_screen(editor)  # type: ignore[attr-defined]
 
@@ -260,6 +265,8 @@ class MemoryScreens:
             if yes:
                 self._dismiss(job_id)
 
+        from widgets.modals import ConfirmModal
+
         modal = ConfirmModal(
             "Dismiss this memory job?",
             "Nothing from this turn will be remembered. The dismissal is kept in the memory history. "
@@ -282,11 +289,15 @@ class MemoryScreens:
     # -- the card browser's actions -----------------------------------------------------------------
 
     def on_card_browser_new_card(self, message: CardBrowser.NewCard) -> None:
+        from widgets.card_editor import CardDraft
+
         levels = self.bridge.levels
         level = message.level if message.level in levels else levels[0]
         self.open_editor(CardDraft(level=level, type=message.type or "project_knowledge", title="", summary="", body=""))
 
     def on_card_browser_edit_card(self, message: CardBrowser.EditCard) -> None:
+        from widgets.card_editor import CardDraft
+
         row = message.row
         draft = CardDraft(level=row.level, type=row.type, title=row.title, summary=row.summary, body=row.body)
         self.open_editor(draft, filename=row.filename, sha256=row.sha256)
@@ -436,6 +447,8 @@ class MemoryScreens:
             self._show_conflict(editor, message.disk)
 
     def _show_conflict(self, editor: CardEditor, disk: tuple[CardDraft, str] | None) -> None:
+        from widgets.card_editor import ConflictModal
+
         mine = editor.draft()
         where = f"{editor.original_level}/{editor.filename}"
 

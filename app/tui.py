@@ -13,9 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import importlib
 import json
 import re
+import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -102,7 +105,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
 
     def __init__(
         self,
-        settings: Settings,
+        settings: Settings | Mapping[str, object],
         workspace: Path,
         *,
         resume: str | None = None,
@@ -114,13 +117,19 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         watch_debounce_ms: int = 300,
     ) -> None:
         super().__init__()
-        self.settings = settings
+        # The command line passes its flags (a mapping): the settings are loaded in _connect,
+        # after the first frame (see app.cli). Until then ``settings`` is None.
+        self._settings_flags: dict[str, object] | None = None
+        if isinstance(settings, Mapping):
+            self._settings_flags = dict(settings)
+        self.settings: Settings | None = None if isinstance(settings, Mapping) else settings
+        self.startup_error: str | None = None  # a bad setting: printed by run_app after the app ends
         self.workspace = workspace
         self.resume_id = resume
         self.continue_latest = continue_latest
         self.home = home
         self.bridge = Bridge(
-            settings,
+            self.settings,  # type: ignore[arg-type]  # set before the runtime is built (_connect)
             workspace,
             self.post_message,
             self.ask_permission,
@@ -206,6 +215,19 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
 
     @work(exclusive=True, group="connect", exit_on_error=False)
     async def _connect(self) -> None:
+        if self.settings is None:
+            from .settings import SettingsError, load_settings
+
+            try:
+                settings = await asyncio.to_thread(load_settings, self._settings_flags, home=self.home)
+            except SettingsError as e:
+                self.startup_error = str(e)
+                self.exit(return_code=2)
+                return
+            self.settings = self.bridge.settings = settings
+            for warning in settings.warnings:
+                self.chat.add_note(one_line(warning, 300))
+            self._show_status()
         try:
             await asyncio.to_thread(self.bridge.build)
         except Exception as e:
@@ -213,6 +235,8 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
             return
         self.post_message(RuntimeBuilt())
         try:
+            # What the first frame did without: the chat's Markdown, then the SDK (seconds).
+            await asyncio.to_thread(importlib.import_module, "widgets.blocks")
             await asyncio.to_thread(self.bridge.warm_sdk)
             note = await self.bridge.open(resume=self.resume_id, continue_latest=self.continue_latest)
         except ValueError as e:  # a bad --resume: said once, the app goes on with a new session
@@ -374,10 +398,14 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
     # -- status line -----------------------------------------------------------------------------
 
     def _show_status(self) -> None:
+        settings = self.settings
         info = StatusInfo(
             workspace=str(self.workspace),
-            model=self.settings.model,
-            memory_mode=self.bridge.runtime.memory_mode if self.bridge.runtime is not None else self.settings.memory_mode,
+            model=settings.model if settings is not None else "",
+            memory_mode=(
+                self.bridge.runtime.memory_mode if self.bridge.runtime is not None
+                else settings.memory_mode if settings is not None else ""
+            ),
             last_turn=self._last_turn,
             cost=self._cost.describe() if self._cost is not None else "",
             pending=self._pending,
@@ -385,7 +413,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
             panel_hidden=not self.panel.display,
             new_cards=self._new_cards,
             context_pct=self._context_pct,
-            compact_pct=round(self.settings.compact_at * 100),
+            compact_pct=round(settings.compact_at * 100) if settings is not None else 80,
         )
         self._status.show(info)
 
@@ -635,7 +663,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
                 self._turn_usage = Usage()
             self._turn_usage.add(ev.usage)
             if self._cost is not None:
-                self._cost.add(self.settings.model, ev.usage)
+                self._cost.add(self.settings.model if self.settings is not None else "", ev.usage)
             self._show_status()
         elif isinstance(ev, ContextUsage):
             if not depth:
@@ -805,8 +833,19 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
             await self.bridge.close(0.0)
 
 
-def run_app(settings: Settings, workspace: Path, *, resume: str | None = None, continue_latest: bool = False) -> int:
-    """``pseudoclaude`` without ``-p``: run the full-screen app until it quits."""
+def run_app(
+    settings: Settings | Mapping[str, object],
+    workspace: Path,
+    *,
+    resume: str | None = None,
+    continue_latest: bool = False,
+) -> int:
+    """``pseudoclaude`` without ``-p``: run the full-screen app until it quits. ``settings``
+    may be the command line's setting flags: the app loads the settings after its first frame."""
     app = PseudoClaudeApp(settings, workspace, resume=resume, continue_latest=continue_latest)
     app.run()
+    if app.startup_error is not None:
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"pseudoclaude: {app.startup_error}\n")
+        return 2
     return app.return_code or 0

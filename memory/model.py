@@ -3,41 +3,25 @@
 from __future__ import annotations
 
 import datetime as _dt
-from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-
-class Level(StrEnum):
-    PROJECT = "project"
-    USER = "user"
-
-
-class NoteType(StrEnum):
-    USER_PREFERENCE = "user_preference"
-    CORRECTION_FEEDBACK = "correction_feedback"
-    PROJECT_KNOWLEDGE = "project_knowledge"
-    REFERENCE_MATERIAL = "reference_material"
-
-
-class Action(StrEnum):
-    CREATE = "create"
-    UPDATE = "update"
-    DELETE = "delete"
-    NOOP = "noop"
-
-
-# Limits of DESIGN.md §4 and §5.
-MAX_OPS = 50
-MAX_CONTENT_BYTES = 16 * 1024
-MAX_TITLE = 100
-MAX_SUMMARY = 200
-MAX_SLUG = 48
-INDEX_MAX_LINES = 200
-INDEX_MAX_BYTES = 25_600
-INDEX_FILE = "MEMORY.md"
-MANUAL_SOURCE = "manual"
+# The names and limits live in .constants; they stay importable from here.
+from .constants import (  # noqa: F401
+    INDEX_FILE,
+    INDEX_MAX_BYTES,
+    INDEX_MAX_LINES,
+    MANUAL_SOURCE,
+    MAX_CONTENT_BYTES,
+    MAX_OPS,
+    MAX_SLUG,
+    MAX_SUMMARY,
+    MAX_TITLE,
+    Action,
+    Level,
+    NoteType,
+)
 
 
 class Operation(BaseModel):

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 
-from .model import INDEX_FILE, MAX_SLUG, MAX_SUMMARY, MAX_TITLE, NoteType
+from .constants import INDEX_FILE, MAX_SLUG, MAX_SUMMARY, MAX_TITLE, NoteType
 
 __all__ = [
     "check_filename",
@@ -367,7 +367,7 @@ class _TokenRule:
     cheap pattern it must match) for the pattern to be worth running: a plain substring search
     skips most rules on most texts."""
 
-    __slots__ = ("check", "kind", "needles", "pattern")
+    __slots__ = ("_compiled", "check", "kind", "needles", "source")
 
     def __init__(
         self,
@@ -378,8 +378,17 @@ class _TokenRule:
     ) -> None:
         self.kind = kind
         self.needles = needles
-        self.pattern = re.compile(pattern)
+        self.source = pattern
+        # Compiled when first needed: three dozen of them at import were a tenth of the app's
+        # first frame, and most texts never reach most rules (the needles).
+        self._compiled: re.Pattern[str] | None = None
         self.check = check
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.source)
+        return self._compiled
 
     def apply(self, text: str) -> str:
         if isinstance(self.needles, re.Pattern):

@@ -13,12 +13,23 @@ than ``KEEP_SCREENS`` screens above it (see ``AnswerBlock.virtualize``).
 
 from __future__ import annotations
 
-from typing import ClassVar, TypeVar
+import sys
+from types import ModuleType
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
-from .blocks import AnswerBlock, ErrorBlock, NoteBlock, ToolBlock, UserBlock
+if TYPE_CHECKING:
+    from .blocks import AnswerBlock, ErrorBlock, NoteBlock, ToolBlock, UserBlock
+
+
+def _blocks() -> ModuleType:
+    """The blocks module, imported with the first block: its Markdown (markdown-it, pygments)
+    is no part of the first frame, which shows an empty conversation."""
+    from . import blocks
+
+    return blocks
 
 __all__ = ["ChatPane"]
 
@@ -66,9 +77,12 @@ class ChatPane(VerticalScroll):
         view = self.scrollable_content_region.height
         if view <= 0:
             return
+        blocks = sys.modules.get(__package__ + ".blocks")
+        if blocks is None:
+            return  # no block was ever added
         top = self.scroll_y
         for block in self.children:
-            if isinstance(block, AnswerBlock) and not block._pruning:
+            if isinstance(block, blocks.AnswerBlock) and not block._pruning:
                 region = block.virtual_region
                 if not region:
                     continue
@@ -82,10 +96,10 @@ class ChatPane(VerticalScroll):
     def add_user(self, text: str) -> UserBlock:
         # The user just spoke: follow the conversation again even if they had scrolled up.
         self.anchor()
-        return self._add(UserBlock(text))
+        return self._add(_blocks().UserBlock(text))
 
     def start_answer(self, depth: int = 0) -> AnswerBlock:
-        return self._add(AnswerBlock(depth))
+        return self._add(_blocks().AnswerBlock(depth))
 
     def add_tool(
         self, call_id: str, name: str, depth: int = 0, parent_id: str | None = None
@@ -97,7 +111,7 @@ class ChatPane(VerticalScroll):
             block = parent.add_child(call_id, name)
             self._top[call_id] = self._top.get(parent.call_id, parent)
         else:
-            block = self._add(ToolBlock(call_id, name, depth=depth))
+            block = self._add(_blocks().ToolBlock(call_id, name, depth=depth))
             self._top[call_id] = block
         self._tools[call_id] = block
         return block
@@ -115,10 +129,10 @@ class ChatPane(VerticalScroll):
         return None
 
     def add_error(self, text: str) -> ErrorBlock:
-        return self._add(ErrorBlock(text))
+        return self._add(_blocks().ErrorBlock(text))
 
     def add_note(self, text: str) -> NoteBlock:
-        return self._add(NoteBlock(text))
+        return self._add(_blocks().NoteBlock(text))
 
     def clear_blocks(self) -> None:
         self._tools.clear()

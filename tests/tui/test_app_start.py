@@ -18,7 +18,6 @@ _FIRST_FRAME_PROBE = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from app.settings import load_settings
     from app.tui import PseudoClaudeApp
 
     seen = {}
@@ -27,10 +26,18 @@ _FIRST_FRAME_PROBE = textwrap.dedent(
         def _after_first_frame(self):
             seen["anthropic_at_first_frame"] = "anthropic" in sys.modules
             seen["runtime_at_first_frame"] = "app.runtime" in sys.modules
+            # What costs more than the rest of the first frame waits for it too: the settings'
+            # validation (pydantic), the memory core's contracts, the chat's Markdown.
+            seen["slow_imports_at_first_frame"] = sorted(
+                m for m in ("pydantic", "pydantic_settings", "memory.model", "markdown_it", "yaml")
+                if m in sys.modules
+            )
+            seen["settings_at_first_frame"] = self.settings is not None
             super()._after_first_frame()
 
     async def main():
-        app = Probe(load_settings({}), Path(sys.argv[1]))
+        # The command line's flags, as app.cli passes them: the app loads the settings itself.
+        app = Probe({"model": "claude-probe-1"}, Path(sys.argv[1]))
         async with app.run_test(size=(120, 40)) as pilot:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 30
@@ -39,6 +46,7 @@ _FIRST_FRAME_PROBE = textwrap.dedent(
                 await pilot.pause(0.02)
             seen["anthropic_when_ready"] = "anthropic" in sys.modules
             seen["prompt_enabled_when_ready"] = app.prompt.disabled_reason is None
+            seen["model_when_ready"] = app.settings.model
             await app.bridge.close(0)
         print(seen)
 
@@ -47,7 +55,7 @@ _FIRST_FRAME_PROBE = textwrap.dedent(
 )
 
 
-def test_first_frame_is_painted_before_the_anthropic_sdk_is_imported(server: FakeAnthropic, ws: Path) -> None:
+def test_first_frame_is_painted_before_the_sdk_the_settings_and_markdown_are_imported(server: FakeAnthropic, ws: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")} | server.env()
     proc = subprocess.run([sys.executable, "-c", _FIRST_FRAME_PROBE, str(ws)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=90)
@@ -58,6 +66,9 @@ def test_first_frame_is_painted_before_the_anthropic_sdk_is_imported(server: Fak
         "runtime_at_first_frame": False,
         "anthropic_when_ready": True,
         "prompt_enabled_when_ready": True,
+        "slow_imports_at_first_frame": [],
+        "settings_at_first_frame": False,
+        "model_when_ready": "claude-probe-1",
     }
 
 
@@ -145,3 +156,49 @@ async def test_the_setup_help_is_one_short_item_per_line_in_a_setup_block_with_a
         assert heading and all(seg.style is not None and seg.style.bold for seg in heading)
         # A stronger look than a dim note: a coloured bar and background of its own.
         assert block.styles.border_left[0] != "" and block.styles.background.a > 0
+
+
+async def test_a_bad_setting_ends_the_app_after_its_first_frame_with_one_line_and_exit_2(
+    ws: Path, isolated_home: Path
+) -> None:
+    from app.tui import PseudoClaudeApp
+
+    home = Path(os.environ["PSEUDOCLAUDE_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("max_iterations = 0\n", encoding="utf-8")
+    app = PseudoClaudeApp({"model": None}, ws)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.return_code == 2, what="the app to end")
+    assert app.startup_error is not None and "\n" not in app.startup_error
+    assert "config.toml" in app.startup_error and "max_iterations" in app.startup_error
+
+
+def test_run_app_prints_the_bad_setting_on_stderr_and_returns_2(ws: Path, monkeypatch, capsys) -> None:
+    import app.tui
+    from app.tui import PseudoClaudeApp, run_app
+
+    home = Path(os.environ["PSEUDOCLAUDE_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('memory_mode = "sometimes"\n', encoding="utf-8")
+    run = PseudoClaudeApp.run
+    monkeypatch.setattr(app.tui.PseudoClaudeApp, "run", lambda self: run(self, headless=True))
+    assert run_app({"model": None}, ws) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pseudoclaude: ") and "memory_mode" in err[0]
+
+
+async def test_a_settings_warning_is_shown_in_the_chat(server: FakeAnthropic, ws: Path, monkeypatch) -> None:
+    from app.tui import PseudoClaudeApp
+
+    for k, v in server.env().items():
+        monkeypatch.setenv(k, v)
+    home = Path(os.environ["PSEUDOCLAUDE_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('colour = "blue"\n', encoding="utf-8")
+    app = PseudoClaudeApp({}, ws)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_ready(pilot)
+            assert any("unknown key 'colour' ignored" in t for t in chat_texts(app))
+    finally:
+        await app.bridge.close(0.0)

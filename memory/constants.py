@@ -1,0 +1,41 @@
+"""The memory core's names and limits (DESIGN.md §3–§5), apart from its data contracts.
+
+Why a module of its own: the app's first frame, the terminal filter and the CLI's parser need
+these and nothing of ``memory.model``, whose pydantic models cost more to import than the rest
+of the first frame's own code.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Level(StrEnum):
+    PROJECT = "project"
+    USER = "user"
+
+
+class NoteType(StrEnum):
+    USER_PREFERENCE = "user_preference"
+    CORRECTION_FEEDBACK = "correction_feedback"
+    PROJECT_KNOWLEDGE = "project_knowledge"
+    REFERENCE_MATERIAL = "reference_material"
+
+
+class Action(StrEnum):
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+    NOOP = "noop"
+
+
+# Limits of DESIGN.md §4 and §5.
+MAX_OPS = 50
+MAX_CONTENT_BYTES = 16 * 1024
+MAX_TITLE = 100
+MAX_SUMMARY = 200
+MAX_SLUG = 48
+INDEX_MAX_LINES = 200
+INDEX_MAX_BYTES = 25_600
+INDEX_FILE = "MEMORY.md"
+MANUAL_SOURCE = "manual"
