@@ -219,11 +219,6 @@ def _report_outcome(ui: PrintUI, job_id: str, outcome: object, waited: float) ->
         ui.diag(f"[memory: job {job_id} {what} by another process on this workspace]")
 
 
-def _resume_memory(runtime: Runtime, completion: AnthropicCompletion | None) -> None:
-    """Let the worker run the spooled jobs (the answer is out)."""
-    if completion is not None:
-        runtime.manager.completion = completion
-        runtime.manager.signal(wake=True)
 
 
 async def run_print(
@@ -256,11 +251,12 @@ async def run_print(
     )
     runtime = Runtime(settings, workspace, gate=AllowListGate(allow_tools), provider=provider, completion=completion)
     unsubscribe = runtime.manager.subscribe(ui.memory)
-    # The answer comes first: until it is out, the worker runs no job (jobs are still spooled), so
-    # an earlier run's leftover job never competes with the answer for the process; it runs after,
-    # coalesced with this turn's job where it can be.
-    runtime.manager.completion = None
     try:
+        # The answer comes first: until it is out, the memory worker is not even started (jobs are
+        # still spooled; interrupted writes are recovered), so an earlier run's leftover job never
+        # competes with the answer for the process; it runs after, coalesced with this turn's job
+        # where it can be.
+        await runtime.start(worker=False)
         if trust_project:
             # Recorded before the session opens, so its system prompt has the project index.
             await runtime.trust_project()
@@ -288,7 +284,7 @@ async def run_print(
         try:
             stop = await runtime.runner.run(prompt, ui)
         finally:
-            _resume_memory(runtime, completion)
+            await runtime.start_worker()
         if stop.status == "completed" and stop.job_id:
             outcome = await runtime.manager.wait_for(stop.job_id, settings.memory_wait)
             _report_outcome(ui, stop.job_id, outcome, settings.memory_wait)

@@ -82,21 +82,30 @@ class Runtime:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def start(self, *, worker: bool = True) -> None:
         """Finish interrupted transactions, then start the memory worker. Idempotent.
 
-        Runs before any store is read for a prompt (``open_session`` calls it first).
+        Runs before any store is read for a prompt (``open_session`` calls it first). With
+        ``worker=False`` the worker waits for ``start_worker`` (print mode: until its answer is
+        out, nothing of memory but the recovery runs in the process).
         """
         if self._started:
             return
         self._started = True
-        if self.memory_enabled:
+        if self.memory_enabled and worker:
             await self._warm_memory_client()
             self._manager_started = True
             await self.manager.start()
         else:
-            # Memory off: no worker and no model request, but interrupted writes are finished.
+            # Memory off (or its worker later): no model request yet, but interrupted writes
+            # are finished.
             await asyncio.to_thread(self.stores.recover)
+
+    async def start_worker(self) -> None:
+        """Start the memory worker that ``start(worker=False)`` left for later (no-op otherwise)."""
+        if self.memory_enabled and self._started and not self._manager_started:
+            self._manager_started = True
+            await self.manager.start()
 
     async def _warm_memory_client(self) -> None:
         # The SDK client loads TLS certificates when it is built (tens of ms): build it in a

@@ -299,11 +299,18 @@ class MemoryPanel(Widget):
         yield self._jobs
 
     def show(self, state: PanelState) -> None:
-        """Show ``state`` (posted by the App after each refresh of the stores or the jobs)."""
+        """Show ``state`` (posted by the App after each refresh of the stores or the jobs).
+
+        A layout pass (of the whole screen, a chat of hundreds of widgets included) only when a
+        height changes; a job's line that only changed its words is a repaint. The panel is
+        refreshed at each memory event, often while an answer streams."""
+        if state == self.state:
+            return
+        cards_height = len(self._cards.lines(self._cards.size.width))
+        jobs_height = len(self._jobs.lines(self._jobs.size.width))
         self.state = state
         self._cards.state = state
         self._jobs.jobs = state.jobs
-        self._jobs.set_class(not state.jobs, "-empty")
-        # The content height changes with the cards: a layout pass, not only a repaint.
-        self._cards.refresh(layout=True)
-        self._jobs.refresh(layout=True)
+        self._jobs.set_class(not state.jobs, "-empty")  # shown or hidden: Textual lays out itself
+        self._cards.refresh(layout=len(self._cards.lines(self._cards.size.width)) != cards_height)
+        self._jobs.refresh(layout=len(self._jobs.lines(self._jobs.size.width)) != jobs_height)

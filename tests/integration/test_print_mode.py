@@ -344,6 +344,25 @@ def test_held_memory_response_does_not_delay_the_answer(server: FakeAnthropic, w
     assert held < off * 1.5 + 0.5, f"answer with memory held took {held:.2f}s vs {off:.2f}s with memory off"
 
 
+def test_an_earlier_runs_spooled_job_waits_until_this_runs_answer_is_out(server: FakeAnthropic, ws: Path) -> None:
+    """The answer comes first: the memory worker starts only once it is out, so a job left by an
+    earlier run is asked for after this run's answer request, never before it or beside it."""
+    gate = server.gate()
+    server.script(MODEL, text("first answer"), text("second answer"))
+    server.script(MEMORY_MODEL, text("[]", hold_before=gate))
+    first = run_cli(server, ws, "-p", "first", "--memory-wait", "0.2")
+    gate.release()
+    assert first.code == 0 and "stays spooled" in first.err, first.err
+    assert len(spool()) == 1
+    seen = len(server.requests)
+    server.script(MEMORY_MODEL, text("[]"))
+    second = run_cli(server, ws, "-p", "second", "--memory-wait", "30")
+    assert second.code == 0 and second.out == "second answer\n", second.err
+    models = [r.model for r in server.requests[seen:] if r.path == "/v1/messages"]
+    assert models[0] == MODEL and MEMORY_MODEL in models, models
+    assert spool() == []  # both turns' jobs ran, after the answer (coalesced where they could be)
+
+
 # -- more in-stream failures the runtime retries itself ---------------------------------------------
 
 

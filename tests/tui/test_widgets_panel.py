@@ -285,3 +285,30 @@ def test_status_line_points_to_f2_while_the_panel_is_hidden_and_counts_new_cards
         assert cell_len(row) <= 78 and "…" not in row.split("│")[-1], row
         assert row.endswith(("F2 memory · 3 new", "F2 · 3 new")) and "2 pending" in row, row
     assert StatusLine(hidden).line(78).plain.endswith("F2 memory · 3 new")
+
+
+async def test_a_job_line_that_only_changes_its_words_repaints_without_a_layout_pass(monkeypatch) -> None:
+    """The panel is refreshed at every memory event, often while an answer streams: a layout
+    pass lays out the whole screen (the chat's blocks included), so it is asked for only when a
+    height changes. The words still change on the screen."""
+    app = PanelApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = app.query_one(MemoryPanel)
+        panel.show(_state(jobs=(PanelJob("a", "queued · fix the login bug"),)))
+        await wait_until(pilot, lambda: any("queued · fix the login" in line for line in panel_lines(app)))
+        await pilot.pause()
+        layouts: list[int] = []
+        screen_type = type(app.screen)
+        refresh_layout = screen_type._refresh_layout
+
+        def counted(self: object, *args: object, **kwargs: object) -> None:
+            layouts.append(1)
+            refresh_layout(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(screen_type, "_refresh_layout", counted)
+        panel.show(_state(jobs=(PanelJob("a", "extracting · fix the login bug"),)))
+        await wait_until(pilot, lambda: any("extracting · fix the" in line for line in panel_lines(app)))
+        panel.show(_state(jobs=(PanelJob("a", "extracting · fix the login bug"),)))  # the same state again
+        await pilot.pause()
+        assert layouts == []
+        # (A job more is a line more: that change is laid out, as the other panel tests show.)
