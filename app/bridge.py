@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
+from memory.pace import Pacer
+
 from .messages import MemoryEventMessage, MemoryUsage, StoresChangedMessage, TurnEvent
 
 if TYPE_CHECKING:
@@ -82,6 +84,7 @@ class Bridge:
         self._provider = provider
         self._completion = completion
         self._fs = fs  # memory.fs.FS: tests slow or fault it (one hookable layer for all store I/O)
+        self.pacer = Pacer()
         self._watch_debounce_ms = watch_debounce_ms
         self.runtime: Runtime | None = None
         self.credentials = False
@@ -96,12 +99,19 @@ class Bridge:
         """Construct the Runtime (blocking imports; no file is read or written). Call in a thread."""
         # Everything the App imports later is imported here, in this thread: a first import on
         # the event loop would stall the screen.
+        from memory.fs import FS
+
         from . import filecomplete, panel_state, pricing, prompt_history, session  # noqa: F401
         from .modal_gate import ModalGate
         from .provider import has_credentials
         from .runtime import Runtime
 
         self.gate = ModalGate(self.workspace, self._ask)
+        # The stores' own filesystem layer, paced: the memory worker's threads make room for the
+        # screen while the App says it is busy (a turn streams, a key was just pressed).
+        if self._fs is None:
+            self._fs = FS()
+        self._fs.pace = self.pacer
         self.credentials = self._provider is not None or has_credentials()
         completion = self._completion
         if completion is None and self.credentials:

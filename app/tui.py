@@ -65,6 +65,8 @@ QUIT_DRAIN_S = 3.0
 HISTORY_SHOWN = 200  # messages of a resumed session drawn (the pane prunes beyond its bound anyway)
 # While an answer streams, a full garbage collection runs at most this often (see _hold_gc).
 GC_FULL_EVERY_S = 60.0
+# How long after a key (or a turn's end) the memory worker's threads still make room for the screen.
+PACE_AFTER_S = 1.0
 GC_IDLE_S = 2.0  # after a turn, the collector's schedule is back once no key was pressed for this long
 _gc_frozen = False  # gc.freeze() is done once per process (see PseudoClaudeApp._hold_gc)
 _ATTACH_RE = re.compile(r"(?<!\S)@(\S+)")
@@ -492,6 +494,8 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def _run_turn(self, text: str) -> None:
         status = "error"
+        # While the turn runs, the memory worker's threads make room for the screen (memory.pace).
+        self.bridge.pacer.busy(float("inf"))
         try:
             message, notes = await self._attachments(text)
             for n in notes:
@@ -529,7 +533,8 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         if self.bridge.opened and not self._quitting:
             self.prompt.disabled_reason = None
         self._refresh_panel()
-        # After the turn's last frame: a full collection that is due runs then, not in it.
+        self.bridge.pacer.idle()
+        self.bridge.pacer.busy(PACE_AFTER_S)  # the turn's last frames
         # After the turn's last frame, once nobody types: a full collection that is due runs then.
         self.call_after_refresh(self._release_gc_when_idle)
 
@@ -542,6 +547,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
 
     def _typing(self) -> None:
         self._last_key = time.monotonic()
+        self.bridge.pacer.busy(PACE_AFTER_S)
         if self._answer is not None:
             self._answer.typing()
         self._gc_tick()

@@ -35,11 +35,16 @@ class FS:
     ``src`` is the source of a rename, else "".
     """
 
-    def __init__(self, hook: Hook | None = None, record: bool = False) -> None:
+    def __init__(self, hook: Hook | None = None, record: bool = False, pace: Callable[[], None] | None = None) -> None:
         self.hook = hook
         self.log: list[tuple[str, str, str]] | None = [] if record else None
+        # A checkpoint run before every operation: background work makes room for a busy
+        # foreground there (memory.pace.Pacer; the app sets one).
+        self.pace = pace
 
     def _op(self, op: str, path: str | Path, src: str | Path = "") -> None:
+        if self.pace is not None:
+            self.pace()
         p = str(path)
         if self.hook is not None:
             self.hook(op, p)

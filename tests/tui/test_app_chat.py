@@ -122,3 +122,31 @@ async def test_a_failing_background_worker_is_one_error_line_not_a_crash(make_ap
         await wait_until(pilot, lambda: any("/remember TEXT" in t for t in chat_texts(app)))
         assert app.is_running
         assert sum("unreadable" in t for t in chat_texts(app)) == 1
+
+
+async def test_the_memory_worker_makes_room_while_a_turn_streams_and_after_a_key(
+    make_app, server: FakeAnthropic, monkeypatch
+) -> None:
+    """The stores' filesystem layer is paced by the App's pacer (memory.pace), which is busy from
+    a turn's start to shortly after its end and after each key."""
+    import app.tui
+
+    monkeypatch.setattr(app.tui, "PACE_AFTER_S", 0.3)
+    gate = server.gate("mid-answer")
+    server.script(MODEL, text("A long answer, still streaming.", chunk_size=4).held(after=gate, at=4))
+    server.script(MEMORY_MODEL, text("[]"))
+    app = make_app(server)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        pacer = app.bridge.pacer
+        assert app.bridge.runtime.fs.pace is pacer and app.bridge.stores.fs.pace is pacer
+        assert not pacer.is_busy
+        await send(pilot, "Explain it")
+        await wait_until(pilot, lambda: any(isinstance(b, AnswerBlock) and b.text for b in app.chat.blocks))
+        assert pacer.is_busy
+        gate.release()
+        await wait_until(pilot, lambda: app.prompt.disabled_reason is None, what="the turn to end")
+        await wait_until(pilot, lambda: not pacer.is_busy, what="the pacer to go idle after the turn")
+        await pilot.press("x")
+        assert pacer.is_busy
+        await wait_until(pilot, lambda: not pacer.is_busy, what="the pacer to go idle after the key")

@@ -123,8 +123,11 @@ def workspace(tmp_path: Path) -> Path:
 def start_app(tmux: Tmux, server: FakeAnthropic, workspace: Path, *flags: str) -> None:
     env = {k: v for k, v in cli_env(server).items() if not k.startswith("TMUX")}
     tmux.start([str(pseudoclaude_exe()), "-C", str(workspace), *flags], env, cwd=ROOT)
-    # Sending is disabled (status "connecting…") until the SDK is loaded off the main thread.
-    tmux.wait_for(lambda s: len(s.split()) > 3 and "connecting" not in s, "the app to be ready")
+    # Sending is disabled (status "connecting…") until the SDK is loaded off the main thread. The
+    # status line is the frame's last row: with it on the screen, a frame is not drawn halfway
+    # (a capture in the middle of the first frame has no "connecting" either).
+    tmux.wait_for(lambda s: "memory " in (s.strip().splitlines() or [""])[-1] and "connecting" not in s,
+                  "the app to be ready")
 
 
 def ask(tmux: Tmux, server: FakeAnthropic, prompt: str) -> None:
