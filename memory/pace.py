@@ -1,6 +1,6 @@
 """Background memory work that makes room for a busy foreground in the same process.
 
-A job applied to a large store is a second or so of Python in a worker thread. Threads of one
+A job applied to a large store is a few tenths of a second of Python in a worker thread. Threads of one
 process share one interpreter lock: while the app streams an answer or the person types, each
 slice the job takes is a slice the screen waits for (a keystroke echoed 50 ms later instead of
 10). ``Pacer`` is called at every filesystem operation of the stores (``FS.pace``) and at a few
@@ -22,7 +22,7 @@ class Pacer:
     """``pacer()`` is a checkpoint; ``pacer.busy(seconds)`` says the foreground needs the
     interpreter for the next ``seconds`` (``float("inf")`` until ``pacer.idle()``)."""
 
-    def __init__(self, budget: float = 0.002, pause: float = 0.004) -> None:
+    def __init__(self, budget: float = 0.001, pause: float = 0.009) -> None:
         self.budget = budget
         self.pause = pause
         self._busy_until = 0.0

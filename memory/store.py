@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from . import sanitize as _sanitize
@@ -329,12 +330,14 @@ class Store:
         return [n for n in self.entries() if n.startswith((TEMP_PREFIX, STAGE_PREFIX))]
 
 
-def render_index(notes: list[Note]) -> str:
-    """``MEMORY.md``: exactly one line per note, sorted by filename, rebuilt, never patched."""
+def render_index(notes: list[Note], pace: Callable[[], None] | None = None) -> str:
+    """``MEMORY.md``: exactly one line per note, sorted by filename, rebuilt, never patched.
+    ``pace`` (``FS.pace``) is a checkpoint every few hundred notes (memory.pace)."""
     # Notes come from parse_note, which sanitized title and summary already: a large store's
     # rebuild after each batch need not sanitize ten thousand titles again.
-    lines = [
-        format_index_line(n.meta.type, n.meta.title or n.filename, n.meta.summary, n.filename)
-        for n in sorted(notes, key=lambda n: n.filename)
-    ]
+    lines = []
+    for i, n in enumerate(sorted(notes, key=lambda n: n.filename)):
+        if pace is not None and not i % 256:
+            pace()
+        lines.append(format_index_line(n.meta.type, n.meta.title or n.filename, n.meta.summary, n.filename))
     return "".join(line + "\n" for line in lines)

@@ -380,7 +380,7 @@ def commit(
                     entry.changes.append(
                         Change(level=level, filename=name, before_b64=before_b64, after_sha=sha256(data))
                     )
-            stage(folder, folder / INDEX_FILE, render_index(plan.final_notes(level)).encode())
+            stage(folder, folder / INDEX_FILE, render_index(plan.final_notes(level), fs.pace).encode())
             fs.fsync_dir(folder)
         hdir = stores.paths.history_dir
         fs.makedirs(hdir, 0o700)
@@ -449,7 +449,7 @@ def roll_forward(stores: MemoryStores, record: JournalRecord) -> list[tuple[Leve
         for folder in {Path(stores.store(level).dir) for level, _, _ in refused}:
             st = by_folder.get(folder)
             if st is not None:
-                data = render_index(st.notes()).encode()
+                data = render_index(st.notes(), fs.pace).encode()
                 OWN_WRITES.record(folder / INDEX_FILE, sha256(data))
                 fs.atomic_write(folder / INDEX_FILE, data)
     for folder in sorted(touched):

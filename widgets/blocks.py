@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal, NamedTuple
@@ -257,6 +258,8 @@ class AnswerBlock(Markdown):
     # Each write lays the screen out again (a few milliseconds to tens of them): a few writes a
     # second read as fluid and leave the loop free for the keyboard.
     FLUSH_INTERVAL: ClassVar[float] = 0.12
+    TYPING_FLUSH_INTERVAL: ClassVar[float] = 0.25  # ... and while the person types (see ``typing``)
+    TYPING_S: ClassVar[float] = 0.3  # a key this recent: the person is typing
     PART_CHARS: ClassVar[int] = 1_500
 
     DEFAULT_CSS = """
@@ -286,6 +289,8 @@ class AnswerBlock(Markdown):
         self._target_text = ""  # what was written to it (where a new part may start)
         self._flush_timer: Timer | None = None
         self._flush_after_frame = False
+        self._typed_at = float("-inf")  # the last key the App reported (``typing``)
+        self._last_write = float("-inf")
         # Markdown's own mount handler replaces the document with "" (its initial update):
         # nothing may be written before that has run.
         self._ready = False
@@ -331,7 +336,13 @@ class AnswerBlock(Markdown):
     def _schedule_flush(self) -> None:
         if (self._ready and self._pending and self._flush_timer is None and not self._flush_after_frame
                 and not self._closed):
-            self._flush_timer = self.set_timer(self.FLUSH_INTERVAL, self._flush)
+            delay = self.FLUSH_INTERVAL
+            now = time.monotonic()
+            if now - self._typed_at < self.TYPING_S:
+                # The person is typing: the next write goes right after a keystroke's frame
+                # (``typing``); this timer only writes if the typing stops.
+                delay = max(self._last_write + self.TYPING_FLUSH_INTERVAL + self.TYPING_S - now, self.FLUSH_INTERVAL)
+            self._flush_timer = self.set_timer(delay, self._flush)
 
     def flush(self) -> None:
         """Write what is buffered now, without waiting for the timer (nor for the write)."""
@@ -342,14 +353,24 @@ class AnswerBlock(Markdown):
             self._flush(final=True)
 
     def typing(self) -> None:
-        """A key was pressed: what is buffered is written right after the next frame (the one
-        that shows the keystroke), so that the keystroke's frame is not also the frame that lays
-        out a write — and the write is then done before the next key, typically."""
-        if self._flush_timer is not None and not self._flush_after_frame:
+        """A key was pressed. A write lays the screen out for a few frames (tens of milliseconds):
+        while the person types, the answer is written at most every ``TYPING_FLUSH_INTERVAL``
+        and only right after a keystroke's frame, so that the write is done before the next key
+        and no keystroke waits behind one."""
+        now = time.monotonic()
+        self._typed_at = now
+        if self._flush_after_frame:
+            return
+        if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
+        if not self._pending:
+            return
+        if now - self._last_write >= self.TYPING_FLUSH_INTERVAL:
             self._flush_after_frame = True
             self.call_after_refresh(self._flush_now)
+        else:
+            self._schedule_flush()  # a fallback, should the typing stop
 
     def _flush_now(self) -> None:
         self._flush_after_frame = False
@@ -360,6 +381,7 @@ class AnswerBlock(Markdown):
         self._flush_timer = None
         if not self._pending or self._closed:
             return
+        self._last_write = time.monotonic()
         raw = "".join(self._pending)
         self._pending.clear()
         if not final and (held := _unfinished_escape(raw)):

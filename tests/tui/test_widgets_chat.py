@@ -386,3 +386,49 @@ async def test_a_bash_result_without_output_says_so_and_shows_no_excerpt() -> No
         await wait_until(pilot, lambda: block.is_mounted)
         assert block.header_text == "✓ bash  exit 0  no output"
         assert not block.has_class("-has-result")
+
+
+async def test_while_the_person_types_the_answer_is_written_less_often_and_after_a_keystroke() -> None:
+    """A write lays the screen out for a few frames: while keys arrive, writes come at most every
+    TYPING_FLUSH_INTERVAL and right after a key's frame; once the typing stops, what is pending
+    is written by the fallback timer; nothing is lost."""
+    import asyncio
+    import itertools
+    import time
+
+    app = ChatHost()
+    async with app.run_test() as pilot:
+        answer = app.pane.start_answer()
+        await wait_until(pilot, lambda: answer._ready)
+        writes: list[tuple[float, float]] = []  # (when, seconds since the last key)
+        keys: list[float] = []
+        append = answer._writer.append
+
+        def spy(target: Markdown, text: str) -> None:
+            now = time.monotonic()
+            writes.append((now, now - keys[-1] if keys else float("inf")))
+            append(target, text)
+
+        answer._writer.append = spy  # type: ignore[method-assign]
+        sent = []
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 1.2
+        i = 0
+        while loop.time() < end:
+            word = f"w{i} "
+            sent.append(word)
+            await answer.append(word)
+            if i % 6 == 0:  # a key every ~60 ms
+                keys.append(time.monotonic())
+                answer.typing()
+            i += 1
+            await asyncio.sleep(0.01)
+        typing_writes = list(writes)
+        assert typing_writes, "the answer must still be written while the person types"
+        gaps = [b[0] - a[0] for a, b in itertools.pairwise(typing_writes)]
+        assert all(g >= answer.TYPING_FLUSH_INTERVAL - 0.01 for g in gaps), gaps
+        # Each of those writes came right after a key (its frame), not at some random moment.
+        assert all(since < 0.1 for _, since in typing_writes[1:]), typing_writes
+        # The typing stops: the rest is written without another key.
+        await wait_until(pilot, lambda: answer.source == "".join(sent).strip() or answer.source == "".join(sent),
+                         timeout=5, what="the pending words after the typing stopped")
