@@ -10,6 +10,7 @@ remembered for the process, and the text parser reads the answer either way.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -59,6 +60,15 @@ class AnthropicCompletion:
 
                 self._client = anthropic.AsyncAnthropic(max_retries=0)
         return self._client
+
+    async def aclose(self) -> None:
+        """Close this client's connections on the loop that used them (a shared client is the
+        main model's to close). Left open, the SDK closes them when collected, after the loop
+        has ended, and a traceback ("Event loop is closed") lands on the terminal."""
+        client, self._client = self._client, None
+        if client is not None and self._share is None:
+            with contextlib.suppress(Exception):
+                await client.close()
 
     async def __call__(self, request: CompletionRequest) -> str:
         import anthropic

@@ -118,9 +118,11 @@ class Runtime:
     async def close(self, timeout: float = 0.0) -> None:
         await self.manager.close(timeout)
         await self._close_session()
-        aclose = getattr(self.provider, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        # The memory model's client first: it may be a copy sharing the main client's pool.
+        for owner in (self.manager.completion, self._completion, self.provider):
+            aclose = getattr(owner, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     async def _close_session(self) -> None:
         session, self.session = self.session, None

@@ -459,3 +459,31 @@ async def test_switching_to_the_current_session_works_and_a_failed_switch_keeps_
     stop = await runtime.runner.run("second")
     assert stop.status == "completed"
     assert [m["role"] for m in server.requests_for(MODEL)[-1].body["messages"]] == ["user", "assistant", "user"]
+
+
+async def test_close_closes_the_memory_models_own_client_but_not_a_shared_one(server: FakeAnthropic, ws: Path) -> None:
+    """Left open, the SDK closes a client's connections when it is collected, after the event
+    loop has ended, and a traceback ("Event loop is closed") lands on the person's terminal."""
+    from app.memory_model import AnthropicCompletion
+    from app.provider import AnthropicProvider
+
+    server.script(MODEL, text("hello"))
+    server.script(MEMORY_MODEL, text("[]"))
+    rt = Runtime(load_settings({}), ws, gate=AllowListGate(()))
+    await rt.open_session()
+    stop = await rt.runner.run("hi")
+    assert await rt.manager.wait_for(stop.job_id, 10)
+    completion = rt.manager.completion
+    assert isinstance(completion, AnthropicCompletion) and completion._client is not None
+    client = completion._client
+    await rt.close()
+    assert completion._client is None and client.is_closed()
+
+    provider = AnthropicProvider()
+    shared = AnthropicCompletion(MEMORY_MODEL, share=lambda: provider.client)
+    main_client = provider.client
+    _ = shared.client
+    await shared.aclose()
+    assert not main_client.is_closed()  # the main model's to close
+    await provider.aclose()
+    assert main_client.is_closed()
