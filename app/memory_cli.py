@@ -357,6 +357,12 @@ def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
         workspaces = [str(stores.paths.workspace)]
 
     async def flush_all() -> int:
+        try:
+            return await flush_each()
+        finally:
+            await completion.aclose()  # on this loop, not when collected after it ended
+
+    async def flush_each() -> int:
         code = EXIT_OK
         for ws in workspaces:
             ws_stores = MemoryStores(ws, stores.paths.home, fs=stores.fs)

@@ -258,7 +258,7 @@ class AnswerBlock(Markdown):
     # Each write lays the screen out again (a few milliseconds to tens of them): a few writes a
     # second read as fluid and leave the loop free for the keyboard.
     FLUSH_INTERVAL: ClassVar[float] = 0.12
-    TYPING_FLUSH_INTERVAL: ClassVar[float] = 0.25  # ... and while the person types (see ``typing``)
+    TYPING_FLUSH_INTERVAL: ClassVar[float] = 0.2  # ... and while the person types (see ``typing``)
     TYPING_S: ClassVar[float] = 0.3  # a key this recent: the person is typing
     PART_CHARS: ClassVar[int] = 1_500
 

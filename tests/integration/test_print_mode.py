@@ -660,3 +660,36 @@ def test_a_workspace_at_home_says_it_has_no_project_level(server: FakeAnthropic)
     res = run_cli(server, home, "-p", "hello", "--memory", "off")
     assert res.code == 0, res.err
     assert "no project level" in res.err
+
+
+def test_memory_flush_closes_its_sdk_client_before_its_event_loop_ends(
+    server: FakeAnthropic, ws: Path, monkeypatch
+) -> None:
+    """Else the client's connections are closed when it is collected, on a closed loop, and a
+    traceback ("Event loop is closed") is printed by whatever runs next in the process."""
+    import app.memory_model
+    from app.cli import main
+
+    for k, v in server.env().items():
+        monkeypatch.setenv(k, v)
+    gate = server.gate()
+    server.script(MODEL, text("ok"))
+    server.script(MEMORY_MODEL, text("[]", hold_before=gate))
+    res = run_cli(server, ws, "-p", "hi", "--memory-wait", "0.2")
+    gate.release()
+    assert res.code == 0 and len(spool()) == 1, res.err
+    server.script(MEMORY_MODEL, text("[]"))
+    clients: list[object] = []
+    real = app.memory_model.AnthropicCompletion
+
+    class Recording(real):  # type: ignore[misc, valid-type]
+        @property
+        def client(self):  # type: ignore[no-untyped-def]
+            c = real.client.fget(self)  # type: ignore[attr-defined]
+            clients.append(c)
+            return c
+
+    monkeypatch.setattr(app.memory_model, "AnthropicCompletion", Recording)
+    assert main(["-C", str(ws), "memory", "flush", "--timeout", "30"]) == 0
+    assert spool() == [] and clients
+    assert all(c.is_closed() for c in clients)  # type: ignore[attr-defined]

@@ -150,3 +150,33 @@ async def test_the_memory_worker_makes_room_while_a_turn_streams_and_after_a_key
         await pilot.press("x")
         assert pacer.is_busy
         await wait_until(pilot, lambda: not pacer.is_busy, what="the pacer to go idle after the key")
+
+
+async def test_no_full_garbage_collection_while_an_answer_streams_and_the_schedule_is_back_when_idle(
+    make_app, server: FakeAnthropic, monkeypatch
+) -> None:
+    """A full collection walks every object of the process (a pause of a few hundred ms with the
+    SDK and a long chat): it is held off while an answer streams and comes back once the turn is
+    over and the keyboard has been still for GC_IDLE_S."""
+    import gc
+
+    import app.tui
+
+    monkeypatch.setattr(app.tui, "GC_IDLE_S", 0.3)
+    saved = gc.get_threshold()
+    gate = server.gate("mid-answer")
+    server.script(MODEL, text("An answer that streams for a while.", chunk_size=4).held(after=gate, at=4))
+    app_ = make_app(server, memory_mode="off")
+    try:
+        async with app_.run_test(size=(120, 40)) as pilot:
+            await wait_ready(pilot)
+            await send(pilot, "Explain it")
+            await wait_until(pilot, lambda: any(isinstance(b, AnswerBlock) and b.text for b in app_.chat.blocks))
+            assert gc.get_threshold()[2] > saved[2] and gc.get_threshold()[:2] == saved[:2]
+            gate.release()
+            await wait_until(pilot, lambda: app_.prompt.disabled_reason is None, what="the turn to end")
+            await pilot.press("x")  # typing right after the turn keeps it held a little longer
+            assert gc.get_threshold()[2] > saved[2]
+            await wait_until(pilot, lambda: gc.get_threshold() == saved, what="the collector's schedule")
+    finally:
+        gc.set_threshold(*saved)

@@ -432,3 +432,49 @@ async def test_while_the_person_types_the_answer_is_written_less_often_and_after
         # The typing stops: the rest is written without another key.
         await wait_until(pilot, lambda: answer.source == "".join(sent).strip() or answer.source == "".join(sent),
                          timeout=5, what="the pending words after the typing stopped")
+
+
+def _long_answer(sections: int) -> str:
+    return "".join(
+        f"## Step {i}\n\nParagraph {i} explains the change in some detail, enough to wrap once or twice "
+        f"at eighty columns so that the part is several rows tall.\n\n- item {i}a\n- item {i}b\n\n"
+        f"```py\nvalue_{i} = {i}\n```\n\n"
+        for i in range(sections)
+    ) + "The end of the answer."
+
+
+def _screen_text(app: App[None]) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def test_a_long_answer_streams_in_parts_hides_those_far_above_and_shows_them_again() -> None:
+    """A long answer is written in parts; the parts far above the view are hidden behind one
+    spacer of their height (the scroll range does not jump) and shown again when the view comes
+    back up; the text is whole at every step."""
+    from widgets.blocks import AnswerPart, AnswerSpacer
+
+    body = _long_answer(60)
+    app = ChatHost()
+    async with app.run_test(size=(80, 24)) as pilot:
+        answer = app.pane.start_answer()
+        await wait_until(pilot, lambda: answer._ready)
+        for k in range(0, len(body), 97):
+            await answer.append(body[k : k + 97])
+            await pilot.pause(0.01)  # a stream: the writes happen while it arrives
+        await answer.finish()
+        await wait_until(pilot, lambda: "The end of the answer." in _screen_text(app), what="the last line")
+        await wait_until(pilot, lambda: answer.hidden_blocks > 0, what="parts far above to be hidden")
+        spacer = answer.query_one(AnswerSpacer)
+        assert spacer.display and spacer.size.height > 0
+        height = app.pane.virtual_size.height
+        app.pane.scroll_home(animate=False)
+        await wait_until(pilot, lambda: answer.hidden_blocks == 0, what="the parts to be shown again")
+        await wait_until(pilot, lambda: "Step 0" in _screen_text(app), what="the first part on the screen")
+        assert abs(app.pane.virtual_size.height - height) <= 2
+        assert answer.text == body
+        parts = list(answer.query(AnswerPart))  # all of them again (a hidden part is unmounted)
+        assert len(parts) >= len(body) // (2 * answer.PART_CHARS)
+        # Parts start at block boundaries: every code fence is whole inside one part.
+        assert all(p.source.count("```") % 2 == 0 for p in parts)
+        shown = answer.source + "".join(p.source for p in parts)
+        assert shown.split() == body.split()  # nothing lost or doubled (a part's blank lines aside)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memory.frontmatter import FrontMatterError, dump_note, parse_meta, split_note
@@ -72,3 +72,59 @@ def test_broken_front_matter_reasons_are_one_line() -> None:
         parse_meta({"title": "", "type": "project_knowledge"})
     except FrontMatterError as e:
         assert "no title" in str(e)
+
+
+# The fast reader of simple heads (memory.frontmatter._simple_head) must read exactly what YAML
+# reads, or hand the head to YAML: a value YAML would take as a number, date, bool or null, a
+# quote left open, a comment, a colon — any of them read differently would change a note.
+SCALARS = st.sampled_from([
+    "yes", "No", "on", "off", "true", "False", "null", "~", "Null", "NULL", "0", "-1", "+1", "1_000", "0x1F", "0o17",
+    "1e3", "1.5", ".5", ".inf", "-.INF", ".nan", "2026-11-30", "2026-11-30T04:32:46Z", "2026-11-30 04:32:46",
+    "12:30:00", "1:2", "<<", "=", "!!str x", "&anchor x", "*alias", "? x", "- x", "[a]", "{a: b}", "a #b", "a#b",
+    "a: b", "a:b", "a:", " a", "a ", "'a'", "'a''b'", "'a'b'", "'", "''", "\"a\"", "`a`", "%x", "@x", "|", ">",
+    "ça", "使用", "🚀", "a\tb", "#x", ",a", "a,b",
+])
+VALUES = st.one_of(SCALARS, st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FF), min_size=1,
+                                   max_size=12), st.lists(SCALARS, min_size=1, max_size=3).map(" ".join))
+HEADS = st.lists(st.tuples(st.sampled_from(["title", "summary", "type", "created", "updated", "source"]), VALUES),
+                 min_size=1, max_size=6).map(lambda kv: "".join(f"{k}: {v}\n" for k, v in kv))
+
+
+@given(head=HEADS)
+@settings(max_examples=400)
+@example(head="title: a #b\n")
+@example(head="summary: yes\n")
+@example(head="title: 'it''s'\n")
+@example(head="title: 'open\n")
+@example(head="source: a: b\n")
+@example(head="created: 2026-11-30\n")
+def test_the_fast_reader_of_simple_heads_reads_what_yaml_reads_or_leaves_it_to_yaml(head: str) -> None:
+    import yaml
+
+    from memory.frontmatter import YAML_LOADER, _simple_head
+
+    fast = _simple_head(head)
+    if fast is None:
+        return
+    assert fast == yaml.load(head, Loader=YAML_LOADER)
+
+
+@given(title=TEXT, summary=TEXT, t=st.sampled_from(list(NoteType)))
+def test_what_dump_note_writes_is_mostly_read_by_the_fast_reader(title: str, summary: str, t: NoteType) -> None:
+    from memory.frontmatter import _simple_head
+
+    title, summary = sanitize_title(title) or "x", sanitize_summary(summary)
+    data = dump_note(_meta(title, summary, t), "body").decode()
+    head = data.split("---\n")[1]
+    fast = _simple_head(head)
+    if fast is not None:  # else YAML reads it (a value with a quote or a colon, say)
+        assert fast["title"] == title and fast["summary"] == summary and fast["type"] == t.value
+
+
+def test_an_ordinary_note_is_read_without_the_yaml_library() -> None:
+    from memory.frontmatter import _simple_head
+
+    for t in NoteType:
+        data = dump_note(_meta("Build before testing", "run make build first; it's quick", t), "body").decode()
+        fast = _simple_head(data.split("---\n")[1])
+        assert fast is not None and fast["summary"] == "run make build first; it's quick"
