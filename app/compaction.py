@@ -86,10 +86,13 @@ def messages_chars(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
-def estimate_tokens(anchor: Anchor | None, system: Any, tools: Any, messages: list[dict[str, Any]]) -> int:
+def estimate_tokens(
+    anchor: Anchor | None, system: Any, tools: Any, messages: list[dict[str, Any]], chars: int | None = None
+) -> int:
     """The next request's input tokens: the anchor plus what was appended since (chars / 4); with
-    no usable anchor (none yet, or the conversation shrank since), everything by chars / 4."""
-    chars = messages_chars(messages)
+    no usable anchor (none yet, or the conversation shrank since), everything by chars / 4.
+    ``chars``: ``messages_chars(messages)`` when the caller has it already."""
+    chars = messages_chars(messages) if chars is None else chars
     if anchor is not None and chars >= anchor.chars:
         return anchor.tokens + (chars - anchor.chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
     return (messages_chars(system) + messages_chars(tools) + chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN

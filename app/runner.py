@@ -278,6 +278,7 @@ class Runner:
         self.offload_bytes = offload_bytes
         self.results = results
         self._anchor: cmp.Anchor | None = None
+        self._measured_chars: int | None = None  # the conversation's size at the last estimate()
         self._summary: str | None = None
         if session is not None:
             anchor = getattr(session, "anchor", None)
@@ -311,7 +312,10 @@ class Runner:
     def estimate(self) -> int:
         """The next request's input tokens (the usage anchor plus what came since, chars / 4)."""
         tools = api_tools(self.tool_names)
-        return cmp.estimate_tokens(self._anchor, self.system, tools, self.conversation)
+        # Kept for the request that follows _fit: a long conversation is serialised once per
+        # request to be measured, not twice (hundreds of kilobytes of JSON near the window).
+        self._measured_chars = cmp.messages_chars(self.conversation)
+        return cmp.estimate_tokens(self._anchor, self.system, tools, self.conversation, self._measured_chars)
 
     # -- one Run ------------------------------------------------------------------------------
 
@@ -365,17 +369,19 @@ class Runner:
         tools = api_tools(self.tool_names)
         for iteration in range(1, self.max_iterations + 1):
             emit(RequestStarted(iteration, self.depth))
+            chars = None
             if not self.is_subagent:
                 await self._fit(emit)
+                chars = self._measured_chars  # the conversation as _fit left it, measured last
             try:
-                stop = await self._request(tools, usage, emit)
+                stop = await self._request(tools, usage, emit, chars)
             except _Overflow as e:
                 # The estimate was short (or the window smaller than configured): compact and
                 # send again, once; a second refusal ends the turn with the reason.
                 if self.is_subagent or not await self._fit(emit, reason="overflow", force=True):
                     raise _Halt("error", e.message) from None
                 try:
-                    stop = await self._request(tools, usage, emit)
+                    stop = await self._request(tools, usage, emit, self._measured_chars)
                 except _Overflow as again:  # the API's own reason, not an "internal error"
                     raise _Halt("error", again.message) from None
             blocks = scrub(stop.content)[0]
@@ -399,11 +405,14 @@ class Runner:
             return RunStop("stopped", _stop_message(stop.reason), stop.reason, usage=usage, text=text)
         raise _Halt("max_iterations", f"stopped after {self.max_iterations} model requests (--max-iterations)")
 
-    async def _request(self, tools: list[dict[str, Any]], usage: Usage, emit: OnEvent) -> Stop:
+    async def _request(self, tools: list[dict[str, Any]], usage: Usage, emit: OnEvent, chars: int | None = None) -> Stop:
         request = ModelRequest(
             model=self.model, system=self.system, messages=self.conversation, tools=tools, max_tokens=self.max_tokens
         )
-        chars = cmp.messages_chars(request.messages) if not self.is_subagent else 0
+        if self.is_subagent:
+            chars = 0
+        elif chars is None:
+            chars = cmp.messages_chars(request.messages)
         async for ev in self.provider.stream(request):
             if isinstance(ev, TextDelta | Retrying | ToolUseStart | ToolUseArgs):
                 emit(dataclasses.replace(ev, depth=self.depth))

@@ -437,3 +437,35 @@ async def test_a_second_refusal_ends_the_turn_with_the_apis_reason(
     assert "internal error" not in stop.message and "_Overflow" not in stop.message
     assert len([r for r in server.requests_for(MODEL) if r.outcome.startswith("invalid: prompt is too long")]) == 2
     assert "turn two" not in all_text(conversation), "a turn that never got an answer is left out"
+
+
+async def test_each_request_serialises_the_conversation_once_to_measure_it(
+    server: FakeAnthropic, make_runtime: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The estimate before a request and the usage anchor after it measure the same conversation:
+    near the window that is hundreds of kilobytes of JSON, serialised once, not twice."""
+    import app.runner
+
+    rt = await make_runtime()
+    try:
+        for i in range(3):
+            server.script(MODEL, text(f"answer {i} " + "x" * 2000))
+            assert (await rt.runner.run(f"question {i}")).status == "completed"
+        measured: list[int] = []
+        real = cmp.messages_chars
+
+        def counting(value: Any) -> int:
+            if value is rt.runner.conversation:
+                measured.append(1)
+            return real(value)
+
+        monkeypatch.setattr(app.runner.cmp, "messages_chars", counting)
+        server.script(MODEL, text("the last answer"))
+        stop = await rt.runner.run("one more question")
+        assert stop.status == "completed"
+        assert len(measured) == 1  # one request, one measure (the estimate's, reused by the anchor)
+        # The anchor it made is right: the next estimate is the usage plus what came since.
+        anchor = rt.runner._anchor
+        assert anchor is not None and anchor.chars < real(rt.runner.conversation)
+    finally:
+        await rt.close()

@@ -269,14 +269,20 @@ async def test_the_dropdown_closes_when_the_prompt_loses_focus() -> None:
         await wait_until(pilot, lambda: not prompt.completion_visible)
 
 
+async def _completing(pilot: Pilot, app: PromptHost, text: str) -> PromptInput:
+    """``text`` typed with the completer on, once the list offers /model and /mode."""
+    prompt = app.prompt
+    prompt.set_completer(completer)
+    prompt.focus()
+    await type_text(pilot, text)
+    await wait_until(pilot, lambda: [s.label for s in prompt.suggestions] == ["/model", "/mode"])
+    return prompt
+
+
 async def test_enter_sends_a_command_typed_in_full_even_with_the_list_open() -> None:
     app = PromptHost()
     async with app.run_test() as pilot:
-        prompt = app.prompt
-        prompt.set_completer(completer)
-        prompt.focus()
-        await type_text(pilot, "/mode")
-        await wait_until(pilot, lambda: [s.label for s in prompt.suggestions] == ["/model", "/mode"])
+        await _completing(pilot, app, "/mode")
         assert app.screen.query_one(CompletionDropdown).highlighted == 1  # the exact match
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.submitted == ["/mode"])
@@ -288,11 +294,7 @@ async def test_keys_that_arrive_in_one_burst_complete_the_text_they_typed() -> N
     replacing the stale "/mo" span ("/model del" was what a stale list made of it)."""
     app = PromptHost()
     async with app.run_test() as pilot:
-        prompt = app.prompt
-        prompt.set_completer(completer)
-        prompt.focus()
-        await type_text(pilot, "/mo")
-        await wait_until(pilot, lambda: [s.label for s in prompt.suggestions] == ["/model", "/mode"])
+        prompt = await _completing(pilot, app, "/mo")
         for key, char in (("d", "d"), ("e", "e"), ("enter", None)):
             prompt.post_message(events.Key(key, char))
         await wait_until(pilot, lambda: app.submitted == ["/mode"])
