@@ -41,7 +41,10 @@ class ChatPane(VerticalScroll):
     return the block at once, so the App can keep a handle and update it as events arrive."""
 
     VIRTUALIZE_EVERY: ClassVar[float] = 0.2
-    KEEP_SCREENS: ClassVar[int] = 2  # an answer's blocks this many screens above the view stay
+    # An answer's blocks this many screens above the view stay; they come back when the view is
+    # within one screen of them (the half screen between keeps a block from going and coming).
+    # Fewer blocks shown, less to lay out at each write of a streaming answer.
+    KEEP_SCREENS: ClassVar[float] = 1.5
 
     DEFAULT_CSS = """
     ChatPane {

@@ -472,9 +472,13 @@ async def test_a_long_answer_streams_in_parts_hides_those_far_above_and_shows_th
         await wait_until(pilot, lambda: "Step 0" in _screen_text(app), what="the first part on the screen")
         assert abs(app.pane.virtual_size.height - height) <= 2
         assert answer.text == body
-        parts = list(answer.query(AnswerPart))  # all of them again (a hidden part is unmounted)
+
+        def shown() -> list[str]:  # what the parts hold once all are mounted again (a hidden one is not)
+            return (answer.source + "".join(p.source for p in answer.query(AnswerPart))).split()
+
+        # Nothing lost or doubled (a part's blank lines aside).
+        await wait_until(pilot, lambda: shown() == body.split(), what="every part mounted again, in order")
+        parts = list(answer.query(AnswerPart))
         assert len(parts) >= len(body) // (2 * answer.PART_CHARS)
         # Parts start at block boundaries: every code fence is whole inside one part.
         assert all(p.source.count("```") % 2 == 0 for p in parts)
-        shown = answer.source + "".join(p.source for p in parts)
-        assert shown.split() == body.split()  # nothing lost or doubled (a part's blank lines aside)
