@@ -26,7 +26,6 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import pace
 from .completion import Completion
 from .events import (
     HeldOpView,
@@ -335,14 +334,8 @@ class Manager:
     # -- services for the worker and the pipeline ---------------------------------------------------
 
     async def in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Blocking file work off the loop; shielded so a cancel never abandons it halfway.
-        It is the worker's background work: paced while the App is busy (memory.pace)."""
-
-        def run() -> T:
-            with pace.background():
-                return fn(*args, **kwargs)
-
-        fut = asyncio.ensure_future(asyncio.to_thread(run))
+        """Blocking file work off the loop; shielded so a cancel never abandons it halfway."""
+        fut = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
         self._threads.add(fut)
         fut.add_done_callback(self._threads.discard)
         return await asyncio.shield(fut)

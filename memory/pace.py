@@ -4,35 +4,18 @@ A job applied to a large store is a few tenths of a second of Python in a worker
 process share one interpreter lock: while the app streams an answer or the person types, each
 slice the job takes is a slice the screen waits for (a keystroke echoed 50 ms later instead of
 10). ``Pacer`` is called at every filesystem operation of the stores (``FS.pace``) and at a few
-pure-CPU loops; while the foreground has said it is busy, a thread doing the worker's
-``background()`` work that has used ``budget`` seconds of CPU since its last pause sleeps
-``pause`` seconds, which hands the lock back. Nothing changes when the foreground is idle, nor in the main thread, nor
+pure-CPU loops; while the foreground has said it is busy, a thread other than the main one
+that has used ``budget`` seconds of CPU since its last pause sleeps ``pause`` seconds, which
+hands the lock back. Nothing changes when the foreground is idle, nor in the main thread, nor
 in a process that never says it is busy (the CLI, print mode).
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from collections.abc import Iterator
 
-__all__ = ["Pacer", "background"]
-
-_THREAD = threading.local()  # .background: this thread runs the memory worker's work now
-
-
-@contextlib.contextmanager
-def background() -> Iterator[None]:
-    """Marks what runs inside as the memory worker's background work, the only work a Pacer
-    slows: the store reads a turn itself makes (its memory update, a ``read_memory``) are on
-    the answer's path and never wait."""
-    before = getattr(_THREAD, "background", False)
-    _THREAD.background = True
-    try:
-        yield
-    finally:
-        _THREAD.background = before
+__all__ = ["Pacer"]
 
 
 class Pacer:
@@ -60,9 +43,7 @@ class Pacer:
         return time.monotonic() < self._busy_until
 
     def __call__(self) -> None:
-        if self._busy_until == 0.0 or not getattr(_THREAD, "background", False):
-            return
-        if threading.current_thread() is self._main:
+        if self._busy_until == 0.0 or threading.current_thread() is self._main:
             return
         if time.monotonic() >= self._busy_until:
             return

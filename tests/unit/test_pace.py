@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from pathlib import Path
 
 from memory.fs import FS
-from memory.pace import Pacer, background
+from memory.pace import Pacer
 
 
-def _burn(pacer: Pacer, seconds: float, *, worker: bool = True) -> tuple[float, float]:
-    """CPU work with a checkpoint every few microseconds, as the memory worker's background work
-    (or not); returns (CPU seconds, wall seconds)."""
+def _burn(pacer: Pacer, seconds: float) -> tuple[float, float]:
+    """CPU work with a checkpoint every few microseconds; returns (CPU seconds, wall seconds)."""
     cpu0, wall0 = time.thread_time(), time.monotonic()
-    with background() if worker else contextlib.nullcontext():
-        while time.thread_time() - cpu0 < seconds:
-            sum(range(200))
-            pacer()
+    while time.thread_time() - cpu0 < seconds:
+        sum(range(200))
+        pacer()
     return time.thread_time() - cpu0, time.monotonic() - wall0
 
 
-def _in_thread(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+def _in_thread(fn, *args):  # type: ignore[no-untyped-def]
     out: list[object] = []
-    t = threading.Thread(target=lambda: out.append(fn(*args, **kwargs)))
+    t = threading.Thread(target=lambda: out.append(fn(*args)))
     t.start()
     t.join(30)
     return out[0]
@@ -54,16 +51,6 @@ def test_no_pause_when_idle_in_the_main_thread_or_after_the_busy_time() -> None:
     assert pacer.pauses == 0 and not pacer.is_busy
 
 
-def test_a_thread_outside_the_workers_background_work_never_pauses() -> None:
-    """A turn's own store reads (its memory update, read_memory) are on the answer's path."""
-    pacer = Pacer(budget=0.001, pause=0.05)
-    pacer.busy(float("inf"))
-    _in_thread(_burn, pacer, 0.02, worker=False)
-    assert pacer.pauses == 0
-    _in_thread(_burn, pacer, 0.02)
-    assert pacer.pauses > 0
-
-
 def test_busy_only_extends() -> None:
     pacer = Pacer()
     pacer.busy(float("inf"))
@@ -81,15 +68,3 @@ def test_every_filesystem_operation_is_a_checkpoint(tmp_path: Path) -> None:
     fs.lstat(tmp_path / "a.md")
     fs.listdir(tmp_path)
     assert len(calls) >= 4
-
-
-async def test_the_managers_thread_work_is_the_workers_background_work(tmp_path: Path) -> None:
-    from memory import pace
-    from memory.manager import Manager
-    from memory.stores import MemoryStores
-
-    ws = tmp_path / "ws"
-    (ws / ".git").mkdir(parents=True)
-    manager = Manager(MemoryStores(ws), None)
-    assert await manager.in_thread(lambda: getattr(pace._THREAD, "background", False)) is True
-    assert not getattr(pace._THREAD, "background", False)  # only inside that work
