@@ -16,13 +16,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from tests.bench import longsession as ls
-from tests.bench.common import Figure, at_most, median
+from tests.bench.common import Figure, at_most, median, private_env
 from tests.fakeapi import FakeAnthropic
 
 
@@ -30,45 +28,29 @@ def run(turns: int, window: int, offload_bytes: int) -> tuple[ls.Stats, list[str
     """Run the session; its stats and the failures met (empty when every turn completed)."""
     failures: list[str] = []
     turn_seconds.clear()
-    saved = dict(os.environ)
-    with tempfile.TemporaryDirectory(prefix="pc-bench-") as tmp:
-        root = Path(tmp)
+    # A private home, and no configuration of the person running the benchmark.
+    with private_env(PSEUDOCLAUDE_CONTEXT_WINDOW=str(window), PSEUDOCLAUDE_OFFLOAD_BYTES=str(offload_bytes)) as root:
         home = root / "home" / ".PseudoClaude"
         ws = root / "repo"
         (ws / ".git").mkdir(parents=True)
         ls.write_data(ws)
-        try:
-            # A private home, and no configuration of the person running the benchmark.
-            for key in list(os.environ):
-                if key.startswith(("ANTHROPIC_", "PSEUDOCLAUDE_")):
-                    del os.environ[key]
-            os.environ.update({
-                "HOME": str(root / "home"),
-                "PSEUDOCLAUDE_HOME": str(home),
-                "PSEUDOCLAUDE_CONTEXT_WINDOW": str(window),
-                "PSEUDOCLAUDE_OFFLOAD_BYTES": str(offload_bytes),
-                "PSEUDOCLAUDE_RETRY_DELAY": "0",
-            })
-            with FakeAnthropic(context_window=window) as server:
-                os.environ.update(server.env())
-                ls.answer_summaries(server)
-                started = time.perf_counter()
-                for turn in range(1, turns + 1):
-                    ls.script_turn(server, turn)
-                    t0 = time.perf_counter()
-                    code, out, err = ls.print_turn(ws, turn)
-                    turn_seconds.append(time.perf_counter() - t0)
-                    if code != 0 or out != ls.answer(turn) + "\n":
-                        failures.append(f"turn {turn}: exit {code}: {err.strip().splitlines()[-1:]}")
-                        break
-                    if turn % 50 == 0:
-                        print(f"  … {turn} turns", file=sys.stderr, flush=True)
-                elapsed = time.perf_counter() - started
-                stats = ls.measure(server, home, turn, window)
-                stats.seconds = elapsed
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+        with FakeAnthropic(context_window=window) as server:
+            os.environ.update(server.env())
+            ls.answer_summaries(server)
+            started = time.perf_counter()
+            for turn in range(1, turns + 1):
+                ls.script_turn(server, turn)
+                t0 = time.perf_counter()
+                code, out, err = ls.print_turn(ws, turn)
+                turn_seconds.append(time.perf_counter() - t0)
+                if code != 0 or out != ls.answer(turn) + "\n":
+                    failures.append(f"turn {turn}: exit {code}: {err.strip().splitlines()[-1:]}")
+                    break
+                if turn % 50 == 0:
+                    print(f"  … {turn} turns", file=sys.stderr, flush=True)
+            elapsed = time.perf_counter() - started
+            stats = ls.measure(server, home, turn, window)
+            stats.seconds = elapsed
     return stats, failures
 
 
