@@ -210,6 +210,11 @@ def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
     text = index_as_prompted(stores.merged_index())
     if text:
         print(text)
+    for level in stores.stores:
+        if level is Level.PROJECT and not stores.project_trusted:
+            continue
+        for name, reason in stores.store(level).index_entries()[1]:
+            _err(f"left out {level} card {name}: {reason}")
     left_out = untrusted_cards(stores)
     if left_out:
         # Said on stderr: stdout stays exactly what a new session gets.

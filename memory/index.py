@@ -10,6 +10,8 @@ import re
 import threading
 from collections.abc import Sequence
 
+from pydantic import BaseModel
+
 from . import sanitize as _sanitize
 from .model import INDEX_FILE, INDEX_MAX_BYTES, INDEX_MAX_LINES, NoteType
 from .sanitize import (
@@ -27,6 +29,7 @@ __all__ = [
     "PROJECT_HEADER",
     "SYSTEM_INDEX_FRAMING",
     "USER_HEADER",
+    "TrustPreview",
     "format_index_line",
     "frame_index",
     "index_as_prompted",
@@ -49,6 +52,13 @@ INDEX_LINE_RE = re.compile(
 )
 
 _TAGS = ("memory-index", "memory-update")
+
+
+class TrustPreview(BaseModel):
+    """What trusting a project store would let into a prompt: built from its card files."""
+
+    lines: list[str]  # every index line the model would get from the store, in file order
+    left_out: list[tuple[str, str]]  # (filename, one-line reason) of cards a prompt will not get
 
 
 def index_line(type: NoteType | str, title: str, summary: str | None, filename: str) -> str:

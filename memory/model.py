@@ -94,6 +94,9 @@ class Note(BaseModel):
     # Set when the front matter could not be parsed (or names an unknown type): the note is
     # still listed, never lost, and ``doctor`` reports it.
     broken: str | None = None
+    # The file is not UTF-8 or its front matter does not parse: no prompt gets a guess of it
+    # (a type typo alone still parses, and is listed under the type its name implies).
+    unparsed: bool = False
 
 
 class Turn(BaseModel):

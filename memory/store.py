@@ -78,11 +78,13 @@ def parse_note(level: Level, filename: str, data: bytes) -> Note:
     """Parse a note file; a broken one still yields a Note (flagged) so nothing is lost from view."""
     digest = sha256(data)
     broken: str | None = None
+    unparsed = False
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode("utf-8", "replace")
         broken = "not valid UTF-8"
+        unparsed = True
     fallback = _fallback_type(filename)
     try:
         fm, body = split_note(text)
@@ -94,6 +96,7 @@ def parse_note(level: Level, filename: str, data: bytes) -> Note:
             broken = broken or f"{what} in the front matter (listed as {fallback})"
     except FrontMatterError as e:
         broken = broken or str(e)
+        unparsed = True
         body = text
         meta = NoteMeta(title=filename.removesuffix(".md"), type=fallback, created="", updated="")
     # Hand edits are not trusted to keep the index one line per note.
@@ -103,7 +106,7 @@ def parse_note(level: Level, filename: str, data: bytes) -> Note:
         meta = meta.model_copy(
             update={"title": title or sanitize_title(filename.removesuffix(".md")) or filename, "summary": summary}
         )
-    return Note(level=level, filename=filename, meta=meta, body=body, sha256=digest, broken=broken)
+    return Note(level=level, filename=filename, meta=meta, body=body, sha256=digest, broken=broken, unparsed=unparsed)
 
 
 def _is_sanitized(text: str, max_chars: int) -> bool:
@@ -297,6 +300,47 @@ class Store:
             except (StoreError, FileNotFoundError):
                 continue
         return out, entries
+
+    def index_entries(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """The index lines of this store's cards, sorted by filename, built from the card files
+        themselves (front matter through the parse cache), and the cards left out with a
+        one-line reason each.
+
+        ``MEMORY.md`` plays no part: it is derived, and a committed or hand-edited one (forged
+        lines, an old copy, conflict markers) must never decide what a prompt gets. A card is
+        left out when it cannot be read safely (symlink, hard links, too large, unsafe name) or
+        its front matter does not parse (not UTF-8, bad YAML): the model would get
+        a guess, so it gets nothing and the person is told why.
+        """
+        if self.folder_problem() is not None:
+            return [], []
+        lines: list[str] = []
+        left_out: list[tuple[str, str]] = []
+        base = str(self.dir)
+        for name in sorted(self.entries()):
+            if name == INDEX_FILE or not name.endswith(".md") or name.startswith("."):
+                continue  # the index itself, and our temporary and hidden files
+            if not _safe_name(name):
+                left_out.append((quote(name), filename_problem(name) or "unsafe filename"))
+                continue
+            try:
+                st = self.fs.lstat(f"{base}/{name}")  # type: ignore[arg-type]
+            except FileNotFoundError:
+                continue
+            problem = self._stat_problem(name, st)
+            if problem is not None:
+                left_out.append((name, problem))
+                continue
+            try:
+                note = self._load(name, st)
+            except (StoreError, FileNotFoundError) as e:
+                left_out.append((name, str(e) or "unreadable"))
+                continue
+            if note.unparsed:
+                left_out.append((name, note.broken or "does not parse"))
+                continue
+            lines.append(format_index_line(note.meta.type, note.meta.title or name, note.meta.summary, name))
+        return lines, left_out
 
     def index_file_problem(self) -> str | None:
         """Why ``MEMORY.md`` cannot be read (symlink, FIFO, folder), or None (absent is fine)."""

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from . import cards, history, transaction, trust
 from .fs import DEFAULT_FS, FS
-from .index import merge_index_lines, parse_index_lines
+from .index import TrustPreview, merge_index_lines
 from .locks import file_lock
 from .model import INDEX_FILE, BatchResult, HistoryEntry, Level, Note, NoteType, Rejection, utcnow
 from .paths import Paths
@@ -122,12 +122,28 @@ class MemoryStores:
         return levels
 
     def _index_lines(self, level: Level, levels: Mapping[Level, Store] | None = None) -> list[str]:
+        """A level's index lines, built from its card files (never read from ``MEMORY.md``)."""
         if level not in (self.stores if levels is None else levels):
             return []
-        return parse_index_lines(self.store(level).read_index_file())
+        return self.store(level).index_entries()[0]
 
     def _index_md(self, level: Level, levels: Mapping[Level, Store] | None = None) -> str:
         return "".join(line + "\n" for line in self._index_lines(level, levels))
+
+    def index_lines(self, level: Level | str, *, include_untrusted: bool = False) -> list[str]:
+        """A level's index lines as a prompt gets them (file order); an untrusted project store
+        has none unless ``include_untrusted`` (a person's view: the panel, the trust window)."""
+        self._recover_first()
+        return self._index_lines(Level(level), self._levels_for_model(include_untrusted))
+
+    def trust_preview(self) -> TrustPreview:
+        """What trusting the project store would give the model: each card's index line, and
+        the cards a prompt would leave out with why (for the trust window)."""
+        if not self.has_project_level:
+            return TrustPreview(lines=[], left_out=[])
+        self._recover_first()
+        lines, left_out = self.project.index_entries()
+        return TrustPreview(lines=lines, left_out=left_out)
 
     def snapshot(self) -> Snapshot:
         """What an extraction request sees; an untrusted project store is left out whole."""

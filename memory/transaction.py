@@ -128,6 +128,8 @@ class Plan:
         # Names taken in each folder, case-folded (a case-insensitive file system sees
         # ``Build.md`` and ``build.md`` as one name); names chosen by this plan are added.
         self.taken: dict[Level, set[str]] = {}
+        # (title, body) -> filename per level, for refusing identical creates (built lazily).
+        self._same: dict[Level, dict[tuple[str, str], str]] = {}
         for lv, st in stores.items():
             notes, entries = st.listing()  # one listing of a folder that can hold 10,000 notes
             self.disk[lv] = {n.filename: n for n in notes}
@@ -150,6 +152,20 @@ class Plan:
         taken.add(name.casefold())
         return name
 
+    def duplicate_of(self, level: Level, title: str, content: str) -> str | None:
+        """The card of ``level`` (on disk or created earlier in this batch) whose title and
+        body equal these, or None. Built once per level and batch: a store can hold 10,000."""
+        seen = self._same.get(level)
+        if seen is None:
+            seen = {(n.meta.title, _body_key(n.body)): n.filename for n in self.final_notes(level)}
+            self._same[level] = seen
+        return seen.get((title, _body_key(content)))
+
+    def remember_created(self, level: Level, title: str, content: str, filename: str) -> None:
+        seen = self._same.get(level)
+        if seen is not None:
+            seen.setdefault((title, _body_key(content)), filename)
+
     def final_notes(self, level: Level) -> list[Note]:
         out = {n: note for n, note in self.disk[level].items()}
         for name, data in self.writes[level].items():
@@ -158,6 +174,11 @@ class Plan:
             else:
                 out[name] = parse_note(level, name, data)
         return list(out.values())
+
+
+def _body_key(body: str) -> str:
+    """A body as compared for identical creates: line ends and surrounding blank space aside."""
+    return body.replace("\r\n", "\n").strip()
 
 
 def _validated(index: int, op: Any) -> tuple[Operation | None, Rejection | None]:
@@ -267,8 +288,13 @@ def _plan_op(
             return reject("create needs type, title and content")
         # The title was redacted by validation; a proposed slug is redacted here, before it is
         # lowercased out of the patterns' reach, so no name or index line carries a secret.
+        same = plan.duplicate_of(level, op.title, op.content)
+        if same is not None:
+            # Not a second copy under `-2`: the card is already there, say which one.
+            return reject(f"a {level} card with this title and content already exists: {quote(same)}")
         slug = slugify(op.title, redact(op.slug) if op.slug else None)
         name = plan.unique_name(level, note_filename(op.type, slug))
+        plan.remember_created(level, op.title, op.content, name)
         meta = NoteMeta(title=op.title, summary=op.summary or "", type=op.type, created=now, updated=now, source=source)
         plan.writes[level][name] = dump_note(meta, op.content)
         result.applied.append(AppliedOp(index=index, action=op.action, level=level, filename=name, title=op.title))

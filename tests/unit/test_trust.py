@@ -79,7 +79,7 @@ def test_a_damaged_trust_record_means_not_trusted(cloned: MemoryStores) -> None:
 def test_no_project_store_means_nothing_to_trust(tmp_path: Path) -> None:
     env = make_env(tmp_path, trusted=False)
     assert env.project_trusted and untrusted_cards(env) == []
-    assert not trust_file(env.paths).exists()
+    assert trust_file(env.paths) is None
 
 
 def test_a_workspace_at_the_user_store_has_no_project_level_to_trust(tmp_path: Path) -> None:
