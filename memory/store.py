@@ -37,6 +37,8 @@ class StoreError(Exception):
 # handing the same object to several readers is safe.
 _CACHE: dict[tuple[str, str], tuple[tuple[int, int, int], Note]] = {}
 _CACHE_MAX = 100_000
+# Index lines by (folder, filename), valid while the file's stat key is unchanged.
+_LINES: dict[tuple[str, str], tuple[tuple[int, ...], str | None, str]] = {}
 
 
 # check_filename's verdict on names already listed: a warm process lists the same folder at
@@ -317,6 +319,7 @@ class Store:
         lines: list[str] = []
         left_out: list[tuple[str, str]] = []
         base = str(self.dir)
+        lstat = self.fs.lstat
         for name in sorted(self.entries()):
             if name == INDEX_FILE or not name.endswith(".md") or name.startswith("."):
                 continue  # the index itself, and our temporary and hidden files
@@ -324,23 +327,36 @@ class Store:
                 left_out.append((quote(name), filename_problem(name) or "unsafe filename"))
                 continue
             try:
-                st = self.fs.lstat(f"{base}/{name}")  # type: ignore[arg-type]
+                st = lstat(f"{base}/{name}")  # type: ignore[arg-type]
             except FileNotFoundError:
                 continue
-            problem = self._stat_problem(name, st)
-            if problem is not None:
-                left_out.append((name, problem))
-                continue
-            try:
-                note = self._load(name, st)
-            except (StoreError, FileNotFoundError) as e:
-                left_out.append((name, str(e) or "unreadable"))
-                continue
-            if note.unparsed:
-                left_out.append((name, note.broken or "does not parse"))
-                continue
-            lines.append(format_index_line(note.meta.type, note.meta.title or name, note.meta.summary, name))
+            # A card's line while its file is unchanged: a warm 10,000-card index is a listing
+            # and a stat per card, not a parse or a format.
+            key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_nlink)
+            hit = _LINES.get((base, name))
+            if hit is None or hit[0] != key:
+                hit = (key, *self._index_entry(name, st))
+                if len(_LINES) >= _CACHE_MAX:
+                    _LINES.clear()
+                _LINES[(base, name)] = hit
+            if hit[1] is not None:
+                lines.append(hit[1])
+            else:
+                left_out.append((name, hit[2]))
         return lines, left_out
+
+    def _index_entry(self, name: str, st: os.stat_result) -> tuple[str | None, str]:
+        """A card's index line, or None and why a prompt leaves it out."""
+        problem = self._stat_problem(name, st)
+        if problem is not None:
+            return None, problem
+        try:
+            note = self._load(name, st)
+        except (StoreError, FileNotFoundError) as e:
+            return None, str(e) or "unreadable"
+        if note.unparsed:
+            return None, note.broken or "does not parse"
+        return format_index_line(note.meta.type, note.meta.title or name, note.meta.summary, name), ""
 
     def index_file_problem(self) -> str | None:
         """Why ``MEMORY.md`` cannot be read (symlink, FIFO, folder), or None (absent is fine)."""
