@@ -146,17 +146,25 @@ def _api_message(err: Any) -> str:
     return " ".join(str(msg).split())[:300]
 
 
-def describe_error(err: BaseException, *, model: str = "", base_url: str = "") -> tuple[str, bool]:
+# How a person picks another main model: the flag from the shell, the slash command in the app.
+MODEL_FLAG = "--model"
+MODEL_COMMAND = "/model"
+
+
+def describe_error(
+    err: BaseException, *, model: str = "", base_url: str = "", model_switch: str = MODEL_FLAG
+) -> tuple[str, bool]:
     """(one-line message, retryable) for an exception raised by the SDK.
 
+    An unknown model (404) names ``model_switch``, what this face offers to choose another one.
     Credentials are redacted (a base URL may carry ``user:password@``): the message is shown
     on the terminal and kept in the session log.
     """
-    msg, retryable = _describe_error(err, model=model, base_url=base_url)
+    msg, retryable = _describe_error(err, model=model, base_url=base_url, model_switch=model_switch)
     return redact(msg), retryable
 
 
-def _describe_error(err: BaseException, *, model: str, base_url: str) -> tuple[str, bool]:
+def _describe_error(err: BaseException, *, model: str, base_url: str, model_switch: str) -> tuple[str, bool]:
     import anthropic
 
     where = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
@@ -165,7 +173,7 @@ def _describe_error(err: BaseException, *, model: str, base_url: str) -> tuple[s
     if isinstance(err, anthropic.PermissionDeniedError):
         return (f"permission denied (403): {_api_message(err)}", False)
     if isinstance(err, anthropic.NotFoundError):
-        return (f"unknown model {model!r} (404): {_api_message(err)}; choose one with --model", False)
+        return (f"unknown model {model!r} (404): {_api_message(err)}; choose one with {model_switch}", False)
     if isinstance(err, anthropic.RateLimitError):
         return (f"rate limited (429): {_api_message(err)}; wait a moment and try again", True)
     if isinstance(err, anthropic.InternalServerError) and getattr(err, "status_code", 0) == 529:
@@ -224,7 +232,10 @@ def retry_base_delay() -> float:
 
 
 class AnthropicProvider:
-    """``AsyncAnthropic(...).messages.stream(...)`` with the runtime's own in-stream retries."""
+    """``AsyncAnthropic(...).messages.stream(...)`` with the runtime's own in-stream retries.
+
+    ``model_switch``: what an unknown-model error tells the person to use (``--model`` from the
+    shell; the app passes ``/model``)."""
 
     def __init__(
         self,
@@ -233,8 +244,10 @@ class AnthropicProvider:
         max_stream_attempts: int = 3,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         base_delay: float | None = None,
+        model_switch: str = MODEL_FLAG,
     ) -> None:
         self._client = client
+        self.model_switch = model_switch
         self.max_stream_attempts = max_stream_attempts
         self.sleep = sleep
         self.base_delay = retry_base_delay() if base_delay is None else base_delay
@@ -268,7 +281,9 @@ class AnthropicProvider:
                 if _is_transport_error(e):
                     reason = f"connection dropped mid-response ({type(e).__name__})"
                 else:
-                    msg, retryable = describe_error(e, model=request.model, base_url=self._base_url())
+                    msg, retryable = describe_error(
+                        e, model=request.model, base_url=self._base_url(), model_switch=self.model_switch
+                    )
                     import anthropic
 
                     in_stream = isinstance(e, anthropic.APIStatusError) and getattr(e, "status_code", 0) == 200

@@ -64,11 +64,12 @@ class Runtime:
         self.memory_mode: str = settings.memory_mode
         self._completion = completion
         if completion is None and self.memory_mode != "off":
-            completion = AnthropicCompletion(settings.memory_model)
+            completion = AnthropicCompletion(settings.memory_model, home=home)
         # The memory worker's backoff (1 s, 2 s, ...) in units of the runtime's retry delay; the
         # retry time a job shows is the one it waits.
         backoff = pipeline.BACKOFF_BASE * retry_base_delay()
         self.manager = Manager(self.stores, completion, mode=settings.memory_mode, fs=self.fs, backoff_base=backoff)
+        self._home = home
         self.provider: Provider = provider or AnthropicProvider()
         self.sessions = SessionStore(home)
         self.session: Session | None = None
@@ -245,7 +246,9 @@ class Runtime:
         if mode not in MEMORY_MODES:
             raise ValueError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, not {mode!r}")
         if self.manager.completion is None and mode != "off":
-            self.manager.completion = self._completion or AnthropicCompletion(self.settings.memory_model)
+            self.manager.completion = self._completion or AnthropicCompletion(
+                self.settings.memory_model, home=self._home
+            )
         self.manager.set_mode(mode)  # type: ignore[arg-type]
         self.memory_mode = mode
         if self.runner is not None:

@@ -39,6 +39,11 @@ opened, status ``crashed``) ends with the app's own note, a user-role text block
 ``[PseudoClaude: ``. Files written before these rules (an ``[error: …]`` assistant message)
 are repaired the same way on replay.
 
+A compaction boundary replaces the conversation by its compacted form (what the model is sent
+from then on); what came before it stays in the log, and a restored session keeps the last
+:data:`EARLIER_KEPT` of those messages in ``Session.earlier`` (with a marker per boundary) for the
+person to read: ``Session.transcript()`` is what the chat shows, ``messages`` what the model gets.
+
 Because a new user message may be merged into a trailing user message, take a turn's messages
 with :meth:`Session.turn_messages` (or ``messages[session.turn_start:]``) rather than from a
 length remembered before ``append``.
@@ -76,6 +81,11 @@ _ROLES = ("user", "assistant")
 _ID_CHARS = re.compile(r"^[0-9A-Za-z_-]+$")
 _MEMORY_UPDATE = re.compile(r"<memory-update>.*?</memory-update>", re.DOTALL)
 _HEADER_MAX = 1 << 16
+# Of the messages before a restored session's compaction boundaries, this many (the most recent)
+# are kept for the chat to show; the rest are counted (the log keeps them all).
+EARLIER_KEPT = 200
+# ``Session.earlier``'s marker of a compaction boundary: {"type": COMPACTION_MARK, "time", "summarised"}.
+COMPACTION_MARK = "compaction"
 
 
 class SessionError(Exception):
@@ -90,6 +100,11 @@ class SessionInfo(BaseModel):
     title: str  # the first user text, one line, at most 80 characters
     turns: int
     path: Path
+
+    @property
+    def has_prompt(self) -> bool:
+        """Whether the person ever sent anything in it (a session opened and closed has not)."""
+        return self.turns > 0 or bool(self.title)
 
 
 def now_rfc3339() -> str:
@@ -515,6 +530,11 @@ class Session:
         self.anchor: tuple[int, int] | None = None
         self.summary: str | None = None
         self.compactions = 0
+        # Restored from a log with compaction boundaries: the most recent messages before them,
+        # each boundary followed by its marker (display only; never sent), and how many older ones
+        # were left out of it.
+        self.earlier: list[dict[str, Any]] = []
+        self.earlier_left_out = 0
 
     @property
     def results_dir(self) -> Path:
@@ -641,6 +661,11 @@ class Session:
             self._write(line)
             self._fsync()
 
+    def transcript(self) -> list[dict[str, Any]]:
+        """What the person reads of this session: ``earlier`` (the part before the compaction
+        boundaries, with their markers), then the conversation the model is sent."""
+        return [*self.earlier, *self.messages]
+
     def turn_messages(self) -> list[dict[str, Any]]:
         """The messages of the current turn (from ``turn_start``), for the memory job."""
         return self.messages[self.turn_start :]
@@ -749,17 +774,20 @@ class SessionStore:
         return session
 
     def latest(self, workspace: Path) -> Session | None:
-        """The most recently active session of ``workspace`` (real paths compared), restored."""
+        """The most recently active session of ``workspace`` (real paths compared) in which the
+        person sent something, restored: an app opened and closed leaves nothing to continue."""
         want = os.path.realpath(workspace)
-        best: tuple[int, str, Path] | None = None
+        found: list[tuple[int, str, Path]] = []
         for path in self._files():
             meta, st = _read_header(path)
             if meta is None or st is None or not _same_workspace(meta["workspace"], want):
                 continue
-            key = (st.st_mtime_ns, path.stem, path)
-            if best is None or key[:2] > best[:2]:
-                best = key
-        return self._restore(best[2]) if best is not None else None
+            found.append((st.st_mtime_ns, path.stem, path))
+        for _, _, path in sorted(found, reverse=True):
+            title, turns = self._scan(path)
+            if turns > 0 or title:
+                return self._restore(path)
+        return None
 
     def open(self, session_id: str) -> Session:
         """Restore a session by full id or unambiguous prefix (of any workspace: see ``.workspace``)."""
@@ -890,6 +918,8 @@ class SessionStore:
         anchor: tuple[int, int] | None = None
         summary: str | None = None
         compactions = 0
+        earlier: list[dict[str, Any]] = []
+        earlier_left_out = 0
         for lineno, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
@@ -929,9 +959,19 @@ class SessionStore:
                     _replace_result(conv, rec["tool_use_id"], scrub_text(rec["content"]))
             elif kind == "compaction" and isinstance(rec.get("messages"), list):
                 # The boundary: the conversation goes on from the compacted form it records.
-                conv = []
+                before, conv = conv, []
                 for m in rec["messages"]:
                     push_message(conv, m)
+                # The summarised part leaves the conversation but stays readable on screen.
+                k = rec.get("summarised")
+                if not (isinstance(k, int) and not isinstance(k, bool) and 0 <= k <= len(before)):
+                    k = max(0, len(before) - len(conv))
+                earlier += before[:k]
+                earlier.append({"type": COMPACTION_MARK, "time": str(rec.get("time") or ""), "summarised": k})
+                if len(earlier) > EARLIER_KEPT:
+                    cut = len(earlier) - EARLIER_KEPT
+                    earlier_left_out += sum(1 for m in earlier[:cut] if m.get("type") != COMPACTION_MARK)
+                    del earlier[:cut]
                 summary = scrub_text(str(rec.get("summary") or "")) or None
                 anchor = None
                 compactions += 1
@@ -961,6 +1001,7 @@ class SessionStore:
         )
         session._needs_newline = partial
         session.anchor, session.summary, session.compactions = anchor, summary, compactions
+        session.earlier, session.earlier_left_out = earlier, earlier_left_out
         ids = dangling_tool_use_ids(conv)
         if ids:
             warnings.append(f"{name}: {len(ids)} tool call(s) without a result marked {INTERRUPTED}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app import runner as runner_module
-from app.memory_model import _NO_STRUCTURED, AnthropicCompletion
+from app.memory_model import AnthropicCompletion
 from app.provider import TextDelta, ToolUseArgs, ToolUseStart, UsageEvent
 from app.runner import MemorySubmitted, RequestStarted, RunStop, ToolCallStarted
 from app.runtime import Runtime
@@ -148,7 +148,6 @@ async def test_tool_results_never_reach_extraction(server: FakeAnthropic, runtim
 
 
 async def test_structured_output_fallback_is_remembered(server: FakeAnthropic) -> None:
-    _NO_STRUCTURED.clear()
     server.script(MEMORY_MODEL, reject_param("output_config", sticky=True), text("[]"), text("[]"))
     completion = AnthropicCompletion(MEMORY_MODEL)
     request = CompletionRequest(purpose="extract", system="s", prompt="p", json_schema=OPERATIONS_SCHEMA)
@@ -159,7 +158,6 @@ async def test_structured_output_fallback_is_remembered(server: FakeAnthropic) -
 
 
 async def test_structured_output_used_where_supported(server: FakeAnthropic) -> None:
-    _NO_STRUCTURED.clear()
     server.script(MEMORY_MODEL, text("[]"))
     completion = AnthropicCompletion(MEMORY_MODEL)
     await completion(CompletionRequest(purpose="extract", system="s", prompt="p", json_schema=OPERATIONS_SCHEMA))

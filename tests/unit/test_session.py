@@ -202,6 +202,8 @@ def test_latest_is_this_workspaces_most_recent(store: SessionStore, ws: Path, tm
     assert store.latest(ws) is None
     a, b, c = store.create(ws), store.create(ws), store.create(other)
     for s in (a, b, c):
+        s.begin_turn("a prompt")  # --continue skips sessions in which nothing was sent
+        s.end_turn("completed")
         s.close()
     set_mtime(a, 2_000_000_000)
     set_mtime(b, 1_900_000_000)
@@ -251,6 +253,8 @@ def test_open_unknown_ambiguous_and_malformed_ids(store: SessionStore, ws: Path)
 
 def test_a_session_is_written_by_one_holder_at_a_time(store: SessionStore, ws: Path) -> None:
     s = store.create(ws)
+    s.begin_turn("a prompt")
+    s.end_turn("completed")
     with pytest.raises(SessionError, match="in use"):
         store.open(s.id)
     with pytest.raises(SessionError, match="in use"):
