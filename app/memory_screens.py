@@ -15,10 +15,12 @@ import os
 import shlex
 import shutil
 import subprocess
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import SuspendNotSupported
+from textual.message import Message
 
 from .messages import CardsLoaded, DismissAsk, EditorOutcome, MemoryFlash, PendingLoaded
 
@@ -54,6 +56,18 @@ def editor_argv(env: dict[str, str] | None = None) -> list[str] | None:
     return None
 
 
+@dataclass
+class ExternalEditOutcome(Message):
+    """A card back from ``$EDITOR``: ``outcome`` is the memory.cards.ExternalEditResult of its
+    private copy ``edit`` (memory.cards.ExternalEdit); ``argv`` runs the editor again; ``disk``
+    (a conflict) is the card on disk now as (CardDraft, sha256), None when it is gone."""
+
+    edit: Any
+    outcome: Any
+    argv: list[str]
+    disk: Any = None
+
+
 def _counts(applied: Any) -> str:
     c = u = d = 0
     for a in applied:
@@ -85,6 +99,7 @@ class MemoryScreens:
         self._browser: CardBrowser | None = None
         self._pending_screen: PendingScreen | None = None
         self._applied: dict[str, Any] = {}  # job id -> memory_views.AppliedRecord (this session)
+        self._external_busy = False  # a card is out in $EDITOR (or its outcome is being decided)
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -359,33 +374,143 @@ class MemoryScreens:
         self._after_change()
 
     def on_card_browser_open_external(self, message: CardBrowser.OpenExternal) -> None:
-        self._open_external(message.row)
-
-    @work(group="cards-edit", exit_on_error=False)
-    async def _open_external(self, row: CardRow) -> None:
-        try:
-            path = await self.bridge.card_path(row.level, row.filename)
-        except ValueError as e:
-            self._flash(f"not opened: {e}", error=True)
+        if self._external_busy:
+            self._flash("a card is already open in your editor", error=True)
             return
         argv = editor_argv()
         if argv is None:
             self._flash("no editor: set $EDITOR (or $VISUAL) to open cards in your editor", error=True)
             return
+        self._external_busy = True
+        self._open_external(message.row, argv)
+
+    @work(group="cards-edit", exit_on_error=False)
+    async def _open_external(self, row: CardRow, argv: list[str]) -> None:
+        from memory.store import StoreError
+
         try:
-            code = await self._run_editor([*argv, str(path)])
-        except SuspendNotSupported:
-            self._flash(f"this terminal cannot hand over to an editor: edit {path} yourself", error=True)
+            edit = await self.bridge.start_external_edit(row.level, row.filename)
+        except (StoreError, OSError, ValueError) as e:
+            self._flash(f"not opened: {e}", error=True)
+            self._external_busy = False
             return
-        except OSError as e:
-            self._flash(f"could not run {argv[0]}: {e}", error=True)
+        await self._edit_round(edit, argv)
+
+    @work(group="cards-edit", exit_on_error=False)
+    async def _edit_again(self, edit: Any, argv: list[str]) -> None:
+        await self._edit_round(edit, argv)
+
+    async def _edit_round(self, edit: Any, argv: list[str]) -> None:
+        """$EDITOR on the private copy, then the copy checked and applied; the outcome is posted
+        (ExternalEditOutcome). The card itself is never handed to the editor."""
+        name = os.path.basename(argv[0])
+        try:
+            try:
+                code = await self._run_editor([*argv, str(edit.path)])
+            except SuspendNotSupported:
+                await self.bridge.discard_external_edit(edit)
+                self._flash("this terminal cannot hand over to an editor: use e to edit the card here", error=True)
+                self._external_busy = False
+                return
+            except OSError as e:
+                await self.bridge.discard_external_edit(edit)
+                self._flash(f"could not run {name}: {e}", error=True)
+                self._external_busy = False
+                return
+            refuse = None if code == 0 else f"{name} exited with {code}: nothing was applied"
+            outcome = await self.bridge.finish_external_edit(edit, refuse=refuse)
+            disk = None
+            if outcome.status == "conflict":
+                disk = await self.bridge.read_draft(str(edit.level), edit.filename)
+        except Exception as e:  # the copy is kept: the person's text is not lost to an I/O error
+            self._flash(f"not applied: {type(e).__name__}: {e} (your text is in {edit.path})", error=True)
+            self._external_busy = False
             return
-        # A hand edit may change the title or summary: the index follows the card.
-        with contextlib.suppress(Exception):
-            await self.bridge.rebuild_indexes()
-        status = "" if code == 0 else f" (the editor exited with {code})"
-        self._flash(f"back from {os.path.basename(argv[0])}{status}", error=code != 0)
-        self._after_change((row.level, row.filename))
+        self.post_message(ExternalEditOutcome(edit, outcome, argv, disk))  # type: ignore[attr-defined]
+
+    def on_external_edit_outcome(self, message: ExternalEditOutcome) -> None:
+        edit, outcome, argv = message.edit, message.outcome, message.argv
+        where = f"{edit.level}/{edit.filename}"
+        name = os.path.basename(argv[0])
+        if outcome.status == "unchanged":
+            self._end_external(edit, f"back from {name}: no changes")
+        elif outcome.status == "applied":
+            result = outcome.result
+            level = str(getattr(result.level, "value", result.level))
+            self._end_external(edit, f"saved {level} card {result.filename} from {name} (u undoes)")
+            self._after_change((level, result.filename))
+        elif outcome.status == "invalid":
+            self._ask_edit_again(edit, argv, outcome.problem, outcome.text, where)
+        elif outcome.status == "conflict":
+            self._show_external_conflict(message)
+
+    def _ask_edit_again(self, edit: Any, argv: list[str], problem: str, text: str, where: str) -> None:
+        from widgets.card_editor import EditProblemModal
+
+        def chosen(choice: str | None) -> None:
+            if choice == "edit":
+                self._edit_again(edit, argv)
+            else:
+                self._end_external(edit, f"discarded your edit: {where} is unchanged")
+
+        self.push_screen(EditProblemModal(_one(problem), text, where=where), callback=chosen)  # type: ignore[attr-defined]
+
+    def _show_external_conflict(self, message: ExternalEditOutcome) -> None:
+        from widgets.card_editor import CardDraft, ConflictModal
+
+        edit, outcome, argv, disk = message.edit, message.outcome, message.argv, message.disk
+        f = outcome.fields
+        mine = CardDraft(level=f.level, type=f.type, title=f.title, summary=f.summary, body=f.body)
+        where = f"{edit.level}/{edit.filename}"
+
+        def chosen(choice: str | None) -> None:
+            if choice == "mine":
+                self._keep_mine(edit, argv, mine, disk, outcome.text)
+            elif choice == "disk":
+                self._end_external(edit, f"kept {where} as it is on disk; your edit was dropped")
+            else:
+                problem = "the card changed on disk since it was copied for your editor: not applied"
+                self._ask_edit_again(edit, argv, problem, outcome.text, where)
+
+        self.push_screen(ConflictModal(mine, disk[0] if disk else None, where=where), callback=chosen)  # type: ignore[attr-defined]
+
+    @work(group="cards-edit", exit_on_error=False)
+    async def _keep_mine(
+        self, edit: Any, argv: list[str], mine: CardDraft, disk: tuple[CardDraft, str] | None, text: str
+    ) -> None:
+        """The person's version over the disk's (or as a new card, when the card was deleted)."""
+        from memory.cards import CardFields, ExternalEditResult
+
+        fields = CardFields(level=mine.level, type=mine.type, title=mine.title, summary=mine.summary, body=mine.body)
+        try:
+            if disk is None:
+                result = await self.bridge.save_card(mine, None, None, None)
+            else:
+                result = await self.bridge.save_card(mine, edit.filename, disk[1], str(edit.level))
+            now = None
+            if result.status == "conflict":
+                now = await self.bridge.read_draft(str(edit.level), edit.filename)
+        except Exception as e:
+            self._flash(f"not applied: {type(e).__name__}: {e} (your text is in {edit.path})", error=True)
+            self._external_busy = False
+            return
+        status = result.status if result.status != "rejected" else "invalid"
+        outcome = ExternalEditResult(status=status, problem=result.reason, fields=fields, result=result, text=text)
+        self.post_message(ExternalEditOutcome(edit, outcome, argv, now))  # type: ignore[attr-defined]
+
+    def _end_external(self, edit: Any, text: str) -> None:
+        """The edit is over: its private copy goes, the outcome is said."""
+        self._external_busy = False
+        self._discard_copy(edit)
+        if self._browser is not None:
+            self._browser.flash(_one(text))
+        else:
+            self.chat.add_note(_one(text))
+
+    @work(group="cards-edit", exit_on_error=False)
+    async def _discard_copy(self, edit: Any) -> None:
+        with contextlib.suppress(OSError):
+            await self.bridge.discard_external_edit(edit)
 
     async def _run_editor(self, argv: list[str]) -> int:
         if getattr(self, "is_headless", False):

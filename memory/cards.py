@@ -5,14 +5,22 @@ redaction and transaction as the model's ops, recorded in the history (so ``undo
 it). Edits of an existing card carry the hash of the file as the editor read it: if the card
 changed on disk since (an editor, ``git pull``, the worker), the edit is a conflict and nothing
 is written.
+
+``$EDITOR`` never sees a card itself: it edits a private copy (``start_external_edit``), which is
+read back like untrusted input and applied like any other edit (``finish_external_edit``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+import secrets
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .frontmatter import FrontMatterError, parse_meta, split_note
+from .fs import UnsafePathError
 from .model import (
     MANUAL_SOURCE,
     MAX_CONTENT_BYTES,
@@ -25,8 +33,8 @@ from .model import (
     NoteType,
     Operation,
 )
-from .sanitize import is_strict_utf8
-from .store import StoreError
+from .sanitize import is_strict_utf8, quote
+from .store import MAX_NOTE_FILE_BYTES, StoreError, sha256
 from .transaction import key
 
 if TYPE_CHECKING:
@@ -201,3 +209,186 @@ def save_card(
     res = stores.apply(ops, source=MANUAL_SOURCE, expected={key(old, filename): expected_sha},
                        label=f"card edited and moved to {to}", all_or_nothing=True)
     return _result(stores, res, old, filename)
+
+
+# -- $EDITOR: a private copy, read back as untrusted input, applied as one edit --------------------
+
+EDIT_DIR = "tmp"  # under $PSEUDOCLAUDE_HOME, never inside a store
+
+
+class ExternalEdit(BaseModel):
+    """A card copied out for ``$EDITOR``: the copy ``path`` (mode 0600) in its own private folder
+    ``folder`` (mode 0700, under ``$PSEUDOCLAUDE_HOME/tmp/``), and the card's bytes and hash as
+    they were when copied (the hash is the edit's compare-and-swap token)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    level: Level
+    filename: str
+    folder: Path
+    path: Path
+    sha256: str
+    original: bytes
+
+
+class CardFields(BaseModel):
+    """A card's editable fields as a person wrote them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    level: str
+    type: str
+    title: str
+    summary: str
+    body: str
+
+
+class ExternalEditResult(BaseModel):
+    """What came back from ``$EDITOR``. ``unchanged``: nothing to apply; ``invalid``: ``problem``
+    (one line) says why nothing was written, ``text`` is the copy as far as it could be read;
+    ``applied``: ``result`` is the edit's batch; ``conflict``: the card changed on disk since it
+    was copied (``fields`` is the person's version, nothing was written)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["unchanged", "invalid", "applied", "conflict"]
+    problem: str = ""
+    text: str = ""
+    fields: CardFields | None = None
+    result: CardResult | None = None
+
+
+class EditCopyError(ValueError):
+    """A one-line reason why the edited copy cannot be used (nothing was written)."""
+
+
+def start_external_edit(stores: MemoryStores, level: Level | str, filename: str) -> ExternalEdit:
+    """Copy a card to a fresh private folder for ``$EDITOR``. StoreError (one line) when the card
+    cannot be read (not a regular file, a symlink, too big, gone)."""
+    lv = Level(level)
+    stores.read_note(lv, filename)  # the name, the folder and the file checked; recovery first
+    store = stores.store(lv)
+    try:
+        data = stores.fs.read_bytes(store.dir / filename, max_bytes=MAX_NOTE_FILE_BYTES)
+    except UnsafePathError as e:
+        raise StoreError(f"{quote(filename)}: {e.strerror}") from None
+    except FileNotFoundError:
+        raise StoreError(f"no note named {quote(filename)} in the {lv} store") from None
+    if len(data) > MAX_NOTE_FILE_BYTES:
+        raise StoreError(f"{quote(filename)} is larger than {MAX_NOTE_FILE_BYTES:,} bytes")
+    root = stores.paths.home / EDIT_DIR
+    stores.fs.makedirs(root, 0o700)
+    folder = root / f"edit-{secrets.token_hex(8)}"
+    stores.fs.makedirs(folder, 0o700)
+    # The card's own name: the editor shows it and picks Markdown for it.
+    path = folder / filename
+    try:
+        stores.fs.write_new(path, data, 0o600)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return ExternalEdit(level=lv, filename=filename, folder=folder, path=path, sha256=sha256(data), original=data)
+
+
+def discard_external_edit(edit: ExternalEdit) -> None:
+    """Remove the private folder and whatever the editor left in it (backups, swap files); a
+    symlink in it is removed, never followed."""
+    shutil.rmtree(edit.folder, ignore_errors=True)
+
+
+def read_edit_copy(stores: MemoryStores, edit: ExternalEdit) -> bytes:
+    """The copy's bytes, read as untrusted input: a regular file only (a symlink or a folder the
+    editor left there is not followed), at most ``MAX_NOTE_FILE_BYTES``. EditCopyError otherwise."""
+    try:
+        data = stores.fs.read_bytes(edit.path, max_bytes=MAX_NOTE_FILE_BYTES)
+    except UnsafePathError as e:
+        what = "a symlink" if e.strerror == "is a symlink" else "not a regular file"
+        raise EditCopyError(f"the editor left {what} in place of the card's copy; it was not followed") from None
+    except FileNotFoundError:
+        raise EditCopyError("the editor removed the card's copy") from None
+    except IsADirectoryError:
+        raise EditCopyError("the editor left not a regular file in place of the card's copy") from None
+    if len(data) > MAX_NOTE_FILE_BYTES:
+        raise EditCopyError(f"the edited card is larger than {MAX_NOTE_FILE_BYTES:,} bytes")
+    return data
+
+
+def _text_field(data: dict[str, Any], name: str) -> str:
+    value = data.get(name)
+    if isinstance(value, dict | list):
+        raise EditCopyError(f"the front matter's {name} must be one line of text")
+    return "" if value is None else str(value)
+
+
+def parse_card_file(data: bytes, level: Level | str) -> CardFields:
+    """A card file a person wrote, strictly: UTF-8, front matter with a title and a known type,
+    then the body. EditCopyError (one line) otherwise. ``created``/``updated``/``source`` and
+    unknown keys are ignored: the app owns the first three."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise EditCopyError(f"the file is not valid UTF-8 (at byte {e.start})") from None
+    try:
+        head, body = split_note(text)
+        for name in ("title", "summary", "type"):
+            _text_field(head, name)
+        meta = parse_meta(head)
+    except FrontMatterError as e:
+        raise EditCopyError(str(e)) from None
+    summary = _text_field(head, "summary")
+    return CardFields(level=str(Level(level)), type=str(meta.type), title=meta.title, summary=summary, body=body)
+
+
+def _same_card(a: CardFields, b: CardFields) -> bool:
+    def body(text: str) -> str:
+        return text if not text or text.endswith("\n") else text + "\n"  # the writer adds the newline
+
+    return (a.type, a.title, a.summary, body(a.body)) == (b.type, b.title, b.summary, body(b.body))
+
+
+def _problem(errors: dict[str, str]) -> str:
+    return " · ".join(f"{name}: {reason}" for name, reason in errors.items())
+
+
+def finish_external_edit(
+    stores: MemoryStores, edit: ExternalEdit, *, refuse: str | None = None
+) -> ExternalEditResult:
+    """Read the copy back and apply it as one ``source: manual`` edit of the card (the same
+    checks as the card editor's save; the filename is kept when the title or type changed).
+
+    Nothing is written unless the copy is a valid card that differs from what was copied, and the
+    card on disk still has the hash it had when copied (else ``conflict``). The copy is left in
+    place: the caller removes it (``discard_external_edit``) or hands it to the editor again.
+    ``refuse``: a reason not to apply it (the editor failed): a changed copy comes back invalid
+    with that reason."""
+    try:
+        data = read_edit_copy(stores, edit)
+    except EditCopyError as e:
+        return ExternalEditResult(status="invalid", problem=str(e))
+    if data == edit.original:
+        return ExternalEditResult(status="unchanged")
+    text = data.decode("utf-8", "replace")
+    if refuse is not None:
+        return ExternalEditResult(status="invalid", problem=refuse, text=text)
+    try:
+        fields = parse_card_file(data, edit.level)
+    except EditCopyError as e:
+        return ExternalEditResult(status="invalid", problem=str(e), text=text)
+    try:
+        before = parse_card_file(edit.original, edit.level)
+    except EditCopyError:
+        before = None  # a broken card being repaired: any valid text is a change
+    if before is not None and _same_card(fields, before):
+        return ExternalEditResult(status="unchanged")
+    errors = check_card(stores, fields.level, fields.type, fields.title, fields.summary, fields.body)
+    if errors:
+        return ExternalEditResult(status="invalid", problem=_problem(errors), text=text, fields=fields)
+    result = save_card(
+        stores, fields.level, fields.type, fields.title, fields.summary, fields.body,
+        filename=edit.filename, expected_sha=edit.sha256,
+    )
+    if result.status == "applied":
+        return ExternalEditResult(status="applied", fields=fields, result=result, text=text)
+    if result.status == "conflict":
+        return ExternalEditResult(status="conflict", problem=result.reason, fields=fields, result=result, text=text)
+    return ExternalEditResult(status="invalid", problem=result.reason, text=text, fields=fields)

@@ -385,7 +385,7 @@ class CardBrowser(Screen[None]):
 
     @dataclass
     class OpenExternal(Message):
-        """Open the card in $EDITOR (the App suspends)."""
+        """Edit the card in $EDITOR (the App hands it a private copy and suspends)."""
 
         row: CardRow
 

@@ -12,6 +12,10 @@ swallow it); Esc cancels, asking first when there are unsaved changes (a normal 
 Select dropdown closes on Esc instead); Tab moves to the next field (the body keeps Textual's
 ``tab_behavior="focus"``). Card text may come from a cloned repository: everything shown is
 passed through ``strip_terminal`` and drawn as plain text, never as markup.
+
+``EditProblemModal`` is the answer to a card edited in ``$EDITOR`` that cannot be applied: the
+problem in one line and the person's text, with "edit again" (the same text, back in the editor)
+or "discard".
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from textual.widgets import Button, Input, Label, Select, Static, TextArea
 from memory.sanitize import strip_terminal
 from widgets.modals import ConfirmModal, render_preview
 
-__all__ = ["FIELDS", "TYPES", "CardDraft", "CardEditor", "ConflictModal"]
+__all__ = ["FIELDS", "TYPES", "CardDraft", "CardEditor", "ConflictModal", "EditProblemModal"]
 
 TYPES = ("user_preference", "correction_feedback", "project_knowledge", "reference_material")
 FIELDS = ("title", "summary", "type", "level", "body")
@@ -549,4 +553,92 @@ class ConflictModal(ModalScreen[str]):
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()
         if event.button.id in ("mine", "disk", "cancel"):
+            self.dismiss(event.button.id)
+
+
+# -- an $EDITOR result that cannot be applied ---------------------------------------------
+
+
+class EditProblemModal(ModalScreen[str]):
+    """A card edited in ``$EDITOR`` was not applied (``problem``, one line); the card is as it
+    was. Dismisses with "edit" (open the editor again on the same text) or "discard" (drop the
+    person's text; Esc asks first). ``text`` is what the editor left, as far as it could be read."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("e", "choose('edit')", "Edit again"),
+        Binding("d", "choose('discard')", "Discard"),
+        Binding("escape", "ask_discard", "Discard"),
+    ]
+
+    DEFAULT_CSS = """
+    EditProblemModal {
+        align: center middle;
+        background: $background 60%;
+        & > #dialog {
+            width: 90%;
+            max-width: 110;
+            height: auto;
+            max-height: 95%;
+            padding: 0 1;
+            border: round $error;
+            border-title-style: bold;
+            background: $surface;
+        }
+        #problem { height: auto; color: $text-error; }
+        #where { height: auto; color: $text-muted; margin: 0 0 1 0; }
+        #edited {
+            height: auto;
+            max-height: 60vh;
+            border: solid $foreground 20%;
+            background: $background;
+            padding: 0 1;
+            scrollbar-size-vertical: 1;
+            &:focus { border: solid $foreground 40%; }
+        }
+        #keys { height: auto; margin: 1 0 0 0; }
+        #keys > Button { margin: 0 2 0 0; }
+    }
+    """
+
+    def __init__(self, problem: str, text: str, *, where: str) -> None:
+        super().__init__()
+        self.problem = problem
+        self.text = text
+        self.where = where
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog") as dialog:
+            dialog.border_title = Content("Your edit was not applied")
+            yield Static(Content(_line(self.problem)), id="problem")
+            yield Static(Content(f"{_line(self.where)} is unchanged · your text is kept until you discard it"),
+                         id="where")
+            shown = self.text if self.text.strip() else "(nothing could be read)"
+            with VerticalScroll(id="edited"):
+                yield Static(render_preview(shown, "text"), id="edited-text")
+            with Horizontal(id="keys"):
+                yield Button(Content("Edit again [e]"), id="edit", variant="primary", compact=True)
+                yield Button(Content("Discard [d]"), id="discard", compact=True)
+
+    def on_mount(self) -> None:
+        # The text, not a button, has the focus: Enter alone decides nothing.
+        self.query_one("#edited").focus()
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(choice)
+
+    def action_ask_discard(self) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.dismiss("discard")
+
+        self.app.push_screen(
+            ConfirmModal("Discard your edit?", "Your text is dropped; the card stays as it is.",
+                         yes="Discard", no="Keep it"),
+            answered,
+        )
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id in ("edit", "discard"):
             self.dismiss(event.button.id)

@@ -6,13 +6,17 @@ filters over both levels; editing (saved as ``source: manual``, shown at once in
 the side panel); new, delete to the trash and undo; moving a card to the other level; field
 validation errors; conflicts with a change on disk (keep yours, take the disk's, deleted on
 disk); /remember reaching the next Run as a ``<memory-update>``; a browser of 10,000 cards;
-``$EDITOR`` (a script here); and opening the browser at a card clicked in the side panel.
+``$EDITOR`` (a script here) on a private copy applied as one undoable edit, with its invalid
+results, a symlink and a conflict; and opening the browser at a card clicked in the side panel.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
-import stat
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +33,7 @@ from tests.fakeapi import FakeAnthropic, text
 from tests.memtools import trust_workspace, write_note
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
 from widgets.card_browser import CardBrowser, CardRow
-from widgets.card_editor import CardEditor, ConflictModal
+from widgets.card_editor import CardEditor, ConflictModal, EditProblemModal
 from widgets.modals import ConfirmModal
 
 SIZE = (140, 40)
@@ -521,32 +525,276 @@ async def test_a_browser_of_10000_cards_filters_within_its_budget(make_app, ws: 
 
 
 # -- 9. $EDITOR --------------------------------------------------------------------------------
+#
+# The "editor" is a Python script run as $EDITOR: each run takes the next step of a plan (JSON),
+# records the path and the bytes it was given, and does what the step says to that file.
+
+FAKE_EDITOR = r'''
+import base64, json, os, sys
+plan_path, log_dir = os.environ["FAKE_EDITOR_PLAN"], os.environ["FAKE_EDITOR_LOG"]
+steps = json.loads(open(plan_path).read())
+n = len(os.listdir(log_dir)) // 2
+step = steps[n]
+target = sys.argv[-1]
+with open(os.path.join(log_dir, f"{n}.bin"), "wb") as f:
+    f.write(open(target, "rb").read())
+with open(os.path.join(log_dir, f"{n}.path"), "w") as f:
+    f.write(target)
+if "disk_path" in step:  # a hand edit of the live card while the editor is open
+    with open(step["disk_path"], "wb") as f:
+        f.write(base64.b64decode(step["disk_b64"]))
+if "write_b64" in step:
+    with open(target, "wb") as f:
+        f.write(base64.b64decode(step["write_b64"]))
+if "symlink_to" in step:  # an editor that saves by replacing the file with a link
+    os.unlink(target)
+    os.symlink(step["symlink_to"], target)
+sys.exit(step.get("exit", 0))
+'''
 
 
-async def test_o_opens_the_card_in_editor_and_the_change_is_picked_up(
+class FakeEditor:
+    """$EDITOR for one test: ``plan(*steps)`` says what each run does; ``seen(n)`` is what run n
+    was given (path, bytes)."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.script = tmp_path / "fake-editor.py"
+        self.script.write_text(f"#!{sys.executable}\n{FAKE_EDITOR}")
+        self.script.chmod(0o700)
+        self.plan_path = tmp_path / "editor-plan.json"
+        self.log = tmp_path / "editor-log"
+        self.log.mkdir()
+        self.plan()
+        monkeypatch.delenv("VISUAL", raising=False)
+        monkeypatch.setenv("EDITOR", shlex.quote(str(self.script)))
+        monkeypatch.setenv("FAKE_EDITOR_PLAN", str(self.plan_path))
+        monkeypatch.setenv("FAKE_EDITOR_LOG", str(self.log))
+
+    def plan(self, *steps: dict[str, Any]) -> None:
+        self.plan_path.write_text(json.dumps(list(steps)))
+
+    @staticmethod
+    def write(data: bytes, **more: Any) -> dict[str, Any]:
+        return {"write_b64": base64.b64encode(data).decode(), **more}
+
+    @property
+    def runs(self) -> int:
+        return len(list(self.log.glob("*.path")))
+
+    def seen(self, n: int) -> tuple[Path, bytes]:
+        return Path((self.log / f"{n}.path").read_text()), (self.log / f"{n}.bin").read_bytes()
+
+
+def card_file(title: str, type_: str, summary: str, body: str) -> bytes:
+    return f"---\ntitle: {title}\nsummary: {summary}\ntype: {type_}\n---\n{body}".encode()
+
+
+def history_len(ws: Path) -> int:
+    return len(MemoryStores(ws.resolve()).history())
+
+
+def copies_left() -> list[Path]:
+    tmp = Path(os.environ["PSEUDOCLAUDE_HOME"]) / "tmp"
+    return sorted(tmp.rglob("*")) if tmp.exists() else []
+
+
+INVALID = b"---\ntitle: [unclosed\ntype: project_knowledge\n---\nbytes \xff\xfe that are not UTF-8\n"
+
+
+async def press_o_on(pilot: Pilot[Any], browser: CardBrowser, level: str, filename: str) -> None:
+    browser.select(level, filename)
+    await wait_until(pilot, lambda: browser.selected is not None and browser.selected.filename == filename)
+    await pilot.press("o")
+
+
+async def problem_modal(pilot: Pilot[Any], app: PseudoClaudeApp) -> EditProblemModal:
+    await wait_until(pilot, lambda: isinstance(app.screen, EditProblemModal) and app.screen.query("#edited-text"),
+                     what="the problem modal")
+    modal = app.screen
+    assert isinstance(modal, EditProblemModal)
+    return modal
+
+
+async def test_o_with_invalid_yaml_and_bytes_that_are_not_utf8_keeps_the_card_and_the_history(
     make_app, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cards = seed(ws, ("project", "project_knowledge", "Build with make", "", "Run make build."))
     level, filename = cards["Build with make"]
-    script = tmp_path / "fake-editor.sh"
-    script.write_text('#!/bin/sh\nsed -i "s/^title: .*/title: Renamed in the editor/" "$1"\n')
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.setenv("EDITOR", str(script))
+    path = project_store(ws) / filename
+    before, entries = path.read_bytes(), history_len(ws)
+    editor = FakeEditor(tmp_path, monkeypatch)
+    editor.plan(editor.write(INVALID))
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: panel_titles(app) == ["Build with make"])
         browser = await open_cards(pilot, app, 1)
-        await pilot.press("o")
-        path = project_store(ws) / filename
-        await wait_until(pilot, lambda: "title: Renamed in the editor" in path.read_text(), what="the script's edit")
-        await wait_until(pilot, lambda: "back from fake-editor.sh" in browser.flash_text, what="the flash")
+        await press_o_on(pilot, browser, level, filename)
+        modal = await problem_modal(pilot, app)
+        # The editor was given a private copy, never the card.
+        copy, given = editor.seen(0)
+        assert copy != path and given == before and copy.name == filename
+        assert not copy.is_relative_to(project_store(ws)) and not copy.is_relative_to(user_store())
+        assert path.read_bytes() == before and history_len(ws) == entries
+        problem = str(modal.query_one("#problem", Static).content)
+        assert "not valid UTF-8" in problem and "\n" not in problem
+        # The problem, the choice and the person's text, drawn.
+        wanted = ("Your edit was not applied", "not valid UTF-8", "Edit again", "that are not UTF-8")
+        await wait_until(pilot, lambda: all(w in "\n".join(screen_lines(app)) for w in wanted), what="drawn")
+        assert copy.read_bytes() == INVALID  # and kept, until discarded
+        await pilot.press("d")
+        await wait_until(pilot, lambda: app.screen is browser, what="back in the browser")
+        await wait_until(pilot, lambda: "discarded your edit" in browser.flash_text)
+        await wait_until(pilot, lambda: copies_left() == [], what="the private copy removed")
+        assert path.read_bytes() == before and history_len(ws) == entries
+        assert browser.selected is not None and browser.selected.title == "Build with make"
+
+
+async def test_o_edit_again_reopens_the_persons_own_text_and_u_then_undoes_only_that_edit(
+    make_app, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cards = seed(ws, ("project", "project_knowledge", "Build with make", "", "Run make build."))
+    level, filename = cards["Build with make"]
+    path = project_store(ws) / filename
+    before = path.read_bytes()
+    editor = FakeEditor(tmp_path, monkeypatch)
+    fixed = card_file("Build with ninja", "project_knowledge", "ninja", "Run ninja.\n")
+    editor.plan(editor.write(INVALID), editor.write(fixed))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        # An unrelated card from /remember: the last batch before the editor's.
+        await send(pilot, "/remember Releases are tagged from main")
+        await wait_until(pilot, lambda: isinstance(app.screen, CardEditor), what="the /remember editor")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: not isinstance(app.screen, CardEditor), what="the /remember card saved")
+        remembered = project_store(ws) / "project_knowledge_releases-are-tagged-from-main.md"
+        await wait_until(pilot, lambda: remembered.exists())
+        remembered_bytes, entries = remembered.read_bytes(), history_len(ws)
+
+        browser = await open_cards(pilot, app, 2)
+        await press_o_on(pilot, browser, level, filename)
+        await problem_modal(pilot, app)
+        assert path.read_bytes() == before and history_len(ws) == entries
+        await pilot.press("e")
+        await wait_until(pilot, lambda: editor.runs == 2, what="the editor opened again")
+        # The second run got the person's text as they left it, on the same private copy.
+        assert editor.seen(1) == (editor.seen(0)[0], INVALID)
+        await wait_until(pilot, lambda: b"Build with ninja" in path.read_bytes(), what="the fixed edit applied")
+        await wait_until(pilot, lambda: "saved project card" in browser.flash_text)
+        assert history_len(ws) == entries + 1
+        await wait_until(pilot, lambda: copies_left() == [], what="the private copy removed")
+
+        await pilot.press("u")
+        await wait_until(pilot, lambda: path.read_bytes() == before, what="the card's old bytes back")
+        await wait_until(pilot, lambda: "undid the last memory batch (1 change(s))" in browser.flash_text)
+        assert remembered.read_bytes() == remembered_bytes
+        trash = project_store(ws) / ".trash"
+        assert not trash.exists() or not list(trash.rglob("*releases*"))
+
+
+async def test_o_with_the_copy_replaced_by_a_symlink_keeps_the_card_and_shows_the_problem(
+    make_app, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cards = seed(ws, ("project", "project_knowledge", "Build with make", "", "Run make build."))
+    level, filename = cards["Build with make"]
+    path = project_store(ws) / filename
+    before, entries = path.read_bytes(), history_len(ws)
+    # A valid card elsewhere: were the link followed, it would become the edit.
+    planted = tmp_path / "planted.md"
+    planted.write_bytes(card_file("Planted", "project_knowledge", "", "planted text\n"))
+    editor = FakeEditor(tmp_path, monkeypatch)
+    editor.plan({"symlink_to": str(planted)})
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        browser = await open_cards(pilot, app, 1)
+        await press_o_on(pilot, browser, level, filename)
+        modal = await problem_modal(pilot, app)
+        assert "a symlink" in str(modal.query_one("#problem", Static).content)
+        assert path.read_bytes() == before and not path.is_symlink() and history_len(ws) == entries
+        assert "planted text" not in "\n".join(screen_lines(app))
+        await pilot.press("d")
+        await wait_until(pilot, lambda: copies_left() == [], what="the private copy (a link) removed")
+        assert planted.exists() and path.read_bytes() == before
+        await wait_until(pilot, lambda: len(browser.visible_rows) == 1)
+        assert browser.visible_rows[0].title == "Build with make"
+
+
+async def test_o_valid_edit_is_one_manual_batch_and_u_restores_exactly_the_old_bytes(
+    make_app, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cards = seed(
+        ws,
+        ("project", "project_knowledge", "Build with make", "", "Run make build."),
+        ("user", "user_preference", "Tabs not spaces", "", "Indent with tabs."),
+    )
+    level, filename = cards["Build with make"]
+    path = project_store(ws) / filename
+    other = user_store() / cards["Tabs not spaces"][1]
+    before, other_before, entries = path.read_bytes(), other.read_bytes(), history_len(ws)
+    editor = FakeEditor(tmp_path, monkeypatch)
+    # First an editor that saves nothing new, then a new title and type (an edit, not a rename).
+    editor.plan({}, editor.write(card_file("Renamed in the editor", "reference_material", "s", "Run ninja.\n")))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: "Build with make" in panel_titles(app))
+        browser = await open_cards(pilot, app, 2)
+        await press_o_on(pilot, browser, level, filename)
+        await wait_until(pilot, lambda: "no changes" in browser.flash_text, what="no changes said")
+        assert path.read_bytes() == before and history_len(ws) == entries
+        await wait_until(pilot, lambda: copies_left() == [])
+
+        await press_o_on(pilot, browser, level, filename)
+        await wait_until(pilot, lambda: b"Renamed in the editor" in path.read_bytes(), what="the edit applied")
+        await wait_until(pilot, lambda: f"saved project card {filename} from fake-editor.py" in browser.flash_text)
+        text = path.read_text()
+        assert "source: manual" in text and "type: reference_material" in text and "Run ninja." in text
+        store = MemoryStores(ws.resolve())
+        assert len(store.history()) == entries + 1
+        last = store.history()[-1]
+        assert last.source == "manual" and [(c.level, c.filename) for c in last.changes] == [(Level.PROJECT, filename)]
         await wait_until(pilot, lambda: browser.selected is not None
                          and browser.selected.title == "Renamed in the editor", what="the browser to follow")
         assert (browser.selected.level, browser.selected.filename) == (level, filename)
-        await wait_until(pilot, lambda: panel_titles(app) == ["Renamed in the editor"], what="the panel to follow")
+        await wait_until(pilot, lambda: "Renamed in the editor" in panel_titles(app), what="the panel to follow")
         assert "Renamed in the editor" in (project_store(ws) / "MEMORY.md").read_text()
+        await wait_until(pilot, lambda: copies_left() == [])
+
+        await pilot.press("u")
+        await wait_until(pilot, lambda: path.read_bytes() == before, what="the old bytes back")
+        assert other.read_bytes() == other_before
+        assert sorted(p.name for p in project_store(ws).glob("*_*.md")) == [filename]
+        await wait_until(pilot, lambda: "Build with make" in panel_titles(app))
+
+
+async def test_o_with_a_hand_edit_on_disk_while_the_editor_is_open_shows_the_conflict_view(
+    make_app, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cards = seed(ws, ("project", "project_knowledge", "Build with make", "", "Run make build."))
+    level, filename = cards["Build with make"]
+    path = project_store(ws) / filename
+    hand = path.read_bytes().replace(b"Run make build.", b"Disk: run bazel")
+    mine = card_file("Build with make", "project_knowledge", "", "Mine: run ninja\n")
+    editor = FakeEditor(tmp_path, monkeypatch)
+    editor.plan(editor.write(mine, disk_path=str(path), disk_b64=base64.b64encode(hand).decode()))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        browser = await open_cards(pilot, app, 1)
+        entries = history_len(ws)
+        await press_o_on(pilot, browser, level, filename)
+        await wait_until(pilot, lambda: isinstance(app.screen, ConflictModal) and app.screen.query("#disk-text"),
+                         what="the conflict view")
+        modal = app.screen
+        assert "Mine: run ninja" in str(modal.query_one("#mine-text", Static).content)
+        assert "Disk: run bazel" in str(modal.query_one("#disk-text", Static).content)
+        assert path.read_bytes() == hand and history_len(ws) == entries
+        await pilot.press("k")
+        await wait_until(pilot, lambda: b"Mine: run ninja" in path.read_bytes(), what="yours over the disk's")
+        assert "source: manual" in path.read_text() and history_len(ws) == entries + 1
+        await wait_until(pilot, lambda: copies_left() == [], what="the private copy removed")
+        await wait_until(pilot, lambda: browser.selected is not None and "Mine: run ninja" in browser.selected.body)
 
 
 # -- 10. from the side panel -------------------------------------------------------------------

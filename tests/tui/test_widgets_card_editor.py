@@ -9,7 +9,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Label, Select, Static, TextArea
 
 from tests.tui.conftest import wait_until
-from widgets.card_editor import CardDraft, CardEditor, ConflictModal
+from widgets.card_editor import CardDraft, CardEditor, ConflictModal, EditProblemModal
 from widgets.modals import ConfirmModal
 
 _UNSET = object()
@@ -31,7 +31,7 @@ DISK = CardDraft(
 
 
 class Host(App[None]):
-    def __init__(self, screen: CardEditor | ConflictModal) -> None:
+    def __init__(self, screen: CardEditor | ConflictModal | EditProblemModal) -> None:
         super().__init__()
         self.pushed = screen
         self.result: object = _UNSET
@@ -335,3 +335,62 @@ async def test_conflict_modal_when_deleted_on_disk() -> None:
         assert "user/red.md" in text
         await pilot.press("t")
         await wait_until(pilot, lambda: app.result == "disk")
+
+
+# -- an $EDITOR result that cannot be applied ----------------------------------------------
+
+
+def problem_host(text: str = "---\ntitle: [unclosed\n---\nmy words\n") -> Host:
+    return Host(EditProblemModal("front matter is not valid YAML at line 2", text,
+                                 where="project/project_knowledge_build.md"))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 40)])
+async def test_edit_problem_modal_shows_the_problem_and_the_persons_text(size: tuple[int, int]) -> None:
+    app = problem_host()
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, EditProblemModal))
+        await pilot.pause()
+        text = "\n".join(lines(app))
+        assert "Your edit was not applied" in text and "not valid YAML at line 2" in text
+        assert "project/project_knowledge_build.md is unchanged" in text and "my words" in text
+        assert "Edit again [e]" in text and "Discard [d]" in text
+
+
+@pytest.mark.parametrize(("key", "expected"), [("e", "edit"), ("d", "discard")])
+async def test_edit_problem_modal_keys(key: str, expected: str) -> None:
+    app = problem_host()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, EditProblemModal))
+        await pilot.press("enter")  # Enter alone decides nothing
+        await pilot.press(key)
+        await wait_until(pilot, lambda: app.result is not _UNSET)
+        assert app.result == expected
+
+
+async def test_edit_problem_modal_esc_asks_before_dropping_the_text() -> None:
+    app = problem_host()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, EditProblemModal))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="asked first")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: isinstance(app.screen, EditProblemModal), what="kept")
+        assert app.result is _UNSET
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.result == "discard")
+
+
+async def test_edit_problem_modal_shows_hostile_text_literally_and_an_unreadable_copy_as_such() -> None:
+    app = problem_host("\x1b[31m[bold]red[/bold]\n")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, EditProblemModal))
+        await pilot.pause()
+        assert "[bold]red[/bold]" in "\n".join(lines(app))
+    app = problem_host("")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, EditProblemModal))
+        await pilot.pause()
+        assert "(nothing could be read)" in "\n".join(lines(app))

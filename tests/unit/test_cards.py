@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
 
+from memory import cards
 from memory.frontmatter import split_note
 from memory.model import INDEX_FILE, Level
+from memory.store import StoreError
 from memory.stores import MemoryStores
 from tests.memtools import make_env, write_note
 
@@ -138,3 +142,145 @@ def test_save_card_move_over_a_changed_card_writes_nothing(env: MemoryStores) ->
     assert ("hand edit" in path.read_text() and not env.user.dir.exists()) or not any(env.user.dir.glob("*.md"))
     with pytest.raises(ValueError, match="hash"):
         env.save_card("project", "project_knowledge", "Build", "", "x", filename=made.filename)
+
+
+# -- $EDITOR on a private copy (the card browser's `o`) ------------------------------------------
+
+
+def _card_bytes(title: str, type_: str, body: str, summary: str = "", extra: str = "") -> bytes:
+    return f"---\ntitle: {title}\nsummary: {summary}\ntype: {type_}\n{extra}---\n{body}".encode()
+
+
+def test_an_external_edit_copies_the_card_to_a_private_file_outside_the_stores(env: MemoryStores) -> None:
+    p = write_note(env, Level.PROJECT, "project_knowledge_x.md", "X", "v1")
+    edit = cards.start_external_edit(env, "project", "project_knowledge_x.md")
+    assert edit.path.read_bytes() == p.read_bytes() == edit.original
+    assert edit.sha256 == env.read_note("project", "project_knowledge_x.md").sha256
+    assert edit.path.name == "project_knowledge_x.md" and edit.path.parent == edit.folder
+    assert edit.folder.parent == env.paths.home / "tmp"
+    for store in (env.project.dir, env.user.dir):
+        assert not edit.path.resolve().is_relative_to(store.resolve())
+    assert stat.S_IMODE(edit.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(edit.folder.stat().st_mode) == 0o700
+    (edit.folder / "project_knowledge_x.md~").write_text("an editor's backup")
+    cards.discard_external_edit(edit)
+    assert not edit.folder.exists() and p.exists()
+
+
+def test_a_symlinked_card_is_not_copied_for_the_editor(env: MemoryStores, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_bytes(_card_bytes("S", "project_knowledge", "secret\n"))
+    env.project.dir.mkdir(parents=True)
+    (env.project.dir / "project_knowledge_s.md").symlink_to(secret)
+    with pytest.raises(StoreError, match="symlink"):
+        cards.start_external_edit(env, "project", "project_knowledge_s.md")
+    assert not (env.paths.home / "tmp").exists() or not any((env.paths.home / "tmp").iterdir())
+
+
+def test_a_valid_external_edit_is_one_manual_batch_that_keeps_the_filename_and_undoes_exactly(
+    env: MemoryStores,
+) -> None:
+    p = write_note(env, Level.PROJECT, "project_knowledge_x.md", "X", "v1", summary="old")
+    other = write_note(env, Level.USER, "user_preference_tabs.md", "Tabs", "use tabs")
+    before, other_before = p.read_bytes(), other.read_bytes()
+    edit = cards.start_external_edit(env, "project", "project_knowledge_x.md")
+    # A new title and type (an edit, not a rename); the app owns created/updated/source.
+    edit.path.write_bytes(_card_bytes("Renamed", "reference_material", "v2\n", "new",
+                                      extra="source: someone-else\nupdated: 1999-01-01T00:00:00Z\n"))
+    res = cards.finish_external_edit(env, edit)
+    assert res.status == "applied" and res.result is not None and res.result.filename == "project_knowledge_x.md"
+    fm, body = split_note(p.read_text())
+    assert (fm["title"], fm["summary"], fm["type"], fm["source"], body) == (
+        "Renamed", "new", "reference_material", "manual", "v2\n")
+    assert fm["updated"] != "1999-01-01T00:00:00Z"
+    [entry] = env.history()
+    assert entry.source == "manual" and entry.label == "card edited"
+    assert [(c.level, c.filename) for c in entry.changes] == [(Level.PROJECT, "project_knowledge_x.md")]
+    env.undo()
+    assert p.read_bytes() == before and other.read_bytes() == other_before
+
+
+def test_an_unchanged_copy_applies_nothing(env: MemoryStores) -> None:
+    p = write_note(env, Level.PROJECT, "project_knowledge_x.md", "X", "v1")
+    edit = cards.start_external_edit(env, "project", "project_knowledge_x.md")
+    assert cards.finish_external_edit(env, edit).status == "unchanged"
+    # Only the app's own fields changed, or the final newline dropped: still no change.
+    edit.path.write_bytes(p.read_bytes().replace(b"2026-01-01T00:00:00Z", b"2030-01-01T00:00:00Z").rstrip(b"\n"))
+    assert cards.finish_external_edit(env, edit).status == "unchanged"
+    assert env.history() == []
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (b"---\ntitle: [unclosed\ntype: project_knowledge\n---\nbody\n", "front matter is not valid YAML"),
+        (b"---\ntitle: T\ntype: project_knowledge\n---\nbad \xff\xfe bytes\n", "not valid UTF-8"),
+        (b"---\nsummary: s\ntype: project_knowledge\n---\nbody\n", "front matter has no title"),
+        (b"---\ntitle: T\ntype: gossip\n---\nbody\n", "unknown type 'gossip'"),
+        (b"no front matter at all\n", "no front matter"),
+        (b"---\ntitle: T\ntype: project_knowledge\n---\n  \n", "body: the body is empty"),
+        (b"---\ntitle: [a, b]\ntype: project_knowledge\n---\nbody\n", "title must be one line of text"),
+        (b"---\ntitle: T\ntype: project_knowledge\n---\n" + b"x" * (17 * 1024), "at most 16,384"),
+        (b"---\ntitle: T\ntype: project_knowledge\n---\n" + b"x" * (2 * 1024 * 1024), "larger than"),
+    ],
+)
+def test_an_invalid_copy_is_refused_with_its_problem_and_the_card_is_untouched(
+    env: MemoryStores, data: bytes, problem: str
+) -> None:
+    p = write_note(env, Level.PROJECT, "project_knowledge_x.md", "X", "v1")
+    before = p.read_bytes()
+    edit = cards.start_external_edit(env, "project", "project_knowledge_x.md")
+    edit.path.write_bytes(data)
+    res = cards.finish_external_edit(env, edit)
+    assert res.status == "invalid" and problem in res.problem, res.problem
+    assert "\n" not in res.problem
+    assert p.read_bytes() == before and env.history() == []
+    assert edit.path.read_bytes() == data  # the person's text stays for "edit again"
+
+
+@pytest.mark.parametrize("what", ["symlink", "folder", "gone", "fifo"])
+def test_a_copy_the_editor_replaced_by_something_else_is_not_followed(
+    env: MemoryStores, tmp_path: Path, what: str
+) -> None:
+    p = write_note(env, Level.PROJECT, "project_knowledge_x.md", "X", "v1")
+    before = p.read_bytes()
+    elsewhere = tmp_path / "elsewhere.md"
+    # Valid card text: following the link would make an edit out of it.
+    elsewhere.write_bytes(_card_bytes("Planted", "project_knowledge", "planted\n"))
+    edit = cards.start_external_edit(env, "project", "project_knowledge_x.md")
+    edit.path.unlink()
+    if what == "symlink":
+        edit.path.symlink_to(elsewhere)
+    elif what == "folder":
+        edit.path.mkdir()
+    elif what == "fifo":
+        os.mkfifo(edit.path)
+    res = cards.finish_external_edit(env, edit)
+    expected = {"symlink": "a symlink", "folder": "not a regular file", "gone": "removed",
+                "fifo": "not a regular file"}[what]
+    assert res.status == "invalid" and expected in res.problem, res.problem
+    assert p.read_bytes() == before and env.history() == []
+    cards.discard_external_edit(edit)
+    assert elsewhere.exists() and not edit.folder.exists()
+
+
+def test_an_external_edit_of_a_card_changed_on_disk_meanwhile_is_a_conflict(env: MemoryStores) -> None:
+    p = write_note(env, Level.PROJECT, "project_knowledge_x.md", "X", "v1")
+    edit = cards.start_external_edit(env, "project", "project_knowledge_x.md")
+    p.write_bytes(p.read_bytes().replace(b"v1", b"hand edit"))
+    on_disk = p.read_bytes()
+    edit.path.write_bytes(_card_bytes("X", "project_knowledge", "mine\n"))
+    res = cards.finish_external_edit(env, edit)
+    assert res.status == "conflict" and res.fields is not None and res.fields.body == "mine\n"
+    assert p.read_bytes() == on_disk and env.history() == []
+
+
+def test_an_external_edit_refused_because_the_editor_failed_writes_nothing(env: MemoryStores) -> None:
+    p = write_note(env, Level.PROJECT, "project_knowledge_x.md", "X", "v1")
+    before = p.read_bytes()
+    edit = cards.start_external_edit(env, "project", "project_knowledge_x.md")
+    assert cards.finish_external_edit(env, edit, refuse="vi exited with 1").status == "unchanged"
+    edit.path.write_bytes(_card_bytes("X", "project_knowledge", "mine\n"))
+    res = cards.finish_external_edit(env, edit, refuse="vi exited with 1")
+    assert (res.status, res.problem) == ("invalid", "vi exited with 1") and "mine" in res.text
+    assert p.read_bytes() == before and env.history() == []
