@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from memory.model import MANUAL_SOURCE, Action, Level, NoteType, rfc3339
 from memory.sanitize import strip_terminal
@@ -106,13 +106,16 @@ def read_draft(stores: MemoryStores, level: str, filename: str) -> tuple[CardDra
 
 @dataclass(frozen=True)
 class AppliedRecord:
-    """A job applied while this app ran (by this window or another on the workspace)."""
+    """A job finished while this app ran (by this window or another on the workspace): applied,
+    or ``rejected`` when it had ops and every one was refused (nothing written)."""
 
     job_id: str
-    seen: str  # RFC 3339 UTC: when the app heard of it (the row's age)
+    seen: str  # RFC 3339 UTC: when the app heard of it (the order of the session's rows)
     excerpt: str
     ops: tuple[PendingOp, ...]
     counts: tuple[int, int, int]
+    created: str = ""  # RFC 3339 UTC: when the job was spooled (the row's age); "" unknown
+    state: Literal["applied", "rejected"] = "applied"
 
 
 def applied_record(event: JobApplied, excerpt: str, *, now: _dt.datetime | None = None) -> AppliedRecord:
@@ -140,7 +143,9 @@ def applied_record(event: JobApplied, excerpt: str, *, now: _dt.datetime | None 
         )
     ops.sort(key=lambda o: o.index)
     when = rfc3339(now or _dt.datetime.now(_dt.UTC))
-    return AppliedRecord(job_id=event.job_id, seen=when, excerpt=excerpt, ops=tuple(ops), counts=(counts[0], counts[1], counts[2]))
+    return AppliedRecord(job_id=event.job_id, seen=when, excerpt=excerpt, ops=tuple(ops),
+                         counts=(counts[0], counts[1], counts[2]), created=event.created,
+                         state="rejected" if event.all_refused else "applied")
 
 
 def card_text(title: str, summary: str, type: str, body: str) -> str:
@@ -196,7 +201,6 @@ def _rejected_ops(view: JobView) -> list[PendingOp]:
 def _job(stores: MemoryStores, view: JobView) -> PendingJob:
     ops = [_held_op(stores, h.index, h.op) for h in view.held_ops] if view.state == "held" else []
     ops = sorted([*ops, *_rejected_ops(view)], key=lambda o: (o.index, o.status))
-    attempt = min(view.attempts + 1, view.max_attempts) if view.state == "retrying" else view.attempts
     reason = view.reason
     if view.state == "orphaned":
         reason = reason or f"its workspace {view.workspace} no longer exists"
@@ -205,7 +209,7 @@ def _job(stores: MemoryStores, view: JobView) -> PendingJob:
         state=view.state,
         excerpt=view.excerpt,
         created=view.created,
-        attempt=attempt,
+        attempt=view.attempt,
         max_attempts=view.max_attempts,
         next_try_at=view.next_try_at,
         reason=reason,
@@ -224,14 +228,15 @@ def pending_state(
     mode: str,
     note: str | None = None,
 ) -> PendingState:
-    """The pending screen's state: this workspace's spooled jobs (oldest first), the jobs applied
-    in this session (newest first), then orphaned jobs of any workspace."""
+    """The pending screen's state: this workspace's spooled jobs (oldest first), the jobs finished
+    in this session (newest first; "rejected" when every op was refused), then orphaned jobs of
+    any workspace. Every row's age counts from when its job was spooled, retries included."""
     jobs = [_job(stores, v) for v in views]
     seen = {j.id for j in jobs}
     for rec in sorted(applied, key=lambda r: r.seen, reverse=True):
         if rec.job_id in seen:
             continue
-        jobs.append(PendingJob(id=rec.job_id, state="applied", excerpt=rec.excerpt, created=rec.seen,
+        jobs.append(PendingJob(id=rec.job_id, state=rec.state, excerpt=rec.excerpt, created=rec.created or rec.seen,
                                counts=rec.counts, ops=rec.ops))
     jobs.extend(_job(stores, v) for v in orphans if v.id not in seen)
     return PendingState(jobs=tuple(jobs), mode=mode, note=note)

@@ -4,8 +4,8 @@ Synchronous and reading the disk: the App calls :func:`build_panel_state` in a w
 after a job applies, a store changes on disk, or a job's state moves, and posts the result to
 the panel. The cards come from the merged index exactly as the system prompt would embed it
 (``MemoryStores.merged_index``), so the panel shows what a new Run gets, cut included; an
-untrusted project store is not in that index, so its cards are listed from its ``MEMORY.md``
-with a note saying they are not used.
+untrusted project store is not in that index, so its cards are listed from its card files
+with a note saying they are not used. ``MEMORY.md`` is never read here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from memory.index import INDEX_LINE_RE, PROJECT_HEADER, USER_HEADER, parse_index_lines
+from memory.index import INDEX_LINE_RE, PROJECT_HEADER, USER_HEADER
 from memory.model import Level
 from memory.sanitize import strip_terminal
 from memory.store import StoreError
@@ -60,7 +60,8 @@ def build_panel_state(
         project_lines: list[str] = []
     elif not getattr(stores, "project_trusted", True):
         # Not in the merged index (never in a prompt), still listed so the person can judge it.
-        project_lines = parse_index_lines(stores.project.read_index_file())
+        # Cut as the index would be once trusted: a 10,000-card clone lists a screenful, not all.
+        project_lines = _parse_merged(stores.merged_index(include_untrusted=True))[0]["project"]
         project_note = UNTRUSTED_NOTE if project_lines else None
     else:
         project_lines = entries["project"]
@@ -174,8 +175,7 @@ def job_line(job: JobView, *, now: _dt.datetime | None = None) -> PanelJob:
     """One compact line for a job: "extracting · <excerpt>", "retrying 2/3 in 4s", "failed: …"."""
     failed = job.state in ("failed", "damaged")
     if job.state == "retrying":
-        attempt = min(job.attempts + 1, job.max_attempts)
-        head = f"retrying {attempt}/{job.max_attempts}"
+        head = f"retrying {job.attempt}/{job.max_attempts}"
         wait = _seconds_until(job.next_try_at, now)
         if wait is not None:
             head += f" in {wait}s"

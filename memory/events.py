@@ -35,7 +35,10 @@ class JobStarted(_Event):
 
 
 class JobApplied(_Event):
-    """The job's batch was committed (its job file is gone). Nothing applied is still an outcome."""
+    """The job's batch was committed (its job file is gone). Nothing applied is still an outcome.
+
+    ``created``: when the job was spooled (RFC 3339 UTC), kept through retries, coalescing and
+    review; empty when the job was never seen by this process."""
 
     kind: Literal["applied"] = "applied"
     job_id: str
@@ -43,6 +46,12 @@ class JobApplied(_Event):
     rejected: tuple[Rejection, ...] = ()
     conflicts: tuple[Conflict, ...] = ()
     txid: str | None = None
+    created: str = ""
+
+    @property
+    def all_refused(self) -> bool:
+        """True when the job's ops were all refused (rejected or in conflict): nothing written."""
+        return not self.applied and bool(self.rejected or self.conflicts)
 
 
 class JobRetrying(_Event):

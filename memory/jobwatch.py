@@ -29,7 +29,7 @@ from .events import (
 )
 from .model import HistoryEntry
 from .pipeline import TOOK_OVER, merged_index
-from .spool import Job, Spool, SpoolEntry
+from .spool import Job, JobViewState, Spool, SpoolEntry
 from .stores import MemoryStores
 
 RECENT_HISTORY = 50  # history entries searched for the outcome of a job another process ran
@@ -37,12 +37,12 @@ RECENT_HISTORY = 50  # history entries searched for the outcome of a job another
 
 @dataclass(frozen=True)
 class _Seen:
-    status: str
+    status: JobViewState
     attempt: int
     job: Job
 
 
-def status_of(job: Job) -> str:
+def status_of(job: Job) -> JobViewState:
     if job.state in ("held", "failed"):
         return job.state
     return job.phase or "queued"
@@ -65,6 +65,8 @@ class JobWatch:
         self._orphans: set[str] = set()
         # job id -> the job that took its turns over (coalesced), as learnt while watching.
         self.taken_over: dict[str, str] = {}
+        # job id -> its created time, for a job gone until its outcome is reported.
+        self._gone_created: dict[str, str] = {}
 
     def touch(self, job_id: str, job: Job | None) -> None:
         """This process changed the job (None: it is gone): not an event for the watch."""
@@ -108,7 +110,7 @@ class JobWatch:
                     old = _Seen("queued", 0, job)
                 events += _transition(old, seen)
             for job_id in [i for i in self._known if i not in current and i not in touched]:
-                del self._known[job_id]
+                last = self._known.pop(job_id)
                 successor = next((j.id for j in current.values() if job_id in j.merged_from), None)
                 if successor is not None:
                     self.taken_over[job_id] = successor
@@ -116,6 +118,7 @@ class JobWatch:
                         events.append(JobTakenOver(job_id=job_id, successor=successor))
                 elif primed:
                     gone.append(job_id)
+                    self._gone_created[job_id] = last.job.created
             self._touched = {i: g for i, g in self._touched.items() if g > gen0}
             for e in entries:
                 if e.orphaned and e.id not in self._orphans:
@@ -162,6 +165,8 @@ class JobWatch:
         reported: set[str] = set()
         for job_id in gone:
             entry, successor = found[job_id]
+            # A job that took others over keeps the first one's created time: the oldest's.
+            created = self._gone_created.pop(job_id, "")
             if successor is not None:
                 self.taken_over[job_id] = successor
                 events.append(JobTakenOver(job_id=job_id, successor=successor))
@@ -172,7 +177,7 @@ class JobWatch:
             if entry is not None and entry.label.startswith("dismiss "):
                 events.append(JobDismissed(job_id=job_id))
             elif entry is None:
-                events.append(JobApplied(job_id=job_id))
+                events.append(JobApplied(job_id=job_id, created=created))
             else:
                 events.append(
                     JobApplied(
@@ -181,6 +186,7 @@ class JobWatch:
                         rejected=tuple(entry.rejected),
                         conflicts=tuple(entry.conflicts),
                         txid=entry.txid,
+                        created=created,
                     )
                 )
         if any(entry is not None and entry.applied for entry, _ in found.values()):

@@ -49,7 +49,7 @@ from .pipeline import (
 )
 from .prompt import turn_text
 from .review import Review, ReviewError, requeue
-from .spool import Job, JobNotFound, Spool, SpoolEntry, SpoolError, make_job
+from .spool import Job, JobNotFound, JobViewState, Spool, SpoolEntry, SpoolError, make_job
 from .stores import MemoryStores
 from .worker import MAX_BATCH_BYTES, MAX_BATCH_TURNS, Worker
 
@@ -62,8 +62,6 @@ POLL_INTERVAL = 0.5  # seconds between looks at the spool / the worker lock when
 T = TypeVar("T")
 Subscriber = Callable[[MemoryEvent], None]
 Sleep = Callable[[float], Awaitable[None]]
-
-JobViewState = Literal["queued", "extracting", "applying", "retrying", "failed", "held", "orphaned", "damaged"]
 
 
 class FlushResult(BaseModel):
@@ -92,7 +90,8 @@ class JobView(BaseModel):
     turns: int = 0
     created: str = ""
     updated: str = ""
-    attempts: int = 0
+    attempts: int = 0  # failed requests over the job's life, all processes
+    attempt: int = 0  # retrying: the attempt the worker waits to make, of ``max_attempts``
     max_attempts: int = MAX_ATTEMPTS
     reason: str | None = None  # failed: why; damaged: what is wrong with the file
     next_try_at: str | None = None  # retrying: when (RFC 3339 UTC)
@@ -546,6 +545,7 @@ class Manager:
                 state = job.state
             else:
                 state = job.phase if (alive and job.phase) else "queued"
+            retry = job.retry if state == "retrying" else None
             out.append(
                 JobView(
                     id=job.id,
@@ -557,7 +557,8 @@ class Manager:
                     created=job.created,
                     updated=job.updated or job.created,
                     attempts=job.attempts,
-                    max_attempts=self.pipeline.max_attempts,
+                    attempt=retry.next_attempt if retry else 0,
+                    max_attempts=retry.max_attempts if retry else self.pipeline.max_attempts,
                     reason=job.error if state in ("failed", "retrying") else None,
                     next_try_at=job.retry.next_try_at if state == "retrying" and job.retry else None,
                     held_ops=tuple(HeldOpView(index=h.index, op=h.op) for h in job.held_ops),
@@ -601,7 +602,7 @@ class Manager:
             return done, merged_index(self.stores) if done.result.applied else None
 
         done, index = await asyncio.to_thread(run)
-        emit_result(self.emit, done.job_id, done.result, index)
+        emit_result(self.emit, done.job_id, done.result, index, created=done.created)
         if done.child is not None:
             self.emit(
                 JobHeld(job_id=done.child.id, ops=tuple(HeldOpView(index=h.index, op=h.op) for h in done.child.held_ops))
@@ -622,7 +623,7 @@ class Manager:
             self.emit(JobHeld(job_id=done.job_id, ops=ops))
             return done.remaining
         if done.result is not None:
-            emit_result(self.emit, done.job_id, done.result, None)
+            emit_result(self.emit, done.job_id, done.result, None, created=done.created)
         return None
 
     async def retry(self, job_id: str) -> Job:

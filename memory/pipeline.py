@@ -6,8 +6,10 @@ re-asks); proposed updates are merged with the current bodies in bounded request
 is committed through one transaction over both stores that also removes the job file.
 
 Retries: one budget per job per process, shared by extraction and merge (at most
-``max_attempts`` failed requests, exponential backoff between them). An answer without JSON is
-asked again once (extraction and merge alike); that re-ask is not a provider failure.
+``max_attempts`` failed requests, exponential backoff between them). An extraction answer
+without JSON is asked again once; that re-ask is not a provider failure. A merge answer without
+JSON is a failed attempt of that budget: it is asked again at once while the budget lasts, and
+then the job fails (kept with its updates, retryable), so an update is never dropped for it.
 """
 
 from __future__ import annotations
@@ -252,9 +254,10 @@ class Pipeline:
                 reason = f"no answer within {self._request_timeout:g} s"
             except Exception as e:
                 reason = f"{type(e).__name__}: {e}"
-            used = self._failures[job.id] = self._failures.get(job.id, 0) + 1
-            job.attempts += 1
-            job.error = f"{request.purpose} request failed (attempt {used} of {self.max_attempts}): {reason}"
+            used = self._spend(job)
+            # The attempt count is the job's retry info alone (shown as "retrying 2/3"): the
+            # reason does not repeat a count of its own.
+            job.error = f"{request.purpose} request failed: {reason}"
             job.error_kind = "provider"
             if not retryable:
                 raise JobFailure(f"{request.purpose} request failed: {reason}", kind="provider", retryable=False)
@@ -280,6 +283,37 @@ class Pipeline:
             job.retry, job.phase = None, phase
             with contextlib.suppress(SpoolError, OSError):
                 await self._save(job)  # other windows: no longer waiting, asking again
+
+    def _spend(self, job: Job) -> int:
+        """One failed attempt of the job's budget; returns the attempts used in this process."""
+        used = self._failures[job.id] = self._failures.get(job.id, 0) + 1
+        job.attempts += 1
+        return used
+
+    async def _ask_merge(self, job: Job, completion: Completion, request: CompletionRequest) -> str:
+        """A merge answer that holds the ``{"merged": [...]}`` object.
+
+        An answer without it is a failed attempt of the job's budget and is asked again at once,
+        saying so; when the budget is spent the job fails (kind ``merge``, retryable) with its
+        updates kept, so a retry asks for these merges again.
+        """
+        asking, unparsed = request, 0
+        while True:
+            answer = await self._ask(job, completion, asking)
+            if _merge_found(answer):
+                return answer
+            unparsed += 1
+            used = self._spend(job)
+            log.warning("memory job %s: merge answer without JSON (attempt %d of %d)", job.id, used, self.max_attempts)
+            if used >= self.max_attempts:
+                again = ", also when asked again" if unparsed > 1 else ""
+                raise JobFailure(
+                    f"the merge answer held no JSON{again}; {used} attempts used in all "
+                    "(the updates are kept on the job: retry asks again)",
+                    kind="merge",
+                    retryable=True,
+                )
+            asking = request.model_copy(update={"prompt": request.prompt + MERGE_REASK_NOTE})
 
     async def _merge_updates(
         self, job: Job, completion: Completion, pairs: list[tuple[int, Operation]]
@@ -328,11 +362,7 @@ class Pipeline:
                     )
                 )
             for chunk in merge_chunks(items):
-                request = build_merge_request(chunk)
-                answer = await self._ask(job, completion, request)
-                if not _merge_found(answer):
-                    reask = request.model_copy(update={"prompt": request.prompt + MERGE_REASK_NOTE})
-                    answer = await self._ask(job, completion, reask)
+                answer = await self._ask_merge(job, completion, build_merge_request(chunk))
                 parts.append(MergePart(keys=[it.key for it in chunk], answer=answer))
                 job.merge_raw = list(parts)  # kept before use, like the extraction answer
                 await self._save(job)
@@ -370,7 +400,7 @@ class Pipeline:
             # Nothing to keep and nothing to record: no transaction, no history entry.
             await self._in_thread(self.spool.delete, job.id)
             self._gone(job.id)
-            self._emit(JobApplied(job_id=job.id))
+            self._emit(JobApplied(job_id=job.id, created=job.created))
             return
         try:
             result = await self._in_thread(
@@ -390,10 +420,7 @@ class Pipeline:
             raise JobFailure(f"could not commit the batch: {e}", kind="apply", retryable=True) from None
         self._gone(job.id)
         index = await self._in_thread(merged_index, self.stores) if result.applied else None
-        self._emit_result(job.id, result, index)
-
-    def _emit_result(self, job_id: str, result: BatchResult, index: str | None) -> None:
-        emit_result(self._emit, job_id, result, index)
+        emit_result(self._emit, job.id, result, index, created=job.created)
 
 
 TOOK_OVER = " took over "
@@ -414,8 +441,11 @@ def merged_index(stores: MemoryStores) -> str | None:
         return None
 
 
-def emit_result(emit: Callable[[MemoryEvent], None], job_id: str, result: BatchResult, index: str | None) -> None:
-    """``JobApplied`` for a committed job, then ``IndexChanged`` when notes changed."""
+def emit_result(
+    emit: Callable[[MemoryEvent], None], job_id: str, result: BatchResult, index: str | None, *, created: str = ""
+) -> None:
+    """``JobApplied`` for a committed job (``created``: when it was spooled), then
+    ``IndexChanged`` when notes changed."""
     emit(
         JobApplied(
             job_id=job_id,
@@ -423,6 +453,7 @@ def emit_result(emit: Callable[[MemoryEvent], None], job_id: str, result: BatchR
             rejected=tuple(result.rejected),
             conflicts=tuple(result.conflicts),
             txid=result.txid,
+            created=created,
         )
     )
     if result.applied and index is not None:

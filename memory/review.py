@@ -37,6 +37,7 @@ class Approval:
     job_id: str
     result: BatchResult
     child: Job | None
+    created: str = ""  # when the approved job was spooled
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Rejected:
     job_id: str
     remaining: Job | None  # still held (the same job, fewer ops), or None when it is gone
     result: BatchResult | None  # the commit that removed the job, when it is gone
+    created: str = ""  # when the job was spooled
 
 
 class Review:
@@ -159,7 +161,7 @@ class Review:
             # Any other failure leaves the child alone: it is live exactly when the parent is gone.
         chosen_ix = {h.index for h in chosen}
         result = result.model_copy(update={"rejected": [r for r in result.rejected if r.index in chosen_ix]})
-        return Approval(job_id=job.id, result=result, child=child)
+        return Approval(job_id=job.id, result=result, child=child, created=job.created)
 
     def reject(self, job_ref: str, op_indexes: Sequence[int] | None = None) -> Rejected:
         """Drop held ops (all when None) without writing them."""
@@ -173,7 +175,7 @@ class Review:
                 job.held_ops = remaining
                 job.rejected = [*job.rejected, *refused]
                 self.spool.save(job)
-                return Rejected(job_id=job.id, remaining=job, result=None)
+                return Rejected(job_id=job.id, remaining=job, result=None, created=job.created)
             # The last ops: the job's rejections go to the history in the commit that removes it.
             try:
                 result = self.stores.apply(
@@ -185,7 +187,7 @@ class Review:
                 )
             except JobAlreadyDone:
                 raise ReviewError(f"job {job.id} was already completed") from None
-        return Rejected(job_id=job.id, remaining=None, result=result)
+        return Rejected(job_id=job.id, remaining=None, result=result, created=job.created)
 
     def dismiss(self, job_ref: str) -> BatchResult:
         """Remove a failed or orphaned job for good; the history records it (label ``dismiss <id>``)."""

@@ -50,6 +50,8 @@ _ID_RE = re.compile(r"^\d{20}-[0-9a-f]{8}$")
 JobState = Literal["queued", "failed", "held"]
 # What the worker is doing with a queued job right now (written so that other windows see it).
 JobPhase = Literal["extracting", "applying", "retrying"]
+# A spooled job as listings show it: its state or phase, or what its file's place says of it.
+JobViewState = Literal["queued", "extracting", "applying", "retrying", "failed", "held", "orphaned", "damaged"]
 JobMode = Literal["auto", "review"]
 ErrorKind = Literal["provider", "unparseable", "merge", "apply", "internal"]
 
@@ -78,10 +80,16 @@ class RetryInfo(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    attempt: int
+    attempt: int  # failed requests of the job's budget so far
     max_attempts: int
     next_try_at: str
     reason: str
+
+    @property
+    def next_attempt(self) -> int:
+        """The attempt the worker waits to make ("retrying 2/3" after one failure): the one count
+        every view of a retrying job shows."""
+        return min(self.attempt + 1, self.max_attempts)
 
 
 class MergePart(BaseModel):
@@ -504,6 +512,7 @@ __all__ = [
     "JobNotFound",
     "JobPhase",
     "JobState",
+    "JobViewState",
     "MergePart",
     "RetryInfo",
     "Spool",

@@ -1,7 +1,8 @@
 """The pending-updates screen (``/pending``): this workspace's memory jobs and what they would change.
 
 One row per memory job (the background worker's update of the memory cards from one chat turn),
-grouped as "Pending", "Applied this session" and "Orphaned (workspace gone)". Enter expands a
+grouped as "Pending", "Applied this session", "Rejected this session" (jobs whose every op was
+refused: nothing written) and "Orphaned (workspace gone)". Enter expands a
 job into its operations; the detail pane shows the selected job, or what the selected operation
 would change (a diff for an update, the card for a create or a delete). In review mode ``a`` and
 ``r`` approve or reject held operations, ``t`` retries a failed job, ``x`` dismisses a failed or
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -40,6 +41,13 @@ from textual.widgets import Static
 
 from memory.sanitize import strip_terminal
 from widgets.modals import render_preview
+
+if TYPE_CHECKING:
+    from memory.spool import JobViewState
+
+    # A spooled job's state, or the outcome of one finished this session: "applied" (something
+    # was written) or "rejected" (it had ops and every one was refused).
+    PendingJobState = Literal[JobViewState, "applied", "rejected"]
 
 __all__ = ["PendingJob", "PendingOp", "PendingScreen", "PendingState", "format_age"]
 
@@ -62,14 +70,15 @@ class PendingOp:
 @dataclass(frozen=True)
 class PendingJob:
     id: str
-    state: str  # "queued"|"extracting"|"applying"|"retrying"|"failed"|"held"|"orphaned"|"damaged"|"applied"
+    state: PendingJobState
     excerpt: str  # one line of the turn (the user's words)
-    created: str  # RFC 3339 UTC; the age shown is computed from it, live
+    created: str  # RFC 3339 UTC, when the job was spooled; the age shown is computed from it, live
     attempt: int = 0  # retrying: the attempt being waited for ("attempt 2/3")
     max_attempts: int = 3
     next_try_at: str | None = None  # retrying: RFC 3339 UTC, shown as a countdown
     reason: str | None = None  # failed/damaged/orphaned: why
     counts: tuple[int, int, int] = (0, 0, 0)  # applied: created, updated, deleted
+    # held/applied/rejected: the ops, those refused ("rejected", "conflict") with their reasons
     ops: tuple[PendingOp, ...] = ()
     workspace: str = ""
     split_from: str | None = None  # the job whose remaining ops moved here
@@ -97,7 +106,7 @@ DIFF_MAX_LINES = 2000
 DETAIL_MAX_CHARS = 2000
 
 # (marker, rich style) per job state; an unknown state is drawn plain.
-STATE_STYLES: dict[str, tuple[str, str]] = {
+STATE_STYLES: dict[PendingJobState, tuple[str, str]] = {
     "queued": ("·", "dim"),
     "extracting": ("●", "cyan"),
     "applying": ("●", "cyan"),
@@ -105,6 +114,7 @@ STATE_STYLES: dict[str, tuple[str, str]] = {
     "failed": ("✗", "bold red"),
     "held": ("◆", "magenta"),
     "applied": ("✓", "green"),
+    "rejected": ("⊘", "red"),
     "orphaned": ("○", "dim yellow"),
     "damaged": ("!", "bold red"),
 }
@@ -128,8 +138,9 @@ _CONTENT_STYLES: dict[str, str] = {
 MODE_STYLES: dict[str, str] = {"auto": "$text-success", "review": "$text-warning", "off": "$text-error"}
 
 SECTIONS: tuple[tuple[str, Callable[[PendingJob], bool]], ...] = (
-    ("Pending", lambda job: job.state not in ("applied", "orphaned")),
+    ("Pending", lambda job: job.state not in ("applied", "rejected", "orphaned")),
     ("Applied this session", lambda job: job.state == "applied"),
+    ("Rejected this session", lambda job: job.state == "rejected"),
     ("Orphaned (workspace gone)", lambda job: job.state == "orphaned"),
 )
 
@@ -183,6 +194,29 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _refused(job: PendingJob) -> tuple[int, int, str]:
+    """(rejected, conflicts, the first refused op's reason) among the job's ops, in index order."""
+    rejected = conflicts = 0
+    first = ""
+    for op in job.ops:
+        if op.status == "rejected":
+            rejected += 1
+        elif op.status == "conflict":
+            conflicts += 1
+        else:
+            continue
+        first = first or _clean(op.reason)
+    return rejected, conflicts, first
+
+
+def _not_written(rejected: int, conflicts: int) -> str:
+    """The refused ops in words, e.g. "1 rejected, 2 conflicts" (only the parts that are not zero)."""
+    parts = [f"{rejected} rejected"] if rejected else []
+    if conflicts:
+        parts.append(_plural(conflicts, "conflict"))
+    return ", ".join(parts)
+
+
 def state_text(job: PendingJob, now: datetime) -> str:
     """The state as a job row says it, e.g. "retrying 2/3 · next try in 4s"."""
     state = job.state
@@ -198,7 +232,13 @@ def state_text(job: PendingJob, now: datetime) -> str:
         return f"held · {_plural(held, 'op')}"
     if state == "applied":
         created, updated, deleted = job.counts
-        return f"applied +{created} ~{updated} −{deleted}"
+        text = f"applied +{created} ~{updated} −{deleted}"
+        refused = _not_written(*_refused(job)[:2])
+        return f"{text}, {refused}" if refused else text
+    if state == "rejected":
+        rejected, conflicts, first = _refused(job)
+        text = f"rejected: {_plural(rejected + conflicts, 'op')}" if rejected + conflicts else "rejected"
+        return f"{text} · {first}" if first else text
     return _clean(state) or "?"
 
 
@@ -398,7 +438,8 @@ def job_detail(job: PendingJob, now: datetime, expanded: bool) -> Content:
         parts.append((f"{label}: ", "$foreground-muted"))
         parts.append(value + "\n")
 
-    reason = _clean(job.reason)
+    rejected, conflicts, first_refusal = _refused(job)
+    reason = _clean(job.reason) or (first_refusal if job.state == "rejected" else "")
     if reason:
         field("reason", reason)
     if job.state == "retrying":
@@ -415,6 +456,11 @@ def job_detail(job: PendingJob, now: datetime, expanded: bool) -> Content:
     if job.state == "applied":
         created, updated, deleted = job.counts
         field("applied", f"{created} created, {updated} updated, {deleted} deleted")
+        if rejected or conflicts:
+            words = _not_written(rejected, conflicts)
+            field("not written", f"{words} · {first_refusal}" if first_refusal else words)
+    elif job.state == "rejected":
+        field("applied", "nothing: every operation was refused")
     if job.ops:
         by_status: dict[str, int] = {}
         for op in job.ops:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.memory_model import _NO_STRUCTURED, AnthropicCompletion
+from app.memory_model import AnthropicCompletion
 from memory.manager import Manager
 from memory.model import Level, Turn, TurnMessage
 from tests.fakeapi import FakeAnthropic, text
@@ -21,7 +21,6 @@ pytestmark = pytest.mark.timeout(60)
 def sdk_env(server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
     for k, v in server.env().items():
         monkeypatch.setenv(k, v)
-    _NO_STRUCTURED.clear()
 
 
 async def _no_sleep(_: float) -> None:
@@ -60,3 +59,48 @@ async def test_five_updates_of_16_kib_notes_are_merged_through_the_sdk(server: F
     # Bounded: no request carries more than three of the 16 KiB bodies.
     assert 2 <= len(merges) <= 3
     assert all(len(json.dumps(r.body)) < 64 * 1024 for r in merges)
+
+
+def _one_turn(words: str) -> Turn:
+    return Turn(messages=[TurnMessage(role="user", text=words), TurnMessage(role="assistant", text="ok")])
+
+
+async def test_a_merge_answer_without_json_is_asked_again_through_the_sdk_and_the_update_is_written(
+    server: FakeAnthropic, tmp_path: Path
+) -> None:
+    stores = make_env(tmp_path)
+    write_note(stores, Level.PROJECT, "project_knowledge_a.md", "A", "old a")
+    update = {"action": "update", "level": "project", "filename": "project_knowledge_a.md", "content": "new a"}
+    merged = json.dumps({"merged": [{"key": "op0", "content": "old a, new a"}]})
+    server.script(MEMORY_MODEL, text(json.dumps([update])), text("I merged it."), text("Done, merged."), text(merged))
+    m = Manager(stores, AnthropicCompletion(MEMORY_MODEL), sleep=_no_sleep, poll_interval=0.05, session="s")
+    await m.start()
+    job = await m.submit(_one_turn("a is new"))
+    assert job is not None
+    outcome = await m.wait_for(job.id, 30)
+    await m.close(5)
+    assert outcome.status == "done", outcome
+    assert len(server.requests_for(MEMORY_MODEL)) == 4
+    assert (stores.project.dir / "project_knowledge_a.md").read_text().endswith("old a, new a\n")
+    assert not stores.history()[-1].rejected
+
+
+async def test_a_merge_that_never_answers_json_through_the_sdk_leaves_the_job_failed_and_retryable(
+    server: FakeAnthropic, tmp_path: Path
+) -> None:
+    stores = make_env(tmp_path)
+    write_note(stores, Level.PROJECT, "project_knowledge_a.md", "A", "old a")
+    update = {"action": "update", "level": "project", "filename": "project_knowledge_a.md", "content": "new a"}
+    server.script(MEMORY_MODEL, text(json.dumps([update])), *[text("Merged, all good.") for _ in range(3)])
+    m = Manager(stores, AnthropicCompletion(MEMORY_MODEL), sleep=_no_sleep, poll_interval=0.05, session="s")
+    await m.start()
+    job = await m.submit(_one_turn("a is new"))
+    assert job is not None
+    outcome = await m.wait_for(job.id, 30)
+    (view,) = await m.jobs()
+    await m.close(5)
+    assert outcome.status == "failed" and "merge answer held no JSON" in outcome.reason, outcome
+    assert view.id == job.id and view.state == "failed"
+    assert len(server.requests_for(MEMORY_MODEL)) == 4  # one extraction, three merges: the budget
+    assert (stores.project.dir / "project_knowledge_a.md").read_text().endswith("old a\n")
+    assert stores.history() == []  # nothing committed: the update was not dropped as a rejection

@@ -318,6 +318,8 @@ async def test_the_pending_screen_shows_retrying_with_its_attempt_and_next_try(
         seconds = int(re.search(r"next try in (\d+)s", row).group(1))  # type: ignore[union-attr]
         assert 20 <= seconds <= 30, row
         assert "attempt: 2 of 3" in screen.detail_text()
+        # The row and the detail give one count: the reason carries none of its own ("attempt 1 of 3").
+        assert re.findall(r"(\d+) of 3", screen.detail_text()) == ["2"], screen.detail_text()
         assert len(server.requests_for(MEMORY_MODEL)) == 1  # still waiting: no second request yet
         await pilot.press("ctrl+q")
         await wait_until(pilot, lambda: "saving 1 memory update" in app._status_note)
@@ -361,3 +363,55 @@ async def test_the_side_panels_jobs_line_opens_the_pending_screen_and_esc_return
         await wait_until(pilot, lambda: isinstance(app.screen, PendingScreen), what="the pending screen again")
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is app.screen_stack[0])
+
+
+async def test_a_job_whose_only_op_was_rejected_is_listed_as_rejected_with_its_reason_not_as_applied(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
+    server.script(MODEL, text("Noted."))
+    no_content = {"action": "create", "level": "project", "type": "project_knowledge", "title": "Empty fact"}
+    server.script(MEMORY_MODEL, text(ops_answer(no_content)))
+    app = make_app(server)  # auto mode
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "remember nothing really")
+        await wait_until(pilot, lambda: len(app.bridge.stores.history()) == 1, what="the job's batch")
+        screen = await open_pending(pilot)
+        await wait_until(pilot, lambda: any(r.startswith("Rejected this session") for r in screen.row_texts()),
+                         what="the Rejected section")
+        rows = section(screen.row_texts(), "Rejected this session")
+        assert len(rows) == 1 and re.search(r"⊘ rejected: 1 op · op 0: \S", rows[0]), rows
+        assert not any("applied +0" in r for r in screen.row_texts())
+        assert not any(r.startswith("Applied this session") for r in screen.row_texts())
+        reason = app.bridge.stores.history()[-1].rejected[0].reason
+        await select_row(pilot, screen, lambda r: "⊘ rejected" in r, "the rejected job")
+        detail = screen.detail_text()
+        assert f"reason: {reason}" in detail.splitlines(), detail
+        assert "turn: remember nothing really" in detail.splitlines()
+        assert detail.startswith(f"⊘ rejected: 1 op · {reason}") and "applied +" not in detail
+        assert card_files(ws) == set()
+
+
+async def test_a_failed_job_retried_with_t_keeps_its_created_time_on_the_screen(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
+    created = "2026-01-01T00:00:00Z"
+    job = make_job(ws.resolve(), [turn("an old turn about theta")])
+    job.created = created
+    job.state, job.error, job.error_kind = "failed", "extract request failed: down", "provider"
+    spool_of(ws).submit(job)
+    server.script(MEMORY_MODEL, text(ops_answer(create_op("Theta fact", "Theta body."))))
+    app = make_app(server)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        screen = await open_pending(pilot)
+        await select_row(pilot, screen, lambda r: "✗ failed" in r and "an old turn about theta" in r, "the failed job")
+        assert re.search(r" \d+d$", screen.row_texts()[screen._list.cursor or 0]), screen.row_texts()
+        await pilot.press("t")
+        await wait_until(pilot, lambda: any("applied +1" in r for r in section(screen.row_texts(), "Applied")),
+                         what="the applied row")
+        # Its age still counts from when it was spooled (days), not from the retry (seconds).
+        (row,) = section(screen.row_texts(), "Applied")
+        assert re.search(r" \d+d$", row), row
+        await select_row(pilot, screen, lambda r: "applied +1" in r, "the applied job")
+        assert re.search(rf"^created: \d+d ago · {created}$", screen.detail_text(), re.M), screen.detail_text()

@@ -584,3 +584,55 @@ async def test_hostile_text_is_shown_literally() -> None:
         assert any("[b]n[/b]" in line for line in lines)
         joined = "\n".join(lines) + screen.detail_text()
         assert "\x1b" not in joined and "\u202e" not in joined and "\x07" not in joined
+
+
+REFUSED = replace(
+    UPDATE, index=0, status="rejected", before=None, after=None,
+    reason="op 0: no note named 'gone.md'",
+)
+CONFLICTED = replace(
+    DELETE, index=1, status="conflict", before=None, reason="user note 'user_stale.md' changed since"
+)
+REJECTED = PendingJob(
+    id="j-rejected", state="rejected", excerpt="forget the old build", created=ago(minutes=7),
+    ops=(REFUSED, CONFLICTED),
+)
+PARTLY = PendingJob(
+    id="j-partly", state="applied", excerpt="two facts", created=ago(minutes=2), counts=(1, 0, 0),
+    ops=(replace(APPLIED_OP, index=0), replace(REFUSED, index=1, reason="op 1: content is empty")),
+)
+
+
+async def test_a_job_whose_every_op_was_refused_reads_rejected_with_the_count_and_first_reason() -> None:
+    app = host(PendingState(jobs=(QUEUED, APPLIED, REJECTED)))
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = await ready(pilot)
+        rows = screen.row_texts()
+        assert "Rejected this session 1" in rows and "Applied this session 1" in rows
+        heading = rows.index("Rejected this session 1")
+        row = rows[heading + 1]
+        assert row.startswith("▸ ⊘ rejected: 2 ops · op 0: no note named 'gone.md'  forget the old build"), row
+        assert row.endswith(" 7m")
+        assert not any("applied +0" in r for r in rows)
+        await select_job(pilot, screen, REJECTED.id)
+        detail = screen.detail_text().split("\n")
+        assert detail[0] == "⊘ rejected: 2 ops · op 0: no note named 'gone.md'"
+        assert "reason: op 0: no note named 'gone.md'" in detail
+        assert "applied: nothing: every operation was refused" in detail
+        assert "operations: 2 (1 rejected, 1 conflict)" in detail
+        assert not any("applied +" in line for line in detail)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "  [conflict] delete · user · Stale preference" in screen.row_texts())
+
+
+async def test_a_job_with_some_ops_applied_and_some_rejected_says_both_in_the_row_and_the_detail() -> None:
+    app = host(PendingState(jobs=(PARTLY,)))
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = await ready(pilot)
+        rows = screen.row_texts()
+        assert rows[0] == "Applied this session 1"
+        assert rows[1].startswith("▸ ✓ applied +1 ~0 −0, 1 rejected  two facts"), rows
+        detail = screen.detail_text().split("\n")
+        assert detail[0] == "✓ applied +1 ~0 −0, 1 rejected"
+        assert "applied: 1 created, 0 updated, 0 deleted" in detail
+        assert "not written: 1 rejected · op 1: content is empty" in detail

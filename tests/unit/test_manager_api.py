@@ -16,6 +16,7 @@ from memory.completion import CompletionError
 from memory.events import (
     JobApplied,
     JobDismissed,
+    JobFailed,
     JobOrphaned,
     JobQueued,
     JobRetrying,
@@ -29,7 +30,18 @@ from memory.pipeline import MERGE_REASK_NOTE
 from memory.spool import make_job, new_job_id
 from memory.stores import MemoryStores
 from tests.memtools import make_env, write_note
-from tests.unit.test_manager import Gate, Script, Sleeps, answer, create, manager, merge_answer, notes, turn
+from tests.unit.test_manager import (
+    Gate,
+    Script,
+    Sleeps,
+    answer,
+    create,
+    manager,
+    merge_answer,
+    notes,
+    spooled,
+    turn,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -488,3 +500,198 @@ async def test_turn_text_shows_a_failed_jobs_turn_before_it_is_dismissed(env: Me
     with pytest.raises(ReviewError, match="no spooled job"):
         await m.turn_text(job.id)
     await m.close(1)
+
+
+# -- a merge answer without JSON is retried within the job's budget, never dropped ------------------
+
+
+async def test_a_merge_answer_without_json_is_asked_again_while_the_budget_lasts_and_the_update_applies(
+    env: MemoryStores,
+) -> None:
+    write_note(env, Level.PROJECT, "project_knowledge_a.md", "A", "old a")
+    script = Script(
+        answer(update("project_knowledge_a.md", "new a")),
+        "Sure, I merged it for you.",
+        "Here it is: the merged note.",
+        merge_answer({"op0": "old a, new a"}),
+    )
+    m = manager(env, script)
+    events: list[Any] = []
+    m.subscribe(events.append)
+    await m.start()
+    job = await m.submit(turn("x"))
+    assert (await m.wait_for(job.id, 10)).status == "done"
+    await m.close(1)
+    first, *again = script.merges
+    assert len(again) == 2 and all(r.prompt.endswith(MERGE_REASK_NOTE) for r in again)
+    assert not first.prompt.endswith(MERGE_REASK_NOTE)
+    assert notes(env)["project_knowledge_a.md"].endswith("old a, new a\n")
+    applied = next(e for e in events if isinstance(e, JobApplied))
+    assert applied.rejected == () and [a.filename for a in applied.applied] == ["project_knowledge_a.md"]
+
+
+async def test_a_merge_that_never_answers_json_fails_the_job_kept_with_its_update_and_retry_merges_it(
+    env: MemoryStores,
+) -> None:
+    write_note(env, Level.PROJECT, "project_knowledge_a.md", "A", "old a")
+    prose = "I have merged the note, it looks good."
+    script = Script(answer(update("project_knowledge_a.md", "new a")), prose, prose, prose)
+    m = manager(env, script)
+    events: list[Any] = []
+    m.subscribe(events.append)
+    await m.start()
+    job = await m.submit(turn("x"))
+    outcome = await m.wait_for(job.id, 10)
+    assert outcome.status == "failed" and "merge answer held no JSON" in outcome.reason, outcome
+    assert "3 attempts used" in outcome.reason
+    assert len(script.merges) == 3 and len(script.extracts) == 1
+    # Kept, visible and retryable; nothing was written, nothing recorded as rejected.
+    (kept,) = spooled(env)
+    assert kept.id == job.id and kept.state == "failed" and kept.error_kind == "merge" and kept.retryable
+    assert kept.raw_answer is not None and not kept.merge_raw
+    (failed,) = [e for e in events if isinstance(e, JobFailed)]
+    assert failed.retryable and "no JSON" in failed.reason
+    assert not any(isinstance(e, JobApplied) for e in events)
+    assert notes(env)["project_knowledge_a.md"].endswith("old a\n") and env.history() == []
+    (view,) = await m.jobs()
+    assert view.state == "failed" and "merge answer held no JSON" in (view.reason or "")
+
+    # A retry asks for the merge again (the extraction answer is kept) and writes it.
+    script.items.append(merge_answer({"op0": "old a, new a"}))
+    await m.retry(job.id)
+    assert (await m.wait_for(job.id, 10)).status == "done"
+    await m.close(1)
+    assert len(script.extracts) == 1 and len(script.merges) == 4
+    assert notes(env)["project_knowledge_a.md"].endswith("old a, new a\n")
+
+
+async def test_provider_failures_and_merge_answers_without_json_share_one_budget(env: MemoryStores) -> None:
+    write_note(env, Level.PROJECT, "project_knowledge_a.md", "A", "old a")
+    sleeps = Sleeps()
+    script = Script(
+        CompletionError("overloaded"),  # 1
+        answer(update("project_knowledge_a.md", "new a")),
+        "no JSON here",  # 2
+        "still no JSON",  # 3: the budget is spent
+        merge_answer({"op0": "never asked for"}),
+    )
+    m = manager(env, script, sleep=sleeps)
+    await m.start()
+    job = await m.submit(turn("x"))
+    outcome = await m.wait_for(job.id, 10)
+    await m.close(1)
+    assert outcome.status == "failed" and "3 attempts used in all" in outcome.reason, outcome
+    assert len(script.requests) == 4 and sleeps.delays == [1]
+    assert notes(env)["project_knowledge_a.md"].endswith("old a\n")
+
+
+# -- one retry count: the attempt of the job's budget in this process -----------------------------
+
+
+async def test_a_retried_jobs_retry_count_is_its_fresh_budgets_in_the_view_the_pending_row_and_the_panel(
+    env: MemoryStores,
+) -> None:
+    from app.memory_views import pending_state
+    from app.panel_state import job_line
+
+    # Three failures in an earlier process: the job's lifetime count is 3, its new budget is fresh.
+    old = make_job(env.paths.workspace, [turn("x")])
+    old.state, old.attempts, old.error, old.error_kind = "failed", 3, "extract request failed: down", "provider"
+    manager(env, None).spool.submit(old)
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def held_sleep(delay: float) -> None:
+        entered.set()
+        await release.wait()
+
+    m = manager(env, Script(CompletionError("overloaded"), answer(create("Later"))), sleep=held_sleep)
+    events: list[Any] = []
+    m.subscribe(events.append)
+    await m.start()
+    await m.retry(old.id)
+    await entered.wait()
+    (retry,) = [e for e in events if isinstance(e, JobRetrying)]
+    assert (retry.attempt, retry.max_attempts) == (1, 3)
+    (view,) = await m.jobs()
+    assert view.state == "retrying" and view.attempts == 4
+    # The pending row and the side panel's line count this budget's attempts, as the event does.
+    (row,) = pending_state(env, [view], [], [], "auto").jobs
+    assert (row.attempt, row.max_attempts) == (2, 3)
+    assert job_line(view).line.startswith("retrying 2/3")
+    assert (view.attempt, view.max_attempts) == (2, 3)
+    # The reason names no count of its own that could disagree with "2/3".
+    assert view.reason == "extract request failed: overloaded"
+    release.set()
+    assert (await m.wait_for(old.id, 10)).status == "done"
+    await m.close(1)
+
+
+# -- a job keeps its created time to the end --------------------------------------------------------
+
+
+async def test_a_retried_job_keeps_its_created_time_in_its_applied_event_and_its_pending_row(
+    env: MemoryStores,
+) -> None:
+    from app.memory_views import applied_record, pending_state
+
+    old = make_job(env.paths.workspace, [turn("x")])
+    old.created = "2026-01-01T00:00:00Z"
+    old.state, old.error, old.error_kind = "failed", "extract request failed: down", "provider"
+    manager(env, None).spool.submit(old)
+    m = manager(env, Script(answer(create("Later"))))
+    events: list[Any] = []
+    m.subscribe(events.append)
+    await m.start()
+    retried = await m.retry(old.id)
+    assert retried.created == "2026-01-01T00:00:00Z"
+    assert (await m.wait_for(old.id, 10)).status == "done"
+    await m.close(1)
+    (applied,) = [e for e in events if isinstance(e, JobApplied)]
+    (row,) = pending_state(env, [], [], [applied_record(applied, "x")], "auto").jobs
+    assert row.state == "applied" and row.created == "2026-01-01T00:00:00Z"
+    assert applied.created == "2026-01-01T00:00:00Z"
+
+
+async def test_approved_and_rejected_jobs_report_their_created_time(env: MemoryStores) -> None:
+    m = manager(env, Script(answer(create("A")), answer(create("B"))), mode="review")
+    events: list[Any] = []
+    m.subscribe(events.append)
+    await m.start()
+    one = await m.submit(turn("one"))
+    await m.wait_for(one.id, 10)
+    two = await m.submit(turn("two"))
+    await m.wait_for(two.id, 10)
+    await m.approve(one.id)
+    await m.reject(two.id)
+    await m.close(1)
+    done = {e.job_id: e for e in events if isinstance(e, JobApplied)}
+    assert done[one.id].created == one.created and not done[one.id].all_refused
+    assert done[two.id].created == two.created and done[two.id].all_refused
+
+
+async def test_a_job_another_process_completed_is_reported_with_its_created_time(env: MemoryStores) -> None:
+    gate = Gate(answer(create("First")))
+    worker = manager(env, Script(gate))
+    watcher = manager(env, None)
+    seen: list[Any] = []
+    started, finished = asyncio.Event(), asyncio.Event()
+
+    def on_event(event: Any) -> None:
+        seen.append(event)
+        if isinstance(event, JobStarted):
+            started.set()
+        if isinstance(event, JobApplied):
+            finished.set()
+
+    watcher.subscribe(on_event)
+    await watcher.start()
+    await worker.start()
+    job = await worker.submit(turn("first"))
+    await gate.entered.wait()
+    await asyncio.wait_for(started.wait(), 10)  # the watcher has seen the job
+    gate.release.set()
+    await asyncio.wait_for(finished.wait(), 10)  # learnt from the history by the watcher's tick
+    (applied,) = [e for e in seen if isinstance(e, JobApplied)]
+    assert applied.job_id == job.id and applied.created == job.created
+    await worker.close(1)
+    await watcher.close(1)

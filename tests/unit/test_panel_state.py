@@ -141,7 +141,7 @@ def test_job_lines_name_each_state_compactly_and_failed_jobs_are_flagged() -> No
             ("queued", {}),
             ("extracting", {}),
             ("applying", {}),
-            ("retrying", {"attempts": 1, "max_attempts": 3, "next_try_at": "2026-11-30T12:00:04Z"}),
+            ("retrying", {"attempt": 2, "max_attempts": 3, "next_try_at": "2026-11-30T12:00:04Z"}),
             ("failed", {"reason": "extraction request failed: 401"}),
             ("held", {}),
             ("damaged", {"reason": "not JSON"}),
