@@ -4,7 +4,8 @@
 file an ``edit_file`` changes), hands a ``PermissionRequest`` to ``ask`` (the App pushes the
 ``PermissionModal`` and awaits its answer) and maps the answer: ``once`` allows this call,
 ``session`` allows this tool until the session changes, ``deny`` returns a denied result and the
-turn goes on.
+turn goes on. A denial's note (the person's reason) is cleaned again here — one line, bounded,
+no control characters — and reaches the model in that result's text.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from memory.sanitize import strip_terminal
+from memory.sanitize import line_count, split_lines, strip_terminal
 
 from .tools.base import ToolError
 from .tools.gate import PermissionDecision
@@ -27,7 +28,8 @@ PREVIEW_LINES = 40
 PREVIEW_READ_MAX = 1_000_000  # a larger file is not diffed: the preview says so
 
 PreviewKind = Literal["diff", "text", "command"]
-Ask = Callable[[Any], Awaitable[str]]  # PermissionRequest -> "once" | "session" | "deny"
+# PermissionRequest -> a PermissionAnswer, or just "once" | "session" | "deny"
+Ask = Callable[[Any], Awaitable[Any]]
 
 
 def _cut(lines: list[str], limit: int = PREVIEW_LINES) -> str:
@@ -65,8 +67,9 @@ def build_preview(workspace: Path, name: str, tool_input: dict[str, Any]) -> tup
         content = str(tool_input.get("content", ""))
         before = _read_text(workspace, path)
         what = "overwrite" if before is not None else "create"
-        lines = content.splitlines()
-        summary = f"{what} {path} ({len(lines)} line(s), {len(content.encode('utf-8', 'replace'))} bytes)"
+        lines = split_lines(content)
+        count = line_count(content)  # the tool block's count too
+        summary = f"{what} {path} ({count} line(s), {len(content.encode('utf-8', 'replace'))} bytes)"
         return strip_terminal(summary, keep_newlines=False), strip_terminal(_cut(lines)), "text"
     if name == "edit_file":
         old, new = str(tool_input.get("old_string", "")), str(tool_input.get("new_string", ""))
@@ -74,7 +77,7 @@ def build_preview(workspace: Path, name: str, tool_input: dict[str, Any]) -> tup
         summary = strip_terminal(f"edit {path}", keep_newlines=False)
         if before is None or old not in before:
             # The tool itself will refuse or report; show what was asked.
-            diff = [f"- {line}" for line in old.splitlines()] + [f"+ {line}" for line in new.splitlines()]
+            diff = [f"- {line}" for line in split_lines(old)] + [f"+ {line}" for line in split_lines(new)]
             return summary, strip_terminal(_cut(diff)), "diff"
         after = before.replace(old, new) if tool_input.get("replace_all") else before.replace(old, new, 1)
         diff = list(
@@ -97,19 +100,27 @@ class ModalGate:
         """A new session: "allow for the session" answers are forgotten."""
         self.session_allowed.clear()
 
+    def will_ask(self, name: str) -> bool:
+        """Whether ``decide`` would ask about a call of ``name`` now."""
+        return needs_permission(name) and name not in self.session_allowed
+
     async def decide(
         self, name: str, tool_input: dict[str, Any], *, call_id: str = "", depth: int = 0
     ) -> PermissionDecision:
         if not needs_permission(name) or name in self.session_allowed:
             return PermissionDecision(True)
         summary, preview, kind = await asyncio.to_thread(build_preview, self.workspace, name, tool_input)
-        from widgets.modals import PermissionRequest
+        from widgets.modals import PermissionRequest, clean_note
 
         request = PermissionRequest(call_id=call_id, name=name, summary=summary, preview=preview, preview_kind=kind)
         answer = await self.ask(request)
-        if answer == "session":
+        choice = getattr(answer, "choice", answer)
+        if choice == "session":
             self.session_allowed.add(name)
             return PermissionDecision(True)
-        if answer == "once":
+        if choice == "once":
             return PermissionDecision(True)
+        note = clean_note(str(getattr(answer, "note", "") or ""))
+        if note:
+            return PermissionDecision(False, f"{name} was denied by the user, who said: {note}")
         return PermissionDecision(False, f"{name} was denied by the user")

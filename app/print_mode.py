@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from memory.events import JobApplied, JobFailed, JobHeld, JobStarted, JobTakenOver, MemoryEvent
-from memory.sanitize import redact, strip_terminal, strip_terminal_deep
+from memory.sanitize import TerminalStreamStripper, redact, strip_terminal, strip_terminal_deep
 from memory.trust import untrusted_cards
 
 from .memory_model import AnthropicCompletion
@@ -32,6 +32,7 @@ from .runner import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    UsageEvent,
 )
 from .runtime import Runtime
 from .settings import Settings
@@ -61,6 +62,9 @@ class PrintUI:
         self.err_closed = False
         self._last = "\n"
         self._tools_since_text = False
+        # The answer is stripped over its stream, not per delta: a sequence cut between two
+        # deltas would leave its tail on screen. One stream per response.
+        self._strip = TerminalStreamStripper()
         # job -> the job that took it over (coalesced it), and the jobs whose fate was printed.
         self.took_over: dict[str, str] = {}
         self.reported: set[str] = set()  # jobs whose take-over was printed
@@ -101,16 +105,13 @@ class PrintUI:
         if isinstance(ev, TextDelta):
             if depth:
                 return  # a sub-agent's words are its tool result, not the answer
-            text = strip_terminal(ev.text)
-            if self._tools_since_text and self._last != "\n":
-                # A new response after tool calls: its text starts on a new paragraph.
-                self._out("\n\n")
-            self._tools_since_text = False
-            self._out(text)
-            if text:
-                self.wrote_text = True
-                self._last = text[-1]
+            self._answer(self._strip.feed(ev.text))
+        elif isinstance(ev, UsageEvent):
+            if not depth:
+                self._end_answer()  # the response is complete
         elif isinstance(ev, Retrying):
+            if not depth:
+                self._end_answer()
             # stdout cannot take back what it printed: the new attempt starts on a fresh line.
             if not depth and self.wrote_text and self._last != "\n":
                 self._out("\n")
@@ -132,12 +133,28 @@ class PrintUI:
             self.job_id = ev.job_id
             self.diag(f"[memory: job {ev.job_id} spooled]")
         elif isinstance(ev, RunStop):
+            self._end_answer()
             if self.wrote_text and self._last != "\n":
                 self._out("\n")
             if ev.status == "completed":
                 self.diag(f"[done; usage: {ev.usage.describe()}]")
             else:
                 self.diag(f"pseudoclaude: {_one_line(ev.message or ev.status, 500)}")
+
+    def _answer(self, text: str) -> None:
+        if not text:
+            return
+        if self._tools_since_text and self._last != "\n":
+            # A new response after tool calls: its text starts on a new paragraph.
+            self._out("\n\n")
+        self._tools_since_text = False
+        self._out(text)
+        self.wrote_text = True
+        self._last = text[-1]
+
+    def _end_answer(self) -> None:
+        """The response's text is complete: what the stripper held (a CR) is written."""
+        self._answer(self._strip.flush())
 
     # -- the memory manager's events ---------------------------------------------------------
 

@@ -84,9 +84,23 @@ class RequestStarted:
 
 @dataclass(frozen=True)
 class ToolCallStarted:
+    """A complete call is about to be decided and run. ``waiting``: the gate asks the person
+    first (a permission window opens); ``ToolCallApproved`` or a denied ``ToolCallFinished``
+    follows."""
+
     id: str
     name: str
     input: dict[str, Any]
+    depth: int = 0
+    waiting: bool = False
+
+
+@dataclass(frozen=True)
+class ToolCallApproved:
+    """The person allowed a call that was ``waiting``: it runs now."""
+
+    id: str
+    name: str
     depth: int = 0
 
 
@@ -163,7 +177,7 @@ class RunStop:
 
 RunEvent = (
     TextDelta | ToolUseStart | ToolUseArgs | UsageEvent | Retrying | RequestStarted
-    | ToolCallStarted | ToolCallFinished | MemorySubmitted | RunStop | ContextUsage | Compacting | Compacted
+    | ToolCallStarted | ToolCallApproved | ToolCallFinished | MemorySubmitted | RunStop | ContextUsage | Compacting | Compacted
 )
 OnEvent = Callable[[RunEvent], None]
 
@@ -438,8 +452,9 @@ class Runner:
         try:
             for call in calls:
                 name, tool_input, call_id = call.get("name", ""), call.get("input") or {}, call.get("id", "")
-                emit(ToolCallStarted(call_id, name, tool_input, self.depth))
-                result, denied = await self._run_one(name, tool_input, call_id, emit)
+                waiting = self._asks(name, tool_input)
+                emit(ToolCallStarted(call_id, name, tool_input, self.depth, waiting))
+                result, denied = await self._run_one(name, tool_input, call_id, emit, waiting)
                 result = ToolResult(content=scrub_text(result.content), is_error=result.is_error)
                 # What read_result gives back is already on disk and bounded in characters (not in
                 # bytes: 24,000 CJK characters pass 32 KiB): storing it again would answer the model
@@ -455,7 +470,19 @@ class Runner:
             raise
         await self._append({"role": "user", "content": results})
 
-    async def _run_one(self, name: str, tool_input: Any, call_id: str, emit: OnEvent) -> tuple[ToolResult, bool]:
+    def _asks(self, name: str, tool_input: Any) -> bool:
+        """Whether the gate will ask the person about this call (a gate that can ask says so
+        through ``will_ask``); a call refused before the gate is never waiting."""
+        if name not in self.tool_names or not isinstance(tool_input, dict):
+            return False
+        if TOOL_SPECS[name].kind not in ("write", "execute"):
+            return False
+        will_ask = getattr(self.gate, "will_ask", None)
+        return bool(will_ask(name)) if callable(will_ask) else False
+
+    async def _run_one(
+        self, name: str, tool_input: Any, call_id: str, emit: OnEvent, waiting: bool = False
+    ) -> tuple[ToolResult, bool]:
         if name not in self.tool_names:
             return ToolResult(content=f"unknown or unavailable tool {name!r}", is_error=True), False
         if not isinstance(tool_input, dict):
@@ -465,6 +492,8 @@ class Runner:
             decision = await self.gate.decide(name, tool_input, call_id=call_id, depth=self.depth)
             if not decision.allowed:
                 return ToolResult(content=decision.reason or f"{name} was denied by the user", is_error=True), True
+            if waiting:
+                emit(ToolCallApproved(call_id, name, self.depth))
         if name == "task":
             return await self._run_task(tool_input, emit), False
         return await run_tool(name, tool_input, self.tool_ctx), False

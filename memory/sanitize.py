@@ -16,10 +16,12 @@ from collections.abc import Callable, Iterable
 from .constants import INDEX_FILE, MAX_SLUG, MAX_SUMMARY, MAX_TITLE, NoteType
 
 __all__ = [
+    "TerminalStreamStripper",
     "check_filename",
     "defuse_tags",
     "is_strict_utf8",
     "is_unsafe_char",
+    "line_count",
     "note_filename",
     "quote",
     "redact",
@@ -28,6 +30,7 @@ __all__ = [
     "sanitize_summary",
     "sanitize_title",
     "slugify",
+    "split_lines",
     "strip_escape_sequences",
     "strip_terminal",
     "strip_terminal_deep",
@@ -753,6 +756,111 @@ def strip_terminal_deep(value: object) -> object:
     if isinstance(value, dict):
         return {strip_terminal(str(k)): strip_terminal_deep(v) for k, v in value.items()}
     return value
+
+
+_LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
+
+
+def line_count(text: str) -> int:
+    """How many lines a file's text has, as an editor shows it: CR LF, LF and a lone CR each
+    end a line; a line break at the very end starts no further line ("" has none). The one
+    count for every place that says how long a text is (a write's dialog, its tool block)."""
+    if not text:
+        return 0
+    breaks = text.count("\n") + text.count("\r") - text.count("\r\n")
+    return breaks + (0 if text[-1] in "\r\n" else 1)
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines ``line_count`` counts, without their line breaks."""
+    lines = _LINE_BREAK_RE.split(text)
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+# The characters an escape sequence starts with (see ``_TERMINAL_SEQ_RE``).
+_ESCAPE_STARTS = frozenset("\x1b\x9b\x90\x98\x9d\x9e\x9f")
+# A sequence that may still be growing at the end of a chunk, by kind: what has to be kept of it
+# for the next chunk to be read exactly as the whole text would be (its payload never is).
+_CSI_OPENERS = ("\x1b[", "\x9b")
+_STRING_OPENERS = ("\x1b]", "\x1bP", "\x1bX", "\x1b^", "\x1b_", "\x90", "\x98", "\x9d", "\x9e", "\x9f")
+
+
+def _held_state(seq: str) -> str:
+    """The shortest text that a following chunk continues exactly as it would continue ``seq``
+    (one escape sequence that reaches the end of the text received so far): its opener, plus one
+    intermediate byte when it has reached those; "" when ``seq`` cannot grow any more."""
+    for opener in _CSI_OPENERS:
+        if seq.startswith(opener):
+            body = seq[len(opener) :]
+            if body and "@" <= body[-1] <= "~":
+                return ""  # the final byte arrived
+            return opener + (" " if any(" " <= c <= "/" for c in body) else "")
+    for opener in _STRING_OPENERS:
+        if seq.startswith(opener):
+            if seq.endswith(("\x07", "\x9c", "\x1b\\")) and len(seq) > len(opener):
+                return ""  # terminated
+            return opener  # the payload seen so far is dropped: the whole of it never shows
+    body = seq[1:]
+    if body and "0" <= body[-1] <= "~":
+        return ""
+    return "\x1b" + (" " if body else "")
+
+
+class TerminalStreamStripper:
+    """``strip_terminal`` over a text that arrives in chunks (a streamed answer).
+
+    Stripping each chunk alone leaves the tail of a sequence cut between two chunks on screen
+    (``]52;c;…``, ``5mblink``). ``feed`` returns what can be shown now and holds back the start
+    of a sequence still open at the chunk's end (CSI up to its final byte; OSC/DCS/SOS/PM/APC up
+    to BEL or ST; their 8-bit C1 forms; a lone ESC) and a trailing CR (half of a CR LF);
+    ``flush`` ends the stream. The concatenated output over any split of a text equals
+    ``strip_terminal`` of the whole text. What is held is bounded: at most an opener and one
+    intermediate byte — a control string's payload is dropped as it arrives, however long it
+    runs unterminated — and one CR.
+    """
+
+    def __init__(self, *, keep_newlines: bool = True) -> None:
+        self.keep_newlines = keep_newlines
+        self._held = ""  # the state of an escape sequence open at the end of the last chunk
+        self._cr = False  # the text so far ended with CR: the next character decides what it is
+
+    @property
+    def holding(self) -> bool:
+        """Whether anything is held back (an open sequence or a trailing CR)."""
+        return bool(self._held) or self._cr
+
+    def feed(self, chunk: str) -> str:
+        """The part of ``chunk`` (with what was held) that can be shown now, stripped."""
+        if not chunk:
+            return ""
+        text = self._held + chunk
+        self._held = ""
+        cut = len(text)
+        if any(c in text for c in _ESCAPE_STARTS):
+            last = None
+            for m in _TERMINAL_SEQ_RE.finditer(text):
+                last = m
+            if last is not None and last.end() == len(text):
+                # It might go on in the next chunk: only its state is kept.
+                cut = last.start()
+                self._held = _held_state(text[cut:])
+        return self._emit(strip_escape_sequences(text[:cut]), final=False)
+
+    def flush(self) -> str:
+        """The end of the stream: what was held, stripped (an open sequence shows nothing)."""
+        self._held = ""
+        return self._emit("", final=True)
+
+    def _emit(self, text: str, *, final: bool) -> str:
+        if self._cr:
+            text = "\r" + text
+            self._cr = False
+        if not final and text.endswith("\r"):
+            text = text[:-1]
+            self._cr = True
+        return strip_terminal(text, keep_newlines=self.keep_newlines)
 
 
 def quote(value: object, limit: int = 60) -> str:

@@ -17,7 +17,12 @@ class PermissionDecision:
 
 @runtime_checkable
 class PermissionGate(Protocol):
-    """``call_id`` and ``depth`` tie a decision to its tool block (0: top-level agent, n: sub-agent)."""
+    """``call_id`` and ``depth`` tie a decision to its tool block (0: top-level agent, n: sub-agent).
+
+    A gate that asks a person may also have ``will_ask(name) -> bool``: True when ``decide``
+    for that tool would open a question now, so that the call shows as waiting for permission
+    (not as running) while it is open. A gate without it never asks. A denial's ``reason`` is
+    the text of the tool result the model gets."""
 
     async def decide(
         self, name: str, tool_input: dict[str, Any], *, call_id: str, depth: int

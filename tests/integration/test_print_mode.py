@@ -63,6 +63,19 @@ def test_answer_streams_while_server_holds_the_rest(server: FakeAnthropic, ws: P
     assert res.out == "first chunk, then the rest\n"
 
 
+def test_escape_sequences_split_across_stream_chunks_leave_no_fragment_on_stdout(
+    server: FakeAnthropic, ws: Path
+) -> None:
+    answer = "Copied \x1b]52;c;aGFja2Vk\x07it and \x1b[5mblink\x1b[0m done."
+    # Cut inside the OSC 52 payload and inside both CSI sequences.
+    pieces = ["Copied \x1b", "]52;c;aGFj", "a2Vk\x07it and \x1b[", "5mblink\x1b", "[0m done."]
+    server.script(MODEL, text(answer, chunks=pieces))
+    server.script(MEMORY_MODEL, text("[]"))
+    res = run_cli(server, ws, "-p", "copy it")
+    assert res.code == 0, res.err
+    assert res.out == "Copied it and blink done.\n"
+
+
 def test_job_is_on_disk_when_the_stop_event_is_seen(server: FakeAnthropic, ws: Path) -> None:
     gate = server.gate()
     server.script(MODEL, text("Noted: you prefer tabs."))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from app.print_mode import PrintUI
-from app.provider import Retrying, TextDelta, Usage
+from app.provider import Retrying, TextDelta, Usage, UsageEvent
 from app.runner import MemorySubmitted, RunStop, ToolCallFinished, ToolCallStarted
 from app.tools import ToolResult
 
@@ -132,3 +132,27 @@ def test_a_job_taken_over_and_run_by_another_process_is_reported_once_after_the_
     ui.memory(JobFailed(job_id="j-2", reason="boom"))
     _report_outcome(ui, "j-2", JobOutcome(job_id="j-2", status="failed", reason="boom"), 15)
     assert err.getvalue().count("boom") == 1
+
+
+def test_an_escape_sequence_split_between_deltas_leaves_no_fragment_on_stdout() -> None:
+    out, _ = render(
+        TextDelta("copied \x1b"), TextDelta("]52;c;aGFja2Vk"), TextDelta("\x07 and \x1b"),
+        TextDelta("[5mblink\x1b"), TextDelta("[0m done"), RunStop("completed"),
+    )
+    assert out == "copied  and blink done\n"
+
+
+def test_each_response_is_stripped_as_its_own_stream() -> None:
+    # A response ending in an open sequence ends it there: the next response's text shows.
+    out, _ = render(
+        TextDelta("first\x1b[3"), UsageEvent(Usage(1, 1)),
+        ToolCallStarted("t1", "read_file", {"path": "a"}),
+        ToolCallFinished("t1", "read_file", ToolResult(content="x")),
+        TextDelta("1m second"), RunStop("completed"),
+    )
+    assert out == "first\n\n1m second\n"
+
+
+def test_a_line_break_split_between_deltas_is_one_line_break() -> None:
+    out, _ = render(TextDelta("one\r"), TextDelta("\ntwo\r"), RunStop("completed"))
+    assert out == "one\ntwo\n"

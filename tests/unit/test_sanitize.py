@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import time
 
@@ -12,10 +13,12 @@ from hypothesis import strategies as st
 
 from memory.model import MAX_SLUG, MAX_SUMMARY, MAX_TITLE, NoteType
 from memory.sanitize import (
+    TerminalStreamStripper,
     check_filename,
     defuse_tags,
     is_strict_utf8,
     is_unsafe_char,
+    line_count,
     note_filename,
     quote,
     redact,
@@ -23,6 +26,7 @@ from memory.sanitize import (
     sanitize_summary,
     sanitize_title,
     slugify,
+    split_lines,
     strip_terminal,
 )
 
@@ -687,3 +691,99 @@ def test_quote_redacts_strips_and_shortens() -> None:
     assert AWS not in q and ESC not in q and "\x07" not in q
     assert len(q) <= 42 and q.endswith("…'")
     assert quote("a\nb") == "'a b'"
+
+
+# -- stripping a stream ------------------------------------------------------------------------
+
+
+def _stream(text: str, cuts: list[int], *, keep_newlines: bool = True) -> str:
+    """``text`` fed to one stripper in the pieces that ``cuts`` (positions) make, then flushed."""
+    stripper = TerminalStreamStripper(keep_newlines=keep_newlines)
+    bounds = [0, *sorted({min(max(c, 0), len(text)) for c in cuts}), len(text)]
+    out = [stripper.feed(text[a:b]) for a, b in itertools.pairwise(bounds)]
+    return "".join(out) + stripper.flush()
+
+
+# Text dense in the bytes that open, continue and end sequences, so splits land inside them.
+_SEQ_ALPHABET = st.sampled_from(
+    [ESC, "[", "]", "P", "X", "^", "_", "\\", "\x07", "\x9c", "\x9b", "\x9d", "\x90", "\x98", "\x9e", "\x9f",
+     "\n", "\r", "\t", "0", "5", ";", "?", " ", "/", "(", "m", "B", "@", "~", "c", "a", "é", "\u2028", "\x00",
+     "\u202e", "👍"]
+)
+_SEQ_TEXT = st.lists(_SEQ_ALPHABET, max_size=40).map("".join) | st.text(max_size=40)
+
+
+@given(_SEQ_TEXT, st.lists(st.integers(min_value=0, max_value=40), max_size=12), st.booleans())
+def test_stream_stripper_over_any_split_equals_strip_terminal_of_the_whole(
+    text: str, cuts: list[int], keep_newlines: bool
+) -> None:
+    assert _stream(text, cuts, keep_newlines=keep_newlines) == strip_terminal(text, keep_newlines=keep_newlines)
+
+
+@given(_SEQ_TEXT)
+def test_stream_stripper_one_character_at_a_time_equals_strip_terminal(text: str) -> None:
+    assert _stream(text, list(range(len(text)))) == strip_terminal(text)
+
+
+@pytest.mark.parametrize(
+    ("pieces", "shown"),
+    [
+        # OSC 52 (set the clipboard) cut after its opener: the payload must not show.
+        ([f"copied {ESC}", "]52;c;aGFja2Vk", "\x07 done"], "copied  done"),
+        ([f"copied {ESC}]5", "2;c;aGFj", "a2Vk", f"{ESC}", "\\ done"], "copied  done"),
+        # Blink on and off, cut inside both sequences.
+        ([f"{ESC}", "[5mblink", f"{ESC}", "[0m!"], "blink!"),
+        ([f"{ESC}[", "5", "mblink", f"{ESC}[0", "m!"], "blink!"),
+        (["a\x9b3", "1mb\x9d0;t", "itle\x9cc"], "abc"),  # 8-bit CSI and OSC
+        (["line\r", "\nnext"], "line\nnext"),  # CR LF split: one line break
+        (["line\r", f"{ESC}[0m", "\nnext"], "line\nnext"),
+    ],
+)
+def test_stream_stripper_leaves_no_fragment_of_a_sequence_split_between_chunks(
+    pieces: list[str], shown: str
+) -> None:
+    stripper = TerminalStreamStripper()
+    out = "".join(stripper.feed(p) for p in pieces) + stripper.flush()
+    assert out == shown == strip_terminal("".join(pieces))
+    # Stripped chunk by chunk, the same pieces leave fragments: that is what the stream prevents.
+    assert "".join(strip_terminal(p) for p in pieces) != shown
+
+
+def test_stream_stripper_shows_text_at_once_and_holds_only_an_open_sequence() -> None:
+    stripper = TerminalStreamStripper()
+    assert stripper.feed("plain text ") == "plain text "
+    assert not stripper.holding
+    assert stripper.feed(f"then {ESC}[3") == "then "
+    assert stripper.holding
+    assert stripper.feed("1mred") == "red"
+    assert stripper.feed(f"{ESC}") == ""
+    assert stripper.flush() == ""  # a lone ESC at the end shows nothing
+    assert not stripper.holding
+
+
+def test_stream_stripper_drops_an_unterminated_osc_of_megabytes_without_holding_it() -> None:
+    stripper = TerminalStreamStripper()
+    assert stripper.feed(f"before {ESC}]52;c;") == "before "
+    for _ in range(1000):  # 4 MB of clipboard payload that never ends
+        assert stripper.feed("aGFja2Vk" * 512) == ""
+        assert len(stripper._held) <= 2  # the payload is not kept
+    # It ends at the end of its line, as strip_terminal ends it; the next line shows.
+    assert stripper.feed("tail\nnext line") == "\nnext line"
+    assert stripper.flush() == ""
+
+
+# -- counting lines ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "count"),
+    [("", 0), ("one", 1), ("one\n", 1), ("one\ntwo", 2), ("one\ntwo\n", 2), ("one\r\ntwo\r\n", 2),
+     ("one\r\ntwo", 2), ("one\rtwo", 2), ("\n", 1), ("\n\n", 2), ("one\n\n", 2)],
+)
+def test_line_count_counts_a_final_line_break_as_no_further_line(text: str, count: int) -> None:
+    assert line_count(text) == count == len(split_lines(text))
+
+
+def test_split_lines_drops_line_breaks_of_every_kind() -> None:
+    assert split_lines("a\r\nb\rc\nd\n") == ["a", "b", "c", "d"]
+    assert split_lines("a\n\nb") == ["a", "", "b"]
