@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,6 +93,12 @@ class Bridge:
         self._unsubscribe: Callable[[], None] | None = None
         self._watcher: Any | None = None
         self.excerpts: dict[str, str] = {}  # job id -> its turn's excerpt, as last listed
+        # The reads that parse every card of a store (the trust window's, the panel's) take turns:
+        # side by side on a 10,000-card store each took twice as long, and the second now finds
+        # the parse cache warm.
+        self._card_reads = threading.Lock()
+        self._early_stores: Any | None = None  # the trust question's, until the runtime exists
+        self._early_lock = threading.Lock()
 
     # -- start-up --------------------------------------------------------------------------------
 
@@ -99,11 +106,12 @@ class Bridge:
         """Construct the Runtime (blocking imports; no file is read or written). Call in a thread."""
         # Everything the App imports later is imported here, in this thread: a first import on
         # the event loop would stall the screen.
+        import memory.watch  # noqa: F401  # the store watcher (watchfiles), started by the App
         from memory.fs import FS
 
         from . import filecomplete, panel_state, pricing, prompt_history, session  # noqa: F401
         from .modal_gate import ModalGate
-        from .provider import has_credentials
+        from .provider import MODEL_COMMAND, AnthropicProvider, has_credentials
         from .runtime import Runtime
 
         self.gate = ModalGate(self.workspace, self._ask)
@@ -120,7 +128,8 @@ class Bridge:
             self.settings,
             self.workspace,
             gate=self.gate,
-            provider=self._provider,
+            # An unknown model names the app's own way to pick another (/model, not --model).
+            provider=self._provider or AnthropicProvider(model_switch=MODEL_COMMAND),
             completion=completion,
             home=self.home,
             fs=self._fs,
@@ -136,7 +145,7 @@ class Bridge:
         from .memory_model import AnthropicCompletion
 
         # Memory-model calls count in the session's cost.
-        return AnthropicCompletion(self.settings.memory_model, on_usage=self._on_memory_usage)
+        return AnthropicCompletion(self.settings.memory_model, on_usage=self._on_memory_usage, home=self.home)
 
     async def open(self, *, resume: str | None = None, continue_latest: bool = False) -> str | None:
         """Start memory and the session. Raises ValueError (one line) for a bad ``--resume``."""
@@ -233,7 +242,12 @@ class Bridge:
         from .panel_state import build_panel_state
 
         jobs = await self.jobs()
-        state = await asyncio.to_thread(build_panel_state, self.stores, jobs, run_start_files)
+
+        def build() -> Any:
+            with self._card_reads:
+                return build_panel_state(self.stores, jobs, run_start_files)
+
+        state = await asyncio.to_thread(build)
         return state, len(jobs)  # pending: in flight, failed or held (what `memory pending` lists)
 
     async def in_flight(self) -> int:
@@ -242,18 +256,47 @@ class Bridge:
         except Exception:
             return 0
 
-    def project_trusted(self) -> bool:
-        """Whether the project store is trusted (reads the disk: call in a thread)."""
-        return bool(getattr(self.stores, "project_trusted", True))
+    def _trust_stores(self) -> Any:
+        """The stores for the trust question, also before the runtime is built: it is asked
+        beside the start-up (a MemoryStores needs no settings). Blocking: call in a thread."""
+        if self.runtime is not None:
+            return self.runtime.stores
+        with self._early_lock:
+            if self._early_stores is None:
+                from memory.fs import FS
+                from memory.stores import MemoryStores
 
-    async def untrusted_cards(self) -> list[Any]:
-        """The project cards waiting for trust (empty when trusted or there are none)."""
-        from memory.trust import untrusted_cards
+                fs = self._fs if self._fs is not None else FS(pace=self.pacer)
+                self._early_stores = MemoryStores(self.workspace, self.home, fs=fs)
+            return self._early_stores
 
-        return await asyncio.to_thread(untrusted_cards, self.stores)
+    async def trust_needed(self) -> tuple[bool, str]:
+        """Whether the project store waits for the person's trust, and its folder: a trust
+        record and a folder listing are read, no card (milliseconds, whatever the store's size)."""
+
+        def check() -> tuple[bool, str]:
+            stores = self._trust_stores()
+            return not bool(stores.project_trusted), str(stores.project.dir)
+
+        return await asyncio.to_thread(check)
+
+    async def trust_preview(self) -> Any:
+        """What trusting the project store would let into a prompt (memory.index.TrustPreview:
+        every card's index line, and the cards left out with why). Reads every card: seconds on
+        a cold 10,000-card store, in a thread."""
+
+        def read() -> Any:
+            stores = self._trust_stores()
+            with self._card_reads:
+                return stores.trust_preview()
+
+        return await asyncio.to_thread(read)
 
     async def trust_project(self) -> None:
-        rt = self.require()
+        rt = self.runtime
+        if rt is None:  # the start-up failed: the person's answer is still recorded
+            await asyncio.to_thread(lambda: self._trust_stores().trust_project())
+            return
         await rt.trust_project()
 
     def remember_draft(self, text: str) -> Any:
@@ -324,21 +367,24 @@ class Bridge:
         to = "user" if level == "project" else "project"
         return await asyncio.to_thread(self.stores.move_card, level, filename, to, sha256)
 
-    async def card_path(self, level: str, filename: str) -> Path:
-        """The card's file for ``$EDITOR``; ValueError (one line) when it must not be opened."""
+    async def start_external_edit(self, level: str, filename: str) -> Any:
+        """The card copied to a private file for ``$EDITOR`` (memory.cards.ExternalEdit);
+        memory.store.StoreError or OSError (one line) when it cannot be copied."""
+        from memory.cards import start_external_edit
 
-        def check() -> Path:
-            store = self.stores.store(level)
-            problem = store.target_problem(filename)
-            if problem is not None:
-                raise ValueError(problem)
-            return store.dir / filename
+        return await asyncio.to_thread(start_external_edit, self.stores, level, filename)
 
-        return await asyncio.to_thread(check)
+    async def finish_external_edit(self, edit: Any, *, refuse: str | None = None) -> Any:
+        """The copy read back, checked and applied as one manual edit (memory.cards.ExternalEditResult);
+        ``refuse``: a reason not to apply a changed copy (the editor failed)."""
+        from memory.cards import finish_external_edit
 
-    async def rebuild_indexes(self) -> list[Any]:
-        """After a hand edit in ``$EDITOR``: each MEMORY.md made to match its cards again."""
-        return await asyncio.to_thread(self.stores.rebuild_indexes)
+        return await asyncio.to_thread(lambda: finish_external_edit(self.stores, edit, refuse=refuse))
+
+    async def discard_external_edit(self, edit: Any) -> None:
+        from memory.cards import discard_external_edit
+
+        await asyncio.to_thread(discard_external_edit, edit)
 
     async def undo(self) -> Any:
         return await asyncio.to_thread(self.stores.undo)

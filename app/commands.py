@@ -60,14 +60,22 @@ COMMANDS: tuple[Command, ...] = (
 )
 BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
 
+# What a command needs before it can run. None of these needs a model: the memory stores are
+# reachable a moment after the first frame (the runtime object, before the SDK is loaded), and
+# a command typed earlier runs then. The session commands wait, in order with the queued prompts,
+# until the runtime is open. The rest (/help, /cost, /quit) run at once.
+NEEDS_STORES = frozenset({"memory", "pending", "remember", "undo", "mode", "model"})
+NEEDS_SESSION = frozenset({"clear", "resume", "compact"})
+
 KEYS: tuple[tuple[str, str], ...] = (
     ("Enter", "send"),
     ("Shift+Enter, Ctrl+J", "newline"),
     ("Up, Down", "prompt history"),
-    ("Esc", "cancel the turn"),
+    ("Esc, Ctrl+C", "cancel the turn (Ctrl+C copies a selection)"),
     ("F2", "show or hide the memory panel"),
     ("Ctrl+Q", "quit (twice: at once)"),
     ("@path", "attach a file"),
+    ("a large paste", "collapsed to [pasted …], sent whole; Enter/click expands it"),
     ("in /pending", "Enter expand · a approve · r reject · t retry · x dismiss · Esc back"),
     ("in /memory", "/ filter · 1-4 type · 0 all · l level · Esc back"),
     ("on a card", "n new · e edit · d delete · m move · o $EDITOR · u undo"),
@@ -134,9 +142,10 @@ def one_line(value: object, width: int = 120) -> str:
 
 
 class SessionPicker(ModalScreen[str | None]):
-    """/resume: this workspace's sessions, newest first; Enter resumes, Esc cancels."""
+    """/resume: this workspace's sessions that have a prompt, newest first; Enter resumes, Esc cancels."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    AUTO_FOCUS = "#sessions"  # its own list, whatever the App focuses on its screens
     DEFAULT_CSS = """
     SessionPicker { align: center middle; }
     SessionPicker > OptionList { width: 90%; max-width: 110; height: auto; max-height: 80%; border: round $accent; }
@@ -151,7 +160,7 @@ class SessionPicker(ModalScreen[str | None]):
         options = []
         for s in self.sessions:
             mark = " (current)" if s.id == self.current else ""
-            title = one_line(s.title or "(no prompt yet)", 70)
+            title = one_line(s.title or "(untitled)", 70)
             options.append(Option(f"{s.updated[:16].replace('T', ' ')}  {s.turns:>3} turn(s)  {title}{mark}", id=s.id))
         picker = OptionList(*options, id="sessions")
         picker.border_title = "Resume a session (Enter) · Esc cancels"
@@ -172,21 +181,32 @@ class SlashCommands:
     settings: Settings
     ready: bool
     built: bool
+    connecting: bool
+    _awaiting_trust: bool
+    _waiting: list[Any]
     _turn: Worker[Any] | None
     _cost: Any
     chat: ChatPane
     prompt: Any
     # Also from the App: post_message, push_screen_wait, _refresh_panel, _show_status, action_quit,
-    # and from MemoryScreens: open_browser, open_pending, remember.
+    # defer_command, _waiting, and from MemoryScreens: open_browser, open_pending, remember.
 
-    async def run_command(self, parsed: Parsed) -> None:
+    async def run_command(self, parsed: Parsed, *, queued: bool = False) -> None:
+        """Run ``parsed`` now, or once what it needs is there (never dropped while starting).
+        ``queued``: it comes from the queue, whose turn it is."""
         if parsed.command is None:
             self.chat.add_note(f"unknown command /{one_line(parsed.name, 40)}: /help lists the commands")
             return
         handler = getattr(self, parsed.command.handler)
-        needs_runtime = parsed.command.name not in ("help", "quit", "compact")
-        if needs_runtime and not self.built:
-            self.chat.add_note("still starting… try again in a moment")
+        name = parsed.command.name
+        if name in NEEDS_SESSION and not queued and (self.connecting or self._awaiting_trust or self._waiting):
+            self.defer_command(parsed, "session")
+            return
+        if name in NEEDS_STORES and not self.built:
+            if self.connecting:
+                self.defer_command(parsed, "stores")
+            else:
+                self.chat.add_note(f"/{name} is not available: the app could not start (see the error above)")
             return
         await handler(parsed.arg)
 
@@ -279,8 +299,9 @@ class SlashCommands:
     async def cmd_resume(self, arg: str) -> None:
         if self._turn_running():
             return
-        if not self.ready:
-            self.chat.add_note("sessions need a configured model (see the note above)")
+        if self.bridge.runtime is None:
+            # Sessions are files: browsing and resuming one needs no model, only the runtime.
+            self.chat.add_note("sessions are not open yet (see the note above)")
             return
         self._pick_session(arg.strip())
 
@@ -289,9 +310,10 @@ class SlashCommands:
         if wanted:
             chosen: str | None = wanted
         else:
-            sessions = await self.bridge.sessions()
+            # A session opened and closed without a prompt has nothing to go back to.
+            sessions = [s for s in await self.bridge.sessions() if s.has_prompt]
             if not sessions:
-                self.post_message(ChatNote("no sessions in this workspace yet"))
+                self.post_message(ChatNote("no sessions to resume in this workspace yet"))
                 return
             chosen = await self.push_screen_wait(SessionPicker(sessions, self.bridge.session_id))
         if not chosen:

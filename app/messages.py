@@ -22,12 +22,28 @@ class RuntimeReady(Message):
     """The SDK is imported and the runtime built and opened: sending is possible.
 
     ``credentials``: False when no key is configured (the app works offline: memory only).
-    ``note``: a line from opening the session (resumed, continued, …).
-    ``untrusted``: the project cards waiting for the person's trust (memory.model.Note values)."""
+    ``note``: a line from opening the session (resumed, continued, …)."""
 
     credentials: bool
     note: str | None = None
-    untrusted: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class TrustChecked(Message):
+    """Whether the project store waits for the person's trust (asked right after the first
+    frame, before its cards are read); ``where``: the store's folder."""
+
+    needed: bool
+    where: str = ""
+
+
+@dataclass
+class TrustCardsRead(Message):
+    """The cards of the project store waiting for trust (widgets.modals.TrustCard values), or
+    ``error``: why they could not be read (one line)."""
+
+    cards: list[Any]
+    error: str | None = None
 
 
 @dataclass

@@ -5,7 +5,9 @@ The App owns all UI state. Workers do the slow parts and tell the App by message
 
 Start-up keeps the first frame fast: this module imports Textual and the widgets only. The runtime
 (pydantic, the stores) and the ``anthropic`` SDK (about 3 s) are imported by a worker after the
-first frame; until the runtime is open the prompt says "connecting…" and does not send.
+first frame. The prompt works from the first frame: a prompt sent while the runtime connects is
+queued (shown as such in the chat) and sent once it is open, and the commands that need no model
+run as soon as the memory stores can be reached (see ``commands.NEEDS_STORES``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import re
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -27,18 +30,20 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
 from memory.sanitize import strip_terminal, strip_terminal_deep
 from widgets.chat import ChatPane
 from widgets.memory_panel import MemoryPanel
-from widgets.modals import PermissionModal, TrustCard, TrustModal
+from widgets.modals import PermissionAnswer, PermissionModal, TrustCard, TrustModal
 from widgets.prompt import PromptInput, Suggestion
 from widgets.status import StatusInfo, StatusLine
 
 from . import commands
 from .bridge import CONFIGURE_HELP, Bridge
-from .commands import SlashCommands, one_line
+from .commands import Parsed, SlashCommands, one_line
 from .memory_screens import MemoryScreens
 from .messages import (
     ChatNote,
@@ -52,6 +57,8 @@ from .messages import (
     RuntimeReady,
     SessionSwitched,
     StoresChangedMessage,
+    TrustCardsRead,
+    TrustChecked,
     TurnDone,
     TurnEvent,
 )
@@ -62,28 +69,71 @@ if TYPE_CHECKING:
 CSS_FILE = Path(__file__).resolve().parent.parent / "assets" / "app.tcss"
 NARROW = 100  # columns: below this the memory panel starts hidden
 QUIT_DRAIN_S = 3.0
+# After the drain, closing the session file and the clients gets this long; then the app exits
+# whatever is still running (a job cut off stays spooled, a transaction recovers at next start).
+QUIT_CLOSE_S = 2.0
 HISTORY_SHOWN = 200  # messages of a resumed session drawn (the pane prunes beyond its bound anyway)
 # While an answer streams, a full garbage collection runs at most this often (see _hold_gc).
 GC_FULL_EVERY_S = 60.0
 # How long after a key (or a turn's end) the memory worker's threads still make room for the screen.
 PACE_AFTER_S = 1.0
+TYPEAHEAD_GRACE_S = 0.3  # after the first frame, a Ctrl+J may still be an Enter typed ahead
 GC_IDLE_S = 2.0  # after a turn, the collector's schedule is back once no key was pressed for this long
 _gc_frozen = False  # gc.freeze() is done once per process (see PseudoClaudeApp._hold_gc)
 _ATTACH_RE = re.compile(r"(?<!\S)@(\S+)")
+QUIT_HINT = "Ctrl+Q quits (Ctrl+C cancels a running turn)"
+QUIT_HINT_S = 4.0  # how long the hint shows; Ctrl+C again meanwhile does not stack another
+CONNECTING = "connecting… (Enter queues the prompt)"
+QUEUED_NOTE = "queued: sent once the model is connected (Esc cancels)"
+# Workers that the next queued prompt or command waits for: a turn (or /compact), a session
+# switch (/clear, /resume), the trust question's outcome.
+_WAIT_GROUPS = frozenset({"turn", "session", "trust"})
+
+
+@dataclass
+class _Queued:
+    """A prompt sent before it could go: shown in the chat (``block``), sent in its turn."""
+
+    text: str  # as sent to the model (pastes expanded)
+    typed: str  # as the prompt showed it
+    pastes: dict[str, str] = field(default_factory=dict)
+    block: Any | None = None
+
+
+class MainScreen(Screen[None]):
+    """The chat's screen. Whenever it is on top again — a modal answered, a screen closed,
+    however it was opened — the focus goes back to the prompt."""
+
+    AUTO_FOCUS = "#prompt"  # from its first compose: keys typed before the first frame go there
+
+    def on_screen_resume(self) -> None:
+        prompt = getattr(self.app, "_prompt", None)
+        if isinstance(prompt, PromptInput) and prompt.is_attached:
+            self.set_focus(prompt)
 
 
 
 
-def _trust_cards(notes: list[Any]) -> list[TrustCard]:
-    return [
-        TrustCard(
-            type=one_line(getattr(n.meta.type, "value", n.meta.type)),
-            title=one_line(n.meta.title),
-            summary=one_line(n.meta.summary),
-            filename=one_line(n.filename),
-        )
-        for n in notes
-    ]
+def _trust_cards(preview: Any) -> list[TrustCard]:
+    """The trust window's cards from a memory.index.TrustPreview: one per index line the model
+    would get, then one per card it would leave out (with why). Blocking: call in a thread."""
+    from memory.index import INDEX_LINE_RE
+
+    cards = []
+    for line in preview.lines:
+        m = INDEX_LINE_RE.match(line)
+        if m is None:
+            continue
+        text = m.group("text")
+        # " — " inside a title or a summary: the line's text is shown whole, as the model reads it.
+        title, summary = text.split(" — ") if text.count(" — ") == 1 else (text, "")
+        cards.append(TrustCard(type=m.group("type"), title=one_line(title), summary=one_line(summary),
+                               filename=one_line(m.group("filename"))))
+    for filename, reason in preview.left_out:
+        name = one_line(filename)
+        cards.append(TrustCard(type="", title=name, summary="", filename=name,
+                               problem=one_line(reason, 300) or "left out"))
+    return cards
 
 
 class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
@@ -91,8 +141,9 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
     CSS_PATH = str(CSS_FILE)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True),
-        # Ctrl+C never kills the app mid-write: it copies in the prompt, and says how to quit elsewhere.
-        Binding("ctrl+c", "help_quit", show=False, system=True),
+        # Ctrl+C cancels the running turn (as Esc does), on any screen, a permission question
+        # included; with text selected it copies instead (check_action); it never kills the app.
+        Binding("ctrl+c", "interrupt", show=False, priority=True),
         Binding("escape", "cancel_turn", "Cancel turn"),
         Binding("f2", "toggle_panel", "Memory panel"),
     ]
@@ -143,6 +194,15 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         )
         self.ready = False  # the runtime is open: prompts can be sent (with credentials)
         self.built = False  # the runtime object exists: memory features work
+        self.connecting = True  # start-up is not over (neither RuntimeReady nor RuntimeFailed yet)
+        # Sent before they could run, oldest first: prompts (and /clear, /resume, /compact) wait
+        # for the session; commands that need only the stores wait for the runtime object.
+        self._waiting: list[_Queued | Parsed] = []
+        self._after_built: list[Parsed] = []
+        self._awaiting_trust = False  # the trust question is open: nothing is sent before its answer
+        self._trust_modal: TrustModal | None = None  # the trust question, until answered
+        self._draining = False
+        self._quit_hint_at = float("-inf")
         self.exit_code = 0
         self._turn: Worker[Any] | None = None
         self._answer: Any | None = None
@@ -173,10 +233,15 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
 
     # -- layout --------------------------------------------------------------------------------
 
+    def get_default_screen(self) -> Screen[Any]:
+        return MainScreen(id="_default")
+
     def compose(self) -> ComposeResult:
         # Kept as attributes: while a modal is up, queries go to the modal's screen.
         self._chat = ChatPane(id="chat")
         self._prompt = PromptInput(id="prompt")
+        # Keys typed before the first frame were typed blind: their Enter is an Enter.
+        self._prompt.typeahead_enter_until = float("inf")
         self._panel = MemoryPanel(id="panel")
         self._status = StatusLine(id="status")
         with Horizontal(id="main"):
@@ -199,7 +264,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         return self._panel
 
     def on_mount(self) -> None:
-        self.prompt.disabled_reason = "connecting…"
+        self._show_prompt_notice()
         self.prompt.set_completer(self.complete)
         self.prompt.set_on_key(self._typing)
         self._narrow = self.size.width < NARROW
@@ -211,13 +276,21 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
 
     def _after_first_frame(self) -> None:
         """Everything slow starts here, after the first frame is on the screen."""
-        self._connect()
+        # What the terminal buffered before raw mode is read at once: a moment's grace for it.
+        self.prompt.typeahead_enter_until = time.monotonic() + TYPEAHEAD_GRACE_S
+        # The trust question first (the stores need no settings, no SDK, no session): the window
+        # is up within moments of the first frame, and the connection starts as soon as it is
+        # known whether to ask. Nothing queued is sent until the question is answered.
+        self._awaiting_trust = True
+        self._ask_trust()
 
     # -- start-up ------------------------------------------------------------------------------
 
     @work(exclusive=True, group="connect", exit_on_error=False)
     async def _connect(self) -> None:
         if self.settings is None:
+            # Imported in a thread: a first import on the loop held the screen and the keys.
+            await asyncio.to_thread(importlib.import_module, "app.settings")
             from .settings import SettingsError, load_settings
 
             try:
@@ -251,8 +324,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         except Exception as e:
             self.post_message(RuntimeFailed(one_line(f"could not start: {type(e).__name__}: {e}", 300)))
             return
-        untrusted = await self.bridge.untrusted_cards()
-        self.post_message(RuntimeReady(self.bridge.credentials, note, untrusted))
+        self.post_message(RuntimeReady(self.bridge.credentials, note))
 
     @on(RuntimeBuilt)
     def _on_built(self, message: RuntimeBuilt) -> None:
@@ -265,6 +337,9 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         self._load_side_data(self._history)
         self._refresh_panel()
         self._watch_stores()
+        waiting, self._after_built = self._after_built, []
+        for parsed in waiting:  # the commands typed meanwhile, in order
+            self.call_later(self.run_command, parsed)
 
     @on(RuntimeReady)
     def _on_ready(self, message: RuntimeReady) -> None:
@@ -272,10 +347,12 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
 
         self._cost = CostMeter(getattr(self.settings, "prices", None))
         self.ready = message.credentials
+        self.connecting = False
         # Without credentials commands still work offline (/remember, /memory, /undo): the prompt
         # is enabled and a message gets the configuration help again.
         self._status_note = "" if message.credentials else "no model configured"
-        self.prompt.disabled_reason = None
+        if not self._quitting:
+            self.prompt.disabled_reason = None
         if not message.credentials:
             self._show_configure_help()
         if message.note:
@@ -285,10 +362,8 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
             self._show_history(messages)
         self._show_status()
         self._refresh_panel()
-        if message.untrusted:
-            # Pushed in this same handler: no prompt can be sent before the question is answered.
-            self.push_screen(TrustModal(_trust_cards(message.untrusted), where=str(self.bridge.stores.project.dir)),
-                             callback=self._trust_answered)
+        self._show_prompt_notice()
+        self.call_later(self._drain_waiting)
 
     def _show_configure_help(self) -> None:
         block = self.chat.add_note(CONFIGURE_HELP)
@@ -298,9 +373,19 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
 
     @on(RuntimeFailed)
     def _on_failed(self, message: RuntimeFailed) -> None:
+        self.connecting = False
         self._status_note = "not connected"
         self.prompt.disabled_reason = "not connected"
         self.chat.add_error(message.message)
+        # What was waiting cannot run: said on each, and the prompts stay in the history (Up).
+        for item in [*self._waiting, *([] if self.built else self._after_built)]:
+            if isinstance(item, Parsed):
+                self.chat.add_note(f"/{item.name} not run: the app could not start (see the error above)")
+            else:
+                self._not_sent(item, "not sent: the app could not connect (see the error below)")
+        self._waiting.clear()
+        self._after_built.clear()
+        self._show_prompt_notice()
         self._show_status()
 
     @work(group="side", exit_on_error=False)
@@ -323,12 +408,65 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
 
     # -- trust (DESIGN.md §11) -------------------------------------------------------------------
 
+    @work(exclusive=True, group="trust-ask", exit_on_error=False)
+    async def _ask_trust(self) -> None:
+        """Whether to ask (a listing, milliseconds), then the cards to list (every card read:
+        seconds on a cold 10,000-card store), each told to the App as soon as it is known; the
+        connection (``_connect``) is started in between."""
+        try:
+            needed, where = await self.bridge.trust_needed()
+        except Exception:
+            # Nothing to ask on; the stores still leave an untrusted store out of every prompt.
+            self.post_message(TrustChecked(False))
+            raise
+        finally:
+            # After the check, not beside it: its imports (the stores) are the runtime's too, and
+            # two threads importing at once under one interpreter lock each take twice as long.
+            self._connect()
+        self.post_message(TrustChecked(needed, where=where))
+        if not needed:
+            return
+        try:
+            preview = await self.bridge.trust_preview()
+            cards = await asyncio.to_thread(_trust_cards, preview)
+        except Exception as e:
+            self.post_message(TrustCardsRead([], error=one_line(f"{type(e).__name__}: {e}", 300)))
+            raise
+        self.post_message(TrustCardsRead(cards))
+
+    @on(TrustChecked)
+    def _on_trust_checked(self, message: TrustChecked) -> None:
+        if not message.needed or self._quitting:
+            self._awaiting_trust = False
+            if self._waiting:
+                self.call_later(self._drain_waiting)
+            return
+        # Up at once, "reading the cards…"; ``y`` waits for the list (TrustCardsRead).
+        self._trust_modal = TrustModal(None, where=message.where)
+        self.push_screen(self._trust_modal, callback=self._trust_answered)
+
+    @on(TrustCardsRead)
+    def _on_trust_cards(self, message: TrustCardsRead) -> None:
+        modal = self._trust_modal
+        if modal is None:
+            return  # answered ("not now") before the cards were read
+        if message.error is not None:
+            modal.show_error(f"the cards could not be read: {message.error}")
+        else:
+            modal.show_cards(message.cards)
+
     def _trust_answered(self, trusted: bool | None) -> None:
+        self._trust_modal = None
         self._settle_trust(bool(trusted))
 
     @work(exclusive=True, group="trust", exit_on_error=False)
     async def _settle_trust(self, trusted: bool) -> None:
         if trusted:
+            # Start-up builds the session's first system prompt from the stores: the trust goes
+            # in once that is done (the runtime then rebuilds the prompt), never halfway through.
+            starting = {t for w in self.workers if w.group == "connect" and (t := getattr(w, "_task", None))}
+            if starting:
+                await asyncio.wait(starting)
             await self.bridge.trust_project()
             self.post_message(ChatNote("project memory trusted: its cards are used from now on"))
         else:
@@ -447,22 +585,105 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         if parsed is not None:
             await self.run_command(parsed)
             return
-        if not self.built or not self.bridge.opened:
-            self.chat.add_note("still connecting… the prompt is sent once the model is ready")
+        if self._quitting:
             return
+        item = _Queued(text, message.typed or text, dict(message.pastes))
+        if self.connecting or self._waiting or not self._can_send():
+            # Never dropped: shown as queued, sent in order once the runtime is open.
+            item.block = self.chat.add_user(item.typed, item.pastes)
+            item.block.set_note(QUEUED_NOTE if self.connecting else "queued: sent after what runs now (Esc cancels)")
+            self._waiting.append(item)
+            self._show_prompt_notice()
+            if self._can_send():
+                self.call_later(self._drain_waiting)
+            return
+        self._send(item)
+
+    def _can_send(self) -> bool:
+        """Nothing that a queued prompt or command waits for: start-up, the trust question, a
+        turn, a session switch."""
+        if self.connecting or self._awaiting_trust or self._quitting:
+            return False
+        return not any(w.group in _WAIT_GROUPS and not w.is_finished for w in self.workers)
+
+    def _send(self, item: _Queued) -> None:
+        if item.block is not None:
+            item.block.remove()  # drawn again below what came meanwhile (notes, a resumed history)
+            item.block = None
         if not self.ready:
+            # No model (or no connection): the prompt is kept — in the chat, and in the history.
+            self._not_sent(item, "not sent: no model is configured (see the setup note below)")
             self._show_configure_help()
             return
-        if self._turn is not None and self._turn.is_running:
-            self.chat.add_note("a turn is running: wait for it, or press Esc to cancel it")
-            return
         if self._history is not None:
-            self._remember_prompt(text)
-        self.chat.add_user(strip_terminal(text))
+            self._remember_prompt(item.text)
+        self.chat.add_user(item.typed, item.pastes)
         self._answer = None
         self._turn_usage = None
         self.prompt.disabled_reason = "a turn is running (Esc cancels)"
-        self._turn = self._run_turn(text)
+        self._turn = self._run_turn(item.text)
+
+    def _not_sent(self, item: _Queued, why: str) -> None:
+        block = item.block if item.block is not None else self.chat.add_user(item.typed, item.pastes)
+        item.block = block
+        block.set_note(why)
+        if self._history is not None:
+            self._remember_prompt(item.text)
+
+    def defer_command(self, parsed: Parsed, needs: str) -> None:
+        """Run ``parsed`` once what it needs is there: "stores" (the runtime object) or
+        "session" (in order with the queued prompts, once the runtime is open)."""
+        if needs == "stores":
+            self._after_built.append(parsed)
+            self.chat.add_note(f"/{parsed.name} runs in a moment (the memory stores are being opened)")
+        else:
+            self._waiting.append(parsed)
+            when = "once the model is connected" if self.connecting else "after what runs or waits before it"
+            self.chat.add_note(f"/{parsed.name} runs {when} (Esc cancels)")
+            if self._can_send():
+                self.call_later(self._drain_waiting)
+        self._show_prompt_notice()
+
+    async def _drain_waiting(self) -> None:
+        """Send the queued prompts and run the queued commands, oldest first, each when nothing
+        it waits for runs (a prompt starts a turn: the next waits for its end)."""
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            while self._waiting and self._can_send():
+                item = self._waiting.pop(0)
+                if isinstance(item, Parsed):
+                    await self.run_command(item, queued=True)
+                else:
+                    self._send(item)
+        finally:
+            self._draining = False
+            self._show_prompt_notice()
+
+    def _cancel_waiting(self) -> None:
+        """Esc / Ctrl+C: nothing queued is sent; the queued prompts' text goes back to an
+        empty prompt (and stays in the history)."""
+        items, self._waiting = self._waiting, []
+        prompts = [item for item in items if isinstance(item, _Queued)]
+        back = bool(prompts) and not self.prompt.text.strip()
+        for item in items:
+            if isinstance(item, Parsed):
+                self.chat.add_note(f"/{item.name} not run: cancelled")
+            elif item.block is not None:
+                item.block.set_note("not sent: cancelled" + (" (back in the prompt)" if back else ""))
+        if back:
+            self.prompt.text = "\n\n".join(item.typed for item in prompts)
+            self.prompt.move_cursor(self.prompt.document.end)
+        self._show_prompt_notice()
+
+    def _show_prompt_notice(self) -> None:
+        prompts = sum(1 for item in self._waiting if isinstance(item, _Queued))
+        if prompts:
+            when = "once connected" if self.connecting else "in turn"
+            self.prompt.notice = f"{prompts} queued: sent {when} (Esc cancels)"
+        else:
+            self.prompt.notice = CONNECTING if self.connecting else None
 
     @work(group="history", exit_on_error=False)
     async def _remember_prompt(self, text: str) -> None:
@@ -512,8 +733,64 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
             self.post_message(TurnDone(status))
 
     def action_cancel_turn(self) -> None:
+        """Esc and Ctrl+C: cancel the running turn (or /compact), and take back what is queued."""
         if self._turn is not None and self._turn.is_running:
             self._turn.cancel()
+        if self._waiting:
+            self._cancel_waiting()
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: as Esc while a turn runs or something is queued; else a hint how to quit."""
+        if (self._turn is not None and self._turn.is_running) or self._waiting:
+            self.action_cancel_turn()
+            return
+        now = time.monotonic()
+        if now - self._quit_hint_at > QUIT_HINT_S:
+            self._quit_hint_at = now
+            self.notify(QUIT_HINT, timeout=QUIT_HINT_S)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # With text selected (in the prompt, an input, or on the screen with the mouse), Ctrl+C
+        # is not ours: the binding falls through to the widget's or the screen's copy.
+        if action == "interrupt" and self._selection_to_copy():
+            return False
+        return True
+
+    def _selection_to_copy(self) -> bool:
+        focused = self.focused
+        if focused is not None and getattr(focused, "selected_text", ""):
+            return True
+        try:
+            return bool(self.screen.get_selected_text())
+        except Exception:  # no screen yet, a widget removed mid-selection: nothing to copy
+            return False
+
+    # -- typing reaches the prompt ---------------------------------------------------------------
+
+    def _stray_input(self) -> bool:
+        """On the chat's screen with the focus somewhere that takes no text (the panel, a tool
+        block, the chat): typed and pasted text belong to the prompt."""
+        if not isinstance(self.screen, MainScreen) or not self._prompt.is_attached:
+            return False
+        focused = self.focused
+        return focused is not self._prompt and not isinstance(focused, (Input, TextArea))
+
+    def on_key(self, event: events.Key) -> None:
+        # A key no widget took. Printable ones go to the prompt (focused from now on), so text
+        # typed after a Tab or a closed screen is never lost and Enter then sends it.
+        if event.is_printable and event.character and self._stray_input():
+            event.stop()
+            event.prevent_default()  # not the App's bindings as well
+            self.screen.set_focus(self._prompt)
+            # Forwarded (not posted): were it to bubble back up, the App would not take it for a
+            # new key and deliver it a second time.
+            self._prompt._forward_event(events.Key(event.key, event.character))
+
+    def on_paste(self, event: events.Paste) -> None:
+        if self._stray_input():
+            event.stop()
+            self.screen.set_focus(self._prompt)
+            self._prompt._forward_event(events.Paste(event.text))  # once: see on_key
 
     @on(TurnDone)
     async def _on_turn_done(self, message: TurnDone) -> None:
@@ -605,7 +882,15 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
     @on(TurnEvent)
     async def _on_turn_event(self, message: TurnEvent) -> None:
         from .provider import Retrying, TextDelta, ToolUseArgs, ToolUseStart, UsageEvent
-        from .runner import Compacted, Compacting, ContextUsage, RunStop, ToolCallFinished, ToolCallStarted
+        from .runner import (
+            Compacted,
+            Compacting,
+            ContextUsage,
+            RunStop,
+            ToolCallApproved,
+            ToolCallFinished,
+            ToolCallStarted,
+        )
 
         ev = message.event
         depth = getattr(ev, "depth", 0)
@@ -619,7 +904,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
             if self._answer is None:
                 self._answer = self.chat.start_answer()
                 self._hold_gc()
-            await self._answer.append(strip_terminal(ev.text))
+            await self._answer.append(ev.text)  # stripped over the stream by the block
             self._gc_tick()
         elif isinstance(ev, ToolUseStart):
             if not depth:
@@ -636,9 +921,17 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
             block = self._tools.get(ev.id) or self._new_tool_block(ev.id, one_line(ev.name, 60), depth)
             self._unsettled.discard(ev.id)
             self._running_calls.add(ev.id)
-            block.set_running(strip_terminal_deep(ev.input) if isinstance(ev.input, dict) else {})
+            args = strip_terminal_deep(ev.input) if isinstance(ev.input, dict) else {}
+            if ev.waiting:
+                block.set_waiting(args)  # its permission window is about to open
+            else:
+                block.set_running(args)
             if ev.name == "task":
                 self._task_blocks[depth] = block
+        elif isinstance(ev, ToolCallApproved):
+            block = self._tools.get(ev.id)
+            if block is not None:
+                block.set_running()
         elif isinstance(ev, ToolCallFinished):
             block = self._tools.get(ev.id) or self._new_tool_block(ev.id, one_line(ev.name, 60), depth)
             self._running_calls.discard(ev.id)
@@ -700,6 +993,12 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
 
     @on(Worker.StateChanged)
     def _on_worker_state(self, event: Worker.StateChanged) -> None:
+        done = event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED)
+        if done and event.worker.group in _WAIT_GROUPS:
+            if event.worker.group == "trust":
+                self._awaiting_trust = False
+            if self._waiting:
+                self.call_later(self._drain_waiting)  # the next queued prompt or command
         # A failed background worker is one line in the chat, never a crashed app.
         if event.state is WorkerState.ERROR and not self._quitting:
             error = event.worker.error
@@ -718,19 +1017,46 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
 
     # -- a resumed session's history ---------------------------------------------------------------
 
-    def _show_history(self, messages: list[dict[str, Any]]) -> None:
-        from .session import is_app_note
+    def _show_user_text(self, text: str) -> None:
+        """An earlier user message; a large one collapsed as a paste would be (its typed form
+        is not in the log, so the whole message is the paste)."""
+        from widgets.prompt import is_large_paste, paste_label
 
+        if is_large_paste(text):
+            label = paste_label(text)
+            self.chat.add_user(label, {label: text})
+        else:
+            self.chat.add_user(text)
+
+    def _show_history(self, messages: list[dict[str, Any]]) -> None:
+        """Draw the current session's conversation ``messages``, preceded by what its log holds
+        before its compaction boundaries (one line marks each boundary): a compacted session reads
+        as it was lived, though the model is sent only the compacted part."""
+        from .session import COMPACTION_MARK, is_app_note
+
+        rt = self.bridge.runtime
+        session = rt.session if rt is not None else None
+        earlier: list[dict[str, Any]] = list(getattr(session, "earlier", None) or [])
+        items = [*earlier, *messages]
         results: dict[str, dict[str, Any]] = {}
-        for m in messages:
+        for m in items:
             if m.get("role") == "user" and isinstance(m.get("content"), list):
                 for b in m["content"]:
                     if isinstance(b, dict) and b.get("type") == "tool_result":
                         results[str(b.get("tool_use_id", ""))] = b
-        shown = messages[-HISTORY_SHOWN:]
-        if len(shown) < len(messages):
-            self.chat.add_note(f"{len(messages) - len(shown)} earlier message(s) not shown")
+        shown = items[-HISTORY_SHOWN:]
+        hidden = int(getattr(session, "earlier_left_out", 0) or 0) if earlier else 0
+        hidden += sum(1 for m in items[: len(items) - len(shown)] if m.get("type") != COMPACTION_MARK)
+        if hidden:
+            self.chat.add_note(f"{hidden} earlier message(s) not shown")
         for m in shown:
+            if m.get("type") == COMPACTION_MARK:
+                when = one_line(str(m.get("time") or "")[:16].replace("T", " "), 16)
+                self.chat.add_note(
+                    f"── compacted{' ' + when if when else ''}: the model has a summary of the "
+                    f"{one_line(m.get('summarised', 0), 12)} message(s) before this line, not the messages ──"
+                )
+                continue
             content = m.get("content")
             blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
             for b in blocks:
@@ -741,7 +1067,7 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
                     if not text.strip() or text.startswith("<memory-update>"):
                         continue
                     if m.get("role") == "user":
-                        self.chat.add_user(strip_terminal(text))
+                        self._show_user_text(strip_terminal(text))
                     else:
                         answer = self.chat.start_answer()
                         # The block's own stream coalesces; a finished answer is written once.
@@ -778,14 +1104,15 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
 
     # -- permission modal ------------------------------------------------------------------------
 
-    async def ask_permission(self, request: Any) -> str:
-        """Show the PermissionModal for a tool call; "once", "session" or "deny"."""
+    async def ask_permission(self, request: Any) -> PermissionAnswer:
+        """Show the PermissionModal for a tool call; its answer ("once", "session" or "deny",
+        a denial maybe with the person's note)."""
         loop = asyncio.get_running_loop()
-        answer: asyncio.Future[str] = loop.create_future()
+        answer: asyncio.Future[PermissionAnswer] = loop.create_future()
 
-        def done(result: str | None) -> None:
+        def done(result: PermissionAnswer | None) -> None:
             if not answer.done():
-                answer.set_result(result or "deny")
+                answer.set_result(result or PermissionAnswer("deny"))
 
         modal = PermissionModal(request)
         await self.push_screen(modal, callback=done)
@@ -794,12 +1121,14 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
         except asyncio.CancelledError:
             # The turn was cancelled while asking: take the question away.
             if modal.is_attached and self.screen is modal:
-                modal.dismiss("deny")
+                modal.dismiss(PermissionAnswer("deny"))
             raise
 
     # -- quit ------------------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
+        """Ctrl+Q: drain memory for at most QUIT_DRAIN_S, close for at most QUIT_CLOSE_S, exit.
+        Nothing here waits on the store or a thread; a second Ctrl+Q leaves at once."""
         if self._quitting:
             # Second Ctrl+Q: leave now (on_unmount stops the worker without waiting for the
             # model); what is left stays spooled for the next start.
@@ -810,33 +1139,52 @@ class PseudoClaudeApp(SlashCommands, MemoryScreens, App[int]):
             return
         self._quitting = True
         self.prompt.disabled_reason = "quitting…"
+        # The memory worker's threads no longer make room for the screen: the drain gets the CPU.
+        self.bridge.pacer.idle()
         if self._turn is not None and self._turn.is_running:
             self._turn.cancel()
-        n = await self.bridge.in_flight() if self.built else 0
-        if n:
+        self._drain = self._leave()
+
+    def _say_saving(self, n: int) -> None:
+        if self._quitting and self.is_running:
             self._status_note = f"saving {n} memory update{'s' if n != 1 else ''}… (Ctrl+Q again leaves at once)"
             self._show_status()
             self.notify(self._status_note, title="Quitting")
-        self._drain = self._leave(QUIT_DRAIN_S if n else 0.0)
 
     @work(group="quit", exit_on_error=False)
-    async def _leave(self, timeout: float) -> None:
+    async def _leave(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + QUIT_DRAIN_S
         try:
             task = getattr(self._turn, "_task", None)
             if task is not None and not task.done():
                 # The cancelled turn closes its session record first (the runner shields it).
                 await asyncio.wait({task}, timeout=QUIT_DRAIN_S)
-            await self.bridge.close(timeout)
+            n = 0
+            if self.built:
+                counted = asyncio.ensure_future(self.bridge.in_flight())  # never raises: 0 on errors
+                await _wait_bounded(counted, max(deadline - loop.time(), 0.0))
+                n = counted.result() if counted.done() else 0
+            if n:
+                self.call_later(self._say_saving, n)
+            drain = max(deadline - loop.time(), 0.0) if n else 0.0
+            await _wait_bounded(asyncio.ensure_future(self.bridge.close(drain)), drain + QUIT_CLOSE_S)
         finally:
             self.exit(self.exit_code)
 
-
     async def on_unmount(self) -> None:
         # However the app ends (Ctrl+Q, an error, a test leaving run_test), the session file is
-        # closed (its lock released) and the memory worker stopped; jobs left stay spooled.
+        # closed (its lock released) and the memory worker stopped; jobs left stay spooled. Bounded:
+        # a close stuck on a thread or a lock must not keep the app from ending.
         self._release_gc()
-        with contextlib.suppress(Exception):
-            await self.bridge.close(0.0)
+        await _wait_bounded(asyncio.ensure_future(self.bridge.close(0.0)), QUIT_CLOSE_S)
+
+
+async def _wait_bounded(task: asyncio.Future[Any], timeout: float) -> None:
+    """Wait for ``task`` at most ``timeout`` seconds, and never for its cancellation: one still
+    running then is left to finish on its own (its outcome, an error included, is dropped)."""
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    await asyncio.wait({task}, timeout=max(timeout, 0.0))
 
 
 def run_app(

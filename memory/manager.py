@@ -314,7 +314,9 @@ class Manager:
         self.closing = True
         self.signal(wake=True)
         task = self._task
-        if task is not None:
+        # A worker an earlier, abandoned close already cancelled has nothing left to drain
+        # (awaiting it would raise its CancelledError here, as if this close were cancelled).
+        if task is not None and not task.cancelled():
             try:
                 await asyncio.wait_for(asyncio.shield(task), timeout)
             except TimeoutError:

@@ -12,6 +12,8 @@ watcher re-checks the folders at every poll interval and re-arms itself when the
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import os
 import stat
 from collections.abc import AsyncGenerator
@@ -30,6 +32,11 @@ __all__ = ["StoresWatcher"]
 
 # A file that is there but cannot be hashed (a FIFO, a symlink): never one of our writes.
 _UNREADABLE = "unreadable"
+
+
+def _import_anyio_backend() -> None:
+    with contextlib.suppress(ImportError):
+        importlib.import_module("anyio._backends._asyncio")
 
 
 class StoresWatcher:
@@ -110,6 +117,9 @@ class StoresWatcher:
 
     async def events(self) -> AsyncGenerator[StoresChanged, None]:
         """One ``StoresChanged`` per debounced batch of external changes, until ``stop()``."""
+        # awatch's first call imports anyio's asyncio backend (sockets, subprocesses…): a tenth
+        # of a second that would stall the screen if it happened on the event loop.
+        await asyncio.to_thread(_import_anyio_backend)
         known = await asyncio.to_thread(self._folders)
         while not self._stop.is_set():
             if not known:

@@ -28,7 +28,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
-from memory.sanitize import strip_terminal
+from memory.sanitize import TerminalStreamStripper, line_count, strip_terminal
 
 __all__ = [
     "AnswerBlock",
@@ -43,7 +43,7 @@ __all__ = [
     "summarize_args",
 ]
 
-ToolStatus = Literal["streaming", "running", "done", "error", "denied"]
+ToolStatus = Literal["streaming", "waiting", "running", "done", "error", "denied"]
 
 
 def _one_line(text: str) -> str:
@@ -63,7 +63,19 @@ class _TextBlock(Static):
 
 
 class UserBlock(_TextBlock):
-    """What the user sent, as plain text (never markup: ``[b]`` stays ``[b]``)."""
+    """What the user sent, as plain text (never markup: ``[b]`` stays ``[b]``).
+
+    ``text`` is the whole message as sent. A large paste shows as its placeholder (``pastes``:
+    placeholder -> pasted text, as the prompt made them) until a click or Enter expands it;
+    expanded, each paste shows at most ``EXPANDED_LINES`` lines. ``set_note`` puts a dim line
+    under the message (queued until the model is connected, not sent, …)."""
+
+    EXPANDED_LINES: ClassVar[int] = 1_000
+    EXPANDED_CHARS: ClassVar[int] = 100_000
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "toggle", "Expand/collapse", show=False),
+    ]
 
     DEFAULT_CSS = """
     UserBlock {
@@ -72,8 +84,82 @@ class UserBlock(_TextBlock):
         border-left: outer $primary;
         background: $primary 10%;
         color: $text;
+        &.-note {
+            border-left: outer $warning;
+        }
+        &:focus {
+            background: $primary 25%;
+        }
     }
     """
+
+    expanded: reactive[bool] = reactive(False, init=False)
+
+    def __init__(self, text: str, pastes: dict[str, str] | None = None) -> None:
+        from .prompt import expand_pastes
+
+        self.typed = text
+        """The message as the prompt showed it (paste placeholders kept)."""
+        self.pastes = {label: pasted for label, pasted in (pastes or {}).items() if label in text}
+        self.note = ""
+        self.text = expand_pastes(text, self.pastes)
+        Static.__init__(self)  # the reactives exist from here on
+        self.update(self._content())
+        self.can_focus = bool(self.pastes)  # Enter expands: only a block with something to expand
+
+    @property
+    def shown_text(self) -> str:
+        """The block as drawn now, plain text."""
+        return self._content().plain
+
+    def set_note(self, note: str | None) -> None:
+        """A dim line under the message (None: none)."""
+        self.note = note or ""
+        self.set_class(bool(self.note), "-note")
+        self.update(self._content())
+
+    def toggle(self) -> None:
+        if self.pastes:
+            self.expanded = not self.expanded
+
+    def action_toggle(self) -> None:
+        self.toggle()
+
+    def on_click(self, event: events.Click) -> None:
+        if self.pastes:
+            event.stop()
+            self.toggle()
+
+    def watch_expanded(self, expanded: bool) -> None:
+        self.update(self._content())
+
+    def _content(self) -> Content:
+        parts: list[str | tuple[str, str]] = []
+        if not self.pastes:
+            parts.append(strip_terminal(self.text))
+        else:
+            pattern = re.compile("|".join(re.escape(label) for label in sorted(self.pastes, key=len, reverse=True)))
+            at = 0
+            for m in pattern.finditer(self.typed):
+                parts.append(strip_terminal(self.typed[at : m.start()]))
+                label = m.group(0)
+                parts.append((label, "bold $accent"))
+                if self.expanded:
+                    parts.append("\n" + self._pasted_shown(self.pastes[label]))
+                at = m.end()
+            parts.append(strip_terminal(self.typed[at:]))
+            hint = "collapse" if self.expanded else "show the pasted text"
+            parts.append((f"\n(click or Enter: {hint})", "$foreground-muted italic"))
+        if self.note:
+            parts.append((f"\n{_one_line(self.note)}", "$text-warning italic"))
+        return Content.assemble(*parts)
+
+    def _pasted_shown(self, pasted: str) -> str:
+        lines = strip_terminal(pasted).splitlines()
+        head = "\n".join(lines[: self.EXPANDED_LINES])
+        if len(lines) > self.EXPANDED_LINES or len(head) > self.EXPANDED_CHARS:
+            return head[: self.EXPANDED_CHARS] + f"\n… cut here: {len(lines):,} lines in all (the model got them all)"
+        return head
 
 
 
@@ -283,6 +369,9 @@ class AnswerBlock(Markdown):
         super().__init__(None, classes="-nested" if depth else None)
         self.depth = depth
         self._received: list[str] = []
+        # Stripped over the stream, not per fragment: a sequence cut between two fragments
+        # would leave its tail (``31m``, ``]52;c;…``) on screen. ``_pending`` is stripped text.
+        self._stripper = TerminalStreamStripper()
         self._pending: list[str] = []
         self._writer = _Writer(self)
         self._target: Markdown = self  # where the stream's text goes now
@@ -305,6 +394,12 @@ class AnswerBlock(Markdown):
     def text(self) -> str:
         """All fragments received so far, as received (the display shows them sanitized)."""
         return "".join(self._received)
+
+    @property
+    def shown_text(self) -> str:
+        """The Markdown source written so far (this widget's and its parts'), as shown."""
+        parts = [self.source, *(c.source for c in self.children if isinstance(c, AnswerPart))]
+        return "".join(parts)
 
     @property
     def finished(self) -> bool:
@@ -330,8 +425,9 @@ class AnswerBlock(Markdown):
         if not fragment or self._finished or self._closed:
             return
         self._received.append(fragment)
-        self._pending.append(fragment)
-        self._schedule_flush()
+        if shown := self._stripper.feed(fragment):
+            self._pending.append(shown)
+            self._schedule_flush()
 
     def _schedule_flush(self) -> None:
         if (self._ready and self._pending and self._flush_timer is None and not self._flush_after_frame
@@ -345,12 +441,18 @@ class AnswerBlock(Markdown):
             self._flush_timer = self.set_timer(delay, self._flush)
 
     def flush(self) -> None:
-        """Write what is buffered now, without waiting for the timer (nor for the write)."""
+        """The response's text is complete: write what is buffered now, without waiting for the
+        timer (nor for the write). An escape sequence still open at this point ends here."""
+        self._end_stream()
         if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
         if self._ready:
-            self._flush(final=True)
+            self._flush()
+
+    def _end_stream(self) -> None:
+        if tail := self._stripper.flush():
+            self._pending.append(tail)
 
     def typing(self) -> None:
         """A key was pressed. A write lays the screen out for a few frames (tens of milliseconds):
@@ -377,21 +479,13 @@ class AnswerBlock(Markdown):
         if self._flush_timer is None:
             self._flush()
 
-    def _flush(self, *, final: bool = False) -> None:
+    def _flush(self) -> None:
         self._flush_timer = None
         if not self._pending or self._closed:
             return
         self._last_write = time.monotonic()
-        raw = "".join(self._pending)
+        chunk = "".join(self._pending)
         self._pending.clear()
-        if not final and (held := _unfinished_escape(raw)):
-            # An escape sequence cut between fragments: wait for its end so that it goes whole
-            # (else its tail, such as "31m", would show as text).
-            raw, self._pending = raw[: -len(held)], [held]
-            self._schedule_flush()
-        chunk = strip_terminal(raw)
-        if not chunk:
-            return
         cut = self._part_start(chunk)
         if cut is not None:
             if cut:
@@ -426,12 +520,13 @@ class AnswerBlock(Markdown):
             self._finished = True
             return
         self._finished = True
+        self._end_stream()
         if not self._ready:
             return  # _become_ready renders the whole text once the widget is mounted
         if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
-        self._flush(final=True)
+        self._flush()
         await self._writer.drain()
 
     async def on_unmount(self) -> None:
@@ -563,26 +658,6 @@ class _Hidden(NamedTuple):
     height: int
 
 
-# The start of an escape sequence (CSI, a control string, a plain ESC) that has not ended yet.
-_UNFINISHED_ESCAPE_RE = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*\Z"
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*\Z"
-    r"|\x1b[ -/]*\Z"
-)
-_HOLD_MAX = 256
-
-
-def _unfinished_escape(text: str) -> str:
-    """The tail of ``text`` that is an escape sequence still being received ("" if none)."""
-    low = max(len(text) - _HOLD_MAX, 0)
-    start = max(text.rfind(c, low) for c in "\x1b\x9b\x90\x98\x9d\x9e\x9f")
-    if start < 0:
-        return ""
-    m = _UNFINISHED_ESCAPE_RE.match(text, start)
-    return m.group(0) if m else ""
-
-
-
 # -- tool calls --------------------------------------------------------------------------
 
 # Inputs that say what a call does, in the order a reader wants them, for a tool not below.
@@ -605,7 +680,7 @@ _ARGS_MAX = 300
 
 
 def _size(text: str) -> str:
-    lines = text.count("\n") + 1 if text else 0
+    lines = line_count(text)  # the permission dialog's count too
     return f"{lines} line{'s' if lines != 1 else ''}"
 
 
@@ -684,6 +759,7 @@ def bash_view(text: str) -> tuple[str, str, bool] | None:
 _STATUS_LOOK: dict[str, tuple[str, str, str]] = {
     # status: (glyph, label, style)
     "streaming": ("◌", "preparing", "$foreground-muted"),
+    "waiting": ("?", "waiting for permission", "$text-warning"),
     "running": ("●", "running…", "$text-primary"),
     "done": ("✓", "", "$text-success"),
     "error": ("✗", "error", "$text-error"),
@@ -790,8 +866,16 @@ class ToolBlock(Widget, can_focus=True):
         self.status = "streaming"
         self._render_header()
 
-    def set_running(self, args: dict[str, Any]) -> None:
+    def set_waiting(self, args: dict[str, Any]) -> None:
+        """The call is complete and waits for the person's answer in the permission window."""
         self.args_line = summarize_args(args, self.tool_name)
+        self.status = "waiting"
+        self._render_header()
+
+    def set_running(self, args: dict[str, Any] | None = None) -> None:
+        """The call runs (``args``: its input; None keeps what ``set_waiting`` showed)."""
+        if args is not None:
+            self.args_line = summarize_args(args, self.tool_name)
         self.status = "running"
         self._render_header()
 
@@ -892,4 +976,11 @@ class ToolBlock(Widget, can_focus=True):
 
 
 def _bytes(n: int) -> str:
-    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
+    if n < 1024:
+        return f"{n} B"
+    size = n / 1024
+    for unit in ("KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"

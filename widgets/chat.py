@@ -9,6 +9,8 @@ Textual lays out every displayed widget of the screen on each change, and a long
 hundreds of Markdown widgets: every ``VIRTUALIZE_EVERY`` seconds, and at once when the user
 scrolls up, the pane tells each answer where the view is, and the answer hides its blocks more
 than ``KEEP_SCREENS`` screens above it (see ``AnswerBlock.virtualize``).
+
+While the conversation is empty, one line says what to try (``EMPTY_HINT``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+from textual.app import RenderResult
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.widget import Widget
 
 if TYPE_CHECKING:
@@ -31,7 +35,10 @@ def _blocks() -> ModuleType:
 
     return blocks
 
-__all__ = ["ChatPane"]
+__all__ = ["EMPTY_HINT", "ChatPane"]
+
+# One line at the narrowest usual chat width (about 52 cells beside the panel at 100 columns).
+EMPTY_HINT = "Type a request · /help · @file to attach · F2 memory"
 
 _W = TypeVar("_W", bound=Widget)
 
@@ -66,6 +73,17 @@ class ChatPane(VerticalScroll):
         self._top: dict[str, ToolBlock] = {}
         self._prune_due = False
 
+    @property
+    def hint_shown(self) -> bool:
+        """The empty conversation's hint is drawn (nothing else is in the pane)."""
+        return not self.blocks
+
+    def render(self) -> RenderResult:
+        # Drawn under the blocks, so only seen while there are none (not a block itself).
+        if self.blocks:
+            return super().render()
+        return Content.assemble("\n ", (EMPTY_HINT, "$foreground-muted"))
+
     def on_mount(self) -> None:
         self.anchor()
         self.set_interval(self.VIRTUALIZE_EVERY, self._virtualize)
@@ -96,10 +114,11 @@ class ChatPane(VerticalScroll):
 
     # -- adding blocks --
 
-    def add_user(self, text: str) -> UserBlock:
+    def add_user(self, text: str, pastes: dict[str, str] | None = None) -> UserBlock:
+        """``text`` as the prompt showed it; ``pastes``: its paste placeholders -> pasted text."""
         # The user just spoke: follow the conversation again even if they had scrolled up.
         self.anchor()
-        return self._add(_blocks().UserBlock(text))
+        return self._add(_blocks().UserBlock(text, pastes))
 
     def start_answer(self, depth: int = 0) -> AnswerBlock:
         return self._add(_blocks().AnswerBlock(depth))
@@ -142,6 +161,7 @@ class ChatPane(VerticalScroll):
         self._top.clear()
         self.remove_children()
         self.anchor()
+        self.refresh()
 
     @property
     def blocks(self) -> list[Widget]:
@@ -151,6 +171,8 @@ class ChatPane(VerticalScroll):
     # -- internals --
 
     def _add(self, block: _W) -> _W:
+        if not self.blocks:
+            self.refresh()  # the hint goes
         self.mount(block)
         if not self._prune_due:
             # After the refresh: the new blocks have started, and a burst (a resumed history)

@@ -5,6 +5,10 @@ the stores) and hands it to :meth:`MemoryPanel.show`. Cards are laid out for the
 at render time (a type tag, the title in bold on one line, the summary dim on at most two), so
 a resize reflows them without asking the App for anything. Every string is stripped of
 terminal control sequences here too: card text comes from a repository anyone could write.
+
+However large a store, the panel stays one widget whose cost does not grow with it: each section
+lists at most ``MAX_SECTION_CARDS`` cards and counts the rest, a card is laid out once per width
+(a new state re-lays only the cards that changed), and only the rows on the screen are painted.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from textual.containers import VerticalScroll
 from textual.events import Click
 from textual.geometry import Size
 from textual.message import Message
+from textual.strip import Strip
+from textual.visual import Visual, visualize
 from textual.widget import Widget
 
 from memory.sanitize import strip_terminal
@@ -65,6 +71,8 @@ TYPE_TAGS: dict[str, tuple[str, str]] = {
 SUMMARY_LINES = 2
 UNTRUSTED_TAG = "untrusted"
 MAX_JOB_LINES = 4
+# Cards listed per section; the rest are counted. The index a Run sees is cut far below this.
+MAX_SECTION_CARDS = 300
 
 
 def _clean(text: str) -> str:
@@ -117,7 +125,7 @@ def _one_line(text: Text, width: int) -> Text:
 
 
 class _CardList(Widget):
-    """The two sections of cards, drawn for the current width."""
+    """The two sections of cards, drawn for the current width; only the visible rows are painted."""
 
     DEFAULT_CSS = """
     _CardList { height: auto; }
@@ -129,6 +137,7 @@ class _CardList(Widget):
         # Layout asks for the height and then renders, and scrolling repaints: lay out once.
         self._laid_out: tuple[int, PanelState, list[Text]] | None = None
         self._line_cards: list[tuple[str, str] | None] = []  # line -> the (level, filename) drawn there
+        self._card_lines: dict[tuple[PanelCard, int], list[Text]] = {}  # (card, width) -> its lines
 
     def lines(self, width: int) -> list[Text]:
         width = max(width, 8)
@@ -152,6 +161,8 @@ class _CardList(Widget):
             # Up here, not only at the end: a cut below the fold was invisible without scrolling.
             out.extend(Text(line, "yellow") for line in wrap_cells(_clean(s.cut_note), width, 3))
         sections = [("Project", s.project, s.project_note), ("User", s.user, None)]
+        known = self._card_lines
+        fresh: dict[tuple[PanelCard, int], list[Text]] = {}
         for name, cards, note in sections:
             out.append(Text(""))
             new = sum(1 for c in cards if c.new)
@@ -163,11 +174,19 @@ class _CardList(Widget):
                 out.extend(Text(line, "italic yellow") for line in wrap_cells(_clean(note), width, 4))
             if not cards and not note:
                 out.append(Text("no notes yet", "dim italic"))
-            for card in cards:
+            for card in cards[:MAX_SECTION_CARDS]:
                 lines.extend([None] * (len(out) - len(lines)))
-                drawn = self._card(card, width)
+                drawn = known.get((card, width))
+                if drawn is None:
+                    drawn = self._card(card, width)
+                fresh[(card, width)] = drawn
                 out.extend(drawn)
                 lines.extend([(name.lower(), card.filename)] * len(drawn))
+            hidden = len(cards) - MAX_SECTION_CARDS
+            if hidden > 0:
+                more = f"+{hidden:,} more card{'s' if hidden != 1 else ''}: Enter or click lists them all"
+                out.extend(Text(line, "dim italic") for line in wrap_cells(more, width, 2))
+        self._card_lines = fresh  # the next state most likely shows these again
         if s.cut_note:
             # Also where the cut happens, for a reader who scrolled down the list.
             out.append(Text(""))
@@ -195,7 +214,23 @@ class _CardList(Widget):
         return out
 
     def render(self) -> Text:
+        """Every line as one text (what the panel shows, scrolled or not)."""
         return Text("\n").join(self.lines(self.size.width))
+
+    def render_line(self, y: int) -> Strip:
+        # Called for the rows the screen shows only: a long list costs what a screenful does.
+        width = self.size.width
+        base = self.visual_style.rich_style
+        if self.text_selection is not None:
+            return super().render_line(y)  # whole: a selection's offsets span the whole text
+        lines = self.lines(width)
+        if not 0 <= y < len(lines):
+            return Strip.blank(width, base)
+        # The line alone through the path Textual takes for the whole widget (joined, as render()
+        # joins them all: its style becomes a span), so it paints the same cells.
+        line = Text("\n").join([lines[y]])
+        strips = Visual.to_strips(self, visualize(self, line), width, 1, self.visual_style)
+        return strips[0] if strips else Strip.blank(width, base)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return max(1, len(self.lines(width)))

@@ -3,7 +3,8 @@ memory be used (DESIGN §11).
 
 Keys are a contract: permission ``1``/``y`` once, ``2``/``a`` for the session, ``3``/``n``/Esc
 deny; trust ``y`` / ``n`` or Esc. Enter alone never allows anything (the preview has the focus,
-not a button), so a stray keypress cannot approve a command. What the model or a cloned
+not a button), so a stray keypress cannot approve a command. A denial may carry the person's
+reason for the model: Tab reaches a one-line note box, Enter there denies with the note. What the model or a cloned
 repository wrote is shown stripped of terminal escapes.
 """
 
@@ -18,15 +19,30 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.strip import Strip
+from textual.visual import Visual, VisualType
+from textual.widgets import Button, Input, Static
 
 from memory.sanitize import strip_terminal
 
-__all__ = ["ConfirmModal", "PermissionModal", "PermissionRequest", "TrustCard", "TrustModal", "render_preview"]
+__all__ = [
+    "ConfirmModal",
+    "PermissionAnswer",
+    "PermissionModal",
+    "PermissionRequest",
+    "TrustCard",
+    "TrustModal",
+    "clean_note",
+    "render_preview",
+]
 
 PREVIEW_MAX_LINES = 400
 PREVIEW_MAX_LINE_CHARS = 400
+# Cards the trust window lists; the rest are counted (a clone can bring ten thousand).
+TRUST_SHOWN = 200
+NOTE_MAX_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -39,11 +55,31 @@ class PermissionRequest:
 
 
 @dataclass(frozen=True)
+class PermissionAnswer:
+    """The person's answer; ``note``: why a call was denied (one clean line, maybe empty)."""
+
+    choice: Literal["once", "session", "deny"]
+    note: str = ""
+
+
+def clean_note(text: str, limit: int = NOTE_MAX_CHARS) -> str:
+    """A typed or pasted note as the model may get it: one line (line breaks and whitespace runs
+    become one space), no escape sequences or control, bidi or invisible characters, at most
+    ``limit`` characters."""
+    line = " ".join(strip_terminal(text, keep_newlines=False).split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+@dataclass(frozen=True)
 class TrustCard:
+    """One card of a project store waiting for trust; ``problem``: why a prompt would leave it
+    out even once trusted (it does not parse), "" when the model would get its line."""
+
     type: str
     title: str
     summary: str
     filename: str
+    problem: str = ""
 
 
 def _line(text: str) -> str:
@@ -122,8 +158,9 @@ _DIALOG_CSS = """
 """
 
 
-class PermissionModal(ModalScreen[str]):
-    """Dismisses with "once", "session" or "deny"."""
+class PermissionModal(ModalScreen[PermissionAnswer]):
+    """Dismisses with a ``PermissionAnswer``: "once", "session" or "deny" (``3``/``n``/Esc and
+    the button deny without a note; Enter in the note box denies with what it holds)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1,y", "choose('once')", "Allow once"),
@@ -131,7 +168,18 @@ class PermissionModal(ModalScreen[str]):
         Binding("3,n,escape", "choose('deny')", "Deny"),
     ]
 
-    DEFAULT_CSS = "PermissionModal {" + _DIALOG_CSS + "}"
+    DEFAULT_CSS = "PermissionModal {" + _DIALOG_CSS + """
+        #note {
+            margin: 1 0 0 0;
+            border: none;
+            height: 1;
+            padding: 0 1;
+            background: $background;
+            &:focus {
+                background: $boost;
+            }
+        }
+    }"""
 
     def __init__(self, request: PermissionRequest) -> None:
         super().__init__()
@@ -145,6 +193,12 @@ class PermissionModal(ModalScreen[str]):
             yield Static(Content(_line(request.summary)), id="summary")
             with VerticalScroll(id="preview"):
                 yield Static(render_preview(request.preview, request.preview_kind), id="preview-text")
+            yield Input(
+                placeholder="Tab: say why you deny it (optional), Enter: deny with that note",
+                max_length=NOTE_MAX_CHARS,
+                id="note",
+                compact=True,
+            )
             with Horizontal(id="keys"):
                 yield Button(Content("Allow once [1/y]"), id="once", variant="success", compact=True)
                 yield Button(Content("Allow for this session [2/a]"), id="session", compact=True)
@@ -153,63 +207,165 @@ class PermissionModal(ModalScreen[str]):
     def on_mount(self) -> None:
         self.query_one("#preview").focus()
 
-    def action_choose(self, choice: str) -> None:
-        self.dismiss(choice)
+    def action_choose(self, choice: Literal["once", "session", "deny"]) -> None:
+        self.dismiss(PermissionAnswer(choice))
+
+    @on(Input.Submitted, "#note")
+    def _deny_with_note(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(PermissionAnswer("deny", clean_note(event.value)))
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()
         if event.button.id in ("once", "session", "deny"):
-            self.dismiss(event.button.id)
+            self.dismiss(PermissionAnswer(event.button.id))  # type: ignore[arg-type]
+
+
+class _Listing(Static):
+    """A Static that paints only the rows on the screen. The trust window's list is hundreds of
+    lines, and the window is drawn again whenever the screen under it changes."""
+
+    _rows: tuple[int, list[Content]] | None = None  # (width, the content's lines at that width)
+
+    def update(self, content: VisualType = "", *, layout: bool = True) -> None:
+        self._rows = None
+        super().update(content, layout=layout)
+
+    def _wrapped(self, width: int) -> list[Content] | None:
+        rows = self._rows
+        if rows is None or rows[0] != width:
+            visual = self.visual
+            rows = self._rows = (width, visual.wrap(width) if isinstance(visual, Content) and width > 0 else [])
+        return rows[1] if isinstance(self.visual, Content) else None
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        lines = self._wrapped(width)
+        if lines is None or self.text_selection is not None:
+            return super().render_line(y)  # whole: a selection's offsets span the whole text
+        if not 0 <= y < len(lines):
+            return Strip.blank(width, self.visual_style.rich_style)
+        return Visual.to_strips(self, lines[y], width, 1, self.visual_style)[0]
 
 
 class TrustModal(ModalScreen[bool]):
-    """Lists a project store's cards; ``y`` trusts it (True), ``n``/Esc is "not now" (False)."""
+    """Lists a project store's cards; ``y`` trusts it (True), ``n``/Esc is "not now" (False).
+
+    ``cards`` None: the store is still being read. The window is up at once and says so; the
+    list comes with :meth:`show_cards`, and ``y`` does nothing until it is shown (nobody trusts
+    what they could not see). However many cards there are, the list is one widget holding at
+    most ``TRUST_SHOWN`` of them (those a prompt would leave out first) and a count of the rest:
+    a clone with ten thousand cards opens this window as fast as one with two.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "choose(True)", "Trust"),
         Binding("n,escape", "choose(False)", "Not now"),
     ]
 
+    # Its summary takes four or five lines: a shorter list keeps the y/n keys on an 80×24 screen.
     DEFAULT_CSS = "TrustModal {" + _DIALOG_CSS + """
-        .card {
-            margin: 0 0 1 0;
-        }
-        .card:last-child {
-            margin: 0;
+        #preview {
+            max-height: 40vh;
         }
     }"""
 
-    def __init__(self, cards: Sequence[TrustCard], *, where: str = "") -> None:
+    def __init__(self, cards: Sequence[TrustCard] | None, *, where: str = "") -> None:
         super().__init__()
-        self.cards = tuple(cards)
+        self.cards: tuple[TrustCard, ...] | None = None if cards is None else tuple(cards)
         self.where = where
+        self.error: str | None = None  # why the cards could not be read
+        self._drawn = False  # on_mount ran: later news is drawn at once
+        self._composed: tuple[object, ...] = ()  # what compose drew (cards, error)
 
     def compose(self) -> ComposeResult:
-        count = len(self.cards)
-        place = f" in {_line(self.where)}" if self.where else ""
+        self._composed = (self.cards, self.error)
         with Vertical(id="dialog") as dialog:
             dialog.border_title = Content("Trust this project's memory?")
-            yield Static(
-                Content(
-                    f"This workspace{place} has a project memory store that PseudoClaude did not "
-                    f"create here: it may have come with the repository. Its {count} card"
-                    f"{'s are' if count != 1 else ' is'} not put into any prompt or memory update "
-                    "until you trust it."
-                ),
-                id="summary",
-            )
+            yield Static(self._summary(), id="summary")
             with VerticalScroll(id="preview"):
-                for card in self.cards:
-                    yield Static(_card_line(card), classes="card")
-                if not self.cards:
-                    yield Static(Content("(no cards)"), classes="card")
+                yield _Listing(self._listing(), id="cards")
             with Horizontal(id="keys"):
-                yield Button(Content("Trust and use it [y]"), id="trust", variant="warning", compact=True)
+                yield Button(Content("Trust and use it [y]"), id="trust", variant="warning", compact=True,
+                             disabled=self.cards is None)
                 yield Button(Content("Not now, ask next start [n/Esc]"), id="not-now", compact=True)
 
     def on_mount(self) -> None:
+        self._drawn = True
+        if (self.cards, self.error) != self._composed:
+            self._draw()  # news that came between compose and now
         self.query_one("#preview").focus()
+
+    def show_cards(self, cards: Sequence[TrustCard]) -> None:
+        """The store's cards, read: listed now, and ``y`` trusts from now on."""
+        self.cards = tuple(cards)
+        if self._drawn:
+            self._draw()
+
+    def show_error(self, reason: str) -> None:
+        """The cards could not be read: said in place of the list; ``y`` stays off (``n`` answers)."""
+        self.error = _line(reason)
+        if self._drawn:
+            self._draw()
+
+    def _draw(self) -> None:
+        try:
+            summary, listing = self.query_one("#summary", Static), self.query_one("#cards", Static)
+            trust = self.query_one("#trust", Button)
+        except NoMatches:
+            return  # answered and taken down meanwhile
+        summary.update(self._summary())
+        listing.update(self._listing())
+        trust.disabled = self.cards is None
+        self.refresh_bindings()
+
+    def _summary(self) -> Content:
+        place = f" in {_line(self.where)}" if self.where else ""
+        head = (
+            f"This workspace{place} has a project memory store that PseudoClaude did not "
+            "create here: it may have come with the repository. "
+        )
+        cards = self.cards
+        if cards is None:
+            return Content(head + "Its cards are not put into any prompt or memory update until you trust it.")
+        count = len(cards)
+        text = (
+            f"{head}Its {count:,} card{'s are' if count != 1 else ' is'} not put into any prompt or "
+            "memory update until you trust it."
+        )
+        left = sum(1 for c in cards if c.problem)
+        if left:
+            text += (
+                f" {left:,} of them {'do' if left != 1 else 'does'} not parse and would be left out "
+                "even then (listed first, with why)."
+            )
+        return Content(text)
+
+    def _listing(self) -> Content:
+        cards = self.cards
+        if cards is None and self.error is not None:
+            return Content.styled(self.error, "$text-error")
+        if cards is None:
+            return Content.styled("reading the cards…", "italic $foreground-muted")
+        if not cards:
+            return Content("(no cards)")
+        # The ones a prompt would leave out first: they are what a person should look at.
+        ordered = sorted(cards, key=lambda c: not c.problem)
+        shown = ordered[:TRUST_SHOWN]
+        parts: list[Content] = [_card_line(c) for c in shown]
+        rest = len(cards) - len(shown)
+        if rest:
+            parts.append(Content.styled(
+                f"… and {rest:,} more card{'s' if rest != 1 else ''} (the card browser, /memory, lists them all)",
+                "italic $foreground-muted",
+            ))
+        return Content("\n\n").join(parts)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "choose" and parameters == (True,) and self.cards is None:
+            return False  # not before the cards are shown
+        return True
 
     def action_choose(self, trusted: bool) -> None:
         self.dismiss(trusted)
@@ -221,6 +377,12 @@ class TrustModal(ModalScreen[bool]):
 
 
 def _card_line(card: TrustCard) -> Content:
+    if card.problem:
+        return Content.assemble(
+            ("[left out] ", "$text-warning"),
+            (_line(card.filename), "bold"),
+            ("\n  " + _line(card.problem), "$foreground-muted"),
+        )
     parts: list[str | tuple[str, str]] = [
         (f"[{_line(card.type)}] ", "$text-accent"),
         (_line(card.title), "bold"),

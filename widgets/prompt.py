@@ -5,12 +5,18 @@ Shift+Enter as plain Enter; Ctrl+J always works); Up on the first line and Down 
 line walk the history. While a completion dropdown is open, Up/Down move in it, Tab or Enter
 accept, Esc closes it. The widget only reacts: the App supplies the history and the completer
 and decides what a submitted text means.
+
+A large paste (more than ``LARGE_PASTE_LINES`` lines or ``LARGE_PASTE_CHARS`` characters) shows as
+one placeholder such as ``[pasted 3,000 lines, 195.3 KiB]``; the pasted text is kept and put back in
+place of its placeholder when the prompt is sent, so ``Submitted.text`` is the whole message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from textual import events
@@ -22,9 +28,55 @@ from textual.widgets.option_list import Option
 
 from memory.sanitize import strip_terminal
 
-__all__ = ["CompletionDropdown", "PromptInput", "Suggestion"]
+__all__ = [
+    "LARGE_PASTE_CHARS",
+    "LARGE_PASTE_LINES",
+    "CompletionDropdown",
+    "PromptInput",
+    "Suggestion",
+    "expand_pastes",
+    "is_large_paste",
+    "paste_label",
+]
 
 NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j", "newline", "alt+enter", "ctrl+enter"})
+# What Enter typed before the app put the terminal in raw mode arrives as: the terminal's line
+# discipline (ICRNL) had already turned its CR into a LF, which reads as Ctrl+J.
+TYPEAHEAD_ENTER_KEYS = frozenset({"ctrl+j", "newline"})
+# A paste above either bound is collapsed to a placeholder: a few lines stay editable in place,
+# a log or a file would fill the prompt (and the transcript) with what nobody reads there.
+LARGE_PASTE_LINES = 10
+LARGE_PASTE_CHARS = 1_000
+
+
+def is_large_paste(text: str) -> bool:
+    """More than ``LARGE_PASTE_LINES`` lines or ``LARGE_PASTE_CHARS`` characters."""
+    return len(text) > LARGE_PASTE_CHARS or text.count("\n") + 1 > LARGE_PASTE_LINES
+
+
+def paste_label(text: str, taken: Mapping[str, str] | None = None) -> str:
+    """The placeholder of a collapsed paste, e.g. ``[pasted 3,000 lines, 195.3 KiB]``; numbered
+    (``[pasted #2 · …]``) when that label is in ``taken`` already."""
+    from .blocks import _bytes  # the chat's size format (imported after the first frame)
+
+    lines = text.count("\n") + 1
+    size = _bytes(len(text.encode("utf-8", "surrogatepass")))
+    what = f"{lines:,} line{'s' if lines != 1 else ''}, {size}"
+    label = f"[pasted {what}]"
+    n = 1
+    while taken is not None and label in taken:
+        n += 1
+        label = f"[pasted #{n} · {what}]"
+    return label
+
+
+def expand_pastes(text: str, pastes: Mapping[str, str]) -> str:
+    """``text`` with each placeholder of ``pastes`` replaced by its pasted text (in one pass: a
+    pasted text that contains a placeholder is not expanded again)."""
+    if not pastes:
+        return text
+    pattern = re.compile("|".join(re.escape(label) for label in sorted(pastes, key=len, reverse=True)))
+    return pattern.sub(lambda m: pastes[m.group(0)], text)
 
 
 @dataclass(frozen=True)
@@ -76,6 +128,11 @@ class PromptInput(TextArea):
     @dataclass
     class Submitted(Message):
         text: str
+        """The message as sent: every paste placeholder replaced by its text."""
+        typed: str = ""
+        """As the prompt showed it (placeholders kept); "" when the same as ``text``."""
+        pastes: dict[str, str] = field(default_factory=dict)
+        """placeholder -> pasted text, for the placeholders in ``typed``."""
 
     DEFAULT_CSS = """
     PromptInput {
@@ -97,7 +154,11 @@ class PromptInput(TextArea):
     """
 
     disabled_reason: reactive[str | None] = reactive(None, init=False)
-    """While set (e.g. "connecting…"), Enter does not submit; the reason shows on the border."""
+    """While set (e.g. "a turn is running"), Enter does not submit; the reason shows on the border."""
+
+    notice: reactive[str | None] = reactive(None, init=False)
+    """A remark on the border that does not stop Enter (e.g. "connecting… Enter queues");
+    ``disabled_reason`` is shown instead while it is set."""
 
     def __init__(
         self,
@@ -118,6 +179,9 @@ class PromptInput(TextArea):
             classes=classes,
         )
         self._history: list[str] = []
+        # Until this time.monotonic(), a Ctrl+J is an Enter typed ahead of the app's start (set
+        # by the App: nobody means a literal Ctrl+J before the screen is even up).
+        self.typeahead_enter_until = 0.0
         self._history_index: int | None = None  # None: editing the draft, not a recalled entry
         self._draft = ""
         self._completer: Completer | None = None
@@ -128,6 +192,8 @@ class PromptInput(TextArea):
         self._loaded_text: str | None = None  # set by recall or clearing: not a reason to complete
         self._on_key_hook: Callable[[], None] | None = None
         self._completed_for: tuple[str, tuple[int, int]] | None = None  # what the list was made for
+        # placeholder -> pasted text, kept for the widget's life: a recalled prompt still has them.
+        self._pastes: dict[str, str] = {}
 
     # -- public API --
 
@@ -155,22 +221,46 @@ class PromptInput(TextArea):
     def completion_visible(self) -> bool:
         return self._dropdown is not None and self._dropdown.display and bool(self._suggestions)
 
+    @property
+    def pastes(self) -> dict[str, str]:
+        """placeholder -> pasted text, for the placeholders in the prompt now."""
+        text = self.text
+        return {label: pasted for label, pasted in self._pastes.items() if label in text}
+
+    def expanded_text(self) -> str:
+        """The prompt's text with every paste placeholder replaced by its pasted text."""
+        return expand_pastes(self.text, self.pastes)
+
     def submit(self) -> bool:
         """Send the text (as Enter does); False when empty or ``disabled_reason`` is set."""
-        text = self.text.strip()
-        if not text or self.disabled_reason is not None:
+        typed = self.text.strip()
+        if not typed or self.disabled_reason is not None:
             if self.disabled_reason is not None:
                 self.app.bell()
             return False
         self._close_dropdown()
-        if not self._history or self._history[-1] != text:
-            self._history.append(text)
+        # History keeps the placeholders: a recalled prompt is as short as it was typed.
+        if not self._history or self._history[-1] != typed:
+            self._history.append(typed)
         self._history_index = None
         self._draft = ""
         self._loaded_text = ""
+        pastes = {label: pasted for label, pasted in self._pastes.items() if label in typed}
+        text = expand_pastes(typed, pastes)
         self.clear()
-        self.post_message(self.Submitted(text))
+        self.post_message(self.Submitted(text, typed if pastes else "", pastes))
         return True
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        if self.read_only or not is_large_paste(event.text):
+            return  # TextArea inserts it as it is
+        event.prevent_default()  # not TextArea's insert as well
+        event.stop()
+        label = paste_label(event.text, self._pastes)
+        self._pastes[label] = event.text
+        if result := self._replace_via_keyboard(label, *self.selection):
+            self.move_cursor(result.end_location)
+        self.focus()
 
     def accept_suggestion(self, index: int | None = None) -> None:
         """Replace the word being completed by the highlighted (or given) suggestion."""
@@ -207,6 +297,8 @@ class PromptInput(TextArea):
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
+        if key in TYPEAHEAD_ENTER_KEYS and time.monotonic() < self.typeahead_enter_until:
+            key = "enter"
         if self._on_key_hook is not None:
             self._on_key_hook()
         if self.completion_visible and self._completed_for != (self.text, self.cursor_location):
@@ -360,7 +452,14 @@ class PromptInput(TextArea):
 
     def watch_disabled_reason(self, reason: str | None) -> None:
         self.set_class(reason is not None, "-disabled-reason")
-        self.border_subtitle = Content(strip_terminal(reason, keep_newlines=False)) if reason else None
+        self._show_border_note()
+
+    def watch_notice(self, notice: str | None) -> None:
+        self._show_border_note()
+
+    def _show_border_note(self) -> None:
+        note = self.disabled_reason if self.disabled_reason is not None else self.notice
+        self.border_subtitle = Content(strip_terminal(note, keep_newlines=False)) if note else None
 
 
 def _option(suggestion: Suggestion) -> Option:

@@ -27,6 +27,7 @@ MODULES = (
     "fig_streaming",
     "fig_extraction",
     "fig_startup",
+    "fig_bigstore",
     "fig_stores",
     "fig_footprint",
     "bench_compaction",

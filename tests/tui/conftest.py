@@ -45,7 +45,7 @@ async def wait_ready(pilot: Pilot[Any], timeout: float = 20.0) -> None:
     app = pilot.app
     assert isinstance(app, PseudoClaudeApp)
     await wait_until(pilot, lambda: app.bridge.opened and app.panel_shows > 0, timeout, "the runtime to open")
-    await wait_until(pilot, lambda: app.prompt.disabled_reason != "connecting…", timeout, "connecting… to end")
+    await wait_until(pilot, lambda: not app.connecting, timeout, "connecting… to end")
 
 
 def block_text(block: Widget) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.fakeapi import FakeAnthropic, http_error, text
@@ -162,7 +163,7 @@ async def test_no_full_garbage_collection_while_an_answer_streams_and_the_schedu
 
     import app.tui
 
-    monkeypatch.setattr(app.tui, "GC_IDLE_S", 0.3)
+    monkeypatch.setattr(app.tui, "GC_IDLE_S", 2.0)
     saved = gc.get_threshold()
     gate = server.gate("mid-answer")
     server.script(MODEL, text("An answer that streams for a while.", chunk_size=4).held(after=gate, at=4))
@@ -173,10 +174,131 @@ async def test_no_full_garbage_collection_while_an_answer_streams_and_the_schedu
             await send(pilot, "Explain it")
             await wait_until(pilot, lambda: any(isinstance(b, AnswerBlock) and b.text for b in app_.chat.blocks))
             assert gc.get_threshold()[2] > saved[2] and gc.get_threshold()[:2] == saved[:2]
+            # A key pressed just before the turn ends keeps the collector held past its end: the
+            # turn ends well within GC_IDLE_S of it (the answer's rest is already written).
+            await pilot.press("x")
             gate.release()
             await wait_until(pilot, lambda: app_.prompt.disabled_reason is None, what="the turn to end")
-            await pilot.press("x")  # typing right after the turn keeps it held a little longer
-            assert gc.get_threshold()[2] > saved[2]
+            assert app_._answer is None and gc.get_threshold()[2] > saved[2]
             await wait_until(pilot, lambda: gc.get_threshold() == saved, what="the collector's schedule")
     finally:
         gc.set_threshold(*saved)
+
+
+# -- Ctrl+C ---------------------------------------------------------------------------------------
+
+
+def _notes_shown(app) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+async def test_ctrl_c_cancels_a_running_turn_as_esc_does_and_the_next_turn_works(make_app, server: FakeAnthropic) -> None:
+    gate = server.gate("never released in time")
+    server.script(MODEL, text("This answer is cut off by Ctrl+C", chunk_size=4).held(after=gate, at=4),
+                  text("Second answer"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "first")
+        await wait_until(pilot, lambda: any(isinstance(b, AnswerBlock) and b.text for b in app.chat.blocks))
+        assert app.focused is app.prompt  # the key is pressed where the user types
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: "cancelled" in chat_texts(app), what="the cancel note")
+        await wait_until(pilot, lambda: app.prompt.disabled_reason is None)
+        assert app.is_running and not any("Ctrl+Q" in n for n in _notes_shown(app))
+        gate.release()
+        await send(pilot, "second")
+        await wait_until(pilot, lambda: "Second answer" in chat_texts(app))
+        assert not any(isinstance(b, ErrorBlock) for b in app.chat.blocks)
+
+
+async def test_ctrl_c_with_no_turn_says_once_in_one_line_how_to_quit(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: any("Ctrl+Q" in n for n in _notes_shown(app)), what="the hint")
+        [hint] = [n for n in _notes_shown(app) if "Ctrl+Q" in n]
+        assert "\n" not in hint and "quits" in hint
+        await pilot.press("ctrl+c")  # pressed again while it shows: not a second toast
+        await pilot.pause()
+        assert sum("Ctrl+Q" in n for n in _notes_shown(app)) == 1
+        assert app.is_running
+
+
+async def test_ctrl_c_with_text_selected_in_the_prompt_copies_it_and_cancels_nothing(
+    make_app, server: FakeAnthropic
+) -> None:
+    gate = server.gate("held answer")
+    server.script(MODEL, text("A long answer", chunk_size=2).held(after=gate, at=2))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "go")
+        await wait_until(pilot, lambda: app._turn is not None and app._turn.is_running)
+        app.prompt.text = "copy these words"
+        app.prompt.select_all()
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: app.clipboard == "copy these words", what="the copy")
+        assert app._turn.is_running and "cancelled" not in chat_texts(app)
+        app.prompt.move_cursor((0, 0))  # no selection: Ctrl+C cancels again
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: "cancelled" in chat_texts(app), what="the cancel note")
+        gate.release()
+
+
+async def test_ctrl_c_while_the_permission_question_is_open_cancels_the_turn_and_closes_it(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
+    from tests.fakeapi import tool_use
+    from widgets.modals import PermissionModal
+
+    server.script(MODEL, tool_use("bash", {"command": "touch made"}, id="toolu_c"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "make a file")
+        await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal), what="the permission modal")
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: "cancelled" in chat_texts(app), what="the cancel note")
+        await wait_until(pilot, lambda: not isinstance(app.screen, PermissionModal), what="the modal gone")
+        await wait_until(pilot, lambda: app.prompt.disabled_reason is None)
+        assert not (ws / "made").exists() and app.focused is app.prompt
+
+
+# -- a large paste ----------------------------------------------------------------------------------
+
+
+async def test_a_large_paste_is_collapsed_in_the_prompt_and_the_chat_and_the_model_gets_it_whole(
+    make_app, server: FakeAnthropic
+) -> None:
+    from textual import events
+
+    server.script(MODEL, text("Read it all."))
+    app = make_app(server, memory_mode="off")
+    log = "\n".join(f"2026-01-01 12:00:{i % 60:02d} worker {i}: step done" for i in range(3000))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press(*"why", "space")
+        app.post_message(events.Paste(log))  # as the terminal driver sends it
+        await wait_until(pilot, lambda: app.prompt.text.startswith("why [pasted 3,000 lines, "))
+        label = app.prompt.text.removeprefix("why ")
+        assert label.endswith(" KiB]") and len(app.prompt.text) < 60
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "Read it all." in chat_texts(app), what="the answer")
+        [request] = server.requests_for(MODEL)
+        sent = json.dumps(request.body["messages"][-1], ensure_ascii=False)
+        assert json.dumps(f"why {log}", ensure_ascii=False)[1:-1] in sent  # whole, in place
+        [block] = [b for b in app.chat.blocks if isinstance(b, UserBlock)]
+        assert block.text == f"why {log}"
+        shown = block.shown_text
+        assert label in shown and "worker 2999" not in shown and len(shown.splitlines()) <= 3
+        # Enter (or a click) on the block expands it; again collapses it.
+        block.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "worker 999: step done" in block.shown_text, what="the expanded paste")
+        assert "3,000 lines in all" in block.shown_text  # expanded, it says where it is cut
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "worker 999" not in block.shown_text)
+        await pilot.click(block)
+        await wait_until(pilot, lambda: "worker 999" in block.shown_text, what="expanded by a click")

@@ -139,7 +139,7 @@ async def test_resume_picks_an_earlier_session_and_shows_its_history(make_app, s
 
         await wait_until(pilot, lambda: isinstance(app.screen, SessionPicker))
         picker = app.screen
-        await pilot.press("down")  # the newest (current, empty) session is listed first
+        # The current session has no prompt yet: it is not offered, so the first row is the earlier one.
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.screen is not picker)
         await wait_until(pilot, lambda: app.bridge.session_id == first)
@@ -178,3 +178,107 @@ async def test_help_wraps_descriptions_under_their_own_column_at_58_and_100_colu
         # At 58 columns the longest descriptions wrap, and stay indented (a hanging indent).
         assert bool(wrapped) == (size[0] == 100), wrapped
         assert "automatic near the context limit" in " ".join(" ".join(lines).split())
+
+
+# -- the focus comes back to the prompt --------------------------------------------------------------
+
+
+async def _type(pilot, text: str) -> None:
+    await pilot.press(*[("space" if c == " " else c) for c in text])
+
+
+async def test_after_the_card_browser_opened_from_the_panel_closes_typing_reaches_the_prompt(make_app) -> None:
+    from widgets.card_browser import CardBrowser
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: app.focused is not None and app.panel in app.focused.ancestors_with_self,
+                         what="the panel focused")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CardBrowser), what="the card browser")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="back to the chat")
+        await wait_until(pilot, lambda: app.focused is app.prompt, what="the prompt focused")
+        await _type(pilot, "hi there")
+        await wait_until(pilot, lambda: app.prompt.text == "hi there", what="the text in the prompt")
+
+
+async def test_text_typed_or_pasted_after_tabbing_away_from_the_prompt_reaches_the_prompt(make_app) -> None:
+    from textual import events
+
+    from widgets.card_browser import CardBrowser
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("tab", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CardBrowser), what="the card browser")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="back to the chat")
+        landed = []
+        for tabs in (1, 2):  # one Tab: the panel's cards; two: on round to the chat pane
+            await pilot.press(*["tab"] * tabs)
+            await pilot.pause()
+            landed.append(app.focused)
+            assert app.focused is not app.prompt
+            await _type(pilot, "ab")
+            await wait_until(pilot, lambda: app.prompt.text.endswith("ab"), what="the keys in the prompt")
+            assert app.focused is app.prompt
+        assert app.prompt.text == "abab" and landed[0] is not landed[1]
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: app.focused is not app.prompt)
+        app.post_message(events.Paste(" pasted"))
+        await wait_until(pilot, lambda: app.prompt.text == "abab pasted", what="the paste in the prompt")
+        await pilot.pause()
+        assert app.prompt.text == "abab pasted"  # once, not twice
+
+
+async def test_model_typed_after_tabbing_to_the_jobs_line_switches_the_model_and_does_not_open_pending(
+    make_app, server: FakeAnthropic
+) -> None:
+    from widgets.pending import PendingScreen
+
+    server.script(MODEL, text("Noted."))
+    server.script(MEMORY_MODEL, text(ops_answer(create_op("Zeta fact", "Zeta body."))))
+    app = make_app(server, memory_mode="review")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "remember zeta")
+        await wait_until(pilot, lambda: any(j.line.startswith("held") for j in app.panel.state.jobs),
+                         what="the held job in the panel")
+        jobs_line = app.panel._jobs
+        await wait_until(pilot, lambda: jobs_line.display and jobs_line.region.height > 0, what="the jobs line")
+        # Tab to the cards, Enter (the browser), Esc, then two Tabs: the jobs line has the focus.
+        await pilot.press("tab", "enter")
+        await wait_until(pilot, lambda: app.screen is not app.screen_stack[0], what="the card browser")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.focused is app.prompt, what="the prompt focused")
+        await pilot.press("tab", "tab")
+        await wait_until(pilot, lambda: app.focused is jobs_line, what="the jobs line focused")
+        await _type(pilot, "/model claude-other-1")
+        await wait_until(pilot, lambda: app.prompt.text == "/model claude-other-1")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.settings.model == "claude-other-1", what="the model switched")
+        await pilot.pause()
+        assert not isinstance(app.screen, PendingScreen) and app.screen is app.screen_stack[0]
+
+
+@pytest.mark.parametrize("opener", ["/memory", "/pending", "/remember a note", "a modal"])
+async def test_whichever_way_a_screen_was_opened_its_closing_gives_the_focus_to_the_prompt(make_app, opener) -> None:
+    from widgets.modals import ConfirmModal
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        if opener.startswith("/"):
+            app.prompt.text = opener
+            assert app.prompt.submit()
+        else:
+            app.push_screen(ConfirmModal("Sure?", "a question from the app"))
+        await wait_until(pilot, lambda: app.screen is not app.screen_stack[0], what="the screen")
+        app.screen_stack[0].set_focus(app.chat)  # the focus was elsewhere below it
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="back to the chat")
+        await wait_until(pilot, lambda: app.focused is app.prompt, what="the prompt focused")

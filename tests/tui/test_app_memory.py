@@ -70,7 +70,8 @@ async def test_trusting_a_cloned_project_store_puts_its_cards_into_the_first_pro
     server.script(MODEL, text("noted"))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal), what="the trust modal")
+        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
+                         what="the trust modal's cards")
         assert [c.title for c in app.screen.cards] == ["Deploy on Fridays"]
         await pilot.press("y")
         await wait_until(pilot, lambda: any("trusted" in t for t in chat_texts(app)))

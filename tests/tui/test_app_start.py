@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
+from typing import Any
 
-from tests.fakeapi import FakeAnthropic
-from tests.tui.conftest import chat_texts, wait_ready, wait_until
+from textual.screen import ModalScreen
+
+from tests.fakeapi import FakeAnthropic, text
+from tests.tui.conftest import MODEL, chat_texts, wait_ready, wait_until
+from widgets.blocks import UserBlock
 from widgets.card_editor import CardEditor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,3 +209,223 @@ async def test_a_settings_warning_is_shown_in_the_chat(server: FakeAnthropic, ws
             assert any("unknown key 'colour' ignored" in t for t in chat_texts(app))
     finally:
         await app.bridge.close(0.0)
+
+
+# -- the prompt from the first frame: queued prompts, commands that need no model -------------------
+
+
+def _hold_open(app: Any) -> asyncio.Event:
+    """Hold the runtime's opening (the session, after the SDK import) until the event is set."""
+    release = asyncio.Event()
+    real_open = app.bridge.open
+
+    async def held_open(**kwargs: Any) -> Any:
+        await release.wait()
+        return await real_open(**kwargs)
+
+    app.bridge.open = held_open
+    return release
+
+
+def _hold_build(app: Any) -> threading.Event:
+    """Hold the runtime's construction (in its thread) until the event is set."""
+    release = threading.Event()
+    real_build = app.bridge.build
+
+    def held_build() -> None:
+        assert release.wait(30), "the test never released the build"
+        real_build()
+
+    app.bridge.build = held_build
+    return release
+
+
+def _user_blocks(app: Any) -> list[UserBlock]:
+    return [b for b in app.chat.blocks if isinstance(b, UserBlock)]
+
+
+async def test_a_prompt_sent_while_connecting_is_queued_shown_pending_and_sent_when_ready(
+    make_app, server: FakeAnthropic
+) -> None:
+    server.script(MODEL, text("The queued prompt's answer."))
+    app = make_app(server, memory_mode="off")
+    release = _hold_open(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.built, what="the runtime object")
+        assert app.connecting and "connecting" in app._status_note
+        await pilot.press(*"hello", "enter")  # real keys, while "connecting…"
+        await wait_until(pilot, lambda: len(_user_blocks(app)) == 1, what="the queued prompt in the chat")
+        [queued] = _user_blocks(app)
+        assert queued.text == "hello" and queued.note.startswith("queued")
+        assert "1 queued" in str(app.prompt.border_subtitle) and app.prompt.text == ""
+        # /help needs no model: it answers at once, while the prompt is still waiting.
+        await pilot.press(*"/help", "enter")
+        await wait_until(pilot, lambda: any("/remember TEXT" in t for t in chat_texts(app)), what="/help")
+        assert server.requests_for(MODEL) == [] and app.connecting
+        release.set()
+        await wait_until(pilot, lambda: "The queued prompt's answer." in chat_texts(app), what="the answer")
+        [request] = server.requests_for(MODEL)
+        assert "hello" in json.dumps(request.body["messages"][-1])
+        [sent] = _user_blocks(app)
+        assert sent.text == "hello" and sent.note == ""  # no longer marked queued
+        assert app.prompt.notice is None and app._waiting == []
+
+
+async def test_prompts_queued_while_connecting_are_sent_in_order_one_turn_after_the_other(
+    make_app, server: FakeAnthropic
+) -> None:
+    server.script(MODEL, text("First answer."), text("Second answer."))
+    app = make_app(server, memory_mode="off")
+    release = _hold_open(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for prompt in ("first", "second"):
+            app.prompt.text = prompt
+            assert app.prompt.submit()
+            await wait_until(pilot, lambda p=prompt: any(b.text == p for b in _user_blocks(app)))
+        assert "2 queued" in str(app.prompt.border_subtitle)
+        release.set()
+        await wait_until(pilot, lambda: "Second answer." in chat_texts(app), what="the second answer")
+        first, second = server.requests_for(MODEL)
+        assert "first" in json.dumps(first.body["messages"]) and "second" not in json.dumps(first.body["messages"])
+        assert "First answer." in json.dumps(second.body["messages"])  # sent after the first turn ended
+        texts = chat_texts(app)
+        assert texts.index("first") < texts.index("First answer.") < texts.index("second")
+
+
+async def test_memory_commands_typed_before_the_stores_are_open_run_as_soon_as_they_are(make_app) -> None:
+    from widgets.pending import PendingScreen
+
+    app = make_app()
+    release = _hold_build(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.prompt.text = "/pending"
+        assert app.prompt.submit()
+        await wait_until(pilot, lambda: any("/pending runs in a moment" in t for t in chat_texts(app)))
+        assert not app.built and not isinstance(app.screen, PendingScreen)
+        release.set()
+        await wait_until(pilot, lambda: isinstance(app.screen, PendingScreen), what="the pending screen")
+
+
+async def test_memory_commands_work_while_the_model_is_still_connecting(make_app, server: FakeAnthropic, ws: Path) -> None:
+    from widgets.card_browser import CardBrowser
+
+    app = make_app(server, memory_mode="off")
+    release = _hold_open(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.built, what="the runtime object")
+        app.prompt.text = "/remember Releases are cut from main"
+        assert app.prompt.submit()
+        await wait_until(pilot, lambda: isinstance(app.screen, CardEditor), what="the editor")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: any("saved new project card" in t for t in chat_texts(app)))
+        await send_now(pilot, "/memory")
+        await wait_until(pilot, lambda: isinstance(app.screen, CardBrowser), what="the card browser")
+        await pilot.press("escape")
+        await send_now(pilot, "/undo")
+        await wait_until(pilot, lambda: any("undid the last memory batch" in t for t in chat_texts(app)))
+        assert app.connecting  # all of it before the session was open
+        release.set()
+        await wait_ready(pilot)
+
+
+async def send_now(pilot: Any, command: str) -> None:
+    """A command submitted as typed (the completion list may be open on its word)."""
+    app = pilot.app
+    await wait_until(pilot, lambda: not isinstance(app.screen, ModalScreen), what="the chat's screen")
+    app.prompt.text = command
+    assert app.prompt.submit()
+
+
+async def test_esc_takes_back_a_queued_prompt_into_the_prompt_and_nothing_is_sent(
+    make_app, server: FakeAnthropic
+) -> None:
+    app = make_app(server, memory_mode="off")
+    release = _hold_open(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press(*"draft", "enter")
+        await wait_until(pilot, lambda: len(_user_blocks(app)) == 1)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.prompt.text == "draft", what="the text back in the prompt")
+        [block] = _user_blocks(app)
+        assert block.note == "not sent: cancelled (back in the prompt)" and app._waiting == []
+        release.set()
+        await wait_ready(pilot)
+        await pilot.pause()
+        assert app._turn is None and server.requests_for(MODEL) == []
+
+
+async def test_without_credentials_a_queued_prompt_is_kept_and_answered_with_the_setup_help(make_app) -> None:
+    from app.prompt_history import PromptHistory
+
+    app = make_app()  # no key
+    release = _hold_open(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.built)
+        app.prompt.text = "please build it"
+        assert app.prompt.submit()
+        await wait_until(pilot, lambda: len(_user_blocks(app)) == 1)
+        release.set()
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: _user_blocks(app)[0].note.startswith("not sent: no model is configured"))
+        [block] = _user_blocks(app)
+        assert block.text == "please build it"
+        assert any("ANTHROPIC_API_KEY" in t for t in chat_texts(app))
+        # Typed after the start, the same: kept in the chat and the history, the help again.
+        app.prompt.text = "and test it"
+        assert app.prompt.submit()
+        await wait_until(pilot, lambda: len(_user_blocks(app)) == 2)
+        assert _user_blocks(app)[1].text == "and test it" and _user_blocks(app)[1].note.startswith("not sent")
+        # Each unsent prompt is followed by the setup help (and the start showed it once).
+        await wait_until(pilot, lambda: sum("ANTHROPIC_API_KEY" in t for t in chat_texts(app)) == 3)
+        assert chat_texts(app)[-2] == "and test it" and "ANTHROPIC_API_KEY" in chat_texts(app)[-1]
+        history = PromptHistory(Path(os.environ["PSEUDOCLAUDE_HOME"]), app.workspace)
+        await wait_until(pilot, lambda: history.load() == ["please build it", "and test it"],
+                         what="the prompts in the history")
+
+
+async def test_a_prompt_queued_before_the_trust_question_waits_for_its_answer(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
+    from tests.integration.clitools import system_text
+    from widgets.modals import TrustModal
+
+    folder = ws / ".PseudoClaude" / "memory"
+    folder.mkdir(parents=True)
+    (folder / "project_knowledge_deploy.md").write_text(
+        "---\ntitle: Deploy on Fridays\nsummary: ok\ntype: project_knowledge\ncreated: '2026-01-01T00:00:00Z'\n"
+        "updated: '2026-01-01T00:00:00Z'\nsource: manual\n---\nBody.\n"
+    )
+    (folder / "MEMORY.md").write_text("- [project_knowledge] Deploy on Fridays — ok (project_knowledge_deploy.md)\n")
+    server.script(MODEL, text("noted"))
+    app = make_app(server, memory_mode="off")
+    release = _hold_open(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.prompt.text = "hello"
+        assert app.prompt.submit()
+        await wait_until(pilot, lambda: len(_user_blocks(app)) == 1)
+        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal), what="the trust modal")
+        release.set()
+        await wait_until(pilot, lambda: not app.connecting, what="the runtime open, the question unanswered")
+        await pilot.pause()
+        assert isinstance(app.screen, TrustModal)
+        assert app._turn is None and len(app._waiting) == 1  # still queued: not before the answer
+        await pilot.press("y")
+        await wait_until(pilot, lambda: "noted" in chat_texts(app), what="the answer")
+        assert "Deploy on Fridays" in system_text(server.requests_for(MODEL)[0])
+
+
+async def test_the_empty_first_screen_says_in_one_line_what_to_try(make_app, server: FakeAnthropic) -> None:
+    from widgets.chat import EMPTY_HINT
+
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        assert app.chat.hint_shown
+        rows = [strip.text for strip in app.screen._compositor.render_strips()]
+        [row] = [r for r in rows if "/help" in r and "@file" in r and "F2" in r]  # one row, not wrapped
+        assert EMPTY_HINT in row
+        app.prompt.text = "/help"
+        assert app.prompt.submit()
+        await wait_until(pilot, lambda: not app.chat.hint_shown, what="the hint to go")
+        await pilot.pause()
+        assert not any(EMPTY_HINT in strip.text for strip in app.screen._compositor.render_strips())

@@ -1,8 +1,11 @@
-"""Tool calls in the app: the permission modal's three answers, Esc mid-tool, nested sub-agent calls."""
+"""Tool calls in the app: the permission modal's three answers and its note, the block's states while
+it asks, Esc mid-tool, nested sub-agent calls."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from tests.fakeapi import FakeAnthropic, text, tool_use
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
@@ -120,3 +123,94 @@ async def test_a_sub_agents_calls_nest_under_its_task_block(make_app, server: Fa
         # The sub-agent's words are its task's result, not an answer of the main agent.
         assert "the README says make build" in (task.result_text or "")
         assert not any("the README says" in b.text for b in app.chat.blocks if isinstance(b, AnswerBlock))
+
+
+async def test_the_block_waits_for_permission_while_the_window_is_open_then_runs(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
+    # The command runs until the test lets it go: "running…" is seen without any timing.
+    command = "while [ ! -e go ]; do sleep 0.05; done; echo went"
+    server.script(MODEL, tool_use("bash", {"command": command}, id="toolu_w"), text("it went"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "wait for go")
+        await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal), what="the permission modal")
+        block = app.chat.tool("toolu_w")
+        assert block.status == "waiting" and "waiting for permission" in block.header_text
+        assert "running" not in block.header_text and "while [ ! -e go ]" in block.header_text
+        await pilot.press("1")
+        await wait_until(pilot, lambda: block.status == "running", what="the call to run")
+        assert "running…" in block.header_text and "while [ ! -e go ]" in block.header_text
+        (ws / "go").touch()
+        await wait_until(pilot, lambda: "it went" in chat_texts(app))
+        assert block.status == "done"
+
+
+async def test_the_block_shows_denied_after_a_denial_from_the_waiting_state(make_app, server: FakeAnthropic) -> None:
+    server.script(MODEL, _write("a.txt", "one", "toolu_d"), text("fine"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "write it")
+        await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal), what="the permission modal")
+        assert app.chat.tool("toolu_d").status == "waiting"
+        await pilot.press("3")
+        await wait_until(pilot, lambda: "fine" in chat_texts(app))
+        block = app.chat.tool("toolu_d")
+        assert block.status == "denied" and "denied" in block.header_text
+
+
+async def test_a_call_allowed_for_the_session_never_shows_waiting(make_app, server: FakeAnthropic) -> None:
+    server.script(MODEL, _write("a.txt", "one", "toolu_a"), _write("b.txt", "two", "toolu_b"), text("done"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        shown: list[tuple[str, str]] = []
+        original = ToolBlock._render_header
+
+        def recording(self: ToolBlock) -> None:
+            shown.append((self.call_id, self.status))
+            original(self)
+
+        ToolBlock._render_header = recording  # type: ignore[method-assign]
+        try:
+            await send(pilot, "write two files")
+            await _answer_modal(pilot, "a")
+            await wait_until(pilot, lambda: "done" in chat_texts(app))
+        finally:
+            ToolBlock._render_header = original  # type: ignore[method-assign]
+        assert ("toolu_a", "waiting") in shown and ("toolu_a", "running") in shown
+        assert ("toolu_b", "waiting") not in shown and ("toolu_b", "running") in shown
+
+
+async def test_a_denial_note_typed_in_the_window_reaches_the_model(make_app, server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, tool_use("bash", {"command": "rm -rf build"}, id="toolu_rm"), text("understood"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "clean up")
+        await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal), what="the permission modal")
+        modal = app.screen
+        await pilot.press("tab", *"use make clean", "enter")
+        await wait_until(pilot, lambda: app.screen is not modal, what="the modal to close")
+        await wait_until(pilot, lambda: "understood" in chat_texts(app))
+        result = server.requests_for(MODEL)[1].body["messages"][-1]["content"][0]
+        assert result["tool_use_id"] == "toolu_rm" and result["is_error"]
+        assert result["content"] == "bash was denied by the user, who said: use make clean"
+        block = app.chat.tool("toolu_rm")
+        assert block.status == "denied" and "use make clean" in (block.result_text or "")
+
+
+@pytest.mark.parametrize("content", ["one\ntwo\n", "one\ntwo", "one\r\ntwo\r\n"])
+async def test_the_write_dialog_and_its_tool_block_say_the_same_line_count(
+    make_app, server: FakeAnthropic, content: str
+) -> None:
+    server.script(MODEL, _write("n.txt", content, "toolu_n"), text("not written"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "write it")
+        modal = await _answer_modal(pilot, "n")
+        assert "(2 line(s)," in modal.request.summary
+        assert app.chat.tool("toolu_n").args_line == "n.txt  content: 2 lines"

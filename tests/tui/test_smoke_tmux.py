@@ -9,6 +9,7 @@ socket with its own config, so a user's tmux server and ~/.tmux.conf are never t
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -233,3 +234,94 @@ def test_remember_opens_the_editor_and_ctrl_s_saves_the_card(tmux: Tmux, workspa
         assert "Traceback" not in screen
         tmux.wait_for(lambda s: "Releases are tagged" in s and "New card" not in s, "the panel with the card")
         quit_app(tmux)
+
+
+# Loaded by the app's interpreter (PYTHONPATH): `import anthropic` — the slow part of connecting —
+# waits until the test creates the barrier file, so the app is reliably still "connecting…" while
+# the test types. Everything else runs as in the product.
+_HOLD_SDK = """
+import importlib.abc, os, sys, time
+
+class _HoldSDK(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "anthropic":
+            sys.meta_path.remove(self)
+            while not os.path.exists(os.environ["PSEUDOCLAUDE_TEST_SDK_BARRIER"]):
+                time.sleep(0.02)
+        return None
+
+sys.meta_path.insert(0, _HoldSDK())
+"""
+
+
+def test_a_prompt_sent_right_after_the_first_frame_while_connecting_is_queued_then_answered(
+    tmux: Tmux, workspace: Path, tmp_path: Path
+) -> None:
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_HOLD_SDK)
+    barrier = tmp_path / "sdk-may-load"
+    with FakeAnthropic() as server:
+        server.script(MODEL, text(ANSWER))
+        server.script(MEMORY_MODEL, text("[]"))
+        env = {k: v for k, v in cli_env(server).items() if not k.startswith("TMUX")}
+        path = [str(hook), *filter(None, [env.get("PYTHONPATH")])]
+        env |= {"PYTHONPATH": os.pathsep.join(path), "PSEUDOCLAUDE_TEST_SDK_BARRIER": str(barrier)}
+        tmux.start([str(pseudoclaude_exe()), "-C", str(workspace)], env, cwd=ROOT)
+        # The first frame: the status line (the frame's last row) is drawn and says connecting.
+        tmux.wait_for(lambda s: "memory " in (s.strip().splitlines() or [""])[-1] and "connecting" in s,
+                      "the first frame, connecting")
+        tmux.send_text(PROMPT)
+        tmux.send_key("Enter")
+        screen = tmux.wait_for(lambda s: "queued: sent" in s and PROMPT in s, "the prompt shown as queued")
+        assert "connecting" in screen and server.requests_for(MODEL) == []
+        barrier.touch()
+        screen = tmux.wait_for(lambda s: ANSWER in s, "the answer to the queued prompt")
+        assert "queued: sent" not in screen and "Traceback" not in screen
+        [request] = server.requests_for(MODEL)
+        assert PROMPT in json.dumps(request.body["messages"])
+        quit_app(tmux)
+        assert not server.errors, server.errors[0]
+
+
+def test_keys_typed_before_the_first_frame_reach_the_prompt_and_are_sent(tmux: Tmux, workspace: Path) -> None:
+    with FakeAnthropic() as server:
+        server.script(MODEL, text(ANSWER))
+        server.script(MEMORY_MODEL, text("[]"))
+        env = {k: v for k, v in cli_env(server).items() if not k.startswith("TMUX")}
+        tmux.start([str(pseudoclaude_exe()), "-C", str(workspace)], env, cwd=ROOT)
+        tmux.send_text(PROMPT)  # at once: the interpreter has not even started the app yet
+        tmux.wait_for(lambda s: f"│ {PROMPT}" in s, "the early keys in the prompt")
+        tmux.send_key("Enter")
+        screen = tmux.wait_for(lambda s: ANSWER in s, "the answer")
+        assert "Traceback" not in screen
+        quit_app(tmux)
+        assert not server.errors, server.errors[0]
+
+
+BIG_STORE_CARDS = 10_001
+
+
+def test_a_cloned_10001_card_store_asks_at_once_then_y_typed_keys_echo_and_ctrl_q_quits(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    from tests.bench.bigstore import make_big_store
+
+    big = Path(os.path.realpath(tmp_path / "big"))
+    make_big_store(big, BIG_STORE_CARDS)  # as a clone brings it: no trust recorded here
+    with FakeAnthropic() as server:
+        env = {k: v for k, v in cli_env(server).items() if not k.startswith("TMUX")}
+        tmux.start([str(pseudoclaude_exe()), "-C", str(big)], env, cwd=ROOT)
+        tmux.wait_for(lambda s: "seen by the next turn" in s, "the first frame")
+        # Within seconds of the first frame (it took 32–39 s when the window mounted a widget per card).
+        tmux.wait_for(lambda s: "Trust this project's memory?" in s, "the trust window", timeout=10)
+        screen = tmux.wait_for(lambda s: "10,001 cards" in s, "the cards counted in the trust window", timeout=60)
+        assert "Traceback" not in screen
+        tmux.send_text("y")
+        tmux.wait_for(lambda s: "Trust this project's memory?" not in s, "the trust window answered")
+        tmux.send_text("typed while the store loads")
+        tmux.wait_for(lambda s: "typed while the store loads" in s, "the typed keys echoed", timeout=10)
+        screen = tmux.wait_for(lambda s: "project memory trusted" in s, "the trust noted in the chat", timeout=60)
+        assert "Traceback" not in screen
+        quit_app(tmux)
+        assert not server.errors, server.errors[0]

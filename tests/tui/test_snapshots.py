@@ -253,7 +253,8 @@ def test_trust_modal_lists_the_cards_of_a_cloned_project_store(
 
     async def asked(pilot: Pilot[Any]) -> None:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal), what="the trust modal")
+        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
+                         what="the trust modal's cards")
         app.prompt.cursor_blink = False
 
     assert snap_compare(app, terminal_size=DEFAULT, run_before=asked)

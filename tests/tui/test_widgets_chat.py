@@ -296,7 +296,7 @@ async def test_clear_blocks_empties_the_pane_and_the_tool_lookup() -> None:
 
 
 def test_summarize_args_puts_the_telling_values_first_and_bulky_ones_as_sizes() -> None:
-    assert summarize_args({"path": "a.py", "content": "x\ny\n"}) == "a.py  content: 3 lines"
+    assert summarize_args({"path": "a.py", "content": "x\ny\n"}) == "a.py  content: 2 lines"  # as the dialog counts
     assert summarize_args({"command": "echo \x1b[31mhi\nthere"}) == "echo hi there"
     assert summarize_args({"level": "user", "filename": "MEMORY.md", "offset": 10}, "read_memory") == (
         "MEMORY.md  user level  offset=10"

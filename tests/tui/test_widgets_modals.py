@@ -5,10 +5,19 @@ from __future__ import annotations
 import pytest
 from textual.app import App, ComposeResult
 from textual.content import Content
-from textual.widgets import Button, Static
+from textual.widgets import Button, Input, Static
 
 from tests.tui.conftest import wait_until
-from widgets.modals import PermissionModal, PermissionRequest, TrustCard, TrustModal, render_preview
+from widgets.modals import (
+    NOTE_MAX_CHARS,
+    PermissionAnswer,
+    PermissionModal,
+    PermissionRequest,
+    TrustCard,
+    TrustModal,
+    clean_note,
+    render_preview,
+)
 
 _UNSET = object()
 
@@ -57,7 +66,7 @@ async def test_permission_modal_key_dismisses_with_its_choice(key: str, expected
         await wait_until(pilot, lambda: app.screen is app.modal)
         await pilot.press(key)
         await wait_until(pilot, lambda: app.result is not _UNSET)
-        assert app.result == expected
+        assert app.result == PermissionAnswer(expected)
 
 
 async def test_permission_modal_enter_alone_allows_nothing() -> None:
@@ -75,7 +84,7 @@ async def test_permission_modal_buttons_answer_for_mouse_users() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: app.screen is app.modal)
         await pilot.click("#session")
-        await wait_until(pilot, lambda: app.result == "session")
+        await wait_until(pilot, lambda: app.result == PermissionAnswer("session"))
 
 
 async def test_permission_modal_shows_the_tool_summary_and_the_diff_coloured() -> None:
@@ -126,11 +135,11 @@ async def test_trust_modal_lists_every_card_sanitized() -> None:
     app = ModalHost(TrustModal(CARDS, where="~/src/cloned"))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: app.screen is app.modal)
-        lines = [s.content.plain for s in app.modal.query(".card").results(Static)]  # type: ignore[union-attr]
-        assert lines == [
-            "[project] Build with make\n  make build, not npm · project_build.md",
-            "[feedback] Run all tests\n  feedback_tests.md",
-        ]
+        listing = app.modal.query_one("#cards", Static).content.plain  # type: ignore[union-attr]
+        assert listing == (
+            "[project] Build with make\n  make build, not npm · project_build.md\n\n"
+            "[feedback] Run all tests\n  feedback_tests.md"
+        )
         summary = app.modal.query_one("#summary", Static).content.plain  # type: ignore[union-attr]
         assert "~/src/cloned" in summary and "2 cards are not put into any prompt" in summary
         await pilot.press("enter")  # Enter alone does not trust
@@ -149,3 +158,57 @@ async def test_permission_modal_shows_a_hostile_tool_name_literally() -> None:
         assert Content.from_markup(title or "").plain == "Allow [b]bash?"
         summary = app.modal.query_one("#summary", Static).content
         assert summary.plain == "[red]x[/red]"  # type: ignore[union-attr]
+
+
+async def test_permission_modal_tab_reaches_the_note_and_enter_denies_with_it() -> None:
+    app = ModalHost(PermissionModal(BASH))
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: app.screen is app.modal)
+        await pilot.press("tab")
+        note = app.modal.query_one("#note", Input)
+        assert app.modal.focused is note
+        # The answer keys type into the note box instead of answering.
+        await pilot.press(*"1y2a3n not here")
+        assert app.result is _UNSET and note.value == "1y2a3n not here"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.result is not _UNSET)
+        assert app.result == PermissionAnswer("deny", "1y2a3n not here")
+
+
+async def test_permission_modal_escape_in_the_note_box_denies_without_the_note() -> None:
+    app = ModalHost(PermissionModal(BASH))
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: app.screen is app.modal)
+        await pilot.press("tab", *"typo")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.result is not _UNSET)
+        assert app.result == PermissionAnswer("deny")
+
+
+async def test_permission_modal_enter_in_an_empty_note_box_denies_and_never_allows() -> None:
+    app = ModalHost(PermissionModal(BASH))
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: app.screen is app.modal)
+        await pilot.press("tab", "enter")
+        await wait_until(pilot, lambda: app.result is not _UNSET)
+        assert app.result == PermissionAnswer("deny")
+
+
+async def test_permission_modal_note_box_cleans_a_pasted_hostile_note() -> None:
+    app = ModalHost(PermissionModal(BASH))
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: app.screen is app.modal)
+        await pilot.press("tab")
+        note = app.modal.query_one("#note", Input)
+        note.value = "use \x1b[31mmake\x1b[0m\u202e here\x07"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.result is not _UNSET)
+        assert app.result == PermissionAnswer("deny", "use make here")
+
+
+def test_clean_note_is_one_bounded_line_without_control_characters() -> None:
+    assert clean_note("line one\nline two\r\n\tthree\u2028four") == "line one line two three four"
+    assert clean_note("\x1b]52;c;aGFja2Vk\x07ok\x00\x9b31m") == "ok"
+    assert clean_note("   ") == ""
+    long = clean_note("word " * 200)
+    assert len(long) == NOTE_MAX_CHARS and long.endswith("…") and "\n" not in long

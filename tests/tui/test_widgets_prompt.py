@@ -8,7 +8,15 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from tests.tui.conftest import wait_until
-from widgets.prompt import CompletionDropdown, PromptInput, Suggestion
+from widgets.prompt import (
+    LARGE_PASTE_CHARS,
+    LARGE_PASTE_LINES,
+    CompletionDropdown,
+    PromptInput,
+    Suggestion,
+    expand_pastes,
+    is_large_paste,
+)
 
 COMMANDS = ["help", "clear", "memory", "model", "mode", "quit"]
 FILES = ["src/app.py", "src/util.py", "README.md"]
@@ -82,17 +90,100 @@ async def test_shift_enter_and_ctrl_j_insert_newlines_instead_of_sending() -> No
         await wait_until(pilot, lambda: app.submitted == ["a\nb\nc"])
 
 
-async def test_a_large_paste_is_inserted_whole() -> None:
-    from textual import events
-
+async def test_a_large_paste_shows_as_one_placeholder_and_is_submitted_whole() -> None:
     app = PromptHost()
     async with app.run_test() as pilot:
         app.prompt.focus()
+        await type_text(pilot, "explain ")
         big = "\n".join(f"line {i} " + "x" * 80 for i in range(3000))
         app.post_message(events.Paste(big))  # as the driver does: the App forwards it to the focus
-        await wait_until(pilot, lambda: app.prompt.text == big)
+        label = f"[pasted 3,000 lines, {len(big.encode()) / 1024:.1f} KiB]"
+        await wait_until(pilot, lambda: app.prompt.text == f"explain {label}")
+        assert app.prompt.expanded_text() == f"explain {big}"
+        await type_text(pilot, " please")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.submitted == [f"explain {big} please"])
+        assert app.prompt.text == ""
+
+
+async def test_pastes_up_to_the_thresholds_are_inserted_as_they_are() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        app.prompt.focus()
+        ten_lines = "\n".join(f"row {i}" for i in range(LARGE_PASTE_LINES))
+        app.post_message(events.Paste(ten_lines))
+        await wait_until(pilot, lambda: app.prompt.text == ten_lines)
+        app.prompt.text = ""
+        one_line = "y" * LARGE_PASTE_CHARS
+        app.post_message(events.Paste(one_line))
+        await wait_until(pilot, lambda: app.prompt.text == one_line)
+        assert not is_large_paste(ten_lines) and not is_large_paste(one_line)
+        assert is_large_paste(ten_lines + "\nrow 10") and is_large_paste(one_line + "y")
+
+
+async def test_two_pastes_of_one_size_get_distinct_placeholders_and_both_go_whole() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        app.prompt.focus()
+        first = "\n".join("a" * 20 for _ in range(12))
+        second = "\n".join("b" * 20 for _ in range(12))
+        app.post_message(events.Paste(first))
+        await wait_until(pilot, lambda: "[pasted 12 lines" in app.prompt.text)
+        app.post_message(events.Paste(second))
+        await wait_until(pilot, lambda: "[pasted #2 · 12 lines" in app.prompt.text)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.submitted == [first + second])
+
+
+async def test_a_recalled_prompt_keeps_its_placeholder_and_is_sent_whole_again() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        app.prompt.focus()
+        big = "\n".join(f"log {i}" for i in range(50))
+        app.post_message(events.Paste(big))
+        await wait_until(pilot, lambda: app.prompt.text.startswith("[pasted 50 lines"))
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.submitted == [big])
+        await pilot.press("up")
+        await wait_until(pilot, lambda: app.prompt.text.startswith("[pasted 50 lines"))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.submitted == [big, big])
+
+
+async def test_the_submitted_message_carries_the_typed_form_and_its_pastes() -> None:
+    seen: list[PromptInput.Submitted] = []
+
+    class Host(PromptHost):
+        def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+            seen.append(message)
+
+    app = Host()
+    async with app.run_test() as pilot:
+        app.prompt.focus()
+        big = "z" * 5000
+        app.post_message(events.Paste(big))
+        await wait_until(pilot, lambda: app.prompt.text.startswith("[pasted 1 line"))
+        label = app.prompt.text
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(seen) == 1)
+        assert (seen[0].text, seen[0].typed, seen[0].pastes) == (big, label, {label: big})
+        assert expand_pastes(f"<{label}>", seen[0].pastes) == f"<{big}>"
+
+
+async def test_a_notice_shows_on_the_border_without_stopping_enter() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        prompt.focus()
+        prompt.notice = "connecting… (Enter queues the prompt)"
+        assert prompt.border_subtitle == "connecting… (Enter queues the prompt)"
+        prompt.disabled_reason = "a turn is running"
+        assert prompt.border_subtitle == "a turn is running"  # the reason wins while it is set
+        prompt.disabled_reason = None
+        assert prompt.border_subtitle == "connecting… (Enter queues the prompt)"
+        await type_text(pilot, "hi")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.submitted == ["hi"])
 
 
 async def test_disabled_reason_blocks_sending_and_shows_on_the_border() -> None:
@@ -299,3 +390,30 @@ async def test_keys_that_arrive_in_one_burst_complete_the_text_they_typed() -> N
             prompt.post_message(events.Key(key, char))
         await wait_until(pilot, lambda: app.submitted == ["/mode"])
         assert prompt.text == ""
+
+
+def test_a_paste_placeholder_names_megabytes_in_mib() -> None:
+    from widgets.prompt import paste_label
+
+    token = paste_label("x" * (5 * 1024 * 1024 - 1) + "\n")
+    assert "5.0 MiB" in token and "KiB" not in token
+
+
+async def test_an_enter_typed_ahead_of_raw_mode_arrives_as_ctrl_j_and_sends_until_the_grace_ends() -> None:
+    """Before the app sets raw mode the terminal turns Enter's CR into LF (Ctrl+J): typed ahead,
+    it must send, not add a line; once the grace is over Ctrl+J is a new line again."""
+    import time
+
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        prompt = app.prompt
+        prompt.focus()
+        prompt.typeahead_enter_until = time.monotonic() + 3600
+        await type_text(pilot, "typed ahead")
+        await pilot.press("ctrl+j")
+        await wait_until(pilot, lambda: app.submitted == ["typed ahead"])
+        prompt.typeahead_enter_until = 0.0
+        await type_text(pilot, "a")
+        await pilot.press("ctrl+j")
+        await type_text(pilot, "b")
+        assert prompt.text == "a\nb" and app.submitted == ["typed ahead"]

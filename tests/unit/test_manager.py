@@ -8,6 +8,7 @@ injected sleep that records the backoff delays and returns at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
@@ -246,6 +247,21 @@ async def test_close_leaves_pending_jobs_spooled_and_the_next_manager_runs_them_
     await m3.close(1)
     assert res == FlushResult()
     assert len(notes(env)) == 2
+
+
+async def test_a_close_after_an_abandoned_close_cancelled_the_worker_returns_quietly(env: MemoryStores) -> None:
+    gate = Gate()  # never released: the request is in flight
+    m = manager(env, Script(gate))
+    job = await m.submit(turn("a fact"))
+    await m.start()
+    await gate.entered.wait()
+    # An earlier close whose own caller gave up (the app's quit bound) left the worker cancelled.
+    assert m._task is not None
+    m._task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await m._task
+    await m.close(timeout=1)  # before: raised the worker's CancelledError
+    assert job is not None and [j.id for j in spooled(env)] == [job.id]
 
 
 async def test_close_drains_runnable_jobs(env: MemoryStores) -> None:
