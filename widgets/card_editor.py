@@ -38,7 +38,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 from memory.sanitize import strip_terminal
-from widgets.modals import ConfirmModal, render_preview
+from widgets.modals import _DIALOG_CSS, ConfirmModal, render_preview
 
 __all__ = ["FIELDS", "TYPES", "CardDraft", "CardEditor", "ConflictModal", "EditProblemModal"]
 
@@ -570,20 +570,9 @@ class EditProblemModal(ModalScreen[str]):
         Binding("escape", "ask_discard", "Discard"),
     ]
 
-    DEFAULT_CSS = """
-    EditProblemModal {
-        align: center middle;
-        background: $background 60%;
-        & > #dialog {
-            width: 90%;
-            max-width: 110;
-            height: auto;
-            max-height: 95%;
-            padding: 0 1;
-            border: round $error;
-            border-title-style: bold;
-            background: $surface;
-        }
+    # The dialogs' frame (widgets/modals.py), with an error border and the person's text below.
+    DEFAULT_CSS = "EditProblemModal {" + _DIALOG_CSS + """
+        & > #dialog { border: round $error; }
         #problem { height: auto; color: $text-error; }
         #where { height: auto; color: $text-muted; margin: 0 0 1 0; }
         #edited {
@@ -595,10 +584,7 @@ class EditProblemModal(ModalScreen[str]):
             scrollbar-size-vertical: 1;
             &:focus { border: solid $foreground 40%; }
         }
-        #keys { height: auto; margin: 1 0 0 0; }
-        #keys > Button { margin: 0 2 0 0; }
-    }
-    """
+    }"""
 
     def __init__(self, problem: str, text: str, *, where: str) -> None:
         super().__init__()
