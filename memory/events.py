@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .model import AppliedOp, Conflict, Level, Operation, Rejection
+from memory.model import AppliedOp, Conflict, Level, Operation, Rejection
 
 
 class _Event(BaseModel):

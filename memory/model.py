@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # The names and limits live in .constants; they stay importable from here.
-from .constants import (  # noqa: F401
+from memory.constants import (  # noqa: F401
     INDEX_FILE,
     INDEX_MAX_BYTES,
     INDEX_MAX_LINES,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.fakeapi import FakeAnthropic
+from tests.support.fakeapi import FakeAnthropic
 
 # CI and local runs alike: no per-example deadline (2 noisy cores), a fixed seed in CI.
 settings.register_profile(
@@ -42,9 +42,19 @@ def server() -> Iterator[FakeAnthropic]:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    """A git work tree (a folder with .git) holding a README."""
+def ws(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """A git work tree (a folder with .git) holding a README; under ``plain_ws``, an empty folder."""
+    if request.node.get_closest_marker("plain_ws"):
+        return request.getfixturevalue("plain_ws")
     w = tmp_path / "repo"
     (w / ".git").mkdir(parents=True)
     (w / "README.md").write_text("# demo\nThe build command is `make build`.\n")
     return w
+
+
+@pytest.fixture
+def plain_ws(tmp_path: Path) -> Path:
+    """An empty workspace folder, by its real path (what resolve_workspace gives)."""
+    d = tmp_path / "ws"
+    d.mkdir()
+    return Path(os.path.realpath(d))

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from tests.bench import longsession as ls
 from tests.bench.common import Figure, at_most, median, private_env
-from tests.fakeapi import FakeAnthropic
+from tests.support.fakeapi import FakeAnthropic
 
 
 def run(turns: int, window: int, offload_bytes: int) -> tuple[ls.Stats, list[str]]:

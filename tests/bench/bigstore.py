@@ -2,7 +2,7 @@
 
 ``make_big_store(ws, cards=10_001)`` writes a git work tree (a folder with ``.git``) whose
 ``.PseudoClaude/memory/`` holds ``cards`` valid notes (front matter and body, as
-memory/store.py parses them), a ``MEMORY.md`` that matches them and the store's ``.gitignore``,
+memory/store/store.py parses them), a ``MEMORY.md`` that matches them and the store's ``.gitignore``,
 and records no trust: to PseudoClaude it is a store that came with a clone. Each card is
 byte for byte what ``memory.frontmatter.dump_note`` writes (the app's own cards, committed). ``index_lines``
 instead writes a ``MEMORY.md`` of that many lines (the 100,000-line variant). The files are

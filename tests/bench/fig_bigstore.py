@@ -98,7 +98,7 @@ def usable(conf: Path, workspace: Path, env: dict[str, str], *, trust_window: bo
 
 
 def figures(runs: int = 5) -> list[Figure]:
-    from tests.fakeapi import FakeAnthropic  # the endpoint the SDK is pointed at (no turn is sent)
+    from tests.support.fakeapi import FakeAnthropic  # the endpoint the SDK is pointed at (no turn is sent)
 
     if shutil.which("tmux") is None:
         raise RuntimeError("tmux is required for this figure")
@@ -122,7 +122,7 @@ def figures(runs: int = 5) -> list[Figure]:
                 home = Path(tempfile.mkdtemp(dir=root))
                 env = {**base, "HOME": str(home), "PSEUDOCLAUDE_HOME": str(home / ".PseudoClaude")}
                 if variant == "trusted":
-                    subprocess.run([sys.executable, "-c", "import sys; from memory.stores import MemoryStores; "
+                    subprocess.run([sys.executable, "-c", "import sys; from memory.store.stores import MemoryStores; "
                                     "MemoryStores(sys.argv[1]).trust_project()", str(big)],
                                    cwd=ROOT, env=env, check=True, timeout=60)
                 workspace = {"empty": empty, "clone1": small}.get(variant, big)

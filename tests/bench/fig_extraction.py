@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.bench.common import Figure, at_most, private_env
-from tests.fakeapi import FakeAnthropic, Gate, Recorded, request_tokens, text
+from tests.support.fakeapi import FakeAnthropic, Gate, Recorded, request_tokens, text
 
 MODEL = "claude-sonnet-5-5"
 MEMORY_MODEL = "claude-haiku-5-5"
@@ -64,7 +64,7 @@ def transcript(req: Recorded) -> str:
 
 
 def _print_turn(ws: Path, turn: int) -> None:
-    from app.cli import main
+    from app.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -108,10 +108,10 @@ def flat_figures(root: Path, server: FakeAnthropic) -> list[Figure]:
 
 
 async def _coalesce(root: Path, server: FakeAnthropic) -> tuple[int, list[int], float]:
-    from app.memory_model import AnthropicCompletion
-    from memory.manager import Manager
+    from app.agent.memory_model import AnthropicCompletion
+    from memory.jobs.manager import Manager
     from memory.model import Turn, TurnMessage
-    from memory.stores import MemoryStores
+    from memory.store.stores import MemoryStores
 
     ws = root / "coalesce"
     (ws / ".git").mkdir(parents=True)

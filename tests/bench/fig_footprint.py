@@ -69,12 +69,12 @@ def answer(turn: int) -> str:
 
 def _serve() -> None:
     """Run the fake API until stdin closes; print its base URL first and its counts last."""
-    from tests.fakeapi import FakeAnthropic, text
+    from tests.support.fakeapi import FakeAnthropic, text
 
     counts = {"answers": 0, "summaries": 0, "extractions": 0}
 
     def main_reply(body: Any) -> Any:
-        if "tools" not in body:  # a summary request (app/runner.py asks without tools)
+        if "tools" not in body:  # a summary request (app/agent/runner.py asks without tools)
             counts["summaries"] += 1
             return text("## Summary\nThe user asked how the build works, turn after turn. Nothing is open.")
         counts["answers"] += 1
@@ -144,10 +144,10 @@ async def _session(ws: Path, server: _Server) -> tuple[dict[int, float], dict[in
     (Textual ``Strip`` objects) are alive after turns 10 and 500."""
     from textual.strip import Strip
 
-    from app.settings import load_settings
-    from app.tui import PseudoClaudeApp
+    from app.agent.settings import load_settings
+    from app.tui.app import PseudoClaudeApp
     from tests.tui.conftest import wait_ready
-    from widgets.blocks import AnswerBlock
+    from widgets.chat.blocks import AnswerBlock
 
     samples: dict[int, float] = {}
     strips: dict[int, int] = {}

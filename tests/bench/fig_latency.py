@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.bench.common import Figure, at_most, median, private_env
-from tests.fakeapi import FakeAnthropic, Gate, Reply, text
+from tests.support.fakeapi import FakeAnthropic, Gate, Reply, text
 
 MODEL = "claude-sonnet-5-5"
 MEMORY_MODEL = "claude-haiku-5-5"
@@ -96,8 +96,8 @@ async def _app_run(server: FakeAnthropic, ws: Path, memory: str, first_turn: int
     turns; the seconds from Enter to each answer's last word on the screen."""
     from textual import events
 
-    from app.settings import load_settings
-    from app.tui import PseudoClaudeApp
+    from app.agent.settings import load_settings
+    from app.tui.app import PseudoClaudeApp
     from tests.tui.conftest import wait_ready, wait_until
 
     app = PseudoClaudeApp(load_settings({"memory_mode": memory}), ws.resolve(), watch_debounce_ms=50)
@@ -168,7 +168,7 @@ class _Stdout(io.StringIO):
 
 
 def _print_run(ws: Path, memory: str, turn: int) -> float:
-    from app.cli import main
+    from app.cli.main import main
 
     out, err = _Stdout(marker(turn)), io.StringIO()
     t0 = time.perf_counter()
@@ -183,7 +183,7 @@ def _print_run(ws: Path, memory: str, turn: int) -> float:
 
 def _flush(ws: Path, memory: SlowMemory) -> None:
     """`pseudoclaude memory flush` with a prompt memory model: the job the run left is applied."""
-    from app.cli import main
+    from app.cli.main import main
 
     memory.slow = False
     try:
@@ -229,7 +229,7 @@ def figures(runs: int = 5) -> list[Figure]:
         # The SDK and the App are imported once, before anything is timed.
         import anthropic  # noqa: F401
 
-        import app.tui  # noqa: F401
+        import app.tui.app  # noqa: F401
 
         figs = [app_figure(root, server, runs), print_figure(root, server, memory, runs)]
         if server.errors:

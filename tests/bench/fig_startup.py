@@ -149,7 +149,7 @@ def byte_compile() -> None:
 
 def figures(runs: int = 5) -> list[Figure]:
     """Issue 10 figure 5: first paint, print mode's first byte, and the memory package's imports."""
-    from tests.fakeapi import FakeAnthropic, text
+    from tests.support.fakeapi import FakeAnthropic, text
 
     paint: dict[str, list[float]] = {"app": [], "minimal": []}
     answer: dict[str, list[float]] = {"print": [], "sdk": []}
@@ -174,7 +174,7 @@ def figures(runs: int = 5) -> list[Figure]:
             answer["sdk"].append(wall([py, "-c", "import anthropic"], ws))
             imports["memory"].append(wall([py, "-c", memory_import], ROOT))
             imports["core"].append(wall([py, "-c", core_import], ROOT))
-            imports["app"].append(wall([py, "-c", "from app.tui import PseudoClaudeApp"], ROOT))
+            imports["app"].append(wall([py, "-c", "from app.tui.app import PseudoClaudeApp"], ROOT))
             imports["bare"].append(wall([py, "-c", "pass"], ROOT))
             _log(f"run {run + 1}/{runs}: first paint {paint['app'][-1]:.2f} s vs {paint['minimal'][-1]:.2f} s, "
                  f"first byte {answer['print'][-1]:.2f} s vs SDK import {answer['sdk'][-1]:.2f} s")

@@ -5,7 +5,7 @@ Three workspaces under one private home, each with a trusted project store of N 
 with ``memory.frontmatter.dump_note``, indexed by one ``rebuild_indexes``). Every run, for each
 size in turn (so the sizes alternate and share the machine's noise):
 
-* cold apply: a new ``python -m app.cli memory apply FILE`` process (what a person's command
+* cold apply: a new ``python -m app.cli.main memory apply FILE`` process (what a person's command
   pays: the interpreter, the imports, reading the store, the transaction);
 * warm apply: ``MemoryStores.apply`` in this process, whose ``MemoryStores`` read the store at
   set-up (the app's runtime is such a process: it keeps its stores and their parsed notes);
@@ -41,7 +41,7 @@ def _log(msg: str) -> None:
 
 def _cli(ws: Path, *args: str) -> tuple[float, str]:
     """Wall seconds and stdout of one `pseudoclaude -C ws memory ...` process."""
-    cmd = [sys.executable, "-m", "app.cli", "-C", str(ws), "memory", *args]
+    cmd = [sys.executable, "-m", "app.cli.main", "-C", str(ws), "memory", *args]
     t = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=120)
     seconds = time.perf_counter() - t
@@ -55,9 +55,9 @@ class _Store:
     and a warm ``MemoryStores`` that has read it."""
 
     def __init__(self, root: Path, size: int) -> None:
-        from memory.frontmatter import dump_note
         from memory.model import NoteMeta, NoteType
-        from memory.stores import MemoryStores
+        from memory.store.frontmatter import dump_note
+        from memory.store.stores import MemoryStores
 
         self.size = size
         self.ws = root / f"ws-{size}"
@@ -118,8 +118,8 @@ class _Store:
         return seconds
 
     def warm_apply(self) -> float:
+        from memory.extract.parser import parse_and_validate
         from memory.model import MANUAL_SOURCE
-        from memory.parser import parse_and_validate
 
         parsed = parse_and_validate(self.batch())
         t = time.perf_counter()

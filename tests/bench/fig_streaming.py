@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.bench.common import Figure, at_least, at_most, median, private_env
-from tests.fakeapi import FakeAnthropic, Reply, text
+from tests.support.fakeapi import FakeAnthropic, Reply, text
 
 MODEL = "claude-sonnet-5-5"
 MEMORY_MODEL = "claude-haiku-5-5"
@@ -125,7 +125,7 @@ class PacedProvider:
         self.deltas = 0
 
     async def stream(self, request: Any) -> AsyncIterator[Any]:
-        from app.provider import TextDelta
+        from app.agent.provider import TextDelta
 
         start: float | None = None
         n = 0
@@ -187,9 +187,9 @@ def creates(turn: int) -> list[dict[str, Any]]:
 
 def seed_store(ws: Path, count: int) -> None:
     """``count`` notes in the user store, written directly, and its index built once."""
-    from memory.frontmatter import dump_note
     from memory.model import NoteMeta, NoteType
-    from memory.stores import MemoryStores
+    from memory.store.frontmatter import dump_note
+    from memory.store.stores import MemoryStores
 
     stores = MemoryStores(ws)
     folder = stores.user.dir
@@ -389,9 +389,9 @@ async def settle(app: Any, jobs_done: Callable[[], bool]) -> None:
 
 
 async def session(runs: int) -> tuple[list[Turn], list[tuple[int, float]], dict[str, float]]:
-    from app.provider import AnthropicProvider
-    from app.settings import load_settings
-    from app.tui import PseudoClaudeApp
+    from app.agent.provider import AnthropicProvider
+    from app.agent.settings import load_settings
+    from app.tui.app import PseudoClaudeApp
     from memory.events import JobApplied, JobFailed
 
     info: dict[str, float] = {}

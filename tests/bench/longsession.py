@@ -1,6 +1,6 @@
 """A long scripted session against the fake Messages API (issue 9, DESIGN.md §13).
 
-Shared by the 300-turn tests (tests/integration/test_long_sessions.py, tests/tui/
+Shared by the 300-turn tests (tests/agent/test_long_sessions.py, tests/tui/
 test_app_long_session.py) and `make bench` (tests/bench/bench_compaction.py), so the figure the
 benchmark prints is the session the tests hold to their limits.
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.fakeapi import FakeAnthropic, Recorded, request_tokens, text, tool_use
+from tests.support.fakeapi import FakeAnthropic, Recorded, request_tokens, text, tool_use
 
 MODEL = "claude-sonnet-5-5"
 DATA_FILE = "build.log"
@@ -76,7 +76,7 @@ def script_turn(server: FakeAnthropic, turn: int) -> None:
 
 
 def is_summary(body: Mapping[str, Any]) -> bool:
-    """A summary request: the main model, asked without tools (app/runner.py _summary_request)."""
+    """A summary request: the main model, asked without tools (app/agent/runner.py _summary_request)."""
     return "tools" not in body
 
 
@@ -96,7 +96,7 @@ def print_turn(ws: Path, turn: int) -> tuple[int, str, str]:
     """One `pseudoclaude -C ws --continue -p … --allow-tools bash --memory off`, in this process.
 
     The settings come from the environment (PSEUDOCLAUDE_CONTEXT_WINDOW, …) set by the caller."""
-    from app.cli import main
+    from app.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -22,7 +22,7 @@ problems found (target 0):
    the manager's ``request_timeout``). No turn fails; every turn's fact ends as one card or in
    a job that is visibly failed (state ``failed``, a reason, a ``JobFailed`` event); none vanishes.
 
-The fast versions of the three (fewer turns) are in tests/reliability/test_stress.py (`make test`).
+The fast versions of the three (fewer turns) are in tests/memory/reliability/test_stress.py (`make test`).
 A driver is this module run as a script: ``python -m tests.bench.stress app|print …``.
 """
 
@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.bench.common import Figure, at_most, private_env
-from tests.fakeapi import FakeAnthropic, Gate, Reply, http_error, text, truncated
+from tests.support.fakeapi import FakeAnthropic, Gate, Reply, http_error, text, truncated
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "claude-sonnet-5-5"
@@ -190,10 +190,10 @@ def spool_jobs(home: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
 
 def audit(ws: Path, home: Path) -> Audit:
     """Read everything back with the app's own code; list every inconsistency."""
-    from memory.doctor import diagnose
+    from memory.jobs.doctor import diagnose
+    from memory.jobs.pipeline import TOOK_OVER
     from memory.model import INDEX_FILE, Level
-    from memory.pipeline import TOOK_OVER
-    from memory.stores import MemoryStores
+    from memory.store.stores import MemoryStores
 
     a = Audit()
     stores = MemoryStores(ws, home)
@@ -255,9 +255,9 @@ async def _app_driver(ws: Path, who: str, turns: int) -> dict[str, Any]:
     """One app-like process: ``turns`` turns on its own session, then wait for every job."""
     import anthropic  # noqa: F401  # the SDK import (≈ 1 s) before the start barrier
 
-    from app.runtime import Runtime
-    from app.settings import load_settings
-    from app.tools import AllowListGate
+    from app.agent.runtime import Runtime
+    from app.agent.settings import load_settings
+    from app.agent.tools import AllowListGate
 
     runtime = Runtime(load_settings({"memory_mode": "auto"}), ws, gate=AllowListGate(frozenset()))
     await runtime.open_session()
@@ -388,9 +388,9 @@ def _print_driver(ws: Path, first: int, last: int, kill_turn: int, kill_at: int)
     itself at the ``kill_at``-th file change inside a store transaction during turn ``kill_turn``."""
     import anthropic  # noqa: F401  # paid once, before the first turn
 
-    from app.cli import main
-    from memory.fs import DEFAULT_FS
-    from memory.stores import MemoryStores
+    from app.cli.main import main
+    from memory.store.fs import DEFAULT_FS
+    from memory.store.stores import MemoryStores
 
     state = {"turn": -1, "inside": 0, "n": 0}
     apply = MemoryStores.apply
@@ -637,12 +637,12 @@ class FlakyMemoryModel:
 async def flaky_session(ws: Path, turns: int, rate: float = 0.3, seed: int = 0,
                         request_timeout: float = 0.4) -> Result:
     """Stress 3, in this process. Needs HOME/PSEUDOCLAUDE_HOME set."""
-    from app.memory_model import AnthropicCompletion
-    from app.runtime import Runtime
-    from app.settings import load_settings
-    from app.tools import AllowListGate
+    from app.agent.memory_model import AnthropicCompletion
+    from app.agent.runtime import Runtime
+    from app.agent.settings import load_settings
+    from app.agent.tools import AllowListGate
     from memory.events import JobApplied, JobFailed, MemoryEvent
-    from memory.manager import Manager
+    from memory.jobs.manager import Manager
 
     home = Path(os.environ["PSEUDOCLAUDE_HOME"])
     started = time.perf_counter()

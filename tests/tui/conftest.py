@@ -22,9 +22,9 @@ import pytest
 from textual.pilot import Pilot
 from textual.widget import Widget
 
-from app.settings import load_settings
-from app.tui import PseudoClaudeApp
-from tests.fakeapi import FakeAnthropic
+from app.agent.settings import load_settings
+from app.tui.app import PseudoClaudeApp
+from tests.support.fakeapi import FakeAnthropic
 
 MODEL = "claude-sonnet-5-5"
 MEMORY_MODEL = "claude-haiku-5-5"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from tests.fakeapi import FakeAnthropic, text
+from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MODEL, send, wait_ready, wait_until
-from widgets.blocks import AnswerBlock
-from widgets.chat import ChatPane
+from widgets.chat.blocks import AnswerBlock
+from widgets.chat.log import ChatPane
 
 ANSWER = "Copied \x1b]52;c;aGFja2Vk\x07it and \x1b[5mblink\x1b[0m done."
 SHOWN = "Copied it and blink done."

@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from app.tui import QUIT_CLOSE_S, QUIT_DRAIN_S
-from memory.frontmatter import dump_note
-from memory.fs import FS
+from app.tui.app import QUIT_CLOSE_S, QUIT_DRAIN_S
 from memory.model import NoteMeta
-from memory.stores import MemoryStores
+from memory.store.frontmatter import dump_note
+from memory.store.fs import FS
+from memory.store.stores import MemoryStores
 from tests.bench.bigstore import STAMP, card_filename, make_big_store
-from tests.fakeapi import FakeAnthropic, text
-from tests.integration.clitools import create_op, ops_answer
+from tests.support.clitools import create_op, ops_answer
+from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
 from tests.tui.test_app_memory import _spooled
-from widgets.modals import TRUST_SHOWN, TrustModal
+from widgets.dialogs.modals import TRUST_SHOWN, TrustModal
 
 pytestmark = pytest.mark.timeout(240)
 

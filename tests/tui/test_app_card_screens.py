@@ -1,7 +1,7 @@
 """The card browser, the card editor and /remember in the whole running App (issue 8).
 
 Pilot tests of ``PseudoClaudeApp``: real stores on disk, the real bridge and workers, the screens
-of widgets/card_browser.py and widgets/card_editor.py driven by keys. Covered: browsing and the
+of widgets/cards/browser.py and widgets/cards/editor.py driven by keys. Covered: browsing and the
 filters over both levels; editing (saved as ``source: manual``, shown at once in the browser and
 the side panel); new, delete to the trash and undo; moving a card to the other level; field
 validation errors; conflicts with a change on disk (keep yours, take the disk's, deleted on
@@ -25,16 +25,16 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, Static, TextArea
 
-from app.tui import PseudoClaudeApp
-from memory.frontmatter import dump_note
+from app.tui.app import PseudoClaudeApp
 from memory.model import Level, NoteMeta, NoteType
-from memory.stores import MemoryStores
-from tests.fakeapi import FakeAnthropic, text
-from tests.memtools import trust_workspace, write_note
+from memory.store.frontmatter import dump_note
+from memory.store.stores import MemoryStores
+from tests.support.fakeapi import FakeAnthropic, text
+from tests.support.memtools import trust_workspace, write_note
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.card_browser import CardBrowser, CardRow
-from widgets.card_editor import CardEditor, ConflictModal, EditProblemModal
-from widgets.modals import ConfirmModal
+from widgets.cards.browser import CardBrowser, CardRow
+from widgets.cards.editor import CardEditor, ConflictModal, EditProblemModal
+from widgets.dialogs.modals import ConfirmModal
 
 SIZE = (140, 40)
 
@@ -829,7 +829,7 @@ async def test_a_click_on_a_card_in_the_side_panel_opens_the_browser_at_that_car
         # Back, then the panel's message with another card: the browser opens there.
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, CardBrowser))
-        from widgets.memory_panel import MemoryPanel
+        from widgets.panel.memory_panel import MemoryPanel
 
         other = cards["Tabs not spaces"]
         app.panel.post_message(MemoryPanel.OpenBrowser(other))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.fakeapi import FakeAnthropic, http_error, text
+from tests.support.fakeapi import FakeAnthropic, http_error, text
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.blocks import AnswerBlock, ErrorBlock, UserBlock
+from widgets.chat.blocks import AnswerBlock, ErrorBlock, UserBlock
 
 
 async def test_a_streamed_answer_appears_as_it_arrives_and_the_status_shows_the_turn(
@@ -107,7 +107,7 @@ async def test_a_continued_session_shows_its_history(make_app, server: FakeAnthr
 
 
 async def test_a_failing_background_worker_is_one_error_line_not_a_crash(make_app, monkeypatch) -> None:
-    from app import panel_state
+    from app.tui import panel_state
 
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError("the store folder is unreadable")
@@ -130,9 +130,9 @@ async def test_the_memory_worker_makes_room_while_a_turn_streams_and_after_a_key
 ) -> None:
     """The stores' filesystem layer is paced by the App's pacer (memory.pace), which is busy from
     a turn's start to shortly after its end and after each key."""
-    import app.tui
+    import app.tui.app
 
-    monkeypatch.setattr(app.tui, "PACE_AFTER_S", 0.3)
+    monkeypatch.setattr(app.tui.app, "PACE_AFTER_S", 0.3)
     gate = server.gate("mid-answer")
     server.script(MODEL, text("A long answer, still streaming.", chunk_size=4).held(after=gate, at=4))
     server.script(MEMORY_MODEL, text("[]"))
@@ -161,9 +161,9 @@ async def test_no_full_garbage_collection_while_an_answer_streams_and_the_schedu
     over and the keyboard has been still for GC_IDLE_S."""
     import gc
 
-    import app.tui
+    import app.tui.app
 
-    monkeypatch.setattr(app.tui, "GC_IDLE_S", 2.0)
+    monkeypatch.setattr(app.tui.app, "GC_IDLE_S", 2.0)
     saved = gc.get_threshold()
     gate = server.gate("mid-answer")
     server.script(MODEL, text("An answer that streams for a while.", chunk_size=4).held(after=gate, at=4))
@@ -250,8 +250,8 @@ async def test_ctrl_c_with_text_selected_in_the_prompt_copies_it_and_cancels_not
 async def test_ctrl_c_while_the_permission_question_is_open_cancels_the_turn_and_closes_it(
     make_app, server: FakeAnthropic, ws: Path
 ) -> None:
-    from tests.fakeapi import tool_use
-    from widgets.modals import PermissionModal
+    from tests.support.fakeapi import tool_use
+    from widgets.dialogs.modals import PermissionModal
 
     server.script(MODEL, tool_use("bash", {"command": "touch made"}, id="toolu_c"))
     app = make_app(server, memory_mode="off")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from app import commands
-from tests.fakeapi import FakeAnthropic, text
-from tests.integration.clitools import create_op, ops_answer, system_text
+from app.tui import commands
+from tests.support.clitools import create_op, ops_answer, system_text
+from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.blocks import UserBlock
+from widgets.chat.blocks import UserBlock
 
 
 def test_parse_tells_commands_from_messages() -> None:
@@ -135,7 +135,7 @@ async def test_resume_picks_an_earlier_session_and_shows_its_history(make_app, s
         await send(pilot, "/clear")
         await wait_until(pilot, lambda: app.bridge.session_id != first)
         await send(pilot, "/resume")
-        from app.commands import SessionPicker
+        from app.tui.commands import SessionPicker
 
         await wait_until(pilot, lambda: isinstance(app.screen, SessionPicker))
         picker = app.screen
@@ -188,7 +188,7 @@ async def _type(pilot, text: str) -> None:
 
 
 async def test_after_the_card_browser_opened_from_the_panel_closes_typing_reaches_the_prompt(make_app) -> None:
-    from widgets.card_browser import CardBrowser
+    from widgets.cards.browser import CardBrowser
 
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -208,7 +208,7 @@ async def test_after_the_card_browser_opened_from_the_panel_closes_typing_reache
 async def test_text_typed_or_pasted_after_tabbing_away_from_the_prompt_reaches_the_prompt(make_app) -> None:
     from textual import events
 
-    from widgets.card_browser import CardBrowser
+    from widgets.cards.browser import CardBrowser
 
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -238,7 +238,7 @@ async def test_text_typed_or_pasted_after_tabbing_away_from_the_prompt_reaches_t
 async def test_model_typed_after_tabbing_to_the_jobs_line_switches_the_model_and_does_not_open_pending(
     make_app, server: FakeAnthropic
 ) -> None:
-    from widgets.pending import PendingScreen
+    from widgets.pending.pending import PendingScreen
 
     server.script(MODEL, text("Noted."))
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Zeta fact", "Zeta body."))))
@@ -267,7 +267,7 @@ async def test_model_typed_after_tabbing_to_the_jobs_line_switches_the_model_and
 
 @pytest.mark.parametrize("opener", ["/memory", "/pending", "/remember a note", "a modal"])
 async def test_whichever_way_a_screen_was_opened_its_closing_gives_the_focus_to_the_prompt(make_app, opener) -> None:
-    from widgets.modals import ConfirmModal
+    from widgets.dialogs.modals import ConfirmModal
 
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.fakeapi import FakeAnthropic, request_tokens, text
-from tests.integration.clitools import extraction_prompt, system_text
+from tests.support.clitools import extraction_prompt, system_text
+from tests.support.fakeapi import FakeAnthropic, request_tokens, text
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.blocks import ErrorBlock, NoteBlock
+from widgets.chat.blocks import ErrorBlock, NoteBlock
 
 CONTEXT = re.compile(r"context (\d+)%")
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from tests.bench import longsession as ls
-from tests.fakeapi import FakeAnthropic
+from tests.support.fakeapi import FakeAnthropic
 from tests.tui.conftest import send, wait_ready, wait_until
-from widgets.blocks import AnswerBlock, ToolBlock
-from widgets.modals import PermissionModal
-from widgets.status import StatusInfo, StatusLine
+from widgets.chat.blocks import AnswerBlock, ToolBlock
+from widgets.chat.status import StatusInfo, StatusLine
+from widgets.dialogs.modals import PermissionModal
 
 TURNS = 300
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from memory.spool import Spool
-from memory.stores import MemoryStores
-from tests.fakeapi import FakeAnthropic, text
-from tests.integration.clitools import create_op, ops_answer, system_text
+from memory.jobs.spool import Spool
+from memory.store.stores import MemoryStores
+from tests.support.clitools import create_op, ops_answer, system_text
+from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.modals import TrustModal
+from widgets.dialogs.modals import TrustModal
 
 
 def _titles(cards) -> list[str]:

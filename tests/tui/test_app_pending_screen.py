@@ -19,18 +19,18 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from app.tui import PseudoClaudeApp
+from app.tui.app import PseudoClaudeApp
+from memory.jobs.spool import HeldOp, Spool, make_job
 from memory.model import Action, Level, NoteType, Operation, Turn, TurnMessage
-from memory.spool import HeldOp, Spool, make_job
-from memory.stores import MemoryStores
-from tests.fakeapi import FakeAnthropic, http_error, text
-from tests.integration.clitools import create_op, ops_answer
-from tests.memtools import trust_workspace, write_note
+from memory.store.stores import MemoryStores
+from tests.memory.test_manager import merge_answer
+from tests.support.clitools import create_op, ops_answer
+from tests.support.fakeapi import FakeAnthropic, http_error, text
+from tests.support.memtools import trust_workspace, write_note
 from tests.tui.conftest import MEMORY_MODEL, MODEL, send, wait_ready, wait_until
-from tests.unit.test_manager import merge_answer
-from widgets.memory_panel import MemoryPanel
-from widgets.modals import ConfirmModal
-from widgets.pending import PendingScreen
+from widgets.dialogs.modals import ConfirmModal
+from widgets.panel.memory_panel import MemoryPanel
+from widgets.pending.pending import PendingScreen
 
 SIZE = (140, 40)
 

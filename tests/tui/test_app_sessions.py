@@ -9,12 +9,12 @@ from typing import Any
 
 from textual.widgets import OptionList
 
-from app.commands import SessionPicker
-from app.session import SessionStore
-from tests.fakeapi import FakeAnthropic, http_error, text
-from tests.integration.clitools import system_text
+from app.agent.session import SessionStore
+from app.tui.commands import SessionPicker
+from tests.support.clitools import system_text
+from tests.support.fakeapi import FakeAnthropic, http_error, text
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.blocks import ErrorBlock, NoteBlock
+from widgets.chat.blocks import ErrorBlock, NoteBlock
 
 MARKER = "the model has a summary of the"
 
@@ -170,7 +170,7 @@ async def test_resume_works_with_no_model_configured_and_shows_the_history(make_
 async def test_a_resumed_sessions_large_pasted_message_shows_collapsed_and_expands(
     make_app, server: FakeAnthropic, ws: Path
 ) -> None:
-    from widgets.blocks import UserBlock
+    from widgets.chat.blocks import UserBlock
 
     pasted = "\n".join(f"log line {i}" for i in range(3_000))
     _session_with_a_turn(ws, pasted, "the answer about the log")

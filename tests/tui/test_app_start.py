@@ -14,10 +14,10 @@ from typing import Any
 
 from textual.screen import ModalScreen
 
-from tests.fakeapi import FakeAnthropic, text
+from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MODEL, chat_texts, wait_ready, wait_until
-from widgets.blocks import UserBlock
-from widgets.card_editor import CardEditor
+from widgets.cards.editor import CardEditor
+from widgets.chat.blocks import UserBlock
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,14 +25,14 @@ _FIRST_FRAME_PROBE = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from app.tui import PseudoClaudeApp
+    from app.tui.app import PseudoClaudeApp
 
     seen = {}
 
     class Probe(PseudoClaudeApp):
         def _after_first_frame(self):
             seen["anthropic_at_first_frame"] = "anthropic" in sys.modules
-            seen["runtime_at_first_frame"] = "app.runtime" in sys.modules
+            seen["runtime_at_first_frame"] = "app.agent.runtime" in sys.modules
             # What costs more than the rest of the first frame waits for it too: the settings'
             # validation (pydantic), the memory core's contracts, the chat's Markdown.
             seen["slow_imports_at_first_frame"] = sorted(
@@ -119,8 +119,8 @@ async def test_a_narrow_terminal_starts_with_the_panel_hidden_and_f2_shows_it(ma
 def test_pseudoclaude_without_p_opens_the_app_on_a_terminal_and_prints_the_status_otherwise(
     ws: Path, monkeypatch, capsys
 ) -> None:
-    import app.tui
-    from app.cli import main
+    import app.tui.app
+    from app.cli.main import main
 
     opened: list[tuple[Path, str | None, bool]] = []
 
@@ -128,7 +128,7 @@ def test_pseudoclaude_without_p_opens_the_app_on_a_terminal_and_prints_the_statu
         opened.append((workspace, resume, continue_latest))
         return 0
 
-    monkeypatch.setattr(app.tui, "run_app", fake_run_app)
+    monkeypatch.setattr(app.tui.app, "run_app", fake_run_app)
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
     assert main(["-C", str(ws), "--continue"]) == 0
@@ -141,7 +141,7 @@ def test_pseudoclaude_without_p_opens_the_app_on_a_terminal_and_prints_the_statu
 
 
 async def test_the_setup_help_is_one_short_item_per_line_in_a_setup_block_with_a_bold_heading(make_app) -> None:
-    from app.bridge import CONFIGURE_HELP
+    from app.tui.bridge import CONFIGURE_HELP
 
     lines = CONFIGURE_HELP.splitlines()
     assert all(len(line) <= 56 for line in lines)
@@ -168,7 +168,7 @@ async def test_the_setup_help_is_one_short_item_per_line_in_a_setup_block_with_a
 async def test_a_bad_setting_ends_the_app_after_its_first_frame_with_one_line_and_exit_2(
     ws: Path, isolated_home: Path
 ) -> None:
-    from app.tui import PseudoClaudeApp
+    from app.tui.app import PseudoClaudeApp
 
     home = Path(os.environ["PSEUDOCLAUDE_HOME"])
     home.mkdir(parents=True, exist_ok=True)
@@ -181,21 +181,21 @@ async def test_a_bad_setting_ends_the_app_after_its_first_frame_with_one_line_an
 
 
 def test_run_app_prints_the_bad_setting_on_stderr_and_returns_2(ws: Path, monkeypatch, capsys) -> None:
-    import app.tui
-    from app.tui import PseudoClaudeApp, run_app
+    import app.tui.app
+    from app.tui.app import PseudoClaudeApp, run_app
 
     home = Path(os.environ["PSEUDOCLAUDE_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text('memory_mode = "sometimes"\n', encoding="utf-8")
     run = PseudoClaudeApp.run
-    monkeypatch.setattr(app.tui.PseudoClaudeApp, "run", lambda self: run(self, headless=True))
+    monkeypatch.setattr(app.tui.app.PseudoClaudeApp, "run", lambda self: run(self, headless=True))
     assert run_app({"model": None}, ws) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("pseudoclaude: ") and "memory_mode" in err[0]
 
 
 async def test_a_settings_warning_is_shown_in_the_chat(server: FakeAnthropic, ws: Path, monkeypatch) -> None:
-    from app.tui import PseudoClaudeApp
+    from app.tui.app import PseudoClaudeApp
 
     for k, v in server.env().items():
         monkeypatch.setenv(k, v)
@@ -293,7 +293,7 @@ async def test_prompts_queued_while_connecting_are_sent_in_order_one_turn_after_
 
 
 async def test_memory_commands_typed_before_the_stores_are_open_run_as_soon_as_they_are(make_app) -> None:
-    from widgets.pending import PendingScreen
+    from widgets.pending.pending import PendingScreen
 
     app = make_app()
     release = _hold_build(app)
@@ -307,7 +307,7 @@ async def test_memory_commands_typed_before_the_stores_are_open_run_as_soon_as_t
 
 
 async def test_memory_commands_work_while_the_model_is_still_connecting(make_app, server: FakeAnthropic, ws: Path) -> None:
-    from widgets.card_browser import CardBrowser
+    from widgets.cards.browser import CardBrowser
 
     app = make_app(server, memory_mode="off")
     release = _hold_open(app)
@@ -355,7 +355,7 @@ async def test_esc_takes_back_a_queued_prompt_into_the_prompt_and_nothing_is_sen
 
 
 async def test_without_credentials_a_queued_prompt_is_kept_and_answered_with_the_setup_help(make_app) -> None:
-    from app.prompt_history import PromptHistory
+    from app.tui.prompt_history import PromptHistory
 
     app = make_app()  # no key
     release = _hold_open(app)
@@ -386,8 +386,8 @@ async def test_without_credentials_a_queued_prompt_is_kept_and_answered_with_the
 async def test_a_prompt_queued_before_the_trust_question_waits_for_its_answer(
     make_app, server: FakeAnthropic, ws: Path
 ) -> None:
-    from tests.integration.clitools import system_text
-    from widgets.modals import TrustModal
+    from tests.support.clitools import system_text
+    from widgets.dialogs.modals import TrustModal
 
     folder = ws / ".PseudoClaude" / "memory"
     folder.mkdir(parents=True)
@@ -415,7 +415,7 @@ async def test_a_prompt_queued_before_the_trust_question_waits_for_its_answer(
 
 
 async def test_the_empty_first_screen_says_in_one_line_what_to_try(make_app, server: FakeAnthropic) -> None:
-    from widgets.chat import EMPTY_HINT
+    from widgets.chat.log import EMPTY_HINT
 
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(100, 30)) as pilot:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakeapi import FakeAnthropic, text, tool_use
+from tests.support.fakeapi import FakeAnthropic, text, tool_use
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.blocks import AnswerBlock, ToolBlock
-from widgets.modals import PermissionModal
+from widgets.chat.blocks import AnswerBlock, ToolBlock
+from widgets.dialogs.modals import PermissionModal
 
 
 def _write(path: str, content: str, call_id: str) -> object:

@@ -11,10 +11,10 @@ from pathlib import Path
 import anthropic  # noqa: F401  # imported up front: a first import on the loop is not the code's stall
 import pytest
 
-from memory.fs import FS
-from tests.fakeapi import FakeAnthropic, text, tool_use
-from tests.integration.clitools import create_op, ops_answer
-from tests.integration.test_watchdog import SlowFS, Watchdog
+from memory.store.fs import FS
+from tests.agent.test_watchdog import SlowFS, Watchdog
+from tests.support.clitools import create_op, ops_answer
+from tests.support.fakeapi import FakeAnthropic, text, tool_use
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
 
 pytestmark = pytest.mark.timeout(180)

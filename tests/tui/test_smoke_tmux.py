@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakeapi import FakeAnthropic, text
-from tests.integration.clitools import MEMORY_MODEL, MODEL, ROOT, cli_env, create_op, ops_answer
+from tests.support.clitools import MEMORY_MODEL, MODEL, ROOT, cli_env, create_op, ops_answer
+from tests.support.fakeapi import FakeAnthropic, text
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from app.settings import load_settings
-from app.tui import PseudoClaudeApp
+from app.agent.settings import load_settings
+from app.tui.app import PseudoClaudeApp
 from memory.model import Level, NoteType
-from memory.stores import MemoryStores
-from tests.fakeapi import FakeAnthropic, text, tool_use
-from tests.integration.clitools import create_op, ops_answer
-from tests.memtools import create, write_note
+from memory.store.stores import MemoryStores
+from tests.support.clitools import create_op, ops_answer
+from tests.support.fakeapi import FakeAnthropic, text, tool_use
+from tests.support.memtools import create, write_note
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
 from tests.tui.snapshot_apps.hosts import (
     ANSWER,
@@ -39,9 +39,9 @@ from tests.tui.snapshot_apps.hosts import (
     PermissionHost,
     ToolHost,
 )
-from widgets.blocks import AnswerBlock
-from widgets.modals import PermissionModal, TrustModal
-from widgets.status import StatusInfo, StatusLine
+from widgets.chat.blocks import AnswerBlock
+from widgets.chat.status import StatusInfo, StatusLine
+from widgets.dialogs.modals import PermissionModal, TrustModal
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -10,9 +10,9 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from tests.tui.conftest import wait_until
-from widgets import memory_panel
-from widgets.memory_panel import MAX_SECTION_CARDS, MemoryPanel, PanelCard, PanelState
-from widgets.modals import TRUST_SHOWN, TrustCard, TrustModal
+from widgets.dialogs.modals import TRUST_SHOWN, TrustCard, TrustModal
+from widgets.panel import memory_panel
+from widgets.panel.memory_panel import MAX_SECTION_CARDS, MemoryPanel, PanelCard, PanelState
 
 _UNSET = object()
 BIG = 10_001

@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Markdown, Static
 
 from tests.tui.conftest import wait_until
-from widgets.card_browser import (
+from widgets.cards.browser import (
     KEY_HINTS,
     NO_CARDS,
     NO_MATCH,
@@ -24,7 +24,7 @@ from widgets.card_browser import (
     CardList,
     CardRow,
 )
-from widgets.modals import ConfirmModal
+from widgets.dialogs.modals import ConfirmModal
 
 
 def row(

@@ -9,8 +9,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Label, Select, Static, TextArea
 
 from tests.tui.conftest import wait_until
-from widgets.card_editor import CardDraft, CardEditor, ConflictModal, EditProblemModal
-from widgets.modals import ConfirmModal
+from widgets.cards.editor import CardDraft, CardEditor, ConflictModal, EditProblemModal
+from widgets.dialogs.modals import ConfirmModal
 
 _UNSET = object()
 

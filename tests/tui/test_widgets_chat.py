@@ -7,8 +7,8 @@ from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownFence
 
 from tests.tui.conftest import wait_until
-from widgets.blocks import AnswerBlock, ToolBlock, UserBlock, bash_view, summarize_args
-from widgets.chat import ChatPane
+from widgets.chat.blocks import AnswerBlock, ToolBlock, UserBlock, bash_view, summarize_args
+from widgets.chat.log import ChatPane
 
 
 class ChatHost(App[None]):
@@ -451,7 +451,7 @@ async def test_a_long_answer_streams_in_parts_hides_those_far_above_and_shows_th
     """A long answer is written in parts; the parts far above the view are hidden behind one
     spacer of their height (the scroll range does not jump) and shown again when the view comes
     back up; the text is whole at every step."""
-    from widgets.blocks import AnswerPart, AnswerSpacer
+    from widgets.chat.blocks import AnswerPart, AnswerSpacer
 
     body = _long_answer(60)
     app = ChatHost()

@@ -8,7 +8,7 @@ from textual.content import Content
 from textual.widgets import Button, Input, Static
 
 from tests.tui.conftest import wait_until
-from widgets.modals import (
+from widgets.dialogs.modals import (
     NOTE_MAX_CHARS,
     PermissionAnswer,
     PermissionModal,

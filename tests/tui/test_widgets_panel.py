@@ -1,4 +1,4 @@
-"""The memory side panel and the status line as drawn (widgets/memory_panel.py, widgets/status.py)."""
+"""The memory side panel and the status line as drawn (widgets/panel/memory_panel.py, widgets/chat/status.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Static
 
 from tests.tui.conftest import wait_until
-from widgets.memory_panel import MemoryPanel, PanelCard, PanelJob, PanelState, wrap_cells
-from widgets.status import StatusInfo, StatusLine, shorten_left
+from widgets.chat.status import StatusInfo, StatusLine, shorten_left
+from widgets.panel.memory_panel import MemoryPanel, PanelCard, PanelJob, PanelState, wrap_cells
 
 LONG_SUMMARY = (
     "Run make build before the tests; the test target does not rebuild the generated parsers and "

@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from tests.tui.conftest import wait_until
-from widgets.pending import (
+from widgets.pending.pending import (
     KEY_HINTS,
     PendingJob,
     PendingList,

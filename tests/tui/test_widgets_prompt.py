@@ -8,7 +8,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from tests.tui.conftest import wait_until
-from widgets.prompt import (
+from widgets.chat.prompt import (
     LARGE_PASTE_CHARS,
     LARGE_PASTE_LINES,
     CompletionDropdown,
@@ -393,7 +393,7 @@ async def test_keys_that_arrive_in_one_burst_complete_the_text_they_typed() -> N
 
 
 def test_a_paste_placeholder_names_megabytes_in_mib() -> None:
-    from widgets.prompt import paste_label
+    from widgets.chat.prompt import paste_label
 
     token = paste_label("x" * (5 * 1024 * 1024 - 1) + "\n")
     assert "5.0 MiB" in token and "KiB" not in token

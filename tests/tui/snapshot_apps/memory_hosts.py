@@ -11,9 +11,9 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from tests.tui.snapshot_apps.hosts import APP_CSS
-from widgets.card_browser import CardBrowser, CardRow
-from widgets.card_editor import CardDraft, CardEditor, ConflictModal
-from widgets.pending import PendingJob, PendingOp, PendingScreen, PendingState
+from widgets.cards.browser import CardBrowser, CardRow
+from widgets.cards.editor import CardDraft, CardEditor, ConflictModal
+from widgets.pending.pending import PendingJob, PendingOp, PendingScreen, PendingState
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 

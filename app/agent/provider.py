@@ -1,0 +1,346 @@
+"""The streaming model provider: a small event interface and its implementation over the SDK.
+
+The SDK retries HTTP errors itself (for the main model). What it does not retry is a failure
+*inside* a stream: an ``error`` event, a connection dropped mid-body, or a stream that ends with
+no stop reason. The provider retries those, with backoff and a bound, and tells the caller to
+discard the partial response (``Retrying``) so a partial turn is never stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from memory.text.sanitize import redact
+
+# -- events -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+    depth: int = 0  # 0: the top-level agent; n: a sub-agent n levels down (set by the Runner)
+
+
+@dataclass(frozen=True)
+class ToolUseStart:
+    id: str
+    name: str
+    depth: int = 0
+
+
+@dataclass(frozen=True)
+class ToolUseArgs:
+    id: str
+    partial_json: str
+    depth: int = 0
+
+
+@dataclass(frozen=True)
+class ToolUseComplete:
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_input_tokens += other.cache_read_input_tokens
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens
+
+    def describe(self) -> str:
+        return (
+            f"{self.input_tokens} in, {self.output_tokens} out, "
+            f"{self.cache_read_input_tokens} cache read, {self.cache_creation_input_tokens} cache write"
+        )
+
+
+@dataclass(frozen=True)
+class UsageEvent:
+    """The usage of one model request (the Runner also sums them per Run)."""
+
+    usage: Usage
+    depth: int = 0
+
+
+@dataclass(frozen=True)
+class Retrying:
+    """The response so far is void: discard its partial output; a new attempt follows."""
+
+    reason: str
+    attempt: int
+    delay: float
+    depth: int = 0
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The response is complete. ``content`` holds its blocks as API dicts."""
+
+    reason: str | None
+    content: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    """The request failed for good. ``message`` is one line, written for a person."""
+
+    message: str
+    kind: str = "error"
+
+
+ProviderEvent = TextDelta | ToolUseStart | ToolUseArgs | ToolUseComplete | UsageEvent | Retrying | Stop | ErrorEvent
+
+
+@dataclass
+class ModelRequest:
+    model: str
+    system: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    max_tokens: int = 16000
+
+
+class Provider(Protocol):
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]: ...
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+class _StreamBroken(Exception):
+    """A failure inside a stream that a new attempt may fix."""
+
+
+NO_CREDENTIALS = (
+    "no credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), and ANTHROPIC_BASE_URL for "
+    "another Anthropic-compatible endpoint"
+)
+
+
+def has_credentials() -> bool:
+    env = os.environ
+    return bool(
+        env.get("ANTHROPIC_API_KEY")
+        or env.get("ANTHROPIC_AUTH_TOKEN")
+        or env.get("ANTHROPIC_PROFILE")
+        or env.get("ANTHROPIC_IDENTITY_TOKEN")
+        or env.get("ANTHROPIC_IDENTITY_TOKEN_FILE")
+    )
+
+
+def _api_message(err: Any) -> str:
+    msg = getattr(err, "api_message", None) or getattr(err, "message", None) or str(err)
+    return " ".join(str(msg).split())[:300]
+
+
+# How a person picks another main model: the flag from the shell, the slash command in the app.
+MODEL_FLAG = "--model"
+MODEL_COMMAND = "/model"
+
+
+def describe_error(
+    err: BaseException, *, model: str = "", base_url: str = "", model_switch: str = MODEL_FLAG
+) -> tuple[str, bool]:
+    """(one-line message, retryable) for an exception raised by the SDK.
+
+    An unknown model (404) names ``model_switch``, what this face offers to choose another one.
+    Credentials are redacted (a base URL may carry ``user:password@``): the message is shown
+    on the terminal and kept in the session log.
+    """
+    msg, retryable = _describe_error(err, model=model, base_url=base_url, model_switch=model_switch)
+    return redact(msg), retryable
+
+
+def _describe_error(err: BaseException, *, model: str, base_url: str, model_switch: str) -> tuple[str, bool]:
+    import anthropic
+
+    where = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+    if isinstance(err, anthropic.AuthenticationError):
+        return (f"the API refused the credentials (401): {_api_message(err)}; check ANTHROPIC_API_KEY", False)
+    if isinstance(err, anthropic.PermissionDeniedError):
+        return (f"permission denied (403): {_api_message(err)}", False)
+    if isinstance(err, anthropic.NotFoundError):
+        return (f"unknown model {model!r} (404): {_api_message(err)}; choose one with {model_switch}", False)
+    if isinstance(err, anthropic.RateLimitError):
+        return (f"rate limited (429): {_api_message(err)}; wait a moment and try again", True)
+    if isinstance(err, anthropic.InternalServerError) and getattr(err, "status_code", 0) == 529:
+        return (f"the API is overloaded (529): {_api_message(err)}; try again shortly", True)
+    if isinstance(err, anthropic.BadRequestError):
+        return (f"the API refused the request (400): {_api_message(err)}", False)
+    if isinstance(err, anthropic.APIStatusError):
+        status = getattr(err, "status_code", 0)
+        kind = getattr(err, "type", None) or "api_error"
+        if status == 200:  # an error event inside a stream
+            return (f"the stream failed ({kind}): {_api_message(err)}", True)
+        return (f"API error ({status}, {kind}): {_api_message(err)}", status >= 500 or status in (408, 409))
+    if isinstance(err, anthropic.APITimeoutError):
+        return (f"the request to {where} timed out", True)
+    if isinstance(err, anthropic.APIConnectionError):
+        cause = err.__cause__ or err.__context__
+        detail = "connection refused" if "refused" in str(cause).lower() or "refused" in str(err).lower() else str(
+            cause or err
+        )
+        return (f"cannot connect to {where}: {' '.join(detail.split())[:200]}", True)
+    if isinstance(err, TypeError) and "authentication" in str(err).lower():
+        return (NO_CREDENTIALS, False)
+    return (f"{type(err).__name__}: {' '.join(str(err).split())[:300]}", False)
+
+
+def _is_transport_error(err: BaseException) -> bool:
+    mod = type(err).__module__
+    return mod.startswith(("httpx2", "httpcore2", "httpx", "httpcore", "h11")) or isinstance(
+        err, ConnectionError | asyncio.IncompleteReadError
+    )
+
+
+def _block_dict(block: Any) -> dict[str, Any] | None:
+    if block.type == "text":
+        return {"type": "text", "text": block.text}
+    if block.type == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input or {})}
+    return None  # thinking and other blocks are not kept in the conversation
+
+
+def _usage(u: Any) -> Usage:
+    return Usage(
+        input_tokens=getattr(u, "input_tokens", 0) or 0,
+        output_tokens=getattr(u, "output_tokens", 0) or 0,
+        cache_read_input_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
+        cache_creation_input_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0,
+    )
+
+
+def retry_base_delay() -> float:
+    # Seconds before the first in-stream retry; tests shorten it through the environment.
+    try:
+        return max(0.0, float(os.environ.get("PSEUDOCLAUDE_RETRY_DELAY", "1")))
+    except ValueError:
+        return 1.0
+
+
+class AnthropicProvider:
+    """``AsyncAnthropic(...).messages.stream(...)`` with the runtime's own in-stream retries.
+
+    ``model_switch``: what an unknown-model error tells the person to use (``--model`` from the
+    shell; the app passes ``/model``)."""
+
+    def __init__(
+        self,
+        client: Any | None = None,
+        *,
+        max_stream_attempts: int = 3,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        base_delay: float | None = None,
+        model_switch: str = MODEL_FLAG,
+    ) -> None:
+        self._client = client
+        self.model_switch = model_switch
+        self.max_stream_attempts = max_stream_attempts
+        self.sleep = sleep
+        self.base_delay = retry_base_delay() if base_delay is None else base_delay
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import anthropic
+
+            # The SDK's own environment handling (key, token, base URL) stays in charge.
+            self._client = anthropic.AsyncAnthropic()
+        return self._client
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        if self._client is None and not has_credentials():
+            yield ErrorEvent(NO_CREDENTIALS, kind="credentials")
+            return
+        if self._client is None:
+            # Building the client loads TLS certificates from disk: not on the event loop.
+            await asyncio.to_thread(lambda: self.client)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async for event in self._one_attempt(request):
+                    yield event
+                return
+            except _StreamBroken as e:
+                reason = str(e)
+            except Exception as e:
+                if _is_transport_error(e):
+                    reason = f"connection dropped mid-response ({type(e).__name__})"
+                else:
+                    msg, retryable = describe_error(
+                        e, model=request.model, base_url=self._base_url(), model_switch=self.model_switch
+                    )
+                    import anthropic
+
+                    in_stream = isinstance(e, anthropic.APIStatusError) and getattr(e, "status_code", 0) == 200
+                    if not (retryable and in_stream):
+                        # HTTP errors were already retried by the SDK: this one is final.
+                        yield ErrorEvent(msg)
+                        return
+                    reason = msg
+            if attempt >= self.max_stream_attempts:
+                yield ErrorEvent(redact(f"{reason}; gave up after {attempt} attempts"))
+                return
+            delay = self.base_delay * (2 ** (attempt - 1))
+            yield Retrying(redact(reason), attempt, delay)
+            await self.sleep(delay)
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connections (on the loop that used them)."""
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
+
+    def _base_url(self) -> str:
+        try:
+            return str(self.client.base_url)
+        except Exception:
+            return ""
+
+    async def _one_attempt(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        params: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "system": request.system,
+            "messages": request.messages,
+        }
+        if request.tools:
+            params["tools"] = request.tools
+        async with self.client.messages.stream(**params) as stream:
+            async for ev in stream:
+                t = ev.type
+                if t == "text":
+                    if ev.text:
+                        yield TextDelta(ev.text)
+                elif t == "content_block_start" and ev.content_block.type == "tool_use":
+                    yield ToolUseStart(ev.content_block.id, ev.content_block.name)
+                elif t == "input_json":
+                    block = stream.current_message_snapshot.content[-1]
+                    yield ToolUseArgs(getattr(block, "id", ""), ev.partial_json)
+                elif t == "content_block_stop" and ev.content_block.type == "tool_use":
+                    b = ev.content_block
+                    yield ToolUseComplete(b.id, b.name, dict(b.input or {}) if isinstance(b.input, dict) else {})
+            try:
+                snapshot = stream.current_message_snapshot
+            except AssertionError:  # not even message_start arrived
+                raise _StreamBroken("the stream ended before the message started") from None
+        if snapshot.stop_reason is None:
+            raise _StreamBroken("the stream ended without a stop reason")
+        yield UsageEvent(_usage(snapshot.usage))
+        blocks = [d for d in (_block_dict(b) for b in snapshot.content) if d is not None]
+        yield Stop(snapshot.stop_reason, blocks)

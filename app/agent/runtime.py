@@ -1,0 +1,260 @@
+"""Wires one workspace's runtime together: stores, memory manager, provider, session, Runner.
+
+Print mode and the full-screen app both stand on this; neither builds these pieces itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from app.agent.compaction import ResultStore
+from app.agent.memory_model import AnthropicCompletion
+from app.agent.provider import AnthropicProvider, Provider, retry_base_delay
+from app.agent.runner import Runner
+from app.agent.session import Session, SessionError, SessionStore
+from app.agent.settings import Settings
+from app.agent.system_prompt import build_system
+from app.agent.tools import PermissionGate, ToolContext
+from memory.extract.completion import Completion
+from memory.jobs import pipeline
+from memory.jobs.manager import Manager
+from memory.store.fs import DEFAULT_FS, FS
+from memory.store.stores import MemoryStores
+
+MEMORY_MODES = ("auto", "review", "off")
+
+# With a session, bash keeps this much output (head and tail): what passes the offload bound is
+# stored whole under the session's folder instead of being cut (DESIGN.md §13).
+BASH_CAPTURE_CHARS = 4_000_000
+
+
+
+def _size(session: Session) -> str:
+    compacted = ", the earlier part summarised" if getattr(session, "summary", None) else ""
+    return f"{len(session.messages)} messages{compacted}"
+
+
+class Runtime:
+    """One workspace's runtime. Every method that touches the disk is a coroutine whose file work
+    runs off the event loop (the full-screen app runs all of this on Textual's loop)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        workspace: Path,
+        *,
+        gate: PermissionGate,
+        provider: Provider | None = None,
+        completion: Completion | None = None,
+        home: Path | None = None,
+        fs: FS | None = None,
+    ) -> None:
+        self.settings = settings
+        self.workspace = workspace
+        self.gate = gate
+        self.fs = fs if fs is not None else DEFAULT_FS
+        # Constructors only compute paths; nothing here reads or writes a file.
+        self.stores = MemoryStores(workspace, home, fs=self.fs)
+        self.memory_mode: str = settings.memory_mode
+        self._completion = completion
+        if completion is None and self.memory_mode != "off":
+            completion = AnthropicCompletion(settings.memory_model, home=home)
+        # The memory worker's backoff (1 s, 2 s, ...) in units of the runtime's retry delay; the
+        # retry time a job shows is the one it waits.
+        backoff = pipeline.BACKOFF_BASE * retry_base_delay()
+        self.manager = Manager(self.stores, completion, mode=settings.memory_mode, fs=self.fs, backoff_base=backoff)
+        self._home = home
+        self.provider: Provider = provider or AnthropicProvider()
+        self.sessions = SessionStore(home)
+        self.session: Session | None = None
+        self.runner: Runner = None  # type: ignore[assignment]  # set by open_session
+        self._started = False
+        self._manager_started = False
+
+    @property
+    def memory_enabled(self) -> bool:
+        return self.memory_mode != "off"
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self, *, worker: bool = True) -> None:
+        """Finish interrupted transactions, then start the memory worker. Idempotent.
+
+        Runs before any store is read for a prompt (``open_session`` calls it first). With
+        ``worker=False`` the worker waits for ``start_worker`` (print mode: until its answer is
+        out, nothing of memory but the recovery runs in the process).
+        """
+        if self._started:
+            return
+        self._started = True
+        if self.memory_enabled and worker:
+            await self._warm_memory_client()
+            self._manager_started = True
+            await self.manager.start()
+        else:
+            # Memory off (or its worker later): no model request yet, but interrupted writes
+            # are finished.
+            await asyncio.to_thread(self.stores.recover)
+
+    async def start_worker(self) -> None:
+        """Start the memory worker that ``start(worker=False)`` left for later (no-op otherwise)."""
+        if self.memory_enabled and self._started and not self._manager_started:
+            self._manager_started = True
+            await self.manager.start()
+
+    async def _warm_memory_client(self) -> None:
+        # The SDK client loads TLS certificates when it is built (tens of ms): build it in a
+        # thread now rather than on the loop at the worker's first request.
+        completion = self.manager.completion
+        if completion is not None and hasattr(type(completion), "client"):
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(getattr, completion, "client")
+
+    async def close(self, timeout: float = 0.0) -> None:
+        await self.manager.close(timeout)
+        await self._close_session()
+        # The memory model's client first: it may be a copy sharing the main client's pool.
+        for owner in (self.manager.completion, self._completion, self.provider):
+            aclose = getattr(owner, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _close_session(self) -> None:
+        session, self.session = self.session, None
+        if session is not None:
+            await asyncio.to_thread(session.close)
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    async def open_session(self, *, resume: str | None = None, continue_latest: bool = False) -> str | None:
+        """Start, continue or resume a session (closing the current one); returns a note for the user.
+
+        Raises ValueError with a one-line reason for an unknown session id, an empty one, or a
+        session of another workspace (its history, memory and tools would not match this one).
+        """
+        await self.start()  # recovery first: the new system prompt reads the stores
+        if resume is not None and not resume.strip():
+            raise ValueError("--resume needs a session id")
+        if self.runner is not None and self.runner.running:
+            raise RuntimeError("a turn is running: cancel it or wait before switching sessions")
+        previous = self.session.id if self.session is not None else None
+        # The current session is closed first: it may be the one asked for (its lock is ours).
+        await self._close_session()
+        try:
+            session, note = await self._find(resume, continue_latest)
+        except BaseException:
+            if previous is not None:  # the switch failed: go on where we were
+                with contextlib.suppress(ValueError):
+                    await self._use(await self._restore(lambda: self.sessions.open(previous)))
+            raise
+        if session is None:
+            session = await self._restore(lambda: self.sessions.create(self.workspace, model=self.settings.model))
+        for w in getattr(session, "warnings", []) or []:
+            note = f"{note}; {w}" if note else w
+        await self._use(session)
+        return note
+
+    async def _find(self, resume: str | None, continue_latest: bool) -> tuple[Session | None, str | None]:
+        if resume:
+            session = await self._restore(lambda: self.sessions.open(resume))
+            theirs, ours = os.path.realpath(session.workspace), os.path.realpath(self.workspace)
+            if theirs != ours:
+                await asyncio.to_thread(session.close)
+                raise ValueError(
+                    f"session {session.id} belongs to workspace {theirs}, not {ours}; "
+                    f"run it there (pseudoclaude -C {shlex.quote(theirs)} --resume {session.id})"
+                )
+            return session, f"resumed session {session.id} ({_size(session)})"
+        if continue_latest:
+            session = await self._restore(lambda: self.sessions.latest(self.workspace))
+            if session is None:
+                return None, "no earlier session in this workspace: starting a new one"
+            return session, f"continuing session {session.id} ({_size(session)})"
+        return None, None
+
+    async def _use(self, session: Session) -> None:
+        self.session = session
+        self.manager.session = session.id
+        self.runner = await self._make_runner(session)
+
+    async def new_session(self) -> str | None:
+        """``/clear``: a fresh session with the full index in its system prompt (same Manager)."""
+        return await self.open_session()
+
+    async def _restore(self, fn: Callable[[], Session | None]) -> Any:
+        try:
+            return await asyncio.to_thread(fn)
+        except SessionError as e:
+            raise ValueError(str(e)) from None
+
+    async def _make_runner(self, session: Session | None) -> Runner:
+        index = await asyncio.to_thread(self.stores.merged_index)
+        system = await asyncio.to_thread(build_system, self.workspace, index)
+        ctx = ToolContext(
+            workspace=self.workspace,
+            memory=self.stores,
+            bash_timeout_default=self.settings.bash_timeout,
+            results=ResultStore(session.results_dir, self.fs) if session is not None else None,
+            bash_capture_chars=BASH_CAPTURE_CHARS if session is not None else None,
+        )
+        return Runner(
+            provider=self.provider,
+            model=self.settings.model,
+            tool_ctx=ctx,
+            gate=self.gate,
+            system=system,
+            shown_index=index,
+            memory=self.stores,
+            manager=self.manager if self.memory_enabled else None,
+            session=session,
+            max_iterations=self.settings.max_iterations,
+            max_tokens=self.settings.max_tokens,
+            context_window=self.settings.context_window,
+            compact_at=self.settings.compact_at,
+            offload_bytes=self.settings.offload_bytes,
+            results=ResultStore(session.results_dir, self.fs) if session is not None else None,
+        )
+
+    # -- trust (DESIGN.md §11) ----------------------------------------------------------------
+
+    async def trust_project(self) -> None:
+        """Record the person's trust in the project store. Before the session's first turn the
+        system prompt is rebuilt, so the first Run sees the project index; after it, the next
+        Run gets the project notes as a ``<memory-update>`` (the cached prefix stays valid)."""
+        await asyncio.to_thread(self.stores.trust_project)
+        runner, session = self.runner, self.session
+        if runner is None or runner.running or (session is not None and session.messages):
+            return
+        index = await asyncio.to_thread(self.stores.merged_index)
+        runner.set_system(await asyncio.to_thread(build_system, self.workspace, index))
+        runner.reset_index(index)
+
+    # -- memory mode --------------------------------------------------------------------------
+
+    async def set_memory_mode(self, mode: str) -> None:
+        """Switch memory to ``auto``, ``review`` or ``off`` now, without a restart.
+
+        ``off``: later turns are not submitted and no extraction request is made; queued jobs
+        stay spooled. Back on: the worker starts (or resumes) and runs them.
+        """
+        if mode not in MEMORY_MODES:
+            raise ValueError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, not {mode!r}")
+        if self.manager.completion is None and mode != "off":
+            self.manager.completion = self._completion or AnthropicCompletion(
+                self.settings.memory_model, home=self._home
+            )
+        self.manager.set_mode(mode)  # type: ignore[arg-type]
+        self.memory_mode = mode
+        if self.runner is not None:
+            self.runner.manager = self.manager if mode != "off" else None
+        if mode != "off" and self._started and not self._manager_started:
+            # Memory was off at start, so the worker never ran: start it now.
+            await self._warm_memory_client()
+            self._manager_started = True
+            await self.manager.start()

@@ -1,0 +1,651 @@
+"""The file tools: read_file, list_files, grep, write_file, edit_file (DESIGN.md §9).
+
+All of them are synchronous and run in a worker thread (``run_tool`` does that), so a large
+tree or file never blocks the UI's event loop. Every path goes through ``paths.resolve`` /
+``paths.resolve_write``; nothing here follows a symlink out of the workspace.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import re._constants as sre_constants  # the stdlib's own parser: only to size a pattern
+import re._parser as sre_parser
+import secrets
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+# The model's pattern runs in `regex` (re-compatible syntax), not stdlib `re`: it takes a
+# timeout, and with concurrent=True it releases the GIL, so catastrophic backtracking neither
+# hangs the call nor freezes the app's event loop.
+import regex
+
+from app.agent.tools.base import (
+    ToolContext,
+    ToolError,
+    ToolResult,
+    opt_bool,
+    opt_int,
+    opt_str,
+    quote,
+    req_str,
+)
+from app.agent.tools.globs import compile_glob, glob_depth, named_skip_dirs
+from app.agent.tools.paths import (
+    SKIP_DIRS,
+    Resolved,
+    check_parent_after_mkdir,
+    inside,
+    rel_display,
+    resolve,
+    resolve_write,
+)
+from memory.text.sanitize import quote as redacted_quote
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+BINARY_SNIFF_BYTES = 8192
+DEFAULT_READ_LINES = 2000
+MAX_LINE_CHARS = 2000
+GREP_LINE_CHARS = 500
+MAX_LIST_ENTRIES = 1000
+MAX_GREP_MATCHES = 500
+MAX_WALK_ENTRIES = 200_000
+MAX_COUNT_BYTES = 64 * 1024 * 1024  # read past the shown lines only this far to count the rest
+MAX_PATTERN_CHARS = 10_000
+MAX_REPEAT_WEIGHT = 100_000
+_REPEAT_OPS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT)
+NOTE_RESERVE = 300  # room kept for the final note when output is cut to ctx.max_output_chars
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def _os_reason(e: OSError) -> str:
+    return e.strerror or type(e).__name__
+
+
+def _check_regular(path: str, display: str) -> None:
+    """Refuse what is not a regular file before opening it: opening a FIFO releases a writer
+    blocked on it, opening a device can act on the device."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return  # the open that follows gives the precise reason
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{quote(display)} is a folder, not a file; use list_files")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{quote(display)} is not a regular file (device, FIFO or socket); refused")
+
+
+def _open_regular(r: Resolved, raw: str) -> tuple[int, os.stat_result]:
+    """Open a regular file for reading without following a symlink or blocking on a FIFO."""
+    _check_regular(r.real, r.display)
+    try:
+        fd = os.open(r.real, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC)
+    except FileNotFoundError:
+        raise ToolError(f"no such file: {quote(r.display)}") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ToolError(f"{quote(raw)} is a symlink that changed while it was being opened; refused") from None
+        if e.errno == errno.EISDIR:
+            raise ToolError(f"{quote(r.display)} is a folder, not a file; use list_files") from None
+        raise ToolError(f"cannot open {quote(r.display)}: {_os_reason(e)}") from None
+    st = os.fstat(fd)
+    if stat.S_ISDIR(st.st_mode):
+        os.close(fd)
+        raise ToolError(f"{quote(r.display)} is a folder, not a file; use list_files")
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ToolError(f"{quote(r.display)} is not a regular file (device, FIFO or socket); refused")
+    return fd, st
+
+
+def _is_binary(fd: int) -> bool:
+    return b"\x00" in os.pread(fd, BINARY_SNIFF_BYTES, 0)
+
+
+def _iter_lines(f: BinaryIO) -> Iterator[tuple[bytes, bool]]:
+    """Lines of a binary file, each cut to what MAX_LINE_CHARS characters can take (UTF-8),
+    with a flag saying it was longer. A multi-gigabyte line never sits in memory."""
+    cap = MAX_LINE_CHARS * 4 + 4
+    while True:
+        chunk = f.readline(cap)
+        if not chunk:
+            return
+        if chunk.endswith(b"\n") or len(chunk) < cap:
+            yield chunk, False
+            continue
+        while True:
+            more = f.readline(cap)
+            if not more or more.endswith(b"\n"):
+                break
+        yield chunk, True
+
+
+def _decode_line(raw: bytes, was_long: bool, limit: int) -> str:
+    text = raw.decode("utf-8", "replace")
+    if text.endswith("\n"):
+        text = text[:-1]
+    if text.endswith("\r"):
+        text = text[:-1]
+    if was_long or len(text) > limit:
+        text = text[:limit] + f" … [line truncated at {limit} characters]"
+    return text
+
+
+def _count_rest(f: BinaryIO) -> tuple[int, bool]:
+    """Lines left in ``f`` and whether that is all of them: counting stops after
+    MAX_COUNT_BYTES, so a few lines of a 50 GB log do not read all of it."""
+    n = 0
+    read = 0
+    last = b""
+    while chunk := f.read(1 << 20):
+        n += chunk.count(b"\n")
+        last = chunk
+        read += len(chunk)
+        if read >= MAX_COUNT_BYTES:
+            return n, False
+    return n + (1 if last and not last.endswith(b"\n") else 0), True
+
+
+# -- read_file ---------------------------------------------------------------------------------
+
+
+def read_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
+    raw = req_str(inp, "path")
+    offset = opt_int(inp, "offset", minimum=0)
+    limit = opt_int(inp, "limit", minimum=1)
+    r = resolve(ctx.workspace, raw)
+    fd, st = _open_regular(r, raw)
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_FILE_BYTES and offset is None and limit is None:
+            raise ToolError(
+                f"{quote(r.display)} is {_mb(st.st_size)}, over the 10 MB limit; read a part of it with offset and limit"
+            )
+        if _is_binary(fd):
+            raise ToolError(f"{quote(r.display)} is a binary file ({st.st_size} bytes); it is not shown")
+        first = max(offset or 1, 1)
+        want = limit or DEFAULT_READ_LINES
+        budget = max(ctx.max_output_chars - NOTE_RESERVE, 1)
+        out: list[str] = []
+        used = 0
+        n = 0
+        cut_by_budget = False
+        for n, (line, was_long) in enumerate(_iter_lines(f), 1):
+            if n < first:
+                continue
+            text = f"{n:>6}\t{_decode_line(line, was_long, MAX_LINE_CHARS)}"
+            if out and used + len(text) + 1 > budget:
+                cut_by_budget = True
+                break
+            if not out and len(text) > budget:
+                text = text[:budget] + " … [cut]"
+            out.append(text)
+            used += len(text) + 1
+            if len(out) >= want:
+                break
+        else:
+            total = n
+            if total == 0:
+                return ToolResult(content=f"[{r.display} is empty: 0 lines]")
+            if first > total:
+                raise ToolError(f"offset {first} is past the end: {quote(r.display)} has {total} lines")
+            return ToolResult(content="\n".join(out))
+        shown_last = first + len(out) - 1
+        # Lines consumed so far: through shown_last, plus the one read but not shown (if cut).
+        consumed = shown_last + (1 if cut_by_budget else 0)
+        rest, counted = _count_rest(f)
+        total = consumed + rest
+    if counted and shown_last >= total:
+        return ToolResult(content="\n".join(out))
+    lead = "output truncated: showing" if cut_by_budget else "showing"
+    of = f"{total}" if counted else f"more than {total}"
+    note = f"[{lead} lines {first}–{shown_last} of {of}; use offset={shown_last + 1} to read on]"
+    return ToolResult(content="\n".join([*out, note]))
+
+
+# -- walking -----------------------------------------------------------------------------------
+
+
+class _Walk:
+    """A deterministic walk below ``root`` (real path): (relative path, is folder) pairs in
+    sorted order, never descending into symlinked folders or the skipped folders."""
+
+    def __init__(self, root: str, workspace: str, skip: frozenset[str], max_depth: float) -> None:
+        self.root = root
+        self.workspace = workspace
+        self.skip = skip
+        self.max_depth = max_depth
+        self.visited = 0
+        self.stopped = False
+
+    def __iter__(self) -> Iterator[tuple[str, bool, os.DirEntry[str]]]:
+        stack: list[tuple[str, str, int]] = [(self.root, "", 1)]
+        while stack:
+            folder, prefix, depth = stack.pop()
+            try:
+                with os.scandir(folder) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError:
+                continue
+            subdirs: list[tuple[str, str, int]] = []
+            for e in entries:
+                self.visited += 1
+                if self.visited > MAX_WALK_ENTRIES:
+                    self.stopped = True
+                    return
+                try:
+                    real_dir = e.is_dir(follow_symlinks=False)
+                    # A symlinked folder is shown as a folder only if it stays inside the
+                    # workspace; it is never descended into (no loops, no duplicates).
+                    is_dir = real_dir or (
+                        e.is_symlink() and inside(os.path.realpath(e.path), self.workspace) and e.is_dir()
+                    )
+                except OSError:
+                    continue
+                if real_dir and e.name in self.skip:
+                    continue
+                rel = prefix + e.name
+                yield rel, is_dir, e
+                if real_dir and depth < self.max_depth:
+                    subdirs.append((e.path, rel + "/", depth + 1))
+            stack.extend(reversed(subdirs))
+
+
+def _sort_key(rel: str) -> list[str]:
+    return rel.rstrip("/").split("/")
+
+
+def _folder(ctx: ToolContext, raw: str | None) -> Resolved:
+    r = resolve(ctx.workspace, raw if raw else ".")
+    if not os.path.exists(r.real):
+        raise ToolError(f"no such folder: {quote(r.display)}")
+    return r
+
+
+# -- list_files --------------------------------------------------------------------------------
+
+
+def list_files(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
+    raw = opt_str(inp, "path")
+    pattern = opt_str(inp, "pattern")
+    pattern = pattern.strip() if pattern and pattern.strip() else None
+    r = _folder(ctx, raw)
+    if not os.path.isdir(r.real):
+        raise ToolError(f"{quote(r.display)} is a file, not a folder; use read_file (or give its folder)")
+    try:
+        rx = compile_glob(pattern) if pattern else None
+        depth = glob_depth(pattern) if pattern else 1.0
+    except ValueError as e:
+        raise ToolError(str(e)) from None
+    dirs_only = bool(pattern and pattern.endswith("/"))
+    skip = SKIP_DIRS - named_skip_dirs(pattern, SKIP_DIRS)
+    walk = _Walk(r.real, r.workspace, skip, depth)
+    found: list[str] = []
+    for rel, is_dir, e in walk:
+        if rx is not None and not rx.fullmatch(rel):
+            continue
+        if dirs_only and not is_dir:
+            continue
+        shown = rel_display(e.path, r.workspace)
+        found.append(shown + "/" if is_dir else shown)
+    found.sort(key=_sort_key)
+    where = "the workspace" if r.display == "." else quote(r.display)
+    if not found:
+        what = f"nothing matches {quote(pattern)} in {where}" if pattern else f"{where} is empty"
+        return ToolResult(content=f"[{what}]")
+    budget = max(ctx.max_output_chars - NOTE_RESERVE, 1)
+    out: list[str] = []
+    used = 0
+    for line in found[:MAX_LIST_ENTRIES]:
+        if used + len(line) + 1 > budget:
+            break
+        out.append(line)
+        used += len(line) + 1
+    notes = []
+    if len(out) < len(found):
+        notes.append(
+            f"[{len(found) - len(out)} more entries not shown ({len(found)} in all); narrow the path or pattern]"
+        )
+    if walk.stopped:
+        notes.append(f"[listing stopped after {MAX_WALK_ENTRIES} entries; narrow the path or pattern]")
+    return ToolResult(content="\n".join(out + notes))
+
+
+# -- grep --------------------------------------------------------------------------------------
+
+
+_running_lock = threading.Lock()
+_running = 0
+
+
+def grep_running() -> int:
+    """How many grep searches are still running in worker threads (a cancelled one ends soon)."""
+    return _running
+
+
+class _Stop(Exception):
+    """The search was cancelled: nobody waits for the result any more."""
+
+
+def _grep_line(line: str, m: regex.Match[str]) -> str:
+    if len(line) <= GREP_LINE_CHARS:
+        return line
+    start = max(0, m.start() - 100)
+    snippet = line[start : start + GREP_LINE_CHARS]
+    return ("…" if start else "") + snippet + ("…" if start + GREP_LINE_CHARS < len(line) else "")
+
+
+def _repeat_weight(items: Any, factor: int = 1) -> int:
+    """The largest product of nested repeat counts in a parsed pattern (``(a{1000}){1000}`` is
+    10**6): what `regex` spends its compile time on, in C, holding the GIL."""
+    worst = factor
+    if isinstance(items, sre_parser.SubPattern):
+        items = list(items)
+    if not isinstance(items, list | tuple):
+        return worst
+    for item in items:
+        # Opcodes are singletons: ``is`` never mistakes a plain number (a RANGE's bounds) for one.
+        if isinstance(item, tuple) and len(item) == 2 and any(item[0] is op for op in _REPEAT_OPS):
+            lo, hi, sub = item[1]
+            n = lo if hi == sre_constants.MAXREPEAT else hi
+            worst = max(worst, _repeat_weight(sub, factor * max(n, 1)))
+        elif isinstance(item, sre_parser.SubPattern | list | tuple):
+            worst = max(worst, _repeat_weight(item, factor))
+        if worst > MAX_REPEAT_WEIGHT:
+            break
+    return worst
+
+
+def _compile_pattern(pattern: str) -> regex.Pattern[str]:
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ToolError(f"the pattern is {len(pattern)} characters long; at most {MAX_PATTERN_CHARS} are searched for")
+    try:
+        # The stdlib parser first: the contract is `re` syntax, and it tells the size cheaply.
+        parsed = sre_parser.parse(pattern)
+        if _repeat_weight(parsed) > MAX_REPEAT_WEIGHT:
+            raise ToolError(
+                f"the pattern {quote(pattern)} nests repeat counts too large to search for "
+                f"(more than {MAX_REPEAT_WEIGHT} in all); use smaller counts"
+            )
+        return regex.compile(pattern)
+    except (re.error, regex.error, OverflowError, RecursionError, ValueError) as e:
+        raise ToolError(f"invalid regular expression {quote(pattern)}: {e}") from None
+
+
+def grep(ctx: ToolContext, inp: dict[str, Any], cancel: threading.Event | None = None) -> ToolResult:
+    """Bounded by ``ctx.grep_timeout`` seconds of wall time; ``cancel`` stops it between lines
+    (a line being searched ends at the deadline at the latest)."""
+    global _running
+    with _running_lock:
+        _running += 1
+    try:
+        return _grep(ctx, inp, cancel or threading.Event())
+    except _Stop:
+        return ToolResult(content="grep was cancelled", is_error=True)
+    finally:
+        with _running_lock:
+            _running -= 1
+
+
+def _grep(ctx: ToolContext, inp: dict[str, Any], cancel: threading.Event) -> ToolResult:
+    pattern = req_str(inp, "pattern")
+    raw = opt_str(inp, "path")
+    glob = opt_str(inp, "glob")
+    glob = glob.strip() if glob and glob.strip() else None
+    limit = max(ctx.grep_timeout, 0.001)
+    deadline = time.monotonic() + limit
+    rx = _compile_pattern(pattern)
+
+    def timed_out(where: str) -> ToolError:
+        return ToolError(
+            f"grep timed out after {limit:g} s searching for {redacted_quote(pattern)}{where}; the pattern may "
+            "backtrack catastrophically: simplify it (avoid nested repeats like (a+)+), or narrow the path or glob"
+        )
+
+    def check(where: str = "") -> float:
+        if cancel.is_set():
+            raise _Stop
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise timed_out(where)
+        return left
+
+    r = _folder(ctx, raw)
+    ws = r.workspace
+    files: list[tuple[str, str]] = []  # (display path, path to open)
+    stopped = False
+    if os.path.isdir(r.real):
+        try:
+            grx = compile_glob(glob) if glob else None
+        except ValueError as e:
+            raise ToolError(str(e)) from None
+        by_name = bool(glob) and "/" not in glob.strip("/")
+        skip = SKIP_DIRS - named_skip_dirs(glob, SKIP_DIRS)
+        walk = _Walk(r.real, ws, skip, float("inf"))
+        for rel, is_dir, e in walk:
+            if walk.visited % 256 == 0:
+                check(" (while listing files)")
+            if is_dir:
+                continue
+            if grx is not None and not grx.fullmatch(e.name if by_name else rel):
+                continue
+            try:
+                if not e.is_file():  # FIFOs, devices and sockets are never opened
+                    continue
+            except OSError:
+                continue
+            if e.is_symlink():
+                target = os.path.realpath(e.path)
+                if not inside(target, ws) or not os.path.isfile(target):
+                    continue
+            files.append((rel_display(e.path, ws), e.path))
+        stopped = walk.stopped
+        files.sort(key=lambda t: _sort_key(t[0]))
+        single = False
+    else:
+        files.append((r.display, r.real))
+        single = True
+
+    budget = max(ctx.max_output_chars - NOTE_RESERVE, 1)
+    out: list[str] = []
+    used = 0
+    total = 0
+    shown_all = True
+    too_big: list[str] = []
+    for display, path in files:
+        check(f" (before {quote(display)})")
+        if single:
+            _check_regular(path, display)
+        try:
+            fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC)
+        except OSError as e:
+            if single:
+                raise ToolError(f"cannot open {quote(display)}: {_os_reason(e)}") from None
+            continue
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                if single:
+                    raise ToolError(f"{quote(display)} is not a regular file; refused")
+                continue
+            if st.st_size > MAX_FILE_BYTES:
+                if single:
+                    raise ToolError(f"{quote(display)} is {_mb(st.st_size)}, over the 10 MB grep limit")
+                too_big.append(display)
+                continue
+            if _is_binary(fd):
+                if single:
+                    raise ToolError(f"{quote(display)} is a binary file; not searched")
+                continue
+            text = f.read().decode("utf-8", "replace")
+        shown = quote(display)
+        for lineno, line in enumerate(text.split("\n"), 1):
+            if line.endswith("\r"):
+                line = line[:-1]
+            if cancel.is_set():
+                raise _Stop
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise TimeoutError
+                m = rx.search(line, timeout=left, concurrent=True)
+            except TimeoutError:
+                raise timed_out(f" (in {shown}, line {lineno})") from None
+            if m is None:
+                continue
+            total += 1
+            if not shown_all:
+                continue
+            entry = f"{display}:{lineno}: {_grep_line(line, m)}"
+            if len(out) >= MAX_GREP_MATCHES or (out and used + len(entry) + 1 > budget):
+                shown_all = False
+                continue
+            out.append(entry)
+            used += len(entry) + 1
+    notes: list[str] = []
+    if not shown_all:
+        notes.append(
+            f"[output truncated: showing {len(out)} of {total} matches; narrow the pattern, path or glob]"
+        )
+    if too_big:
+        names = ", ".join(too_big[:5]) + (" …" if len(too_big) > 5 else "")
+        notes.append(f"[not searched: {len(too_big)} file(s) over 10 MB: {names}]")
+    if stopped:
+        notes.append(f"[search stopped after {MAX_WALK_ENTRIES} entries; narrow the path or glob]")
+    if total == 0:
+        where = "the workspace" if r.display == "." else quote(r.display)
+        extra = f" (files matching {quote(glob)})" if glob and not single else ""
+        return ToolResult(content="\n".join([f"[no matches for {quote(pattern)} in {where}{extra}]", *notes]))
+    return ToolResult(content="\n".join(out + notes))
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def _existing(r: Resolved) -> os.stat_result | None:
+    try:
+        st = os.stat(r.real)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ToolError(f"cannot use {quote(r.display)}: {_os_reason(e)}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{quote(r.display)} is a folder, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{quote(r.display)} is not a regular file (device, FIFO or socket); refused")
+    return st
+
+
+def _atomic_write(r: Resolved, raw: str, data: bytes, mode: int | None) -> None:
+    """Write ``data`` to ``r.real`` through a temporary file in the same folder + os.replace."""
+    parent = os.path.dirname(r.real)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as e:
+        raise ToolError(f"cannot create the folder of {quote(r.display)}: {_os_reason(e)}") from None
+    check_parent_after_mkdir(r, raw)
+    tmp = os.path.join(parent, f".{os.path.basename(r.real)[:100]}.pc-tmp-{secrets.token_hex(6)}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o666)
+    except OSError as e:
+        raise ToolError(f"cannot write {quote(r.display)}: {_os_reason(e)}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, stat.S_IMODE(mode))
+        os.replace(tmp, r.real)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise ToolError(f"cannot write {quote(r.display)}: {_os_reason(e)}") from None
+        raise
+    try:
+        dfd = os.open(parent, os.O_RDONLY | _O_CLOEXEC)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def _encode(text: str, what: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError(f"{what} is not valid UTF-8 text (it holds a lone surrogate)") from None
+
+
+def write_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
+    raw = req_str(inp, "path")
+    content = req_str(inp, "content", allow_empty=True)
+    data = _encode(content, "content")
+    if raw.endswith(("/", os.sep)):
+        raise ToolError(f"{quote(raw)} names a folder; give a file path")
+    r = resolve_write(ctx.workspace, raw)
+    st = _existing(r)
+    _atomic_write(r, raw, data, st.st_mode if st else None)
+    verb = "overwrote" if st else "created"
+    return ToolResult(content=f"{verb} {r.display} ({len(data)} bytes)")
+
+
+def edit_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
+    raw = req_str(inp, "path")
+    old = req_str(inp, "old_string", allow_empty=True)
+    new = req_str(inp, "new_string", allow_empty=True)
+    replace_all = opt_bool(inp, "replace_all")
+    if old == "":
+        raise ToolError("old_string is empty; to create a file or replace all of it use write_file")
+    if old == new:
+        raise ToolError("old_string and new_string are identical; nothing would change")
+    _encode(new, "new_string")
+    r = resolve_write(ctx.workspace, raw)
+    st = _existing(r)
+    if st is None:
+        raise ToolError(f"no such file: {quote(r.display)}; use write_file to create a file")
+    if st.st_size > MAX_FILE_BYTES:
+        raise ToolError(f"{quote(r.display)} is {_mb(st.st_size)}, over the 10 MB limit for edit_file")
+    fd, st = _open_regular(r, raw)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read()
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        raise ToolError(f"{quote(r.display)} is a binary file; edit_file edits text files only")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{quote(r.display)} is not valid UTF-8; edit_file edits UTF-8 text files only") from None
+    count = text.count(old)
+    if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
+        # The model writes '\n'; a CRLF file keeps its line endings.
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        count = text.count(old)
+    if count == 0:
+        raise ToolError(
+            f"old_string was not found in {r.display}; read the file and copy the exact text, "
+            "including whitespace and indentation"
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {r.display}; give more surrounding context to make it "
+            "unique, or set replace_all to true to replace every occurrence"
+        )
+    updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    _atomic_write(r, raw, updated.encode("utf-8"), st.st_mode)
+    n = count if replace_all else 1
+    return ToolResult(content=f"edited {r.display}: {n} replacement{'s' if n != 1 else ''}")

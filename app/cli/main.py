@@ -1,0 +1,186 @@
+"""Command line entry point (DESIGN.md §8)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from app.cli import memory_commands as memory_cli
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(EXIT_USAGE, f"{self.prog}: {message}\n")
+
+
+def _common(p: argparse.ArgumentParser, *, suppress: bool) -> None:
+    # Under `memory` the defaults are suppressed so `-C` given before `memory` is not reset.
+    d = argparse.SUPPRESS if suppress else None
+    p.add_argument("-C", "--workspace", metavar="DIR", default=d if suppress else ".",
+                   help="workspace folder (default: the current directory)")
+
+
+def _positive_int(v: str) -> int:
+    n = int(v)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
+
+
+def _seconds(v: str) -> float:
+    x = float(v)
+    if not x >= 0 or x == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds ≥ 0, not {v}")
+    return x
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="pseudoclaude", description="A terminal coding assistant with long-term memory.")
+    _common(parser, suppress=False)
+    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
+                        help="run one turn, stream the answer to stdout and exit (- reads the prompt from stdin)")
+    parser.add_argument("--model", help="main model (default claude-sonnet-5-5)")
+    parser.add_argument("--memory-model", help="memory model (default claude-haiku-5-5)")
+    parser.add_argument("--memory", dest="memory_mode", choices=["auto", "review", "off"],
+                        help="auto: write memory; review: hold it for approval; off: never extract")
+    resume = parser.add_mutually_exclusive_group()
+    resume.add_argument("--continue", dest="continue_latest", action="store_true",
+                        help="continue this workspace's latest session")
+    resume.add_argument("--resume", metavar="ID",
+                        help="resume a session of this workspace by id (another workspace's is refused, exit 1)")
+    parser.add_argument("--memory-wait", type=_seconds, metavar="S",
+                        help="print mode: seconds to wait for this turn's memory job (default 15)")
+    parser.add_argument("--max-iterations", type=_positive_int, metavar="N",
+                        help="print mode: bound on model requests in one turn (default 50)")
+    parser.add_argument("--status", action="store_true",
+                        help="print the workspace, models, credentials and memory state instead of opening the app")
+    parser.add_argument("--allow-tools", metavar="a,b", default="",
+                        help="print mode: writing/executing tools allowed (write_file, edit_file, bash)")
+    parser.add_argument("--compact", action="store_true",
+                        help="print mode: compact the conversation before this turn (with --continue or --resume)")
+    parser.add_argument("--trust-project-memory", action="store_true",
+                        help="print mode: trust this workspace's project memory store (recorded; DESIGN §11)")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    mem = sub.add_parser("memory", help="inspect and edit long-term memory")
+    _common(mem, suppress=True)
+    memory_cli.add_commands(mem, lambda p: _common(p, suppress=True))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "memory":
+        return memory_cli.run(args)
+    return _run_agent(parser, args)
+
+
+def _settings_flags(args: argparse.Namespace) -> dict[str, object]:
+    return {
+        "model": args.model,
+        "memory_model": args.memory_model,
+        "memory_mode": args.memory_mode,
+        "memory_wait": args.memory_wait,
+        "max_iterations": args.max_iterations,
+    }
+
+
+def _status(settings: object, workspace: Path) -> str:
+    """What `pseudoclaude --status` (or without a terminal) shows: where things are, what to do."""
+    from app.agent.provider import NO_CREDENTIALS, has_credentials
+    from memory.jobs.spool import Spool
+    from memory.store.stores import MemoryStores
+
+    stores = MemoryStores(workspace)
+    counts = {lv.value: (0 if st.folder_problem() else len(st.note_names())) for lv, st in stores.stores.items()}
+    jobs = Spool(stores.paths).list(workspace, include_orphans=False)
+    creds = "configured" if has_credentials() else NO_CREDENTIALS
+    user = f"{counts['user']} user note(s) in {stores.user.dir}; {len(jobs)} spooled job(s)"
+    memory = (
+        f"memory: {counts['project']} project note(s) in {stores.project.dir}, {user}"
+        if stores.has_project_level
+        else f"memory: {user}; this workspace has no project level (its project store would be the user store)"
+    )
+    return "\n".join([
+        f"PseudoClaude — workspace {workspace}",
+        f"model {settings.model}; memory model {settings.memory_model}, memory {settings.memory_mode}",  # type: ignore[attr-defined]
+        f"credentials: {creds}",
+        memory,
+        "",
+        "Run `pseudoclaude` in a terminal for the full-screen app, or:",
+        '  pseudoclaude -p "explain this repository"     one turn, streamed to stdout',
+        "  pseudoclaude memory list                      browse the notes (see `pseudoclaude memory --help`)",
+    ])
+
+
+def _prompt_text(arg: str) -> str:
+    """The prompt as text: undecodable bytes (stdin, or argv decoded with surrogateescape)
+    become U+FFFD here, where they enter the conversation."""
+    if arg == "-":
+        return sys.stdin.buffer.read().decode("utf-8", "replace")
+    try:
+        return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that is no escaped byte
+        from app.agent.session import scrub_text
+
+        return scrub_text(arg)
+
+
+def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from memory.store.paths import resolve_workspace
+
+    if not Path(args.workspace).is_dir():
+        parser.error(f"workspace {args.workspace} is not a folder")
+    allow: frozenset[str] = frozenset()
+    if args.allow_tools:
+        # Only when asked: the tools package (and the stores it loads) is no part of the
+        # full-screen app's first frame.
+        from app.agent.tools import parse_allow_tools
+
+        try:
+            allow = parse_allow_tools(args.allow_tools)
+        except ValueError as e:
+            parser.error(str(e))
+    workspace = resolve_workspace(args.workspace)
+    if args.resume is not None and not args.resume.strip():
+        parser.error("--resume needs a session id (use --continue for this workspace's latest session)")
+    if args.prompt is None and not args.status and sys.stdout.isatty() and sys.stdin.isatty():
+        # The full-screen app loads the settings itself, after its first frame: their validation
+        # (pydantic) would cost more than the rest of that frame (a bad setting still ends the
+        # app with the same one line and exit 2).
+        from app.tui.app import run_app
+
+        return run_app(_settings_flags(args), workspace, resume=args.resume, continue_latest=args.continue_latest)
+    from app.agent.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings(_settings_flags(args))
+    except SettingsError as e:
+        print(f"pseudoclaude: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    for warning in settings.warnings:
+        print(f"pseudoclaude: {warning}", file=sys.stderr)
+    if args.prompt is None:
+        # --status, or no terminal to draw on (a pipe, a script): the status text instead of the app.
+        print(_status(settings, workspace))
+        return EXIT_OK
+    if args.compact and not (args.continue_latest or args.resume):
+        parser.error("--compact compacts an earlier conversation: use it with --continue or --resume")
+    prompt = _prompt_text(args.prompt)
+    if not prompt.strip():
+        parser.error("the prompt is empty")
+    from app.cli.print_mode import main_print
+
+    return main_print(prompt, settings, workspace, allow_tools=allow, resume=args.resume,
+                      continue_latest=args.continue_latest, trust_project=args.trust_project_memory,
+                      compact=args.compact)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,437 @@
+"""``pseudoclaude memory ...``: the memory commands that never call a model (DESIGN.md §8).
+
+Each command imports what it uses when it runs: app/cli/main.py builds its parser with these
+commands on every start, the full-screen app's included, and the stores, the spool and the job
+manager are no part of that app's first frame (issue 10, start-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from memory.constants import INDEX_FILE, MANUAL_SOURCE, Level
+from memory.text.sanitize import quote, strip_terminal
+
+if TYPE_CHECKING:
+    from memory.model import BatchResult
+    from memory.store.stores import MemoryStores
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
+
+# Reading a patch from a file or stdin: far more than 50 ops of 16 KiB, far less than a hang.
+MAX_APPLY_INPUT = 4 * 1024 * 1024
+
+
+def _err(msg: str) -> None:
+    print(f"pseudoclaude: {msg}", file=sys.stderr)
+
+
+def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    sub = mem.add_subparsers(dest="memory_command", required=True)
+
+    def cmd(name: str, help_: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_)
+        common(p)
+        return p
+
+    cmd("index", "print the merged index exactly as a new session's system prompt gets it")
+    cmd("list", "list the notes of both stores")
+    p = cmd("show", "print one note")
+    p.add_argument("level", choices=[lv.value for lv in Level])
+    p.add_argument("file")
+    p = cmd("apply", "apply a model-style response (JSON operations) as a person's edit")
+    p.add_argument("file", help="file with the operations, or - for stdin")
+    p = cmd("pending", "list this workspace's spooled memory jobs")
+    p.add_argument("--all", action="store_true", help="every workspace's jobs, orphans included")
+    for name, what in (("approve", "apply held operations of a review-mode job"),
+                       ("reject", "drop held operations of a review-mode job")):
+        p = cmd(name, what)
+        p.add_argument("job", type=_job_ref, help="job id (or an unambiguous part of it)")
+        p.add_argument("ops", nargs="*", type=_op_number, metavar="OP", help="operation numbers (default: all)")
+    p = cmd("flush", "run spooled memory jobs now, failed ones included (calls the memory model)")
+    p.add_argument("--timeout", type=_timeout, default=120.0, metavar="S", help="give up after S seconds (default 120)")
+    p.add_argument("--all", action="store_true", help="every workspace's jobs (orphans are never run)")
+    cmd("undo", "revert the last applied batch of this workspace")
+    p = cmd("doctor", "check the stores and the index")
+    p.add_argument("--fix", action="store_true", help="repair what can be repaired safely")
+
+
+# -- argument checks (argparse turns ArgumentTypeError into a one-line usage error, exit 2) -----
+
+MAX_FLUSH_TIMEOUT = 86_400.0  # a day: more is a typo, and huge values overflow timers
+
+
+def _timeout(v: str) -> float:
+    try:
+        x = float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {quote(v)}") from None
+    if not 0 < x <= MAX_FLUSH_TIMEOUT:  # also false for nan
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most {MAX_FLUSH_TIMEOUT:g} seconds, not {quote(v)}")
+    return x
+
+
+def _job_ref(v: str) -> str:
+    # An empty part would match every job ("approve ''" must not pick the only one).
+    if not v.strip():
+        raise argparse.ArgumentTypeError("a job id is required (see `pseudoclaude memory pending`)")
+    return v.strip()
+
+
+def _op_number(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"an operation number is a whole number, not {quote(v)}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"an operation number is 0 or more, not {n}")
+    return n
+
+
+# -- output --------------------------------------------------------------------------------------
+
+
+class _SafeStream:
+    """sys.stdout/sys.stderr for one memory command. Every write passes through
+    ``strip_terminal`` (note text is hostile: no OSC 52 clipboard or OSC 0 title writes), and a
+    reader that went away (``| head -1``) ends the printing quietly: the command still runs to
+    the end and keeps its exit code."""
+
+    def __init__(self, inner: TextIO | None) -> None:
+        self.inner = inner
+        self.reader_gone = inner is None  # started with the descriptor closed (`>&-`)
+
+    def write(self, s: str) -> int:
+        if not self.reader_gone:
+            try:
+                self.inner.write(strip_terminal(s))  # type: ignore[union-attr]
+            except BrokenPipeError:
+                self._silence()
+            except OSError:
+                self._silence()  # reported once by the caller; the exit-time flush stays quiet
+                raise
+        return len(s)
+
+    def flush(self) -> None:
+        if not self.reader_gone:
+            try:
+                self.inner.flush()  # type: ignore[union-attr]
+            except BrokenPipeError:
+                self._silence()
+            except OSError:
+                self._silence()
+                raise
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def _silence(self) -> None:
+        self.reader_gone = True
+        # The interpreter flushes stdout once more at exit; pointing the descriptor at
+        # /dev/null keeps that flush from printing "Exception ignored ... BrokenPipeError".
+        try:
+            fd = self.inner.fileno()  # type: ignore[union-attr]
+        except (OSError, ValueError, AttributeError):  # no descriptor (io.UnsupportedOperation is both)
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+
+
+def run(args: argparse.Namespace) -> int:
+    out, err = _SafeStream(sys.stdout), _SafeStream(sys.stderr)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    try:
+        code = _run(args)
+        try:
+            out.flush()
+        except OSError as e:  # a full disk behind `> file`: said, not a traceback
+            _err(f"cannot write the output: {e.strerror or e}")
+            code = EXIT_ERROR
+        err.flush()
+        return code
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+# The errors a command reports in one line (exit 1), by module: a module the command did not
+# import cannot have raised its error, so it is not imported just to be caught.
+_REPORTED_ERRORS = (
+    ("memory.store.transaction", "TransactionError"),
+    ("memory.store.store", "StoreError"),
+    ("memory.jobs.spool", "SpoolError"),
+    ("memory.jobs.review", "ReviewError"),
+)
+
+
+def _reported(e: BaseException) -> bool:
+    for module, name in _REPORTED_ERRORS:
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(e, getattr(loaded, name)):
+            return True
+    return False
+
+
+def _run(args: argparse.Namespace) -> int:
+    from memory.store.paths import resolve_workspace
+    from memory.store.stores import MemoryStores
+
+    workspace = getattr(args, "workspace", ".")
+    if not Path(workspace).is_dir():
+        _err(f"workspace {workspace} is not a folder")
+        return EXIT_USAGE
+    stores = MemoryStores(resolve_workspace(workspace))
+    handler = _HANDLERS[args.memory_command]
+    try:
+        return handler(stores, args)
+    except Exception as e:
+        if _reported(e):
+            _err(str(e))
+            return EXIT_ERROR
+        if isinstance(e, OSError):
+            _err(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
+            return EXIT_ERROR
+        raise
+
+
+def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
+    from memory.store.index import index_as_prompted
+    from memory.store.trust import untrusted_cards
+
+    # The same function the system prompt uses, so this is exactly what a new session gets.
+    text = index_as_prompted(stores.merged_index())
+    if text:
+        print(text)
+    for level in stores.stores:
+        if level is Level.PROJECT and not stores.project_trusted:
+            continue
+        for name, reason in stores.store(level).index_entries()[1]:
+            _err(f"left out {level} card {name}: {reason}")
+    left_out = untrusted_cards(stores)
+    if left_out:
+        # Said on stderr: stdout stays exactly what a new session gets.
+        _err(f"left out {len(left_out)} note(s) of the project store {stores.project.dir}: it came with this "
+             "workspace and is not trusted yet (`pseudoclaude -p --trust-project-memory ...` or the app trusts it)")
+    return EXIT_OK
+
+
+def _list(stores: MemoryStores, args: argparse.Namespace) -> int:
+    if not stores.has_project_level:
+        print(f"project store: none ({stores.project.unavailable})")
+    trusted = stores.project_trusted
+    for level, st in stores.stores.items():
+        problem = st.folder_problem()
+        notes = [] if problem else st.notes()
+        untrusted = level is Level.PROJECT and not trusted
+        mark = " — untrusted: not used until you trust it" if untrusted else ""
+        print(f"{level} store: {st.dir} ({len(notes)} note{'s' if len(notes) != 1 else ''}){mark}")
+        if problem:
+            print(f"  ! {problem}")
+        for n in notes:
+            flag = f"  ! {n.broken}" if n.broken else ""
+            flag += "  [untrusted]" if untrusted else ""
+            summary = f" — {n.meta.summary}" if n.meta.summary else ""
+            print(f"  {n.filename}  [{n.meta.type}] {n.meta.title}{summary}  (updated {n.meta.updated or '?'}, "
+                  f"source {n.meta.source}){flag}")
+    return EXIT_OK
+
+
+def _show(stores: MemoryStores, args: argparse.Namespace) -> int:
+    st = stores.store(args.level)
+    if args.file == INDEX_FILE:
+        sys.stdout.write(stores.read_memory(args.level, INDEX_FILE, include_untrusted=True))
+        return EXIT_OK
+    reason = st.target_problem(args.file)
+    if reason is not None:
+        _err(reason)
+        return EXIT_ERROR
+    data = st.fs.read_bytes(st.dir / args.file)
+    sys.stdout.write(data.decode("utf-8", "replace"))
+    return EXIT_OK
+
+
+def _read_input(name: str) -> str:
+    if name == "-":
+        data = sys.stdin.buffer.read(MAX_APPLY_INPUT + 1)
+    else:
+        with open(name, "rb") as f:
+            data = f.read(MAX_APPLY_INPUT + 1)
+    if len(data) > MAX_APPLY_INPUT:
+        raise ValueError(f"input is larger than {MAX_APPLY_INPUT} bytes")
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _apply(stores: MemoryStores, args: argparse.Namespace) -> int:
+    from memory.extract.parser import parse_and_validate
+
+    try:
+        text = _read_input(args.file)
+    except (OSError, ValueError) as e:
+        _err(f"cannot read {args.file}: {getattr(e, 'strerror', None) or e}")
+        return EXIT_USAGE if isinstance(e, FileNotFoundError) else EXIT_ERROR
+    parsed = parse_and_validate(text)
+    if not parsed.found:
+        _err("no operations found: expected a JSON array or an object with an \"operations\" array")
+        return EXIT_REJECTED
+    return _report(stores.apply(parsed.ops, source=MANUAL_SOURCE, rejected=parsed.rejected, label="memory apply"))
+
+
+def _report(result: BatchResult) -> int:
+    """Applied ops on stdout, each rejection or conflict as one line on stderr; exit 3 if any."""
+    for a in result.applied:
+        print(f"{a.action} {a.level}/{a.filename}")
+    problems = sorted([*result.rejected, *result.conflicts], key=lambda r: r.index)
+    for r in problems:
+        _err(r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}")
+    return EXIT_REJECTED if problems else EXIT_OK
+
+
+def _pending(stores: MemoryStores, args: argparse.Namespace) -> int:
+    from memory.jobs.spool import DAMAGED_DIR, Spool
+
+    spool = Spool(stores.paths, stores.fs)
+    entries = spool.list(None if args.all else stores.paths.workspace, include_orphans=args.all)
+    if not entries:
+        print("no pending memory jobs")
+        return EXIT_OK
+    for e in entries:
+        if e.job is None:
+            print(f"{e.id}  damaged   {e.problem} (memory doctor --fix moves it to spool/{DAMAGED_DIR}/)")
+            continue
+        where = f"  [{e.workspace}]" if args.all else ""
+        reason = f"  ({e.job.error})" if e.job.error and e.status == "failed" else ""
+        held = f"  {len(e.job.held_ops)} held op(s)" if e.job.held_ops else ""
+        print(f"{e.id}  {e.status:<8}  {e.job.excerpt()}{held}{reason}{where}")
+    return EXIT_OK
+
+
+def _review(stores: MemoryStores, args: argparse.Namespace) -> int:
+    import asyncio
+
+    from memory.jobs.manager import Manager
+    from memory.jobs.spool import Spool
+
+    manager = Manager(stores, None)
+    spool = Spool(stores.paths, stores.fs)
+    job_id = spool.resolve(args.job)
+    ops = args.ops or None
+    if args.memory_command == "approve":
+        # The result names only the approved ops' rejections: an op rejected earlier is not repeated.
+        result = asyncio.run(manager.approve(job_id, ops))
+        for e in spool.list(stores.paths.workspace, include_orphans=False):
+            if e.job is not None and e.job.held_ops and e.job.split_from == job_id:
+                print(f"still held: ops {', '.join(str(h.index) for h in e.job.held_ops)} (job {e.id})")
+        return _report(result)
+    left = asyncio.run(manager.reject(job_id, ops))
+    print(f"rejected {'all held ops' if ops is None else 'ops ' + ', '.join(map(str, ops))} of job {job_id}")
+    if left is not None:
+        print(f"still held: ops {', '.join(str(h.index) for h in left.held_ops)} (job {left.id})")
+    return EXIT_OK
+
+
+def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
+    import asyncio
+
+    from app.agent.memory_model import AnthropicCompletion
+    from app.agent.provider import retry_base_delay
+    from app.agent.settings import SettingsError, load_settings
+    from memory.jobs import pipeline
+    from memory.jobs.manager import Manager
+    from memory.jobs.spool import Spool
+    from memory.store.stores import MemoryStores
+
+    try:
+        settings = load_settings({})
+    except SettingsError as e:
+        _err(str(e))
+        return EXIT_USAGE
+    completion = AnthropicCompletion(settings.memory_model)
+    if args.all:
+        live = Spool(stores.paths, stores.fs).list(None, include_orphans=False)
+        workspaces = sorted({e.workspace for e in live if e.job is not None and e.workspace})
+    else:
+        workspaces = [str(stores.paths.workspace)]
+
+    async def flush_all() -> int:
+        try:
+            return await flush_each()
+        finally:
+            await completion.aclose()  # on this loop, not when collected after it ended
+
+    async def flush_each() -> int:
+        code = EXIT_OK
+        for ws in workspaces:
+            ws_stores = MemoryStores(ws, stores.paths.home, fs=stores.fs)
+            # Flush applies jobs whatever the configured mode: each job keeps the mode it was made with.
+            manager = Manager(ws_stores, completion, mode="auto",
+                              backoff_base=pipeline.BACKOFF_BASE * retry_base_delay())
+            try:
+                result = await manager.flush(args.timeout)
+            finally:
+                await manager.close(0)
+            prefix = f"[{ws}] " if args.all else ""
+            for job_id in result.done:
+                print(f"{prefix}applied {job_id}")
+            for job_id in result.held:
+                print(f"{prefix}held for review {job_id}")
+            for job_id, reason in result.failed.items():
+                _err(f"{prefix}job {job_id} failed: {reason}")
+            for job_id in result.unfinished:
+                _err(f"{prefix}job {job_id} unfinished after {args.timeout:g}s; it stays spooled")
+            if result.failed or result.unfinished:
+                code = EXIT_ERROR
+            if not (result.done or result.held or result.failed or result.unfinished):
+                print(f"{prefix}no spooled memory jobs")
+        return code
+
+    return asyncio.run(flush_all())
+
+
+def _undo(stores: MemoryStores, args: argparse.Namespace) -> int:
+    from memory.store.history import UndoError
+
+    try:
+        result = stores.undo()
+    except UndoError as e:
+        _err(str(e))
+        return EXIT_ERROR
+    for a in result.applied:
+        print(f"reverted {a.level}/{a.filename}")
+    return EXIT_OK
+
+
+def _doctor(stores: MemoryStores, args: argparse.Namespace) -> int:
+    from memory.jobs.doctor import diagnose, fix
+
+    report = fix(stores) if args.fix else diagnose(stores)
+    for line in report.fixed:
+        print(f"fixed: {line}")
+    for f in report.findings:
+        hint = " (doctor --fix repairs this)" if f.fixable and not args.fix else ""
+        print(f"problem: {f.message}{hint}")
+    if report.ok:
+        print("memory stores are healthy")
+        return EXIT_OK
+    return EXIT_ERROR
+
+
+_HANDLERS: dict[str, Callable[[MemoryStores, argparse.Namespace], int]] = {
+    "index": _index,
+    "list": _list,
+    "show": _show,
+    "apply": _apply,
+    "pending": _pending,
+    "approve": _review,
+    "reject": _review,
+    "flush": _flush,
+    "undo": _undo,
+    "doctor": _doctor,
+}

@@ -1,0 +1,320 @@
+"""``pseudoclaude -p PROMPT``: one turn, the answer streamed to stdout, diagnostics on stderr.
+
+Everything shown is stripped of terminal escape sequences (the answer, tool arguments and
+results, diagnostics): model and tool output must not drive the terminal. A closed stdout
+(``| head``) stops the printing quietly; the turn still completes, is kept and is submitted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from app.agent.memory_model import AnthropicCompletion
+from app.agent.provider import NO_CREDENTIALS, AnthropicProvider, has_credentials
+from app.agent.runner import (
+    Compacted,
+    MemorySubmitted,
+    Retrying,
+    RunEvent,
+    RunStop,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    UsageEvent,
+)
+from app.agent.runtime import Runtime
+from app.agent.settings import Settings
+from app.agent.tools import AllowListGate
+from memory.events import JobApplied, JobFailed, JobHeld, JobStarted, JobTakenOver, MemoryEvent
+from memory.store.trust import untrusted_cards
+from memory.text.sanitize import TerminalStreamStripper, redact, strip_terminal, strip_terminal_deep
+
+EXIT_OK, EXIT_ERROR = 0, 1
+
+
+def _one_line(value: object, width: int = 100) -> str:
+    text = " ".join(strip_terminal(str(value), keep_newlines=False).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+
+
+def _closed_pipe(e: OSError) -> bool:
+    return isinstance(e, BrokenPipeError) or e.errno in (errno.EPIPE, errno.EBADF)
+
+
+class PrintUI:
+    """Writes the Runner's events: the answer to stdout as it arrives, the rest to stderr."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out, self.err = out, err
+        self.wrote_text = False
+        self.out_closed = False
+        self.err_closed = False
+        self._last = "\n"
+        self._tools_since_text = False
+        # The answer is stripped over its stream, not per delta: a sequence cut between two
+        # deltas would leave its tail on screen. One stream per response.
+        self._strip = TerminalStreamStripper()
+        # job -> the job that took it over (coalesced it), and the jobs whose fate was printed.
+        self.took_over: dict[str, str] = {}
+        self.reported: set[str] = set()  # jobs whose take-over was printed
+        self.outcomes: set[str] = set()  # jobs whose outcome (applied, failed, held) was printed
+        self.job_id: str | None = None  # this turn's memory job, once spooled
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _out(self, text: str) -> None:
+        if self.out_closed or not text:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except OSError as e:
+            if not _closed_pipe(e):
+                raise
+            # The reader went away (`| head`): stop printing, finish the turn all the same.
+            self.out_closed = True
+            _silence(self.out)
+
+    def diag(self, text: str) -> None:
+        if self.err_closed:
+            return
+        try:
+            self.err.write(strip_terminal(redact(text)) + "\n")
+            self.err.flush()
+        except OSError as e:
+            if not _closed_pipe(e):
+                raise
+            self.err_closed = True
+            _silence(self.err)
+
+    # -- the Runner's events -----------------------------------------------------------------
+
+    def __call__(self, ev: RunEvent) -> None:
+        depth = getattr(ev, "depth", 0)
+        if isinstance(ev, TextDelta):
+            if depth:
+                return  # a sub-agent's words are its tool result, not the answer
+            self._answer(self._strip.feed(ev.text))
+        elif isinstance(ev, UsageEvent):
+            if not depth:
+                self._end_answer()  # the response is complete
+        elif isinstance(ev, Retrying):
+            if not depth:
+                self._end_answer()
+            # stdout cannot take back what it printed: the new attempt starts on a fresh line.
+            if not depth and self.wrote_text and self._last != "\n":
+                self._out("\n")
+                self._last = "\n"
+            void = "" if depth else "; the partial answer above is void"
+            self.diag(f"{'  ' * depth}[retrying in {ev.delay:g}s: {_one_line(ev.reason, 200)}{void}]")
+        elif isinstance(ev, ToolCallStarted):
+            self._tools_since_text = True
+            indent = "  " * (ev.depth + 1)
+            args = json.dumps(strip_terminal_deep(ev.input), ensure_ascii=False)
+            self.diag(f"{indent}⏺ {_one_line(ev.name, 60)}({_one_line(args, 120)})")
+        elif isinstance(ev, ToolCallFinished):
+            indent = "  " * (ev.depth + 1)
+            tag = "denied" if ev.denied else ("error" if ev.result.is_error else "ok")
+            self.diag(f"{indent}  ⎿ {tag}: {_one_line(ev.result.content)}")
+        elif isinstance(ev, Compacted):
+            self.diag(f"[{_one_line(ev.describe(), 300)}]")
+        elif isinstance(ev, MemorySubmitted):
+            self.job_id = ev.job_id
+            self.diag(f"[memory: job {ev.job_id} spooled]")
+        elif isinstance(ev, RunStop):
+            self._end_answer()
+            if self.wrote_text and self._last != "\n":
+                self._out("\n")
+            if ev.status == "completed":
+                self.diag(f"[done; usage: {ev.usage.describe()}]")
+            else:
+                self.diag(f"pseudoclaude: {_one_line(ev.message or ev.status, 500)}")
+
+    def _answer(self, text: str) -> None:
+        if not text:
+            return
+        if self._tools_since_text and self._last != "\n":
+            # A new response after tool calls: its text starts on a new paragraph.
+            self._out("\n\n")
+        self._tools_since_text = False
+        self._out(text)
+        self.wrote_text = True
+        self._last = text[-1]
+
+    def _end_answer(self) -> None:
+        """The response's text is complete: what the stripper held (a CR) is written."""
+        self._answer(self._strip.flush())
+
+    # -- the memory manager's events ---------------------------------------------------------
+
+    def memory(self, ev: MemoryEvent) -> None:
+        if isinstance(ev, JobStarted):
+            for old in ev.merged_from:
+                self.took_over.setdefault(old, ev.job_id)
+            return
+        if isinstance(ev, JobTakenOver):
+            self.took_over[ev.job_id] = ev.successor
+            if ev.job_id == self.job_id and ev.job_id not in self.reported:
+                # This turn's job: say which job now carries it (other jobs' are only noted).
+                self.reported.add(ev.job_id)
+                self.diag(f"[memory: job {ev.job_id} was taken over by job {ev.successor}]")
+            return
+        job_id = getattr(ev, "job_id", None)
+        if isinstance(ev, JobApplied | JobFailed | JobHeld) and job_id:
+            self.outcomes.add(job_id)
+        ours = [k for k, v in self.took_over.items() if v == job_id]
+        merged = f" (it took over job {', '.join(ours)})" if ours else ""
+        if isinstance(ev, JobApplied):
+            self.diag(f"[memory: job {ev.job_id}{merged} applied: {len(ev.applied)} op(s), {len(ev.rejected)} "
+                      f"rejected, {len(ev.conflicts)} conflict(s)]")
+        elif isinstance(ev, JobFailed):
+            self.diag(f"[memory: job {ev.job_id}{merged} failed: {_one_line(ev.reason, 300)}; it stays spooled "
+                      "(pseudoclaude memory flush)]")
+        elif isinstance(ev, JobHeld):
+            self.diag(f"[memory: job {ev.job_id}{merged} held for review (pseudoclaude memory pending)]")
+
+
+def _silence(stream: TextIO) -> None:
+    """Point a closed pipe's descriptor at /dev/null, so flushing at exit cannot fail again."""
+    with contextlib.suppress(Exception):
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+class _LogToUI(logging.Handler):
+    """Log records as one line on stderr. The memory core's own warnings are left out: its
+    outcomes reach print mode as events, and printing both said every failure twice."""
+
+    def __init__(self, ui: PrintUI) -> None:
+        super().__init__(logging.WARNING)
+        self.ui = ui
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "memory" or record.name.startswith("memory."):
+            return record.levelno >= logging.ERROR
+        return True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            self.ui.diag(f"pseudoclaude: {_one_line(record.getMessage(), 300)}")
+
+
+def _report_outcome(ui: PrintUI, job_id: str, outcome: object, waited: float) -> None:
+    """Say what became of this turn's job, unless an event already did (once, never twice)."""
+    taken = getattr(outcome, "taken_over_by", None) or ui.took_over.get(job_id)
+    if not outcome:
+        also = f" (it was taken over by job {taken})" if taken else ""
+        ui.diag(f"[memory: job {job_id}{also} still running after {waited:g}s; it stays spooled and the next run "
+                "(or `pseudoclaude memory flush`) applies it]")
+        return
+    if job_id in ui.outcomes or (taken and taken in ui.outcomes):
+        return
+    # Finished where this process saw no event: another process's worker ran it.
+    status = getattr(outcome, "status", "done")
+    reason = getattr(outcome, "reason", "")
+    what = {"done": "applied", "held": "held for review (pseudoclaude memory pending)"}.get(
+        status, f"failed: {_one_line(reason, 300)}; it stays spooled (pseudoclaude memory flush)"
+    )
+    if taken and job_id not in ui.reported:
+        ui.diag(f"[memory: job {job_id} was taken over by job {taken}, which another process ran: {what}]")
+    elif taken:
+        ui.diag(f"[memory: job {taken} (it took over job {job_id}) {what}]")
+    else:
+        ui.diag(f"[memory: job {job_id} {what} by another process on this workspace]")
+
+
+
+
+async def run_print(
+    prompt: str,
+    settings: Settings,
+    workspace: Path,
+    *,
+    allow_tools: frozenset[str],
+    resume: str | None = None,
+    continue_latest: bool = False,
+    trust_project: bool = False,
+    compact: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    ui = PrintUI(out or sys.stdout, err or sys.stderr)
+    if not has_credentials():
+        # Said before anything is created: a run that cannot ask a model leaves no session.
+        ui.diag(f"pseudoclaude: {NO_CREDENTIALS}")
+        return EXIT_ERROR
+    handler = _LogToUI(ui)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    # The memory model's client shares the main model's: one TLS set-up before the answer, not two.
+    provider = AnthropicProvider()
+    completion = (
+        AnthropicCompletion(settings.memory_model, share=lambda: provider.client)
+        if settings.memory_mode != "off"
+        else None
+    )
+    runtime = Runtime(settings, workspace, gate=AllowListGate(allow_tools), provider=provider, completion=completion)
+    unsubscribe = runtime.manager.subscribe(ui.memory)
+    try:
+        # The answer comes first: until it is out, the memory worker is not even started (jobs are
+        # still spooled; interrupted writes are recovered), so an earlier run's leftover job never
+        # competes with the answer for the process; it runs after, coalesced with this turn's job
+        # where it can be.
+        await runtime.start(worker=False)
+        if trust_project:
+            # Recorded before the session opens, so its system prompt has the project index.
+            await runtime.trust_project()
+        try:
+            note = await runtime.open_session(resume=resume, continue_latest=continue_latest)
+        except ValueError as e:
+            ui.diag(f"pseudoclaude: {e}")
+            return EXIT_ERROR
+        if note:
+            ui.diag(f"[{note}]")
+        if not runtime.stores.has_project_level:
+            ui.diag("[memory: this workspace has no project level (its project store would be the user store); "
+                    "notes go to the user level]")
+        left_out = await asyncio.to_thread(untrusted_cards, runtime.stores)
+        if left_out:
+            ui.diag(f"[memory: the project store {runtime.stores.project.dir} came with this workspace and is not "
+                    f"trusted: its {len(left_out)} note(s) are left out of the prompt and of memory extraction; "
+                    "--trust-project-memory trusts it once for this workspace]")
+        if compact:
+            try:
+                await runtime.runner.compact("", ui)
+            except RuntimeError as e:  # the summary cannot make it fit: said, and the turn is not run
+                ui.diag(f"pseudoclaude: {e}")
+                return EXIT_ERROR
+        try:
+            stop = await runtime.runner.run(prompt, ui)
+        finally:
+            await runtime.start_worker()
+        if stop.status == "completed" and stop.job_id:
+            outcome = await runtime.manager.wait_for(stop.job_id, settings.memory_wait)
+            _report_outcome(ui, stop.job_id, outcome, settings.memory_wait)
+        return EXIT_OK if stop.status == "completed" else EXIT_ERROR
+    finally:
+        unsubscribe()
+        await runtime.close()
+        root.removeHandler(handler)
+
+
+def main_print(prompt: str, settings: Settings, workspace: Path, **kw: object) -> int:
+    try:
+        return asyncio.run(run_print(prompt, settings, workspace, **kw))  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        with contextlib.suppress(OSError):
+            sys.stderr.write("pseudoclaude: interrupted\n")
+        return 130

@@ -1,0 +1,337 @@
+"""``@path`` in the prompt: the workspace's files, fuzzy matching, and attaching one to a message.
+
+The App lists the files in a worker thread (``workspace_files`` runs git or walks the disk)
+and keeps the list; ``fuzzy`` then runs on each key press against that list, so it must stay
+cheap on 50,000 paths: one compiled regular expression rejects most paths in C before any
+scoring in Python. ``attach`` reads the file the user picked, confined to the workspace the
+same way the file tools are (no ``..``, no symlink out), bounded, text only.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import re
+import stat
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+from memory.text.sanitize import strip_terminal
+
+__all__ = ["attach", "fuzzy", "workspace_files"]
+
+# Folders a walk never enters: tool caches and dependencies nobody attaches by name.
+SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "target", "dist", "build"})
+GIT_TIMEOUT = 5.0
+BINARY_SNIFF = 8192
+
+
+# -- listing ---------------------------------------------------------------------------------
+
+
+def workspace_files(workspace: Path, limit: int = 50_000) -> list[str]:
+    """Workspace-relative POSIX paths of the workspace's files, at most ``limit``, sorted.
+
+    In a git work tree: tracked and untracked files minus ignored ones (git's own
+    ``--exclude-standard`` rules). Elsewhere, or when git is missing or refuses: a bounded walk
+    that skips dot-folders, ``node_modules``, virtualenvs and the paths the ``.gitignore`` files
+    it meets exclude.
+    """
+    workspace = Path(workspace)
+    files = _git_files(workspace, limit) if (workspace / ".git").exists() else None
+    if files is None:
+        files = _walk_files(workspace, limit)
+    return sorted(files)
+
+
+def _git_files(workspace: Path, limit: int) -> list[str] | None:
+    try:
+        proc = subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z", "--deduplicate"],
+            cwd=workspace,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None  # not really a work tree, a dubious-ownership refusal, an old git: walk instead
+    out: list[str] = []
+    for raw in proc.stdout.split(b"\0"):
+        if not raw:
+            continue
+        rel = os.fsdecode(raw)
+        # -c lists files deleted from the work tree and submodule folders: only real files remain.
+        if not os.path.isfile(workspace / rel):
+            continue
+        out.append(rel)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _walk_files(workspace: Path, limit: int) -> list[str]:
+    out: list[str] = []
+    # (folder, its path relative to the workspace, the ignore rules in force there)
+    stack: list[tuple[Path, str, tuple[_Rule, ...]]] = [(workspace, "", ())]
+    while stack and len(out) < limit:
+        folder, rel, rules = stack.pop()
+        rules = rules + _read_gitignore(folder / ".gitignore", rel)
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for entry in entries:
+            path = f"{rel}{entry.name}"
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_file = entry.is_file()
+            except OSError:
+                continue
+            if is_dir:
+                if entry.name.startswith(".") or entry.name in SKIP_DIRS or _is_venv(entry.path):
+                    continue
+                if not _ignored(rules, path, is_dir=True):
+                    subdirs.append((Path(entry.path), path + "/", rules))
+            elif is_file and not _ignored(rules, path, is_dir=False):
+                out.append(path)
+                if len(out) >= limit:
+                    break
+        stack.extend(reversed(subdirs))
+    return out
+
+
+def _is_venv(path: str) -> bool:
+    return os.path.exists(os.path.join(path, "pyvenv.cfg"))
+
+
+# A .gitignore rule: its pattern compiled, whether it re-includes (!), applies to folders only.
+_Rule = tuple[re.Pattern[str], bool, bool]
+
+
+def _read_gitignore(path: Path, base: str) -> tuple[_Rule, ...]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(256 * 1024)
+    except OSError:
+        return ()
+    rules: list[_Rule] = []
+    for line in text.splitlines():
+        line = line.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        if negate:
+            line = line[1:]
+        line = line.removeprefix("\\")
+        dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        if not line:
+            continue
+        rules.append((_compile_rule(line, base), negate, dir_only))
+    return tuple(rules)
+
+
+@lru_cache(maxsize=1024)
+def _compile_rule(pattern: str, base: str) -> re.Pattern[str]:
+    """A gitignore pattern (relative to folder ``base``) as a regex over workspace paths."""
+    anchored = "/" in pattern  # a slash anywhere but the end anchors it to its folder
+    pattern = pattern.lstrip("/")
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append("/.*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            j = pattern.find("]", i + 1)
+            if j == -1:
+                out.append(re.escape("["))
+                i += 1
+            else:
+                body = pattern[i + 1 : j].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = j + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    body = "".join(out)
+    prefix = re.escape(base) if anchored else re.escape(base) + "(?:.*/)?"
+    return re.compile(f"{prefix}{body}")
+
+
+def _ignored(rules: tuple[_Rule, ...], path: str, *, is_dir: bool) -> bool:
+    # The last matching rule wins, as in git (an ignored folder is never entered, so a later
+    # "!" cannot bring back a file below it: git behaves the same).
+    ignored = False
+    for rx, negate, dir_only in rules:
+        if dir_only and not is_dir:
+            continue
+        if rx.fullmatch(path):
+            ignored = not negate
+    return ignored
+
+
+# -- matching --------------------------------------------------------------------------------
+
+
+def fuzzy(query: str, paths: list[str], limit: int = 20) -> list[str]:
+    """The best ``limit`` paths for ``query``, best first (case-insensitive).
+
+    Ranks: the file name starts with the query, then the path does, then the file name
+    contains it (nearer its start first), then the path does, then its characters appear in
+    order (the tighter the better). Ties: shorter paths, then alphabetical. An empty query gives
+    the shallowest paths. Each rank is one pass in a comprehension, and the later (costlier)
+    ranks are skipped once the better ones fill ``limit``: this runs on every key press.
+    """
+    if limit <= 0:
+        return []
+    q = query.strip().lower()
+    if not q:
+        return heapq.nsmallest(limit, paths, key=lambda p: (p.count("/"), len(p), p))
+    lows, names = _prepared(paths)
+    out: list[str] = []
+    taken: set[int] = set()
+
+    def take(ranked: list[tuple[int, int, str, int]]) -> bool:
+        for *_, i in heapq.nsmallest(limit - len(out), ranked):
+            out.append(paths[i])
+            taken.add(i)
+        return len(out) >= limit
+
+    def key(i: int, spread: int = 0) -> tuple[int, int, str, int]:
+        return (spread, len(paths[i]), paths[i], i)
+
+    if take([key(i) for i, low in enumerate(lows) if low.startswith(q, names[i])]):
+        return out
+    if take([key(i) for i, low in enumerate(lows) if low.startswith(q) and i not in taken]):
+        return out
+    if take([key(i, low.find(q, names[i]) - names[i]) for i, low in enumerate(lows)
+             if i not in taken and low.find(q, names[i]) != -1]):
+        return out
+    if take([key(i, low.find(q)) for i, low in enumerate(lows) if i not in taken and q in low]):
+        return out
+    # The letters in order: the lazy match from the leftmost start is short when they sit
+    # close together; its length beyond the query measures the scatter.
+    rx = re.compile(".*?".join(re.escape(c) for c in q))
+    scattered = []
+    for i, low in enumerate(lows):
+        if i in taken:
+            continue
+        m = rx.search(low)
+        if m is not None:
+            scattered.append(key(i, _tightest(low, q, m.start()) - len(q)))
+    take(scattered)
+    return out
+
+
+# The lowered paths and their file-name offsets for the last list seen: the App passes the same
+# list on every key press (and a new list object when the files change; never mutated in place).
+_PREPARED: list[tuple[list[str], int, list[str], list[int]]] = []
+
+
+def _prepared(paths: list[str]) -> tuple[list[str], list[int]]:
+    if _PREPARED and _PREPARED[0][0] is paths and _PREPARED[0][1] == len(paths):
+        return _PREPARED[0][2], _PREPARED[0][3]
+    lows = [p.lower() for p in paths]
+    names = [low.rfind("/") + 1 for low in lows]  # where each file name starts
+    _PREPARED[:] = [(paths, len(paths), lows, names)]
+    return lows, names
+
+
+def _tightest(text: str, q: str, start: int) -> int:
+    """The length of the shortest window of ``text`` (from ``start`` on) holding ``q`` in order."""
+    best = len(text) + 1
+    while start != -1:
+        i, k = start, 0
+        while k < len(q):
+            i = text.find(q[k], i)
+            if i == -1:
+                return best
+            i += 1
+            k += 1
+        best = min(best, i - start)
+        start = text.find(q[0], start + 1)
+    return best
+
+
+# -- attaching -------------------------------------------------------------------------------
+
+
+def attach(workspace: Path, rel: str, max_bytes: int = 100_000) -> tuple[str, str | None]:
+    """The text block that carries the file ``rel`` in a message, and a one-line note for the
+    user when the file was cut or refused (refused: the block is "").
+
+    Refused: a path outside the workspace (also through a symlink), not a regular file, not
+    UTF-8 text (binary), unreadable. A longer file is cut at a line boundary before ``max_bytes``.
+    """
+    shown = strip_terminal(rel, keep_newlines=False)
+    root = os.path.realpath(workspace)
+    if not rel or "\0" in rel:
+        return "", f"@{shown}: not a file name"
+    target = os.path.realpath(os.path.join(root, rel))
+    if os.path.commonpath([root, target]) != root:
+        return "", f"@{shown}: outside the workspace, not attached"
+    try:
+        # O_NONBLOCK: a FIFO must not hang the worker; O_NOFOLLOW: the resolved path is final.
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as e:
+        return "", f"@{shown}: cannot read ({e.strerror or e})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return "", f"@{shown}: not a regular file, not attached"
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        return "", f"@{shown}: cannot read ({e.strerror or e})"
+    finally:
+        os.close(fd)
+    if b"\0" in data[:BINARY_SNIFF]:
+        return "", f"@{shown}: a binary file, not attached"
+    cut = len(data) > max_bytes
+    if cut:
+        data = data[:max_bytes]
+        nl = data.rfind(b"\n")
+        if nl > 0:
+            data = data[: nl + 1]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if not cut or e.start < len(data) - 3:
+            return "", f"@{shown}: not UTF-8 text, not attached"
+        text = data[: e.start].decode("utf-8")  # a character split by the cut
+    # An attribute value: a quote in a file name must not end it.
+    rel_posix = Path(os.path.relpath(target, root)).as_posix().replace('"', "%22")
+    note = None
+    head = f'<attached-file path="{rel_posix}">'
+    if cut:
+        size = _kb(st.st_size)
+        note = f"@{shown}: attached the first {_kb(len(text.encode('utf-8')))} of {size}"
+        head = f'<attached-file path="{rel_posix}" cut="first {len(text.encode("utf-8"))} of {st.st_size} bytes">'
+    if not text.endswith("\n"):
+        text += "\n"
+    return f"{head}\n{text}</attached-file>", note
+
+
+def _kb(n: int) -> str:
+    return f"{n} bytes" if n < 1024 else f"{n / 1024:.0f} KiB"

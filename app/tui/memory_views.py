@@ -1,0 +1,246 @@
+"""What the memory screens show, read from the stores and the spool (DESIGN.md §12, issue 8).
+
+Synchronous and reading the disk: the App calls these in worker threads and hands the frozen
+results to the screens (widgets/cards/browser.py, widgets/pending/pending.py), which only draw them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from memory.model import MANUAL_SOURCE, Action, Level, NoteType, rfc3339
+from memory.store.store import StoreError
+from memory.text.sanitize import strip_terminal
+from widgets.cards.browser import CardRow
+from widgets.cards.editor import CardDraft
+from widgets.pending.pending import PendingJob, PendingOp, PendingState
+
+if TYPE_CHECKING:
+    from memory.events import JobApplied
+    from memory.jobs.manager import JobView
+    from memory.model import Note
+    from memory.store.stores import MemoryStores
+
+__all__ = [
+    "AppliedRecord",
+    "applied_record",
+    "card_rows",
+    "card_text",
+    "draft_of",
+    "pending_state",
+]
+
+PROPOSED_TEXT_LIMIT = 64 * 1024  # a hand-grown card is shown cut, never read whole into a diff
+
+
+def _value(x: object) -> str:
+    return str(getattr(x, "value", x) if x is not None else "")
+
+
+# -- the card browser --------------------------------------------------------------------------
+
+
+def _row(level: str, note: Note, untrusted: bool) -> CardRow:
+    meta = note.meta
+    return CardRow(
+        level=level,
+        filename=note.filename,
+        type="" if note.broken and not meta.created else _value(meta.type),
+        title=meta.title,
+        summary=meta.summary,
+        updated=meta.updated,
+        source="manual" if meta.source == MANUAL_SOURCE else "model",
+        body=note.body,
+        sha256=note.sha256,
+        untrusted=untrusted,
+        broken=note.broken,
+    )
+
+
+def card_rows(stores: MemoryStores) -> tuple[list[CardRow], str | None]:
+    """Every card of both levels (project first, each sorted by filename), and a note for the
+    browser's header (an untrusted project store, a level that cannot be read)."""
+    rows: list[CardRow] = []
+    notes: list[str] = []
+    trusted = bool(stores.project_trusted) if stores.has_project_level else True
+    for level in (Level.PROJECT, Level.USER) if stores.has_project_level else (Level.USER,):
+        try:
+            found = stores.notes(level)
+        except (StoreError, OSError) as e:
+            notes.append(f"{level} memory could not be read: {strip_terminal(str(e), keep_newlines=False)}")
+            continue
+        untrusted = level is Level.PROJECT and not trusted
+        if untrusted and found:
+            notes.append("project memory is untrusted: its cards are not used until you trust it (asked at start)")
+        rows.extend(_row(level.value, n, untrusted) for n in found)
+    if not stores.has_project_level:
+        notes.append("this workspace has no project level: its project store is the user store")
+    return rows, " · ".join(notes) or None
+
+
+def draft_of(note: Note) -> CardDraft:
+    """A card as the editor loads it."""
+    return CardDraft(
+        level=note.level.value,
+        type="" if note.broken and not note.meta.created else _value(note.meta.type),
+        title=note.meta.title,
+        summary=note.meta.summary,
+        body=note.body,
+    )
+
+
+def read_draft(stores: MemoryStores, level: str, filename: str) -> tuple[CardDraft, str] | None:
+    """The card on disk now (draft, sha256), or None when it is gone."""
+    try:
+        note = stores.read_note(level, filename)
+    except (StoreError, OSError):
+        return None
+    return draft_of(note), note.sha256
+
+
+# -- the pending screen ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AppliedRecord:
+    """A job finished while this app ran (by this window or another on the workspace): applied,
+    or ``rejected`` when it had ops and every one was refused (nothing written)."""
+
+    job_id: str
+    seen: str  # RFC 3339 UTC: when the app heard of it (the order of the session's rows)
+    excerpt: str
+    ops: tuple[PendingOp, ...]
+    counts: tuple[int, int, int]
+    created: str = ""  # RFC 3339 UTC: when the job was spooled (the row's age); "" unknown
+    state: Literal["applied", "rejected"] = "applied"
+
+
+def applied_record(event: JobApplied, excerpt: str, *, now: _dt.datetime | None = None) -> AppliedRecord:
+    ops: list[PendingOp] = []
+    counts = [0, 0, 0]
+    for a in event.applied:
+        counts[{Action.CREATE: 0, Action.UPDATE: 1, Action.DELETE: 2}.get(a.action, 1)] += 1
+        ops.append(
+            PendingOp(index=a.index, action=_value(a.action), level=_value(a.level), type="", title=a.title,
+                      summary="", filename=a.filename, status="applied")
+        )
+    for c in event.conflicts:
+        op = c.op or {}
+        ops.append(
+            PendingOp(index=c.index, action=str(op.get("action", "update")), level=_value(c.level),
+                      type=str(op.get("type", "")), title=str(op.get("title", "")), summary="",
+                      filename=c.filename, status="conflict", reason=c.reason)
+        )
+    for r in event.rejected:
+        op = r.op or {}
+        ops.append(
+            PendingOp(index=r.index, action=str(op.get("action", "")), level=str(op.get("level", "")),
+                      type=str(op.get("type", "")), title=str(op.get("title", "")), summary="",
+                      filename=str(op.get("filename", "")), status="rejected", reason=r.reason)
+        )
+    ops.sort(key=lambda o: o.index)
+    when = rfc3339(now or _dt.datetime.now(_dt.UTC))
+    return AppliedRecord(job_id=event.job_id, seen=when, excerpt=excerpt, ops=tuple(ops),
+                         counts=(counts[0], counts[1], counts[2]), created=event.created,
+                         state="rejected" if event.all_refused else "applied")
+
+
+def card_text(title: str, summary: str, type: str, body: str) -> str:
+    """A card as the pending screen compares it: the fields a change can touch, then the body."""
+    head = [f"title: {title}", f"summary: {summary}" if summary else "summary:", f"type: {type}"]
+    return "\n".join(head) + "\n\n" + body
+
+
+def _held_op(stores: MemoryStores, index: int, op: Any) -> PendingOp:
+    action = _value(op.action)
+    level = _value(op.level)
+    title = op.title or ""
+    summary = op.summary or ""
+    type_ = _value(op.type)
+    before: str | None = None
+    after: str | None = None
+    if action in ("update", "delete") and op.filename:
+        try:
+            note = stores.read_note(level, op.filename)
+        except (StoreError, OSError, ValueError):
+            note = None
+        if note is not None:
+            m = note.meta
+            before = card_text(m.title, m.summary, _value(m.type), note.body[:PROPOSED_TEXT_LIMIT])
+            title = title or m.title
+            if action == "update":
+                # Fields an update leaves out keep the card's values.
+                after = card_text(op.title or m.title, op.summary if op.summary is not None else m.summary,
+                                  type_ or _value(m.type), op.content or "")
+            type_ = type_ or _value(m.type)
+            summary = summary or m.summary
+    elif action == "create":
+        after = card_text(title, summary, type_, op.content or "")
+    if action == "update" and before is None:
+        after = op.content or ""
+    return PendingOp(index=index, action=action, level=level, type=type_, title=title, summary=summary,
+                     filename=op.filename or "", status="held", before=before, after=after)
+
+
+def _rejected_ops(view: JobView) -> list[PendingOp]:
+    out = []
+    for r in view.rejected:
+        op = r.op or {}
+        out.append(
+            PendingOp(index=r.index, action=str(op.get("action", "")), level=str(op.get("level", "")),
+                      type=str(op.get("type", "")), title=str(op.get("title", "")),
+                      summary=str(op.get("summary", "")), filename=str(op.get("filename", "")),
+                      status="rejected", reason=r.reason)
+        )
+    return out
+
+
+def _job(stores: MemoryStores, view: JobView) -> PendingJob:
+    ops = [_held_op(stores, h.index, h.op) for h in view.held_ops] if view.state == "held" else []
+    ops = sorted([*ops, *_rejected_ops(view)], key=lambda o: (o.index, o.status))
+    reason = view.reason
+    if view.state == "orphaned":
+        reason = reason or f"its workspace {view.workspace} no longer exists"
+    return PendingJob(
+        id=view.id,
+        state=view.state,
+        excerpt=view.excerpt,
+        created=view.created,
+        attempt=view.attempt,
+        max_attempts=view.max_attempts,
+        next_try_at=view.next_try_at,
+        reason=reason,
+        ops=tuple(ops),
+        workspace=view.workspace or "",
+        split_from=view.split_from,
+        turns=max(view.turns, 1),
+    )
+
+
+def pending_state(
+    stores: MemoryStores,
+    views: Sequence[JobView],
+    orphans: Iterable[JobView],
+    applied: Iterable[AppliedRecord],
+    mode: str,
+    note: str | None = None,
+) -> PendingState:
+    """The pending screen's state: this workspace's spooled jobs (oldest first), the jobs finished
+    in this session (newest first; "rejected" when every op was refused), then orphaned jobs of
+    any workspace. Every row's age counts from when its job was spooled, retries included."""
+    jobs = [_job(stores, v) for v in views]
+    seen = {j.id for j in jobs}
+    for rec in sorted(applied, key=lambda r: r.seen, reverse=True):
+        if rec.job_id in seen:
+            continue
+        jobs.append(PendingJob(id=rec.job_id, state=rec.state, excerpt=rec.excerpt, created=rec.created or rec.seen,
+                               counts=rec.counts, ops=rec.ops))
+    jobs.extend(_job(stores, v) for v in orphans if v.id not in seen)
+    return PendingState(jobs=tuple(jobs), mode=mode, note=note)
+
+
+def type_values() -> tuple[str, ...]:
+    return tuple(t.value for t in NoteType)

@@ -1,0 +1,220 @@
+"""Seeing what other processes do with this workspace's jobs (DESIGN.md §7: a second window stays live).
+
+Every manager's loop lists the spool on each tick (cheap: only changed job files are parsed)
+and compares it with what it saw last: a job that appeared, started, is retrying, failed, is
+held, was taken over by a coalesced job, or is gone (its outcome read from the history)
+becomes an event. The manager's own writes are recorded with ``touch`` as they happen, so they
+are never echoed back; a generation counter keeps a listing taken before an own write from
+being compared with the state after it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from memory.events import (
+    HeldOpView,
+    IndexChanged,
+    JobApplied,
+    JobDismissed,
+    JobFailed,
+    JobHeld,
+    JobOrphaned,
+    JobQueued,
+    JobRetrying,
+    JobStarted,
+    JobTakenOver,
+    MemoryEvent,
+)
+from memory.jobs.pipeline import TOOK_OVER, merged_index
+from memory.jobs.spool import Job, JobViewState, Spool, SpoolEntry
+from memory.model import HistoryEntry
+from memory.store.stores import MemoryStores
+
+RECENT_HISTORY = 50  # history entries searched for the outcome of a job another process ran
+
+
+@dataclass(frozen=True)
+class _Seen:
+    status: JobViewState
+    attempt: int
+    job: Job
+
+
+def status_of(job: Job) -> JobViewState:
+    if job.state in ("held", "failed"):
+        return job.state
+    return job.phase or "queued"
+
+
+def _seen(job: Job) -> _Seen:
+    return _Seen(status_of(job), job.retry.attempt if job.retry else 0, job)
+
+
+class JobWatch:
+    def __init__(self, stores: MemoryStores, spool: Spool, real_workspace: str) -> None:
+        self.stores = stores
+        self.spool = spool
+        self.real_workspace = real_workspace
+        self._lock = threading.Lock()
+        self._known: dict[str, _Seen] = {}
+        self.gen = 0
+        self._touched: dict[str, int] = {}
+        self._primed = False
+        self._orphans: set[str] = set()
+        # job id -> the job that took its turns over (coalesced), as learnt while watching.
+        self.taken_over: dict[str, str] = {}
+        # job id -> its created time, for a job gone until its outcome is reported.
+        self._gone_created: dict[str, str] = {}
+
+    def touch(self, job_id: str, job: Job | None) -> None:
+        """This process changed the job (None: it is gone): not an event for the watch."""
+        with self._lock:
+            self.gen += 1
+            self._touched[job_id] = self.gen
+            if job is None:
+                self._known.pop(job_id, None)
+            else:
+                self._known[job_id] = _seen(job)
+
+    def mine(self, e: SpoolEntry) -> bool:
+        return e.workspace is None or self.spool.same_workspace(e.workspace, self.real_workspace)
+
+    def scan(self) -> tuple[list[SpoolEntry], list[SpoolEntry]]:
+        """(every entry, this workspace's entries). Blocking: call from a thread."""
+        entries = self.spool.list(None)
+        return entries, [e for e in entries if self.mine(e)]
+
+    def observe(
+        self, entries: list[SpoolEntry], mine: list[SpoolEntry], gen0: int
+    ) -> tuple[list[MemoryEvent], list[str]]:
+        """Events for what changed since the last look, and the ids gone without a successor."""
+        events: list[MemoryEvent] = []
+        gone: list[str] = []
+        with self._lock:
+            touched = {i for i, g in self._touched.items() if g > gen0}
+            current = {e.id: e.job for e in mine if e.job is not None}
+            primed = self._primed
+            for job_id, job in current.items():
+                if job_id in touched:
+                    continue
+                seen = _seen(job)
+                old = self._known.get(job_id)
+                self._known[job_id] = seen
+                if not primed:
+                    continue  # the first look only learns what is there
+                if old is None:
+                    if not job.merged_from and not job.split_from:
+                        events.append(JobQueued(job_id=job_id, workspace=job.workspace))
+                    old = _Seen("queued", 0, job)
+                events += _transition(old, seen)
+            for job_id in [i for i in self._known if i not in current and i not in touched]:
+                last = self._known.pop(job_id)
+                successor = next((j.id for j in current.values() if job_id in j.merged_from), None)
+                if successor is not None:
+                    self.taken_over[job_id] = successor
+                    if primed:
+                        events.append(JobTakenOver(job_id=job_id, successor=successor))
+                elif primed:
+                    gone.append(job_id)
+                    self._gone_created[job_id] = last.job.created
+            self._touched = {i: g for i, g in self._touched.items() if g > gen0}
+            for e in entries:
+                if e.orphaned and e.id not in self._orphans:
+                    self._orphans.add(e.id)
+                    if primed and e.workspace:
+                        events.append(JobOrphaned(job_id=e.id, workspace=e.workspace))
+            self._primed = True
+        return events, gone
+
+    # -- jobs another process completed (blocking: call from a thread) ------------------------------
+
+    def recent_history(self) -> list[HistoryEntry]:
+        """The last few batches of this workspace, newest first (only those files are read)."""
+        fs = self.stores.fs
+        hdir = self.stores.paths.history_dir
+        try:
+            names = sorted(n for n in fs.listdir(hdir) if n.endswith(".json") and not n.startswith("."))
+        except OSError:
+            return []
+        out: list[HistoryEntry] = []
+        for name in reversed(names[-RECENT_HISTORY:]):
+            try:
+                out.append(HistoryEntry.model_validate_json(fs.read_bytes(hdir / name)))
+            except (ValueError, OSError):
+                continue
+        return out
+
+    @staticmethod
+    def entry_for(history: list[HistoryEntry], job_id: str) -> tuple[HistoryEntry | None, str | None]:
+        """The batch that completed ``job_id``, and the job that had taken it over (if one did)."""
+        for entry in history:
+            if job_id in entry.jobs:
+                return entry, None
+            _, sep, took = entry.label.partition(TOOK_OVER)
+            if sep and job_id in took.split() and entry.jobs:
+                return entry, entry.jobs[0]
+        return None, None
+
+    def report_gone(self, gone: list[str]) -> list[MemoryEvent]:
+        """The outcome of each job gone from the spool, read from the history."""
+        history = self.recent_history()
+        found = {job_id: self.entry_for(history, job_id) for job_id in gone}
+        events: list[MemoryEvent] = []
+        reported: set[str] = set()
+        for job_id in gone:
+            entry, successor = found[job_id]
+            # A job that took others over keeps the first one's created time: the oldest's.
+            created = self._gone_created.pop(job_id, "")
+            if successor is not None:
+                self.taken_over[job_id] = successor
+                events.append(JobTakenOver(job_id=job_id, successor=successor))
+                job_id = successor
+                if job_id in reported:
+                    continue
+            reported.add(job_id)
+            if entry is not None and entry.label.startswith("dismiss "):
+                events.append(JobDismissed(job_id=job_id))
+            elif entry is None:
+                events.append(JobApplied(job_id=job_id, created=created))
+            else:
+                events.append(
+                    JobApplied(
+                        job_id=job_id,
+                        applied=tuple(entry.applied),
+                        rejected=tuple(entry.rejected),
+                        conflicts=tuple(entry.conflicts),
+                        txid=entry.txid,
+                        created=created,
+                    )
+                )
+        if any(entry is not None and entry.applied for entry, _ in found.values()):
+            index = merged_index(self.stores)
+            if index is not None:
+                events.append(IndexChanged(index=index))
+        return events
+
+
+def _transition(old: _Seen, new: _Seen) -> list[MemoryEvent]:
+    job = new.job
+    if new.status == old.status and new.attempt == old.attempt:
+        return []
+    if new.status in ("extracting", "applying") and old.status == "queued":
+        return [JobStarted(job_id=job.id, turns=len(job.turns), merged_from=tuple(job.merged_from))]
+    if new.status == "retrying" and job.retry is not None:
+        return [JobRetrying(job_id=job.id, **job.retry.model_dump())]
+    if new.status == "failed":
+        return [JobFailed(job_id=job.id, reason=job.error or "failed", retryable=job.retryable)]
+    if new.status == "held":
+        return [
+            JobHeld(
+                job_id=job.id,
+                ops=tuple(HeldOpView(index=h.index, op=h.op) for h in job.held_ops),
+                rejected=tuple(job.rejected),
+            )
+        ]
+    return []
+
+
+__all__ = ["JobWatch", "status_of"]

@@ -1,0 +1,671 @@
+"""The memory manager (DESIGN.md §2, §7): the seed's ``UpdateAsync``, made durable. The public face.
+
+A turn's way, by names: ``Runner.run`` → ``Manager.submit`` (the job is spooled, fsynced) →
+``Spool`` → ``Worker`` (memory/jobs/worker.py: election, loop, coalescing) → ``Pipeline``
+(memory/jobs/pipeline.py: extract → parse → merge → commit) → ``MemoryStores.apply`` (the
+transaction) → ``MEMORY.md``. Review mode's approve/reject live in memory/jobs/review.py; what other
+processes do with this workspace's jobs is seen by memory/jobs/jobwatch.py.
+
+Everything here that touches a file or a lock runs in a thread: the app calls these
+coroutines on its own event loop. Subscribers get events for this workspace's jobs, including
+jobs that another process runs (each tick compares the spool's cached listing), so a second
+window stays live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.events import (
+    HeldOpView,
+    JobDismissed,
+    JobHeld,
+    JobQueued,
+    MemoryEvent,
+)
+from memory.extract.completion import Completion
+from memory.extract.prompt import turn_text
+from memory.jobs.jobwatch import JobWatch
+from memory.jobs.pipeline import (
+    FALLBACK_SOURCE,
+    MAX_ATTEMPTS,
+    REASK_NOTE,
+    REQUEST_TIMEOUT,
+    Pipeline,
+    emit_result,
+    merged_index,
+    revalidate,
+)
+from memory.jobs.review import Review, ReviewError, requeue
+from memory.jobs.spool import Job, JobNotFound, JobViewState, Spool, SpoolEntry, SpoolError, make_job
+from memory.jobs.worker import MAX_BATCH_BYTES, MAX_BATCH_TURNS, Worker
+from memory.model import BatchResult, HistoryEntry, Rejection, Turn
+from memory.store.fs import DEFAULT_FS, FS
+from memory.store.stores import MemoryStores
+
+Mode = Literal["auto", "review", "off"]
+MODES: tuple[str, ...] = ("auto", "review", "off")
+
+log = logging.getLogger(__name__)
+
+POLL_INTERVAL = 0.5  # seconds between looks at the spool / the worker lock when idle
+
+T = TypeVar("T")
+Subscriber = Callable[[MemoryEvent], None]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class FlushResult(BaseModel):
+    """What ``flush`` left behind: by job id (as listed when the flush started)."""
+
+    done: list[str] = Field(default_factory=list)
+    held: list[str] = Field(default_factory=list)
+    failed: dict[str, str] = Field(default_factory=dict)
+    unfinished: list[str] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.unfinished
+
+
+class JobView(BaseModel):
+    """One spooled job as the pending screen shows it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    state: JobViewState
+    workspace: str | None = None
+    mode: str = "auto"
+    excerpt: str = ""
+    turns: int = 0
+    created: str = ""
+    updated: str = ""
+    attempts: int = 0  # failed requests over the job's life, all processes
+    attempt: int = 0  # retrying: the attempt the worker waits to make, of ``max_attempts``
+    max_attempts: int = MAX_ATTEMPTS
+    reason: str | None = None  # failed: why; damaged: what is wrong with the file
+    next_try_at: str | None = None  # retrying: when (RFC 3339 UTC)
+    held_ops: tuple[HeldOpView, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
+    merged_from: tuple[str, ...] = ()
+    split_from: str | None = None  # the job whose other ops an approval left held here
+
+
+class JobOutcome(BaseModel):
+    """What ``wait_for`` saw. ``taken_over_by``: the job that took this one's turns over
+    (coalesced, maybe by another process); the status is that job's. Truthy once finished."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    status: Literal["done", "held", "failed", "pending"]
+    reason: str = ""
+    taken_over_by: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status != "pending"
+
+    def __bool__(self) -> bool:
+        return self.finished
+
+
+class Manager:
+    """One workspace's memory jobs: spool on submit, run them in the elected worker, review."""
+
+    def __init__(
+        self,
+        stores: MemoryStores,
+        completion: Completion | None,
+        *,
+        mode: Mode = "auto",
+        fs: FS = DEFAULT_FS,
+        sleep: Sleep = asyncio.sleep,
+        clock: Callable[[], float] = time.time,
+        session: str = "",
+        poll_interval: float = POLL_INTERVAL,
+        max_attempts: int = MAX_ATTEMPTS,
+        max_batch_turns: int = MAX_BATCH_TURNS,
+        max_batch_bytes: int = MAX_BATCH_BYTES,
+        request_timeout: float | None = REQUEST_TIMEOUT,
+        backoff_base: float | None = None,
+    ) -> None:
+        self._mode: Mode = self._valid_mode(mode)
+        self.stores = stores
+        self.completion = completion
+        self.fs = fs
+        self.session = session
+        self.paths = stores.paths
+        self.workspace = Path(stores.paths.workspace)
+        self._real_workspace = os.path.realpath(self.workspace)
+        self.spool = Spool(self.paths, fs)
+        self._poll = poll_interval
+        self._subscribers: list[Subscriber] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._wake: asyncio.Event | None = None
+        self._changed: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._threads: set[asyncio.Future[Any]] = set()
+        self._started = False
+        self.closing = False
+        self._closed = False
+        # Jobs that could not even be written down: not run again for a while (loop time).
+        self._skip: dict[str, float] = {}
+        # This workspace's jobs as last seen: other processes' changes become events.
+        self.watch = JobWatch(stores, self.spool, self._real_workspace)
+        self.worker = Worker(self, max_batch_turns=max_batch_turns, max_batch_bytes=max_batch_bytes)
+        self.pipeline = Pipeline(
+            stores=stores,
+            spool=self.spool,
+            emit=self.emit,
+            in_thread=self.in_thread,
+            save=self.save,
+            gone=lambda job_id: self.touch(job_id, None),
+            source=self._source,
+            sleep=sleep,
+            clock=clock,
+            max_attempts=max_attempts,
+            request_timeout=request_timeout,
+            backoff_base=backoff_base,
+        )
+
+    # -- identity and mode -----------------------------------------------------------------------
+
+    @staticmethod
+    def _valid_mode(mode: str) -> Mode:
+        if mode not in MODES:
+            raise ValueError(f"memory mode must be one of {', '.join(MODES)}, not {mode!r}")
+        return mode  # type: ignore[return-value]
+
+    @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: Mode) -> None:
+        self.set_mode(mode)
+
+    def set_mode(self, mode: Mode) -> None:
+        """Switch auto/review/off at run time. ``off``: no request is made from now on (a
+        request in flight finishes); jobs stay spooled. Back on: the worker runs them."""
+        self._mode = self._valid_mode(mode)
+        self.signal(wake=True)
+
+    @property
+    def is_worker(self) -> bool:
+        """True while this manager holds the workspace's worker lock (it runs the jobs)."""
+        return self.worker.elected
+
+    @property
+    def worker_lock_path(self) -> Path:
+        return self.worker.lock_path
+
+    def _source(self, job: Job) -> str:
+        return job.session or self.session or FALLBACK_SOURCE
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event (on the manager's loop once started). Returns an unsubscribe."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def emit(self, event: MemoryEvent) -> None:
+        for cb in list(self._subscribers):
+            try:
+                cb(event)
+            except Exception:
+                log.exception("memory event subscriber %r failed on %s", cb, type(event).__name__)
+        self.signal()
+
+    def _in_loop(self) -> bool:
+        return self._loop is not None and threading.get_ident() == self._loop_thread
+
+    def signal(self, wake: bool = False) -> None:
+        """Wake the worker and/or the waiters; safe from any thread."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        if self._in_loop():
+            self._signal_in_loop(wake)
+        else:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._signal_in_loop, wake)
+
+    def _signal_in_loop(self, wake: bool) -> None:
+        if wake and self._wake is not None:
+            self._wake.set()
+        if self._changed is not None:
+            # Every waiter holds the event it saw: setting it and starting a fresh one is a broadcast.
+            self._changed.set()
+            self._changed = asyncio.Event()
+
+    # -- submit ----------------------------------------------------------------------------------
+
+    async def submit(self, turn: Turn) -> Job | None:
+        """Spool ``turn`` durably (in a thread) and return; the worker does the rest.
+
+        Never calls the model. Returns None (and spools nothing) with memory mode ``off`` or
+        for a turn without any text.
+        """
+        if self._mode == "off":
+            return None
+        if not any(m.text.strip() for m in turn.messages):
+            return None
+        session = turn.session or self.session
+        if session != turn.session:
+            turn = turn.model_copy(update={"session": session})
+        job = make_job(self.workspace, [turn], session=session, mode=self._mode)
+
+        def spool_it() -> None:
+            self.spool.submit(job)
+            self.touch(job.id, job)
+
+        await self.in_thread(spool_it)
+        self.emit(JobQueued(job_id=job.id, workspace=job.workspace))
+        self.signal(wake=True)
+        return job
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Recover interrupted transactions (in a thread), then run the loop: the worker's when
+        elected, else a watcher of what other processes do."""
+        if self._started:
+            return
+        self._started = True
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._wake = asyncio.Event()
+        self._changed = asyncio.Event()
+        try:
+            for line in await asyncio.to_thread(self.stores.recover):
+                log.info("memory recovery: %s", line)
+        except Exception:
+            log.exception("memory recovery failed; the worker will retry through each transaction")
+        if self._mode != "off" and self.completion is not None:
+            await asyncio.to_thread(self.worker.try_elect)  # a caller may rely on is_worker at once
+        self._task = asyncio.create_task(self.worker.main(), name=f"memory-worker {self.workspace}")
+
+    async def close(self, timeout: float | None = 5.0) -> None:
+        """Drain this workspace's runnable jobs for up to ``timeout`` seconds, then stop.
+
+        A job cut off mid-request stays spooled as it was (queued, or with its raw answer
+        kept) and the next process on this workspace runs it exactly once.
+        """
+        if self._closed:
+            return
+        self.closing = True
+        self.signal(wake=True)
+        task = self._task
+        # A worker an earlier, abandoned close already cancelled has nothing left to drain
+        # (awaiting it would raise its CancelledError here, as if this close were cancelled).
+        if task is not None and not task.cancelled():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), timeout)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            except Exception:
+                log.exception("memory worker ended with an error")
+        if self._threads:
+            # A transaction cannot be interrupted halfway: let the one in flight finish.
+            await asyncio.wait(set(self._threads), timeout=60.0)
+        await asyncio.to_thread(self.worker.release)
+        self._closed = True
+        self.signal()
+
+    # -- services for the worker and the pipeline ---------------------------------------------------
+
+    async def in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Blocking file work off the loop; shielded so a cancel never abandons it halfway."""
+        fut = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+        self._threads.add(fut)
+        fut.add_done_callback(self._threads.discard)
+        return await asyncio.shield(fut)
+
+    async def save(self, job: Job) -> None:
+        def save_it() -> None:
+            self.spool.save(job)
+            self.touch(job.id, job)
+
+        await self.in_thread(save_it)
+
+    def clear_wake(self) -> None:
+        if self._wake is not None:
+            self._wake.clear()
+
+    async def idle(self) -> bool:
+        """Wait for a wake-up or one poll interval. True when woken."""
+        assert self._wake is not None
+        if self._wake.is_set():
+            return True
+        try:
+            await asyncio.wait_for(self._wake.wait(), self._poll)
+        except TimeoutError:
+            return False
+        return True
+
+    def skip(self, job_id: str, seconds: float) -> None:
+        if self._loop is not None:
+            self._skip[job_id] = self._loop.time() + seconds
+
+    def skipped(self) -> set[str]:
+        now = self._loop.time() if self._loop is not None else 0.0
+        return {k for k, until in list(self._skip.items()) if until > now}
+
+    # -- watching the spool (every tick) ----------------------------------------------------------
+
+    def touch(self, job_id: str, job: Job | None) -> None:
+        """Record this manager's own change of a job (None: it is gone) so it is not echoed."""
+        self.watch.touch(job_id, job)
+
+    async def tick(self) -> list[SpoolEntry]:
+        """List the spool (cached: only changed files are parsed), turn other processes' changes
+        into events, and return this workspace's live entries."""
+        gen0 = self.watch.gen
+        entries, mine = await self.in_thread(self.watch.scan)
+        events, gone = self.watch.observe(entries, mine, gen0)
+        if gone:
+            events += await self.in_thread(self.watch.report_gone, gone)
+        for event in events:
+            self.emit(event)
+        return mine
+
+    # -- waiting ---------------------------------------------------------------------------------
+
+    def _outcome(self, job_id: str, successors: dict[str, str], history: list[list[HistoryEntry]]) -> JobOutcome:
+        """Where a job is, following the jobs that took it over."""
+        cur, seen = job_id, {job_id}
+        while True:
+            nxt = successors.get(cur) or self.watch.taken_over.get(cur)
+            if nxt is None or nxt in seen:
+                break
+            seen.add(nxt)
+            cur = nxt
+        by = cur if cur != job_id else None
+        if by is not None:
+            self.watch.taken_over[job_id] = by
+        if self.worker.active & {job_id, cur}:
+            return JobOutcome(job_id=job_id, status="pending", taken_over_by=by)
+        try:
+            job = self.spool.peek(cur)
+        except JobNotFound:
+            if by is None:
+                # Gone before this process saw who took it over: the history's label says.
+                if not history:
+                    history.append(self.watch.recent_history())  # read once per look, only when needed
+                by = self.watch.entry_for(history[0], job_id)[1]
+                if by is not None:
+                    self.watch.taken_over[job_id] = by
+            return JobOutcome(job_id=job_id, status="done", taken_over_by=by)
+        except SpoolError as e:
+            return JobOutcome(job_id=job_id, status="failed", reason=str(e), taken_over_by=by)
+        if job.state == "queued":
+            return JobOutcome(job_id=job_id, status="pending", taken_over_by=by)
+        return JobOutcome(job_id=job_id, status=job.state, reason=job.error or "", taken_over_by=by)
+
+    def _outcomes(self, job_ids: Sequence[str]) -> dict[str, JobOutcome]:
+        successors = self.spool.successors()
+        history: list[list[HistoryEntry]] = []
+        return {job_id: self._outcome(job_id, successors, history) for job_id in job_ids}
+
+    async def _wait_change(self, timeout: float) -> None:
+        if timeout <= 0:
+            return
+        if self._changed is None or not self._in_loop():
+            await asyncio.sleep(min(timeout, self._poll))
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), min(timeout, self._poll))
+
+    async def wait_for(self, job_id: str, timeout: float | None) -> JobOutcome:
+        """Wait until the job is done, held or failed (also when another process runs it, or
+        when its turns went into another job: ``taken_over_by`` names it). Truthy when finished."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            outcome = (await asyncio.to_thread(self._outcomes, [job_id]))[job_id]
+            if outcome.finished:
+                return outcome
+            remaining = self._poll if deadline is None else deadline - loop.time()
+            if remaining <= 0:
+                return outcome
+            await self._wait_change(remaining)
+
+    async def flush(self, timeout: float | None = None, include_failed: bool = True) -> FlushResult:
+        """Run this workspace's spooled jobs now (failed ones again too); held jobs are left alone.
+
+        Starts this manager if needed. A damaged job file is named in ``failed`` and never
+        holds the others back. When another process is the worker, the failed jobs are
+        re-queued for it and this waits for it to run them.
+        """
+        result = FlushResult()
+        if not self._started:
+            await self.start()
+        entries = await asyncio.to_thread(self.spool.list, self.workspace, include_orphans=False)
+        targets: list[str] = []
+        for e in entries:
+            if e.job is None:
+                problem = e.problem or f"job {e.id}: unreadable job file"
+                result.failed[e.id] = f"{problem} (memory doctor --fix moves it aside)"
+            elif e.job.state == "held":
+                result.held.append(e.id)
+            elif e.job.state == "failed" and not include_failed:
+                result.failed[e.id] = e.job.error or "failed"
+            else:
+                if e.job.state == "failed":
+                    await asyncio.to_thread(self._requeue, e.id)
+                targets.append(e.id)
+        if not targets:
+            return result
+        if self._mode == "off" or self.completion is None:
+            result.unfinished += targets
+            return result
+        self.signal(wake=True)
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            outcomes = await asyncio.to_thread(self._outcomes, targets)
+            if all(o.finished for o in outcomes.values()):
+                break
+            remaining = self._poll if deadline is None else deadline - loop.time()
+            if remaining <= 0:
+                break
+            await self._wait_change(remaining)
+        for job_id, o in outcomes.items():
+            if o.status == "done":
+                result.done.append(job_id)
+            elif o.status == "held":
+                result.held.append(job_id)
+            elif o.status == "failed":
+                result.failed[job_id] = o.reason or "failed"
+            else:
+                result.unfinished.append(job_id)
+        return result
+
+    def _requeue(self, job_id: str) -> bool:
+        try:
+            job = self.spool.load(job_id)
+        except SpoolError:
+            return False
+        if job.state != "failed":
+            return False
+        requeue(job)
+        self.spool.save(job)
+        self.touch(job.id, job)
+        self.pipeline.reset_budget(job_id)
+        self._skip.pop(job_id, None)
+        return True
+
+    # -- listing -----------------------------------------------------------------------------------
+
+    def entries(self, all_workspaces: bool = False) -> list[SpoolEntry]:
+        """Spool entries for listings: this workspace's (or all, orphans and unreadable files included)."""
+        return self.spool.list(None if all_workspaces else self.workspace, include_orphans=all_workspaces)
+
+    def pending(self, all_workspaces: bool = False) -> list[Job]:
+        """Spooled jobs (queued, failed, held), oldest first."""
+        return [e.job for e in self.entries(all_workspaces) if e.job is not None]
+
+    async def jobs(self, all_workspaces: bool = False) -> list[JobView]:
+        """This workspace's spooled jobs (``all_workspaces``: every workspace's, orphans included)
+        as frozen views, oldest first: state, reason, attempts, next try, held ops, excerpt."""
+        return await asyncio.to_thread(self._views, all_workspaces)
+
+    def _views(self, all_workspaces: bool) -> list[JobView]:
+        entries = self.entries(all_workspaces)
+        # A phase written by a worker that died is stale: only a live worker's phase is shown.
+        alive = self.worker.someone_works()
+        out: list[JobView] = []
+        for e in entries:
+            job = e.job
+            if job is None:
+                out.append(JobView(id=e.id, state="damaged", workspace=e.workspace, reason=e.problem))
+                continue
+            state: JobViewState
+            if e.orphaned:
+                state = "orphaned"
+            elif job.state in ("failed", "held"):
+                state = job.state
+            else:
+                state = job.phase if (alive and job.phase) else "queued"
+            retry = job.retry if state == "retrying" else None
+            out.append(
+                JobView(
+                    id=job.id,
+                    state=state,
+                    workspace=job.workspace,
+                    mode=job.mode,
+                    excerpt=job.excerpt(),
+                    turns=len(job.turns),
+                    created=job.created,
+                    updated=job.updated or job.created,
+                    attempts=job.attempts,
+                    attempt=retry.next_attempt if retry else 0,
+                    max_attempts=retry.max_attempts if retry else self.pipeline.max_attempts,
+                    reason=job.error if state in ("failed", "retrying") else None,
+                    next_try_at=job.retry.next_try_at if state == "retrying" and job.retry else None,
+                    held_ops=tuple(HeldOpView(index=h.index, op=h.op) for h in job.held_ops),
+                    rejected=tuple(job.rejected),
+                    merged_from=tuple(job.merged_from),
+                    split_from=job.split_from,
+                )
+            )
+        return out
+
+    async def turn_text(self, job_id: str) -> str:
+        """The job's turns as text (redacted), for a person to read before dismissing it."""
+
+        def run() -> str:
+            try:
+                job = self.spool.peek(self.spool.resolve(job_id))
+            except SpoolError as e:
+                raise ReviewError(str(e)) from None
+            return turn_text(job.turns)
+
+        return await asyncio.to_thread(run)
+
+    # -- review and the pending screen's actions -------------------------------------------------
+
+    def _review(self) -> Review:
+        return Review(self.stores, self.spool, self.workspace, self.session or FALLBACK_SOURCE)
+
+    async def approve(self, job_id: str, op_indexes: Sequence[int] | None = None) -> BatchResult:
+        """Write exactly the approved held ops (all when ``op_indexes`` is None). Never calls a model.
+
+        Each op is validated again and checked against the note hashes the model saw (a note
+        changed since is a conflict). The ops not approved stay held in a new job. The result's
+        rejections are those of the approved ops only.
+        """
+
+        def run() -> tuple[Any, str | None]:
+            done = self._review().approve(job_id, op_indexes)
+            self.touch(done.job_id, None)
+            if done.child is not None:
+                self.touch(done.child.id, done.child)
+            return done, merged_index(self.stores) if done.result.applied else None
+
+        done, index = await asyncio.to_thread(run)
+        emit_result(self.emit, done.job_id, done.result, index, created=done.created)
+        if done.child is not None:
+            self.emit(
+                JobHeld(job_id=done.child.id, ops=tuple(HeldOpView(index=h.index, op=h.op) for h in done.child.held_ops))
+            )
+        return done.result
+
+    async def reject(self, job_id: str, op_indexes: Sequence[int] | None = None) -> Job | None:
+        """Drop held ops (all when None) without writing them. Returns the job still held, if any."""
+
+        def run() -> Any:
+            done = self._review().reject(job_id, op_indexes)
+            self.touch(done.job_id, done.remaining)
+            return done
+
+        done = await asyncio.to_thread(run)
+        if done.remaining is not None:
+            ops = tuple(HeldOpView(index=h.index, op=h.op) for h in done.remaining.held_ops)
+            self.emit(JobHeld(job_id=done.job_id, ops=ops))
+            return done.remaining
+        if done.result is not None:
+            emit_result(self.emit, done.job_id, done.result, None, created=done.created)
+        return None
+
+    async def retry(self, job_id: str) -> Job:
+        """Run a failed job again now, with a fresh retry budget (the pending screen's ``t``)."""
+
+        def run() -> Job:
+            job = self._review().retry(job_id)
+            self.touch(job.id, job)
+            return job
+
+        job = await asyncio.to_thread(run)
+        self.pipeline.reset_budget(job.id)
+        self._skip.pop(job.id, None)
+        self.emit(JobQueued(job_id=job.id, workspace=job.workspace))
+        self.signal(wake=True)
+        return job
+
+    async def dismiss(self, job_id: str) -> None:
+        """Remove a failed or orphaned job for good; the history records it (the pending screen's ``x``)."""
+
+        def run() -> str:
+            job_ref = self.spool.resolve(job_id)
+            self._review().dismiss(job_ref)
+            self.touch(job_ref, None)
+            return job_ref
+
+        try:
+            gone = await asyncio.to_thread(run)
+        except SpoolError as e:
+            raise ReviewError(str(e)) from None
+        self.emit(JobDismissed(job_id=gone))
+
+
+__all__ = [
+    "REASK_NOTE",
+    "FlushResult",
+    "JobOutcome",
+    "JobView",
+    "Manager",
+    "ReviewError",
+    "revalidate",
+]

@@ -1,0 +1,128 @@
+"""Note files: YAML front matter written with a YAML library, and a tolerant reader."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from typing import Any
+
+import yaml
+
+from memory.model import NoteMeta, NoteType
+from memory.text.sanitize import quote
+
+_FIELDS = ("title", "summary", "type", "created", "updated", "source")
+
+# libyaml's loader when PyYAML was built with it: the pure-Python scanner was nearly all of
+# the time of a cold ``memory list`` over a large store. Same safe subset of YAML either way.
+YAML_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class FrontMatterError(ValueError):
+    pass
+
+
+# The front matter ``dump_note`` writes is one ``key: value`` line per field, each value a
+# plain or single-quoted one-line string. Such a head is read here without the YAML library's
+# Python constructor (most of the time of reading a large store); anything else — other keys,
+# comments, flow or block collections, multi-line or double-quoted scalars, tags, anchors, a
+# plain value YAML would read as a number, date, bool or null — returns None and goes to YAML.
+_LINE_RE = re.compile(r"(title|summary|type|created|updated|source): (.+)")
+_PLAIN_FIRST_BAD = frozenset("-?:,[]{}#&*!|>'\"%@` ")
+_STR_TAG = "tag:yaml.org,2002:str"
+_RESOLVER = yaml.resolver.Resolver()
+
+
+def _simple_head(head: str) -> dict[str, Any] | None:
+    """``head`` read as YAML would read it, when it is made only of simple lines; else None."""
+    if "\r" in head or not head.endswith("\n"):
+        return None
+    out: dict[str, Any] = {}
+    for line in head[:-1].split("\n"):
+        m = _LINE_RE.fullmatch(line)
+        if m is None:
+            return None
+        value = m.group(2)
+        if not value.isprintable():
+            return None
+        if value[0] == "'":
+            inner = value[1:-1]
+            if len(value) < 2 or value[-1] != "'" or "'" in inner.replace("''", ""):
+                return None
+            out[m.group(1)] = inner.replace("''", "'")
+            continue
+        if (
+            value[0] in _PLAIN_FIRST_BAD
+            or value.endswith((" ", ":"))
+            or ": " in value
+            or " #" in value
+            or _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) != _STR_TAG
+        ):
+            return None
+        out[m.group(1)] = value
+    return out
+
+
+def dump_note(meta: NoteMeta, body: str) -> bytes:
+    data = {k: getattr(meta, k) for k in _FIELDS}
+    data["type"] = str(meta.type)
+    head = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10_000, default_flow_style=False)
+    if body and not body.endswith("\n"):
+        body += "\n"
+    return f"---\n{head}---\n{body}".encode()
+
+
+def _as_text(v: Any) -> str:
+    if isinstance(v, _dt.datetime):
+        v = v if v.tzinfo else v.replace(tzinfo=_dt.UTC)
+        return v.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(v, _dt.date):
+        return v.isoformat()
+    return "" if v is None else str(v)
+
+
+def split_note(text: str) -> tuple[dict[str, Any], str]:
+    """Return (front matter mapping, body). Raises FrontMatterError with a one-line reason."""
+    if not text.startswith("---\n") and not text.startswith("---\r\n"):
+        raise FrontMatterError("no front matter (the file must start with a '---' line)")
+    lines = text.splitlines(keepends=True)
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n") == "---":
+            head = "".join(lines[1:i])
+            body = "".join(lines[i + 1 :])
+            break
+    else:
+        raise FrontMatterError("front matter is not closed by a '---' line")
+    simple = _simple_head(head) if head else None
+    if simple is not None:
+        return simple, body
+    try:
+        data = yaml.load(head, Loader=YAML_LOADER) if head.strip() else {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        raise FrontMatterError(f"front matter is not valid YAML{where}") from None
+    if not isinstance(data, dict):
+        raise FrontMatterError("front matter is not a mapping")
+    return data, body
+
+
+def parse_meta(data: dict[str, Any], *, fallback_type: NoteType | None = None) -> NoteMeta:
+    title = _as_text(data.get("title")).strip()
+    if not title:
+        raise FrontMatterError("front matter has no title")
+    raw_type = _as_text(data.get("type")).strip()
+    try:
+        note_type = NoteType(raw_type)
+    except ValueError:
+        if fallback_type is None:
+            raise FrontMatterError(f"unknown type {quote(raw_type)}") from None
+        note_type = fallback_type
+    return NoteMeta(
+        title=title,
+        summary=_as_text(data.get("summary")),
+        type=note_type,
+        created=_as_text(data.get("created")),
+        updated=_as_text(data.get("updated")),
+        source=_as_text(data.get("source")) or "manual",
+    )

@@ -1,0 +1,96 @@
+"""History of applied batches, ``undo``, and the trash (DESIGN.md §7).
+
+Each commit writes one entry under ``$PSEUDOCLAUDE_HOME/history/<workspace key>/``; deleted
+notes go to their store's ``.trash/`` (named ``<txid>-<filename>``). Undo plans the reverse of
+the last batch still applied and commits it through the same transaction; the functions here
+run with the stores' lock held by the caller (``MemoryStores``).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from typing import TYPE_CHECKING
+
+from memory.model import Action, AppliedOp, BatchResult, HistoryEntry, rfc3339
+from memory.store.transaction import Plan, commit
+from memory.text.sanitize import quote
+
+if TYPE_CHECKING:
+    from memory.store.stores import MemoryStores
+
+log = logging.getLogger(__name__)
+
+
+class UndoError(Exception):
+    """Why ``undo`` refused, in one line."""
+
+
+def read_history(stores: MemoryStores) -> list[HistoryEntry]:
+    """This workspace's batches, oldest first (unreadable entries are skipped)."""
+    hdir = stores.paths.history_dir
+    try:
+        names = [n for n in stores.fs.listdir(hdir) if n.endswith(".json") and not n.startswith(".")]
+    except FileNotFoundError:
+        return []
+    out = []
+    for name in sorted(names):
+        try:
+            out.append(HistoryEntry.model_validate_json(stores.fs.read_bytes(hdir / name)))
+        except (ValueError, OSError):
+            log.warning("unreadable history entry %s", name)
+    return out
+
+
+def undo_locked(stores: MemoryStores) -> BatchResult:
+    """Revert the last applied batch of this workspace, refusing if a note changed since."""
+    candidates = [e for e in read_history(stores) if e.kind == "batch" and e.changes and not e.undone_by]
+    if not candidates:
+        raise UndoError("nothing to undo: no applied batch in this workspace's history")
+    target = candidates[-1]
+    plan = Plan(stores.stores)
+    for ch in target.changes:
+        if ch.level not in plan.writes:
+            raise UndoError(f"this workspace has no {ch.level} level now; not undoing")
+        store = stores.store(ch.level)
+        problem = store.folder_problem()
+        if problem is not None:
+            raise UndoError(problem)
+        current = plan.disk[ch.level].get(ch.filename)
+        present = stores.fs.exists(store.dir / ch.filename)
+        if ch.after_sha is None:
+            if present:
+                raise UndoError(f"{ch.level} note {quote(ch.filename)} was recreated since; not undoing")
+        else:
+            if current is None or current.sha256 != ch.after_sha:
+                raise UndoError(f"{ch.level} note {quote(ch.filename)} changed since that batch; not undoing")
+            if ch.before_b64 is None and store.trash_problem() is not None:
+                raise UndoError(f"{store.trash_problem()} (`pseudoclaude memory doctor --fix` repairs it)")
+        plan.writes[ch.level][ch.filename] = None if ch.before_b64 is None else base64.b64decode(ch.before_b64)
+    result = BatchResult(
+        applied=[
+            AppliedOp(
+                index=i,
+                action=Action.UPDATE
+                if ch.before_b64 and ch.after_sha
+                else (Action.DELETE if ch.before_b64 is None else Action.CREATE),
+                level=ch.level,
+                filename=ch.filename,
+            )
+            for i, ch in enumerate(target.changes)
+        ]
+    )
+    entry = HistoryEntry(
+        txid="",
+        time=rfc3339(stores.clock()),
+        workspace=str(stores.paths.workspace),
+        kind="undo",
+        label=f"undo of {target.txid}",
+        source="manual",
+        applied=result.applied,
+        undo_of=target.txid,
+    )
+    # The original entry is rewritten (marked undone) in the same commit, so undo twice
+    # never reverts the same batch twice.
+    result.txid, _refused = commit(stores, plan, entry, (), undone=target)
+    return result

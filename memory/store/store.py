@@ -1,0 +1,412 @@
+"""One store folder: its notes and its ``MEMORY.md`` (the seed's ``Store``), read side.
+
+Writes never happen here directly: the transaction plans them with the helpers below and
+applies them through the filesystem layer, so both stores change together or not at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from memory.model import (
+    INDEX_FILE,
+    MAX_CONTENT_BYTES,
+    MAX_SUMMARY,
+    MAX_TITLE,
+    Level,
+    Note,
+    NoteMeta,
+    NoteType,
+)
+from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
+from memory.store.fs import FS, STAGE_PREFIX, TEMP_PREFIX, UnsafePathError
+from memory.store.index import format_index_line
+from memory.text import sanitize as _sanitize
+from memory.text.sanitize import check_filename, quote, sanitize_summary, sanitize_title
+
+# A hand-written note can be larger than a model's (16 KiB), but a store is no place for
+# megabytes: past this a file is listed as broken rather than read into memory.
+MAX_NOTE_FILE_BYTES = 1024 * 1024 + MAX_CONTENT_BYTES
+
+GITIGNORE = b"# Written by PseudoClaude: deleted notes and temporary files stay out of git.\n.trash/\n.pc-*\n"
+TRASH_DIR = ".trash"
+
+
+class StoreError(Exception):
+    """A one-line reason why a store (or a note in it) cannot be used."""
+
+
+# Parsed notes by (folder, filename), valid while the file's (inode, size, mtime_ns) are
+# unchanged. Shared by every Store object of this process, so a warm process applies a batch
+# (and rebuilds the index after it) without re-parsing unchanged notes. Notes are frozen, so
+# handing the same object to several readers is safe.
+_CACHE: dict[tuple[str, str], tuple[tuple[int, int, int], Note]] = {}
+_CACHE_MAX = 100_000
+# Index lines by (folder, filename), valid while the file's stat key is unchanged.
+_LINES: dict[tuple[str, str], tuple[tuple[int, ...], str | None, str]] = {}
+
+
+# check_filename's verdict on names already listed: a warm process lists the same folder at
+# every batch, and the check is lexical (a name's verdict never changes).
+_NAME_OK: dict[str, bool] = {}
+
+
+def _safe_name(name: str) -> bool:
+    ok = _NAME_OK.get(name)
+    if ok is None:
+        ok = check_filename(name) is None
+        if len(_NAME_OK) >= _CACHE_MAX:
+            _NAME_OK.clear()
+        _NAME_OK[name] = ok
+    return ok
+
+
+def filename_problem(name: str) -> str | None:
+    """``check_filename``'s reason with the name quoted only redacted and shortened (a reason
+    reaches stderr, the history and the job)."""
+    reason = check_filename(name)
+    if reason is None or not isinstance(name, str):
+        return reason
+    return reason.replace(repr(name), quote(name))
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _fallback_type(filename: str) -> NoteType:
+    for t in NoteType:
+        if filename.startswith(f"{t}_"):
+            return t
+    return NoteType.PROJECT_KNOWLEDGE
+
+
+def parse_note(level: Level, filename: str, data: bytes) -> Note:
+    """Parse a note file; a broken one still yields a Note (flagged) so nothing is lost from view."""
+    digest = sha256(data)
+    broken: str | None = None
+    unparsed = False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", "replace")
+        broken = "not valid UTF-8"
+        unparsed = True
+    fallback = _fallback_type(filename)
+    try:
+        fm, body = split_note(text)
+        meta = parse_meta(fm, fallback_type=fallback)
+        raw_type = fm.get("type")
+        if str(raw_type if raw_type is not None else "").strip() not in _TYPE_VALUES:
+            # Listed under a fallback type, but said: a silent replacement would hide the typo.
+            what = "no type" if raw_type is None else f"unknown type {quote(raw_type)}"
+            broken = broken or f"{what} in the front matter (listed as {fallback})"
+    except FrontMatterError as e:
+        broken = broken or str(e)
+        unparsed = True
+        body = text
+        meta = NoteMeta(title=filename.removesuffix(".md"), type=fallback, created="", updated="")
+    # Hand edits are not trusted to keep the index one line per note.
+    title = meta.title if _is_sanitized(meta.title, MAX_TITLE) else sanitize_title(meta.title)
+    summary = meta.summary if _is_sanitized(meta.summary, MAX_SUMMARY) else sanitize_summary(meta.summary)
+    if title != meta.title or summary != meta.summary or not title:
+        meta = meta.model_copy(
+            update={"title": title or sanitize_title(filename.removesuffix(".md")) or filename, "summary": summary}
+        )
+    return Note(level=level, filename=filename, meta=meta, body=body, sha256=digest, broken=broken, unparsed=unparsed)
+
+
+def _is_sanitized(text: str, max_chars: int) -> bool:
+    """True when ``sanitize_line(text, max_chars)`` would return ``text`` unchanged, decided
+    without its per-character loop (most of the time of reading a large store).
+
+    A printable string holds no escape sequence, control, format, surrogate or line/paragraph
+    separator character, and no whitespace but the space (str.isprintable is False for every
+    Cc, Cf, Cs, Zs but U+0020, Zl and Zp character); then sanitizing only collapses double
+    spaces, strips leading ``#``/spaces and trailing spaces, and cuts at ``max_chars``. Anything
+    else takes the full sanitizer.
+    """
+    return (
+        _PRINTABLE_IS_SAFE
+        and len(text) <= max_chars
+        and text.isprintable()
+        and "  " not in text
+        and not text.startswith(("#", " "))
+        and not text.endswith(" ")
+    )
+
+
+_TYPE_VALUES = frozenset(t.value for t in NoteType)
+# The bidi and zero-width characters sanitize removes by name are all non-printable (category
+# Cf); were one ever printable, ``_is_sanitized`` would always say no and the full path runs.
+_PRINTABLE_IS_SAFE = not any(c.isprintable() for c in _sanitize._BIDI | _sanitize._ZERO_WIDTH)
+
+
+class Store:
+    def __init__(
+        self, level: Level, folder: Path, fs: FS, *, guard: Path | None = None, unavailable: str | None = None
+    ) -> None:
+        self.level = level
+        self.dir = Path(folder)
+        self.fs = fs
+        # Folders between ``guard`` and the store that must not be symlinks either (a cloned
+        # repository could point ``.PseudoClaude`` anywhere).
+        self._guard = guard
+        # Why this level does not exist at all in the workspace (its folder is the other
+        # store's): every read and write of it is refused with this reason.
+        self.unavailable = unavailable
+
+    def __repr__(self) -> str:
+        return f"Store({self.level}, {self.dir})"
+
+    # -- folder checks -------------------------------------------------------------------------
+
+    def folder_problem(self) -> str | None:
+        """A reason the folder must not be read or written, or None (a missing folder is fine)."""
+        if self.unavailable is not None:
+            return self.unavailable
+        chain = [self.dir]
+        if self._guard is not None:
+            cur = self.dir.parent
+            while cur != self._guard and self._guard in cur.parents:
+                chain.append(cur)
+                cur = cur.parent
+        for p in chain:
+            try:
+                st = self.fs.lstat(p)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                return f"{self.level} store folder {p} is a symlink; refusing to use it"
+            if not stat.S_ISDIR(st.st_mode):
+                return f"{self.level} store path {p} is not a folder"
+        return None
+
+    def trash_problem(self) -> str | None:
+        """Why deleted notes cannot be moved to ``.trash/`` (a committed symlink, a file), or None."""
+        try:
+            st = self.fs.lstat(self.dir / TRASH_DIR)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            return f"{self.level} store: {TRASH_DIR} is a symlink; refusing to move notes through it"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{self.level} store: {TRASH_DIR} is not a folder"
+        return None
+
+    def exists(self) -> bool:
+        return self.folder_problem() is None and self.fs.exists(self.dir)
+
+    # -- listing and reading ---------------------------------------------------------------------
+
+    def entries(self) -> list[str]:
+        """Every name in the folder (for doctor and unique-name checks); [] if absent or unsafe."""
+        if self.folder_problem() is not None:
+            return []
+        try:
+            return self.fs.listdir(self.dir)
+        except FileNotFoundError:
+            return []
+
+    def note_names(self) -> list[str]:
+        """Names of the notes: ``*.md`` regular files with safe names, sorted."""
+        return [name for name, _ in self._note_stats(self.entries())]
+
+    def _note_stats(self, entries: list[str]) -> list[tuple[str, os.stat_result]]:
+        """The notes among ``entries`` with each file's ``lstat``, taken once (``notes`` reuses it)."""
+        out = []
+        # A str path, not a Path: FS passes it to os.lstat as is, and joining ten thousand
+        # Paths was a tenth of the time of listing a large store.
+        base = str(self.dir)
+        for name in entries:
+            if name == INDEX_FILE or not name.endswith(".md") or not _safe_name(name):
+                continue
+            try:
+                st = self.fs.lstat(f"{base}/{name}")  # type: ignore[arg-type]
+            except FileNotFoundError:
+                continue
+            if self._stat_problem(name, st) is None:
+                out.append((name, st))
+        return out
+
+    def regular_file_problem(self, filename: str) -> str | None:
+        """Why ``filename`` cannot be read or targeted (not there, symlink, hard-linked), or None."""
+        try:
+            st = self.fs.lstat(self.dir / filename)
+        except FileNotFoundError:
+            return f"no note named {quote(filename)} in the {self.level} store"
+        return self._stat_problem(filename, st)
+
+    def _stat_problem(self, filename: str, st: os.stat_result) -> str | None:
+        if stat.S_ISREG(st.st_mode) and st.st_nlink <= 1 and st.st_size <= MAX_NOTE_FILE_BYTES:
+            return None  # the common case, in one test
+        if stat.S_ISLNK(st.st_mode):
+            return f"{quote(filename)} is a symlink; refusing to follow it"
+        if not stat.S_ISREG(st.st_mode):
+            return f"{quote(filename)} is not a regular file"
+        if st.st_nlink > 1:
+            return f"{quote(filename)} has {st.st_nlink} hard links; refusing to touch it"
+        if st.st_size > MAX_NOTE_FILE_BYTES:
+            return f"{quote(filename)} is larger than {MAX_NOTE_FILE_BYTES} bytes"
+        return None
+
+    def target_problem(self, filename: str) -> str | None:
+        """Full check of a name an operation targets (DESIGN.md §5)."""
+        reason = filename_problem(filename)
+        if reason is not None:
+            return reason
+        if filename == INDEX_FILE:
+            return f"{INDEX_FILE} is not a note"
+        return self.folder_problem() or self.regular_file_problem(filename)
+
+    def read_note(self, filename: str) -> Note:
+        reason = self.target_problem(filename)
+        if reason is not None:
+            raise StoreError(reason)
+        return self._load(filename)
+
+    def _load(self, filename: str, st: os.stat_result | None = None) -> Note:
+        """A note whose name and folder were checked: from the cache while its file is unchanged.
+        ``st``: the file's ``lstat`` when the caller just took it."""
+        if st is None:
+            try:
+                st = self.fs.lstat(self.dir / filename)
+            except FileNotFoundError:
+                raise StoreError(f"no note named {quote(filename)} in the {self.level} store") from None
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        ck = (str(self.dir), filename)
+        hit = _CACHE.get(ck)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        path = self.dir / filename
+        try:
+            data = self.fs.read_bytes(path)
+        except UnsafePathError as e:
+            raise StoreError(f"{quote(filename)}: {e.strerror}") from None
+        except FileNotFoundError:
+            raise StoreError(f"no note named {quote(filename)} in the {self.level} store") from None
+        note = parse_note(self.level, filename, data)
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[ck] = (key, note)
+        return note
+
+    def notes(self) -> list[Note]:
+        return self.listing()[0]
+
+    def listing(self) -> tuple[list[Note], list[str]]:
+        """``notes()`` and ``entries()`` from one listing of the folder."""
+        # _note_stats() checked each name and file; the folder is checked once, not per note.
+        if self.folder_problem() is not None:
+            return [], []
+        entries = self.entries()
+        out = []
+        for name, st in self._note_stats(entries):
+            try:
+                out.append(self._load(name, st))
+            except (StoreError, FileNotFoundError):
+                continue
+        return out, entries
+
+    def index_entries(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """The index lines of this store's cards, sorted by filename, built from the card files
+        themselves (front matter through the parse cache), and the cards left out with a
+        one-line reason each.
+
+        ``MEMORY.md`` plays no part: it is derived, and a committed or hand-edited one (forged
+        lines, an old copy, conflict markers) must never decide what a prompt gets. A card is
+        left out when it cannot be read safely (symlink, hard links, too large, unsafe name) or
+        its front matter does not parse (not UTF-8, bad YAML): the model would get
+        a guess, so it gets nothing and the person is told why.
+        """
+        if self.folder_problem() is not None:
+            return [], []
+        lines: list[str] = []
+        left_out: list[tuple[str, str]] = []
+        base = str(self.dir)
+        lstat = self.fs.lstat
+        for name in sorted(self.entries()):
+            if name == INDEX_FILE or not name.endswith(".md") or name.startswith("."):
+                continue  # the index itself, and our temporary and hidden files
+            if not _safe_name(name):
+                left_out.append((quote(name), filename_problem(name) or "unsafe filename"))
+                continue
+            try:
+                st = lstat(f"{base}/{name}")  # type: ignore[arg-type]
+            except FileNotFoundError:
+                continue
+            # A card's line while its file is unchanged: a warm 10,000-card index is a listing
+            # and a stat per card, not a parse or a format.
+            key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_nlink)
+            hit = _LINES.get((base, name))
+            if hit is None or hit[0] != key:
+                hit = (key, *self._index_entry(name, st))
+                if len(_LINES) >= _CACHE_MAX:
+                    _LINES.clear()
+                _LINES[(base, name)] = hit
+            if hit[1] is not None:
+                lines.append(hit[1])
+            else:
+                left_out.append((name, hit[2]))
+        return lines, left_out
+
+    def _index_entry(self, name: str, st: os.stat_result) -> tuple[str | None, str]:
+        """A card's index line, or None and why a prompt leaves it out."""
+        problem = self._stat_problem(name, st)
+        if problem is not None:
+            return None, problem
+        try:
+            note = self._load(name, st)
+        except (StoreError, FileNotFoundError) as e:
+            return None, str(e) or "unreadable"
+        if note.unparsed:
+            return None, note.broken or "does not parse"
+        return format_index_line(note.meta.type, note.meta.title or name, note.meta.summary, name), ""
+
+    def index_file_problem(self) -> str | None:
+        """Why ``MEMORY.md`` cannot be read (symlink, FIFO, folder), or None (absent is fine)."""
+        try:
+            st = self.fs.lstat(self.dir / INDEX_FILE)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            return f"{self.level} store: {INDEX_FILE} is {kind}"
+        return None
+
+    def read_index_file(self) -> str:
+        """``MEMORY.md`` as on disk, whole ('' when absent or unsafe). Callers filter its lines.
+
+        Read whole, whatever its size: the overflow count, ``read_memory("MEMORY.md")`` and
+        doctor's comparison with the notes all need every line.
+        """
+        if self.folder_problem() is not None:
+            return ""
+        try:
+            data = self.fs.read_bytes(self.dir / INDEX_FILE)
+        except (FileNotFoundError, UnsafePathError, NotADirectoryError):
+            return ""
+        return data.decode("utf-8", "replace")
+
+    def hashes(self) -> dict[str, str]:
+        return {n.filename: n.sha256 for n in self.notes()}
+
+    def temp_files(self) -> list[str]:
+        return [n for n in self.entries() if n.startswith((TEMP_PREFIX, STAGE_PREFIX))]
+
+
+def render_index(notes: list[Note], pace: Callable[[], None] | None = None) -> str:
+    """``MEMORY.md``: exactly one line per note, sorted by filename, rebuilt, never patched.
+    ``pace`` (``FS.pace``) is a checkpoint every few hundred notes (memory.pace)."""
+    # Notes come from parse_note, which sanitized title and summary already: a large store's
+    # rebuild after each batch need not sanitize ten thousand titles again.
+    lines = []
+    for i, n in enumerate(sorted(notes, key=lambda n: n.filename)):
+        if pace is not None and not i % 256:
+            pace()
+        lines.append(format_index_line(n.meta.type, n.meta.title or n.filename, n.meta.summary, n.filename))
+    return "".join(line + "\n" for line in lines)

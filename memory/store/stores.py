@@ -1,0 +1,307 @@
+"""Both stores of a workspace (DESIGN.md §3–§5): the reads, and the one door to every write.
+
+Reads: the snapshot a job's model sees, the merged index, a note, ``read_memory``. Writes go
+through memory/store/transaction.py (apply, recover, rebuild) and memory/store/history.py (undo), always
+under the stores' lock; a person's card edits go through memory/store/cards.py, which uses ``apply``
+like everything else. All of it is synchronous and thread-safe: callers on an event loop use
+``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import filelock
+from pydantic import BaseModel
+
+from memory.model import INDEX_FILE, BatchResult, HistoryEntry, Level, Note, NoteType, Rejection, utcnow
+from memory.store import cards, history, transaction, trust
+from memory.store.fs import DEFAULT_FS, FS
+from memory.store.index import TrustPreview, merge_index_lines
+from memory.store.locks import file_lock
+from memory.store.paths import Paths
+from memory.store.store import Store, StoreError
+from memory.store.transaction import TransactionError
+
+__all__ = ["MemoryStores", "Snapshot"]
+
+LOCK_TIMEOUT = 60.0
+
+
+class Snapshot(BaseModel):
+    """The index a job's model sees, with each note's hash for compare-and-swap."""
+
+    project_md: str
+    user_md: str
+    hashes: dict[str, str]  # "<level>/<filename>" -> sha256
+
+
+class MemoryStores:
+    """Both stores of a workspace, and every write to them."""
+
+    def __init__(
+        self,
+        workspace: Path | str,
+        home: Path | None = None,
+        *,
+        fs: FS = DEFAULT_FS,
+        clock: Callable[[], _dt.datetime] = utcnow,
+    ) -> None:
+        self.paths = Paths.for_workspace(workspace, home)
+        self.fs = fs
+        self.clock = clock
+        # A workspace at ~ with the default home has its project store AT the user store:
+        # then it has no project level at all (one folder must not be two levels).
+        project_real = os.path.realpath(self.paths.project_store)
+        self.has_project_level: bool = project_real != os.path.realpath(self.paths.user_store)
+        unavailable = (
+            None
+            if self.has_project_level
+            else f"this workspace has no project level: its project store is the user store ({project_real})"
+        )
+        self.project = Store(
+            Level.PROJECT, self.paths.project_store, fs, guard=self.paths.workspace, unavailable=unavailable
+        )
+        self.user = Store(Level.USER, self.paths.user_store, fs)
+
+    def store(self, level: Level | str) -> Store:
+        return self.project if Level(level) is Level.PROJECT else self.user
+
+    @property
+    def stores(self) -> dict[Level, Store]:
+        """The levels this workspace has (the user level only when the two are one folder)."""
+        if not self.has_project_level:
+            return {Level.USER: self.user}
+        return {Level.PROJECT: self.project, Level.USER: self.user}
+
+    # -- locking -------------------------------------------------------------------------------
+
+    @contextmanager
+    def locked(self, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+        self.fs.makedirs(self.paths.locks_dir, 0o700)
+        lock = file_lock(self.paths.store_lock, timeout)
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise TransactionError(f"memory stores are locked by another process ({self.paths.store_lock})") from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _recover_first(self) -> None:
+        """Finish an interrupted transaction before a read that feeds a prompt. The check is a
+        listing; the lock is taken only when a committed record is waiting."""
+        if transaction.needs_recovery(self):
+            self.recover()
+
+    # -- trust (memory/store/trust.py, DESIGN.md §11) -------------------------------------------------
+
+    @property
+    def project_trusted(self) -> bool:
+        """Whether the project store may enter prompts and extraction. Read from disk each time:
+        a ``git pull`` can bring a store in, and another window can record trust."""
+        return trust.project_trusted(self)
+
+    def trust_project(self) -> None:
+        """Record the person's trust in this workspace's project store (once per workspace)."""
+        if self.has_project_level:
+            trust.record_trust(self.paths, self.fs, how="trusted by the person")
+
+    def _levels_for_model(self, include_untrusted: bool = False) -> dict[Level, Store]:
+        levels = self.stores
+        if not include_untrusted and Level.PROJECT in levels and not self.project_trusted:
+            levels = {Level.USER: self.user}
+        return levels
+
+    def _index_lines(self, level: Level, levels: Mapping[Level, Store] | None = None) -> list[str]:
+        """A level's index lines, built from its card files (never read from ``MEMORY.md``)."""
+        if level not in (self.stores if levels is None else levels):
+            return []
+        return self.store(level).index_entries()[0]
+
+    def _index_md(self, level: Level, levels: Mapping[Level, Store] | None = None) -> str:
+        return "".join(line + "\n" for line in self._index_lines(level, levels))
+
+    def index_lines(self, level: Level | str, *, include_untrusted: bool = False) -> list[str]:
+        """A level's index lines as a prompt gets them (file order); an untrusted project store
+        has none unless ``include_untrusted`` (a person's view: the panel, the trust window)."""
+        self._recover_first()
+        return self._index_lines(Level(level), self._levels_for_model(include_untrusted))
+
+    def trust_preview(self) -> TrustPreview:
+        """What trusting the project store would give the model: each card's index line, and
+        the cards a prompt would leave out with why (for the trust window)."""
+        if not self.has_project_level:
+            return TrustPreview(lines=[], left_out=[])
+        self._recover_first()
+        lines, left_out = self.project.index_entries()
+        return TrustPreview(lines=lines, left_out=left_out)
+
+    def snapshot(self) -> Snapshot:
+        """What an extraction request sees; an untrusted project store is left out whole."""
+        with self.locked():
+            transaction.recover_locked(self)
+            levels = self._levels_for_model()
+            hashes: dict[str, str] = {}
+            for lv, st in levels.items():
+                for name, digest in st.hashes().items():
+                    hashes[transaction.key(lv, name)] = digest
+            return Snapshot(
+                project_md=self._index_md(Level.PROJECT, levels),
+                user_md=self._index_md(Level.USER, levels),
+                hashes=hashes,
+            )
+
+    def merged_index(self, *, include_untrusted: bool = False) -> str:
+        """The merged index of DESIGN.md §4 (recovering first), as the system prompt embeds it.
+
+        An untrusted project store is left out unless ``include_untrusted`` (a person's view:
+        the panel, ``memory list``), never for a prompt.
+        """
+        self._recover_first()
+        levels = self._levels_for_model(include_untrusted)
+        # The lines go straight to the merge: parsing a large MEMORY.md once, not twice.
+        return merge_index_lines(self._index_lines(Level.PROJECT, levels), self._index_lines(Level.USER, levels))
+
+    def read_note(self, level: Level | str, filename: str) -> Note:
+        self._recover_first()
+        return self.store(level).read_note(filename)
+
+    def read_memory(self, level: Level | str, filename: str, *, include_untrusted: bool = False) -> str:
+        """What the ``read_memory`` tool returns: a body, or the level's whole index for MEMORY.md.
+
+        An untrusted project store is refused (the tool's result enters the conversation)
+        unless ``include_untrusted`` (a person's ``memory show``).
+        """
+        self._recover_first()
+        st = self.store(level)
+        if st.level is Level.PROJECT and not include_untrusted and not self.project_trusted:
+            raise StoreError(trust.UNTRUSTED_REASON)
+        if filename == INDEX_FILE:
+            problem = st.folder_problem()
+            if problem is not None:
+                raise StoreError(problem)
+            return self._index_md(st.level)
+        return st.read_note(filename).body
+
+    def notes(self, level: Level | str) -> list[Note]:
+        """Every note of a level (sorted by filename); [] for a level the workspace lacks."""
+        self._recover_first()
+        return self.store(level).notes() if Level(level) in self.stores else []
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def recover(self) -> list[str]:
+        """Finish committed transactions and drop uncommitted staging. Idempotent."""
+        with self.locked():
+            return transaction.recover_locked(self)
+
+    def apply(
+        self,
+        ops: Sequence[Any],
+        *,
+        source: str,
+        expected: Mapping[str, str] | None = None,
+        jobs: Sequence[Path] = (),
+        rejected: Sequence[Rejection] = (),
+        label: str = "",
+        all_or_nothing: bool = False,
+    ) -> BatchResult:
+        """Apply a batch to both stores in one transaction; every op is validated here again.
+
+        ``ops`` are ``(index, Operation)`` pairs (or objects with ``.index``/``.op``).
+        ``expected`` maps ``"<level>/<filename>"`` to the hash the proposer saw: an update or
+        delete of a note whose hash differs (or that it never saw) is a recorded conflict.
+        ``jobs`` are spool files this commit completes and removes. ``all_or_nothing``: any
+        rejection or conflict and nothing is written.
+        """
+        with self.locked():
+            transaction.recover_locked(self)
+            return transaction.apply_locked(
+                self,
+                ops,
+                source=source,
+                expected=expected,
+                jobs=jobs,
+                rejected=rejected,
+                label=label,
+                all_or_nothing=all_or_nothing,
+            )
+
+    def rebuild_indexes(self) -> list[Level]:
+        """Rewrite each ``MEMORY.md`` (and the project ``.gitignore``) that differs from its notes."""
+        with self.locked():
+            transaction.recover_locked(self)
+            return transaction.rebuild_indexes_locked(self)
+
+    def repair_trash(self) -> list[str]:
+        """Replace a ``.trash`` symlink with a real folder (doctor --fix)."""
+        with self.locked():
+            return transaction.repair_trash_locked(self)
+
+    # -- history and undo ---------------------------------------------------------------------
+
+    def history(self) -> list[HistoryEntry]:
+        """This workspace's batches, oldest first (unreadable entries are skipped)."""
+        return history.read_history(self)
+
+    def undo(self) -> BatchResult:
+        """Revert the last applied batch of this workspace, refusing if a note changed since."""
+        with self.locked():
+            transaction.recover_locked(self)
+            return history.undo_locked(self)
+
+    # -- a person's card edits (memory/store/cards.py) -------------------------------------------------
+
+    def create_card(
+        self, level: Level | str, type: NoteType | str, title: str, summary: str, body: str
+    ) -> cards.CardResult:
+        return cards.create_card(self, level, type, title, summary, body)
+
+    def edit_card(
+        self,
+        level: Level | str,
+        filename: str,
+        title: str,
+        summary: str,
+        type: NoteType | str,
+        body: str,
+        expected_sha: str,
+    ) -> cards.CardResult:
+        return cards.edit_card(self, level, filename, title, summary, type, body, expected_sha)
+
+    def delete_card(self, level: Level | str, filename: str, expected_sha: str) -> cards.CardResult:
+        return cards.delete_card(self, level, filename, expected_sha)
+
+    def move_card(
+        self, level: Level | str, filename: str, to_level: Level | str, expected_sha: str
+    ) -> cards.CardResult:
+        return cards.move_card(self, level, filename, to_level, expected_sha)
+
+    def check_card(self, level: str, type: str, title: str, summary: str, body: str) -> dict[str, str]:
+        return cards.check_card(self, level, type, title, summary, body)
+
+    def save_card(
+        self,
+        level: Level | str,
+        type: NoteType | str,
+        title: str,
+        summary: str,
+        body: str,
+        *,
+        filename: str | None = None,
+        expected_sha: str | None = None,
+        original_level: Level | str | None = None,
+    ) -> cards.CardResult:
+        return cards.save_card(
+            self, level, type, title, summary, body,
+            filename=filename, expected_sha=expected_sha, original_level=original_level,
+        )

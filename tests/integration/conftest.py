@@ -1,1 +1,0 @@
-"""The integration tests use the fake Messages API and the git workspace from tests/conftest.py."""

@@ -1,0 +1,698 @@
+"""The card browser: a full screen over every memory card of both levels (``/memory``).
+
+Pure drawing and reacting. The App loads the cards off the event loop, hands them over as
+frozen :class:`CardRow` values through :meth:`CardBrowser.show`, and handles the messages the
+screen posts (new, edit, delete, move, $EDITOR, undo) before calling ``show`` again with fresh
+rows. Nothing here reads a store or a file.
+
+The list is a Line API :class:`~textual.scroll_view.ScrollView` (:class:`CardList`): one line
+per card, only the lines on screen are rendered, so 10,000 cards scroll and filter as fast as
+ten. Filtering is a list comprehension over a haystack each row computes once. The preview of
+the selected card is a Textual ``Markdown`` widget, re-rendered only for the latest selection
+after a short pause so a held arrow key does not queue a render per row passed.
+
+Card text comes from repositories anyone could write: every string drawn passes through
+``strip_terminal`` and is drawn as plain text (``Content``/``Text`` spans, never markup).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.containers import Container, VerticalScroll
+from textual.content import Content
+from textual.geometry import Size
+from textual.message import Message
+from textual.screen import Screen
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.timer import Timer
+from textual.widgets import Input, Markdown, Static
+
+from memory.text.sanitize import strip_terminal
+from widgets.dialogs.modals import ConfirmModal
+from widgets.panel.memory_panel import TYPE_TAGS
+
+__all__ = ["LEVELS", "TYPES", "CardBrowser", "CardList", "CardRow"]
+
+TYPES = ("user_preference", "correction_feedback", "project_knowledge", "reference_material")  # keys 1-4
+LEVELS = ("project", "user")
+
+KEY_HINTS = (
+    "/ filter · 1-4 type · 0 all · l level · n new · e edit · d delete · m move · "
+    "o $EDITOR · u undo · Esc back"
+)
+FILTER_PLACEHOLDER = "/ to filter: title, summary, body…"
+NO_MATCH = "No card matches."
+NO_CARDS = "No cards yet — n creates one, /remember TEXT saves one from the chat."
+UNTRUSTED_NOTE = "untrusted — not used until you trust the project store"
+# Past this a body is cut: the Markdown widget mounts a block per paragraph, and a huge card
+# would stall the screen for what nobody reads in a preview.
+PREVIEW_MAX_BYTES = 64 * 1024
+# Long enough to skip the rows a held arrow key passes, short enough to feel immediate.
+PREVIEW_DELAY = 0.06
+WIDE_MIN_COLUMNS = 100
+
+
+@dataclass(frozen=True)
+class CardRow:
+    level: str  # "project" | "user"
+    filename: str
+    type: str  # one of TYPES, or "" when the card's front matter is broken
+    title: str
+    summary: str
+    updated: str  # RFC 3339 UTC, e.g. "2026-11-30T04:32:46Z"
+    source: str  # "manual" or "model"
+    body: str
+    sha256: str
+    untrusted: bool = False  # a project card not used until the person trusts the store
+    broken: str | None = None  # why the card's front matter is unreadable (still listed)
+    haystack: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.haystack:
+            # Once per row, so a filter keystroke over 10,000 cards is only substring tests.
+            text = f"{self.title}\n{self.summary}\n{self.filename}\n{self.type}\n{self.body}"
+            object.__setattr__(self, "haystack", text.casefold())
+
+
+def _clean(text: str) -> str:
+    """One line of display text: no escapes or controls, whitespace collapsed."""
+    return " ".join(strip_terminal(text, keep_newlines=False).split())
+
+
+def _date(updated: str) -> str:
+    return _clean(updated)[:10]
+
+
+def _row_text(row: CardRow, width: int) -> Text:
+    """The row's one line, exactly ``width`` cells: level, tag, title — summary, date, source."""
+    level = {"project": "P", "user": "U"}.get(row.level, "?")
+    text = Text(no_wrap=True, end="")
+    text.append(level, "bold")
+    text.append(" ")
+    if row.broken is not None:
+        text.append("broken", "bold red")
+        title = _clean(row.filename)
+        summary = _clean(row.broken)
+    else:
+        tag, colour = TYPE_TAGS.get(row.type, (_clean(row.type)[:6] or "?", "white"))
+        text.append(f"{tag:<4}", colour)
+        title = _clean(row.title) or _clean(row.filename)
+        summary = _clean(row.summary)
+    text.append(" ")
+    start = len(text)
+    if row.untrusted:
+        text.append("untrusted", "bold yellow")
+        text.append(" ")
+    text.append(title, "bold")
+    if summary:
+        text.append(" — " + summary, "dim")
+    if row.untrusted:
+        # The whole card reads as inactive, the tag stays legible.
+        text.stylize("dim", start + len("untrusted "), len(text))
+    right = Text(f" {_date(row.updated)} {_clean(row.source)[:6]:<6}", "dim", no_wrap=True, end="")
+    if width >= cell_len(right.plain) + 24:
+        text.truncate(width - cell_len(right.plain), overflow="ellipsis", pad=True)
+        text.append_text(right)
+    else:
+        # Too narrow for the date: the title matters more.
+        text.truncate(width, overflow="ellipsis", pad=True)
+    return text
+
+
+class CardList(ScrollView, can_focus=True):
+    """The virtualised list: one line per row, only the visible lines rendered."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"card-list--cursor", "card-list--cursor-blurred"}
+
+    DEFAULT_CSS = """
+    CardList {
+        height: 1fr;
+        width: 1fr;
+        overflow-x: hidden;
+        overflow-y: auto;
+        scrollbar-size-vertical: 1;
+        background: $surface;
+        & > .card-list--cursor {
+            background: $block-cursor-background;
+            color: $block-cursor-foreground;
+        }
+        & > .card-list--cursor-blurred {
+            background: $block-cursor-blurred-background;
+        }
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1)", "Up", show=False),
+        Binding("down", "move(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "jump(0)", "First", show=False),
+        Binding("end", "jump(-1)", "Last", show=False),
+    ]
+
+    @dataclass
+    class CursorMoved(Message):
+        """The selected index changed (the screen refreshes the preview)."""
+
+        index: int
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rows: Sequence[CardRow] = ()
+        self.cursor: int = -1
+        # Bumped on every set_rows so cached lines of the old rows are never reused.
+        self._generation = 0
+        self._cache: LRUCache[tuple[int, int, int, bool, bool], Strip] = LRUCache(256)
+
+    def set_rows(self, rows: Sequence[CardRow], cursor: int) -> None:
+        self.rows = rows
+        self._generation += 1
+        self._cache.clear()
+        self.virtual_size = Size(self.scrollable_content_region.width, len(rows))
+        self._scroll_update(self.virtual_size)
+        self.set_cursor(cursor, force=True)
+        self.refresh()
+
+    def set_cursor(self, index: int, *, force: bool = False) -> None:
+        index = min(max(index, 0), len(self.rows) - 1) if self.rows else -1
+        if index == self.cursor and not force:
+            return
+        old = self.cursor
+        self.cursor = index
+        if 0 <= old < len(self.rows):
+            self.refresh_line(old)
+        if index >= 0:
+            self.refresh_line(index)
+        self.scroll_cursor_into_view()
+        self.post_message(self.CursorMoved(index))
+
+    def scroll_cursor_into_view(self) -> None:
+        if self.cursor < 0:
+            return
+        height = self.scrollable_content_region.height
+        if height <= 0:
+            # Not laid out yet: once it is, the cursor must still end up on screen.
+            self.call_after_refresh(self.scroll_cursor_into_view)
+            return
+        top = round(self.scroll_y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, force=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, force=True)
+
+    def action_move(self, delta: int) -> None:
+        self.set_cursor(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self.set_cursor(self.cursor + direction * max(self.scrollable_content_region.height - 1, 1))
+
+    def action_jump(self, where: int) -> None:
+        self.set_cursor(len(self.rows) - 1 if where < 0 else where)
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        index = offset.y + round(self.scroll_y)
+        if 0 <= index < len(self.rows):
+            self.focus()
+            self.set_cursor(index)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._cache.clear()
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self.rows))
+        self.call_after_refresh(self.scroll_cursor_into_view)
+
+    def notify_style_update(self) -> None:
+        # A theme change restyles every line: cached strips hold the old colours.
+        super().notify_style_update()
+        self._cache.clear()
+
+    def on_focus(self, event: events.Focus) -> None:
+        self.refresh()
+
+    def on_blur(self, event: events.Blur) -> None:
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        index = round(self.scroll_y) + y
+        if width <= 0 or not 0 <= index < len(self.rows):
+            return Strip.blank(max(width, 0), base)
+        selected = index == self.cursor
+        focused = self.has_focus
+        key = (self._generation, index, width, selected, focused)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        style: Style = base
+        if selected:
+            component = "card-list--cursor" if focused else "card-list--cursor-blurred"
+            style = base + self.get_component_rich_style(component)
+        text = _row_text(self.rows[index], width)
+        text.stylize_before(style, 0, len(text))
+        strip = Strip(list(text.render(self.app.console)), cell_len(text.plain))
+        strip = strip.adjust_cell_length(width, style)
+        self._cache[key] = strip
+        return strip
+
+
+class CardBrowser(Screen[None]):
+    """Every memory card, filterable, with a preview. See the module docstring for the split of
+    work with the App; keys are a contract (the hint line at the bottom lists them)."""
+
+    DEFAULT_CSS = """
+    CardBrowser {
+        layout: vertical;
+        #cb-header {
+            height: 1;
+            padding: 0 1;
+            background: $panel;
+            text-style: bold;
+        }
+        #cb-note {
+            height: auto;
+            padding: 0 1;
+            color: $text-warning;
+        }
+        #cb-filter {
+            margin: 0 1;
+        }
+        #cb-main {
+            height: 1fr;
+            layout: vertical;
+        }
+        #cb-preview {
+            width: 1fr;
+            height: 1fr;
+            border-top: hkey $secondary;
+            scrollbar-size-vertical: 1;
+        }
+        &.-wide #cb-main {
+            layout: horizontal;
+        }
+        &.-wide #cb-preview {
+            border-top: none;
+            border-left: vkey $secondary;
+        }
+        #cb-meta {
+            width: 1fr;
+            height: auto;
+            padding: 0 1;
+        }
+        #cb-body {
+            margin: 1 0 0 0;
+        }
+        #cb-flash {
+            height: auto;
+            padding: 0 1;
+            color: $text-success;
+            &.-error {
+                color: $text-error;
+            }
+        }
+        #cb-keys {
+            height: auto;
+            padding: 0 1;
+            color: $foreground-muted;
+            background: $panel;
+        }
+        .-hidden {
+            display: none;
+        }
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "focus_filter", "Filter", show=False),
+        Binding("1", "type_filter(0)", "Type 1", show=False),
+        Binding("2", "type_filter(1)", "Type 2", show=False),
+        Binding("3", "type_filter(2)", "Type 3", show=False),
+        Binding("4", "type_filter(3)", "Type 4", show=False),
+        Binding("0", "type_filter(-1)", "All types", show=False),
+        Binding("l", "cycle_level", "Level", show=False),
+        Binding("n", "new", "New", show=False),
+        Binding("e,enter", "edit", "Edit", show=False),
+        Binding("d", "delete", "Delete", show=False),
+        Binding("m", "move", "Move", show=False),
+        Binding("o", "open_external", "$EDITOR", show=False),
+        Binding("u", "undo", "Undo", show=False),
+        Binding("escape", "back", "Back", show=False),
+    ]
+
+    # Actions that are letters or digits: never while the filter box has the focus (there the
+    # key is text). The Input consumes printable keys first anyway; this is the second lock.
+    _LIST_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"type_filter", "cycle_level", "new", "edit", "delete", "move", "open_external", "undo", "focus_filter"}
+    )
+
+    @dataclass
+    class NewCard(Message):
+        """Create a card; ``level``/``type`` are the current filters as defaults (None: any)."""
+
+        level: str | None
+        type: str | None
+
+    @dataclass
+    class EditCard(Message):
+        row: CardRow
+
+    @dataclass
+    class DeleteCard(Message):
+        """Posted only after the person confirmed."""
+
+        row: CardRow
+
+    @dataclass
+    class MoveCard(Message):
+        """Move the card to the other level."""
+
+        row: CardRow
+
+    @dataclass
+    class OpenExternal(Message):
+        """Edit the card in $EDITOR (the App hands it a private copy and suspends)."""
+
+        row: CardRow
+
+    @dataclass
+    class Undo(Message):
+        """Undo the last change."""
+
+    def __init__(self, rows: Sequence[CardRow] = (), *, levels: tuple[str, ...] = LEVELS) -> None:
+        super().__init__()
+        self.levels = tuple(lv for lv in LEVELS if lv in levels) or LEVELS
+        self._rows: tuple[CardRow, ...] = tuple(rows)
+        self._visible: list[CardRow] = []
+        self.filter_text: str = ""
+        self.type_filter: str | None = None
+        self.level_filter: str = "both"
+        self.last_filter_ms: float = 0.0
+        self.note: str | None = None
+        self.flash_text: str = ""
+        # What the preview shows now (for the App and the tests) and how often it re-rendered.
+        self.preview_row: CardRow | None = None
+        self.preview_renders = 0
+        self._preview_key: object = object()
+        self._preview_timer: Timer | None = None
+        self._preview_busy = False
+        self._preview_again = False
+        self._list = CardList(id="cb-list")
+        self._header = Static(id="cb-header")
+        self._note = Static(id="cb-note", classes="-hidden")
+        self._filter = Input(placeholder=FILTER_PLACEHOLDER, id="cb-filter", compact=True)
+        self._meta = Static(id="cb-meta")
+        # Links in a card are not followed: a click must not open what a repository planted.
+        self._markdown = Markdown(id="cb-body", open_links=False)
+        self._flash = Static(id="cb-flash", classes="-hidden")
+
+    # -- layout ----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield self._header
+        yield self._note
+        yield self._filter
+        with Container(id="cb-main"):
+            yield self._list
+            with VerticalScroll(id="cb-preview"):
+                yield self._meta
+                yield self._markdown
+        yield self._flash
+        yield Static(Content(KEY_HINTS), id="cb-keys")
+
+    def on_mount(self) -> None:
+        self._set_layout(self.app.size.width)
+        self._show_note()
+        self._apply_filters(keep=None, fallback=0)
+        self._list.focus()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._set_layout(event.size.width)
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        # The terminal may have been resized while another screen was on top.
+        self._set_layout(self.app.size.width)
+
+    def _set_layout(self, width: int) -> None:
+        self.set_class(width >= WIDE_MIN_COLUMNS, "-wide")
+
+    # -- public API --------------------------------------------------------------------------
+
+    @property
+    def visible_rows(self) -> Sequence[CardRow]:
+        """The rows after the filters, in display order (the App's order)."""
+        return self._visible
+
+    @property
+    def selected(self) -> CardRow | None:
+        cursor = self._list.cursor
+        return self._visible[cursor] if 0 <= cursor < len(self._visible) else None
+
+    def show(self, rows: Sequence[CardRow], *, note: str | None = None) -> None:
+        """Replace every row, re-apply the filters, keep the selection by (level, filename), else
+        the same position. ``note`` is a warning line under the header (None hides it)."""
+        current = self.selected
+        position = max(self._list.cursor, 0)
+        self._rows = tuple(rows)
+        self.note = note
+        if self.is_mounted:
+            self._show_note()
+            keep = (current.level, current.filename) if current is not None else None
+            self._apply_filters(keep=keep, fallback=position)
+
+    def _show_note(self) -> None:
+        note = self.note
+        self._note.update(Content(_clean(note)) if note else Content(""))
+        self._note.set_class(not note, "-hidden")
+
+    def select(self, level: str, filename: str) -> None:
+        """Select that card if it is visible (after a create or a move)."""
+        for index, row in enumerate(self._visible):
+            if row.level == level and row.filename == filename:
+                self._list.set_cursor(index)
+                return
+
+    def flash(self, text: str, *, error: bool = False) -> None:
+        """One outcome line above the key hints (replaces the previous one; "" hides it)."""
+        self.flash_text = text
+        self._flash.update(Content(_clean(text)))
+        self._flash.set_class(error, "-error")
+        self._flash.set_class(not text, "-hidden")
+
+    # -- filtering -----------------------------------------------------------------------------
+
+    def _apply_filters(self, *, keep: tuple[str, str] | None, fallback: int) -> None:
+        started = time.perf_counter()
+        terms = self.filter_text.casefold().split()
+        kind = self.type_filter
+        level = None if self.level_filter == "both" else self.level_filter
+        self._visible = [
+            row
+            for row in self._rows
+            if (kind is None or row.type == kind)
+            and (level is None or row.level == level)
+            and all(term in row.haystack for term in terms)
+        ]
+        self.last_filter_ms = (time.perf_counter() - started) * 1000
+        cursor = fallback
+        if keep is not None:
+            for index, row in enumerate(self._visible):
+                if (row.level, row.filename) == keep:
+                    cursor = index
+                    break
+        self._list.set_rows(self._visible, cursor)
+        self._update_header()
+        self._schedule_preview()
+
+    def _refilter(self) -> None:
+        """After a filter change: keep the selected card if it still matches, else the first."""
+        current = self.selected
+        keep = (current.level, current.filename) if current is not None else None
+        self._apply_filters(keep=keep, fallback=0)
+
+    def _update_header(self) -> None:
+        parts: list[str | tuple[str, str]] = [
+            ("Memory cards", "bold"),
+            f" · {len(self._visible):,} of {len(self._rows):,}",
+            f" · level: {self.level_filter}",
+            f" · type: {self.type_filter or 'all'}",
+        ]
+        if self.filter_text.strip():
+            parts.append(" · filter: ")
+            parts.append((_clean(self.filter_text), "italic"))
+        self._header.update(Content.assemble(*parts))
+
+    @on(Input.Changed, "#cb-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.filter_text = event.value
+        self._refilter()
+
+    @on(Input.Submitted, "#cb-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._list.focus()
+
+    # -- preview --------------------------------------------------------------------------------
+
+    @on(CardList.CursorMoved)
+    def _cursor_moved(self, event: CardList.CursorMoved) -> None:
+        event.stop()
+        self._schedule_preview()
+
+    def _schedule_preview(self) -> None:
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self._preview_timer = self.set_timer(PREVIEW_DELAY, self._preview_due)
+
+    def _preview_due(self) -> None:
+        self._preview_timer = None
+        if self._preview_busy:
+            # Markdown.update must not overlap itself (the blocks of both would stay): the
+            # running pass renders once more with whatever is selected when it ends.
+            self._preview_again = True
+            return
+        self._preview_busy = True
+        self.run_worker(self._preview_loop(), group="card-preview")
+
+    async def _preview_loop(self) -> None:
+        try:
+            while True:
+                self._preview_again = False
+                await self._render_preview()
+                if not self._preview_again:
+                    break
+        finally:
+            self._preview_busy = False
+
+    async def _render_preview(self) -> None:
+        row = self.selected
+        empty = NO_CARDS if not self._rows else NO_MATCH
+        key = (row, None if row is not None else empty)
+        if key == self._preview_key:
+            return
+        self._preview_key = key
+        if row is None:
+            self._meta.update(Content.assemble((empty, "italic $foreground-muted")))
+            await self._markdown.update("")
+        else:
+            self._meta.update(_preview_meta(row))
+            await self._markdown.update(_preview_body(row.body))
+        self.query_one("#cb-preview", VerticalScroll).scroll_home(animate=False)
+        self.preview_row = row
+        self.preview_renders += 1
+
+    # -- actions --------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self._LIST_ACTIONS and self._filter.has_focus:
+            return False
+        return True
+
+    def action_focus_filter(self) -> None:
+        self._filter.focus()
+
+    def action_type_filter(self, index: int) -> None:
+        self.type_filter = TYPES[index] if 0 <= index < len(TYPES) else None
+        self._refilter()
+
+    def action_cycle_level(self) -> None:
+        cycle = ("both", *self.levels)
+        position = cycle.index(self.level_filter) if self.level_filter in cycle else 0
+        self.level_filter = cycle[(position + 1) % len(cycle)]
+        self._refilter()
+
+    def action_new(self) -> None:
+        level = None if self.level_filter == "both" else self.level_filter
+        self.post_message(self.NewCard(level=level, type=self.type_filter))
+
+    def _selected_or_flash(self) -> CardRow | None:
+        row = self.selected
+        if row is None:
+            self.flash("no card selected", error=True)
+        return row
+
+    def action_edit(self) -> None:
+        if (row := self._selected_or_flash()) is not None:
+            self.post_message(self.EditCard(row))
+
+    def action_move(self) -> None:
+        if (row := self._selected_or_flash()) is not None:
+            self.post_message(self.MoveCard(row))
+
+    def action_open_external(self) -> None:
+        if (row := self._selected_or_flash()) is not None:
+            self.post_message(self.OpenExternal(row))
+
+    def action_undo(self) -> None:
+        self.post_message(self.Undo())
+
+    def action_delete(self) -> None:
+        row = self._selected_or_flash()
+        if row is None:
+            return
+        title = _clean(row.title) or _clean(row.filename)
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.post_message(self.DeleteCard(row))
+
+        self.app.push_screen(
+            ConfirmModal(
+                "Delete this card?",
+                f"{row.level} card {_clean(row.filename)} goes to the store's .trash/ (u undoes)",
+                body=f"{title}\n\n{row.body}",
+                yes="Delete",
+            ),
+            answered,
+        )
+
+    def action_back(self) -> None:
+        if self._filter.has_focus:
+            # Esc in the box leaves the box, not the screen.
+            self._list.focus()
+            return
+        self.dismiss()
+
+
+def _preview_meta(row: CardRow) -> Content:
+    title = _clean(row.title) or _clean(row.filename)
+    parts: list[str | tuple[str, str]] = [
+        (title, "bold"),
+        ("\n" + " · ".join([_clean(row.level), _clean(row.type) or "no type", _clean(row.filename)]),
+         "$foreground-muted"),
+        (f"\nupdated {_date(row.updated)} · source {_clean(row.source)}", "$foreground-muted"),
+    ]
+    summary = _clean(row.summary)
+    if summary:
+        parts.append("\n" + summary)
+    if row.untrusted:
+        parts.append(("\n" + UNTRUSTED_NOTE, "bold $text-warning"))
+    if row.broken is not None:
+        parts.append(("\nbroken: " + _clean(row.broken), "bold $text-error"))
+    return Content.assemble(*parts)
+
+
+def _preview_body(body: str) -> str:
+    data = body.encode("utf-8", "surrogatepass")
+    cut = len(data) > PREVIEW_MAX_BYTES
+    if cut:
+        body = data[:PREVIEW_MAX_BYTES].decode("utf-8", "ignore")
+    text = strip_terminal(body, keep_newlines=True)
+    if cut:
+        text += f"\n\n*… cut: the body is {len(data) // 1024:,} KiB, the preview shows the first 64 KiB*"
+    return text

@@ -1,0 +1,197 @@
+"""The conversation: a scrolling column of blocks (widgets/chat/blocks.py), newest at the bottom.
+
+``layout: stream`` keeps arranging cheap with hundreds of blocks (it reuses the placements of
+unchanged blocks); ``anchor()`` keeps the view on the newest block until the user scrolls up,
+and Textual re-anchors when they scroll back to the bottom. Blocks beyond ``max_blocks`` are
+pruned from the top so a long session stays fast (the session log keeps everything).
+
+Textual lays out every displayed widget of the screen on each change, and a long answer is
+hundreds of Markdown widgets: every ``VIRTUALIZE_EVERY`` seconds, and at once when the user
+scrolls up, the pane tells each answer where the view is, and the answer hides its blocks more
+than ``KEEP_SCREENS`` screens above it (see ``AnswerBlock.virtualize``).
+
+While the conversation is empty, one line says what to try (``EMPTY_HINT``).
+"""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+from typing import TYPE_CHECKING, ClassVar, TypeVar
+
+from textual.app import RenderResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from widgets.chat.blocks import AnswerBlock, ErrorBlock, NoteBlock, ToolBlock, UserBlock
+
+
+def _blocks() -> ModuleType:
+    """The blocks module, imported with the first block: its Markdown (markdown-it, pygments)
+    is no part of the first frame, which shows an empty conversation."""
+    from widgets.chat import blocks
+
+    return blocks
+
+__all__ = ["EMPTY_HINT", "ChatPane"]
+
+# One line at the narrowest usual chat width (about 52 cells beside the panel at 100 columns).
+EMPTY_HINT = "Type a request · /help · @file to attach · F2 memory"
+
+_W = TypeVar("_W", bound=Widget)
+
+
+class ChatPane(VerticalScroll):
+    """The chat column. The ``add_*``/``start_answer`` methods mount without waiting and
+    return the block at once, so the App can keep a handle and update it as events arrive."""
+
+    VIRTUALIZE_EVERY: ClassVar[float] = 0.2
+    # An answer's blocks this many screens above the view stay; they come back when the view is
+    # within one screen of them (the half screen between keeps a block from going and coming).
+    # Fewer blocks shown, less to lay out at each write of a streaming answer.
+    KEEP_SCREENS: ClassVar[float] = 1.5
+
+    DEFAULT_CSS = """
+    ChatPane {
+        layout: stream;
+        height: 1fr;
+        padding: 0 1 1 1;
+        scrollbar-size-vertical: 1;
+        background: $background;
+    }
+    """
+
+    def __init__(
+        self, *, max_blocks: int = 300, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self.max_blocks = max_blocks
+        self._tools: dict[str, ToolBlock] = {}
+        # call_id -> the top-level block it is shown in (itself, or the task it nests under).
+        self._top: dict[str, ToolBlock] = {}
+        self._prune_due = False
+
+    @property
+    def hint_shown(self) -> bool:
+        """The empty conversation's hint is drawn (nothing else is in the pane)."""
+        return not self.blocks
+
+    def render(self) -> RenderResult:
+        # Drawn under the blocks, so only seen while there are none (not a block itself).
+        if self.blocks:
+            return super().render()
+        return Content.assemble("\n ", (EMPTY_HINT, "$foreground-muted"))
+
+    def on_mount(self) -> None:
+        self.anchor()
+        self.set_interval(self.VIRTUALIZE_EVERY, self._virtualize)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if new_value < old_value:
+            # Scrolling up: blocks coming near the view are shown before the frame is drawn.
+            self._virtualize(hide=False)
+
+    def _virtualize(self, hide: bool = True) -> None:
+        view = self.scrollable_content_region.height
+        if view <= 0:
+            return
+        blocks = sys.modules.get(__package__ + ".blocks")
+        if blocks is None:
+            return  # no block was ever added
+        top = self.scroll_y
+        for block in self.children:
+            if isinstance(block, blocks.AnswerBlock) and not block._pruning:
+                region = block.virtual_region
+                if not region:
+                    continue
+                origin = region.y + block.styles.gutter.top
+                show_above = top - view - origin
+                hide_above = top - self.KEEP_SCREENS * view - origin if hide else float("-inf")
+                block.virtualize(hide_above, show_above)
+
+    # -- adding blocks --
+
+    def add_user(self, text: str, pastes: dict[str, str] | None = None) -> UserBlock:
+        """``text`` as the prompt showed it; ``pastes``: its paste placeholders -> pasted text."""
+        # The user just spoke: follow the conversation again even if they had scrolled up.
+        self.anchor()
+        return self._add(_blocks().UserBlock(text, pastes))
+
+    def start_answer(self, depth: int = 0) -> AnswerBlock:
+        return self._add(_blocks().AnswerBlock(depth))
+
+    def add_tool(
+        self, call_id: str, name: str, depth: int = 0, parent_id: str | None = None
+    ) -> ToolBlock:
+        """A tool call block; with ``parent_id`` (a sub-agent's call) it nests under that
+        call's block when it is still shown, else it is added at the bottom."""
+        parent = self.tool(parent_id) if parent_id is not None else None
+        if parent is not None:
+            block = parent.add_child(call_id, name)
+            self._top[call_id] = self._top.get(parent.call_id, parent)
+        else:
+            block = self._add(_blocks().ToolBlock(call_id, name, depth=depth))
+            self._top[call_id] = block
+        self._tools[call_id] = block
+        return block
+
+    def tool(self, call_id: str | None) -> ToolBlock | None:
+        if call_id is None:
+            return None
+        block = self._tools.get(call_id)
+        if block is not None:
+            return block
+        for top in self._tools.values():  # a child added through ToolBlock.add_child directly
+            found = top.find(call_id)
+            if found is not None:
+                return found
+        return None
+
+    def add_error(self, text: str) -> ErrorBlock:
+        return self._add(_blocks().ErrorBlock(text))
+
+    def add_note(self, text: str) -> NoteBlock:
+        return self._add(_blocks().NoteBlock(text))
+
+    def clear_blocks(self) -> None:
+        self._tools.clear()
+        self._top.clear()
+        self.remove_children()
+        self.anchor()
+        self.refresh()
+
+    @property
+    def blocks(self) -> list[Widget]:
+        """The top-level blocks, oldest first (not those being pruned or cleared)."""
+        return [child for child in self.children if not child._pruning]
+
+    # -- internals --
+
+    def _add(self, block: _W) -> _W:
+        if not self.blocks:
+            self.refresh()  # the hint goes
+        self.mount(block)
+        if not self._prune_due:
+            # After the refresh: the new blocks have started, and a burst (a resumed history)
+            # is pruned once.
+            self._prune_due = True
+            self.call_after_refresh(self._prune)
+        return block
+
+    def _prune(self) -> None:
+        self._prune_due = False
+        # Blocks already being removed stay children until their removal completes: skip them.
+        live = self.blocks
+        excess = len(live) - self.max_blocks
+        if excess <= 0:
+            return
+        old = live[:excess]
+        dropped = {id(block) for block in old}
+        for call_id, top in list(self._top.items()):
+            if id(top) in dropped:
+                del self._top[call_id]
+                self._tools.pop(call_id, None)
+        self.remove_children(old)

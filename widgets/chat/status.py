@@ -1,0 +1,143 @@
+"""The status line: one row with the workspace, model, memory mode, last turn, context fill, cost, jobs and,
+while the memory panel is hidden, an "F2 memory" hint (with the count of cards new this Run, so
+a hidden panel still tells the user that memory changed).
+
+The App formats the values (app/agent/pricing.py has the token and cost strings); this widget only
+fits them into one row of the current width. When the row is too narrow it gives up, in order:
+the last turn's tokens, then the workspace's leading folders ("…/tail"), then the row's end.
+The note (e.g. "connecting…") comes first so it is never the part that is cut; on a very
+narrow row the hint shrinks to "F2 · N new", then the model loses its "claude-" prefix and the
+mode its label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.widgets import Static
+
+from memory.text.sanitize import strip_terminal
+
+__all__ = ["StatusInfo", "StatusLine", "shorten_left"]
+
+SEP = " │ "
+MIN_WORKSPACE = 10
+
+
+@dataclass(frozen=True)
+class StatusInfo:
+    workspace: str
+    model: str
+    memory_mode: str
+    last_turn: str
+    cost: str
+    pending: int
+    note: str = ""
+    panel_hidden: bool = False
+    new_cards: int = 0  # cards that arrived since the current Run started
+    context_pct: int | None = None  # how full the model's window is (the last request, or after a compaction)
+    compact_pct: int = 80  # where a compaction starts: the fill is shown in yellow from there
+
+
+def _clean(text: str) -> str:
+    return " ".join(strip_terminal(text, keep_newlines=False).split())
+
+
+def shorten_left(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, keeping its end ("…/projects/app")."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    tail = text
+    while tail and cell_len(tail) > width - 1:
+        tail = tail[1:]
+    # Prefer a cut at a folder boundary when that still leaves something to read.
+    slash = tail.find("/")
+    if 0 <= slash < len(tail) - 1:
+        tail = tail[slash:]
+    return "…" + tail
+
+
+class StatusLine(Static):
+    """One row at the bottom of the screen; ``show(info)`` replaces what it shows."""
+
+    DEFAULT_CSS = """
+    StatusLine {
+        height: 1;
+        width: 1fr;
+        background: $panel;
+        color: $text-muted;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, info: StatusInfo | None = None, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.info: StatusInfo | None = info
+
+    def show(self, info: StatusInfo) -> None:
+        self.info = info
+        self.refresh()
+
+    def line(self, width: int) -> Text:
+        """The row for ``width`` cells (public so tests can check it at any size)."""
+        info = self.info
+        if info is None:
+            return Text("")
+        note = _clean(info.note)
+        workspace = _clean(info.workspace)
+        model, mode = _clean(info.model), _clean(info.memory_mode)
+        fixed: list[tuple[str, str]] = [(model, "bold"), (f"memory {mode}", "")]
+        last = _clean(info.last_turn)
+        tail: list[tuple[str, str]] = []
+        if info.context_pct:  # shown from 1 %: a fresh session's fill says nothing
+            pct = max(0, info.context_pct)
+            style = "bold red" if pct >= 100 else "bold yellow" if pct >= info.compact_pct else ""
+            tail.append((f"context {pct}%", style))
+        if info.cost:
+            tail.append((_clean(info.cost), "bold"))
+        if info.pending:
+            tail.append((f"{info.pending} pending", "bold yellow"))
+        new = f" · {info.new_cards} new" if info.new_cards > 0 else ""
+        if info.panel_hidden:
+            tail.append((f"F2 memory{new}", "bold cyan" if new else ""))
+
+        def build(ws: str, with_last: bool) -> list[tuple[str, str]]:
+            parts = [(note, "bold yellow")] if note else []
+            if ws:
+                parts.append((ws, ""))
+            parts += fixed
+            if with_last and last:
+                parts.append((last, ""))
+            return parts + tail
+
+        def size(parts: list[tuple[str, str]]) -> int:
+            return sum(cell_len(p) for p, _ in parts) + cell_len(SEP) * (len(parts) - 1)
+
+        parts = build(workspace, True)
+        if size(parts) > width:
+            parts = build(workspace, False)
+        if size(parts) > width and workspace:
+            room = width - size(build("", False)) - cell_len(SEP)
+            # Too little room for a readable tail: the workspace goes before the cost does.
+            parts = build(shorten_left(workspace, room) if room >= MIN_WORKSPACE else "", False)
+        if size(parts) > width and info.panel_hidden:
+            tail[-1] = (f"F2{new}", tail[-1][1])
+            parts = build("", False)
+        if size(parts) > width:
+            # Last resort before cutting the row's end: shorter spellings of model and mode.
+            fixed[:] = [(model.removeprefix("claude-"), "bold"), (mode, "")]
+            parts = build("", False)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for k, (part, style) in enumerate(parts):
+            if k:
+                text.append(SEP, "dim")
+            text.append(part, style)
+        text.truncate(width, overflow="ellipsis")
+        return text
+
+    def render(self) -> Text:
+        return self.line(self.size.width)

@@ -1,0 +1,351 @@
+"""The memory side panel: the merged index the next Run will see, and the memory jobs in flight.
+
+Pure drawing: the App builds a :class:`PanelState` off the event loop (app/tui/panel_state.py reads
+the stores) and hands it to :meth:`MemoryPanel.show`. Cards are laid out for the panel's width
+at render time (a type tag, the title in bold on one line, the summary dim on at most two), so
+a resize reflows them without asking the App for anything. Every string is stripped of
+terminal control sequences here too: card text comes from a repository anyone could write.
+
+However large a store, the panel stays one widget whose cost does not grow with it: each section
+lists at most ``MAX_SECTION_CARDS`` cards and counts the rest, a card is laid out once per width
+(a new state re-lays only the cards that changed), and only the rows on the screen are painted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.cells import cell_len, chop_cells
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.events import Click
+from textual.geometry import Size
+from textual.message import Message
+from textual.strip import Strip
+from textual.visual import Visual, visualize
+from textual.widget import Widget
+
+from memory.text.sanitize import strip_terminal
+
+__all__ = ["MemoryPanel", "PanelCard", "PanelJob", "PanelState", "wrap_cells"]
+
+
+@dataclass(frozen=True)
+class PanelCard:
+    type: str
+    title: str
+    summary: str
+    filename: str
+    new: bool = False
+    untrusted: bool = False
+
+
+@dataclass(frozen=True)
+class PanelJob:
+    job_id: str
+    line: str
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class PanelState:
+    project: tuple[PanelCard, ...]
+    user: tuple[PanelCard, ...]
+    cut_note: str | None
+    project_note: str | None
+    jobs: tuple[PanelJob, ...]
+
+
+EMPTY_STATE = PanelState(project=(), user=(), cut_note=None, project_note=None, jobs=())
+
+# Short tags keep the title on the card's first line at 32 columns.
+TYPE_TAGS: dict[str, tuple[str, str]] = {
+    "user_preference": ("pref", "magenta"),
+    "correction_feedback": ("fix", "yellow"),
+    "project_knowledge": ("know", "cyan"),
+    "reference_material": ("ref", "green"),
+}
+SUMMARY_LINES = 2
+UNTRUSTED_TAG = "untrusted"
+MAX_JOB_LINES = 4
+# Cards listed per section; the rest are counted. The index a Run sees is cut far below this.
+MAX_SECTION_CARDS = 300
+
+
+def _clean(text: str) -> str:
+    return " ".join(strip_terminal(text, keep_newlines=False).split())
+
+
+def wrap_cells(text: str, width: int, max_lines: int) -> list[str]:
+    """``text`` word-wrapped to ``width`` terminal cells, at most ``max_lines`` lines; a cut
+    ends in "…". Cell-aware: wide (CJK, emoji) characters count double."""
+    if width <= 0 or max_lines <= 0 or not text:
+        return []
+    lines: list[str] = []
+    current = ""
+    words = text.split(" ")
+    i = 0
+    while i < len(words):
+        word = words[i]
+        candidate = f"{current} {word}" if current else word
+        if cell_len(candidate) <= width:
+            current = candidate
+            i += 1
+            continue
+        if current:
+            lines.append(current)
+            current = ""
+        else:
+            # One word wider than the line: cut it across lines.
+            pieces = chop_cells(word, width)
+            lines.extend(pieces[:-1])
+            current = pieces[-1]
+            i += 1
+        if len(lines) >= max_lines:
+            break
+    if current and len(lines) < max_lines:
+        lines.append(current)
+        current = ""
+    cut = i < len(words) or bool(current)
+    lines = lines[:max_lines]
+    if cut and lines:
+        last = lines[-1]
+        while last and cell_len(last) + 1 > width:
+            last = last[:-1]
+        lines[-1] = last.rstrip() + "…"
+    return lines
+
+
+def _one_line(text: Text, width: int) -> Text:
+    text.truncate(width, overflow="ellipsis")
+    return text
+
+
+class _CardList(Widget):
+    """The two sections of cards, drawn for the current width; only the visible rows are painted."""
+
+    DEFAULT_CSS = """
+    _CardList { height: auto; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state: PanelState = EMPTY_STATE
+        # Layout asks for the height and then renders, and scrolling repaints: lay out once.
+        self._laid_out: tuple[int, PanelState, list[Text]] | None = None
+        self._line_cards: list[tuple[str, str] | None] = []  # line -> the (level, filename) drawn there
+        self._card_lines: dict[tuple[PanelCard, int], list[Text]] = {}  # (card, width) -> its lines
+
+    def lines(self, width: int) -> list[Text]:
+        width = max(width, 8)
+        if self._laid_out is not None and self._laid_out[0] == width and self._laid_out[1] is self.state:
+            return self._laid_out[2]
+        self._line_cards = []
+        out = self._layout(width)
+        self._laid_out = (width, self.state, out)
+        return out
+
+    def card_at(self, y: int) -> tuple[str, str] | None:
+        """The (level, filename) of the card drawn on line ``y``, if any."""
+        return self._line_cards[y] if 0 <= y < len(self._line_cards) else None
+
+    def _layout(self, width: int) -> list[Text]:
+        out: list[Text] = []
+        lines = self._line_cards
+        s = self.state
+        out.append(_one_line(Text.assemble(("Memory", "bold"), (" · seen by the next turn", "dim")), width))
+        if s.cut_note:
+            # Up here, not only at the end: a cut below the fold was invisible without scrolling.
+            out.extend(Text(line, "yellow") for line in wrap_cells(_clean(s.cut_note), width, 3))
+        sections = [("Project", s.project, s.project_note), ("User", s.user, None)]
+        known = self._card_lines
+        fresh: dict[tuple[PanelCard, int], list[Text]] = {}
+        for name, cards, note in sections:
+            out.append(Text(""))
+            new = sum(1 for c in cards if c.new)
+            head = Text.assemble((name, "bold underline"), (f" {len(cards)}", "dim"))
+            if new:
+                head.append(f" · {new} new", "bold green")
+            out.append(_one_line(head, width))
+            if note:
+                out.extend(Text(line, "italic yellow") for line in wrap_cells(_clean(note), width, 4))
+            if not cards and not note:
+                out.append(Text("no notes yet", "dim italic"))
+            for card in cards[:MAX_SECTION_CARDS]:
+                lines.extend([None] * (len(out) - len(lines)))
+                drawn = known.get((card, width))
+                if drawn is None:
+                    drawn = self._card(card, width)
+                fresh[(card, width)] = drawn
+                out.extend(drawn)
+                lines.extend([(name.lower(), card.filename)] * len(drawn))
+            hidden = len(cards) - MAX_SECTION_CARDS
+            if hidden > 0:
+                more = f"+{hidden:,} more card{'s' if hidden != 1 else ''}: Enter or click lists them all"
+                out.extend(Text(line, "dim italic") for line in wrap_cells(more, width, 2))
+        self._card_lines = fresh  # the next state most likely shows these again
+        if s.cut_note:
+            # Also where the cut happens, for a reader who scrolled down the list.
+            out.append(Text(""))
+            out.extend(Text(line, "dim yellow") for line in wrap_cells(_clean(s.cut_note), width, 3))
+        return out
+
+    @staticmethod
+    def _card(card: PanelCard, width: int) -> list[Text]:
+        tag, colour = TYPE_TAGS.get(card.type, (_clean(card.type)[:8] or "?", "white"))
+        first = Text()
+        if card.new:
+            first.append("new ", "bold reverse green")
+        first.append(f"{tag} ", colour)
+        first.append(_clean(card.title) or _clean(card.filename), "bold")
+        out = [_one_line(first, width)]
+        summary = _clean(card.summary)
+        if card.untrusted:
+            # Each card of an untrusted store says so, not only the section note above them.
+            summary = f"{UNTRUSTED_TAG} · {summary}" if summary else UNTRUSTED_TAG
+        for i, line in enumerate(wrap_cells(summary, width - 2, SUMMARY_LINES)):
+            text = Text("  " + line, "dim")
+            if card.untrusted and i == 0:
+                text.stylize("italic yellow", 2, 2 + len(UNTRUSTED_TAG))
+            out.append(text)
+        return out
+
+    def render(self) -> Text:
+        """Every line as one text (what the panel shows, scrolled or not)."""
+        return Text("\n").join(self.lines(self.size.width))
+
+    def render_line(self, y: int) -> Strip:
+        # Called for the rows the screen shows only: a long list costs what a screenful does.
+        width = self.size.width
+        base = self.visual_style.rich_style
+        if self.text_selection is not None:
+            return super().render_line(y)  # whole: a selection's offsets span the whole text
+        lines = self.lines(width)
+        if not 0 <= y < len(lines):
+            return Strip.blank(width, base)
+        # The line alone through the path Textual takes for the whole widget (joined, as render()
+        # joins them all: its style becomes a span), so it paints the same cells.
+        line = Text("\n").join([lines[y]])
+        strips = Visual.to_strips(self, visualize(self, line), width, 1, self.visual_style)
+        return strips[0] if strips else Strip.blank(width, base)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return max(1, len(self.lines(width)))
+
+    def on_click(self, event: Click) -> None:
+        # A click on a card opens the browser at that card; elsewhere, at the top.
+        event.stop()
+        self.post_message(MemoryPanel.OpenBrowser(self.card_at(event.y)))
+
+
+class _CardScroll(VerticalScroll, can_focus=True):
+    """The cards' scroll area: focusable (Tab, a click) so the arrow and page keys scroll it, and
+    Enter opens the card browser. It comes after the prompt in the focus chain and the App
+    focuses the prompt at start."""
+
+    DEFAULT_CSS = """
+    _CardScroll:focus { background: $boost; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "open_browser", "Cards", show=False)]
+
+    def action_open_browser(self) -> None:
+        self.post_message(MemoryPanel.OpenBrowser(None))
+
+
+class _JobsLine(Widget, can_focus=True):
+    """One compact line per memory job in flight; Enter or a click opens the pending screen."""
+
+    DEFAULT_CSS = """
+    _JobsLine { height: auto; border-top: hkey $secondary; }
+    _JobsLine:focus { background: $boost; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "open_pending", "Pending", show=False)]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.jobs: tuple[PanelJob, ...] = ()
+
+    def lines(self, width: int) -> list[Text]:
+        width = max(width, 8)
+        jobs = self.jobs
+        out: list[Text] = []
+        for job in jobs[:MAX_JOB_LINES]:
+            style = "bold red" if job.failed else "cyan"
+            line = Text.assemble(("✗ " if job.failed else "• ", style), (_clean(job.line), "red" if job.failed else ""))
+            out.append(_one_line(line, width))
+        if len(jobs) > MAX_JOB_LINES:
+            out.append(Text(f"+{len(jobs) - MAX_JOB_LINES} more", "dim"))
+        out.append(_one_line(Text("Enter or click: /pending", "dim italic"), width))
+        return out
+
+    def render(self) -> Text:
+        return Text("\n").join(self.lines(self.size.width))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.lines(width))
+
+    def action_open_pending(self) -> None:
+        self.post_message(MemoryPanel.OpenPending())
+
+    def on_click(self, event: Click) -> None:
+        event.stop()
+        self.post_message(MemoryPanel.OpenPending())
+
+
+class MemoryPanel(Widget):
+    """The side panel. ``show(state)`` replaces what it shows; F2 (the App's key) hides it."""
+
+    DEFAULT_CSS = """
+    MemoryPanel {
+        width: 32;
+        height: 1fr;
+        layout: vertical;
+        border-left: vkey $secondary;
+        padding: 0 0 0 1;
+    }
+    MemoryPanel > _CardScroll { height: 1fr; scrollbar-size-vertical: 1; }
+    MemoryPanel > _JobsLine.-empty { display: none; }
+    """
+
+    @dataclass
+    class OpenPending(Message):
+        """The user asked for the pending screen (Enter or a click on the jobs line)."""
+
+    @dataclass
+    class OpenBrowser(Message):
+        """The user asked for the card browser (Enter on the cards, or a click: ``card`` is the
+        (level, filename) clicked, to select there)."""
+
+        card: tuple[str, str] | None = None
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.state: PanelState = EMPTY_STATE
+        self._cards = _CardList()
+        self._jobs = _JobsLine()
+        self._jobs.add_class("-empty")
+
+    def compose(self) -> ComposeResult:
+        with _CardScroll():
+            yield self._cards
+        yield self._jobs
+
+    def show(self, state: PanelState) -> None:
+        """Show ``state`` (posted by the App after each refresh of the stores or the jobs).
+
+        A layout pass (of the whole screen, a chat of hundreds of widgets included) only when a
+        height changes; a job's line that only changed its words is a repaint. The panel is
+        refreshed at each memory event, often while an answer streams."""
+        if state == self.state:
+            return
+        cards_height = len(self._cards.lines(self._cards.size.width))
+        jobs_height = len(self._jobs.lines(self._jobs.size.width))
+        self.state = state
+        self._cards.state = state
+        self._jobs.jobs = state.jobs
+        self._jobs.set_class(not state.jobs, "-empty")  # shown or hidden: Textual lays out itself
+        self._cards.refresh(layout=len(self._cards.lines(self._cards.size.width)) != cards_height)
+        self._jobs.refresh(layout=len(self._jobs.lines(self._jobs.size.width)) != jobs_height)
