@@ -22,9 +22,12 @@ run: $(STAMP)
 	@$(BIN)/python -m compileall -q app memory widgets >/dev/null
 	$(BIN)/pseudoclaude $(ARGS)
 
+# The tree's rules first (seconds), then the suite on two workers (most tests wait, not compute).
 test: $(STAMP)
 	$(BIN)/ruff check app widgets memory tests
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2
 
 stress: $(STAMP)
 	PSEUDOCLAUDE_STRESS_KILLS=$${KILLS:-200} $(BIN)/python -m pytest -q -p no:cacheprovider tests/memory/reliability -k random_sigkill --timeout 1800
@@ -35,6 +38,8 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check app widgets memory tests
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -22,6 +22,20 @@ class NoteType(StrEnum):
     REFERENCE_MATERIAL = "reference_material"
 
 
+class MemoryMode(StrEnum):
+    """What happens to a turn's memory: applied at once, held for review, or not extracted."""
+
+    AUTO = "auto"
+    REVIEW = "review"
+    OFF = "off"
+
+
+MEMORY_MODES: tuple[str, ...] = tuple(m.value for m in MemoryMode)
+
+# The tag that carries index changes to the main model, and that extraction defuses in a turn.
+UPDATE_TAG = "memory-update"
+
+
 class Action(StrEnum):
     CREATE = "create"
     UPDATE = "update"

@@ -30,6 +30,10 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
             if key == "PSEUDOCLAUDE_STRESS_KILLS":
                 continue
             monkeypatch.delenv(key, raising=False)
+    # pytest-xdist's workers export COLUMNS=80 and LINES=24: a terminal program started by a test
+    # (the app in tmux) would take them over its real terminal's size.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
     yield pc_home
 
 

@@ -21,13 +21,12 @@ from app.agent.session import Session, SessionError, SessionStore
 from app.agent.settings import Settings
 from app.agent.system_prompt import build_system
 from app.agent.tools import PermissionGate, ToolContext
+from memory.constants import MEMORY_MODES
 from memory.extract.completion import Completion
 from memory.jobs import pipeline
 from memory.jobs.manager import Manager
 from memory.store.fs import DEFAULT_FS, FS
 from memory.store.stores import MemoryStores
-
-MEMORY_MODES = ("auto", "review", "off")
 
 # With a session, bash keeps this much output (head and tail): what passes the offload bound is
 # stored whole under the session's folder instead of being cut (DESIGN.md §13).

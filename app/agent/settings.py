@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field, PrivateAttr, StringConstraints, ValidationError, field_validator
 from pydantic_settings import (
@@ -34,10 +34,9 @@ from pydantic_settings import (
 from pydantic_settings import SettingsError as PydanticSettingsError
 
 from app.agent.pricing import ModelPrice
+from memory.constants import MemoryMode
 from memory.store.paths import Paths, pseudoclaude_home
 from memory.text.sanitize import quote
-
-MemoryMode = Literal["auto", "review", "off"]
 
 ENV_PREFIX = "PSEUDOCLAUDE_"
 
@@ -88,7 +87,7 @@ class Settings(BaseSettings):
 
     model: ModelName = "claude-sonnet-5-5"
     memory_model: ModelName = "claude-haiku-5-5"
-    memory_mode: MemoryMode = "auto"
+    memory_mode: MemoryMode = MemoryMode.AUTO
     max_iterations: int = Field(default=50, ge=1)
     memory_wait: float = Field(default=15.0, ge=0, allow_inf_nan=False)
     max_tokens: int = Field(default=16000, gt=0)  # per main-model response

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.cli import memory_commands as memory_cli
+from memory.constants import MEMORY_MODES
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run one turn, stream the answer to stdout and exit (- reads the prompt from stdin)")
     parser.add_argument("--model", help="main model (default claude-sonnet-5-5)")
     parser.add_argument("--memory-model", help="memory model (default claude-haiku-5-5)")
-    parser.add_argument("--memory", dest="memory_mode", choices=["auto", "review", "off"],
+    parser.add_argument("--memory", dest="memory_mode", choices=MEMORY_MODES,
                         help="auto: write memory; review: hold it for approval; off: never extract")
     resume = parser.add_mutually_exclusive_group()
     resume.add_argument("--continue", dest="continue_latest", action="store_true",

@@ -21,6 +21,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from app.tui.messages import ChatNote, SessionSwitched, TurnDone
+from memory.constants import MEMORY_MODES
 from memory.text.sanitize import strip_terminal
 
 if TYPE_CHECKING:
@@ -279,8 +280,6 @@ class SlashCommands:
         self._show_status()
 
     async def cmd_mode(self, arg: str) -> None:
-        from app.agent.runtime import MEMORY_MODES
-
         mode = arg.strip().lower()
         if mode not in MEMORY_MODES:
             current = self.bridge.runtime.memory_mode if self.bridge.runtime is not None else self.settings.memory_mode

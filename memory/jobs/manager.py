@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory.constants import MEMORY_MODES, MemoryMode
 from memory.events import (
     HeldOpView,
     JobDismissed,
@@ -52,9 +53,6 @@ from memory.jobs.worker import MAX_BATCH_BYTES, MAX_BATCH_TURNS, Worker
 from memory.model import BatchResult, HistoryEntry, Rejection, Turn
 from memory.store.fs import DEFAULT_FS, FS
 from memory.store.stores import MemoryStores
-
-Mode = Literal["auto", "review", "off"]
-MODES: tuple[str, ...] = ("auto", "review", "off")
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +127,7 @@ class Manager:
         stores: MemoryStores,
         completion: Completion | None,
         *,
-        mode: Mode = "auto",
+        mode: MemoryMode = "auto",
         fs: FS = DEFAULT_FS,
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.time,
@@ -141,7 +139,7 @@ class Manager:
         request_timeout: float | None = REQUEST_TIMEOUT,
         backoff_base: float | None = None,
     ) -> None:
-        self._mode: Mode = self._valid_mode(mode)
+        self._mode: MemoryMode = self._valid_mode(mode)
         self.stores = stores
         self.completion = completion
         self.fs = fs
@@ -184,20 +182,20 @@ class Manager:
     # -- identity and mode -----------------------------------------------------------------------
 
     @staticmethod
-    def _valid_mode(mode: str) -> Mode:
-        if mode not in MODES:
-            raise ValueError(f"memory mode must be one of {', '.join(MODES)}, not {mode!r}")
-        return mode  # type: ignore[return-value]
+    def _valid_mode(mode: str) -> MemoryMode:
+        if mode not in MEMORY_MODES:
+            raise ValueError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, not {mode!r}")
+        return MemoryMode(mode)
 
     @property
-    def mode(self) -> Mode:
+    def mode(self) -> MemoryMode:
         return self._mode
 
     @mode.setter
-    def mode(self, mode: Mode) -> None:
+    def mode(self, mode: MemoryMode) -> None:
         self.set_mode(mode)
 
-    def set_mode(self, mode: Mode) -> None:
+    def set_mode(self, mode: MemoryMode) -> None:
         """Switch auto/review/off at run time. ``off``: no request is made from now on (a
         request in flight finishes); jobs stay spooled. Back on: the worker runs them."""
         self._mode = self._valid_mode(mode)
