@@ -1,4 +1,6 @@
-"""Command line entry point (DESIGN.md §8)."""
+"""Command line entry point: argv to the full-screen app, print mode, `--status` or the memory commands.
+
+Only the chosen path's modules are imported: `--version` and `--help` load neither the SDK nor Textual."""
 
 from __future__ import annotations
 
@@ -6,17 +8,46 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from app.cli import memory_commands as memory_cli
 from memory.constants import MEMORY_MODES
 
+if TYPE_CHECKING:
+    from app.agent.settings import Settings
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+DIST_NAME = "pseudoclaude"
+
+
+def package_version() -> str:
+    """The installed distribution's version: `[project] version` in pyproject.toml is its one source
+    (an editable install's metadata carries it too); "unknown" where no metadata is installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DIST_NAME)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: the version is looked up only when asked, not on every start."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        print(f"{parser.prog} {package_version()}")  # on stdout, as argparse's own --version
+        parser.exit(EXIT_OK)
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         self.exit(EXIT_USAGE, f"{self.prog}: {message}\n")
 
 
@@ -43,6 +74,7 @@ def _seconds(v: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pseudoclaude", description="A terminal coding assistant with long-term memory.")
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     _common(parser, suppress=False)
     parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
                         help="run one turn, stream the answer to stdout and exit (- reads the prompt from stdin)")
@@ -66,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--compact", action="store_true",
                         help="print mode: compact the conversation before this turn (with --continue or --resume)")
     parser.add_argument("--trust-project-memory", action="store_true",
-                        help="print mode: trust this workspace's project memory store (recorded; DESIGN §11)")
+                        help="print mode: trust this workspace's project memory store (recorded for this workspace)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     mem = sub.add_parser("memory", help="inspect and edit long-term memory")
     _common(mem, suppress=True)
@@ -92,7 +124,7 @@ def _settings_flags(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
-def _status(settings: object, workspace: Path) -> str:
+def _status(settings: Settings, workspace: Path) -> str:
     """What `pseudoclaude --status` (or without a terminal) shows: where things are, what to do."""
     from app.agent.provider import NO_CREDENTIALS, has_credentials
     from memory.jobs.spool import Spool
@@ -110,7 +142,7 @@ def _status(settings: object, workspace: Path) -> str:
     )
     return "\n".join([
         f"PseudoClaude — workspace {workspace}",
-        f"model {settings.model}; memory model {settings.memory_model}, memory {settings.memory_mode}",  # type: ignore[attr-defined]
+        f"model {settings.model}; memory model {settings.memory_model}, memory {settings.memory_mode}",
         f"credentials: {creds}",
         memory,
         "",
@@ -128,7 +160,7 @@ def _prompt_text(arg: str) -> str:
     try:
         return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:  # a surrogate that is no escaped byte
-        from app.agent.session import scrub_text
+        from app.agent.conversation import scrub_text
 
         return scrub_text(arg)
 

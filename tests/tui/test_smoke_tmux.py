@@ -101,12 +101,17 @@ def pseudoclaude_exe() -> Path:
     return exe
 
 
+def open_tmux(folder: Path) -> Tmux:
+    """A private tmux server's session (not started yet), its config written into ``folder``."""
+    assert shutil.which("tmux"), "tmux is required for the smoke test (.ci/run installs it)"
+    conf = folder / "tmux.conf"
+    conf.write_text(TMUX_CONF)
+    return Tmux(conf)
+
+
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    assert shutil.which("tmux"), "tmux is required for the smoke test (.ci/run installs it)"
-    conf = tmp_path / "tmux.conf"
-    conf.write_text(TMUX_CONF)
-    session = Tmux(conf)
+    session = open_tmux(tmp_path)
     try:
         yield session
     finally:
@@ -121,14 +126,18 @@ def workspace(tmp_path: Path) -> Path:
     return Path(os.path.realpath(w))
 
 
-def start_app(tmux: Tmux, server: FakeAnthropic, workspace: Path, *flags: str) -> None:
-    env = {k: v for k, v in cli_env(server).items() if not k.startswith("TMUX")}
-    tmux.start([str(pseudoclaude_exe()), "-C", str(workspace), *flags], env, cwd=ROOT)
+def start_app(tmux: Tmux, server: FakeAnthropic, workspace: Path, *flags: str, exe: Path | None = None,
+              cwd: Path = ROOT, env: dict[str, str] | None = None) -> str:
+    """Start ``exe`` (default: the .venv's entry point) in ``cwd`` and return its first ready screen."""
+    if env is None:
+        env = cli_env(server)
+    env = {k: v for k, v in env.items() if not k.startswith("TMUX")}
+    tmux.start([str(exe or pseudoclaude_exe()), "-C", str(workspace), *flags], env, cwd=cwd)
     # Sending is disabled (status "connecting…") until the SDK is loaded off the main thread. The
     # status line is the frame's last row: with it on the screen, a frame is not drawn halfway
     # (a capture in the middle of the first frame has no "connecting" either).
-    tmux.wait_for(lambda s: "memory " in (s.strip().splitlines() or [""])[-1] and "connecting" not in s,
-                  "the app to be ready")
+    return tmux.wait_for(lambda s: "memory " in (s.strip().splitlines() or [""])[-1] and "connecting" not in s,
+                         "the app to be ready")
 
 
 def ask(tmux: Tmux, server: FakeAnthropic, prompt: str) -> None:
