@@ -1,4 +1,4 @@
-"""The memory core's names and limits (DESIGN.md §3–§5), apart from its data contracts.
+"""The memory core's names and limits, apart from its data contracts.
 
 Why a module of its own: the app's first frame, the terminal filter and the CLI's parser need
 these and nothing of ``memory.model``, whose pydantic models cost more to import than the rest
@@ -43,7 +43,7 @@ class Action(StrEnum):
     NOOP = "noop"
 
 
-# Limits of DESIGN.md §4 and §5.
+# Limits of the merged index and of what one op or one batch may hold.
 MAX_OPS = 50
 MAX_CONTENT_BYTES = 16 * 1024
 MAX_TITLE = 100

@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from memory.model import AppliedOp, Conflict, Level, Operation, Rejection
+from memory.constants import Level
+from memory.model import AppliedOp, Conflict, Operation, Rejection
 
 
 class _Event(BaseModel):

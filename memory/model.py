@@ -1,4 +1,4 @@
-"""Data contracts of the memory core (DESIGN.md §3, §5)."""
+"""Data contracts of the memory core: notes, operations, batch results, history entries, turns."""
 
 from __future__ import annotations
 
@@ -7,21 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# The names and limits live in .constants; they stay importable from here.
-from memory.constants import (  # noqa: F401
-    INDEX_FILE,
-    INDEX_MAX_BYTES,
-    INDEX_MAX_LINES,
-    MANUAL_SOURCE,
-    MAX_CONTENT_BYTES,
-    MAX_OPS,
-    MAX_SLUG,
-    MAX_SUMMARY,
-    MAX_TITLE,
-    Action,
-    Level,
-    NoteType,
-)
+from memory.constants import MANUAL_SOURCE, Action, Level, NoteType
 
 
 class Operation(BaseModel):
@@ -129,10 +115,6 @@ class BatchResult(BaseModel):
     applied: list[AppliedOp] = Field(default_factory=list)
     rejected: list[Rejection] = Field(default_factory=list)
     conflicts: list[Conflict] = Field(default_factory=list)
-
-    @property
-    def index_changed(self) -> bool:
-        return bool(self.applied)
 
 
 class Change(BaseModel):

@@ -1,6 +1,6 @@
-"""Long sessions (DESIGN.md §13, issue 9): keep the conversation inside the model's window.
+"""Long sessions: keep the conversation inside the model's window.
 
-The seed's Runner keeps a **usage anchor** after every response (the input tokens the API
+The Runner keeps a **usage anchor** after every response (the input tokens the API
 reported and how much conversation they covered); before a request, the request's size is
 estimated as the anchor plus what was appended since (characters / 4). When the estimate passes
 ``compact_at × context_window``, the conversation is made smaller in two stages:
@@ -14,8 +14,9 @@ estimated as the anchor plus what was appended since (characters / 4). When the 
    was asked, decided, changed, and what is open), kept in the system prompt; the recent turns —
    at least the current one with every tool call and result since its user message — stay verbatim.
 
-Everything here is pure or file-only; the Runner (app/agent/runner.py) drives it and the session log
-(app/agent/session.py) records it, so ``--continue`` rebuilds the compacted conversation.
+Everything here is pure or file-only but the summary request itself (:func:`request_summary`);
+the Runner (app/agent/runner.py) drives it and the session log (app/agent/session.py) records it,
+so ``--continue`` rebuilds the compacted conversation.
 """
 
 from __future__ import annotations
@@ -24,19 +25,33 @@ import hashlib
 import json
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.agent.session import APP_NOTE_PREFIX, is_app_note, restore_conversation
+from app.agent.conversation import APP_NOTE_PREFIX, is_app_note, restore_conversation, scrub_text
+from app.agent.provider import (
+    COMPLETED_STOPS,
+    ErrorEvent,
+    ModelRequest,
+    Provider,
+    Retrying,
+    Stop,
+    TextDelta,
+    UsageEvent,
+)
+from memory.constants import UPDATE_TAG
 from memory.store.fs import FS, UnsafePathError
 
 __all__ = [
     "Anchor",
     "ResultStore",
+    "SummaryFailed",
     "estimate_tokens",
     "messages_chars",
     "offload_old",
+    "request_summary",
     "result_stub",
     "split_for_summary",
     "summary_block",
@@ -52,7 +67,7 @@ READ_MAX_CHARS = 24_000  # one read_result output, so reading back cannot overfl
 MIN_OFFLOAD_CHARS = 2_000  # older results smaller than this stay (a stub would save little)
 STUB_PREFIX = "[tool result stored on disk: "
 RESULT_ID = re.compile(r"^r[0-9a-f]{16}$")
-UPDATE_TAG = "<memory-update>"
+_UPDATE_OPEN = f"<{UPDATE_TAG}>"
 # A summary's transcript shows each tool result cut to this (the summary needs what happened,
 # not the bytes, which stay on disk or in the session log).
 TRANSCRIPT_RESULT_CHARS = 1_500
@@ -263,7 +278,7 @@ def _user_words(message: dict[str, Any]) -> bool:
         return bool(content.strip())
     return any(
         isinstance(b, dict) and b.get("type") == "text" and not is_app_note(b)
-        and not str(b.get("text", "")).startswith(UPDATE_TAG) and str(b.get("text", "")).strip()
+        and not str(b.get("text", "")).startswith(_UPDATE_OPEN) and str(b.get("text", "")).strip()
         for b in content or []
     )
 
@@ -310,7 +325,7 @@ def _render(message: dict[str, Any]) -> list[str]:
         kind = b.get("type")
         if kind == "text":
             text = str(b.get("text", ""))
-            if text.startswith(UPDATE_TAG):
+            if text.startswith(_UPDATE_OPEN):
                 out.append(f"[memory update given to the assistant]\n{_cut(text, 2_000)}")
             elif text.startswith(APP_NOTE_PREFIX):
                 out.append(f"[note by the app] {_cut(text, 500)}")
@@ -394,10 +409,32 @@ def rebuilt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return conv
 
 
-def session_results_dir(session_path: Path) -> Path:
-    """``sessions/<id>/results/`` beside the session's ``<id>.jsonl``."""
-    return session_path.with_suffix("") / "results"
+class SummaryFailed(Exception):
+    """A summary request gave no usable summary; ``reason`` says why in one line."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
-def kib(n: int) -> str:
-    return f"{n / 1024:,.0f} KiB" if n >= 1024 else f"{n} bytes"
+async def request_summary(provider: Provider, request: ModelRequest, on_usage: Callable[[UsageEvent], None]) -> str:
+    """Stream one summary request; its text (a response cut at ``max_tokens`` still counts).
+    Raises :class:`SummaryFailed`. A retried attempt's text is void."""
+    parts: list[str] = []
+    async for ev in provider.stream(request):
+        if isinstance(ev, TextDelta):
+            parts.append(ev.text)
+        elif isinstance(ev, Retrying):
+            parts.clear()
+        elif isinstance(ev, UsageEvent):
+            on_usage(ev)
+        elif isinstance(ev, ErrorEvent):
+            raise SummaryFailed(ev.message)
+        elif isinstance(ev, Stop):
+            text = scrub_text("".join(parts)).strip()
+            if ev.reason not in COMPLETED_STOPS and ev.reason != "max_tokens":
+                raise SummaryFailed(f"the summary request stopped ({ev.reason})")
+            if not text:
+                raise SummaryFailed("the summary request returned no text")
+            return text
+    raise SummaryFailed("the summary stream ended without a response")

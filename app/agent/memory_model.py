@@ -1,9 +1,9 @@
-"""The memory model's completion function: the SDK plugged into ``memory.completion.Completion``.
+"""The memory model's completion function: the SDK plugged into ``memory.extract.completion.Completion``.
 
 The client runs with the SDK's retries off: the memory worker retries with its own backoff and
-bound (DESIGN.md §7). Every request is streamed: the SDK refuses a non-streaming request whose
+bound (a failed job waits and is tried again, a bounded number of times). Every request is streamed: the SDK refuses a non-streaming request whose
 ``max_tokens`` could take longer than its ten-minute bound (≈ 21,333 tokens), and a merge of
-several notes may need more (DESIGN.md §5). Structured output is asked for where the endpoint supports it; an endpoint
+several notes may need more. Structured output is asked for where the endpoint supports it; an endpoint
 that refuses ``output_config`` (compatible servers such as Ollama) gets plain text from then on,
 and the text parser reads the answer either way.
 

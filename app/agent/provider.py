@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memory.text.sanitize import redact
+from memory.text.redact import redact
 
 # -- events -------------------------------------------------------------------------------------
 
@@ -83,6 +83,19 @@ class Retrying:
     attempt: int
     delay: float
     depth: int = 0
+
+
+_OVERFLOW_HINTS = ("prompt is too long", "context window", "context length", "too many tokens")
+
+
+def is_overflow(message: str) -> bool:
+    """Whether an error says the request was larger than the model's context window."""
+    low = message.lower()
+    return any(h in low for h in _OVERFLOW_HINTS)
+
+
+# Stop reasons of a response that is the model's complete answer.
+COMPLETED_STOPS = frozenset({"end_turn", "stop_sequence"})
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,12 @@ from app.agent.compaction import ResultStore
 from app.agent.memory_model import AnthropicCompletion
 from app.agent.provider import AnthropicProvider, Provider, retry_base_delay
 from app.agent.runner import Runner
-from app.agent.session import Session, SessionError, SessionStore
+from app.agent.session import Session, SessionStore
+from app.agent.session_log import SessionError
 from app.agent.settings import Settings
 from app.agent.system_prompt import build_system
 from app.agent.tools import PermissionGate, ToolContext
-from memory.constants import MEMORY_MODES
+from memory.constants import MEMORY_MODES, MemoryMode
 from memory.extract.completion import Completion
 from memory.jobs import pipeline
 from memory.jobs.manager import Manager
@@ -29,7 +30,7 @@ from memory.store.fs import DEFAULT_FS, FS
 from memory.store.stores import MemoryStores
 
 # With a session, bash keeps this much output (head and tail): what passes the offload bound is
-# stored whole under the session's folder instead of being cut (DESIGN.md §13).
+# stored whole under the session's folder instead of being cut.
 BASH_CAPTURE_CHARS = 4_000_000
 
 
@@ -60,9 +61,9 @@ class Runtime:
         self.fs = fs if fs is not None else DEFAULT_FS
         # Constructors only compute paths; nothing here reads or writes a file.
         self.stores = MemoryStores(workspace, home, fs=self.fs)
-        self.memory_mode: str = settings.memory_mode
+        self.memory_mode: MemoryMode = settings.memory_mode
         self._completion = completion
-        if completion is None and self.memory_mode != "off":
+        if completion is None and self.memory_mode != MemoryMode.OFF:
             completion = AnthropicCompletion(settings.memory_model, home=home)
         # The memory worker's backoff (1 s, 2 s, ...) in units of the runtime's retry delay; the
         # retry time a job shows is the one it waits.
@@ -72,13 +73,14 @@ class Runtime:
         self.provider: Provider = provider or AnthropicProvider()
         self.sessions = SessionStore(home)
         self.session: Session | None = None
-        self.runner: Runner = None  # type: ignore[assignment]  # set by open_session
+        # None until open_session (callers check); typed as set because turns only run after it.
+        self.runner: Runner = None  # type: ignore[assignment]
         self._started = False
         self._manager_started = False
 
     @property
     def memory_enabled(self) -> bool:
-        return self.memory_mode != "off"
+        return self.memory_mode != MemoryMode.OFF
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -140,7 +142,7 @@ class Runtime:
         await self.start()  # recovery first: the new system prompt reads the stores
         if resume is not None and not resume.strip():
             raise ValueError("--resume needs a session id")
-        if self.runner is not None and self.runner.running:
+        if self.session is not None and self.runner.running:
             raise RuntimeError("a turn is running: cancel it or wait before switching sessions")
         previous = self.session.id if self.session is not None else None
         # The current session is closed first: it may be the one asked for (its lock is ours).
@@ -195,11 +197,13 @@ class Runtime:
     async def _make_runner(self, session: Session | None) -> Runner:
         index = await asyncio.to_thread(self.stores.merged_index)
         system = await asyncio.to_thread(build_system, self.workspace, index)
+        # One store of the session's results: the Runner puts into it, read_result reads from it.
+        results = ResultStore(session.results_dir, self.fs) if session is not None else None
         ctx = ToolContext(
             workspace=self.workspace,
             memory=self.stores,
             bash_timeout_default=self.settings.bash_timeout,
-            results=ResultStore(session.results_dir, self.fs) if session is not None else None,
+            results=results,
             bash_capture_chars=BASH_CAPTURE_CHARS if session is not None else None,
         )
         return Runner(
@@ -217,10 +221,10 @@ class Runtime:
             context_window=self.settings.context_window,
             compact_at=self.settings.compact_at,
             offload_bytes=self.settings.offload_bytes,
-            results=ResultStore(session.results_dir, self.fs) if session is not None else None,
+            results=results,
         )
 
-    # -- trust (DESIGN.md §11) ----------------------------------------------------------------
+    # -- trust -----------------------------------------------------------------------
 
     async def trust_project(self) -> None:
         """Record the person's trust in the project store. Before the session's first turn the
@@ -228,7 +232,7 @@ class Runtime:
         Run gets the project notes as a ``<memory-update>`` (the cached prefix stays valid)."""
         await asyncio.to_thread(self.stores.trust_project)
         runner, session = self.runner, self.session
-        if runner is None or runner.running or (session is not None and session.messages):
+        if session is None or runner.running or session.messages:
             return
         index = await asyncio.to_thread(self.stores.merged_index)
         runner.set_system(await asyncio.to_thread(build_system, self.workspace, index))
@@ -236,7 +240,7 @@ class Runtime:
 
     # -- memory mode --------------------------------------------------------------------------
 
-    async def set_memory_mode(self, mode: str) -> None:
+    async def set_memory_mode(self, mode: MemoryMode | str) -> None:
         """Switch memory to ``auto``, ``review`` or ``off`` now, without a restart.
 
         ``off``: later turns are not submitted and no extraction request is made; queued jobs
@@ -244,15 +248,16 @@ class Runtime:
         """
         if mode not in MEMORY_MODES:
             raise ValueError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, not {mode!r}")
-        if self.manager.completion is None and mode != "off":
+        mode = MemoryMode(mode)
+        if self.manager.completion is None and mode != MemoryMode.OFF:
             self.manager.completion = self._completion or AnthropicCompletion(
                 self.settings.memory_model, home=self._home
             )
-        self.manager.set_mode(mode)  # type: ignore[arg-type]
+        self.manager.set_mode(mode)
         self.memory_mode = mode
         if self.runner is not None:
-            self.runner.manager = self.manager if mode != "off" else None
-        if mode != "off" and self._started and not self._manager_started:
+            self.runner.manager = self.manager if mode != MemoryMode.OFF else None
+        if mode != MemoryMode.OFF and self._started and not self._manager_started:
             # Memory was off at start, so the worker never ran: start it now.
             await self._warm_memory_client()
             self._manager_started = True

@@ -1,4 +1,4 @@
-"""Settings (DESIGN.md §8): flags > ``PSEUDOCLAUDE_*`` environment > ``$PSEUDOCLAUDE_HOME/config.toml`` > defaults.
+"""Settings: flags > ``PSEUDOCLAUDE_*`` environment > ``$PSEUDOCLAUDE_HOME/config.toml`` > defaults.
 
 Use :func:`load_settings`; it is the one entry point that turns every problem into a one-line
 :class:`SettingsError` naming where the bad value came from::
@@ -9,7 +9,7 @@ Use :func:`load_settings`; it is the one entry point that turns every problem in
 
 The config file uses the field names as keys (``model = "..."``, ``memory_mode = "review"``);
 its path is taken from ``PSEUDOCLAUDE_HOME`` (or the ``home`` argument) each time settings are
-loaded, never at import. ``PSEUDOCLAUDE_HOME`` itself is not a setting (see ``memory.paths``),
+loaded, never at import. ``PSEUDOCLAUDE_HOME`` itself is not a setting (see ``memory.store.paths``),
 and credentials are never settings: they stay in the SDK's own ``ANTHROPIC_*`` variables.
 """
 
@@ -36,13 +36,14 @@ from pydantic_settings import SettingsError as PydanticSettingsError
 from app.agent.pricing import ModelPrice
 from memory.constants import MemoryMode
 from memory.store.paths import Paths, pseudoclaude_home
-from memory.text.sanitize import quote
+from memory.text.lines import one_line
+from memory.text.names import quote
 
 ENV_PREFIX = "PSEUDOCLAUDE_"
 
 ModelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
-# How each setting is spelled on the command line, for error messages (DESIGN.md §8).
+# How each setting is spelled on the command line, for error messages.
 FLAG_NAMES: dict[str, str] = {
     "model": "--model",
     "memory_model": "--memory-model",
@@ -92,12 +93,12 @@ class Settings(BaseSettings):
     memory_wait: float = Field(default=15.0, ge=0, allow_inf_nan=False)
     max_tokens: int = Field(default=16000, gt=0)  # per main-model response
     bash_timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
-    # Long sessions (DESIGN.md §13): the main model's window, the fill that starts a compaction,
+    # Long sessions: the main model's window, the fill that starts a compaction,
     # and the size over which a tool result is kept on disk instead of in the conversation.
     context_window: int = Field(default=200_000, ge=2_000)
     compact_at: float = Field(default=0.8, gt=0.1, le=1.0, allow_inf_nan=False)
     offload_bytes: int = Field(default=32 * 1024, ge=1024)
-    # Per-model prices (USD per MTok) over app/pricing.PRICES: `[prices."model"] input = 3.0 ...`
+    # Per-model prices (USD per MTok) over app/agent/pricing.PRICES: `[prices."model"] input = 3.0 ...`
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
     _warnings: list[str] = PrivateAttr(default_factory=list)
@@ -161,7 +162,7 @@ class ConfigFileSource(TomlConfigSettingsSource):
             with open(file_path, "rb") as f:
                 return tomllib.load(f)
         except tomllib.TOMLDecodeError as e:
-            raise SettingsError(f"{self.path}: invalid TOML: {_one_line(str(e))}") from None
+            raise SettingsError(f"{self.path}: invalid TOML: {one_line(e)}") from None
         except UnicodeDecodeError:
             raise SettingsError(f"{self.path}: invalid TOML: not UTF-8 text") from None
         except OSError as e:
@@ -199,10 +200,6 @@ def load_settings(flags: Mapping[str, object] | None = None, *, home: Path | Non
 # -- error messages ------------------------------------------------------------------------
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _short(value: object, limit: int = 60) -> str:
     # A bad value may hold a secret (a key pasted into the wrong setting): redacted, shortened.
     return quote(value, limit)
@@ -234,4 +231,4 @@ def _describe(err: ValidationError, given: Mapping[str, object], config_file: Pa
         msg = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
         msg = msg[:1].lower() + msg[1:]
         parts.append(f"invalid {_source_of(name, given, config_file)}: {msg} (got {_short(e.get('input'))})")
-    return _one_line("; ".join(parts)) or "invalid settings"
+    return one_line("; ".join(parts)) or "invalid settings"

@@ -1,24 +1,25 @@
-"""``pseudoclaude memory ...``: the memory commands that never call a model (DESIGN.md §8).
+"""``pseudoclaude memory ...``: the memory commands that never call a model.
 
 Each command imports what it uses when it runs: app/cli/main.py builds its parser with these
 commands on every start, the full-screen app's included, and the stores, the spool and the job
-manager are no part of that app's first frame (issue 10, start-up).
+manager are no part of that app's first frame (it must draw before they load).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from memory.constants import INDEX_FILE, MANUAL_SOURCE, Level
-from memory.text.sanitize import quote, strip_terminal
+from app.cli.output import closed_pipe, silence
+from memory.constants import INDEX_FILE, MANUAL_SOURCE, Level, MemoryMode
+from memory.text.names import quote
+from memory.text.terminal import strip_terminal
 
 if TYPE_CHECKING:
-    from memory.model import BatchResult
+    from memory.model import BatchResult, Conflict, Rejection
     from memory.store.stores import MemoryStores
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
@@ -109,46 +110,34 @@ class _SafeStream:
     def write(self, s: str) -> int:
         if not self.reader_gone:
             try:
-                self.inner.write(strip_terminal(s))  # type: ignore[union-attr]
-            except BrokenPipeError:
-                self._silence()
-            except OSError:
-                self._silence()  # reported once by the caller; the exit-time flush stays quiet
-                raise
+                self.inner.write(strip_terminal(s))  # type: ignore[union-attr]  # None only when reader_gone
+            except OSError as e:
+                self._gone_or_raise(e)
         return len(s)
 
     def flush(self) -> None:
         if not self.reader_gone:
             try:
-                self.inner.flush()  # type: ignore[union-attr]
-            except BrokenPipeError:
-                self._silence()
-            except OSError:
-                self._silence()
-                raise
+                self.inner.flush()  # type: ignore[union-attr]  # None only when reader_gone
+            except OSError as e:
+                self._gone_or_raise(e)
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
 
-    def _silence(self) -> None:
+    def _gone_or_raise(self, e: OSError) -> None:
+        # Either way the stream goes quiet: another error is reported once by the caller, and
+        # the exit-time flush must not report it again.
         self.reader_gone = True
-        # The interpreter flushes stdout once more at exit; pointing the descriptor at
-        # /dev/null keeps that flush from printing "Exception ignored ... BrokenPipeError".
-        try:
-            fd = self.inner.fileno()  # type: ignore[union-attr]
-        except (OSError, ValueError, AttributeError):  # no descriptor (io.UnsupportedOperation is both)
-            return
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, fd)
-        finally:
-            os.close(devnull)
+        silence(self.inner)
+        if not closed_pipe(e):
+            raise e
 
 
 def run(args: argparse.Namespace) -> int:
     out, err = _SafeStream(sys.stdout), _SafeStream(sys.stderr)
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    sys.stdout, sys.stderr = out, err
     try:
         code = _run(args)
         try:
@@ -204,7 +193,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
     from memory.store.index import index_as_prompted
-    from memory.store.trust import untrusted_cards
+    from memory.store.stores import untrusted_cards
 
     # The same function the system prompt uses, so this is exactly what a new session gets.
     text = index_as_prompted(stores.merged_index())
@@ -288,7 +277,7 @@ def _report(result: BatchResult) -> int:
     """Applied ops on stdout, each rejection or conflict as one line on stderr; exit 3 if any."""
     for a in result.applied:
         print(f"{a.action} {a.level}/{a.filename}")
-    problems = sorted([*result.rejected, *result.conflicts], key=lambda r: r.index)
+    problems: list[Rejection | Conflict] = sorted([*result.rejected, *result.conflicts], key=lambda r: r.index)
     for r in problems:
         _err(r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}")
     return EXIT_REJECTED if problems else EXIT_OK
@@ -371,7 +360,7 @@ def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
         for ws in workspaces:
             ws_stores = MemoryStores(ws, stores.paths.home, fs=stores.fs)
             # Flush applies jobs whatever the configured mode: each job keeps the mode it was made with.
-            manager = Manager(ws_stores, completion, mode="auto",
+            manager = Manager(ws_stores, completion, mode=MemoryMode.AUTO,
                               backoff_base=pipeline.BACKOFF_BASE * retry_base_delay())
             try:
                 result = await manager.flush(args.timeout)

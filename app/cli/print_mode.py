@@ -9,46 +9,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
+from app.agent.events import Compacted, MemorySubmitted, RunEvent, RunStop, ToolCallFinished, ToolCallStarted
 from app.agent.memory_model import AnthropicCompletion
-from app.agent.provider import NO_CREDENTIALS, AnthropicProvider, has_credentials
-from app.agent.runner import (
-    Compacted,
-    MemorySubmitted,
+from app.agent.provider import (
+    NO_CREDENTIALS,
+    AnthropicProvider,
     Retrying,
-    RunEvent,
-    RunStop,
     TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
     UsageEvent,
+    has_credentials,
 )
 from app.agent.runtime import Runtime
 from app.agent.settings import Settings
 from app.agent.tools import AllowListGate
+from app.cli.output import closed_pipe, silence
+from memory.constants import MemoryMode
 from memory.events import JobApplied, JobFailed, JobHeld, JobStarted, JobTakenOver, MemoryEvent
-from memory.store.trust import untrusted_cards
-from memory.text.sanitize import TerminalStreamStripper, redact, strip_terminal, strip_terminal_deep
+from memory.store.stores import untrusted_cards
+from memory.text.lines import one_line
+from memory.text.redact import redact
+from memory.text.terminal import TerminalStreamStripper, strip_terminal, strip_terminal_deep
 
 EXIT_OK, EXIT_ERROR = 0, 1
 
-
-def _one_line(value: object, width: int = 100) -> str:
-    text = " ".join(strip_terminal(str(value), keep_newlines=False).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-
-
-def _closed_pipe(e: OSError) -> bool:
-    return isinstance(e, BrokenPipeError) or e.errno in (errno.EPIPE, errno.EBADF)
 
 
 class PrintUI:
@@ -79,11 +68,11 @@ class PrintUI:
             self.out.write(text)
             self.out.flush()
         except OSError as e:
-            if not _closed_pipe(e):
+            if not closed_pipe(e):
                 raise
             # The reader went away (`| head`): stop printing, finish the turn all the same.
             self.out_closed = True
-            _silence(self.out)
+            silence(self.out)
 
     def diag(self, text: str) -> None:
         if self.err_closed:
@@ -92,10 +81,10 @@ class PrintUI:
             self.err.write(strip_terminal(redact(text)) + "\n")
             self.err.flush()
         except OSError as e:
-            if not _closed_pipe(e):
+            if not closed_pipe(e):
                 raise
             self.err_closed = True
-            _silence(self.err)
+            silence(self.err)
 
     # -- the Runner's events -----------------------------------------------------------------
 
@@ -116,18 +105,18 @@ class PrintUI:
                 self._out("\n")
                 self._last = "\n"
             void = "" if depth else "; the partial answer above is void"
-            self.diag(f"{'  ' * depth}[retrying in {ev.delay:g}s: {_one_line(ev.reason, 200)}{void}]")
+            self.diag(f"{'  ' * depth}[retrying in {ev.delay:g}s: {one_line(ev.reason, 200)}{void}]")
         elif isinstance(ev, ToolCallStarted):
             self._tools_since_text = True
             indent = "  " * (ev.depth + 1)
             args = json.dumps(strip_terminal_deep(ev.input), ensure_ascii=False)
-            self.diag(f"{indent}⏺ {_one_line(ev.name, 60)}({_one_line(args, 120)})")
+            self.diag(f"{indent}⏺ {one_line(ev.name, 60)}({one_line(args, 120)})")
         elif isinstance(ev, ToolCallFinished):
             indent = "  " * (ev.depth + 1)
             tag = "denied" if ev.denied else ("error" if ev.result.is_error else "ok")
-            self.diag(f"{indent}  ⎿ {tag}: {_one_line(ev.result.content)}")
+            self.diag(f"{indent}  ⎿ {tag}: {one_line(ev.result.content, 100)}")
         elif isinstance(ev, Compacted):
-            self.diag(f"[{_one_line(ev.describe(), 300)}]")
+            self.diag(f"[{one_line(ev.describe(), 300)}]")
         elif isinstance(ev, MemorySubmitted):
             self.job_id = ev.job_id
             self.diag(f"[memory: job {ev.job_id} spooled]")
@@ -138,7 +127,7 @@ class PrintUI:
             if ev.status == "completed":
                 self.diag(f"[done; usage: {ev.usage.describe()}]")
             else:
-                self.diag(f"pseudoclaude: {_one_line(ev.message or ev.status, 500)}")
+                self.diag(f"pseudoclaude: {one_line(ev.message or ev.status, 500)}")
 
     def _answer(self, text: str) -> None:
         if not text:
@@ -178,19 +167,10 @@ class PrintUI:
             self.diag(f"[memory: job {ev.job_id}{merged} applied: {len(ev.applied)} op(s), {len(ev.rejected)} "
                       f"rejected, {len(ev.conflicts)} conflict(s)]")
         elif isinstance(ev, JobFailed):
-            self.diag(f"[memory: job {ev.job_id}{merged} failed: {_one_line(ev.reason, 300)}; it stays spooled "
+            self.diag(f"[memory: job {ev.job_id}{merged} failed: {one_line(ev.reason, 300)}; it stays spooled "
                       "(pseudoclaude memory flush)]")
         elif isinstance(ev, JobHeld):
             self.diag(f"[memory: job {ev.job_id}{merged} held for review (pseudoclaude memory pending)]")
-
-
-def _silence(stream: TextIO) -> None:
-    """Point a closed pipe's descriptor at /dev/null, so flushing at exit cannot fail again."""
-    with contextlib.suppress(Exception):
-        fd = stream.fileno()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, fd)
-        os.close(devnull)
 
 
 class _LogToUI(logging.Handler):
@@ -208,7 +188,7 @@ class _LogToUI(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         with contextlib.suppress(Exception):
-            self.ui.diag(f"pseudoclaude: {_one_line(record.getMessage(), 300)}")
+            self.ui.diag(f"pseudoclaude: {one_line(record.getMessage(), 300)}")
 
 
 def _report_outcome(ui: PrintUI, job_id: str, outcome: object, waited: float) -> None:
@@ -225,7 +205,7 @@ def _report_outcome(ui: PrintUI, job_id: str, outcome: object, waited: float) ->
     status = getattr(outcome, "status", "done")
     reason = getattr(outcome, "reason", "")
     what = {"done": "applied", "held": "held for review (pseudoclaude memory pending)"}.get(
-        status, f"failed: {_one_line(reason, 300)}; it stays spooled (pseudoclaude memory flush)"
+        status, f"failed: {one_line(reason, 300)}; it stays spooled (pseudoclaude memory flush)"
     )
     if taken and job_id not in ui.reported:
         ui.diag(f"[memory: job {job_id} was taken over by job {taken}, which another process ran: {what}]")
@@ -235,6 +215,37 @@ def _report_outcome(ui: PrintUI, job_id: str, outcome: object, waited: float) ->
         ui.diag(f"[memory: job {job_id} {what} by another process on this workspace]")
 
 
+
+
+async def _open(
+    ui: PrintUI, runtime: Runtime, *, resume: str | None, continue_latest: bool, trust_project: bool
+) -> bool:
+    """Start the runtime and open the session, saying what the person should know about it;
+    False (said why) when the session cannot be opened."""
+    # The answer comes first: until it is out, the memory worker is not even started (jobs are
+    # still spooled; interrupted writes are recovered), so an earlier run's leftover job never
+    # competes with the answer for the process; it runs after, coalesced with this turn's job
+    # where it can be.
+    await runtime.start(worker=False)
+    if trust_project:
+        # Recorded before the session opens, so its system prompt has the project index.
+        await runtime.trust_project()
+    try:
+        note = await runtime.open_session(resume=resume, continue_latest=continue_latest)
+    except ValueError as e:
+        ui.diag(f"pseudoclaude: {e}")
+        return False
+    if note:
+        ui.diag(f"[{note}]")
+    if not runtime.stores.has_project_level:
+        ui.diag("[memory: this workspace has no project level (its project store would be the user store); "
+                "notes go to the user level]")
+    left_out = await asyncio.to_thread(untrusted_cards, runtime.stores)
+    if left_out:
+        ui.diag(f"[memory: the project store {runtime.stores.project.dir} came with this workspace and is not "
+                f"trusted: its {len(left_out)} note(s) are left out of the prompt and of memory extraction; "
+                "--trust-project-memory trusts it once for this workspace]")
+    return True
 
 
 async def run_print(
@@ -262,35 +273,14 @@ async def run_print(
     provider = AnthropicProvider()
     completion = (
         AnthropicCompletion(settings.memory_model, share=lambda: provider.client)
-        if settings.memory_mode != "off"
+        if settings.memory_mode != MemoryMode.OFF
         else None
     )
     runtime = Runtime(settings, workspace, gate=AllowListGate(allow_tools), provider=provider, completion=completion)
     unsubscribe = runtime.manager.subscribe(ui.memory)
     try:
-        # The answer comes first: until it is out, the memory worker is not even started (jobs are
-        # still spooled; interrupted writes are recovered), so an earlier run's leftover job never
-        # competes with the answer for the process; it runs after, coalesced with this turn's job
-        # where it can be.
-        await runtime.start(worker=False)
-        if trust_project:
-            # Recorded before the session opens, so its system prompt has the project index.
-            await runtime.trust_project()
-        try:
-            note = await runtime.open_session(resume=resume, continue_latest=continue_latest)
-        except ValueError as e:
-            ui.diag(f"pseudoclaude: {e}")
+        if not await _open(ui, runtime, resume=resume, continue_latest=continue_latest, trust_project=trust_project):
             return EXIT_ERROR
-        if note:
-            ui.diag(f"[{note}]")
-        if not runtime.stores.has_project_level:
-            ui.diag("[memory: this workspace has no project level (its project store would be the user store); "
-                    "notes go to the user level]")
-        left_out = await asyncio.to_thread(untrusted_cards, runtime.stores)
-        if left_out:
-            ui.diag(f"[memory: the project store {runtime.stores.project.dir} came with this workspace and is not "
-                    f"trusted: its {len(left_out)} note(s) are left out of the prompt and of memory extraction; "
-                    "--trust-project-memory trusts it once for this workspace]")
         if compact:
             try:
                 await runtime.runner.compact("", ui)

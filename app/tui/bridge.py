@@ -6,10 +6,10 @@ hears — runner events, memory events, store changes, memory-model usage — it
 messages (app/tui/messages.py); it never touches a widget. Blocking work (importing the SDK, file I/O)
 runs in threads; the rest are coroutines for the App's async workers.
 
-Start-up order (DESIGN.md §12, issue 7 "Start"): ``build()`` (a thread) constructs the Runtime —
-which computes paths only and does not import ``anthropic`` — so the memory panel can show at once;
-``warm_sdk()`` (a thread) then pays the SDK's ~3 s import; ``open()`` starts the memory worker and
-the session. Without credentials no session is opened and no memory worker runs (nothing could
+Start-up order (the first frame comes first; see app/tui/startup.py): ``build()`` (a thread)
+constructs the Runtime — which computes paths only and does not import ``anthropic`` — so the
+memory panel can show at once; ``warm_sdk()`` (a thread) then pays the SDK's ~3 s import;
+``open()`` starts the memory worker and the session. Without credentials no session is opened and no memory worker runs (nothing could
 ask a model): memory browsing and edits still work.
 """
 
@@ -24,14 +24,31 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from app.tui.messages import MemoryEventMessage, MemoryUsage, StoresChangedMessage, TurnEvent
+from app.tui.messages import MemoryEventMessage, MemoryUsage, SettingsChanged, StoresChangedMessage, TurnEvent
 from memory.jobs.pace import Pacer
 
 if TYPE_CHECKING:
-    from app.agent.runner import RunStop
+    from app.agent.events import Compacted, RunEvent, RunStop
+    from app.agent.provider import Provider, Usage
     from app.agent.runtime import Runtime
+    from app.agent.session import SessionInfo
     from app.agent.settings import Settings
+    from app.tui.memory_views import AppliedRecord
     from app.tui.modal_gate import Ask, ModalGate
+    from memory.events import MemoryEvent
+    from memory.extract.completion import Completion
+    from memory.jobs.spool import Job
+    from memory.jobs.views import JobView
+    from memory.model import BatchResult
+    from memory.store.cards import CardResult, ExternalEdit, ExternalEditResult
+    from memory.store.fs import FS
+    from memory.store.index import TrustPreview
+    from memory.store.stores import MemoryStores
+    from memory.store.watch import StoresWatcher
+    from widgets.cards.card_list import CardRow
+    from widgets.cards.draft import CardDraft
+    from widgets.panel.memory_panel import PanelState
+    from widgets.pending.state import PendingState
 
 log = logging.getLogger(__name__)
 
@@ -64,18 +81,21 @@ def _title_from(text: str, words: int = 8, limit: int = 60) -> str:
 class Bridge:
     def __init__(
         self,
-        settings: Settings,
+        settings: Settings | None,
         workspace: Path,
-        post: Callable[[Message], Any],
+        post: Callable[[Message], object],
         ask: Ask,
         *,
         home: Path | None = None,
-        provider: Any | None = None,
-        completion: Any | None = None,
-        fs: Any | None = None,
+        provider: Provider | None = None,
+        completion: Completion | None = None,
+        fs: FS | None = None,
         watch_debounce_ms: int = 300,
     ) -> None:
-        self.settings = settings
+        """``settings``: None until the App has loaded them (before ``build``). ``home`` (the
+        app's folder), ``provider``, ``completion`` (the memory model), ``fs`` (the stores' file
+        layer) and the watcher's debounce are the runtime's adapters: None builds the real ones."""
+        self.settings: Settings | None = settings
         self.workspace = workspace
         self.post = post
         self.home = home
@@ -90,19 +110,21 @@ class Bridge:
         self.credentials = False
         self.opened = False
         self._unsubscribe: Callable[[], None] | None = None
-        self._watcher: Any | None = None
+        self._watcher: StoresWatcher | None = None
         self.excerpts: dict[str, str] = {}  # job id -> its turn's excerpt, as last listed
         # The reads that parse every card of a store (the trust window's, the panel's) take turns:
         # side by side on a 10,000-card store each took twice as long, and the second now finds
         # the parse cache warm.
         self._card_reads = threading.Lock()
-        self._early_stores: Any | None = None  # the trust question's, until the runtime exists
+        self._early_stores: MemoryStores | None = None  # the trust question's, until the runtime exists
         self._early_lock = threading.Lock()
 
     # -- start-up --------------------------------------------------------------------------------
 
     def build(self) -> None:
-        """Construct the Runtime (blocking imports; no file is read or written). Call in a thread."""
+        """Construct the Runtime (blocking imports; no file is read or written). Call in a thread,
+        once the settings are loaded."""
+        settings = self.require_settings()
         # Everything the App imports later is imported here, in this thread: a first import on
         # the event loop would stall the screen.
         import memory.store.watch  # noqa: F401  # the store watcher (watchfiles), started by the App
@@ -122,7 +144,7 @@ class Bridge:
         if completion is None and self.credentials:
             completion = self._memory_completion()
         self.runtime = Runtime(
-            self.settings,
+            settings,
             self.workspace,
             gate=self.gate,
             # An unknown model names the app's own way to pick another (/model, not --model).
@@ -138,11 +160,11 @@ class Bridge:
         if self.credentials:
             import anthropic  # noqa: F401
 
-    def _memory_completion(self) -> Any:
+    def _memory_completion(self) -> Completion:
         from app.agent.memory_model import AnthropicCompletion
 
         # Memory-model calls count in the session's cost.
-        return AnthropicCompletion(self.settings.memory_model, on_usage=self._on_memory_usage, home=self.home)
+        return AnthropicCompletion(self.require_settings().memory_model, on_usage=self._on_memory_usage, home=self.home)
 
     async def open(self, *, resume: str | None = None, continue_latest: bool = False) -> str | None:
         """Start memory and the session. Raises ValueError (one line) for a bad ``--resume``."""
@@ -156,21 +178,26 @@ class Bridge:
         self.opened = True
         return note
 
+    def require_settings(self) -> Settings:
+        if self.settings is None:
+            raise RuntimeError("the settings are not loaded yet")
+        return self.settings
+
     def require(self) -> Runtime:
         if self.runtime is None:
             raise RuntimeError("the runtime is not ready yet")
         return self.runtime
 
     @property
-    def stores(self) -> Any:
+    def stores(self) -> MemoryStores:
         return self.require().stores
 
     # -- what the bridge hears ---------------------------------------------------------------------
 
-    def _on_memory_event(self, event: Any) -> None:
+    def _on_memory_event(self, event: MemoryEvent) -> None:
         self.post(MemoryEventMessage(event))
 
-    def _on_memory_usage(self, model: str, usage: Any) -> None:
+    def _on_memory_usage(self, model: str, usage: Usage) -> None:
         self.post(MemoryUsage(model, usage))
 
     async def watch_stores(self) -> None:
@@ -202,19 +229,19 @@ class Bridge:
         the runner closed the turn (the conversation stays valid)."""
         rt = self.require()
 
-        def emit(ev: Any) -> None:
+        def emit(ev: RunEvent) -> None:
             self.post(TurnEvent(ev))
 
         return await rt.runner.run(text, emit)
 
-    async def compact(self, focus: str = "") -> Any:
+    async def compact(self, focus: str = "") -> Compacted | None:
         """``/compact [focus]``: summarise the earlier conversation now; events go to the App as
         TurnEvents (Compacting, Compacted, ContextUsage, UsageEvent). RuntimeError: why not."""
         rt = self.require()
         if rt.runner is None:
             raise RuntimeError("no session is open")
 
-        def emit(ev: Any) -> None:
+        def emit(ev: RunEvent) -> None:
             self.post(TurnEvent(ev))
 
         return await rt.runner.compact(focus, emit)
@@ -228,19 +255,19 @@ class Bridge:
 
     # -- memory ------------------------------------------------------------------------------------
 
-    async def jobs(self) -> list[Any]:
+    async def jobs(self) -> list[JobView]:
         views = await self.require().manager.jobs()
         for v in views:  # a job applied later is listed with its turn's words
             self.excerpts[v.id] = v.excerpt
         return views
 
-    async def panel_state(self, run_start_files: frozenset[tuple[str, str]] | None) -> tuple[Any, int]:
+    async def panel_state(self, run_start_files: frozenset[tuple[str, str]] | None) -> tuple[PanelState, int]:
         """(PanelState, number of this workspace's spooled jobs), read off the loop."""
         from app.tui.panel_state import build_panel_state
 
         jobs = await self.jobs()
 
-        def build() -> Any:
+        def build() -> PanelState:
             with self._card_reads:
                 return build_panel_state(self.stores, jobs, run_start_files)
 
@@ -253,7 +280,7 @@ class Bridge:
         except Exception:
             return 0
 
-    def _trust_stores(self) -> Any:
+    def _trust_stores(self) -> MemoryStores:
         """The stores for the trust question, also before the runtime is built: it is asked
         beside the start-up (a MemoryStores needs no settings). Blocking: call in a thread."""
         if self.runtime is not None:
@@ -277,12 +304,12 @@ class Bridge:
 
         return await asyncio.to_thread(check)
 
-    async def trust_preview(self) -> Any:
+    async def trust_preview(self) -> TrustPreview:
         """What trusting the project store would let into a prompt (memory.index.TrustPreview:
         every card's index line, and the cards left out with why). Reads every card: seconds on
         a cold 10,000-card store, in a thread."""
 
-        def read() -> Any:
+        def read() -> TrustPreview:
             stores = self._trust_stores()
             with self._card_reads:
                 return stores.trust_preview()
@@ -296,10 +323,10 @@ class Bridge:
             return
         await rt.trust_project()
 
-    def remember_draft(self, text: str) -> Any:
+    def remember_draft(self, text: str) -> CardDraft:
         """/remember TEXT: the editor's prefilled card (body = TEXT, a title from its first words,
         a project_knowledge card of the project level — the user level when the workspace has none)."""
-        from widgets.cards.editor import CardDraft
+        from widgets.cards.draft import CardDraft
 
         level = "project" if self.stores.has_project_level else "user"
         return CardDraft(level=level, type="project_knowledge", title=_title_from(text), summary="", body=text)
@@ -308,19 +335,19 @@ class Bridge:
     def levels(self) -> tuple[str, ...]:
         return ("project", "user") if self.stores.has_project_level else ("user",)
 
-    # -- the memory screens (app/tui/memory_screens.py) ------------------------------------------------
+    # -- the memory screens (app/tui/screens/) ------------------------------------------------
 
-    async def card_rows(self) -> tuple[list[Any], str | None]:
+    async def card_rows(self) -> tuple[list[CardRow], str | None]:
         from app.tui.memory_views import card_rows
 
         return await asyncio.to_thread(card_rows, self.stores)
 
-    async def read_draft(self, level: str, filename: str) -> Any:
+    async def read_draft(self, level: str, filename: str) -> tuple[CardDraft, str] | None:
         from app.tui.memory_views import read_draft
 
         return await asyncio.to_thread(read_draft, self.stores, level, filename)
 
-    async def pending_state(self, applied: list[Any], note: str | None = None) -> Any:
+    async def pending_state(self, applied: list[AppliedRecord], note: str | None = None) -> PendingState:
         """The pending screen's state: this workspace's jobs, those applied this session, orphans."""
         from app.tui.memory_views import pending_state
 
@@ -331,13 +358,13 @@ class Bridge:
         mode = self.require().memory_mode
         return await asyncio.to_thread(pending_state, self.stores, views, orphans, applied, mode, note)
 
-    async def approve(self, job_id: str, ops: tuple[int, ...] | None) -> Any:
+    async def approve(self, job_id: str, ops: tuple[int, ...] | None) -> BatchResult:
         return await self.require().manager.approve(job_id, ops)
 
-    async def reject(self, job_id: str, ops: tuple[int, ...] | None) -> Any:
+    async def reject(self, job_id: str, ops: tuple[int, ...] | None) -> Job | None:
         return await self.require().manager.reject(job_id, ops)
 
-    async def retry(self, job_id: str) -> Any:
+    async def retry(self, job_id: str) -> Job:
         return await self.require().manager.retry(job_id)
 
     async def dismiss(self, job_id: str) -> None:
@@ -346,54 +373,58 @@ class Bridge:
     async def turn_text(self, job_id: str) -> str:
         return await self.require().manager.turn_text(job_id)
 
-    async def check_card(self, draft: Any) -> dict[str, str]:
+    async def check_card(self, draft: CardDraft) -> dict[str, str]:
         return await asyncio.to_thread(
             self.stores.check_card, draft.level, draft.type, draft.title, draft.summary, draft.body
         )
 
-    async def save_card(self, draft: Any, filename: str | None, sha256: str | None, original_level: str | None) -> Any:
+    async def save_card(
+        self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None
+    ) -> CardResult:
         return await asyncio.to_thread(
             self.stores.save_card, draft.level, draft.type, draft.title, draft.summary, draft.body,
             filename=filename, expected_sha=sha256, original_level=original_level,
         )
 
-    async def delete_card(self, level: str, filename: str, sha256: str) -> Any:
+    async def delete_card(self, level: str, filename: str, sha256: str) -> CardResult:
         return await asyncio.to_thread(self.stores.delete_card, level, filename, sha256)
 
-    async def move_card(self, level: str, filename: str, sha256: str) -> Any:
+    async def move_card(self, level: str, filename: str, sha256: str) -> CardResult:
         to = "user" if level == "project" else "project"
         return await asyncio.to_thread(self.stores.move_card, level, filename, to, sha256)
 
-    async def start_external_edit(self, level: str, filename: str) -> Any:
+    async def start_external_edit(self, level: str, filename: str) -> ExternalEdit:
         """The card copied to a private file for ``$EDITOR`` (memory.cards.ExternalEdit);
         memory.store.StoreError or OSError (one line) when it cannot be copied."""
         from memory.store.cards import start_external_edit
 
         return await asyncio.to_thread(start_external_edit, self.stores, level, filename)
 
-    async def finish_external_edit(self, edit: Any, *, refuse: str | None = None) -> Any:
+    async def finish_external_edit(self, edit: ExternalEdit, *, refuse: str | None = None) -> ExternalEditResult:
         """The copy read back, checked and applied as one manual edit (memory.cards.ExternalEditResult);
         ``refuse``: a reason not to apply a changed copy (the editor failed)."""
         from memory.store.cards import finish_external_edit
 
         return await asyncio.to_thread(lambda: finish_external_edit(self.stores, edit, refuse=refuse))
 
-    async def discard_external_edit(self, edit: Any) -> None:
+    async def discard_external_edit(self, edit: ExternalEdit) -> None:
         from memory.store.cards import discard_external_edit
 
         await asyncio.to_thread(discard_external_edit, edit)
 
-    async def undo(self) -> Any:
+    async def undo(self) -> BatchResult:
         return await asyncio.to_thread(self.stores.undo)
 
     async def set_memory_mode(self, mode: str) -> None:
         await self.require().set_memory_mode(mode)
+        self.post(SettingsChanged())
 
     def set_model(self, name: str) -> None:
         rt = self.require()
-        self.settings.model = name
+        self.require_settings().model = name
         if rt.runner is not None:
             rt.runner.model = name
+        self.post(SettingsChanged())
 
     # -- sessions ----------------------------------------------------------------------------------
 
@@ -407,7 +438,7 @@ class Bridge:
         self.gate.reset()
         return note
 
-    async def sessions(self) -> list[Any]:
+    async def sessions(self) -> list[SessionInfo]:
         rt = self.require()
         return await asyncio.to_thread(rt.sessions.list, self.workspace)
 

@@ -1,19 +1,22 @@
 """Slash commands: the table (names, usage, help), parsing, the completion list, and the handlers.
 
 ``parse``/``completions``/``help_text`` are plain functions (tested without a terminal). The
-handlers are ``SlashCommands.cmd_<name>`` coroutines, mixed into the App: ``run_command``
-dispatches a parsed command to them. Like the rest of the App they reach the runtime only through
-the bridge, and slow work runs in workers that report back with messages.
+handlers are the coroutines of ``SlashCommands``, an object the App holds: ``run_command``
+dispatches a parsed command through its table. They reach the App only through ``CommandHost``
+(what they need of it) and the runtime only through the bridge; slow work runs in the App's
+workers that report back with messages.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from rich.table import Table
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
@@ -21,15 +24,19 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from app.tui.messages import ChatNote, SessionSwitched, TurnDone
-from memory.constants import MEMORY_MODES
-from memory.text.sanitize import strip_terminal
+from memory.constants import MEMORY_MODES, MemoryMode
+from memory.text.lines import one_line
 
 if TYPE_CHECKING:
+    from textual.message import Message
     from textual.worker import Worker
 
+    from app.agent.pricing import CostMeter
     from app.agent.settings import Settings
     from app.tui.bridge import Bridge
+    from app.tui.screens.memory import MemoryScreens
     from widgets.chat.log import ChatPane
+    from widgets.chat.prompt import PromptInput
 
 
 @dataclass(frozen=True)
@@ -37,10 +44,6 @@ class Command:
     name: str
     usage: str
     help: str
-
-    @property
-    def handler(self) -> str:
-        return f"cmd_{self.name}"
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -51,7 +54,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("remember", "/remember TEXT", "open the card editor with TEXT (Ctrl+S saves)"),
     Command("undo", "/undo", "revert the last memory batch"),
     Command("model", "/model NAME", "switch the main model"),
-    Command("mode", "/mode auto|review|off", "switch the memory mode"),
+    Command("mode", f"/mode {'|'.join(MEMORY_MODES)}", "switch the memory mode"),
     Command("resume", "/resume", "pick a session of this workspace to resume"),
     Command("cost", "/cost", "show this session's tokens and cost"),
     Command("compact", "/compact [FOCUS]", "compact the conversation now (automatic near the context limit)"),
@@ -134,12 +137,6 @@ def help_table() -> Table:
     return table
 
 
-def one_line(value: object, width: int = 120) -> str:
-    """``value`` as one line of at most ``width`` characters, safe for the terminal."""
-    text = " ".join(strip_terminal(str(value), keep_newlines=False).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 class SessionPicker(ModalScreen[str | None]):
     """/resume: this workspace's sessions that have a prompt, newest first; Enter resumes, Esc cancels."""
 
@@ -173,44 +170,100 @@ class SessionPicker(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class SlashCommands:
-    """The commands' handlers, mixed into ``PseudoClaudeApp`` (which provides what is declared here)."""
+class CommandHost(Protocol):
+    """What the commands need of the App."""
 
     bridge: Bridge
-    settings: Settings
-    ready: bool
-    built: bool
-    connecting: bool
+    settings: Settings | None
+    ready: bool  # the runtime is open: prompts can be sent
+    built: bool  # the runtime object exists: the memory stores can be reached
+    connecting: bool  # start-up is not over
+    memory_screens: MemoryScreens
     _awaiting_trust: bool
-    _waiting: list[Any]
-    _turn: Worker[Any] | None
-    _cost: Any
-    chat: ChatPane
-    prompt: Any
-    # Also from the App: post_message, push_screen_wait, _refresh_panel, _show_status, action_quit,
-    # defer_command, _waiting, and from MemoryScreens: open_browser, open_pending, remember.
+    _waiting: list[Any]  # prompts and commands queued until what they need is there
+    _turn: Worker[Any] | None  # the running turn (or /compact): Esc cancels it
+    _cost: CostMeter | None
+
+    @property
+    def chat(self) -> ChatPane: ...
+
+    @property
+    def prompt(self) -> PromptInput: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    def run_worker(
+        self,
+        work: Callable[[], Coroutine[Any, Any, Any]],
+        name: str | None = "",
+        group: str = "default",
+        description: str = "",
+        exit_on_error: bool = True,
+        start: bool = True,
+        exclusive: bool = False,
+    ) -> Worker[Any]: ...
+
+    async def push_screen_wait(self, screen: Any) -> Any: ...
+
+    def defer_command(self, parsed: Parsed, needs: str) -> None: ...
+
+    async def action_quit(self) -> None: ...
+
+
+class SlashCommands:
+    """The commands' handlers, one per name of ``COMMANDS``, for the App ``host``. The status
+    line follows the settings by itself (the bridge says when they change)."""
+
+    def __init__(self, host: CommandHost) -> None:
+        self.host = host
+        self.handlers: dict[str, Callable[[str], Awaitable[None]]] = {
+            "help": self.cmd_help,
+            "clear": self.cmd_clear,
+            "memory": self.cmd_memory,
+            "pending": self.cmd_pending,
+            "remember": self.cmd_remember,
+            "undo": self.cmd_undo,
+            "model": self.cmd_model,
+            "mode": self.cmd_mode,
+            "resume": self.cmd_resume,
+            "cost": self.cmd_cost,
+            "compact": self.cmd_compact,
+            "quit": self.cmd_quit,
+        }
+
+    @property
+    def chat(self) -> ChatPane:
+        return self.host.chat
+
+    def _run(
+        self, work: Callable[..., Coroutine[Any, Any, None]], *args: Any, group: str, exclusive: bool = False
+    ) -> Worker[Any]:
+        """``work(*args)`` as the App's worker (called when it starts: an exclusive one may be
+        cancelled before); a failure is one line in the chat, never a crash."""
+        return self.host.run_worker(partial(work, *args), group=group, exclusive=exclusive, exit_on_error=False)
 
     async def run_command(self, parsed: Parsed, *, queued: bool = False) -> None:
         """Run ``parsed`` now, or once what it needs is there (never dropped while starting).
         ``queued``: it comes from the queue, whose turn it is."""
+        host = self.host
         if parsed.command is None:
             self.chat.add_note(f"unknown command /{one_line(parsed.name, 40)}: /help lists the commands")
             return
-        handler = getattr(self, parsed.command.handler)
         name = parsed.command.name
-        if name in NEEDS_SESSION and not queued and (self.connecting or self._awaiting_trust or self._waiting):
-            self.defer_command(parsed, "session")
+        if name in NEEDS_SESSION and not queued and (host.connecting or host._awaiting_trust or host._waiting):
+            host.defer_command(parsed, "session")
             return
-        if name in NEEDS_STORES and not self.built:
-            if self.connecting:
-                self.defer_command(parsed, "stores")
+        if name in NEEDS_STORES and not host.built:
+            if host.connecting:
+                host.defer_command(parsed, "stores")
             else:
                 self.chat.add_note(f"/{name} is not available: the app could not start (see the error above)")
             return
-        await handler(parsed.arg)
+        await self.handlers[name](parsed.arg)
 
     def _turn_running(self) -> bool:
-        if self._turn is not None and self._turn.is_running:
+        turn = self.host._turn
+        if turn is not None and turn.is_running:
             self.chat.add_note("a turn is running: wait for it, or press Esc to cancel it first")
             return True
         return False
@@ -222,135 +275,123 @@ class SlashCommands:
     async def cmd_clear(self, arg: str) -> None:
         if self._turn_running():
             return
-        if not self.ready:
+        if not self.host.ready:
             self.chat.clear_blocks()
             return
-        self._switch(None)
+        self._run(self._new_session, group="session", exclusive=True)
 
-    @work(exclusive=True, group="session", exit_on_error=False)
-    async def _switch(self, session_id: str | None) -> None:
+    async def _new_session(self) -> None:
+        bridge = self.host.bridge
         try:
-            note = await (self.bridge.new_session() if session_id is None else self.bridge.resume(session_id))
+            note = await bridge.new_session()
         except (ValueError, RuntimeError) as e:
-            self.post_message(ChatNote(one_line(e, 300), error=True))
+            self.host.post_message(ChatNote(one_line(e, 300), error=True))
             return
-        if session_id is None:
-            note = note or "new session (memory is kept)"
-        self.post_message(SessionSwitched(note, self.bridge.messages if session_id is not None else []))
+        self.host.post_message(SessionSwitched(note or "new session (memory is kept)", []))
 
     async def cmd_memory(self, arg: str) -> None:
-        self.open_browser()
+        self.host.memory_screens.open_browser()
 
     async def cmd_pending(self, arg: str) -> None:
-        self.open_pending()
+        self.host.memory_screens.open_pending()
 
     async def cmd_remember(self, arg: str) -> None:
         if not arg.strip():
             self.chat.add_note("usage: /remember TEXT")
             return
-        self.remember(arg.strip())
+        self.host.memory_screens.remember(arg.strip())
 
     async def cmd_undo(self, arg: str) -> None:
-        self._undo()
-
-    @work(group="command", exit_on_error=False)
-    async def _undo(self) -> None:
-        try:
-            result = await self.bridge.undo()
-        except Exception as e:  # UndoError: nothing to undo, or a note changed since
-            self.post_message(ChatNote(one_line(e, 300), error=True))
-            return
-        problems = [*result.conflicts, *result.rejected]
-        if problems:
-            self.post_message(ChatNote(one_line(f"not undone: {problems[0].reason}", 300), error=True))
-        else:
-            self.post_message(ChatNote(f"undid the last memory batch ({len(result.applied)} change(s))"))
-        self._refresh_panel()
+        self.host.memory_screens.undo()
 
     async def cmd_model(self, arg: str) -> None:
         name = arg.strip()
         if not name:
-            self.chat.add_note(f"model: {self.settings.model} (/model NAME switches)")
+            model = self.host.settings.model if self.host.settings is not None else ""
+            self.chat.add_note(f"model: {model} (/model NAME switches)")
             return
         if len(name.split()) != 1:
             self.chat.add_note("usage: /model NAME")
             return
-        self.bridge.set_model(name)
+        self.host.bridge.set_model(name)
         self.chat.add_note(f"model: {one_line(name, 80)} (from the next request)")
-        self._show_status()
 
     async def cmd_mode(self, arg: str) -> None:
-        mode = arg.strip().lower()
-        if mode not in MEMORY_MODES:
-            current = self.bridge.runtime.memory_mode if self.bridge.runtime is not None else self.settings.memory_mode
-            self.chat.add_note(f"memory mode: {current} (usage: /mode auto|review|off)")
+        host = self.host
+        wanted = arg.strip().lower()
+        if wanted not in MEMORY_MODES:
+            runtime, settings = host.bridge.runtime, host.settings
+            current = runtime.memory_mode if runtime is not None else settings.memory_mode if settings else ""
+            self.chat.add_note(f"memory mode: {current} (usage: /mode {'|'.join(MEMORY_MODES)})")
             return
+        mode = MemoryMode(wanted)
         try:
-            await self.bridge.set_memory_mode(mode)
+            await host.bridge.set_memory_mode(mode)
         except Exception as e:
             self.chat.add_error(one_line(e, 300))
             return
         self.chat.add_note(f"memory mode: {mode}")
-        self._show_status()
 
     async def cmd_resume(self, arg: str) -> None:
         if self._turn_running():
             return
-        if self.bridge.runtime is None:
+        if self.host.bridge.runtime is None:
             # Sessions are files: browsing and resuming one needs no model, only the runtime.
             self.chat.add_note("sessions are not open yet (see the note above)")
             return
-        self._pick_session(arg.strip())
+        self._run(self._pick_session, arg.strip(), group="session", exclusive=True)
 
-    @work(exclusive=True, group="session", exit_on_error=False)
     async def _pick_session(self, wanted: str) -> None:
+        host, bridge = self.host, self.host.bridge
         if wanted:
             chosen: str | None = wanted
         else:
             # A session opened and closed without a prompt has nothing to go back to.
-            sessions = [s for s in await self.bridge.sessions() if s.has_prompt]
+            sessions = [s for s in await bridge.sessions() if s.has_prompt]
             if not sessions:
-                self.post_message(ChatNote("no sessions to resume in this workspace yet"))
+                host.post_message(ChatNote("no sessions to resume in this workspace yet"))
                 return
-            chosen = await self.push_screen_wait(SessionPicker(sessions, self.bridge.session_id))
+            chosen = await host.push_screen_wait(SessionPicker(sessions, bridge.session_id))
         if not chosen:
             return
         try:
-            note = await self.bridge.resume(chosen)
+            note = await bridge.resume(chosen)
         except (ValueError, RuntimeError) as e:
-            self.post_message(ChatNote(one_line(e, 300), error=True))
+            host.post_message(ChatNote(one_line(e, 300), error=True))
             return
-        self.post_message(SessionSwitched(note, self.bridge.messages))
+        host.post_message(SessionSwitched(note, bridge.messages))
 
     async def cmd_cost(self, arg: str) -> None:
-        if self._cost is None:
+        cost = self.host._cost
+        if cost is None:
             self.chat.add_note("no cost yet")
             return
-        self.chat.add_note("\n".join(self._cost.report()))
+        self.chat.add_note("\n".join(cost.report()))
 
     async def cmd_compact(self, arg: str) -> None:
         if self._turn_running():
             return
-        if not self.ready:
+        if not self.host.ready:
             self.chat.add_note("compacting needs a configured model (see the note above)")
             return
-        self._turn = self._compact(arg.strip())  # Esc cancels it like a turn
+        # Run as the turn: Esc cancels it like one, and what is queued waits for it.
+        self.host._turn = self._run(self._compact, arg.strip(), group="turn", exclusive=True)
 
-    @work(exclusive=True, group="turn", exit_on_error=False)
     async def _compact(self, focus: str) -> None:
-        self.prompt.disabled_reason = "compacting… (Esc cancels)"
+        host = self.host
+        host.prompt.disabled_reason = "compacting… (Esc cancels)"
         try:
-            done = await self.bridge.compact(focus)
+            done = await host.bridge.compact(focus)
         except asyncio.CancelledError:
-            self.post_message(ChatNote("compaction cancelled: the conversation is as it was"))
+            host.post_message(ChatNote("compaction cancelled: the conversation is as it was"))
             raise
         except (RuntimeError, ValueError) as e:
-            self.post_message(ChatNote(one_line(e, 400), error=True))
+            host.post_message(ChatNote(one_line(e, 400), error=True))
         else:
             if done is None:
-                self.post_message(ChatNote("nothing to compact yet"))
+                host.post_message(ChatNote("nothing to compact yet"))
         finally:
-            self.post_message(TurnDone("compacted"))
+            host.post_message(TurnDone("compacted"))
 
     async def cmd_quit(self, arg: str) -> None:
-        await self.action_quit()
+        await self.host.action_quit()

@@ -17,7 +17,8 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
-from memory.text.sanitize import strip_terminal
+from memory.text.lines import format_bytes
+from memory.text.terminal import strip_terminal
 
 __all__ = ["attach", "fuzzy", "workspace_files"]
 
@@ -325,13 +326,9 @@ def attach(workspace: Path, rel: str, max_bytes: int = 100_000) -> tuple[str, st
     note = None
     head = f'<attached-file path="{rel_posix}">'
     if cut:
-        size = _kb(st.st_size)
-        note = f"@{shown}: attached the first {_kb(len(text.encode('utf-8')))} of {size}"
+        size = format_bytes(st.st_size)
+        note = f"@{shown}: attached the first {format_bytes(len(text.encode('utf-8')))} of {size}"
         head = f'<attached-file path="{rel_posix}" cut="first {len(text.encode("utf-8"))} of {st.st_size} bytes">'
     if not text.endswith("\n"):
         text += "\n"
     return f"{head}\n{text}</attached-file>", note
-
-
-def _kb(n: int) -> str:
-    return f"{n} bytes" if n < 1024 else f"{n / 1024:.0f} KiB"

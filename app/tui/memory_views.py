@@ -1,7 +1,7 @@
-"""What the memory screens show, read from the stores and the spool (DESIGN.md §12, issue 8).
+"""What the memory screens show, read from the stores and the spool.
 
-Synchronous and reading the disk: the App calls these in worker threads and hands the frozen
-results to the screens (widgets/cards/browser.py, widgets/pending/pending.py), which only draw them.
+Synchronous and reading the disk: the bridge calls these in worker threads and hands the frozen
+results to the screens (widgets/cards/browser.py, widgets/pending/screen.py), which only draw them.
 """
 
 from __future__ import annotations
@@ -11,16 +11,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from memory.model import MANUAL_SOURCE, Action, Level, NoteType, rfc3339
+from memory.constants import MANUAL_SOURCE, Action, Level
+from memory.model import rfc3339
 from memory.store.store import StoreError
-from memory.text.sanitize import strip_terminal
-from widgets.cards.browser import CardRow
-from widgets.cards.editor import CardDraft
-from widgets.pending.pending import PendingJob, PendingOp, PendingState
+from memory.text.terminal import strip_terminal
+from widgets.cards.card_list import CardRow
+from widgets.cards.draft import CardDraft
+from widgets.pending.state import PendingJob, PendingJobState, PendingOp, PendingState
 
 if TYPE_CHECKING:
     from memory.events import JobApplied
-    from memory.jobs.manager import JobView
+    from memory.jobs.views import JobView
     from memory.model import Note
     from memory.store.stores import MemoryStores
 
@@ -31,6 +32,7 @@ __all__ = [
     "card_text",
     "draft_of",
     "pending_state",
+    "read_draft",
 ]
 
 PROPOSED_TEXT_LIMIT = 64 * 1024  # a hand-grown card is shown cut, never read whole into a diff
@@ -206,7 +208,7 @@ def _job(stores: MemoryStores, view: JobView) -> PendingJob:
         reason = reason or f"its workspace {view.workspace} no longer exists"
     return PendingJob(
         id=view.id,
-        state=view.state,
+        state=PendingJobState(view.state),
         excerpt=view.excerpt,
         created=view.created,
         attempt=view.attempt,
@@ -236,11 +238,7 @@ def pending_state(
     for rec in sorted(applied, key=lambda r: r.seen, reverse=True):
         if rec.job_id in seen:
             continue
-        jobs.append(PendingJob(id=rec.job_id, state=rec.state, excerpt=rec.excerpt, created=rec.created or rec.seen,
+        jobs.append(PendingJob(id=rec.job_id, state=PendingJobState(rec.state), excerpt=rec.excerpt, created=rec.created or rec.seen,
                                counts=rec.counts, ops=rec.ops))
     jobs.extend(_job(stores, v) for v in orphans if v.id not in seen)
     return PendingState(jobs=tuple(jobs), mode=mode, note=note)
-
-
-def type_values() -> tuple[str, ...]:
-    return tuple(t.value for t in NoteType)

@@ -7,9 +7,20 @@ may be posted from any thread (``post_message`` is thread-safe in Textual).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
+
+if TYPE_CHECKING:
+    from app.agent.events import RunEvent
+    from app.agent.provider import Usage
+    from memory.events import MemoryEvent
+    from widgets.cards.card_list import CardRow
+    from widgets.cards.draft import CardDraft
+    from widgets.cards.editor import CardEditor
+    from widgets.dialogs.trust import TrustCard
+    from widgets.panel.memory_panel import PanelState
+    from widgets.pending.state import PendingState
 
 
 @dataclass
@@ -42,7 +53,7 @@ class TrustCardsRead(Message):
     """The cards of the project store waiting for trust (widgets.modals.TrustCard values), or
     ``error``: why they could not be read (one line)."""
 
-    cards: list[Any]
+    cards: list[TrustCard]
     error: str | None = None
 
 
@@ -55,9 +66,15 @@ class RuntimeFailed(Message):
 
 @dataclass
 class TurnEvent(Message):
-    """One Runner event of the running turn (app.runner.RunEvent, a frozen value)."""
+    """One Runner event of the running turn (a frozen value)."""
 
-    event: Any
+    event: RunEvent
+
+
+@dataclass
+class SettingsChanged(Message):
+    """The model or the memory mode was switched (``/model``, ``/mode``): the status line shows
+    the new one."""
 
 
 @dataclass
@@ -69,9 +86,9 @@ class TurnDone(Message):
 
 @dataclass
 class MemoryEventMessage(Message):
-    """An event of the memory Manager (memory.events.MemoryEvent, a frozen value)."""
+    """An event of the memory Manager (a frozen value)."""
 
-    event: Any
+    event: MemoryEvent
 
 
 @dataclass
@@ -83,9 +100,9 @@ class StoresChangedMessage(Message):
 
 @dataclass
 class PanelStateReady(Message):
-    """A freshly computed side-panel state (widgets.memory_panel.PanelState) and the pending job count."""
+    """A freshly computed side-panel state and the pending job count."""
 
-    state: Any
+    state: PanelState
     pending: int = 0
 
 
@@ -94,7 +111,7 @@ class MemoryUsage(Message):
     """A memory-model request's token usage (counted in the session's cost)."""
 
     model: str
-    usage: Any
+    usage: Usage
 
 
 @dataclass
@@ -127,23 +144,23 @@ class SessionSwitched(Message):
     messages: list[dict[str, Any]] = field(default_factory=list)
 
 
-# -- the memory screens (app/tui/memory_screens.py) ------------------------------------------------------
+# -- the memory screens ------------------------------------------------------------------------------
 
 
 @dataclass
 class CardsLoaded(Message):
-    """The card browser's rows (widgets.card_browser.CardRow), a header note, and a card to select."""
+    """The card browser's rows, a header note, and a card to select."""
 
-    rows: list[Any]
+    rows: list[CardRow]
     note: str | None = None
     select: tuple[str, str] | None = None
 
 
 @dataclass
 class PendingLoaded(Message):
-    """The pending screen's state (widgets.pending.PendingState)."""
+    """The pending screen's state."""
 
-    state: Any
+    state: PendingState
 
 
 @dataclass
@@ -163,12 +180,12 @@ class EditorOutcome(Message):
     ``general``), or "conflict" (``disk``: the card on disk now as (CardDraft, sha256), or None
     when it is gone)."""
 
-    editor: Any
+    editor: CardEditor
     status: str
-    result: Any = None
+    result: Any = None  # a CardResult when "saved" (Any: the handler reads it only then)
     errors: dict[str, str] = field(default_factory=dict)
     general: str | None = None
-    disk: Any = None
+    disk: tuple[CardDraft, str] | None = None
 
 
 @dataclass

@@ -21,7 +21,7 @@ from app.agent.tools.base import ToolError
 from app.agent.tools.gate import PermissionDecision
 from app.agent.tools.paths import resolve
 from app.agent.tools.specs import needs_permission
-from memory.text.sanitize import line_count, split_lines, strip_terminal
+from memory.text.terminal import line_count, split_lines, strip_terminal
 
 PREVIEW_LINES = 40
 PREVIEW_READ_MAX = 1_000_000  # a larger file is not diffed: the preview says so
@@ -109,7 +109,7 @@ class ModalGate:
         if not needs_permission(name) or name in self.session_allowed:
             return PermissionDecision(True)
         summary, preview, kind = await asyncio.to_thread(build_preview, self.workspace, name, tool_input)
-        from widgets.dialogs.modals import PermissionRequest, clean_note
+        from widgets.dialogs.permission import PermissionRequest, clean_note
 
         request = PermissionRequest(call_id=call_id, name=name, summary=summary, preview=preview, preview_kind=kind)
         answer = await self.ask(request)

@@ -15,14 +15,14 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from memory.model import Level
+from memory.constants import Level
 from memory.store.index import INDEX_LINE_RE, PROJECT_HEADER, USER_HEADER
 from memory.store.store import StoreError
-from memory.text.sanitize import strip_terminal
+from memory.text.terminal import strip_terminal
 from widgets.panel.memory_panel import PanelCard, PanelJob, PanelState
 
 if TYPE_CHECKING:
-    from memory.jobs.manager import JobView
+    from memory.jobs.views import JobView
     from memory.store.stores import MemoryStores
 
 __all__ = [

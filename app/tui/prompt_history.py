@@ -3,7 +3,12 @@
 One JSON string per line in ``$PSEUDOCLAUDE_HOME/prompts/<workspace key>.jsonl`` (mode 0600: a
 prompt can hold anything the user typed or pasted). Appends are single ``O_APPEND`` writes, so
 two windows on one workspace interleave whole lines; when the file grows past twice the bound it
-is rewritten, under a lock, to the last ``MAX_ENTRIES``. Synchronous: the App calls it in a thread.
+is rewritten, under a lock, to the last ``MAX_ENTRIES``. Synchronous: the App calls each step in
+one thread (``asyncio.to_thread``). Not aiofiles: an append is a ``pread`` that repairs a torn
+line and then a single ``O_APPEND`` write, and a rewrite is lock, write, fsync, replace; aiofiles
+offers neither ``pread`` nor the lock, would hop to a thread per call, and its buffered file
+object leaves it to the buffer how a line is split into writes (another window's line could land
+between them).
 """
 
 from __future__ import annotations

@@ -1,37 +1,28 @@
-"""Parse and validate the extraction model's answer (DESIGN §5).
+"""Parse the extraction model's answer into validated operations.
 
 The answer is untrusted text: the first JSON array of ops (or ``{"operations": [...]}``)
-is taken wherever it sits, and every op is validated alone so one bad op never sinks a batch.
+is taken wherever it sits, and every op is validated alone (memory/store/ops.py, the store's own
+admission rules) so one bad op never sinks a batch.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from memory.model import MAX_CONTENT_BYTES, MAX_OPS, Action, Level, NoteType, Operation, Rejection
-from memory.text.sanitize import (
-    check_filename,
-    is_strict_utf8,
-    redact,
-    sanitize_line,
-    sanitize_summary,
-    sanitize_title,
-)
+from memory.model import Rejection
+from memory.store.ops import IndexedOp, validate_operations
 
 __all__ = [
     "MAX_INPUT_CHARS",
     "MAX_JSON_CANDIDATES",
-    "IndexedOp",
     "ParseResult",
     "extract_operations",
     "find_json",
     "parse_and_validate",
-    "validate_operations",
 ]
 
 # Work bounds against hostile or runaway answers.
@@ -40,8 +31,6 @@ MAX_JSON_CANDIDATES = 10_000
 # Characters the decoder may walk in total before the search gives up (nested candidates
 # re-parse the same text).
 _MAX_DECODE_WORK = 16 * MAX_INPUT_CHARS
-_REJECTED_OP_STR = 200
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _no_constants(name: str) -> Any:
@@ -99,14 +88,7 @@ def extract_operations(text: str) -> list[object] | None:
     return find_json(text, _accept_operations)
 
 
-# -- validation --------------------------------------------------------------------------
-
-
-class IndexedOp(NamedTuple):
-    """A valid op and its place in the batch; unpacks as ``(index, op)``."""
-
-    index: int
-    op: Operation
+# -- the answer as ops ------------------------------------------------------------------
 
 
 class ParseResult(BaseModel):
@@ -114,186 +96,6 @@ class ParseResult(BaseModel):
     rejected: list[Rejection] = Field(default_factory=list)
     # False when no JSON operations could be found at all (the worker may re-ask).
     found: bool = True
-
-
-class _Invalid(Exception):
-    pass
-
-
-def _safe_copy(value: object, depth: int = 0) -> object:
-    """A small, storable, redacted copy of a rejected op for the job and the history."""
-    if isinstance(value, str):
-        return redact(_LONE_SURROGATE.sub("\ufffd", value))[:_REJECTED_OP_STR]
-    if isinstance(value, bool | int | float) or value is None:
-        return value
-    if depth >= 3:
-        return "…"
-    if isinstance(value, dict):
-        items = list(value.items())[:20]
-        return {str(_safe_copy(str(k), depth + 1)): _safe_copy(v, depth + 1) for k, v in items}
-    if isinstance(value, list):
-        return [_safe_copy(v, depth + 1) for v in value[:20]]
-    return repr(value)[:_REJECTED_OP_STR]
-
-
-def _quote(value: str) -> str:
-    """A short, one-line rendering of a bad value for a reason."""
-    return json.dumps(sanitize_line(value, 40), ensure_ascii=False)
-
-
-_NEEDS = {
-    "create": "create needs level, type, title and content",
-    "update": "update needs level, filename and content",
-    "delete": "delete needs level and filename",
-}
-
-
-def _string(item: dict[str, object], field: str, *, required: bool) -> str | None:
-    value = item.get(field)
-    if value is None:
-        if required:
-            action = item.get("action")
-            needs = _NEEDS.get(action.strip().lower(), "") if isinstance(action, str) else ""
-            raise _Invalid(f"missing {field}" + (f" ({needs})" if needs else ""))
-        return None
-    if not isinstance(value, str):
-        raise _Invalid(f"{field} must be a string, got {_json_type(value)}")
-    if not is_strict_utf8(value):
-        raise _Invalid(f"{field} is not valid UTF-8 (lone surrogate)")
-    return value
-
-
-def _json_type(value: object) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def _enum(item: dict[str, object], field: str, allowed: list[str], *, required: bool) -> str | None:
-    raw = _string(item, field, required=required)
-    if raw is None:
-        return None
-    value = raw.strip().lower()
-    if value not in allowed:
-        expected = ", ".join(allowed[:-1]) + " or " + allowed[-1]
-        raise _Invalid(f"unknown {field} {_quote(raw)} (expected {expected})")
-    return value
-
-
-def _content(item: dict[str, object]) -> str:
-    content = _string(item, "content", required=True)
-    assert content is not None
-    if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
-        raise _Invalid(f"content is larger than {MAX_CONTENT_BYTES} bytes")
-    if not content.strip():
-        raise _Invalid("content is empty")
-    content = redact(content)
-    if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
-        raise _Invalid(f"content is larger than {MAX_CONTENT_BYTES} bytes after redacting secrets")
-    return content
-
-
-def _title(item: dict[str, object], *, required: bool) -> str | None:
-    raw = _string(item, "title", required=required)
-    if raw is None:
-        return None
-    # Sanitize before redacting (an invisible character could hide a key from the patterns),
-    # then cut again: a redaction marker can be longer than what it replaced.
-    title = sanitize_title(redact(sanitize_line(raw, len(raw))))
-    if not title:
-        if required:
-            raise _Invalid("title is empty")
-        return None  # an update with an empty title keeps the note's title
-    return title
-
-
-def _summary(item: dict[str, object]) -> str | None:
-    raw = _string(item, "summary", required=False)
-    if raw is None:
-        return None
-    return sanitize_summary(redact(sanitize_line(raw, len(raw))))
-
-
-def _filename(item: dict[str, object]) -> str:
-    name = _string(item, "filename", required=True)
-    assert name is not None
-    reason = check_filename(name)
-    if reason is not None:
-        raise _Invalid(reason)
-    return name
-
-
-_ACTIONS = [a.value for a in Action]
-_LEVELS = [lv.value for lv in Level]
-_TYPES = [t.value for t in NoteType]
-
-
-def _validate_one(item: object) -> Operation | None:
-    """One op, or None for a noop; raises _Invalid with the reason."""
-    if not isinstance(item, dict):
-        raise _Invalid(f"expected a JSON object, got {_json_type(item)}")
-    action = _enum(item, "action", _ACTIONS, required=True)
-    if action == Action.NOOP:
-        return None
-    level = _enum(item, "level", _LEVELS, required=True)
-    if action == Action.CREATE:
-        note_type = _enum(item, "type", _TYPES, required=True)
-        title = _title(item, required=True)
-        summary = _summary(item)
-        slug = _string(item, "slug", required=False)
-        content = _content(item)
-        return Operation(
-            action=Action.CREATE,
-            level=level,
-            type=note_type,
-            title=title,
-            summary=summary,
-            slug=slug,
-            content=content,
-        )
-    if action == Action.UPDATE:
-        filename = _filename(item)
-        note_type = _enum(item, "type", _TYPES, required=False)
-        title = _title(item, required=False)
-        summary = _summary(item)
-        content = _content(item)
-        return Operation(
-            action=Action.UPDATE,
-            level=level,
-            type=note_type,
-            title=title,
-            summary=summary,
-            filename=filename,
-            content=content,
-        )
-    return Operation(action=Action.DELETE, level=level, filename=_filename(item))
-
-
-def validate_operations(items: list[object]) -> tuple[list[IndexedOp], list[Rejection]]:
-    """Validate each item alone; ``index`` is its place in the batch. Noops yield nothing."""
-    ops: list[IndexedOp] = []
-    rejected: list[Rejection] = []
-    for index, item in enumerate(items):
-        copy = _safe_copy(item) if isinstance(item, dict) else None
-        op_copy = copy if isinstance(copy, dict) else None
-        if index >= MAX_OPS:
-            reason = f"op {index}: over the batch limit of {MAX_OPS} operations; not applied"
-            rejected.append(Rejection(index=index, reason=reason, op=op_copy))
-            continue
-        try:
-            op = _validate_one(item)
-        except _Invalid as e:
-            rejected.append(Rejection(index=index, reason=f"op {index}: {e}", op=op_copy))
-            continue
-        if op is not None:
-            ops.append(IndexedOp(index=index, op=op))
-    return ops, rejected
 
 
 def parse_and_validate(text: str) -> ParseResult:

@@ -1,4 +1,4 @@
-"""The memory model's requests: extraction (DESIGN §6) and the merge of model-proposed updates (§5).
+"""The memory model's requests: extraction and the merge of model-proposed updates.
 
 Everything from the conversation or the stores is untrusted data: it goes inside delimiters
 whose closing tags it cannot forge (``defuse_tags``), and the instructions say so.
@@ -12,11 +12,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from memory.constants import INDEX_FILE, MAX_CONTENT_BYTES, Action, Level, NoteType
 from memory.extract.completion import CompletionRequest
 from memory.extract.parser import find_json
-from memory.model import INDEX_FILE, MAX_CONTENT_BYTES, Action, Level, NoteType, Turn, TurnMessage
+from memory.model import Turn, TurnMessage
 from memory.store.index import parse_index_lines
-from memory.text.sanitize import defuse_tags, is_strict_utf8, redact, sanitize_line, strip_terminal
+from memory.text.names import defuse_tags, sanitize_line
+from memory.text.redact import redact
+from memory.text.terminal import is_strict_utf8, strip_terminal
 
 __all__ = [
     "INDEX_CAP_BYTES",

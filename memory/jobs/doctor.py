@@ -10,11 +10,11 @@ from __future__ import annotations
 import stat
 from dataclasses import dataclass, field
 
+from memory.constants import INDEX_FILE, Level
 from memory.jobs.spool import DAMAGED_DIR, Spool, SpoolError
-from memory.model import INDEX_FILE, Level
 from memory.store.store import TRASH_DIR, filename_problem, render_index
 from memory.store.stores import MemoryStores
-from memory.text.sanitize import quote
+from memory.text.names import quote
 
 
 @dataclass

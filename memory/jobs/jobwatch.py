@@ -1,4 +1,4 @@
-"""Seeing what other processes do with this workspace's jobs (DESIGN.md §7: a second window stays live).
+"""Seeing what other processes do with this workspace's jobs (so a second window stays live).
 
 Every manager's loop lists the spool on each tick (cheap: only changed job files are parsed)
 and compares it with what it saw last: a job that appeared, started, is retrying, failed, is

@@ -1,4 +1,4 @@
-"""The memory manager (DESIGN.md §2, §7): the seed's ``UpdateAsync``, made durable. The public face.
+"""The memory manager: the app's one call after a turn (``submit``), made durable. The public face.
 
 A turn's way, by names: ``Runner.run`` → ``Manager.submit`` (the job is spooled, fsynced) →
 ``Spool`` → ``Worker`` (memory/jobs/worker.py: election, loop, coalescing) → ``Pipeline``
@@ -22,9 +22,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, TypeVar
 
 from memory.constants import MEMORY_MODES, MemoryMode
 from memory.events import (
@@ -40,18 +38,18 @@ from memory.jobs.jobwatch import JobWatch
 from memory.jobs.pipeline import (
     FALLBACK_SOURCE,
     MAX_ATTEMPTS,
-    REASK_NOTE,
     REQUEST_TIMEOUT,
     Pipeline,
     emit_result,
     merged_index,
-    revalidate,
 )
 from memory.jobs.review import Review, ReviewError, requeue
-from memory.jobs.spool import Job, JobNotFound, JobViewState, Spool, SpoolEntry, SpoolError, make_job
+from memory.jobs.spool import Job, JobNotFound, Spool, SpoolEntry, SpoolError, make_job
+from memory.jobs.views import FlushResult, JobOutcome, JobView, job_views
 from memory.jobs.worker import MAX_BATCH_BYTES, MAX_BATCH_TURNS, Worker
-from memory.model import BatchResult, HistoryEntry, Rejection, Turn
+from memory.model import BatchResult, HistoryEntry, Turn
 from memory.store.fs import DEFAULT_FS, FS
+from memory.store.paths import workspace_key
 from memory.store.stores import MemoryStores
 
 log = logging.getLogger(__name__)
@@ -63,62 +61,6 @@ Subscriber = Callable[[MemoryEvent], None]
 Sleep = Callable[[float], Awaitable[None]]
 
 
-class FlushResult(BaseModel):
-    """What ``flush`` left behind: by job id (as listed when the flush started)."""
-
-    done: list[str] = Field(default_factory=list)
-    held: list[str] = Field(default_factory=list)
-    failed: dict[str, str] = Field(default_factory=dict)
-    unfinished: list[str] = Field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed and not self.unfinished
-
-
-class JobView(BaseModel):
-    """One spooled job as the pending screen shows it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    state: JobViewState
-    workspace: str | None = None
-    mode: str = "auto"
-    excerpt: str = ""
-    turns: int = 0
-    created: str = ""
-    updated: str = ""
-    attempts: int = 0  # failed requests over the job's life, all processes
-    attempt: int = 0  # retrying: the attempt the worker waits to make, of ``max_attempts``
-    max_attempts: int = MAX_ATTEMPTS
-    reason: str | None = None  # failed: why; damaged: what is wrong with the file
-    next_try_at: str | None = None  # retrying: when (RFC 3339 UTC)
-    held_ops: tuple[HeldOpView, ...] = ()
-    rejected: tuple[Rejection, ...] = ()
-    merged_from: tuple[str, ...] = ()
-    split_from: str | None = None  # the job whose other ops an approval left held here
-
-
-class JobOutcome(BaseModel):
-    """What ``wait_for`` saw. ``taken_over_by``: the job that took this one's turns over
-    (coalesced, maybe by another process); the status is that job's. Truthy once finished."""
-
-    model_config = ConfigDict(frozen=True)
-
-    job_id: str
-    status: Literal["done", "held", "failed", "pending"]
-    reason: str = ""
-    taken_over_by: str | None = None
-
-    @property
-    def finished(self) -> bool:
-        return self.status != "pending"
-
-    def __bool__(self) -> bool:
-        return self.finished
-
-
 class Manager:
     """One workspace's memory jobs: spool on submit, run them in the elected worker, review."""
 
@@ -127,7 +69,7 @@ class Manager:
         stores: MemoryStores,
         completion: Completion | None,
         *,
-        mode: MemoryMode = "auto",
+        mode: MemoryMode = MemoryMode.AUTO,
         fs: FS = DEFAULT_FS,
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.time,
@@ -159,11 +101,8 @@ class Manager:
         self._started = False
         self.closing = False
         self._closed = False
-        # Jobs that could not even be written down: not run again for a while (loop time).
-        self._skip: dict[str, float] = {}
         # This workspace's jobs as last seen: other processes' changes become events.
         self.watch = JobWatch(stores, self.spool, self._real_workspace)
-        self.worker = Worker(self, max_batch_turns=max_batch_turns, max_batch_bytes=max_batch_bytes)
         self.pipeline = Pipeline(
             stores=stores,
             spool=self.spool,
@@ -178,6 +117,9 @@ class Manager:
             request_timeout=request_timeout,
             backoff_base=backoff_base,
         )
+        lock_path = self.paths.locks_dir / f"worker-{workspace_key(self.workspace)}.lock"
+        self.worker = Worker(self, spool=self.spool, fs=fs, lock_path=lock_path, run_job=self.pipeline.run,
+                             max_batch_turns=max_batch_turns, max_batch_bytes=max_batch_bytes)
 
     # -- identity and mode -----------------------------------------------------------------------
 
@@ -205,10 +147,6 @@ class Manager:
     def is_worker(self) -> bool:
         """True while this manager holds the workspace's worker lock (it runs the jobs)."""
         return self.worker.elected
-
-    @property
-    def worker_lock_path(self) -> Path:
-        return self.worker.lock_path
 
     def _source(self, job: Job) -> str:
         return job.session or self.session or FALLBACK_SOURCE
@@ -270,7 +208,9 @@ class Manager:
         session = turn.session or self.session
         if session != turn.session:
             turn = turn.model_copy(update={"session": session})
-        job = make_job(self.workspace, [turn], session=session, mode=self._mode)
+        job = make_job(
+            self.workspace, [turn], session=session, mode="review" if self._mode is MemoryMode.REVIEW else "auto"
+        )
 
         def spool_it() -> None:
             self.spool.submit(job)
@@ -361,14 +301,6 @@ class Manager:
         except TimeoutError:
             return False
         return True
-
-    def skip(self, job_id: str, seconds: float) -> None:
-        if self._loop is not None:
-            self._skip[job_id] = self._loop.time() + seconds
-
-    def skipped(self) -> set[str]:
-        now = self._loop.time() if self._loop is not None else 0.0
-        return {k for k, until in list(self._skip.items()) if until > now}
 
     # -- watching the spool (every tick) ----------------------------------------------------------
 
@@ -511,7 +443,7 @@ class Manager:
         self.spool.save(job)
         self.touch(job.id, job)
         self.pipeline.reset_budget(job_id)
-        self._skip.pop(job_id, None)
+        self.worker.unskip(job_id)
         return True
 
     # -- listing -----------------------------------------------------------------------------------
@@ -530,45 +462,9 @@ class Manager:
         return await asyncio.to_thread(self._views, all_workspaces)
 
     def _views(self, all_workspaces: bool) -> list[JobView]:
-        entries = self.entries(all_workspaces)
         # A phase written by a worker that died is stale: only a live worker's phase is shown.
         alive = self.worker.someone_works()
-        out: list[JobView] = []
-        for e in entries:
-            job = e.job
-            if job is None:
-                out.append(JobView(id=e.id, state="damaged", workspace=e.workspace, reason=e.problem))
-                continue
-            state: JobViewState
-            if e.orphaned:
-                state = "orphaned"
-            elif job.state in ("failed", "held"):
-                state = job.state
-            else:
-                state = job.phase if (alive and job.phase) else "queued"
-            retry = job.retry if state == "retrying" else None
-            out.append(
-                JobView(
-                    id=job.id,
-                    state=state,
-                    workspace=job.workspace,
-                    mode=job.mode,
-                    excerpt=job.excerpt(),
-                    turns=len(job.turns),
-                    created=job.created,
-                    updated=job.updated or job.created,
-                    attempts=job.attempts,
-                    attempt=retry.next_attempt if retry else 0,
-                    max_attempts=retry.max_attempts if retry else self.pipeline.max_attempts,
-                    reason=job.error if state in ("failed", "retrying") else None,
-                    next_try_at=job.retry.next_try_at if state == "retrying" and job.retry else None,
-                    held_ops=tuple(HeldOpView(index=h.index, op=h.op) for h in job.held_ops),
-                    rejected=tuple(job.rejected),
-                    merged_from=tuple(job.merged_from),
-                    split_from=job.split_from,
-                )
-            )
-        return out
+        return job_views(self.entries(all_workspaces), alive=alive, max_attempts=self.pipeline.max_attempts)
 
     async def turn_text(self, job_id: str) -> str:
         """The job's turns as text (redacted), for a person to read before dismissing it."""
@@ -637,7 +533,7 @@ class Manager:
 
         job = await asyncio.to_thread(run)
         self.pipeline.reset_budget(job.id)
-        self._skip.pop(job.id, None)
+        self.worker.unskip(job.id)
         self.emit(JobQueued(job_id=job.id, workspace=job.workspace))
         self.signal(wake=True)
         return job
@@ -658,12 +554,4 @@ class Manager:
         self.emit(JobDismissed(job_id=gone))
 
 
-__all__ = [
-    "REASK_NOTE",
-    "FlushResult",
-    "JobOutcome",
-    "JobView",
-    "Manager",
-    "ReviewError",
-    "revalidate",
-]
+__all__ = ["Manager"]

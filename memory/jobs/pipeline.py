@@ -1,4 +1,4 @@
-"""One job's way to the stores (DESIGN.md §5–§7): extract → parse → merge → commit.
+"""One job's way to the stores: extract → parse → merge → commit.
 
 The worker hands a picked job to ``Pipeline.run``. The snapshot is taken when the job runs;
 the model's raw answers are stored on the job before they are used (a replay re-parses, never
@@ -19,19 +19,21 @@ import contextlib
 import datetime as _dt
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from memory.constants import MAX_CONTENT_BYTES, Action, Level
 from memory.events import HeldOpView, IndexChanged, JobApplied, JobFailed, JobHeld, JobRetrying, MemoryEvent
 from memory.extract.completion import Completion, CompletionError, CompletionRequest
-from memory.extract.parser import find_json, parse_and_validate, validate_operations
+from memory.extract.parser import find_json, parse_and_validate
 from memory.extract.prompt import MergeItem, build_extraction_request, build_merge_request, parse_merge_answer
 from memory.jobs.spool import ErrorKind, HeldOp, Job, JobNotFound, MergePart, RetryInfo, Spool, SpoolError
-from memory.model import MAX_CONTENT_BYTES, Action, BatchResult, Level, Operation, Rejection, dump_op, rfc3339
+from memory.model import BatchResult, Operation, Rejection, dump_op, rfc3339
+from memory.store.ops import op_pairs, validate_operations
 from memory.store.stores import MemoryStores
 from memory.store.transaction import JobAlreadyDone, TransactionError
 from memory.store.trust import UNTRUSTED_REASON
-from memory.text.sanitize import quote
+from memory.text.names import quote
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +68,6 @@ class JobFailure(Exception):
         self.reason = reason
         self.kind = kind
         self.retryable = retryable
-
-
-def op_pairs(ops: Sequence[Any]) -> list[tuple[int, Operation]]:
-    """Parser output (``IndexedOp`` or ``(index, op)``) as ``(index, op)`` pairs."""
-    return [(o.index, o.op) if hasattr(o, "op") else (o[0], o[1]) for o in ops]
 
 
 def op_reason(index: int, reason: str) -> str:
@@ -147,7 +144,7 @@ class Pipeline:
         self.backoff_base = BACKOFF_BASE if backoff_base is None else max(0.0, backoff_base)
         self.max_attempts = max(1, max_attempts)
         self._request_timeout = request_timeout
-        # Failed requests per job id in this process: the retry budget (DESIGN §7).
+        # Failed requests per job id in this process: the retry budget.
         self._failures: dict[str, int] = {}
 
     def reset_budget(self, job_id: str) -> None:
@@ -318,7 +315,8 @@ class Pipeline:
     async def _merge_updates(
         self, job: Job, completion: Completion, pairs: list[tuple[int, Operation]]
     ) -> tuple[list[tuple[int, Operation]], list[Rejection]]:
-        """Merge every proposed update with the note's current body (DESIGN §5), in bounded requests."""
+        """Merge every proposed update with the note's current body, in bounded requests: the
+        model proposes a new body, a second request merges it with what the note says now."""
         updates = [(i, op) for i, op in pairs if op.action is Action.UPDATE]
         if not updates:
             return pairs, []
@@ -327,72 +325,55 @@ class Pipeline:
         parts = list(job.merge_raw or [])
         asked = {k for p in parts for k in p.keys}
         if "*" not in asked:  # "*": a first-version job whose one answer covered every update
-            items: list[MergeItem] = []
-            # An untrusted project note's body must not reach a merge request (DESIGN §11).
-            project_open = not any(op.level is Level.PROJECT for _, op in updates) or await self._in_thread(
-                lambda: self.stores.project_trusted
-            )
-            for i, op in updates:
-                if keys[i] in asked:
-                    continue
-                if op.level is Level.PROJECT and not project_open:
-                    refused[i] = UNTRUSTED_REASON
-                    continue
-                try:
-                    note = await self._in_thread(self.stores.read_note, op.level, op.filename)
-                except Exception as e:
-                    refused[i] = f"cannot read {op.level} note {quote(op.filename)}: {e}"
-                    continue
-                # The file's final newline is the store's, not the note's content.
-                size = len(note.body.removesuffix("\n").encode("utf-8", "surrogatepass"))
-                if size > MAX_MERGE_BODY_BYTES:
-                    refused[i] = (
-                        f"{op.level} note {quote(op.filename)} is too large to merge ({size} bytes, limit "
-                        f"{MAX_MERGE_BODY_BYTES}): edit it by hand"
-                    )
-                    continue
-                items.append(
-                    MergeItem(
-                        key=keys[i],
-                        filename=op.filename or "",
-                        level=op.level,
-                        title=note.meta.title,
-                        current_body=note.body,
-                        proposed=op.content or "",
-                    )
-                )
+            items = await self._merge_items([(i, op) for i, op in updates if keys[i] not in asked], keys, refused)
             for chunk in merge_chunks(items):
                 answer = await self._ask_merge(job, completion, build_merge_request(chunk))
                 parts.append(MergePart(keys=[it.key for it in chunk], answer=answer))
                 job.merge_raw = list(parts)  # kept before use, like the extraction answer
                 await self._save(job)
-        merged: dict[str, str] = {}
-        all_keys = list(keys.values())
-        for part in parts:
+        merged = _merged_bodies(job.id, parts, list(keys.values()))
+        return _with_merged(pairs, keys, merged, refused)
+
+    async def _merge_items(
+        self, updates: list[tuple[int, Operation]], keys: dict[int, str], refused: dict[int, str]
+    ) -> list[MergeItem]:
+        """The merge request's items for ``updates``; an update that cannot be merged gets its
+        reason in ``refused`` instead."""
+        items: list[MergeItem] = []
+        # An untrusted project note's body must not reach a merge request: the model never
+        # sees a store the person has not trusted.
+        project_open = not any(op.level is Level.PROJECT for _, op in updates) or await self._in_thread(
+            lambda: self.stores.project_trusted
+        )
+        for i, op in updates:
+            if op.level is Level.PROJECT and not project_open:
+                refused[i] = UNTRUSTED_REASON
+                continue
             try:
-                got = parse_merge_answer(part.answer, all_keys if "*" in part.keys else part.keys)
+                note = await self._in_thread(self.stores.read_note, op.level, op.filename)
             except Exception as e:
-                log.warning("memory job %s: unreadable merge answer: %s", job.id, e)
+                refused[i] = f"cannot read {op.level} note {quote(op.filename)}: {e}"
                 continue
-            for k, v in got.items():
-                merged.setdefault(k, v)
-        out: list[tuple[int, Operation]] = []
-        rejected: list[Rejection] = []
-        for i, op in pairs:
-            if op.action is not Action.UPDATE:
-                out.append((i, op))
+            # The file's final newline is the store's, not the note's content.
+            size = len(note.body.removesuffix("\n").encode("utf-8", "surrogatepass"))
+            if size > MAX_MERGE_BODY_BYTES:
+                refused[i] = (
+                    f"{op.level} note {quote(op.filename)} is too large to merge ({size} bytes, limit "
+                    f"{MAX_MERGE_BODY_BYTES}): edit it by hand"
+                )
                 continue
-            body = merged.get(keys[i])
-            if body is None:
-                why = refused.get(i) or f"the merge answer has no merged body for {op.level} note {quote(op.filename)}"
-                rejected.append(Rejection(index=i, reason=op_reason(i, why), op=dump_op(op)))
-                continue
-            new_op, rejection = revalidate(i, op.model_copy(update={"content": body}))
-            if rejection is not None:
-                rejected.append(rejection)
-            elif new_op is not None:
-                out.append((i, new_op))
-        return out, rejected
+            assert op.level is not None  # validation gives every update a level
+            items.append(
+                MergeItem(
+                    key=keys[i],
+                    filename=op.filename or "",
+                    level=op.level,
+                    title=note.meta.title,
+                    current_body=note.body,
+                    proposed=op.content or "",
+                )
+            )
+        return items
 
     async def _commit(self, job: Job, ops: list[tuple[int, Operation]], rejected: list[Rejection]) -> None:
         path = self.spool.path(job.id)
@@ -460,6 +441,44 @@ def emit_result(
         emit(IndexChanged(index=index))
 
 
+
+def _merged_bodies(job_id: str, parts: list[MergePart], all_keys: list[str]) -> dict[str, str]:
+    """The merged body by item key, from every merge answer kept on the job (first one wins)."""
+    merged: dict[str, str] = {}
+    for part in parts:
+        try:
+            got = parse_merge_answer(part.answer, all_keys if "*" in part.keys else part.keys)
+        except Exception as e:
+            log.warning("memory job %s: unreadable merge answer: %s", job_id, e)
+            continue
+        for k, v in got.items():
+            merged.setdefault(k, v)
+    return merged
+
+
+def _with_merged(
+    pairs: list[tuple[int, Operation]], keys: dict[int, str], merged: dict[str, str], refused: dict[int, str]
+) -> tuple[list[tuple[int, Operation]], list[Rejection]]:
+    """The batch with each update's content replaced by its merged body (validated again); an
+    update without one is rejected, with the reason it was refused if it was."""
+    out: list[tuple[int, Operation]] = []
+    rejected: list[Rejection] = []
+    for i, op in pairs:
+        if op.action is not Action.UPDATE:
+            out.append((i, op))
+            continue
+        body = merged.get(keys[i])
+        if body is None:
+            why = refused.get(i) or f"the merge answer has no merged body for {op.level} note {quote(op.filename)}"
+            rejected.append(Rejection(index=i, reason=op_reason(i, why), op=dump_op(op)))
+            continue
+        new_op, rejection = revalidate(i, op.model_copy(update={"content": body}))
+        if rejection is not None:
+            rejected.append(rejection)
+        elif new_op is not None:
+            out.append((i, new_op))
+    return out, rejected
+
 __all__ = [
     "BACKOFF_BASE",
     "MAX_ATTEMPTS",
@@ -473,6 +492,5 @@ __all__ = [
     "job_label",
     "merge_chunks",
     "merged_index",
-    "op_pairs",
     "revalidate",
 ]

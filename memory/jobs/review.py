@@ -1,4 +1,4 @@
-"""Review mode (DESIGN.md §7): approve or reject the held ops of a job, dismiss a failed one.
+"""Review mode: approve or reject the held ops of a job, dismiss a failed one.
 
 Synchronous and thread-safe: the manager runs these in a thread and emits the events. One
 review at a time per workspace (an OS lock), so two windows cannot approve the same op twice.

@@ -1,4 +1,4 @@
-"""The durable job spool (DESIGN.md §7): one JSON file per memory job under ``$PSEUDOCLAUDE_HOME/spool``.
+"""The durable job spool: one JSON file per memory job under ``$PSEUDOCLAUDE_HOME/spool``.
 
 A job is written (and fsynced, name included) before ``Manager.submit`` returns, so quitting
 right after an answer never loses the turn. Like a store file, it is written under a temp name,
@@ -18,6 +18,7 @@ the queue order: oldest first.
 
 from __future__ import annotations
 
+import builtins  # the class defines a method named ``list``: its annotations name the builtin
 import json
 import os
 import re
@@ -361,9 +362,10 @@ class Spool:
         try:
             job = Job.model_validate_json(data)
         except ValidationError as e:
-            first = e.errors()[0] if e.errors() else {}
-            where = ".".join(str(p) for p in first.get("loc", ()))
-            raise CorruptJob(f"job {job_id}: not a valid job file ({where}: {first.get('msg', e)})") from None
+            errors = e.errors()
+            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+            msg = errors[0]["msg"] if errors else str(e)
+            raise CorruptJob(f"job {job_id}: not a valid job file ({where}: {msg})") from None
         if job.id != job_id:
             raise CorruptJob(f"job {job_id}: file names job {job.id!r}")
         return job
@@ -411,7 +413,7 @@ class Spool:
 
     def list(
         self, workspace: Path | str | None = None, *, include_orphans: bool = True, include_split: bool = False
-    ) -> list[SpoolEntry]:
+    ) -> builtins.list[SpoolEntry]:
         """Every job file, oldest first; ``workspace`` limits it to that workspace's jobs.
 
         Unreadable files are listed with a reason (and never deleted). A job whose workspace
@@ -426,6 +428,29 @@ class Spool:
         except FileNotFoundError:
             return []
         self._drop_stale_temps(names)
+        entries = self._entries(names)
+        live = {e.id for e in entries}
+        superseded = {old for e in entries if e.job is not None for old in e.job.merged_from if old in live}
+        if superseded:
+            # Safe at any time: the coalesced job was durably written, turns included, before
+            # its originals were removed.
+            self.delete_many(sorted(superseded))
+        out: list[SpoolEntry] = []
+        for e in entries:
+            if e.id in superseded:
+                continue
+            if not include_split and e.job is not None and e.job.split_from in live:
+                continue
+            if want is not None and e.workspace is not None and not self.same_workspace(e.workspace, want):
+                continue
+            if not include_orphans and e.orphaned:
+                continue
+            out.append(e)
+        return out
+
+    def _entries(self, names: Iterable[str]) -> builtins.list[SpoolEntry]:
+        """The spool folder's job files as entries (the cache keeps the parsed ones; a file
+        gone from the folder leaves the cache)."""
         entries: list[SpoolEntry] = []
         present: set[str] = set()
         for name in names:
@@ -452,25 +477,7 @@ class Spool:
         with self._cache_lock:
             for gone in [n for n in self._cache if n not in present]:
                 del self._cache[gone]
-
-        live = {e.id for e in entries}
-        superseded = {old for e in entries if e.job is not None for old in e.job.merged_from if old in live}
-        if superseded:
-            # Safe at any time: the coalesced job was durably written, turns included, before
-            # its originals were removed.
-            self.delete_many(sorted(superseded))
-        out: list[SpoolEntry] = []
-        for e in entries:
-            if e.id in superseded:
-                continue
-            if not include_split and e.job is not None and e.job.split_from in live:
-                continue
-            if want is not None and e.workspace is not None and not self.same_workspace(e.workspace, want):
-                continue
-            if not include_orphans and e.orphaned:
-                continue
-            out.append(e)
-        return out
+        return entries
 
     def successors(self) -> dict[str, str]:
         """old id -> id of the existing job that replaced it (coalesced)."""
@@ -481,7 +488,7 @@ class Spool:
                     out[old] = e.job.id
         return out
 
-    def _drop_stale_temps(self, names: list[str]) -> None:
+    def _drop_stale_temps(self, names: builtins.list[str]) -> None:
         now = time.time()
         for name in names:
             if not name.startswith(TEMP_PREFIX):

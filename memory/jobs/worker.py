@@ -1,42 +1,93 @@
-"""The worker of one workspace (DESIGN.md §7): election, the loop, coalescing at pickup.
+"""The worker of one workspace: election, the loop, coalescing at pickup.
 
 One process per workspace runs jobs: the one holding the worker lock under
 ``$PSEUDOCLAUDE_HOME/locks``. Every manager runs this loop; a manager that is not (or cannot
 be) the worker still ticks, so that it sees what other processes do with this workspace's jobs
 (the manager turns the changes into events). Lock work runs in threads: nothing here blocks
-the event loop.
+the event loop. The worker sees its manager only through ``WorkerHost``: the few services the
+loop needs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 import filelock
 
-from memory.events import JobStarted
-from memory.jobs.spool import Job, SpoolEntry, successor_id
+from memory.constants import MemoryMode
+from memory.events import JobStarted, MemoryEvent
+from memory.extract.completion import Completion
+from memory.jobs.spool import Job, Spool, SpoolEntry, successor_id
+from memory.store.fs import FS
 from memory.store.locks import file_lock
-from memory.store.paths import workspace_key
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from memory.jobs.manager import Manager
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-MAX_BATCH_TURNS = 8  # DESIGN §6: a coalesced request holds at most 8 turns …
+MAX_BATCH_TURNS = 8  # a coalesced request holds at most 8 turns …
 MAX_BATCH_BYTES = 64 * 1024  # … and at most 64 KiB of turn text
+SKIP_SECONDS = 60.0  # a job that cannot even be written down is left alone this long
+
+
+class WorkerHost(Protocol):
+    """What the worker's loop needs of its manager (the ``Manager`` implements it)."""
+
+    closing: bool
+
+    @property
+    def mode(self) -> MemoryMode: ...
+
+    @property
+    def completion(self) -> Completion | None: ...
+
+    def clear_wake(self) -> None: ...
+
+    async def idle(self) -> bool: ...
+
+    async def in_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+    async def tick(self) -> list[SpoolEntry]: ...
+
+    def touch(self, job_id: str, job: Job | None) -> None: ...
+
+    async def save(self, job: Job) -> None: ...
+
+    def emit(self, event: MemoryEvent) -> None: ...
+
+    def signal(self, wake: bool = False) -> None: ...
+
+
+RunJob = Callable[[Job, Completion], Awaitable[None]]
 
 
 class Worker:
-    def __init__(self, manager: Manager, *, max_batch_turns: int, max_batch_bytes: int) -> None:
-        self.m = manager
+    def __init__(
+        self,
+        host: WorkerHost,
+        *,
+        spool: Spool,
+        fs: FS,
+        lock_path: Path,
+        run_job: RunJob,
+        max_batch_turns: int,
+        max_batch_bytes: int,
+    ) -> None:
+        self.m = host
+        self._spool = spool
+        self._fs = fs
+        self.lock_path = lock_path
+        self._run_job = run_job
         self._max_turns = max(1, max_batch_turns)
         self._max_bytes = max_batch_bytes
         self._lock: filelock.BaseFileLock | None = None
+        # Jobs that could not even be written down: not run again for a while.
+        self._skip: dict[str, float] = {}
         self.elected = False
         # Ids a waiter may know the running job by: not finished until its events are out.
         self.active: frozenset[str] = frozenset()
@@ -44,13 +95,9 @@ class Worker:
 
     # -- election (blocking: call from a thread) ---------------------------------------------------
 
-    @property
-    def lock_path(self) -> Path:
-        return self.m.paths.locks_dir / f"worker-{workspace_key(self.m.workspace)}.lock"
-
     def _lock_object(self) -> filelock.BaseFileLock:
         if self._lock is None:
-            self.m.fs.makedirs(self.m.paths.locks_dir, 0o700)
+            self._fs.makedirs(self.lock_path.parent, 0o700)
             # Owns its descriptor: two managers in one process exclude each other like two processes.
             self._lock = file_lock(self.lock_path)
         return self._lock
@@ -66,7 +113,7 @@ class Worker:
             log.exception("cannot take the memory worker lock %s", self.lock_path)
             return False
         self.elected = True
-        log.info("memory worker elected for %s", self.m.workspace)
+        log.info("memory worker elected (%s)", self.lock_path.name)
         return True
 
     def someone_works(self) -> bool:
@@ -144,13 +191,14 @@ class Worker:
             if e.job is None and e.id not in self._reported:
                 self._reported.add(e.id)
                 log.warning("memory spool: %s (left in place; `memory doctor --fix` moves it aside)", e.problem)
-        skip = self.m.skipped()
+        skip = self.skipped()
         return [
             e for e in mine if e.job is not None and not e.orphaned and e.job.state == "queued" and e.id not in skip
         ]
 
     def pick(self, mine: list[SpoolEntry]) -> Job | None:
-        """The oldest runnable job (a private copy), coalesced with the queued jobs right after it (DESIGN §6)."""
+        """The oldest runnable job (a private copy), coalesced with the queued jobs right after it
+        that fit one request (at most ``max_batch_turns`` turns and ``max_batch_bytes`` of text)."""
         queue = [e.job for e in self._runnable(mine) if e.job is not None]
         if not queue:
             return None
@@ -167,7 +215,7 @@ class Worker:
                 turns += len(job.turns)
                 size += job.turn_bytes()
         if len(group) == 1:
-            return self.m.spool.load(first.id)
+            return self._spool.load(first.id)
         merged: list[str] = []
         sessions: list[str] = []
         for job in group:
@@ -186,9 +234,9 @@ class Worker:
         )
         # The combined job is durable before any original goes: a crash in between leaves the
         # originals superseded (removed by the next listing), never run twice.
-        self.m.spool.submit(combined)
+        self._spool.submit(combined)
         self.m.touch(combined.id, combined)
-        self.m.spool.delete_many(job.id for job in group)
+        self._spool.delete_many(job.id for job in group)
         for job in group:
             self.m.touch(job.id, None)
         log.info("memory: coalesced %d queued jobs into %s", len(group), combined.id)
@@ -211,17 +259,31 @@ class Worker:
             job.phase = "extracting" if job.raw_answer is None else "applying"
             await m.save(job)
             m.emit(JobStarted(job_id=job.id, turns=len(job.turns), merged_from=tuple(job.merged_from)))
-            await m.pipeline.run(job, completion)
+            await self._run_job(job, completion)
         except asyncio.CancelledError:
             raise
         except Exception:
             # The job could not even be written down (the pipeline records every other failure):
             # leave it alone for a while rather than spin on it.
             log.exception("memory job %s: cannot run it", job.id)
-            m.skip(job.id, 60.0)
+            self.skip(job.id, SKIP_SECONDS)
         finally:
             self.active = frozenset()
             m.signal()
 
 
-__all__ = ["MAX_BATCH_BYTES", "MAX_BATCH_TURNS", "Worker"]
+    # -- jobs left alone for a while -----------------------------------------------------------------
+
+    # The monotonic clock (the event loop's own): ``pick`` reads this from a thread.
+    def skip(self, job_id: str, seconds: float) -> None:
+        self._skip[job_id] = time.monotonic() + seconds
+
+    def unskip(self, job_id: str) -> None:
+        self._skip.pop(job_id, None)
+
+    def skipped(self) -> set[str]:
+        now = time.monotonic()
+        return {k for k, until in list(self._skip.items()) if until > now}
+
+
+__all__ = ["MAX_BATCH_BYTES", "MAX_BATCH_TURNS", "Worker", "WorkerHost"]

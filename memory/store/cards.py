@@ -14,31 +14,51 @@ from __future__ import annotations
 
 import secrets
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from memory.model import (
-    MANUAL_SOURCE,
-    MAX_CONTENT_BYTES,
-    MAX_SUMMARY,
-    MAX_TITLE,
-    Action,
-    AppliedOp,
-    BatchResult,
-    Level,
-    NoteType,
-    Operation,
-)
+from memory.constants import MANUAL_SOURCE, MAX_CONTENT_BYTES, MAX_SUMMARY, MAX_TITLE, Action, Level, NoteType
+from memory.model import AppliedOp, BatchResult, Conflict, Note, Operation, Rejection
 from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
-from memory.store.fs import UnsafePathError
-from memory.store.store import MAX_NOTE_FILE_BYTES, StoreError, sha256
-from memory.store.transaction import key
-from memory.text.sanitize import is_strict_utf8, quote
+from memory.store.fs import FS, UnsafePathError
+from memory.store.paths import Paths
+from memory.store.plan import key
+from memory.store.store import MAX_NOTE_FILE_BYTES, Store, StoreError, sha256
+from memory.text.names import quote
+from memory.text.terminal import is_strict_utf8
 
-if TYPE_CHECKING:
-    from memory.store.stores import MemoryStores
+
+class CardStores(Protocol):
+    """What a card edit needs of the stores (``MemoryStores`` is one): the facade calls these
+    functions, so they name only the few members they use, never the facade itself."""
+
+    @property
+    def fs(self) -> FS: ...
+
+    @property
+    def paths(self) -> Paths: ...
+
+    @property
+    def has_project_level(self) -> bool: ...
+
+    def store(self, level: Level | str) -> Store: ...
+
+    def read_note(self, level: Level | str, filename: str) -> Note: ...
+
+    def apply(
+        self,
+        ops: Sequence[Any],
+        *,
+        source: str,
+        expected: Mapping[str, str] | None = None,
+        jobs: Sequence[Path] = (),
+        rejected: Sequence[Rejection] = (),
+        label: str = "",
+        all_or_nothing: bool = False,
+    ) -> BatchResult: ...
 
 
 class CardResult(BaseModel):
@@ -58,8 +78,8 @@ class CardResult(BaseModel):
     applied: tuple[AppliedOp, ...] = ()
 
 
-def _result(stores: MemoryStores, res: BatchResult, level: Level, filename: str) -> CardResult:
-    problems = sorted([*res.conflicts, *res.rejected], key=lambda r: r.index)
+def _result(stores: CardStores, res: BatchResult, level: Level, filename: str) -> CardResult:
+    problems: list[Conflict | Rejection] = sorted([*res.conflicts, *res.rejected], key=lambda r: r.index)
     if problems:
         status: Literal["conflict", "rejected"] = "conflict" if res.conflicts else "rejected"
         first = problems[0]
@@ -82,7 +102,7 @@ def _result(stores: MemoryStores, res: BatchResult, level: Level, filename: str)
 
 
 def create_card(
-    stores: MemoryStores, level: Level | str, type: NoteType | str, title: str, summary: str, body: str
+    stores: CardStores, level: Level | str, type: NoteType | str, title: str, summary: str, body: str
 ) -> CardResult:
     lv = Level(level)
     op = {"action": "create", "level": str(level), "type": str(type), "title": title, "summary": summary,
@@ -92,7 +112,7 @@ def create_card(
 
 
 def edit_card(
-    stores: MemoryStores,
+    stores: CardStores,
     level: Level | str,
     filename: str,
     title: str,
@@ -109,7 +129,7 @@ def edit_card(
     return _result(stores, res, lv, filename)
 
 
-def delete_card(stores: MemoryStores, level: Level | str, filename: str, expected_sha: str) -> CardResult:
+def delete_card(stores: CardStores, level: Level | str, filename: str, expected_sha: str) -> CardResult:
     lv = Level(level)
     op = {"action": "delete", "level": str(level), "filename": filename}
     res = stores.apply([(0, op)], source=MANUAL_SOURCE, expected={key(lv, filename): expected_sha},
@@ -118,7 +138,7 @@ def delete_card(stores: MemoryStores, level: Level | str, filename: str, expecte
 
 
 def move_card(
-    stores: MemoryStores, level: Level | str, filename: str, to_level: Level | str, expected_sha: str
+    stores: CardStores, level: Level | str, filename: str, to_level: Level | str, expected_sha: str
 ) -> CardResult:
     """A delete here and a create there in one transaction: both or neither."""
     lv, to = Level(level), Level(to_level)
@@ -141,11 +161,8 @@ def move_card(
     return _result(stores, res, lv, filename)
 
 
-CARD_FIELDS = ("title", "summary", "type", "level", "body")
-
-
 def check_card(
-    stores: MemoryStores, level: str, type: str, title: str, summary: str, body: str
+    stores: CardStores, level: str, type: str, title: str, summary: str, body: str
 ) -> dict[str, str]:
     """What is wrong with a person's card, by field (empty: nothing). The editor shows each reason
     next to its field and writes nothing; ``apply`` validates again (this is for the person, not
@@ -179,7 +196,7 @@ def check_card(
 
 
 def save_card(
-    stores: MemoryStores,
+    stores: CardStores,
     level: Level | str,
     type: NoteType | str,
     title: str,
@@ -262,7 +279,7 @@ class EditCopyError(ValueError):
     """A one-line reason why the edited copy cannot be used (nothing was written)."""
 
 
-def start_external_edit(stores: MemoryStores, level: Level | str, filename: str) -> ExternalEdit:
+def start_external_edit(stores: CardStores, level: Level | str, filename: str) -> ExternalEdit:
     """Copy a card to a fresh private folder for ``$EDITOR``. StoreError (one line) when the card
     cannot be read (not a regular file, a symlink, too big, gone)."""
     lv = Level(level)
@@ -296,7 +313,7 @@ def discard_external_edit(edit: ExternalEdit) -> None:
     shutil.rmtree(edit.folder, ignore_errors=True)
 
 
-def read_edit_copy(stores: MemoryStores, edit: ExternalEdit) -> bytes:
+def read_edit_copy(stores: CardStores, edit: ExternalEdit) -> bytes:
     """The copy's bytes, read as untrusted input: a regular file only (a symlink or a folder the
     editor left there is not followed), at most ``MAX_NOTE_FILE_BYTES``. EditCopyError otherwise."""
     try:
@@ -351,7 +368,7 @@ def _problem(errors: dict[str, str]) -> str:
 
 
 def finish_external_edit(
-    stores: MemoryStores, edit: ExternalEdit, *, refuse: str | None = None
+    stores: CardStores, edit: ExternalEdit, *, refuse: str | None = None
 ) -> ExternalEditResult:
     """Read the copy back and apply it as one ``source: manual`` edit of the card (the same
     checks as the card editor's save; the filename is kept when the title or type changed).

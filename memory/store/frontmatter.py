@@ -8,8 +8,9 @@ from typing import Any
 
 import yaml
 
-from memory.model import NoteMeta, NoteType
-from memory.text.sanitize import quote
+from memory.constants import NoteType
+from memory.model import NoteMeta
+from memory.text.names import quote
 
 _FIELDS = ("title", "summary", "type", "created", "updated", "source")
 

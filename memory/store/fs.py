@@ -53,7 +53,7 @@ class FS:
 
     # -- reading -------------------------------------------------------------------------
 
-    def lstat(self, path: Path) -> os.stat_result:
+    def lstat(self, path: Path | str) -> os.stat_result:
         self._op("lstat", path)
         return os.lstat(path)
 

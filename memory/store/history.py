@@ -1,23 +1,22 @@
-"""History of applied batches, ``undo``, and the trash (DESIGN.md §7).
+"""History of applied batches, ``undo``, and the trash.
 
 Each commit writes one entry under ``$PSEUDOCLAUDE_HOME/history/<workspace key>/``; deleted
 notes go to their store's ``.trash/`` (named ``<txid>-<filename>``). Undo plans the reverse of
-the last batch still applied and commits it through the same transaction; the functions here
-run with the stores' lock held by the caller (``MemoryStores``).
+the last batch still applied and commits it through the same journal; the functions here run with
+the stores' lock held by the caller (``MemoryStores``).
 """
 
 from __future__ import annotations
 
 import base64
 import logging
-from typing import TYPE_CHECKING
 
-from memory.model import Action, AppliedOp, BatchResult, HistoryEntry, rfc3339
-from memory.store.transaction import Plan, commit
-from memory.text.sanitize import quote
-
-if TYPE_CHECKING:
-    from memory.store.stores import MemoryStores
+from memory.constants import Action
+from memory.model import AppliedOp, BatchResult, HistoryEntry, rfc3339
+from memory.store.journal import commit
+from memory.store.layout import StoreLayout
+from memory.store.plan import Plan
+from memory.text.names import quote
 
 log = logging.getLogger(__name__)
 
@@ -26,38 +25,38 @@ class UndoError(Exception):
     """Why ``undo`` refused, in one line."""
 
 
-def read_history(stores: MemoryStores) -> list[HistoryEntry]:
+def read_history(layout: StoreLayout) -> list[HistoryEntry]:
     """This workspace's batches, oldest first (unreadable entries are skipped)."""
-    hdir = stores.paths.history_dir
+    hdir = layout.paths.history_dir
     try:
-        names = [n for n in stores.fs.listdir(hdir) if n.endswith(".json") and not n.startswith(".")]
+        names = [n for n in layout.fs.listdir(hdir) if n.endswith(".json") and not n.startswith(".")]
     except FileNotFoundError:
         return []
     out = []
     for name in sorted(names):
         try:
-            out.append(HistoryEntry.model_validate_json(stores.fs.read_bytes(hdir / name)))
+            out.append(HistoryEntry.model_validate_json(layout.fs.read_bytes(hdir / name)))
         except (ValueError, OSError):
             log.warning("unreadable history entry %s", name)
     return out
 
 
-def undo_locked(stores: MemoryStores) -> BatchResult:
+def undo_locked(layout: StoreLayout) -> BatchResult:
     """Revert the last applied batch of this workspace, refusing if a note changed since."""
-    candidates = [e for e in read_history(stores) if e.kind == "batch" and e.changes and not e.undone_by]
+    candidates = [e for e in read_history(layout) if e.kind == "batch" and e.changes and not e.undone_by]
     if not candidates:
         raise UndoError("nothing to undo: no applied batch in this workspace's history")
     target = candidates[-1]
-    plan = Plan(stores.stores)
+    plan = Plan(layout.stores)
     for ch in target.changes:
         if ch.level not in plan.writes:
             raise UndoError(f"this workspace has no {ch.level} level now; not undoing")
-        store = stores.store(ch.level)
+        store = layout.store(ch.level)
         problem = store.folder_problem()
         if problem is not None:
             raise UndoError(problem)
         current = plan.disk[ch.level].get(ch.filename)
-        present = stores.fs.exists(store.dir / ch.filename)
+        present = layout.fs.exists(store.dir / ch.filename)
         if ch.after_sha is None:
             if present:
                 raise UndoError(f"{ch.level} note {quote(ch.filename)} was recreated since; not undoing")
@@ -82,8 +81,8 @@ def undo_locked(stores: MemoryStores) -> BatchResult:
     )
     entry = HistoryEntry(
         txid="",
-        time=rfc3339(stores.clock()),
-        workspace=str(stores.paths.workspace),
+        time=rfc3339(layout.clock()),
+        workspace=str(layout.paths.workspace),
         kind="undo",
         label=f"undo of {target.txid}",
         source="manual",
@@ -92,5 +91,5 @@ def undo_locked(stores: MemoryStores) -> BatchResult:
     )
     # The original entry is rewritten (marked undone) in the same commit, so undo twice
     # never reverts the same batch twice.
-    result.txid, _refused = commit(stores, plan, entry, (), undone=target)
+    result.txid, _refused = commit(layout, plan, entry, (), undone=target)
     return result

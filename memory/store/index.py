@@ -1,6 +1,6 @@
 """The memory index: ``MEMORY.md`` lines, the merged index the model sees, its framing and diffs.
 
-DESIGN §4: the merged index is at most INDEX_MAX_LINES lines and INDEX_MAX_BYTES bytes, cut at
+The merged index is at most INDEX_MAX_LINES lines and INDEX_MAX_BYTES bytes, cut at
 whole lines from the end of a section, with the budget shared so neither section disappears.
 """
 
@@ -12,16 +12,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from memory.model import INDEX_FILE, INDEX_MAX_BYTES, INDEX_MAX_LINES, NoteType
-from memory.text import sanitize as _sanitize
-from memory.text.sanitize import (
-    check_filename,
-    defuse_tags,
-    is_strict_utf8,
-    is_unsafe_char,
-    sanitize_summary,
-    sanitize_title,
-)
+from memory.constants import INDEX_FILE, INDEX_MAX_BYTES, INDEX_MAX_LINES, NoteType
+from memory.text.names import check_filename, defuse_tags, sanitize_summary, sanitize_title
+from memory.text.terminal import BIDI, ZERO_WIDTH, is_strict_utf8, is_unsafe_char
 
 __all__ = [
     "INDEX_LINE_MAX_BYTES",
@@ -81,7 +74,7 @@ def format_index_line(type: NoteType | str, title: str, summary: str, filename: 
 # look: that look was nearly all of the time of reading a 10,000-line MEMORY.md. The bidi and
 # zero-width characters sanitize lists by name are checked to be non-printable too; were one
 # ever printable, every line takes the slow path.
-_PRINTABLE_IS_SAFE = not any(c.isprintable() for c in _sanitize._BIDI | _sanitize._ZERO_WIDTH)
+_PRINTABLE_IS_SAFE = not any(c.isprintable() for c in BIDI | ZERO_WIDTH)
 
 
 def _has_unsafe_char(text: str) -> bool:
@@ -159,7 +152,8 @@ def _fit(costs: list[int], max_lines: int, max_bytes: int) -> int:
 
 
 def merge_index(project_md: str, user_md: str) -> str:
-    """The merged index of DESIGN §4 from the two ``MEMORY.md`` texts ("" when both are empty)."""
+    """The merged index (both sections, within the limits above) from the two ``MEMORY.md``
+    texts ("" when both are empty)."""
     return merge_index_lines(parse_index_lines(project_md), parse_index_lines(user_md))
 
 
@@ -269,7 +263,7 @@ def _entries(merged: str) -> tuple[dict[tuple[str, str], str], bool]:
 
 
 def index_diff(old: str, new: str) -> str:
-    """The ``<memory-update>`` block (DESIGN §2) from one merged index to the next; "" if equal."""
+    """The ``<memory-update>`` block (the app hands it to the next request) from one merged index to the next; "" if equal."""
     before, old_cut = _entries(old)
     after, new_cut = _entries(new)
     groups: list[tuple[str, list[str]]] = []

@@ -1,4 +1,4 @@
-"""Where things live (DESIGN.md §3): the workspace, the two stores, and the app's own folders."""
+"""Where things live: the workspace, the two stores, and the app's own folders."""
 
 from __future__ import annotations
 

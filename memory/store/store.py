@@ -1,4 +1,4 @@
-"""One store folder: its notes and its ``MEMORY.md`` (the seed's ``Store``), read side.
+"""One store folder: its notes and its ``MEMORY.md``, read side.
 
 Writes never happen here directly: the transaction plans them with the helpers below and
 applies them through the filesystem layer, so both stores change together or not at all.
@@ -12,21 +12,13 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from memory.model import (
-    INDEX_FILE,
-    MAX_CONTENT_BYTES,
-    MAX_SUMMARY,
-    MAX_TITLE,
-    Level,
-    Note,
-    NoteMeta,
-    NoteType,
-)
+from memory.constants import INDEX_FILE, MAX_CONTENT_BYTES, MAX_SUMMARY, MAX_TITLE, Level, NoteType
+from memory.model import Note, NoteMeta
 from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
 from memory.store.fs import FS, STAGE_PREFIX, TEMP_PREFIX, UnsafePathError
 from memory.store.index import format_index_line
-from memory.text import sanitize as _sanitize
-from memory.text.sanitize import check_filename, quote, sanitize_summary, sanitize_title
+from memory.text.names import check_filename, quote, sanitize_summary, sanitize_title
+from memory.text.terminal import BIDI, ZERO_WIDTH
 
 # A hand-written note can be larger than a model's (16 KiB), but a store is no place for
 # megabytes: past this a file is listed as broken rather than read into memory.
@@ -143,7 +135,7 @@ def _is_sanitized(text: str, max_chars: int) -> bool:
 _TYPE_VALUES = frozenset(t.value for t in NoteType)
 # The bidi and zero-width characters sanitize removes by name are all non-printable (category
 # Cf); were one ever printable, ``_is_sanitized`` would always say no and the full path runs.
-_PRINTABLE_IS_SAFE = not any(c.isprintable() for c in _sanitize._BIDI | _sanitize._ZERO_WIDTH)
+_PRINTABLE_IS_SAFE = not any(c.isprintable() for c in BIDI | ZERO_WIDTH)
 
 
 class Store:
@@ -226,7 +218,7 @@ class Store:
             if name == INDEX_FILE or not name.endswith(".md") or not _safe_name(name):
                 continue
             try:
-                st = self.fs.lstat(f"{base}/{name}")  # type: ignore[arg-type]
+                st = self.fs.lstat(f"{base}/{name}")
             except FileNotFoundError:
                 continue
             if self._stat_problem(name, st) is None:
@@ -255,7 +247,7 @@ class Store:
         return None
 
     def target_problem(self, filename: str) -> str | None:
-        """Full check of a name an operation targets (DESIGN.md §5)."""
+        """Full check of a name an operation targets: lexical, then the file itself."""
         reason = filename_problem(filename)
         if reason is not None:
             return reason
@@ -336,7 +328,7 @@ class Store:
                 left_out.append((quote(name), filename_problem(name) or "unsafe filename"))
                 continue
             try:
-                st = lstat(f"{base}/{name}")  # type: ignore[arg-type]
+                st = lstat(f"{base}/{name}")
             except FileNotFoundError:
                 continue
             # A card's line while its file is unchanged: a warm 10,000-card index is a listing

@@ -1,16 +1,15 @@
-"""Both stores of a workspace (DESIGN.md §3–§5): the reads, and the one door to every write.
+"""Both stores of a workspace: the reads, and the one door to every write.
 
 Reads: the snapshot a job's model sees, the merged index, a note, ``read_memory``. Writes go
-through memory/store/transaction.py (apply, recover, rebuild) and memory/store/history.py (undo), always
-under the stores' lock; a person's card edits go through memory/store/cards.py, which uses ``apply``
-like everything else. All of it is synchronous and thread-safe: callers on an event loop use
+through memory/store/transaction.py (apply, rebuild), memory/store/journal.py (recover) and
+memory/store/history.py (undo), always under the stores' lock; a person's card edits go through
+memory/store/cards.py, which uses ``apply`` like everything else. All of it is synchronous and thread-safe: callers on an event loop use
 ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,16 +18,19 @@ from typing import Any
 import filelock
 from pydantic import BaseModel
 
-from memory.model import INDEX_FILE, BatchResult, HistoryEntry, Level, Note, NoteType, Rejection, utcnow
-from memory.store import cards, history, transaction, trust
+from memory.constants import INDEX_FILE, Level, NoteType
+from memory.model import BatchResult, HistoryEntry, Note, Rejection, utcnow
+from memory.store import cards, history, journal, transaction, trust
 from memory.store.fs import DEFAULT_FS, FS
 from memory.store.index import TrustPreview, merge_index_lines
+from memory.store.layout import StoreLayout
 from memory.store.locks import file_lock
 from memory.store.paths import Paths
+from memory.store.plan import key
 from memory.store.store import Store, StoreError
 from memory.store.transaction import TransactionError
 
-__all__ = ["MemoryStores", "Snapshot"]
+__all__ = ["MemoryStores", "Snapshot", "untrusted_cards"]
 
 LOCK_TIMEOUT = 60.0
 
@@ -52,32 +54,41 @@ class MemoryStores:
         fs: FS = DEFAULT_FS,
         clock: Callable[[], _dt.datetime] = utcnow,
     ) -> None:
-        self.paths = Paths.for_workspace(workspace, home)
-        self.fs = fs
-        self.clock = clock
-        # A workspace at ~ with the default home has its project store AT the user store:
-        # then it has no project level at all (one folder must not be two levels).
-        project_real = os.path.realpath(self.paths.project_store)
-        self.has_project_level: bool = project_real != os.path.realpath(self.paths.user_store)
-        unavailable = (
-            None
-            if self.has_project_level
-            else f"this workspace has no project level: its project store is the user store ({project_real})"
-        )
-        self.project = Store(
-            Level.PROJECT, self.paths.project_store, fs, guard=self.paths.workspace, unavailable=unavailable
-        )
-        self.user = Store(Level.USER, self.paths.user_store, fs)
+        # The transaction, the history and trust get this layout, never the facade.
+        self.layout = StoreLayout.for_workspace(workspace, home, fs=fs, clock=clock)
+
+    @property
+    def paths(self) -> Paths:
+        return self.layout.paths
+
+    @property
+    def fs(self) -> FS:
+        return self.layout.fs
+
+    @property
+    def clock(self) -> Callable[[], _dt.datetime]:
+        return self.layout.clock
+
+    @property
+    def project(self) -> Store:
+        return self.layout.project
+
+    @property
+    def user(self) -> Store:
+        return self.layout.user
+
+    @property
+    def has_project_level(self) -> bool:
+        """False for a workspace at ~ with the default home: its project store is the user store."""
+        return self.layout.has_project_level
 
     def store(self, level: Level | str) -> Store:
-        return self.project if Level(level) is Level.PROJECT else self.user
+        return self.layout.store(level)
 
     @property
     def stores(self) -> dict[Level, Store]:
         """The levels this workspace has (the user level only when the two are one folder)."""
-        if not self.has_project_level:
-            return {Level.USER: self.user}
-        return {Level.PROJECT: self.project, Level.USER: self.user}
+        return self.layout.stores
 
     # -- locking -------------------------------------------------------------------------------
 
@@ -99,16 +110,16 @@ class MemoryStores:
     def _recover_first(self) -> None:
         """Finish an interrupted transaction before a read that feeds a prompt. The check is a
         listing; the lock is taken only when a committed record is waiting."""
-        if transaction.needs_recovery(self):
+        if journal.needs_recovery(self.layout):
             self.recover()
 
-    # -- trust (memory/store/trust.py, DESIGN.md §11) -------------------------------------------------
+    # -- trust (memory/store/trust.py) ---------------------------------------------------------
 
     @property
     def project_trusted(self) -> bool:
         """Whether the project store may enter prompts and extraction. Read from disk each time:
         a ``git pull`` can bring a store in, and another window can record trust."""
-        return trust.project_trusted(self)
+        return trust.project_trusted(self.layout)
 
     def trust_project(self) -> None:
         """Record the person's trust in this workspace's project store (once per workspace)."""
@@ -148,12 +159,12 @@ class MemoryStores:
     def snapshot(self) -> Snapshot:
         """What an extraction request sees; an untrusted project store is left out whole."""
         with self.locked():
-            transaction.recover_locked(self)
+            journal.recover_locked(self.layout)
             levels = self._levels_for_model()
             hashes: dict[str, str] = {}
             for lv, st in levels.items():
                 for name, digest in st.hashes().items():
-                    hashes[transaction.key(lv, name)] = digest
+                    hashes[key(lv, name)] = digest
             return Snapshot(
                 project_md=self._index_md(Level.PROJECT, levels),
                 user_md=self._index_md(Level.USER, levels),
@@ -161,7 +172,7 @@ class MemoryStores:
             )
 
     def merged_index(self, *, include_untrusted: bool = False) -> str:
-        """The merged index of DESIGN.md §4 (recovering first), as the system prompt embeds it.
+        """The merged index of both levels (recovering first), as the system prompt embeds it.
 
         An untrusted project store is left out unless ``include_untrusted`` (a person's view:
         the panel, ``memory list``), never for a prompt.
@@ -202,7 +213,7 @@ class MemoryStores:
     def recover(self) -> list[str]:
         """Finish committed transactions and drop uncommitted staging. Idempotent."""
         with self.locked():
-            return transaction.recover_locked(self)
+            return journal.recover_locked(self.layout)
 
     def apply(
         self,
@@ -224,9 +235,9 @@ class MemoryStores:
         rejection or conflict and nothing is written.
         """
         with self.locked():
-            transaction.recover_locked(self)
+            journal.recover_locked(self.layout)
             return transaction.apply_locked(
-                self,
+                self.layout,
                 ops,
                 source=source,
                 expected=expected,
@@ -239,25 +250,25 @@ class MemoryStores:
     def rebuild_indexes(self) -> list[Level]:
         """Rewrite each ``MEMORY.md`` (and the project ``.gitignore``) that differs from its notes."""
         with self.locked():
-            transaction.recover_locked(self)
-            return transaction.rebuild_indexes_locked(self)
+            journal.recover_locked(self.layout)
+            return transaction.rebuild_indexes_locked(self.layout)
 
     def repair_trash(self) -> list[str]:
         """Replace a ``.trash`` symlink with a real folder (doctor --fix)."""
         with self.locked():
-            return transaction.repair_trash_locked(self)
+            return transaction.repair_trash_locked(self.layout)
 
     # -- history and undo ---------------------------------------------------------------------
 
     def history(self) -> list[HistoryEntry]:
         """This workspace's batches, oldest first (unreadable entries are skipped)."""
-        return history.read_history(self)
+        return history.read_history(self.layout)
 
     def undo(self) -> BatchResult:
         """Revert the last applied batch of this workspace, refusing if a note changed since."""
         with self.locked():
-            transaction.recover_locked(self)
-            return history.undo_locked(self)
+            journal.recover_locked(self.layout)
+            return history.undo_locked(self.layout)
 
     # -- a person's card edits (memory/store/cards.py) -------------------------------------------------
 
@@ -305,3 +316,10 @@ class MemoryStores:
             self, level, type, title, summary, body,
             filename=filename, expected_sha=expected_sha, original_level=original_level,
         )
+
+
+def untrusted_cards(stores: MemoryStores) -> list[Note]:
+    """The project cards waiting for the person's trust (for the app's modal); [] when trusted."""
+    if stores.project_trusted:
+        return []
+    return stores.notes(Level.PROJECT)

@@ -16,7 +16,7 @@ repository) the non-git marker is used. A missing, damaged or mismatched marker 
 "not trusted": the person is asked again, nothing is let in by mistake.
 
 A store our own code creates is trusted from the start: the transaction records trust when it
-writes into a project store that has nothing in it yet (memory/store/transaction.py).
+writes into a project store that has nothing in it yet (memory/store/journal.py).
 """
 
 from __future__ import annotations
@@ -27,15 +27,12 @@ import re
 import secrets
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from memory.model import Level, Note, rfc3339, utcnow
+from memory.model import rfc3339, utcnow
 from memory.store.fs import FS, UnsafePathError
+from memory.store.layout import StoreLayout
 from memory.store.paths import PROJECT_STORE_REL, Paths
-
-if TYPE_CHECKING:
-    from memory.store.store import Store
-    from memory.store.stores import MemoryStores
+from memory.store.store import Store
 
 __all__ = [
     "UNTRUSTED_REASON",
@@ -44,7 +41,6 @@ __all__ = [
     "project_trusted",
     "record_trust",
     "trust_file",
-    "untrusted_cards",
     "workspace_marker",
 ]
 
@@ -182,18 +178,11 @@ def has_content(store: Store) -> bool:
     return any(name.endswith(".md") for name in store.entries())
 
 
-def project_trusted(stores: MemoryStores) -> bool:
+def project_trusted(layout: StoreLayout) -> bool:
     """True when the project store may enter prompts and extraction: trust is recorded, or there
     is no project level or nothing in its store (then nothing needs trusting)."""
-    if not stores.has_project_level:
+    if not layout.has_project_level:
         return True
-    if is_recorded(stores.paths, stores.fs):
+    if is_recorded(layout.paths, layout.fs):
         return True
-    return not has_content(stores.project)
-
-
-def untrusted_cards(stores: MemoryStores) -> list[Note]:
-    """The project cards waiting for the person's trust (for the app's modal); [] when trusted."""
-    if project_trusted(stores):
-        return []
-    return stores.notes(Level.PROJECT)
+    return not has_content(layout.project)

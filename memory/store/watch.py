@@ -1,4 +1,4 @@
-"""Live reload of hand edits (DESIGN.md §7): one ``StoresChanged`` per external change.
+"""Live reload of hand edits: one ``StoresChanged`` per external change.
 
 ``StoresWatcher`` watches both store folders with watchfiles (debounced) and tells an external
 change (an editor saving a card, ``git pull``) from the app's own commits by content: every
@@ -21,12 +21,12 @@ from pathlib import Path
 
 from watchfiles import awatch
 
+from memory.constants import Level
 from memory.events import StoresChanged
-from memory.model import Level
 from memory.store.fs import UnsafePathError
+from memory.store.journal import OWN_WRITES, OwnWrites
 from memory.store.store import sha256
 from memory.store.stores import MemoryStores
-from memory.store.transaction import OWN_WRITES, OwnWrites
 
 __all__ = ["StoresWatcher"]
 
@@ -146,19 +146,19 @@ class StoresWatcher:
                 self.ready.set()
                 if changes:
                     paths = [p for _, p in changes]
-                    levels = await asyncio.to_thread(self._changed_levels, paths, known)
-                    if levels:
-                        yield StoresChanged(levels=tuple(sorted(levels)))
+                    changed = await asyncio.to_thread(self._changed_levels, paths, known)
+                    if changed:
+                        yield StoresChanged(levels=tuple(sorted(changed)))
                 now = await asyncio.to_thread(self._folders)
                 if now != known:
                     # A folder appeared, vanished or was replaced: watch the new set.
                     fresh = [lv for lv in now if known.get(lv) != now[lv]]
                     gone = [lv for lv in known if lv not in now]
-                    levels = {lv for lv in fresh if await asyncio.to_thread(self._appeared, lv, now[lv][0])}
-                    levels.update(gone)
+                    moved = {lv for lv in fresh if await asyncio.to_thread(self._appeared, lv, now[lv][0])}
+                    moved.update(gone)
                     known = now
-                    if levels:
-                        yield StoresChanged(levels=tuple(sorted(levels)))
+                    if moved:
+                        yield StoresChanged(levels=tuple(sorted(moved)))
                     rearm = True
                     break
             if not rearm:

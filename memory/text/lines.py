@@ -7,7 +7,7 @@ hostile value from breaking a line or the terminal anywhere.
 
 from __future__ import annotations
 
-from .sanitize import strip_terminal
+from memory.text.terminal import strip_terminal
 
 ELLIPSIS = "…"
 

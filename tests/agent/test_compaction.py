@@ -1,4 +1,4 @@
-"""Long sessions (DESIGN.md §13, issue 9): the pure and file-only parts of app/agent/compaction.py, and
+"""Long sessions: the pure and file-only parts of app/agent/compaction.py, and
 how a Session records usage anchors, offloads and compactions so a replay rebuilds them exactly."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from app.agent.compaction import (
     result_stub,
     split_for_summary,
 )
-from app.agent.session import INTERRUPTED, SessionStore, app_note, is_app_note, push_message
+from app.agent.conversation import INTERRUPTED, app_note, is_app_note, push_message
+from app.agent.session import SessionStore
 from tests.support.fakeapi import _validate_messages_body
 
 # `ws` here is an empty folder, not the shared git work tree.

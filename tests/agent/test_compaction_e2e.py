@@ -1,4 +1,4 @@
-"""Long sessions (issue 9, DESIGN.md §13) end to end: the real SDK against the fake Messages API,
+"""Long sessions end to end: the real SDK against the fake Messages API,
 the Runner through the Runtime, and print mode in-process through ``app.cli.main``.
 
 The fake (``FakeAnthropic(context_window=N)``) reports each request's size as its input tokens and
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from app.agent import compaction as cmp
-from app.agent.runner import Compacted, Compacting, ContextUsage, MemorySubmitted, RunEvent
+from app.agent.events import Compacted, Compacting, ContextUsage, MemorySubmitted, RunEvent
 from app.agent.runtime import Runtime
 from app.agent.session import SessionStore
 from app.agent.settings import load_settings

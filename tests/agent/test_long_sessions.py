@@ -1,4 +1,4 @@
-"""A 300-turn session in print mode (issue 9's "Done when"): one `pseudoclaude --continue -p …`
+"""A 300-turn session in print mode (what long sessions must survive): one `pseudoclaude --continue -p …`
 per turn, run in this process, each turn one bash call with a 5–60 KiB output, against a fake API
 with a 30,000-token window that refuses an oversized request like the real one. The session must
 compact many times (offloading, then summarising) and every turn must still end with its answer.

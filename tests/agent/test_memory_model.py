@@ -1,4 +1,4 @@
-"""The memory model through the real SDK against the fake Messages API (DESIGN.md §5, §7)."""
+"""The memory model through the real SDK against the fake Messages API."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.agent.memory_model import AnthropicCompletion
+from memory.constants import Level
 from memory.jobs.manager import Manager
-from memory.model import Level, Turn, TurnMessage
+from memory.model import Turn, TurnMessage
 from tests.support.clitools import MEMORY_MODEL
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.support.memtools import make_env, write_note

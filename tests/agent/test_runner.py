@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from app.agent import runner as runner_module
+from app.agent.events import MemorySubmitted, RequestStarted, RunStop, ToolCallStarted
 from app.agent.memory_model import AnthropicCompletion
 from app.agent.provider import TextDelta, ToolUseArgs, ToolUseStart, UsageEvent
-from app.agent.runner import MemorySubmitted, RequestStarted, RunStop, ToolCallStarted
 from app.agent.runtime import Runtime
 from app.agent.session import SessionStore
 from app.agent.settings import load_settings
@@ -198,7 +198,7 @@ async def test_resumed_crashed_session_stays_valid_and_old_turns_are_not_extract
     assert "new question" in prompt and "new answer" in prompt and "old question" not in prompt
 
 
-# -- issue 6: defects --------------------------------------------------------------------------
+# -- defects --------------------------------------------------------------------------------
 
 
 async def test_tool_calls_with_end_turn_stop_reason_run_and_the_turn_goes_on(
@@ -319,7 +319,7 @@ async def test_resume_of_another_workspaces_session_is_refused_naming_it(
         await rt.close()
 
 
-# -- issue 6: the API the app needs ---------------------------------------------------------------
+# -- the API the app needs -----------------------------------------------------------------------
 
 
 class RecordingGate:

@@ -16,16 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from app.agent.session import (
-    INTERRUPTED,
-    Session,
-    SessionError,
-    SessionStore,
-    app_note,
-    is_app_note,
-    push_message,
-    restore_conversation,
-)
+from app.agent.conversation import INTERRUPTED, app_note, is_app_note, push_message, restore_conversation
+from app.agent.session import Session, SessionStore
+from app.agent.session_log import SessionError
 
 # `ws` here is an empty folder, not the shared git work tree.
 pytestmark = pytest.mark.plain_ws
@@ -295,7 +288,8 @@ def test_list_newest_first_with_title_and_turns(store: SessionStore, ws: Path, t
     ia = infos[1]
     assert ia.turns == 2 and ia.workspace == str(ws) and ia.path == a.path
     assert len(ia.title) <= 80 and "\n" not in ia.title and "\x1b" not in ia.title
-    assert ia.title.startswith("Please refactor the [31mparser xxx") and ia.title.endswith("…")
+    # The title is one terminal-safe line: the escape sequence goes whole, not just its ESC.
+    assert ia.title.startswith("Please refactor the parser xxx") and ia.title.endswith("…")
     assert infos[0].title == "no turn marker here" and infos[0].turns == 0
     assert ia.updated == "2030-03-17T17:46:40Z"
     assert [i.id for i in store.list()] == [c.id, b.id, a.id]
@@ -336,7 +330,7 @@ def test_dangling_tool_use_gets_interrupted_results_on_load(store: SessionStore,
     r.begin_turn("try again")
     r.append(user("try again"))
     assert len(r.messages) == 3 and r.messages[-1]["content"][-1] == text("try again")
-    assert r.turn_messages() == [r.messages[-1]]
+    assert r.messages[r.turn_start :] == [r.messages[-1]]
     r.append({"role": "assistant", "content": "Trying."})
     r.end_turn("completed")
     r.close()
@@ -556,7 +550,7 @@ def test_any_cut_of_a_session_file_restores_to_a_valid_conversation(
             assert again.warnings == []
 
 
-# -- failed turns: an error is never the model's own words (issue 6, point 17) ---------------------
+# -- failed turns: an error is never the model's own words -------------------------------------
 
 
 def test_failed_turn_without_a_response_is_logged_but_left_out_of_the_next_request(
@@ -623,7 +617,7 @@ def test_old_session_with_error_stored_as_the_models_answer_is_repaired_on_load(
         assert_valid(r.messages)
 
 
-# -- undecodable text (issue 6, point 12) ------------------------------------------------------
+# -- undecodable text --------------------------------------------------------------------------
 
 
 def test_session_with_lone_surrogates_loads_repaired_and_stays_usable(store: SessionStore, ws: Path) -> None:

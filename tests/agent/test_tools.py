@@ -1,4 +1,4 @@
-"""The agent tools (DESIGN.md §9): contract, confinement, bounds, bash process handling, gates."""
+"""The agent tools: contract, confinement, bounds, bash process handling, gates."""
 
 from __future__ import annotations
 
@@ -30,9 +30,10 @@ from app.agent.tools import (
     needs_permission,
     parse_allow_tools,
     run_tool,
+    search,
     shell,
 )
-from memory.model import Level
+from memory.constants import Level
 from memory.store.store import StoreError
 from tests.support.memtools import make_env, write_note
 
@@ -42,8 +43,8 @@ pytestmark = pytest.mark.plain_ws
 
 ORDER = ["read_file", "list_files", "grep", "write_file", "edit_file", "bash", "read_memory", "read_result", "task"]
 
-# name -> (required, optional) property names, exactly as DESIGN.md §9 gives them (read_result: issue 9's
-# reader of tool results kept on disk, `read_result {id, offset?, limit?}`).
+# name -> (required, optional) property names of the tool contract (read_result: the reader of tool
+# results kept on disk, `read_result {id, offset?, limit?}`).
 CONTRACT = {
     "read_file": ({"path"}, {"offset", "limit"}),
     "list_files": (set(), {"path", "pattern"}),
@@ -366,7 +367,7 @@ async def test_read_file_over_10_mb_needs_offset_or_limit(ctx: ToolContext, ws: 
         f.write(b"".join(b"entry %d\n" % i for i in range(1, 1001)))
         f.truncate(11 * 1024 * 1024)  # sparse tail: zeros after the first 8 KiB
     msg = one_line_error(await run(ctx, "read_file", path="huge.log"))
-    assert "10 MB" in msg and "offset" in msg
+    assert "is 11 MiB, over the 10 MiB limit" in msg and "offset" in msg
     r = await run(ctx, "read_file", path="huge.log", offset=5, limit=2)
     assert r.content.splitlines()[:2] == ["     5\tentry 5", "     6\tentry 6"]
     assert "use offset=7" in r.content
@@ -526,16 +527,16 @@ async def test_grep_cancelled_mid_search_returns_at_once_and_its_thread_stops_so
     task = asyncio.ensure_future(run(ctx, "grep", pattern="(a+)+$"))
     with Heartbeat() as hb:
         done, _ = await asyncio.wait({task}, timeout=0.3)
-        assert not done and files.grep_running() == 1
+        assert not done and search.grep_running() == 1
         task.cancel()
         started = time.monotonic()
         with pytest.raises(asyncio.CancelledError):
             await task
         assert time.monotonic() - started < 0.5
         deadline = time.monotonic() + 5.0
-        while files.grep_running() and time.monotonic() < deadline:
+        while search.grep_running() and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
-    assert files.grep_running() == 0
+    assert search.grep_running() == 0
     assert hb.max_gap < 0.5
 
 

@@ -1,4 +1,4 @@
-"""Nothing blocks the event loop (issue 6): a whole turn with memory on, every memory.fs call
+"""Nothing blocks the event loop: a whole turn with memory on, every memory.fs call
 slowed by 200 ms, while a watchdog measures every callback the loop runs.
 
 The full-screen app runs the Runner and the Manager on Textual's loop: a file operation, lock,

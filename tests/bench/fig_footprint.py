@@ -145,13 +145,12 @@ async def _session(ws: Path, server: _Server) -> tuple[dict[int, float], dict[in
     from textual.strip import Strip
 
     from app.agent.settings import load_settings
-    from app.tui.app import PseudoClaudeApp
-    from tests.tui.conftest import wait_ready
-    from widgets.chat.blocks import AnswerBlock
+    from tests.tui.conftest import build_app, wait_ready
+    from widgets.chat.answer_block import AnswerBlock
 
     samples: dict[int, float] = {}
     strips: dict[int, int] = {}
-    app = PseudoClaudeApp(load_settings({"memory_mode": "auto", "context_window": WINDOW}), ws, watch_debounce_ms=50)
+    app = build_app(load_settings({"memory_mode": "auto", "context_window": WINDOW}), ws)
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_ready(pilot)

@@ -97,10 +97,9 @@ async def _app_run(server: FakeAnthropic, ws: Path, memory: str, first_turn: int
     from textual import events
 
     from app.agent.settings import load_settings
-    from app.tui.app import PseudoClaudeApp
-    from tests.tui.conftest import wait_ready, wait_until
+    from tests.tui.conftest import build_app, wait_ready, wait_until
 
-    app = PseudoClaudeApp(load_settings({"memory_mode": memory}), ws.resolve(), watch_debounce_ms=50)
+    app = build_app(load_settings({"memory_mode": memory}), ws.resolve())
     seconds: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)

@@ -55,7 +55,8 @@ class _Store:
     and a warm ``MemoryStores`` that has read it."""
 
     def __init__(self, root: Path, size: int) -> None:
-        from memory.model import NoteMeta, NoteType
+        from memory.constants import NoteType
+        from memory.model import NoteMeta
         from memory.store.frontmatter import dump_note
         from memory.store.stores import MemoryStores
 
@@ -118,8 +119,8 @@ class _Store:
         return seconds
 
     def warm_apply(self) -> float:
+        from memory.constants import MANUAL_SOURCE
         from memory.extract.parser import parse_and_validate
-        from memory.model import MANUAL_SOURCE
 
         parsed = parse_and_validate(self.batch())
         t = time.perf_counter()

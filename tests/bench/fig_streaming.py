@@ -187,7 +187,8 @@ def creates(turn: int) -> list[dict[str, Any]]:
 
 def seed_store(ws: Path, count: int) -> None:
     """``count`` notes in the user store, written directly, and its index built once."""
-    from memory.model import NoteMeta, NoteType
+    from memory.constants import NoteType
+    from memory.model import NoteMeta
     from memory.store.frontmatter import dump_note
     from memory.store.stores import MemoryStores
 
@@ -391,8 +392,8 @@ async def settle(app: Any, jobs_done: Callable[[], bool]) -> None:
 async def session(runs: int) -> tuple[list[Turn], list[tuple[int, float]], dict[str, float]]:
     from app.agent.provider import AnthropicProvider
     from app.agent.settings import load_settings
-    from app.tui.app import PseudoClaudeApp
     from memory.events import JobApplied, JobFailed
+    from tests.tui.conftest import build_app
 
     info: dict[str, float] = {}
     with private_env() as root, FakeAnthropic() as server:
@@ -406,7 +407,7 @@ async def session(runs: int) -> tuple[list[Turn], list[tuple[int, float]], dict[
         memory = MemoryScript()
         server.respond(MEMORY_MODEL, lambda body: True, memory.reply)
         provider = PacedProvider(AnthropicProvider())
-        app = PseudoClaudeApp(load_settings({"memory_mode": "auto"}), ws.resolve(), provider=provider)
+        app = build_app(load_settings({"memory_mode": "auto"}), ws.resolve(), provider=provider, watch_debounce_ms=300)
         turns: list[Turn] = []
         samples: list[tuple[int, float]] = []
         applied: list[float] = []

@@ -190,9 +190,9 @@ def spool_jobs(home: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
 
 def audit(ws: Path, home: Path) -> Audit:
     """Read everything back with the app's own code; list every inconsistency."""
+    from memory.constants import INDEX_FILE, Level
     from memory.jobs.doctor import diagnose
     from memory.jobs.pipeline import TOOK_OVER
-    from memory.model import INDEX_FILE, Level
     from memory.store.stores import MemoryStores
 
     a = Audit()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.cli.main import main
-from memory.model import Level, NoteType
+from memory.constants import Level, NoteType
 from memory.store.stores import MemoryStores
 from tests.support.memtools import write_note
 

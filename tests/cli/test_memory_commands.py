@@ -1,4 +1,4 @@
-"""`pseudoclaude memory ...` (DESIGN.md §8) and bad input: a one-line reason, nothing lost."""
+"""`pseudoclaude memory ...` and bad input: a one-line reason, nothing lost."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.cli.main import main
-from memory.model import INDEX_FILE
+from memory.constants import INDEX_FILE
 from memory.store.paths import pseudoclaude_home
 from memory.store.stores import MemoryStores
 
@@ -234,9 +234,9 @@ def test_console_script_runs_as_a_subprocess(ws: Path) -> None:
 
 def _spool_job(ws: Path, *, state: str = "held", held: list[dict] | None = None, text: str = "please remember",
                workspace: str | None = None):
-    from memory.extract.parser import validate_operations
     from memory.jobs.spool import HeldOp, Spool, make_job
     from memory.model import Turn, TurnMessage
+    from memory.store.ops import validate_operations
 
     stores = stores_for(ws)
     job = make_job(workspace or stores.paths.workspace,

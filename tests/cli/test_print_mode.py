@@ -532,7 +532,7 @@ def test_ctrl_c_mid_answer_leaves_a_consistent_session_and_no_job(server: FakeAn
     _no_extraction(server)
 
 
-# -- issue 6 -------------------------------------------------------------------------------------
+# -- defects -----------------------------------------------------------------------------------
 
 
 def sessions_dir() -> Path:

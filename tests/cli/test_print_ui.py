@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
+from app.agent.events import MemorySubmitted, RunStop, ToolCallFinished, ToolCallStarted
 from app.agent.provider import Retrying, TextDelta, Usage, UsageEvent
-from app.agent.runner import MemorySubmitted, RunStop, ToolCallFinished, ToolCallStarted
 from app.agent.tools import ToolResult
 from app.cli.print_mode import PrintUI
 
@@ -115,7 +115,7 @@ def test_a_job_coalesced_into_another_job_reports_which_job_took_it_over() -> No
 
 def test_a_job_taken_over_and_run_by_another_process_is_reported_once_after_the_wait() -> None:
     from app.cli.print_mode import _report_outcome
-    from memory.jobs.manager import JobOutcome
+    from memory.jobs.views import JobOutcome
 
     err = io.StringIO()
     ui = PrintUI(io.StringIO(), err)

@@ -1,4 +1,4 @@
-"""Trust of a project store (DESIGN.md §11) through the real CLI: print mode, `memory index`,
+"""Trust of a project store through the real CLI: print mode, `memory index`,
 `memory list`, `memory apply`, against the fake Messages API with the real SDK."""
 
 from __future__ import annotations

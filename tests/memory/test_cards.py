@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.model import INDEX_FILE, Level
+from memory.constants import INDEX_FILE, Level
 from memory.store import cards
 from memory.store.frontmatter import split_note
 from memory.store.store import StoreError
@@ -87,7 +87,7 @@ def test_move_card_conflict_or_rejection_writes_nothing(env: MemoryStores) -> No
     assert p.exists() and not env.user.dir.exists() and env.history() == []
 
 
-# -- the editor's checks and Ctrl+S (issue 8) ----------------------------------------------------
+# -- the editor's checks and Ctrl+S ----------------------------------------------------------
 
 
 def test_check_card_names_each_bad_field_and_passes_a_good_card(env: MemoryStores) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memory.constants import MAX_CONTENT_BYTES, Level, NoteType
 from memory.extract.completion import CompletionRequest
 from memory.extract.parser import parse_and_validate
 from memory.extract.prompt import (
@@ -22,7 +23,7 @@ from memory.extract.prompt import (
     parse_merge_answer,
     turn_excerpt,
 )
-from memory.model import MAX_CONTENT_BYTES, Level, NoteType, Turn, TurnMessage
+from memory.model import Turn, TurnMessage
 from memory.store.index import index_line
 
 
@@ -354,13 +355,13 @@ def test_excerpt_redacts_and_handles_empty() -> None:
 
 def test_memory_modules_do_not_import_textual() -> None:
     code = (
-        "import sys, memory.text.sanitize, memory.extract.parser, memory.store.index, memory.extract.prompt; "
+        "import sys, memory.text.names, memory.text.terminal, memory.extract.parser, memory.store.index, memory.extract.prompt; "
         "assert not any(m == 'textual' or m.startswith('textual.') for m in sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
 
 
-# -- redaction before the memory model (issue 6, point 13) --------------------------------
+# -- redaction before the memory model -----------------------------------------------------
 
 _STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dcXy"
 _GLPAT = "glpat-" + "Xy7Kq2Lm9Np4Rs6Tu8Vw"

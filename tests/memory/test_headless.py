@@ -1,4 +1,4 @@
-"""The memory core never imports Textual (DESIGN.md §1)."""
+"""The memory core never imports Textual: the memory core runs headless, under any face."""
 
 import subprocess
 import sys

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory.model import Level
+from memory.constants import Level
 from memory.store.stores import MemoryStores
 from tests.support.memtools import create, make_env
 

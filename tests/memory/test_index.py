@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.model import INDEX_MAX_BYTES, INDEX_MAX_LINES, NoteType
+from memory.constants import INDEX_MAX_BYTES, INDEX_MAX_LINES, NoteType
 from memory.store.index import (
     INDEX_LINE_RE,
     PROJECT_HEADER,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.tui.panel_state import build_panel_state
-from memory.model import INDEX_FILE, Level, NoteType
+from memory.constants import INDEX_FILE, Level, NoteType
 from memory.store.stores import MemoryStores
 from tests.support.memtools import make_env, write_note
 

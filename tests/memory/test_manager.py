@@ -1,4 +1,4 @@
-"""The manager (DESIGN.md §2, §7): the seed's UpdateAsync made durable, one behaviour per test.
+"""The manager: a turn's memory update made durable, one behaviour per test.
 
 Synchronization is by events only: a scripted async completion that can block on an
 ``asyncio.Event``, ``Manager.wait_for`` (woken by the manager's own state changes) and an
@@ -18,11 +18,15 @@ from typing import Any
 
 import pytest
 
+from memory.constants import Level
 from memory.events import IndexChanged, JobApplied, JobFailed, JobHeld, JobQueued, JobStarted
 from memory.extract.completion import CompletionError, CompletionRequest
-from memory.jobs.manager import REASK_NOTE, FlushResult, Manager, ReviewError
+from memory.jobs.manager import Manager
+from memory.jobs.pipeline import REASK_NOTE
+from memory.jobs.review import ReviewError
 from memory.jobs.spool import Job, MergePart, make_job
-from memory.model import Level, Turn, TurnMessage
+from memory.jobs.views import FlushResult
+from memory.model import Turn, TurnMessage
 from memory.store.fs import FS
 from memory.store.stores import MemoryStores
 from memory.store.transaction import JobAlreadyDone

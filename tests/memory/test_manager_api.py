@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from memory.constants import Level
 from memory.events import (
     JobApplied,
     JobDismissed,
@@ -23,10 +24,11 @@ from memory.events import (
     JobTakenOver,
 )
 from memory.extract.completion import CompletionError
-from memory.jobs.manager import JobView, Manager, ReviewError
+from memory.jobs.manager import Manager
 from memory.jobs.pipeline import MERGE_REASK_NOTE
+from memory.jobs.review import ReviewError
 from memory.jobs.spool import make_job, new_job_id
-from memory.model import Level
+from memory.jobs.views import JobView
 from memory.store.fs import FS
 from memory.store.stores import MemoryStores
 from tests.memory.test_manager import (
@@ -476,7 +478,7 @@ async def test_submit_approve_and_reject_keep_the_event_loop_free_while_the_disk
     assert len(lateness) > 10 and max(lateness) < 0.15, max(lateness)
 
 
-# -- the pending screen's needs (issue 8) ------------------------------------------------------------
+# -- the pending screen's needs ------------------------------------------------------------------
 
 
 async def test_a_partial_approval_leaves_a_job_whose_view_names_the_job_it_split_from(env: MemoryStores) -> None:

@@ -1,4 +1,4 @@
-"""memory.parser: finding the operations in a model's answer and validating each op alone."""
+"""memory.extract.parser and memory.store.ops: finding the operations in a model's answer and validating each op alone."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from memory.constants import MAX_CONTENT_BYTES, MAX_OPS, Action, Level, NoteType
 from memory.extract.parser import (
     MAX_INPUT_CHARS,
     MAX_JSON_CANDIDATES,
-    IndexedOp,
     ParseResult,
     extract_operations,
     parse_and_validate,
-    validate_operations,
 )
-from memory.model import MAX_CONTENT_BYTES, MAX_OPS, Action, Level, NoteType, Operation
+from memory.model import Operation
+from memory.store.ops import IndexedOp, validate_operations
 
 CREATE = {
     "action": "create",

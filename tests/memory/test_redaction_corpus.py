@@ -1,4 +1,4 @@
-"""Redaction corpus (issue 6, point 13): every credential format we know of is redacted, and
+"""Redaction corpus: every credential format we know of is redacted, and
 ordinary prose and code pass through unchanged.
 
 Fake values are generated here (deterministic, never a real key): a literal key in the
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from memory.extract.prompt import build_extraction_request
 from memory.model import Turn, TurnMessage
-from memory.text.sanitize import redact, redact_url_credentials
+from memory.text.redact import redact, redact_url_credentials
 
 _ALNUM = string.ascii_letters + string.digits
 _HEX = "0123456789abcdef"

@@ -1,4 +1,4 @@
-"""memory.sanitize: one-line text, redaction, filenames, slugs."""
+"""memory.text (names, redact, terminal): one-line text, redaction, filenames, slugs, terminal display."""
 
 from __future__ import annotations
 
@@ -11,21 +11,23 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.model import MAX_SLUG, MAX_SUMMARY, MAX_TITLE, NoteType
-from memory.text.sanitize import (
-    TerminalStreamStripper,
+from memory.constants import MAX_SLUG, MAX_SUMMARY, MAX_TITLE, NoteType
+from memory.text.names import (
     check_filename,
     defuse_tags,
-    is_strict_utf8,
-    is_unsafe_char,
-    line_count,
     note_filename,
     quote,
-    redact,
     sanitize_line,
     sanitize_summary,
     sanitize_title,
     slugify,
+)
+from memory.text.redact import redact
+from memory.text.terminal import (
+    TerminalStreamStripper,
+    is_strict_utf8,
+    is_unsafe_char,
+    line_count,
     split_lines,
     strip_terminal,
 )
@@ -553,7 +555,7 @@ def test_defuse_tags() -> None:
     assert out == "a &lt;/memory-index> &lt;Memory-Index> <memory-indexes> <b>"
 
 
-# -- terminal display (issue 6, point 14) --------------------------------------------------
+# -- terminal display -----------------------------------------------------------------------
 
 ESC = "\x1b"
 ST = "\x1b\\"

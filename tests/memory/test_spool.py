@@ -1,4 +1,4 @@
-"""The durable job spool (DESIGN.md §7): one private file per job, oldest first, never lost silently."""
+"""The durable job spool: one private file per job, oldest first, never lost silently."""
 
 from __future__ import annotations
 
@@ -192,7 +192,8 @@ def test_job_model_fields_and_excerpt(ws: Path) -> None:
     assert job.excerpt(20) == "first line second x…" and len(job.excerpt(20)) == 20
     assert "sk-ant" not in make_job(ws, [turn("key sk-ant-api03-" + "A" * 40)]).excerpt()
     assert job.turn_bytes() == len(job.turns[0].messages[0].text.encode()) + 2
-    from memory.model import Action, Level, Operation
+    from memory.constants import Action, Level
+    from memory.model import Operation
 
     held = HeldOp(index=2, op=Operation(action=Action.DELETE, level=Level.USER, filename="a.md"))
     job.held_ops = [held]

@@ -1,5 +1,5 @@
-"""The stores (memory/store/stores.py, transaction.py, history.py): issue 6 defects 1, 2, 5, 7b, 9, 16,
-19, 20, 21, and the rule that ``apply`` validates every op itself."""
+"""The stores (memory/store/stores.py, transaction.py, journal.py, history.py): the defects found in
+review, each kept fixed by a test, and the rule that ``apply`` validates every op itself."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import yaml
 
 import memory.store.store as store_mod
 from app.cli.main import main
+from memory.constants import INDEX_FILE, Action, Level, NoteType
 from memory.jobs.doctor import diagnose, fix
-from memory.model import INDEX_FILE, Action, Level, NoteMeta, NoteType, Operation
+from memory.model import NoteMeta, Operation
 from memory.store import frontmatter
 from memory.store.frontmatter import dump_note
 from memory.store.fs import FS

@@ -1,4 +1,4 @@
-"""The store and the two-store transaction: DESIGN.md §3, §5, §7 rules, one test each."""
+"""The store and the two-store transaction: its rules (names, validation, atomic commits), one test each."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.model import INDEX_FILE, Level, NoteType
+from memory.constants import INDEX_FILE, Level, NoteType
 from memory.store.frontmatter import split_note
 from memory.store.history import UndoError
 from memory.store.store import Store

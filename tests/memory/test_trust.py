@@ -1,4 +1,4 @@
-"""Trust of a project store (DESIGN.md §11): what an untrusted store keeps out, what trusts it."""
+"""Trust of a project store: what an untrusted store keeps out, what trusts it."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from memory.constants import MANUAL_SOURCE, Level, NoteType
 from memory.extract.completion import CompletionRequest
 from memory.jobs.manager import Manager
-from memory.model import MANUAL_SOURCE, Level, NoteType
 from memory.store.store import StoreError, render_index
-from memory.store.stores import MemoryStores
-from memory.store.trust import trust_file, untrusted_cards
+from memory.store.stores import MemoryStores, untrusted_cards
+from memory.store.trust import trust_file
 from tests.support.memtools import create, make_env, write_note
 
 # `ws` here is an empty folder, not the shared git work tree.

@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import AsyncGenerator
 from pathlib import Path
 
+from memory.constants import Level
 from memory.events import StoresChanged
-from memory.model import Level
 from memory.store.watch import StoresWatcher
 from tests.support.memtools import create, make_env, write_note
 

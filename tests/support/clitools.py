@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,9 +46,101 @@ class Result:
 
 def run_cli(server: FakeAnthropic | None, ws: Path, *args: str, timeout: float = 60, stdin: str | None = None,
             **env: str) -> Result:
-    proc = subprocess.run(cli_cmd("-C", str(ws), *args), cwd=ROOT, env=cli_env(server, **env), input=stdin,
-                          capture_output=True, text=True, timeout=timeout)
-    return Result(proc.returncode, proc.stdout, proc.stderr)
+    """The CLI as its own process, from the zygote (real fork, real streams, SDK already imported)
+    unless ``PSEUDOCLAUDE_TEST_SUBPROCESS=1`` asks for a fresh interpreter each time."""
+    argv, run_env = ["-C", str(ws), *args], cli_env(server, **env)
+    if os.environ.get("PSEUDOCLAUDE_TEST_SUBPROCESS") == "1":
+        proc = subprocess.run(cli_cmd(*argv), cwd=ROOT, env=run_env, input=stdin, capture_output=True, text=True,
+                              timeout=timeout)
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+    code, out, err = _zygote().run("app.cli.main", argv, run_env, ROOT, (stdin or "").encode(), timeout)
+    return Result(code, out.decode(), err.decode())
+
+
+class Zygote:
+    """The client of tests/support/zygote.py: one server per test process, started on first use."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="pczygote-"))
+        self.path = str(self.dir / "s")
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.zygote", self.path], cwd=ROOT,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line == b"ready\n", f"the CLI zygote did not start: {line!r}"
+
+    def run(self, module: str, argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes,
+            timeout: float) -> tuple[int, bytes, bytes]:
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(self.path)
+            request = {"module": module, "argv": [module, *argv], "env": env, "cwd": str(cwd)}
+            socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [in_r, out_w, err_w])
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+            replies = conn.makefile("rb")
+            pid = json.loads(replies.readline())["pid"]
+            out, err = _communicate(in_w, out_r, err_r, stdin, time.monotonic() + timeout)
+            if out is None:
+                os.kill(pid, signal.SIGKILL)
+                raise subprocess.TimeoutExpired(["pseudoclaude", *argv], timeout)
+            conn.settimeout(max(timeout, 1.0))
+            status = json.loads(replies.readline())["status"]
+        return status, out, err or b""
+
+
+def _communicate(in_w: int, out_r: int, err_r: int, data: bytes, deadline: float) -> tuple[bytes | None, bytes | None]:
+    """Write ``data`` to the child's stdin and read its stdout and stderr to their ends, by the deadline."""
+    sel = selectors.DefaultSelector()
+    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    for fd in (out_r, err_r):
+        sel.register(fd, selectors.EVENT_READ)
+    if data:
+        os.set_blocking(in_w, False)
+        sel.register(in_w, selectors.EVENT_WRITE)
+    else:
+        os.close(in_w)
+    view = memoryview(data)
+    try:
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None, None
+            for key, _ in sel.select(left):
+                fd = key.fd
+                if fd == in_w:
+                    try:
+                        view = view[os.write(fd, view[:65536]):]
+                    except BrokenPipeError:
+                        view = view[:0]
+                    if not view:
+                        sel.unregister(fd)
+                        os.close(fd)
+                    continue
+                chunk = os.read(fd, 65536)
+                if chunk:
+                    chunks[fd].append(chunk)
+                else:
+                    sel.unregister(fd)
+        return b"".join(chunks[out_r]), b"".join(chunks[err_r])
+    finally:
+        for key in list(sel.get_map().values()):
+            os.close(key.fd)
+        for fd in (out_r, err_r):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+_ZYGOTE: Zygote | None = None
+
+
+def _zygote() -> Zygote:
+    global _ZYGOTE
+    if _ZYGOTE is None or _ZYGOTE.proc.poll() is not None:
+        _ZYGOTE = Zygote()
+    return _ZYGOTE
 
 
 class Live:

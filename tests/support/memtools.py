@@ -6,7 +6,8 @@ import datetime as dt
 import os
 from pathlib import Path
 
-from memory.model import Action, Level, NoteMeta, NoteType, Operation
+from memory.constants import Action, Level, NoteType
+from memory.model import NoteMeta, Operation
 from memory.store.frontmatter import dump_note
 from memory.store.fs import FS
 from memory.store.paths import Paths

@@ -14,17 +14,23 @@ Other UI tests reuse them::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from textual.pilot import Pilot
 from textual.widget import Widget
 
-from app.agent.settings import load_settings
+from app.agent.settings import Settings, load_settings
 from app.tui.app import PseudoClaudeApp
+from app.tui.bridge import Bridge
 from tests.support.fakeapi import FakeAnthropic
+
+if TYPE_CHECKING:
+    from app.agent.provider import Provider
+    from memory.extract.completion import Completion
+    from memory.store.fs import FS
 
 MODEL = "claude-sonnet-5-5"
 MEMORY_MODEL = "claude-haiku-5-5"
@@ -82,6 +88,31 @@ async def send(pilot: Pilot[Any], text: str) -> None:
 
 
 
+def build_app(
+    settings: Settings | Mapping[str, object],
+    workspace: Path,
+    *,
+    resume: str | None = None,
+    continue_latest: bool = False,
+    fs: FS | None = None,
+    provider: Provider | None = None,
+    completion: Completion | None = None,
+    home: Path | None = None,
+    watch_debounce_ms: int = 50,
+) -> PseudoClaudeApp:
+    """The App as ``run_app`` makes it, with the runtime's adapters a test replaces: ``fs`` (the
+    stores' file layer: slowed or faulted), ``provider`` / ``completion`` (the models),
+    ``home`` (the app's folder; default: $PSEUDOCLAUDE_HOME) and the store watcher's debounce
+    (short, so tests need not wait 300 ms for it). They are the bridge's: the App's constructor
+    takes what the command line gives, nothing more."""
+    app = PseudoClaudeApp(settings, workspace, resume=resume, continue_latest=continue_latest)
+    app.bridge = Bridge(
+        app.settings, workspace, app.post_message, app.ask_permission,
+        home=home, provider=provider, completion=completion, fs=fs, watch_debounce_ms=watch_debounce_ms,
+    )
+    return app
+
+
 @pytest.fixture
 async def make_app(
     ws: Path, monkeypatch: pytest.MonkeyPatch
@@ -107,7 +138,7 @@ async def make_app(
         if server is not None:
             for k, v in server.env().items():
                 monkeypatch.setenv(k, v)
-        app = PseudoClaudeApp(
+        app = build_app(
             load_settings(flags),
             (workspace or ws).resolve(),
             resume=resume,

@@ -7,7 +7,7 @@ from textual.app import App, ComposeResult
 
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MODEL, send, wait_ready, wait_until
-from widgets.chat.blocks import AnswerBlock
+from widgets.chat.answer_block import AnswerBlock
 from widgets.chat.log import ChatPane
 
 ANSWER = "Copied \x1b]52;c;aGFja2Vk\x07it and \x1b[5mblink\x1b[0m done."

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from app.tui.app import QUIT_CLOSE_S, QUIT_DRAIN_S
+from app.tui.quit_flow import QUIT_CLOSE_S, QUIT_DRAIN_S
 from memory.model import NoteMeta
 from memory.store.frontmatter import dump_note
 from memory.store.fs import FS
@@ -25,7 +25,7 @@ from tests.support.clitools import create_op, ops_answer
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
 from tests.tui.test_app_memory import _spooled
-from widgets.dialogs.modals import TRUST_SHOWN, TrustModal
+from widgets.dialogs.trust import TRUST_SHOWN, TrustModal
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -183,7 +183,7 @@ async def test_ctrl_q_with_the_memory_request_held_exits_after_the_drain_bound_a
             await send(pilot, "remember something")
             await wait_until(pilot, lambda: held.reached, timeout=30, what="the memory request")
             await pilot.press("ctrl+q")  # once: the drain waits, then gives up
-            await wait_until(pilot, lambda: "saving 1 memory update" in app._status_note, what="the drain said")
+            await wait_until(pilot, lambda: "saving 1 memory update" in app.status_model.info.note, what="the drain said")
             await wait_until(pilot, lambda: not app.is_running, timeout=QUIT_WITHIN_S, what="Ctrl+Q to quit")
     finally:
         held.release()

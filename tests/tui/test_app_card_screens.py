@@ -1,7 +1,7 @@
-"""The card browser, the card editor and /remember in the whole running App (issue 8).
+"""The card browser, the card editor and /remember in the whole running App.
 
 Pilot tests of ``PseudoClaudeApp``: real stores on disk, the real bridge and workers, the screens
-of widgets/cards/browser.py and widgets/cards/editor.py driven by keys. Covered: browsing and the
+of widgets/cards/ (browser, editor) driven by keys. Covered: browsing and the
 filters over both levels; editing (saved as ``source: manual``, shown at once in the browser and
 the side panel); new, delete to the trash and undo; moving a card to the other level; field
 validation errors; conflicts with a change on disk (keep yours, take the disk's, deleted on
@@ -26,15 +26,19 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Label, Static, TextArea
 
 from app.tui.app import PseudoClaudeApp
-from memory.model import Level, NoteMeta, NoteType
+from memory.constants import Level, NoteType
+from memory.model import NoteMeta
 from memory.store.frontmatter import dump_note
 from memory.store.stores import MemoryStores
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.support.memtools import trust_workspace, write_note
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.cards.browser import CardBrowser, CardRow
-from widgets.cards.editor import CardEditor, ConflictModal, EditProblemModal
-from widgets.dialogs.modals import ConfirmModal
+from widgets.cards.browser import CardBrowser
+from widgets.cards.card_list import CardRow
+from widgets.cards.conflict import ConflictModal
+from widgets.cards.edit_problem import EditProblemModal
+from widgets.cards.editor import CardEditor
+from widgets.dialogs.confirm import ConfirmModal
 
 SIZE = (140, 40)
 

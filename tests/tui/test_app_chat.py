@@ -7,7 +7,9 @@ from pathlib import Path
 
 from tests.support.fakeapi import FakeAnthropic, http_error, text
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.chat.blocks import AnswerBlock, ErrorBlock, UserBlock
+from widgets.chat.answer_block import AnswerBlock
+from widgets.chat.error_block import ErrorBlock
+from widgets.chat.user_block import UserBlock
 
 
 async def test_a_streamed_answer_appears_as_it_arrives_and_the_status_shows_the_turn(
@@ -30,7 +32,7 @@ async def test_a_streamed_answer_appears_as_it_arrives_and_the_status_shows_the_
         await wait_until(pilot, lambda: app.prompt.disabled_reason is None, what="the turn to end")
         [block] = [b for b in app.chat.blocks if isinstance(b, AnswerBlock)]
         assert block.text == answer and block.finished
-        assert "cached" in app._last_turn and "in" in app._last_turn
+        assert "cached" in app.status_model.info.last_turn and "in" in app.status_model.info.last_turn
         assert app.bridge.messages[-1]["role"] == "assistant"
 
 
@@ -161,9 +163,9 @@ async def test_no_full_garbage_collection_while_an_answer_streams_and_the_schedu
     over and the keyboard has been still for GC_IDLE_S."""
     import gc
 
-    import app.tui.app
+    import app.tui.gc_hold
 
-    monkeypatch.setattr(app.tui.app, "GC_IDLE_S", 2.0)
+    monkeypatch.setattr(app.tui.gc_hold, "GC_IDLE_S", 2.0)
     saved = gc.get_threshold()
     gate = server.gate("mid-answer")
     server.script(MODEL, text("An answer that streams for a while.", chunk_size=4).held(after=gate, at=4))
@@ -179,7 +181,7 @@ async def test_no_full_garbage_collection_while_an_answer_streams_and_the_schedu
             await pilot.press("x")
             gate.release()
             await wait_until(pilot, lambda: app_.prompt.disabled_reason is None, what="the turn to end")
-            assert app_._answer is None and gc.get_threshold()[2] > saved[2]
+            assert app_.turn_view.answer is None and gc.get_threshold()[2] > saved[2]
             await wait_until(pilot, lambda: gc.get_threshold() == saved, what="the collector's schedule")
     finally:
         gc.set_threshold(*saved)
@@ -251,7 +253,7 @@ async def test_ctrl_c_while_the_permission_question_is_open_cancels_the_turn_and
     make_app, server: FakeAnthropic, ws: Path
 ) -> None:
     from tests.support.fakeapi import tool_use
-    from widgets.dialogs.modals import PermissionModal
+    from widgets.dialogs.permission import PermissionModal
 
     server.script(MODEL, tool_use("bash", {"command": "touch made"}, id="toolu_c"))
     app = make_app(server, memory_mode="off")

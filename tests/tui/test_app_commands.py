@@ -11,7 +11,7 @@ from app.tui import commands
 from tests.support.clitools import create_op, ops_answer, system_text
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.chat.blocks import UserBlock
+from widgets.chat.user_block import UserBlock
 
 
 def test_parse_tells_commands_from_messages() -> None:
@@ -31,6 +31,22 @@ def test_completion_lists_matching_commands_in_table_order() -> None:
     for name in ("/help", "/clear", "/memory", "/pending", "/remember", "/undo", "/model", "/mode", "/resume",
                  "/cost", "/compact", "/quit", "Esc", "Ctrl+Q", "F2"):
         assert name in help_text
+
+
+def test_every_command_has_one_handler_and_the_app_mixes_nothing_in() -> None:
+    """The commands are an object the App holds (its table covers the command list), and the
+    memory screens handle their own messages: no handler names of theirs are on the App."""
+    from typing import Any, cast
+
+    from textual.app import App
+
+    from app.tui.app import PseudoClaudeApp
+
+    slash = commands.SlashCommands(cast(Any, None))
+    assert list(slash.handlers) == [c.name for c in commands.COMMANDS]
+    assert PseudoClaudeApp.__bases__ == (App,)
+    prefixes = ("on_card_browser_", "on_card_editor_", "on_pending_screen_", "on_editor_", "on_cards_", "cmd_")
+    assert [n for n in dir(PseudoClaudeApp) if n.startswith(prefixes)] == []
 
 
 async def test_the_prompt_completes_slash_commands_and_workspace_files(make_app, ws: Path) -> None:
@@ -238,7 +254,7 @@ async def test_text_typed_or_pasted_after_tabbing_away_from_the_prompt_reaches_t
 async def test_model_typed_after_tabbing_to_the_jobs_line_switches_the_model_and_does_not_open_pending(
     make_app, server: FakeAnthropic
 ) -> None:
-    from widgets.pending.pending import PendingScreen
+    from widgets.pending.screen import PendingScreen
 
     server.script(MODEL, text("Noted."))
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Zeta fact", "Zeta body."))))
@@ -267,7 +283,7 @@ async def test_model_typed_after_tabbing_to_the_jobs_line_switches_the_model_and
 
 @pytest.mark.parametrize("opener", ["/memory", "/pending", "/remember a note", "a modal"])
 async def test_whichever_way_a_screen_was_opened_its_closing_gives_the_focus_to_the_prompt(make_app, opener) -> None:
-    from widgets.dialogs.modals import ConfirmModal
+    from widgets.dialogs.confirm import ConfirmModal
 
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:

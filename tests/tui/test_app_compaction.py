@@ -1,4 +1,4 @@
-"""Long sessions in the app (issue 9): ``/compact [FOCUS]`` shows one block, the summary request
+"""Long sessions in the app: ``/compact [FOCUS]`` shows one block, the summary request
 carries the focus, and the status line shows how full the model's window is."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 from tests.support.clitools import extraction_prompt, system_text
 from tests.support.fakeapi import FakeAnthropic, request_tokens, text
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.chat.blocks import ErrorBlock, NoteBlock
+from widgets.chat.error_block import ErrorBlock
+from widgets.chat.note_block import NoteBlock
 
 CONTEXT = re.compile(r"context (\d+)%")
 

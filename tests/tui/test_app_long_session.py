@@ -1,4 +1,4 @@
-"""A 300-turn session in the app (issue 9's "Done when"): large tool outputs, a 30,000-token
+"""A 300-turn session in the app, compacted many times: large tool outputs, a 30,000-token
 window, and a fake API that refuses an oversized request like the real one. The conversation is
 compacted many times and every turn still ends with its answer.
 
@@ -16,9 +16,10 @@ import pytest
 from tests.bench import longsession as ls
 from tests.support.fakeapi import FakeAnthropic
 from tests.tui.conftest import send, wait_ready, wait_until
-from widgets.chat.blocks import AnswerBlock, ToolBlock
+from widgets.chat.answer_block import AnswerBlock
 from widgets.chat.status import StatusInfo, StatusLine
-from widgets.dialogs.modals import PermissionModal
+from widgets.chat.tool_block import ToolBlock
+from widgets.dialogs.permission import PermissionModal
 
 TURNS = 300
 

@@ -10,7 +10,7 @@ from memory.store.stores import MemoryStores
 from tests.support.clitools import create_op, ops_answer, system_text
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.dialogs.modals import TrustModal
+from widgets.dialogs.trust import TrustModal
 
 
 def _titles(cards) -> list[str]:
@@ -47,7 +47,7 @@ async def test_the_side_panel_shows_a_card_marked_new_after_the_turns_job_applie
         await wait_until(pilot, lambda: "Build with make" in _titles(app.panel.state.project), what="the new card")
         [card] = app.panel.state.project
         assert card.new and card.summary == "make build"
-        await wait_until(pilot, lambda: app._pending == 0 and not app.panel.state.jobs)
+        await wait_until(pilot, lambda: app.status_model.info.pending == 0 and not app.panel.state.jobs)
         # The session's cost counts the memory model's request too.
         assert set(app._cost.by_model) == {MODEL, MEMORY_MODEL}
 
@@ -112,7 +112,7 @@ async def test_quit_with_a_job_in_flight_says_so_and_a_second_ctrl_q_leaves_it_s
         await send(pilot, "remember something")
         await wait_until(pilot, lambda: held.reached, what="the memory request")
         await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: "saving 1 memory update" in app._status_note)
+        await wait_until(pilot, lambda: "saving 1 memory update" in app.status_model.info.note)
         await pilot.press("ctrl+q")
         await wait_until(pilot, lambda: not app.is_running, what="the app to exit")
     assert len(_spooled(ws)) == 1

@@ -1,4 +1,4 @@
-"""The pending screen in the whole App (issue 8): Pilot tests through the fake Messages API and
+"""The pending screen in the whole App: Pilot tests through the fake Messages API and
 the real SDK, with the real memory manager, spool and stores underneath.
 
 Covered: approving a held job op by op (exactly the approved ops written, the rest still held,
@@ -20,17 +20,18 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from app.tui.app import PseudoClaudeApp
+from memory.constants import Action, Level, NoteType
 from memory.jobs.spool import HeldOp, Spool, make_job
-from memory.model import Action, Level, NoteType, Operation, Turn, TurnMessage
+from memory.model import Operation, Turn, TurnMessage
 from memory.store.stores import MemoryStores
 from tests.memory.test_manager import merge_answer
 from tests.support.clitools import create_op, ops_answer
 from tests.support.fakeapi import FakeAnthropic, http_error, text
 from tests.support.memtools import trust_workspace, write_note
 from tests.tui.conftest import MEMORY_MODEL, MODEL, send, wait_ready, wait_until
-from widgets.dialogs.modals import ConfirmModal
+from widgets.dialogs.confirm import ConfirmModal
 from widgets.panel.memory_panel import MemoryPanel
-from widgets.pending.pending import PendingScreen
+from widgets.pending.screen import PendingScreen
 
 SIZE = (140, 40)
 
@@ -322,7 +323,7 @@ async def test_the_pending_screen_shows_retrying_with_its_attempt_and_next_try(
         assert re.findall(r"(\d+) of 3", screen.detail_text()) == ["2"], screen.detail_text()
         assert len(server.requests_for(MEMORY_MODEL)) == 1  # still waiting: no second request yet
         await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: "saving 1 memory update" in app._status_note)
+        await wait_until(pilot, lambda: "saving 1 memory update" in app.status_model.info.note)
         await pilot.press("ctrl+q")
         await wait_until(pilot, lambda: not app.is_running, what="the app to exit")
     assert len(spooled_ids(ws)) == 1  # left spooled for the next start

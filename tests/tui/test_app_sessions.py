@@ -14,7 +14,8 @@ from app.tui.commands import SessionPicker
 from tests.support.clitools import system_text
 from tests.support.fakeapi import FakeAnthropic, http_error, text
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.chat.blocks import ErrorBlock, NoteBlock
+from widgets.chat.error_block import ErrorBlock
+from widgets.chat.note_block import NoteBlock
 
 MARKER = "the model has a summary of the"
 
@@ -34,7 +35,9 @@ def _session_with_a_turn(ws: Path, prompt: str, answer: str) -> str:
 
 async def _pick_first(pilot: Any) -> None:
     """Enter on the picker's first row, once the picker has taken the focus."""
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, SessionPicker), what="the picker")
+    # Pushed is not yet composed: wait for its list too.
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, SessionPicker)
+                     and bool(pilot.app.screen.query(OptionList)), what="the picker")
     picker = pilot.app.screen
     options = picker.query_one(OptionList)
     await wait_until(pilot, lambda: options.has_focus and options.highlighted == 0, what="the picker to take the focus")
@@ -170,7 +173,7 @@ async def test_resume_works_with_no_model_configured_and_shows_the_history(make_
 async def test_a_resumed_sessions_large_pasted_message_shows_collapsed_and_expands(
     make_app, server: FakeAnthropic, ws: Path
 ) -> None:
-    from widgets.chat.blocks import UserBlock
+    from widgets.chat.user_block import UserBlock
 
     pasted = "\n".join(f"log line {i}" for i in range(3_000))
     _session_with_a_turn(ws, pasted, "the answer about the log")

@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MODEL, chat_texts, wait_ready, wait_until
 from widgets.cards.editor import CardEditor
-from widgets.chat.blocks import UserBlock
+from widgets.chat.user_block import UserBlock
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,7 +87,7 @@ async def test_without_credentials_the_app_starts_shows_the_panel_and_says_how_t
         for needed in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "config.toml"):
             assert needed in text
         assert app.panel.display and app.panel_shows >= 1
-        assert app._status_note == "no model configured"
+        assert app.status_model.info.note == "no model configured"
         # A message says it again instead of being sent; no request is ever made.
         app.prompt.text = "hello"
         await pilot.press("enter")
@@ -176,8 +176,8 @@ async def test_a_bad_setting_ends_the_app_after_its_first_frame_with_one_line_an
     app = PseudoClaudeApp({"model": None}, ws)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: app.return_code == 2, what="the app to end")
-    assert app.startup_error is not None and "\n" not in app.startup_error
-    assert "config.toml" in app.startup_error and "max_iterations" in app.startup_error
+    assert app.startup.error is not None and "\n" not in app.startup.error
+    assert "config.toml" in app.startup.error and "max_iterations" in app.startup.error
 
 
 def test_run_app_prints_the_bad_setting_on_stderr_and_returns_2(ws: Path, monkeypatch, capsys) -> None:
@@ -252,7 +252,7 @@ async def test_a_prompt_sent_while_connecting_is_queued_shown_pending_and_sent_w
     release = _hold_open(app)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.built, what="the runtime object")
-        assert app.connecting and "connecting" in app._status_note
+        assert app.connecting and "connecting" in app.status_model.info.note
         await pilot.press(*"hello", "enter")  # real keys, while "connecting…"
         await wait_until(pilot, lambda: len(_user_blocks(app)) == 1, what="the queued prompt in the chat")
         [queued] = _user_blocks(app)
@@ -293,7 +293,7 @@ async def test_prompts_queued_while_connecting_are_sent_in_order_one_turn_after_
 
 
 async def test_memory_commands_typed_before_the_stores_are_open_run_as_soon_as_they_are(make_app) -> None:
-    from widgets.pending.pending import PendingScreen
+    from widgets.pending.screen import PendingScreen
 
     app = make_app()
     release = _hold_build(app)
@@ -387,7 +387,7 @@ async def test_a_prompt_queued_before_the_trust_question_waits_for_its_answer(
     make_app, server: FakeAnthropic, ws: Path
 ) -> None:
     from tests.support.clitools import system_text
-    from widgets.dialogs.modals import TrustModal
+    from widgets.dialogs.trust import TrustModal
 
     folder = ws / ".PseudoClaude" / "memory"
     folder.mkdir(parents=True)

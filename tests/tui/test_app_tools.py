@@ -9,8 +9,9 @@ import pytest
 
 from tests.support.fakeapi import FakeAnthropic, text, tool_use
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.chat.blocks import AnswerBlock, ToolBlock
-from widgets.dialogs.modals import PermissionModal
+from widgets.chat.answer_block import AnswerBlock
+from widgets.chat.tool_block import ToolBlock
+from widgets.dialogs.permission import PermissionModal
 
 
 def _write(path: str, content: str, call_id: str) -> object:
@@ -214,3 +215,58 @@ async def test_the_write_dialog_and_its_tool_block_say_the_same_line_count(
         modal = await _answer_modal(pilot, "n")
         assert "(2 line(s)," in modal.request.summary
         assert app.chat.tool("toolu_n").args_line == "n.txt  content: 2 lines"
+
+
+async def test_a_finished_tool_call_leaves_the_turns_map(make_app, server: FakeAnthropic, ws: Path) -> None:
+    """The turn's call id → block map drops a call when it finishes: a long session does not
+    keep every block it drew (the chat pane prunes old blocks; nothing else holds them)."""
+    (ws / "notes.txt").write_text("hello\n", encoding="utf-8")
+    server.script(MODEL, tool_use("read_file", {"path": "notes.txt"}, id="toolu_r"), text("read it"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "read the notes")
+        await wait_until(pilot, lambda: "read it" in chat_texts(app))
+        block = app.chat.tool("toolu_r")
+        assert block is not None and block.status == "done"
+        assert "toolu_r" not in app.turn_view.tools
+
+
+async def test_a_pruned_tool_block_is_not_kept_alive_by_the_turns_map() -> None:
+    """A block the chat pane dropped (pruned) while its call still streams is not held by the
+    renderer: the map is weak."""
+    import gc
+
+    from app.agent.provider import ToolUseStart
+    from app.tui.gc_hold import GcHold
+    from app.tui.status_model import StatusModel
+    from app.tui.turn_view import TurnRenderer
+
+    class Block:
+        depth = 0
+        call_id = "toolu_p"
+
+    class Pane:  # the chat pane's part the renderer uses; it keeps nothing (as after a prune)
+        def add_tool(self, call_id: str, name: str, **kw: object) -> Block:
+            return Block()
+
+    pane = Pane()
+    renderer = TurnRenderer(lambda: pane, StatusModel("/w"), GcHold(), lambda: None, lambda: "m")  # type: ignore[arg-type, return-value]
+    await renderer.handle(ToolUseStart(id="toolu_p", name="read_file"))
+    gc.collect()
+    assert "toolu_p" not in renderer.tools  # the pane let go of it: so did the renderer
+
+
+async def test_a_bash_block_shows_the_command_and_the_tools_own_status(make_app, server: FakeAnthropic) -> None:
+    """The block's header names the spec's telling input (the command) and the status the bash
+    tool gives (its exit code), not one parsed back out of the result text."""
+    server.script(MODEL, tool_use("bash", {"command": "echo hi"}, id="toolu_b"), text("ran it"))
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "run echo")
+        await _answer_modal(pilot, "1")
+        await wait_until(pilot, lambda: "ran it" in chat_texts(app))
+        block = app.chat.tool("toolu_b")
+        assert isinstance(block, ToolBlock) and block.status == "done"
+        assert "echo hi" in block.header_text and "exit 0" in block.header_text

@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
-from app.agent.runner import ToolCallApproved, ToolCallFinished, ToolCallStarted
+from app.agent.events import ToolCallApproved, ToolCallFinished, ToolCallStarted
 from app.agent.runtime import Runtime
 from app.agent.settings import load_settings
+from app.agent.tools.specs import TOOL_SPECS
 from app.tui.modal_gate import ModalGate, build_preview
 from tests.support.clitools import MODEL, result_text, tool_results
 from tests.support.fakeapi import FakeAnthropic, text, tool_use
-from widgets.chat.blocks import summarize_args
-from widgets.dialogs.modals import PermissionAnswer, PermissionRequest
+from widgets.chat.tool_block import summarize_args
+from widgets.dialogs.permission import PermissionAnswer, PermissionRequest
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -130,4 +131,5 @@ def test_the_write_dialog_and_the_tool_block_count_the_same_lines(ws: Path, cont
     summary, _, _ = build_preview(ws, "write_file", {"path": "new.txt", "content": content})
     plural = "line" if lines == 1 else "lines"
     assert f"({lines} line(s)," in summary
-    assert summarize_args({"path": "new.txt", "content": content}, "write_file") == f"new.txt  content: {lines} {plural}"
+    keys = TOOL_SPECS["write_file"].display
+    assert summarize_args({"path": "new.txt", "content": content}, keys) == f"new.txt  content: {lines} {plural}"

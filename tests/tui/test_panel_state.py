@@ -16,8 +16,8 @@ from app.tui.panel_state import (
     job_line,
     state_files,
 )
-from memory.jobs.manager import JobView
-from memory.model import INDEX_MAX_LINES, Level, NoteType
+from memory.constants import INDEX_MAX_LINES, Level, NoteType
+from memory.jobs.views import JobView
 from memory.store.stores import MemoryStores
 from tests.support.memtools import create, make_env, write_note
 

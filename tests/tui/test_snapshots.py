@@ -23,12 +23,12 @@ from textual.pilot import Pilot
 
 from app.agent.settings import load_settings
 from app.tui.app import PseudoClaudeApp
-from memory.model import Level, NoteType
+from memory.constants import Level, NoteType
 from memory.store.stores import MemoryStores
 from tests.support.clitools import create_op, ops_answer
 from tests.support.fakeapi import FakeAnthropic, text, tool_use
 from tests.support.memtools import create, write_note
-from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
+from tests.tui.conftest import MEMORY_MODEL, MODEL, build_app, chat_texts, send, wait_ready, wait_until
 from tests.tui.snapshot_apps.hosts import (
     ANSWER,
     BASH_REQUEST,
@@ -39,9 +39,10 @@ from tests.tui.snapshot_apps.hosts import (
     PermissionHost,
     ToolHost,
 )
-from widgets.chat.blocks import AnswerBlock
+from widgets.chat.answer_block import AnswerBlock
 from widgets.chat.status import StatusInfo, StatusLine
-from widgets.dialogs.modals import PermissionModal, TrustModal
+from widgets.dialogs.permission import PermissionModal
+from widgets.dialogs.trust import TrustModal
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -101,7 +102,7 @@ def make_app(ws: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., PseudoC
         if server is not None:
             for key, value in server.env().items():
                 monkeypatch.setenv(key, value)
-        return PseudoClaudeApp(load_settings(flags), ws, watch_debounce_ms=50)
+        return build_app(load_settings(flags), ws)
 
     return factory
 

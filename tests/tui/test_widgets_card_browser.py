@@ -15,16 +15,10 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Markdown, Static
 
 from tests.tui.conftest import wait_until
-from widgets.cards.browser import (
-    KEY_HINTS,
-    NO_CARDS,
-    NO_MATCH,
-    TYPES,
-    CardBrowser,
-    CardList,
-    CardRow,
-)
-from widgets.dialogs.modals import ConfirmModal
+from widgets.cards.browser import KEY_HINTS, NO_CARDS, NO_MATCH, CardBrowser
+from widgets.cards.card_list import CardList, CardRow
+from widgets.cards.draft import CARD_TYPES
+from widgets.dialogs.confirm import ConfirmModal
 
 
 def row(
@@ -214,9 +208,9 @@ async def test_type_keys_and_level_cycle() -> None:
         }
         for key, rows in expected.items():
             await pilot.press(key)
-            assert browser.type_filter == TYPES[int(key) - 1]
+            assert browser.type_filter == CARD_TYPES[int(key) - 1]
             assert list(browser.visible_rows) == rows
-            assert f"type: {TYPES[int(key) - 1]}" in screen_text(app)
+            assert f"type: {CARD_TYPES[int(key) - 1]}" in screen_text(app)
         await pilot.press("0")
         assert browser.type_filter is None and len(browser.visible_rows) == 5
         await pilot.press("l")
@@ -440,7 +434,7 @@ async def test_ten_thousand_rows_filter_quickly() -> None:
         row(
             "project" if i % 2 else "user",
             f"card_{i:05d}",
-            type=TYPES[i % 4],
+            type=CARD_TYPES[i % 4],
             title=f"Card {i}",
             summary="even" if i % 2 == 0 else "odd",
             body=f"marker{i % 100:02d} text",

@@ -9,8 +9,11 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Label, Select, Static, TextArea
 
 from tests.tui.conftest import wait_until
-from widgets.cards.editor import CardDraft, CardEditor, ConflictModal, EditProblemModal
-from widgets.dialogs.modals import ConfirmModal
+from widgets.cards.conflict import ConflictModal
+from widgets.cards.draft import CardDraft
+from widgets.cards.edit_problem import EditProblemModal
+from widgets.cards.editor import CardEditor
+from widgets.dialogs.confirm import ConfirmModal
 
 _UNSET = object()
 

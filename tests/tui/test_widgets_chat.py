@@ -7,8 +7,10 @@ from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownFence
 
 from tests.tui.conftest import wait_until
-from widgets.chat.blocks import AnswerBlock, ToolBlock, UserBlock, bash_view, summarize_args
+from widgets.chat.answer_block import AnswerBlock
 from widgets.chat.log import ChatPane
+from widgets.chat.tool_block import ResultView, ToolBlock, summarize_args
+from widgets.chat.user_block import UserBlock
 
 
 class ChatHost(App[None]):
@@ -295,10 +297,19 @@ async def test_clear_blocks_empties_the_pane_and_the_tool_lookup() -> None:
         assert isinstance(answer, AnswerBlock)
 
 
+# Display keys as tool specs give them: the telling inputs first, each with its format.
+READ_MEMORY = (("filename", "{}"), ("level", "{} level"))
+GREP = (("pattern", "{}"), ("path", "in {}"), ("glob", "files {}"))
+LIST_FILES = (("pattern", "{}"), ("path", "in {}"))
+PATH = (("path", "{}"),)
+COMMAND = (("command", "{}"),)
+DESCRIPTION = (("description", "{}"),)
+
+
 def test_summarize_args_puts_the_telling_values_first_and_bulky_ones_as_sizes() -> None:
     assert summarize_args({"path": "a.py", "content": "x\ny\n"}) == "a.py  content: 2 lines"  # as the dialog counts
     assert summarize_args({"command": "echo \x1b[31mhi\nthere"}) == "echo hi there"
-    assert summarize_args({"level": "user", "filename": "MEMORY.md", "offset": 10}, "read_memory") == (
+    assert summarize_args({"level": "user", "filename": "MEMORY.md", "offset": 10}, READ_MEMORY) == (
         "MEMORY.md  user level  offset=10"
     )
     assert len(summarize_args({"command": "x" * 1000})) == 300
@@ -324,31 +335,36 @@ async def test_a_long_tool_call_stays_compact_until_expanded() -> None:
         await wait_until(pilot, lambda: block._result.size.height > 20)
 
 
-def test_summarize_args_puts_each_tools_most_telling_argument_first() -> None:
-    assert summarize_args({"path": "app/", "pattern": "bash_timeout"}, "grep") == "bash_timeout  in app/"
-    assert summarize_args({"glob": "*.py", "path": "app", "pattern": "x"}, "grep") == "x  in app  files *.py"
-    assert summarize_args({"pattern": "x"}, "grep") == "x"
-    assert summarize_args({"path": "src", "pattern": "**/*.py"}, "list_files") == "**/*.py  in src"
-    assert summarize_args({"path": "src"}, "list_files") == "src"  # no dangling "in"
-    assert summarize_args({"limit": 20, "path": "a.py", "offset": 5}, "read_file") == "a.py  limit=20  offset=5"
-    assert summarize_args({"replace_all": True, "new_string": "b", "old_string": "a", "path": "x.py"}, "edit_file") == (
+def test_summarize_args_puts_the_display_keys_first_in_their_formats() -> None:
+    assert summarize_args({"path": "app/", "pattern": "bash_timeout"}, GREP) == "bash_timeout  in app/"
+    assert summarize_args({"glob": "*.py", "path": "app", "pattern": "x"}, GREP) == "x  in app  files *.py"
+    assert summarize_args({"pattern": "x"}, GREP) == "x"
+    assert summarize_args({"path": "src", "pattern": "**/*.py"}, LIST_FILES) == "**/*.py  in src"
+    assert summarize_args({"path": "src"}, LIST_FILES) == "src"  # no dangling "in"
+    assert summarize_args({"limit": 20, "path": "a.py", "offset": 5}, PATH) == "a.py  limit=20  offset=5"
+    assert summarize_args({"replace_all": True, "new_string": "b", "old_string": "a", "path": "x.py"}, PATH) == (
         "x.py  replace_all=true  new_string: 1 line  old_string: 1 line"
     )
-    assert summarize_args({"timeout": 30, "command": "make test"}, "bash") == "make test  timeout=30"
-    assert summarize_args({"prompt": "a\nb", "description": "look"}, "task") == "look  prompt: 2 lines"
+    assert summarize_args({"timeout": 30, "command": "make test"}, COMMAND) == "make test  timeout=30"
+    assert summarize_args({"prompt": "a\nb", "description": "look"}, DESCRIPTION) == "look  prompt: 2 lines"
+    # No keys: the generic order (a command before a path), every other input after.
+    assert summarize_args({"path": "a", "command": "ls"}) == "ls  a"
 
 
 BASH_OK = "exit code: 0\n--- stdout ---\nfirst\nsecond\nthird\nfourth"
+# What the shell tool structures its results as (the text stays what the model got).
+OK_VIEW = ResultView("exit 0", "first\nsecond\nthird\nfourth", False)
 
 
 async def test_a_bash_result_puts_the_exit_code_in_the_header_and_output_in_the_excerpt() -> None:
     app = ChatHost()
     async with app.run_test(size=(100, 30)) as pilot:
-        ok = app.pane.add_tool("c1", "bash")
+        ok = app.pane.add_tool("c1", "bash", display_keys=COMMAND)
         ok.set_running({"command": "make test"})
-        ok.set_result(BASH_OK, is_error=False, denied=False)
-        failed = app.pane.add_tool("c2", "bash")
-        failed.set_result("exit code: 2\n--- stderr ---\nmake: *** no rule", is_error=True, denied=False)
+        ok.set_result(BASH_OK, is_error=False, denied=False, view=OK_VIEW)
+        failed = app.pane.add_tool("c2", "bash", display_keys=COMMAND)
+        failed.set_result("exit code: 2\n--- stderr ---\nmake: *** no rule", is_error=True, denied=False,
+                          view=ResultView("exit 2", "make: *** no rule", True))
         await wait_until(pilot, lambda: ok.is_mounted and failed.is_mounted)
         assert ok.header_text == "✓ bash  exit 0  make test  4 lines"
         assert ok.excerpt.startswith("first\nsecond\nthird\n… 1 more line")
@@ -358,31 +374,34 @@ async def test_a_bash_result_puts_the_exit_code_in_the_header_and_output_in_the_
         # Non-zero exit: the status is drawn in the error colour; a long command never hides it.
         spans = [s for s in failed._header.visual.spans if "exit 2" in failed._header.visual.plain[s.start : s.end]]
         assert spans and all(s.style == "$text-error" for s in spans)
-        long = app.pane.add_tool("c3", "bash")
+        long = app.pane.add_tool("c3", "bash", display_keys=COMMAND)
         long.set_running({"command": "echo " + "word " * 100})
-        long.set_result("exit code: 3\n(no output)", is_error=True, denied=False)
+        long.set_result("exit code: 3\n(no output)", is_error=True, denied=False, view=ResultView("exit 3", "", True))
         await wait_until(pilot, lambda: long.is_mounted and long._header.size.width > 0)
         row = app.screen._compositor.render_strips()[long._header.region.y].text
         assert "✗ bash  exit 3  echo word" in row
 
 
-def test_bash_view_reads_every_form_of_the_bash_tool_result() -> None:
-    assert bash_view(BASH_OK) == ("exit 0", "first\nsecond\nthird\nfourth", False)
-    both = "exit code: 1\n--- stdout ---\nout\n--- stderr ---\nerr"
-    assert bash_view(both) == ("exit 1", "out\n--- stderr ---\nerr", True)  # stderr after stdout stays marked
-    assert bash_view("exit code: 0\n(no output)") == ("exit 0", "", False)
-    assert bash_view("exit code: -9 (killed by SIGKILL)\n(no output)") == ("exit -9 SIGKILL", "", True)
-    timed = "timed out after 30 s; the command and its child processes were killed\n[timeout capped at 600 s]\n--- stdout ---\nx"
-    assert bash_view(timed) == ("timed out after 30 s", "x\n[timeout capped at 600 s]", True)
-    assert bash_view("bash: missing the command") is None  # not the tool's format: shown as is
-    assert bash_view("exit code: 0\nsomething else") is None
+async def test_a_result_without_a_view_is_plain_text_and_a_denied_call_ignores_its_view() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        plain = app.pane.add_tool("c1", "bash", display_keys=COMMAND)
+        plain.set_result(BASH_OK, is_error=False, denied=False)  # a replayed session: no view
+        denied = app.pane.add_tool("c2", "bash")
+        denied.set_result("the user denied this call", is_error=True, denied=True, view=OK_VIEW)
+        hostile = app.pane.add_tool("c3", "bash")
+        hostile.set_result("x", is_error=False, denied=False, view=ResultView("exit\x1b[31m 0\n", "\x1b]0;t\x07out", False))
+        await wait_until(pilot, lambda: plain.is_mounted and denied.is_mounted and hostile.is_mounted)
+        assert plain.header_text == "✓ bash  6 lines" and plain.excerpt.startswith("exit code: 0\n--- stdout ---")
+        assert denied.header_text == "⊘ bash  denied" and denied.excerpt == "the user denied this call"
+        assert hostile.header_text == "✓ bash  exit 0  1 line" and hostile.excerpt == "out"
 
 
 async def test_a_bash_result_without_output_says_so_and_shows_no_excerpt() -> None:
     app = ChatHost()
     async with app.run_test() as pilot:
         block = app.pane.add_tool("c1", "bash")
-        block.set_result("exit code: 0\n(no output)", is_error=False, denied=False)
+        block.set_result("exit code: 0\n(no output)", is_error=False, denied=False, view=ResultView("exit 0", "", False))
         await wait_until(pilot, lambda: block.is_mounted)
         assert block.header_text == "✓ bash  exit 0  no output"
         assert not block.has_class("-has-result")
@@ -451,7 +470,8 @@ async def test_a_long_answer_streams_in_parts_hides_those_far_above_and_shows_th
     """A long answer is written in parts; the parts far above the view are hidden behind one
     spacer of their height (the scroll range does not jump) and shown again when the view comes
     back up; the text is whole at every step."""
-    from widgets.chat.blocks import AnswerPart, AnswerSpacer
+    from widgets.chat.answer_block import AnswerSpacer
+    from widgets.chat.answer_part import AnswerPart
 
     body = _long_answer(60)
     app = ChatHost()

@@ -8,16 +8,15 @@ from textual.content import Content
 from textual.widgets import Button, Input, Static
 
 from tests.tui.conftest import wait_until
-from widgets.dialogs.modals import (
+from widgets.dialogs.frame import render_preview
+from widgets.dialogs.permission import (
     NOTE_MAX_CHARS,
     PermissionAnswer,
     PermissionModal,
     PermissionRequest,
-    TrustCard,
-    TrustModal,
     clean_note,
-    render_preview,
 )
+from widgets.dialogs.trust import TrustCard, TrustModal
 
 _UNSET = object()
 

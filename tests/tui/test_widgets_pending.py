@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import get_args
 
 import pytest
 from textual.app import App, ComposeResult
@@ -14,15 +15,10 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from tests.tui.conftest import wait_until
-from widgets.pending.pending import (
-    KEY_HINTS,
-    PendingJob,
-    PendingList,
-    PendingOp,
-    PendingScreen,
-    PendingState,
-    format_age,
-)
+from widgets.pending.job_list import PendingList
+from widgets.pending.job_text import STATE_STYLES, format_age
+from widgets.pending.screen import KEY_HINTS, PendingScreen
+from widgets.pending.state import PendingJob, PendingJobState, PendingOp, PendingState
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 
@@ -174,6 +170,16 @@ async def messages_after(pilot: Pilot[None], app: Host) -> list[Message]:
     app.pending.post_message(sentinel)
     await wait_until(pilot, lambda: sentinel in app.posted, what="the sentinel")
     return [m for m in app.posted if m is not sentinel]
+
+
+def test_the_widget_state_enum_covers_every_spooled_state_and_each_has_a_look() -> None:
+    """The widget owns its states (it imports nothing of memory.jobs): every state a spool
+    listing gives, plus this session's outcomes, is one of them, and each has a marker."""
+    from memory.jobs.spool import JobViewState
+
+    assert set(get_args(JobViewState)) | {"applied", "rejected"} == {s.value for s in PendingJobState}
+    assert set(STATE_STYLES) == set(PendingJobState)
+    assert PendingJob(id="j", state=PendingJobState("held"), excerpt="", created="").state is PendingJobState.HELD
 
 
 def test_format_age_units() -> None:

@@ -5,48 +5,42 @@ frozen :class:`CardRow` values through :meth:`CardBrowser.show`, and handles the
 screen posts (new, edit, delete, move, $EDITOR, undo) before calling ``show`` again with fresh
 rows. Nothing here reads a store or a file.
 
-The list is a Line API :class:`~textual.scroll_view.ScrollView` (:class:`CardList`): one line
+The list is a Line API ``ScrollView`` (:class:`~widgets.cards.card_list.CardList`): one line
 per card, only the lines on screen are rendered, so 10,000 cards scroll and filter as fast as
 ten. Filtering is a list comprehension over a haystack each row computes once. The preview of
 the selected card is a Textual ``Markdown`` widget, re-rendered only for the latest selection
 after a short pause so a held arrow key does not queue a render per row passed.
 
 Card text comes from repositories anyone could write: every string drawn passes through
-``strip_terminal`` and is drawn as plain text (``Content``/``Text`` spans, never markup).
+``one_line`` (or ``strip_terminal``) and is drawn as plain text (``Content``/``Text`` spans, never markup).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.cells import cell_len
-from rich.style import Style
-from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.cache import LRUCache
 from textual.containers import Container, VerticalScroll
 from textual.content import Content
-from textual.geometry import Size
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Input, Markdown, Static
 
-from memory.text.sanitize import strip_terminal
-from widgets.dialogs.modals import ConfirmModal
-from widgets.panel.memory_panel import TYPE_TAGS
+from memory.text.lines import one_line
+from memory.text.terminal import strip_terminal
+from widgets.cards.card_list import CardList, CardRow, card_date
+from widgets.cards.draft import CARD_TYPES, LEVELS
+from widgets.dialogs.confirm import ConfirmModal
 
-__all__ = ["LEVELS", "TYPES", "CardBrowser", "CardList", "CardRow"]
+__all__ = ["KEY_HINTS", "NO_CARDS", "NO_MATCH", "CardBrowser"]
 
-TYPES = ("user_preference", "correction_feedback", "project_knowledge", "reference_material")  # keys 1-4
-LEVELS = ("project", "user")
 
 KEY_HINTS = (
     "/ filter · 1-4 type · 0 all · l level · n new · e edit · d delete · m move · "
@@ -64,211 +58,6 @@ PREVIEW_DELAY = 0.06
 WIDE_MIN_COLUMNS = 100
 
 
-@dataclass(frozen=True)
-class CardRow:
-    level: str  # "project" | "user"
-    filename: str
-    type: str  # one of TYPES, or "" when the card's front matter is broken
-    title: str
-    summary: str
-    updated: str  # RFC 3339 UTC, e.g. "2026-11-30T04:32:46Z"
-    source: str  # "manual" or "model"
-    body: str
-    sha256: str
-    untrusted: bool = False  # a project card not used until the person trusts the store
-    broken: str | None = None  # why the card's front matter is unreadable (still listed)
-    haystack: str = field(default="", compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if not self.haystack:
-            # Once per row, so a filter keystroke over 10,000 cards is only substring tests.
-            text = f"{self.title}\n{self.summary}\n{self.filename}\n{self.type}\n{self.body}"
-            object.__setattr__(self, "haystack", text.casefold())
-
-
-def _clean(text: str) -> str:
-    """One line of display text: no escapes or controls, whitespace collapsed."""
-    return " ".join(strip_terminal(text, keep_newlines=False).split())
-
-
-def _date(updated: str) -> str:
-    return _clean(updated)[:10]
-
-
-def _row_text(row: CardRow, width: int) -> Text:
-    """The row's one line, exactly ``width`` cells: level, tag, title — summary, date, source."""
-    level = {"project": "P", "user": "U"}.get(row.level, "?")
-    text = Text(no_wrap=True, end="")
-    text.append(level, "bold")
-    text.append(" ")
-    if row.broken is not None:
-        text.append("broken", "bold red")
-        title = _clean(row.filename)
-        summary = _clean(row.broken)
-    else:
-        tag, colour = TYPE_TAGS.get(row.type, (_clean(row.type)[:6] or "?", "white"))
-        text.append(f"{tag:<4}", colour)
-        title = _clean(row.title) or _clean(row.filename)
-        summary = _clean(row.summary)
-    text.append(" ")
-    start = len(text)
-    if row.untrusted:
-        text.append("untrusted", "bold yellow")
-        text.append(" ")
-    text.append(title, "bold")
-    if summary:
-        text.append(" — " + summary, "dim")
-    if row.untrusted:
-        # The whole card reads as inactive, the tag stays legible.
-        text.stylize("dim", start + len("untrusted "), len(text))
-    right = Text(f" {_date(row.updated)} {_clean(row.source)[:6]:<6}", "dim", no_wrap=True, end="")
-    if width >= cell_len(right.plain) + 24:
-        text.truncate(width - cell_len(right.plain), overflow="ellipsis", pad=True)
-        text.append_text(right)
-    else:
-        # Too narrow for the date: the title matters more.
-        text.truncate(width, overflow="ellipsis", pad=True)
-    return text
-
-
-class CardList(ScrollView, can_focus=True):
-    """The virtualised list: one line per row, only the visible lines rendered."""
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"card-list--cursor", "card-list--cursor-blurred"}
-
-    DEFAULT_CSS = """
-    CardList {
-        height: 1fr;
-        width: 1fr;
-        overflow-x: hidden;
-        overflow-y: auto;
-        scrollbar-size-vertical: 1;
-        background: $surface;
-        & > .card-list--cursor {
-            background: $block-cursor-background;
-            color: $block-cursor-foreground;
-        }
-        & > .card-list--cursor-blurred {
-            background: $block-cursor-blurred-background;
-        }
-    }
-    """
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "move(-1)", "Up", show=False),
-        Binding("down", "move(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "jump(0)", "First", show=False),
-        Binding("end", "jump(-1)", "Last", show=False),
-    ]
-
-    @dataclass
-    class CursorMoved(Message):
-        """The selected index changed (the screen refreshes the preview)."""
-
-        index: int
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.rows: Sequence[CardRow] = ()
-        self.cursor: int = -1
-        # Bumped on every set_rows so cached lines of the old rows are never reused.
-        self._generation = 0
-        self._cache: LRUCache[tuple[int, int, int, bool, bool], Strip] = LRUCache(256)
-
-    def set_rows(self, rows: Sequence[CardRow], cursor: int) -> None:
-        self.rows = rows
-        self._generation += 1
-        self._cache.clear()
-        self.virtual_size = Size(self.scrollable_content_region.width, len(rows))
-        self._scroll_update(self.virtual_size)
-        self.set_cursor(cursor, force=True)
-        self.refresh()
-
-    def set_cursor(self, index: int, *, force: bool = False) -> None:
-        index = min(max(index, 0), len(self.rows) - 1) if self.rows else -1
-        if index == self.cursor and not force:
-            return
-        old = self.cursor
-        self.cursor = index
-        if 0 <= old < len(self.rows):
-            self.refresh_line(old)
-        if index >= 0:
-            self.refresh_line(index)
-        self.scroll_cursor_into_view()
-        self.post_message(self.CursorMoved(index))
-
-    def scroll_cursor_into_view(self) -> None:
-        if self.cursor < 0:
-            return
-        height = self.scrollable_content_region.height
-        if height <= 0:
-            # Not laid out yet: once it is, the cursor must still end up on screen.
-            self.call_after_refresh(self.scroll_cursor_into_view)
-            return
-        top = round(self.scroll_y)
-        if self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, force=True)
-        elif self.cursor >= top + height:
-            self.scroll_to(y=self.cursor - height + 1, animate=False, force=True)
-
-    def action_move(self, delta: int) -> None:
-        self.set_cursor(self.cursor + delta)
-
-    def action_page(self, direction: int) -> None:
-        self.set_cursor(self.cursor + direction * max(self.scrollable_content_region.height - 1, 1))
-
-    def action_jump(self, where: int) -> None:
-        self.set_cursor(len(self.rows) - 1 if where < 0 else where)
-
-    def on_click(self, event: events.Click) -> None:
-        offset = event.get_content_offset(self)
-        if offset is None:
-            return
-        index = offset.y + round(self.scroll_y)
-        if 0 <= index < len(self.rows):
-            self.focus()
-            self.set_cursor(index)
-
-    def on_resize(self, event: events.Resize) -> None:
-        self._cache.clear()
-        self.virtual_size = Size(self.scrollable_content_region.width, len(self.rows))
-        self.call_after_refresh(self.scroll_cursor_into_view)
-
-    def notify_style_update(self) -> None:
-        # A theme change restyles every line: cached strips hold the old colours.
-        super().notify_style_update()
-        self._cache.clear()
-
-    def on_focus(self, event: events.Focus) -> None:
-        self.refresh()
-
-    def on_blur(self, event: events.Blur) -> None:
-        self.refresh()
-
-    def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
-        base = self.rich_style
-        index = round(self.scroll_y) + y
-        if width <= 0 or not 0 <= index < len(self.rows):
-            return Strip.blank(max(width, 0), base)
-        selected = index == self.cursor
-        focused = self.has_focus
-        key = (self._generation, index, width, selected, focused)
-        cached = self._cache.get(key)
-        if cached is not None:
-            return cached
-        style: Style = base
-        if selected:
-            component = "card-list--cursor" if focused else "card-list--cursor-blurred"
-            style = base + self.get_component_rich_style(component)
-        text = _row_text(self.rows[index], width)
-        text.stylize_before(style, 0, len(text))
-        strip = Strip(list(text.render(self.app.console)), cell_len(text.plain))
-        strip = strip.adjust_cell_length(width, style)
-        self._cache[key] = strip
-        return strip
 
 
 class CardBrowser(Screen[None]):
@@ -476,7 +265,7 @@ class CardBrowser(Screen[None]):
 
     def _show_note(self) -> None:
         note = self.note
-        self._note.update(Content(_clean(note)) if note else Content(""))
+        self._note.update(Content(one_line(note)) if note else Content(""))
         self._note.set_class(not note, "-hidden")
 
     def select(self, level: str, filename: str) -> None:
@@ -489,7 +278,7 @@ class CardBrowser(Screen[None]):
     def flash(self, text: str, *, error: bool = False) -> None:
         """One outcome line above the key hints (replaces the previous one; "" hides it)."""
         self.flash_text = text
-        self._flash.update(Content(_clean(text)))
+        self._flash.update(Content(one_line(text)))
         self._flash.set_class(error, "-error")
         self._flash.set_class(not text, "-hidden")
 
@@ -533,7 +322,7 @@ class CardBrowser(Screen[None]):
         ]
         if self.filter_text.strip():
             parts.append(" · filter: ")
-            parts.append((_clean(self.filter_text), "italic"))
+            parts.append((one_line(self.filter_text), "italic"))
         self._header.update(Content.assemble(*parts))
 
     @on(Input.Changed, "#cb-filter")
@@ -567,7 +356,7 @@ class CardBrowser(Screen[None]):
             self._preview_again = True
             return
         self._preview_busy = True
-        self.run_worker(self._preview_loop(), group="card-preview")
+        self.run_worker(self._preview_loop(), group="card-preview", exit_on_error=False)
 
     async def _preview_loop(self) -> None:
         try:
@@ -592,7 +381,10 @@ class CardBrowser(Screen[None]):
         else:
             self._meta.update(_preview_meta(row))
             await self._markdown.update(_preview_body(row.body))
-        self.query_one("#cb-preview", VerticalScroll).scroll_home(animate=False)
+        try:
+            self.query_one("#cb-preview", VerticalScroll).scroll_home(animate=False)
+        except NoMatches:
+            return  # the screen was taken down while the preview rendered
         self.preview_row = row
         self.preview_renders += 1
 
@@ -607,7 +399,7 @@ class CardBrowser(Screen[None]):
         self._filter.focus()
 
     def action_type_filter(self, index: int) -> None:
-        self.type_filter = TYPES[index] if 0 <= index < len(TYPES) else None
+        self.type_filter = CARD_TYPES[index] if 0 <= index < len(CARD_TYPES) else None
         self._refilter()
 
     def action_cycle_level(self) -> None:
@@ -645,7 +437,7 @@ class CardBrowser(Screen[None]):
         row = self._selected_or_flash()
         if row is None:
             return
-        title = _clean(row.title) or _clean(row.filename)
+        title = one_line(row.title) or one_line(row.filename)
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -654,7 +446,7 @@ class CardBrowser(Screen[None]):
         self.app.push_screen(
             ConfirmModal(
                 "Delete this card?",
-                f"{row.level} card {_clean(row.filename)} goes to the store's .trash/ (u undoes)",
+                f"{row.level} card {one_line(row.filename)} goes to the store's .trash/ (u undoes)",
                 body=f"{title}\n\n{row.body}",
                 yes="Delete",
             ),
@@ -670,20 +462,20 @@ class CardBrowser(Screen[None]):
 
 
 def _preview_meta(row: CardRow) -> Content:
-    title = _clean(row.title) or _clean(row.filename)
+    title = one_line(row.title) or one_line(row.filename)
     parts: list[str | tuple[str, str]] = [
         (title, "bold"),
-        ("\n" + " · ".join([_clean(row.level), _clean(row.type) or "no type", _clean(row.filename)]),
+        ("\n" + " · ".join([one_line(row.level), one_line(row.type) or "no type", one_line(row.filename)]),
          "$foreground-muted"),
-        (f"\nupdated {_date(row.updated)} · source {_clean(row.source)}", "$foreground-muted"),
+        (f"\nupdated {card_date(row.updated)} · source {one_line(row.source)}", "$foreground-muted"),
     ]
-    summary = _clean(row.summary)
+    summary = one_line(row.summary)
     if summary:
         parts.append("\n" + summary)
     if row.untrusted:
         parts.append(("\n" + UNTRUSTED_NOTE, "bold $text-warning"))
     if row.broken is not None:
-        parts.append(("\nbroken: " + _clean(row.broken), "bold $text-error"))
+        parts.append(("\nbroken: " + one_line(row.broken), "bold $text-error"))
     return Content.assemble(*parts)
 
 

@@ -1,10 +1,9 @@
-"""The card editor screen and the conflict view.
+"""The card editor screen: create or edit one memory card (title, summary, type, level, body).
 
-``CardEditor`` is a full screen the App pushes to create or edit one memory card (title,
-summary, type, level, body). It never touches the disk: Ctrl+S posts ``CardEditor.Save`` with the
-current fields and the file's identity as loaded (name, hash, level); the App validates and saves,
-then dismisses the editor, shows field errors on it (``show_errors``) or, when the file changed
-on disk since it was read, pushes ``ConflictModal`` with both versions and reloads the editor
+The App pushes it. It never touches the disk: Ctrl+S posts ``CardEditor.Save`` with the current
+fields and the file's identity as loaded (name, hash, level); the App validates and saves, then
+dismisses the editor, shows field errors on it (``show_errors``) or, when the file changed on
+disk since it was read, pushes ``ConflictModal`` with both versions and reloads the editor
 (``load``) if the person takes the disk's.
 
 Keys are a contract: Ctrl+S saves from any field (a priority binding: Input and TextArea must not
@@ -12,15 +11,10 @@ swallow it); Esc cancels, asking first when there are unsaved changes (a normal 
 Select dropdown closes on Esc instead); Tab moves to the next field (the body keeps Textual's
 ``tab_behavior="focus"``). Card text may come from a cloned repository: everything shown is
 passed through ``strip_terminal`` and drawn as plain text, never as markup.
-
-``EditProblemModal`` is the answer to a card edited in ``$EDITOR`` that cannot be applied: the
-problem in one line and the person's text, with "edit again" (the same text, back in the editor)
-or "discard".
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import EllipsisType
@@ -30,54 +24,25 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
-from textual.screen import ModalScreen, Screen
-from textual.widget import Widget
-from textual.widgets import Button, Input, Label, Select, Static, TextArea
+from textual.screen import Screen
+from textual.widgets import Input, Label, Select, Static, TextArea
 
-from memory.text.sanitize import strip_terminal
-from widgets.dialogs.modals import _DIALOG_CSS, ConfirmModal, render_preview
+from widgets.cards.draft import CARD_TYPES, FIELDS, LEVELS, CardDraft, as_typed, clean_draft
+from widgets.dialogs.confirm import ConfirmModal
 
-__all__ = ["FIELDS", "TYPES", "CardDraft", "CardEditor", "ConflictModal", "EditProblemModal"]
-
-TYPES = ("user_preference", "correction_feedback", "project_knowledge", "reference_material")
-FIELDS = ("title", "summary", "type", "level", "body")
+__all__ = ["WIDE", "CardEditor"]
 
 KEY_HINTS = "Ctrl+S save · Esc cancel · Tab next field"
 # Below this width Type and Level are stacked; at or above it they share a row.
 WIDE = 100
 
 
-@dataclass(frozen=True)
-class CardDraft:
-    level: str  # "project" | "user"
-    type: str  # one of TYPES ("" for a broken card: the Select then shows no choice)
-    title: str
-    summary: str
-    body: str
-
-
-def _line(text: str) -> str:
-    return strip_terminal(text, keep_newlines=False)
-
-
-def _clean(draft: CardDraft) -> CardDraft:
-    """The draft as the fields will hold it: one-line title and summary, the body's newlines
-    and tabs kept, no escapes; an unknown type becomes "" (no choice)."""
-    return CardDraft(
-        level=_line(draft.level),
-        type=draft.type if draft.type in TYPES else "",
-        title=_line(draft.title),
-        summary=_line(draft.summary),
-        body=strip_terminal(draft.body, keep_newlines=True),
-    )
-
-
 def _options(values: Iterable[str]) -> list[tuple[Text, str]]:
     # Text, not str: a Select prompt given as str would be parsed as markup.
-    return [(Text(_line(v)), v) for v in values]
+    return [(Text(as_typed(v)), v) for v in values]
 
 
 class CardEditor(Screen[str | None]):
@@ -89,7 +54,8 @@ class CardEditor(Screen[str | None]):
         Binding("escape", "cancel", "Cancel"),
     ]
 
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (WIDE, "-wide")]
+    # Textual declares it on Screen as a plain attribute, not a ClassVar (mypy), yet it is one.
+    HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-narrow"), (WIDE, "-wide")]  # noqa: RUF012
 
     DEFAULT_CSS = """
     CardEditor {
@@ -174,7 +140,7 @@ class CardEditor(Screen[str | None]):
         *,
         filename: str | None = None,
         sha256: str | None = None,
-        levels: tuple[str, ...] = ("project", "user"),
+        levels: tuple[str, ...] = LEVELS,
         heading: str | None = None,
     ) -> None:
         super().__init__()
@@ -197,17 +163,17 @@ class CardEditor(Screen[str | None]):
         return self._levels or ((level,) if level else ("project",))
 
     def _normalise(self, draft: CardDraft) -> CardDraft:
-        clean = _clean(draft)
+        clean = clean_draft(draft)
         values = self._level_values(clean.level)
         return replace(clean, level=clean.level if clean.level in values else values[0])
 
     def _heading_content(self) -> Content:
         if self._heading is not None:
-            heading = _line(self._heading)
+            heading = as_typed(self._heading)
         elif self.filename is None:
             heading = "New card"
         else:
-            heading = f"Edit {_line(self.original_level)}/{_line(self.filename)}"
+            heading = f"Edit {as_typed(self.original_level)}/{as_typed(self.filename)}"
         return Content.assemble((heading, "bold"), (" · Ctrl+S save · Esc cancel", "dim"))
 
     def compose(self) -> ComposeResult:
@@ -229,7 +195,7 @@ class CardEditor(Screen[str | None]):
                 with Horizontal(classes="row"):
                     yield Label("Type", classes="field-label")
                     yield Select(
-                        _options(TYPES),
+                        _options(CARD_TYPES),
                         id="type",
                         compact=True,
                         allow_blank=not draft.type,
@@ -347,7 +313,7 @@ class CardEditor(Screen[str | None]):
             # Whether "no choice" is offered depends on the loaded card; Select has no public
             # setter for it (Textual is pinned, so this private attribute is stable).
             type_select._allow_blank = blank
-            type_select.set_options(_options(TYPES))
+            type_select.set_options(_options(CARD_TYPES))
         type_select.value = draft.type or Select.NULL
         self._set_level(draft.level)
 
@@ -360,11 +326,11 @@ class CardEditor(Screen[str | None]):
         level_select.value = level if level in values else values[0]
 
     def _show_errors(self, fields: Mapping[str, str], general: str | None) -> None:
-        errors = {name: _line(text) for name, text in fields.items() if text}
+        errors = {name: as_typed(text) for name, text in fields.items() if text}
         self._errors = {name: text for name, text in errors.items() if name in FIELDS}
         # A message for a field the editor does not have still reaches the person, on top.
-        extra = [f"{_line(name)}: {text}" for name, text in errors.items() if name not in FIELDS]
-        top = " · ".join([_line(general)] * bool(general) + extra)
+        extra = [f"{as_typed(name)}: {text}" for name, text in errors.items() if name not in FIELDS]
+        top = " · ".join(([as_typed(general)] if general else []) + extra)
         self._set_error(self.query_one("#general-error", Label), top)
         for name in FIELDS:
             self._set_error(self.query_one(f"#{name}-error", Label), self._errors.get(name, ""))
@@ -415,216 +381,3 @@ class CardEditor(Screen[str | None]):
             ),
             answered,
         )
-
-
-# -- the conflict view --------------------------------------------------------------------
-
-
-def _version(draft: CardDraft) -> Content:
-    """One version of the card, every field labelled, as plain (sanitized) text."""
-    muted = "$text-muted"
-    parts: list[str | tuple[str, str]] = []
-    for label, value in (
-        ("title   ", draft.title),
-        ("summary ", draft.summary),
-        ("type    ", draft.type or "(none)"),
-        ("level   ", draft.level),
-    ):
-        parts += [(label, muted), (_line(value), "bold" if label.startswith("title") else ""), "\n"]
-    parts.append(("body", muted))
-    parts.append("\n" + strip_terminal(draft.body).expandtabs(4))
-    return Content.assemble(*parts)
-
-
-def _differing(mine: CardDraft, disk: CardDraft) -> list[str]:
-    return [name for name in FIELDS if getattr(mine, name) != getattr(disk, name)]
-
-
-class ConflictModal(ModalScreen[str]):
-    """The card changed on disk since the editor read it: dismisses with "mine" (keep yours,
-    overwrite), "disk" (take the disk's, or leave it deleted) or "cancel" (back to editing)."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("k", "choose('mine')", "Keep yours"),
-        Binding("t", "choose('disk')", "Take the disk's"),
-        Binding("c,escape", "choose('cancel')", "Cancel"),
-    ]
-
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (WIDE, "-wide")]
-
-    DEFAULT_CSS = """
-    ConflictModal {
-        align: center middle;
-        background: $background 60%;
-        & > #dialog {
-            width: 96%;
-            max-width: 180;
-            height: 96%;
-            padding: 0 1;
-            border: round $warning;
-            background: $surface;
-        }
-        #conflict-title { height: auto; }
-        #where, #differs {
-            height: auto;
-            color: $text-muted;
-        }
-        #panes {
-            height: 1fr;
-            layout: vertical;
-        }
-        &.-wide #panes { layout: horizontal; }
-        .pane {
-            height: 1fr;
-            min-height: 3;
-            border: round $foreground 25%;
-            border-title-color: $text;
-            border-title-style: bold;
-            padding: 0 1;
-            background: $background;
-            scrollbar-size-vertical: 1;
-            &:focus { border: round $foreground 50%; }
-        }
-        &.-wide #panes > .pane { width: 1fr; }
-        /* Narrow: three stacked panes need every line, so only a top rule carries the title. */
-        &.-narrow .pane {
-            border: none;
-            border-top: solid $foreground 25%;
-            &:focus { border: none; border-top: solid $foreground 60%; }
-        }
-        #diff {
-            height: auto;
-            max-height: 40%;
-        }
-        #keys { height: 1; }
-        #keys > Button { margin: 0 2 0 0; }
-    }
-    """
-
-    def __init__(self, mine: CardDraft, disk: CardDraft | None, *, where: str) -> None:
-        super().__init__()
-        self.mine = mine
-        self.disk = disk
-        self.where = where
-
-    def compose(self) -> ComposeResult:
-        mine, disk = self.mine, self.disk
-        with Vertical(id="dialog"):
-            yield Static(Content.styled("This card changed on disk since you opened it", "bold"), id="conflict-title")
-            yield Static(Content(_line(self.where)), id="where")
-            if disk is not None:
-                differs = _differing(mine, disk)
-                what = ", ".join(differs) if differs else "nothing (the same text was saved)"
-                yield Static(Content(f"Different: {what}"), id="differs")
-            with Horizontal(id="panes"):
-                yield self._pane("mine-pane", "Yours", Static(_version(mine), id="mine-text"))
-                if disk is None:
-                    gone = Content.styled("deleted on disk since you opened it", "$text-warning italic")
-                    yield self._pane("disk-pane", "On disk", Static(gone, id="disk-text"))
-                else:
-                    yield self._pane("disk-pane", "On disk", Static(_version(disk), id="disk-text"))
-            if disk is not None and disk.body != mine.body:
-                diff = "\n".join(
-                    difflib.unified_diff(
-                        disk.body.splitlines(), mine.body.splitlines(), "on disk", "yours", lineterm=""
-                    )
-                )
-                yield self._pane("diff", "Body changes (on disk → yours)", Static(render_preview(diff, "diff")))
-            with Horizontal(id="keys"):
-                yield Button(Content("Keep yours [k]"), id="mine", variant="warning", compact=True)
-                take = "Drop yours (keep it deleted) [t]" if disk is None else "Take the disk's [t]"
-                yield Button(Content(take), id="disk", compact=True)
-                yield Button(Content("Cancel [c/Esc]"), id="cancel", compact=True)
-
-    @staticmethod
-    def _pane(pane_id: str, title: str, content: Widget) -> VerticalScroll:
-        pane = VerticalScroll(content, id=pane_id, classes="pane")
-        pane.border_title = Content(title)
-        return pane
-
-    def on_mount(self) -> None:
-        # A pane, not a button, has the focus: Enter alone decides nothing.
-        self.query_one("#mine-pane").focus()
-
-    def action_choose(self, choice: str) -> None:
-        self.dismiss(choice)
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id in ("mine", "disk", "cancel"):
-            self.dismiss(event.button.id)
-
-
-# -- an $EDITOR result that cannot be applied ---------------------------------------------
-
-
-class EditProblemModal(ModalScreen[str]):
-    """A card edited in ``$EDITOR`` was not applied (``problem``, one line); the card is as it
-    was. Dismisses with "edit" (open the editor again on the same text) or "discard" (drop the
-    person's text; Esc asks first). ``text`` is what the editor left, as far as it could be read."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("e", "choose('edit')", "Edit again"),
-        Binding("d", "choose('discard')", "Discard"),
-        Binding("escape", "ask_discard", "Discard"),
-    ]
-
-    # The dialogs' frame (widgets/dialogs/modals.py), with an error border and the person's text below.
-    DEFAULT_CSS = "EditProblemModal {" + _DIALOG_CSS + """
-        & > #dialog { border: round $error; }
-        #problem { height: auto; color: $text-error; }
-        #where { height: auto; color: $text-muted; margin: 0 0 1 0; }
-        #edited {
-            height: auto;
-            max-height: 60vh;
-            border: solid $foreground 20%;
-            background: $background;
-            padding: 0 1;
-            scrollbar-size-vertical: 1;
-            &:focus { border: solid $foreground 40%; }
-        }
-    }"""
-
-    def __init__(self, problem: str, text: str, *, where: str) -> None:
-        super().__init__()
-        self.problem = problem
-        self.text = text
-        self.where = where
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="dialog") as dialog:
-            dialog.border_title = Content("Your edit was not applied")
-            yield Static(Content(_line(self.problem)), id="problem")
-            yield Static(Content(f"{_line(self.where)} is unchanged · your text is kept until you discard it"),
-                         id="where")
-            shown = self.text if self.text.strip() else "(nothing could be read)"
-            with VerticalScroll(id="edited"):
-                yield Static(render_preview(shown, "text"), id="edited-text")
-            with Horizontal(id="keys"):
-                yield Button(Content("Edit again [e]"), id="edit", variant="primary", compact=True)
-                yield Button(Content("Discard [d]"), id="discard", compact=True)
-
-    def on_mount(self) -> None:
-        # The text, not a button, has the focus: Enter alone decides nothing.
-        self.query_one("#edited").focus()
-
-    def action_choose(self, choice: str) -> None:
-        self.dismiss(choice)
-
-    def action_ask_discard(self) -> None:
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.dismiss("discard")
-
-        self.app.push_screen(
-            ConfirmModal("Discard your edit?", "Your text is dropped; the card stays as it is.",
-                         yes="Discard", no="Keep it"),
-            answered,
-        )
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id in ("edit", "discard"):
-            self.dismiss(event.button.id)

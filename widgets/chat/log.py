@@ -1,4 +1,4 @@
-"""The conversation: a scrolling column of blocks (widgets/chat/blocks.py), newest at the bottom.
+"""The conversation: a scrolling column of blocks (the widgets/chat/*_block.py), newest at the bottom.
 
 ``layout: stream`` keeps arranging cheap with hundreds of blocks (it reuses the placements of
 unchanged blocks); ``anchor()`` keeps the view on the newest block until the user scrolls up,
@@ -16,7 +16,6 @@ While the conversation is empty, one line says what to try (``EMPTY_HINT``).
 from __future__ import annotations
 
 import sys
-from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from textual.app import RenderResult
@@ -25,15 +24,15 @@ from textual.content import Content
 from textual.widget import Widget
 
 if TYPE_CHECKING:
-    from widgets.chat.blocks import AnswerBlock, ErrorBlock, NoteBlock, ToolBlock, UserBlock
+    from widgets.chat.answer_block import AnswerBlock
+    from widgets.chat.error_block import ErrorBlock
+    from widgets.chat.note_block import NoteBlock
+    from widgets.chat.tool_block import DisplayKeys, ToolBlock
+    from widgets.chat.user_block import UserBlock
 
-
-def _blocks() -> ModuleType:
-    """The blocks module, imported with the first block: its Markdown (markdown-it, pygments)
-    is no part of the first frame, which shows an empty conversation."""
-    from widgets.chat import blocks
-
-    return blocks
+# Each block's module is imported with the first block of its kind: the answer's Markdown
+# (markdown-it, pygments) is no part of the first frame, which shows an empty conversation.
+_ANSWER_MODULE = __package__ + ".answer_block"
 
 __all__ = ["EMPTY_HINT", "ChatPane"]
 
@@ -98,12 +97,14 @@ class ChatPane(VerticalScroll):
         view = self.scrollable_content_region.height
         if view <= 0:
             return
-        blocks = sys.modules.get(__package__ + ".blocks")
-        if blocks is None:
-            return  # no block was ever added
+        # Not imported here: a thread warms that module up after the first frame, and until it is
+        # done the module in sys.modules is partly initialised (no AnswerBlock yet, so no answer).
+        answer_block = getattr(sys.modules.get(_ANSWER_MODULE), "AnswerBlock", None)
+        if answer_block is None:
+            return  # no answer was ever added
         top = self.scroll_y
         for block in self.children:
-            if isinstance(block, blocks.AnswerBlock) and not block._pruning:
+            if isinstance(block, answer_block) and not block._pruning:
                 region = block.virtual_region
                 if not region:
                     continue
@@ -117,23 +118,36 @@ class ChatPane(VerticalScroll):
     def add_user(self, text: str, pastes: dict[str, str] | None = None) -> UserBlock:
         """``text`` as the prompt showed it; ``pastes``: its paste placeholders -> pasted text."""
         # The user just spoke: follow the conversation again even if they had scrolled up.
+        from widgets.chat.user_block import UserBlock
+
         self.anchor()
-        return self._add(_blocks().UserBlock(text, pastes))
+        return self._add(UserBlock(text, pastes))
 
     def start_answer(self, depth: int = 0) -> AnswerBlock:
-        return self._add(_blocks().AnswerBlock(depth))
+        from widgets.chat.answer_block import AnswerBlock
+
+        return self._add(AnswerBlock(depth))
 
     def add_tool(
-        self, call_id: str, name: str, depth: int = 0, parent_id: str | None = None
+        self,
+        call_id: str,
+        name: str,
+        depth: int = 0,
+        parent_id: str | None = None,
+        *,
+        display_keys: DisplayKeys = (),
     ) -> ToolBlock:
         """A tool call block; with ``parent_id`` (a sub-agent's call) it nests under that
-        call's block when it is still shown, else it is added at the bottom."""
+        call's block when it is still shown, else it is added at the bottom. ``display_keys``:
+        the call's telling inputs with their formats (see ``summarize_args``)."""
+        from widgets.chat.tool_block import ToolBlock
+
         parent = self.tool(parent_id) if parent_id is not None else None
         if parent is not None:
-            block = parent.add_child(call_id, name)
+            block = parent.add_child(call_id, name, display_keys=display_keys)
             self._top[call_id] = self._top.get(parent.call_id, parent)
         else:
-            block = self._add(_blocks().ToolBlock(call_id, name, depth=depth))
+            block = self._add(ToolBlock(call_id, name, depth=depth, display_keys=display_keys))
             self._top[call_id] = block
         self._tools[call_id] = block
         return block
@@ -151,10 +165,14 @@ class ChatPane(VerticalScroll):
         return None
 
     def add_error(self, text: str) -> ErrorBlock:
-        return self._add(_blocks().ErrorBlock(text))
+        from widgets.chat.error_block import ErrorBlock
+
+        return self._add(ErrorBlock(text))
 
     def add_note(self, text: str) -> NoteBlock:
-        return self._add(_blocks().NoteBlock(text))
+        from widgets.chat.note_block import NoteBlock
+
+        return self._add(NoteBlock(text))
 
     def clear_blocks(self) -> None:
         self._tools.clear()

@@ -1,9 +1,9 @@
 """The prompt: a multi-line input that sends on Enter, recalls history and completes ``/`` and ``@``.
 
-Keys (DESIGN §12): Enter sends; Shift+Enter and Ctrl+J insert a newline (many terminals send
-Shift+Enter as plain Enter; Ctrl+J always works); Up on the first line and Down on the last
-line walk the history. While a completion dropdown is open, Up/Down move in it, Tab or Enter
-accept, Esc closes it. The widget only reacts: the App supplies the history and the completer
+Keys are a contract (the README's key map lists them): Enter sends; Shift+Enter and Ctrl+J
+insert a newline (many terminals send Shift+Enter as plain Enter; Ctrl+J always works); Up on
+the first line and Down on the last line walk the history. While a completion dropdown is
+open, Up/Down move in it, Tab or Enter accept, Esc closes it. The widget only reacts: the App supplies the history and the completer
 and decides what a submitted text means.
 
 A large paste (more than ``LARGE_PASTE_LINES`` lines or ``LARGE_PASTE_CHARS`` characters) shows as
@@ -25,8 +25,10 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
+from textual.widgets.text_area import Document
 
-from memory.text.sanitize import strip_terminal
+from memory.text.terminal import strip_terminal
+from widgets.chat.sizes import size_label
 
 __all__ = [
     "LARGE_PASTE_CHARS",
@@ -57,10 +59,8 @@ def is_large_paste(text: str) -> bool:
 def paste_label(text: str, taken: Mapping[str, str] | None = None) -> str:
     """The placeholder of a collapsed paste, e.g. ``[pasted 3,000 lines, 195.3 KiB]``; numbered
     (``[pasted #2 · …]``) when that label is in ``taken`` already."""
-    from widgets.chat.blocks import _bytes  # the chat's size format (imported after the first frame)
-
     lines = text.count("\n") + 1
-    size = _bytes(len(text.encode("utf-8", "surrogatepass")))
+    size = size_label(len(text.encode("utf-8", "surrogatepass")))
     what = f"{lines:,} line{'s' if lines != 1 else ''}, {size}"
     label = f"[pasted {what}]"
     n = 1
@@ -280,7 +280,7 @@ class PromptInput(TextArea):
             insert += " "
         elif insert.endswith(" ") and after == " ":
             insert = insert[:-1]
-        doc = self.document
+        doc = self._text_document
         result = self.replace(insert, doc.get_location_from_index(start), doc.get_location_from_index(end))
         self.move_cursor(result.end_location)
         self._close_dropdown()
@@ -389,7 +389,7 @@ class PromptInput(TextArea):
             self._close_dropdown()
             return
         self._dismissed_text = None
-        offset = self.document.get_index_from_location(self.cursor_location)
+        offset = self._text_document.get_index_from_location(self.cursor_location)
         start = offset
         while start > 0 and not text[start - 1].isspace():
             start -= 1
@@ -430,6 +430,14 @@ class PromptInput(TextArea):
         dropdown.styles.height = height
         dropdown.styles.offset = (region.x + 1, y)
         dropdown.display = True
+
+    @property
+    def _text_document(self) -> Document:
+        # TextArea types its document as DocumentBase; without a language it is a Document,
+        # the class with the index <-> location conversions.
+        doc = self.document
+        assert isinstance(doc, Document)
+        return doc
 
     def _close_dropdown(self) -> None:
         self._suggestions = []

@@ -18,7 +18,7 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Static
 
-from memory.text.sanitize import strip_terminal
+from memory.text.lines import one_line
 
 __all__ = ["StatusInfo", "StatusLine", "shorten_left"]
 
@@ -40,9 +40,6 @@ class StatusInfo:
     context_pct: int | None = None  # how full the model's window is (the last request, or after a compaction)
     compact_pct: int = 80  # where a compaction starts: the fill is shown in yellow from there
 
-
-def _clean(text: str) -> str:
-    return " ".join(strip_terminal(text, keep_newlines=False).split())
 
 
 def shorten_left(text: str, width: int) -> str:
@@ -87,18 +84,18 @@ class StatusLine(Static):
         info = self.info
         if info is None:
             return Text("")
-        note = _clean(info.note)
-        workspace = _clean(info.workspace)
-        model, mode = _clean(info.model), _clean(info.memory_mode)
+        note = one_line(info.note)
+        workspace = one_line(info.workspace)
+        model, mode = one_line(info.model), one_line(info.memory_mode)
         fixed: list[tuple[str, str]] = [(model, "bold"), (f"memory {mode}", "")]
-        last = _clean(info.last_turn)
+        last = one_line(info.last_turn)
         tail: list[tuple[str, str]] = []
         if info.context_pct:  # shown from 1 %: a fresh session's fill says nothing
             pct = max(0, info.context_pct)
             style = "bold red" if pct >= 100 else "bold yellow" if pct >= info.compact_pct else ""
             tail.append((f"context {pct}%", style))
         if info.cost:
-            tail.append((_clean(info.cost), "bold"))
+            tail.append((one_line(info.cost), "bold"))
         if info.pending:
             tail.append((f"{info.pending} pending", "bold yellow"))
         new = f" · {info.new_cards} new" if info.new_cards > 0 else ""

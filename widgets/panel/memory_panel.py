@@ -28,7 +28,8 @@ from textual.strip import Strip
 from textual.visual import Visual, visualize
 from textual.widget import Widget
 
-from memory.text.sanitize import strip_terminal
+from memory.constants import NoteType
+from memory.text.lines import one_line
 
 __all__ = ["MemoryPanel", "PanelCard", "PanelJob", "PanelState", "wrap_cells"]
 
@@ -63,10 +64,10 @@ EMPTY_STATE = PanelState(project=(), user=(), cut_note=None, project_note=None, 
 
 # Short tags keep the title on the card's first line at 32 columns.
 TYPE_TAGS: dict[str, tuple[str, str]] = {
-    "user_preference": ("pref", "magenta"),
-    "correction_feedback": ("fix", "yellow"),
-    "project_knowledge": ("know", "cyan"),
-    "reference_material": ("ref", "green"),
+    NoteType.USER_PREFERENCE: ("pref", "magenta"),
+    NoteType.CORRECTION_FEEDBACK: ("fix", "yellow"),
+    NoteType.PROJECT_KNOWLEDGE: ("know", "cyan"),
+    NoteType.REFERENCE_MATERIAL: ("ref", "green"),
 }
 SUMMARY_LINES = 2
 UNTRUSTED_TAG = "untrusted"
@@ -74,9 +75,6 @@ MAX_JOB_LINES = 4
 # Cards listed per section; the rest are counted. The index a Run sees is cut far below this.
 MAX_SECTION_CARDS = 300
 
-
-def _clean(text: str) -> str:
-    return " ".join(strip_terminal(text, keep_newlines=False).split())
 
 
 def wrap_cells(text: str, width: int, max_lines: int) -> list[str]:
@@ -119,7 +117,8 @@ def wrap_cells(text: str, width: int, max_lines: int) -> list[str]:
     return lines
 
 
-def _one_line(text: Text, width: int) -> Text:
+def _fit(text: Text, width: int) -> Text:
+    """A styled line cut to ``width`` cells with "…" (the text is already one clean line)."""
     text.truncate(width, overflow="ellipsis")
     return text
 
@@ -156,10 +155,10 @@ class _CardList(Widget):
         out: list[Text] = []
         lines = self._line_cards
         s = self.state
-        out.append(_one_line(Text.assemble(("Memory", "bold"), (" · seen by the next turn", "dim")), width))
+        out.append(_fit(Text.assemble(("Memory", "bold"), (" · seen by the next turn", "dim")), width))
         if s.cut_note:
             # Up here, not only at the end: a cut below the fold was invisible without scrolling.
-            out.extend(Text(line, "yellow") for line in wrap_cells(_clean(s.cut_note), width, 3))
+            out.extend(Text(line, "yellow") for line in wrap_cells(one_line(s.cut_note), width, 3))
         sections = [("Project", s.project, s.project_note), ("User", s.user, None)]
         known = self._card_lines
         fresh: dict[tuple[PanelCard, int], list[Text]] = {}
@@ -169,9 +168,9 @@ class _CardList(Widget):
             head = Text.assemble((name, "bold underline"), (f" {len(cards)}", "dim"))
             if new:
                 head.append(f" · {new} new", "bold green")
-            out.append(_one_line(head, width))
+            out.append(_fit(head, width))
             if note:
-                out.extend(Text(line, "italic yellow") for line in wrap_cells(_clean(note), width, 4))
+                out.extend(Text(line, "italic yellow") for line in wrap_cells(one_line(note), width, 4))
             if not cards and not note:
                 out.append(Text("no notes yet", "dim italic"))
             for card in cards[:MAX_SECTION_CARDS]:
@@ -190,19 +189,19 @@ class _CardList(Widget):
         if s.cut_note:
             # Also where the cut happens, for a reader who scrolled down the list.
             out.append(Text(""))
-            out.extend(Text(line, "dim yellow") for line in wrap_cells(_clean(s.cut_note), width, 3))
+            out.extend(Text(line, "dim yellow") for line in wrap_cells(one_line(s.cut_note), width, 3))
         return out
 
     @staticmethod
     def _card(card: PanelCard, width: int) -> list[Text]:
-        tag, colour = TYPE_TAGS.get(card.type, (_clean(card.type)[:8] or "?", "white"))
+        tag, colour = TYPE_TAGS.get(card.type, (one_line(card.type)[:8] or "?", "white"))
         first = Text()
         if card.new:
             first.append("new ", "bold reverse green")
         first.append(f"{tag} ", colour)
-        first.append(_clean(card.title) or _clean(card.filename), "bold")
-        out = [_one_line(first, width)]
-        summary = _clean(card.summary)
+        first.append(one_line(card.title) or one_line(card.filename), "bold")
+        out = [_fit(first, width)]
+        summary = one_line(card.summary)
         if card.untrusted:
             # Each card of an untrusted store says so, not only the section note above them.
             summary = f"{UNTRUSTED_TAG} · {summary}" if summary else UNTRUSTED_TAG
@@ -274,11 +273,11 @@ class _JobsLine(Widget, can_focus=True):
         out: list[Text] = []
         for job in jobs[:MAX_JOB_LINES]:
             style = "bold red" if job.failed else "cyan"
-            line = Text.assemble(("✗ " if job.failed else "• ", style), (_clean(job.line), "red" if job.failed else ""))
-            out.append(_one_line(line, width))
+            line = Text.assemble(("✗ " if job.failed else "• ", style), (one_line(job.line), "red" if job.failed else ""))
+            out.append(_fit(line, width))
         if len(jobs) > MAX_JOB_LINES:
             out.append(Text(f"+{len(jobs) - MAX_JOB_LINES} more", "dim"))
-        out.append(_one_line(Text("Enter or click: /pending", "dim italic"), width))
+        out.append(_fit(Text("Enter or click: /pending", "dim italic"), width))
         return out
 
     def render(self) -> Text:

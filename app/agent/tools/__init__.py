@@ -1,4 +1,4 @@
-"""The agent tools of DESIGN.md §9 and the permission gates.
+"""The agent tools (the model's contract is in specs.py) and the permission gates.
 
 ``run_tool`` never raises for bad input or a failing tool: it returns a ``ToolResult`` with
 ``is_error=True`` and a one-line reason. Only cancellation (``asyncio.CancelledError``)
@@ -12,11 +12,12 @@ import threading
 from typing import Any
 
 from app.agent.tools.base import (
+    MAX_REASON_CHARS,
+    ResultView,
     ToolContext,
     ToolError,
     ToolResult,
     clean_text,
-    one_line,
     opt_int,
     quote,
     req_str,
@@ -25,15 +26,16 @@ from app.agent.tools.files import (
     DEFAULT_READ_LINES,
     NOTE_RESERVE,
     edit_file,
-    grep,
     list_files,
     read_file,
     write_file,
 )
 from app.agent.tools.gate import AllowListGate, PermissionDecision, PermissionGate, parse_allow_tools
+from app.agent.tools.search import grep
 from app.agent.tools.shell import run_bash
 from app.agent.tools.specs import READ_ONLY_TOOLS, TOOL_SPECS, ToolKind, ToolSpec, api_tools, needs_permission
 from memory.store.store import StoreError
+from memory.text.lines import one_line
 
 __all__ = [
     "READ_ONLY_TOOLS",
@@ -41,6 +43,7 @@ __all__ = [
     "AllowListGate",
     "PermissionDecision",
     "PermissionGate",
+    "ResultView",
     "ToolContext",
     "ToolKind",
     "ToolResult",
@@ -141,7 +144,7 @@ async def run_tool(name: str, tool_input: object, ctx: ToolContext) -> ToolResul
     # Last line of defence: a lone surrogate (an undecodable file name, a model's "\\ud800")
     # cannot be encoded for the API or the session log, so it never leaves a tool.
     content = clean_text(result.content)
-    return result if content == result.content else ToolResult(content=content, is_error=result.is_error)
+    return result if content == result.content else result.model_copy(update={"content": content})
 
 
 async def _run_tool(name: str, tool_input: object, ctx: ToolContext) -> ToolResult:
@@ -165,6 +168,6 @@ async def _run_tool(name: str, tool_input: object, ctx: ToolContext) -> ToolResu
         # File tools do blocking I/O (a big tree, a 10 MB file): keep it off the event loop.
         return await asyncio.to_thread(_SYNC[name], ctx, tool_input)
     except ToolError as e:
-        return ToolResult(content=one_line(e) or f"{name} failed", is_error=True)
+        return ToolResult(content=one_line(e, MAX_REASON_CHARS) or f"{name} failed", is_error=True)
     except Exception as e:  # the contract: a failing tool is a result, never an exception
-        return ToolResult(content=one_line(f"{name} failed: {type(e).__name__}: {e}"), is_error=True)
+        return ToolResult(content=one_line(f"{name} failed: {type(e).__name__}: {e}", MAX_REASON_CHARS), is_error=True)

@@ -7,50 +7,67 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 MAX_REASON_CHARS = 400
 
 
+class ResultView(BaseModel):
+    """How a result is shown to the person, built by the tool from what it knows (the model
+    never gets it; it gets ``content``): ``status`` for the header ("exit 0", "exit -9 SIGKILL",
+    "timed out after 5 s"), the ``output`` to show, and whether the call ``failed``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: str
+    output: str
+    failed: bool
+
+
 class ToolResult(BaseModel):
-    """What a tool call gives back to the model (``is_error`` maps to the API's ``is_error``)."""
+    """What a tool call gives back to the model (``is_error`` maps to the API's ``is_error``);
+    ``view``, when the tool gives one, is for the screen only."""
 
     content: str
     is_error: bool = False
+    view: ResultView | None = None
+
+
+class MemoryReader(Protocol):
+    """What read_memory needs of the memory stores."""
+
+    def read_memory(self, level: str, filename: str) -> str: ...
+
+
+class StoredResults(Protocol):
+    """What read_result needs of the session's stored tool results."""
+
+    def read(self, rid: str, offset: int | None = None, limit: int | None = None) -> str: ...
 
 
 @dataclass
 class ToolContext:
     """What a tool may use. ``workspace`` is the real path every file tool is confined to;
-    ``memory`` has ``read_memory(level, filename) -> str`` (the memory manager's), or is None."""
+    ``memory`` reads a memory note, or is None."""
 
     workspace: Path
-    memory: Any | None = None
+    memory: MemoryReader | None = None
     bash_timeout_default: float = 120.0
     bash_timeout_max: float = 600.0
     max_output_chars: int = 30_000
     grep_timeout: float = 20.0  # wall-clock bound of one grep call (a runaway regex ends there)
-    # The session's offloaded tool results (app.compaction.ResultStore), for read_result; None
-    # without a session.
-    results: Any | None = None
+    # The session's offloaded tool results, for read_result; None without a session.
+    results: StoredResults | None = None
     # How much of a command's output bash keeps (head and tail, per stream pair). With a session
     # the runtime raises it: a result over the offload bound is kept whole on disk, so output is
-    # not cut where it can be stored instead (the lossless stage of DESIGN.md §13).
+    # not cut where it can be stored instead (compaction's lossless stage).
     bash_capture_chars: int | None = None
 
 
 class ToolError(Exception):
     """A tool refused or failed: its message becomes a one-line ``is_error`` result."""
-
-
-def one_line(text: object, limit: int = MAX_REASON_CHARS) -> str:
-    """``text`` on one line (whitespace runs collapsed), at most ``limit`` characters."""
-    s = " ".join(str(text).split())
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return s
 
 
 def quote(value: str, limit: int = 200) -> str:

@@ -1,4 +1,4 @@
-"""The file tools: read_file, list_files, grep, write_file, edit_file (DESIGN.md §9).
+"""The file tools: read_file, list_files, write_file, edit_file (grep is in search.py).
 
 All of them are synchronous and run in a worker thread (``run_tool`` does that), so a large
 tree or file never blocks the UI's event loop. Every path goes through ``paths.resolve`` /
@@ -9,20 +9,10 @@ from __future__ import annotations
 
 import errno
 import os
-import re
-import re._constants as sre_constants  # the stdlib's own parser: only to size a pattern
-import re._parser as sre_parser
 import secrets
 import stat
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any, BinaryIO
-
-# The model's pattern runs in `regex` (re-compatible syntax), not stdlib `re`: it takes a
-# timeout, and with concurrent=True it releases the GIL, so catastrophic backtracking neither
-# hangs the call nor freezes the app's event loop.
-import regex
 
 from app.agent.tools.base import (
     ToolContext,
@@ -44,29 +34,20 @@ from app.agent.tools.paths import (
     resolve,
     resolve_write,
 )
-from memory.text.sanitize import quote as redacted_quote
+from memory.text.lines import format_bytes
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
 DEFAULT_READ_LINES = 2000
 MAX_LINE_CHARS = 2000
-GREP_LINE_CHARS = 500
 MAX_LIST_ENTRIES = 1000
-MAX_GREP_MATCHES = 500
 MAX_WALK_ENTRIES = 200_000
 MAX_COUNT_BYTES = 64 * 1024 * 1024  # read past the shown lines only this far to count the rest
-MAX_PATTERN_CHARS = 10_000
-MAX_REPEAT_WEIGHT = 100_000
-_REPEAT_OPS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT)
 NOTE_RESERVE = 300  # room kept for the final note when output is cut to ctx.max_output_chars
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-
-
-def _mb(n: int) -> str:
-    return f"{n / (1024 * 1024):.1f} MB"
 
 
 def _os_reason(e: OSError) -> str:
@@ -169,7 +150,7 @@ def read_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     with os.fdopen(fd, "rb") as f:
         if st.st_size > MAX_FILE_BYTES and offset is None and limit is None:
             raise ToolError(
-                f"{quote(r.display)} is {_mb(st.st_size)}, over the 10 MB limit; read a part of it with offset and limit"
+                f"{quote(r.display)} is {format_bytes(st.st_size)}, over the {format_bytes(MAX_FILE_BYTES)} limit; read a part of it with offset and limit"
             )
         if _is_binary(fd):
             raise ToolError(f"{quote(r.display)} is a binary file ({st.st_size} bytes); it is not shown")
@@ -291,12 +272,12 @@ def list_files(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     skip = SKIP_DIRS - named_skip_dirs(pattern, SKIP_DIRS)
     walk = _Walk(r.real, r.workspace, skip, depth)
     found: list[str] = []
-    for rel, is_dir, e in walk:
+    for rel, is_dir, entry in walk:
         if rx is not None and not rx.fullmatch(rel):
             continue
         if dirs_only and not is_dir:
             continue
-        shown = rel_display(e.path, r.workspace)
+        shown = rel_display(entry.path, r.workspace)
         found.append(shown + "/" if is_dir else shown)
     found.sort(key=_sort_key)
     where = "the workspace" if r.display == "." else quote(r.display)
@@ -318,214 +299,6 @@ def list_files(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
         )
     if walk.stopped:
         notes.append(f"[listing stopped after {MAX_WALK_ENTRIES} entries; narrow the path or pattern]")
-    return ToolResult(content="\n".join(out + notes))
-
-
-# -- grep --------------------------------------------------------------------------------------
-
-
-_running_lock = threading.Lock()
-_running = 0
-
-
-def grep_running() -> int:
-    """How many grep searches are still running in worker threads (a cancelled one ends soon)."""
-    return _running
-
-
-class _Stop(Exception):
-    """The search was cancelled: nobody waits for the result any more."""
-
-
-def _grep_line(line: str, m: regex.Match[str]) -> str:
-    if len(line) <= GREP_LINE_CHARS:
-        return line
-    start = max(0, m.start() - 100)
-    snippet = line[start : start + GREP_LINE_CHARS]
-    return ("…" if start else "") + snippet + ("…" if start + GREP_LINE_CHARS < len(line) else "")
-
-
-def _repeat_weight(items: Any, factor: int = 1) -> int:
-    """The largest product of nested repeat counts in a parsed pattern (``(a{1000}){1000}`` is
-    10**6): what `regex` spends its compile time on, in C, holding the GIL."""
-    worst = factor
-    if isinstance(items, sre_parser.SubPattern):
-        items = list(items)
-    if not isinstance(items, list | tuple):
-        return worst
-    for item in items:
-        # Opcodes are singletons: ``is`` never mistakes a plain number (a RANGE's bounds) for one.
-        if isinstance(item, tuple) and len(item) == 2 and any(item[0] is op for op in _REPEAT_OPS):
-            lo, hi, sub = item[1]
-            n = lo if hi == sre_constants.MAXREPEAT else hi
-            worst = max(worst, _repeat_weight(sub, factor * max(n, 1)))
-        elif isinstance(item, sre_parser.SubPattern | list | tuple):
-            worst = max(worst, _repeat_weight(item, factor))
-        if worst > MAX_REPEAT_WEIGHT:
-            break
-    return worst
-
-
-def _compile_pattern(pattern: str) -> regex.Pattern[str]:
-    if len(pattern) > MAX_PATTERN_CHARS:
-        raise ToolError(f"the pattern is {len(pattern)} characters long; at most {MAX_PATTERN_CHARS} are searched for")
-    try:
-        # The stdlib parser first: the contract is `re` syntax, and it tells the size cheaply.
-        parsed = sre_parser.parse(pattern)
-        if _repeat_weight(parsed) > MAX_REPEAT_WEIGHT:
-            raise ToolError(
-                f"the pattern {quote(pattern)} nests repeat counts too large to search for "
-                f"(more than {MAX_REPEAT_WEIGHT} in all); use smaller counts"
-            )
-        return regex.compile(pattern)
-    except (re.error, regex.error, OverflowError, RecursionError, ValueError) as e:
-        raise ToolError(f"invalid regular expression {quote(pattern)}: {e}") from None
-
-
-def grep(ctx: ToolContext, inp: dict[str, Any], cancel: threading.Event | None = None) -> ToolResult:
-    """Bounded by ``ctx.grep_timeout`` seconds of wall time; ``cancel`` stops it between lines
-    (a line being searched ends at the deadline at the latest)."""
-    global _running
-    with _running_lock:
-        _running += 1
-    try:
-        return _grep(ctx, inp, cancel or threading.Event())
-    except _Stop:
-        return ToolResult(content="grep was cancelled", is_error=True)
-    finally:
-        with _running_lock:
-            _running -= 1
-
-
-def _grep(ctx: ToolContext, inp: dict[str, Any], cancel: threading.Event) -> ToolResult:
-    pattern = req_str(inp, "pattern")
-    raw = opt_str(inp, "path")
-    glob = opt_str(inp, "glob")
-    glob = glob.strip() if glob and glob.strip() else None
-    limit = max(ctx.grep_timeout, 0.001)
-    deadline = time.monotonic() + limit
-    rx = _compile_pattern(pattern)
-
-    def timed_out(where: str) -> ToolError:
-        return ToolError(
-            f"grep timed out after {limit:g} s searching for {redacted_quote(pattern)}{where}; the pattern may "
-            "backtrack catastrophically: simplify it (avoid nested repeats like (a+)+), or narrow the path or glob"
-        )
-
-    def check(where: str = "") -> float:
-        if cancel.is_set():
-            raise _Stop
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise timed_out(where)
-        return left
-
-    r = _folder(ctx, raw)
-    ws = r.workspace
-    files: list[tuple[str, str]] = []  # (display path, path to open)
-    stopped = False
-    if os.path.isdir(r.real):
-        try:
-            grx = compile_glob(glob) if glob else None
-        except ValueError as e:
-            raise ToolError(str(e)) from None
-        by_name = bool(glob) and "/" not in glob.strip("/")
-        skip = SKIP_DIRS - named_skip_dirs(glob, SKIP_DIRS)
-        walk = _Walk(r.real, ws, skip, float("inf"))
-        for rel, is_dir, e in walk:
-            if walk.visited % 256 == 0:
-                check(" (while listing files)")
-            if is_dir:
-                continue
-            if grx is not None and not grx.fullmatch(e.name if by_name else rel):
-                continue
-            try:
-                if not e.is_file():  # FIFOs, devices and sockets are never opened
-                    continue
-            except OSError:
-                continue
-            if e.is_symlink():
-                target = os.path.realpath(e.path)
-                if not inside(target, ws) or not os.path.isfile(target):
-                    continue
-            files.append((rel_display(e.path, ws), e.path))
-        stopped = walk.stopped
-        files.sort(key=lambda t: _sort_key(t[0]))
-        single = False
-    else:
-        files.append((r.display, r.real))
-        single = True
-
-    budget = max(ctx.max_output_chars - NOTE_RESERVE, 1)
-    out: list[str] = []
-    used = 0
-    total = 0
-    shown_all = True
-    too_big: list[str] = []
-    for display, path in files:
-        check(f" (before {quote(display)})")
-        if single:
-            _check_regular(path, display)
-        try:
-            fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC)
-        except OSError as e:
-            if single:
-                raise ToolError(f"cannot open {quote(display)}: {_os_reason(e)}") from None
-            continue
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                if single:
-                    raise ToolError(f"{quote(display)} is not a regular file; refused")
-                continue
-            if st.st_size > MAX_FILE_BYTES:
-                if single:
-                    raise ToolError(f"{quote(display)} is {_mb(st.st_size)}, over the 10 MB grep limit")
-                too_big.append(display)
-                continue
-            if _is_binary(fd):
-                if single:
-                    raise ToolError(f"{quote(display)} is a binary file; not searched")
-                continue
-            text = f.read().decode("utf-8", "replace")
-        shown = quote(display)
-        for lineno, line in enumerate(text.split("\n"), 1):
-            if line.endswith("\r"):
-                line = line[:-1]
-            if cancel.is_set():
-                raise _Stop
-            left = deadline - time.monotonic()
-            try:
-                if left <= 0:
-                    raise TimeoutError
-                m = rx.search(line, timeout=left, concurrent=True)
-            except TimeoutError:
-                raise timed_out(f" (in {shown}, line {lineno})") from None
-            if m is None:
-                continue
-            total += 1
-            if not shown_all:
-                continue
-            entry = f"{display}:{lineno}: {_grep_line(line, m)}"
-            if len(out) >= MAX_GREP_MATCHES or (out and used + len(entry) + 1 > budget):
-                shown_all = False
-                continue
-            out.append(entry)
-            used += len(entry) + 1
-    notes: list[str] = []
-    if not shown_all:
-        notes.append(
-            f"[output truncated: showing {len(out)} of {total} matches; narrow the pattern, path or glob]"
-        )
-    if too_big:
-        names = ", ".join(too_big[:5]) + (" …" if len(too_big) > 5 else "")
-        notes.append(f"[not searched: {len(too_big)} file(s) over 10 MB: {names}]")
-    if stopped:
-        notes.append(f"[search stopped after {MAX_WALK_ENTRIES} entries; narrow the path or glob]")
-    if total == 0:
-        where = "the workspace" if r.display == "." else quote(r.display)
-        extra = f" (files matching {quote(glob)})" if glob and not single else ""
-        return ToolResult(content="\n".join([f"[no matches for {quote(pattern)} in {where}{extra}]", *notes]))
     return ToolResult(content="\n".join(out + notes))
 
 
@@ -620,7 +393,7 @@ def edit_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     if st is None:
         raise ToolError(f"no such file: {quote(r.display)}; use write_file to create a file")
     if st.st_size > MAX_FILE_BYTES:
-        raise ToolError(f"{quote(r.display)} is {_mb(st.st_size)}, over the 10 MB limit for edit_file")
+        raise ToolError(f"{quote(r.display)} is {format_bytes(st.st_size)}, over the {format_bytes(MAX_FILE_BYTES)} limit for edit_file")
     fd, st = _open_regular(r, raw)
     with os.fdopen(fd, "rb") as f:
         data = f.read()

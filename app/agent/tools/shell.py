@@ -14,15 +14,19 @@ import asyncio
 import contextlib
 import os
 import signal
+from dataclasses import dataclass
 from typing import Any
 
-from app.agent.tools.base import ToolContext, ToolError, ToolResult, opt_number, req_str
+from app.agent.tools.base import ResultView, ToolContext, ToolError, ToolResult, opt_number, req_str
 
 TERM_GRACE = 2.0  # seconds between SIGTERM and SIGKILL on a timeout
 CANCEL_GRACE = 0.5  # the same on cancellation (the person is waiting)
 PIPE_GRACE = 0.5  # how long output may stay open after the shell exited
 READ_CHUNK = 65536
 EXIT_POLL = 0.05  # how often the exit is checked while a background child holds the pipes
+STDOUT_MARK = "--- stdout ---"
+STDERR_MARK = "--- stderr ---"
+NO_OUTPUT = "(no output)"
 
 
 class _Capture:
@@ -113,7 +117,7 @@ def _fmt_seconds(t: float) -> str:
     return f"{t:g}"
 
 
-async def run_bash(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
+def _checked_command(inp: dict[str, Any]) -> str:
     command = req_str(inp, "command")
     if "\x00" in command:
         raise ToolError("command contains a NUL character")
@@ -121,6 +125,24 @@ async def run_bash(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
         command.encode("utf-8")
     except UnicodeEncodeError:
         raise ToolError("command is not valid UTF-8 text (it holds a lone surrogate)") from None
+    return command
+
+
+@dataclass
+class _Outcome:
+    """What became of one command: its exit, its output, and the notes the result carries."""
+
+    rc: int | None
+    timeout: float
+    timed_out: bool = False
+    leftovers: bool = False  # background processes held the output open and were stopped
+    capped_at: float | None = None  # the asked timeout was over the maximum
+    stdout: str = ""
+    stderr: str = ""
+
+
+async def run_bash(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
+    command = _checked_command(inp)
     asked = opt_number(inp, "timeout")
     timeout = asked if asked is not None else ctx.bash_timeout_default
     capped = timeout > ctx.bash_timeout_max
@@ -138,20 +160,25 @@ async def run_bash(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
         )
     except OSError as e:
         raise ToolError(f"could not start bash: {e.strerror or e}") from None
-
     limit = max((ctx.bash_capture_chars or ctx.max_output_chars) // 2, 2)
+    outcome = await _run(proc, timeout, limit)
+    outcome.capped_at = ctx.bash_timeout_max if capped else None
+    return _result(outcome)
+
+
+async def _run(proc: asyncio.subprocess.Process, timeout: float, limit: int) -> _Outcome:
+    """Wait for the command (ending its group on a timeout, a cancel, or output left open)."""
     out, err = _Capture(limit), _Capture(limit)
     waiter: asyncio.Future[int] = asyncio.ensure_future(proc.wait())
     pumps = asyncio.ensure_future(asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err)))
-    timed_out = False
-    leftovers = False
+    outcome = _Outcome(rc=None, timeout=timeout)
     try:
         if not await _wait_exit(proc, waiter, pumps, timeout):
-            timed_out = True
+            outcome.timed_out = True
             await _end_group(proc, waiter, pumps, TERM_GRACE)
         # The shell is gone; its output is complete when every writer has closed the pipes.
         if not await _wait_exit(proc, waiter, pumps, PIPE_GRACE, with_output=True):
-            leftovers = not timed_out
+            outcome.leftovers = not outcome.timed_out
             await _end_group(proc, waiter, pumps, CANCEL_GRACE)
     except asyncio.CancelledError:
         try:
@@ -168,33 +195,46 @@ async def run_bash(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
                 await pumps
         if not waiter.done():
             waiter.cancel()
+    outcome.rc = proc.returncode
+    outcome.stdout, outcome.stderr = out.text(), err.text()
+    return outcome
 
-    rc = proc.returncode
-    lines: list[str] = []
-    if timed_out:
-        lines.append(f"timed out after {_fmt_seconds(timeout)} s; the command and its child processes were killed")
-    elif rc is not None and rc < 0:
+
+def _status(o: _Outcome) -> tuple[str, str | None]:
+    """The result's first line, and the short status the screen shows (None: no exit known)."""
+    rc = o.rc
+    if o.timed_out:
+        after = _fmt_seconds(o.timeout)
+        return f"timed out after {after} s; the command and its child processes were killed", f"timed out after {after} s"
+    if rc is not None and rc < 0:
         try:
             name = signal.Signals(-rc).name
         except ValueError:
             name = f"signal {-rc}"
-        lines.append(f"exit code: {rc} (killed by {name})")
-    else:
-        lines.append(f"exit code: {rc}")
-    if capped:
-        lines.append(f"[timeout capped at {_fmt_seconds(ctx.bash_timeout_max)} s]")
-    if leftovers:
-        lines.append(
+        return f"exit code: {rc} (killed by {name})", f"exit {rc} {name}"
+    return f"exit code: {rc}", (f"exit {rc}" if rc is not None else None)
+
+
+def _result(o: _Outcome) -> ToolResult:
+    """The model's text (status, notes, output sections) and the screen's view of the same facts:
+    the output first without its leading section marker, the notes after it."""
+    first, status = _status(o)
+    notes: list[str] = []
+    if o.capped_at is not None:
+        notes.append(f"[timeout capped at {_fmt_seconds(o.capped_at)} s]")
+    if o.leftovers:
+        notes.append(
             "[background processes still attached to the output were stopped; redirect their output "
             "(cmd > file 2>&1 &) to keep one running]"
         )
-    stdout, stderr = out.text(), err.text()
-    if stdout:
-        lines.append("--- stdout ---")
-        lines.append(stdout.rstrip("\n"))
-    if stderr:
-        lines.append("--- stderr ---")
-        lines.append(stderr.rstrip("\n"))
-    if not stdout and not stderr:
-        lines.append("(no output)")
-    return ToolResult(content="\n".join(lines), is_error=timed_out or rc != 0)
+    body: list[str] = []
+    if o.stdout:
+        body += [STDOUT_MARK, o.stdout.rstrip("\n")]
+    if o.stderr:
+        body += [STDERR_MARK, o.stderr.rstrip("\n")]
+    if not body:
+        body.append(NO_OUTPUT)
+    failed = o.timed_out or o.rc != 0
+    shown = body[1:]  # the marker (or "(no output)") filled the collapsed excerpt before any output
+    view = ResultView(status=status, output="\n".join(shown + notes), failed=failed) if status else None
+    return ToolResult(content="\n".join([first, *notes, *body]), is_error=failed, view=view)

@@ -1,4 +1,5 @@
-"""The tool contract (DESIGN.md §9): names, inputs, kinds and descriptions written for the model."""
+"""The tool contract: names, inputs, kinds and descriptions written for the model, and which
+inputs tell a call apart on screen."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ class ToolSpec:
     description: str
     input_schema: dict[str, Any]
     kind: ToolKind
+    # The telling inputs of a call, in order, each with how it reads on one line ("in {}").
+    display: tuple[tuple[str, str], ...] = ()
 
 
 def _schema(properties: dict[str, dict[str, Any]], required: list[str]) -> dict[str, Any]:
@@ -27,6 +30,7 @@ _PATH_NOTE = "relative to the workspace root (an absolute path must be inside th
 _SPECS = [
     ToolSpec(
         name="read_file",
+        display=(("path", "{}"),),
         kind="read",
         description=(
             "Read a text file of the workspace. Returns its lines numbered like `cat -n` "
@@ -47,6 +51,7 @@ _SPECS = [
     ),
     ToolSpec(
         name="list_files",
+        display=(("pattern", "{}"), ("path", "in {}")),
         kind="read",
         description=(
             "List files and folders of the workspace, sorted, as workspace-relative paths; folders end "
@@ -67,6 +72,7 @@ _SPECS = [
     ),
     ToolSpec(
         name="grep",
+        display=(("pattern", "{}"), ("path", "in {}"), ("glob", "files {}")),
         kind="read",
         description=(
             "Search file contents with a Python regular expression (`re` syntax, matched per line; use "
@@ -90,6 +96,7 @@ _SPECS = [
     ),
     ToolSpec(
         name="write_file",
+        display=(("path", "{}"),),
         kind="write",
         description=(
             "Create a file or replace its whole content (written atomically; missing parent folders "
@@ -107,6 +114,7 @@ _SPECS = [
     ),
     ToolSpec(
         name="edit_file",
+        display=(("path", "{}"),),
         kind="write",
         description=(
             "Replace exact text in an existing text file. `old_string` must match the file exactly "
@@ -130,6 +138,7 @@ _SPECS = [
     ),
     ToolSpec(
         name="bash",
+        display=(("command", "{}"),),
         kind="execute",
         description=(
             "Run a shell command with `bash -c` in the workspace root, without a terminal and with no "
@@ -152,6 +161,7 @@ _SPECS = [
     ),
     ToolSpec(
         name="read_memory",
+        display=(("filename", "{}"), ("level", "{} level")),
         kind="read",
         description=(
             "Read one long-term memory note in full. The memory index in the system prompt lists notes "
@@ -196,6 +206,7 @@ _SPECS = [
     ),
     ToolSpec(
         name="task",
+        display=(("description", "{}"),),
         kind="agent",
         description=(
             "Start a sub-agent to do a self-contained research task over the workspace, such as "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 from pathlib import Path
 
-from memory.model import INDEX_FILE
+from memory.constants import INDEX_FILE
 from tests.support.memtools import create, make_env
 
 PER_PROCESS = 12

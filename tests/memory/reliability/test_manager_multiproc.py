@@ -1,4 +1,4 @@
-"""One worker per workspace across processes (DESIGN.md §7), with and without a crash.
+"""One worker per workspace across processes, with and without a crash.
 
 Two real processes start together on one workspace with a backlog of jobs. Every model call
 is appended (O_APPEND) to a shared log, so the test can see which process ran which job. With

@@ -14,7 +14,7 @@ from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 
 from widgets.chat.log import ChatPane
-from widgets.dialogs.modals import PermissionModal, PermissionRequest
+from widgets.dialogs.permission import PermissionModal, PermissionRequest
 from widgets.panel.memory_panel import MemoryPanel, PanelCard, PanelJob, PanelState
 
 ASSETS = Path(__file__).resolve().parents[3] / "app" / "tui"
@@ -70,6 +70,10 @@ class ChatHost(Host):
 
 
 READ_RESULT = "\n".join(f"{n:>3}  line {n} of settings.py" for n in range(1, 9))
+# The display keys the tool specs give these tools (the telling inputs, with their formats).
+PATH_KEYS = (("path", "{}"),)
+GREP_KEYS = (("pattern", "{}"), ("path", "in {}"), ("glob", "files {}"))
+LIST_KEYS = (("pattern", "{}"), ("path", "in {}"))
 
 
 class ToolHost(ChatHost):
@@ -82,28 +86,28 @@ class ToolHost(ChatHost):
         await answer.append("I'll look at the settings first.")
         await answer.finish()
 
-        read = pane.add_tool("toolu_1", "read_file")
+        read = pane.add_tool("toolu_1", "read_file", display_keys=PATH_KEYS)
         read.set_running({"path": "app/settings.py"})
         read.set_result(READ_RESULT, is_error=False, denied=False)
         read.toggle()  # expanded, without the focus highlight a key press would add
 
-        edit = pane.add_tool("toolu_2", "edit_file")
+        edit = pane.add_tool("toolu_2", "edit_file", display_keys=PATH_KEYS)
         edit.set_running({"path": "app/settings.py", "old_string": "timeout", "new_string": "bash_timeout"})
         edit.set_result("old text not found in app/settings.py", is_error=True, denied=False)
 
-        write = pane.add_tool("toolu_3", "write_file")
+        write = pane.add_tool("toolu_3", "write_file", display_keys=PATH_KEYS)
         write.set_running({"path": "NOTES.md", "content": "# notes\n"})
         write.set_result("the user denied this tool call", is_error=True, denied=True)
 
-        task = pane.add_tool("toolu_4", "task")
+        task = pane.add_tool("toolu_4", "task", display_keys=(("description", "{}"),))
         task.set_running({"description": "find every use of the setting"})
-        grep = task.add_child("toolu_5", "grep")
+        grep = task.add_child("toolu_5", "grep", display_keys=GREP_KEYS)
         grep.set_running({"pattern": "bash_timeout", "path": "."})
         grep.set_result("app/settings.py:91\napp/tools/bash.py:40", is_error=False, denied=False)
-        listing = task.add_child("toolu_6", "list_files")
+        listing = task.add_child("toolu_6", "list_files", display_keys=LIST_KEYS)
         listing.set_streaming(48)
 
-        bash = pane.add_tool("toolu_7", "bash")
+        bash = pane.add_tool("toolu_7", "bash", display_keys=(("command", "{}"),))
         bash.set_running({"command": "make test"})
 
 

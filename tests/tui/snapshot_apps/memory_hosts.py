@@ -1,5 +1,5 @@
-"""Hosts that put the memory screens (issue 8) into a fixed state: the pending screen with a held
-job and its diff or a failed job, the card browser with both levels, the editor with a validation
+"""Hosts that put the memory screens into a fixed state: the pending screen with a held job and
+its diff or a failed job, the card browser with both levels, the editor with a validation
 error, and the conflict view. No clock, path, disk or network: a fixed ``now`` and fixed data.
 """
 
@@ -11,9 +11,13 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from tests.tui.snapshot_apps.hosts import APP_CSS
-from widgets.cards.browser import CardBrowser, CardRow
-from widgets.cards.editor import CardDraft, CardEditor, ConflictModal
-from widgets.pending.pending import PendingJob, PendingOp, PendingScreen, PendingState
+from widgets.cards.browser import CardBrowser
+from widgets.cards.card_list import CardRow
+from widgets.cards.conflict import ConflictModal
+from widgets.cards.draft import CardDraft
+from widgets.cards.editor import CardEditor
+from widgets.pending.screen import PendingScreen
+from widgets.pending.state import PendingJob, PendingOp, PendingState
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 

@@ -1,0 +1,139 @@
+"""The events a Run delivers, as the faces (print mode, the full-screen app) receive them.
+
+The provider's TextDelta, ToolUseStart, ToolUseArgs, UsageEvent (one per request) and Retrying
+pass through with ``depth`` set: 0 for the top-level agent, n for a sub-agent n levels down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from app.agent.provider import Retrying, TextDelta, ToolUseArgs, ToolUseStart, Usage, UsageEvent
+from app.agent.tools import ResultView, ToolResult
+from memory.text.lines import format_bytes
+
+RunStatus = Literal["completed", "error", "cancelled", "max_iterations", "stopped"]
+
+
+@dataclass(frozen=True)
+class RequestStarted:
+    """A model request is about to be sent (``iteration``: 1 for the Run's first request)."""
+
+    iteration: int
+    depth: int = 0
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    """A complete call is about to be decided and run. ``waiting``: the gate asks the person
+    first (a permission window opens); ``ToolCallApproved`` or a denied ``ToolCallFinished``
+    follows."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    depth: int = 0
+    waiting: bool = False
+
+
+@dataclass(frozen=True)
+class ToolCallApproved:
+    """The person allowed a call that was ``waiting``: it runs now."""
+
+    id: str
+    name: str
+    depth: int = 0
+
+
+@dataclass(frozen=True)
+class ToolCallFinished:
+    """A call's result as the model got it; ``view``: how the tool asks it to be shown (None:
+    plain text, as for a result kept on disk, whose stub is what the model got)."""
+
+    id: str
+    name: str
+    result: ToolResult
+    denied: bool = False
+    depth: int = 0
+    view: ResultView | None = None
+
+
+@dataclass(frozen=True)
+class MemorySubmitted:
+    job_id: str
+
+
+@dataclass(frozen=True)
+class ContextUsage:
+    """How full the model's window is: the last request's input tokens, or the estimate of the
+    next one after a compaction."""
+
+    tokens: int
+    window: int
+
+
+@dataclass(frozen=True)
+class Compacting:
+    """A compaction is starting (a summary request can take a few seconds)."""
+
+    reason: str  # "auto" | "manual" | "overflow"
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """What a compaction did. ``summarised``: messages replaced by the summary (0: the lossless
+    stage was enough); ``offloaded``/``offloaded_bytes``: tool results moved to disk;
+    ``requests``: summary requests made; ``before``/``after``: estimated input tokens.
+    ``error``: why the summary failed (the conversation was left as it was)."""
+
+    reason: str
+    summarised: int = 0
+    offloaded: int = 0
+    offloaded_bytes: int = 0
+    requests: int = 0
+    before: int = 0
+    after: int = 0
+    window: int = 0
+    error: str = ""
+
+    def describe(self) -> str:
+        if self.error:
+            return f"could not compact the conversation: {self.error}"
+        parts = []
+        if self.summarised:
+            parts.append(f"compacted {self.summarised} message{'s' if self.summarised != 1 else ''} into a summary")
+        if self.offloaded_bytes:
+            parts.append(f"{format_bytes(self.offloaded_bytes)} of tool output kept on disk")
+        if not parts:
+            return "nothing to compact"
+        pct = f" (context {100 * self.before // max(self.window, 1)}% → {100 * self.after // max(self.window, 1)}%)"
+        return "; ".join(parts) + pct
+
+
+@dataclass(frozen=True)
+class RunStop:
+    status: RunStatus
+    message: str = ""
+    stop_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    job_id: str | None = None
+    text: str = ""  # the final answer's text
+
+
+RunEvent = (
+    TextDelta | ToolUseStart | ToolUseArgs | UsageEvent | Retrying | RequestStarted
+    | ToolCallStarted | ToolCallApproved | ToolCallFinished | MemorySubmitted | RunStop | ContextUsage | Compacting | Compacted
+)
+OnEvent = Callable[[RunEvent], None]
+
+
+def stop_message(reason: str | None) -> str:
+    """The one line a ``stopped`` RunStop carries for the model's stop reason."""
+    return {
+        "max_tokens": "the answer was cut off: the response reached its max_tokens limit",
+        "refusal": "the model declined to answer",
+        "pause_turn": "the model paused its turn",
+        "model_context_window_exceeded": "the conversation no longer fits the model's context window",
+    }.get(reason or "", f"the model stopped ({reason})")

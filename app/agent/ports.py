@@ -1,0 +1,62 @@
+"""What the Runner needs of the pieces around it, and nothing more.
+
+The Runtime plugs in the real ones (``memory.store.stores.MemoryStores``, ``memory.jobs.manager.
+Manager``, ``app.agent.session.Session``); tests plug in their own. Keeping the Runner to these
+ports keeps the agent loop apart from how memory and the session log are stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from memory.model import Turn
+
+
+class IndexSource(Protocol):
+    """Where the merged memory index comes from (read off the event loop)."""
+
+    def merged_index(self) -> str: ...
+
+
+class SpooledJob(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class TurnSink(Protocol):
+    """Where completed turns go to be learnt from; None back when nothing was spooled."""
+
+    async def submit(self, turn: Turn) -> SpooledJob | None: ...
+
+
+class ConversationLog(Protocol):
+    """The session log that owns the conversation: its methods do blocking file work (the Runner
+    calls them in a thread) and keep ``messages`` valid by the session's conversation rules."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def messages(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def turn_start(self) -> int: ...
+
+    # A restored session's usage anchor (tokens, chars) and the summary of its compacted part.
+    @property
+    def anchor(self) -> tuple[int, int] | None: ...
+
+    @property
+    def summary(self) -> str | None: ...
+
+    def begin_turn(self, user_text: str) -> int: ...
+
+    def append(self, message: object) -> None: ...
+
+    def end_turn(self, status: str, **info: Any) -> bool: ...
+
+    def record_usage(self, tokens: int, chars: int) -> None: ...
+
+    def record_offloads(self, replaced: list[tuple[str, str]]) -> None: ...
+
+    def compact(self, summary: str, messages: list[dict[str, Any]], turn_start: int | None, **info: Any) -> None: ...

@@ -1,0 +1,324 @@
+"""The session log's format, and reading it back.
+
+One JSON object per line, ASCII only (``\\n`` is the only line separator)::
+
+    {"type":"meta","version":1,"id":...,"workspace":...,"created":...,"model":...}   # always line 1
+    {"type":"turn_start","turn":1,"time":...,"text":"<the user's words>"}
+    {"type":"message","message":{"role":"user","content":...}}                    # as the turn goes
+    {"type":"message","message":{...},"repair":"interrupted"}                     # written by us
+    {"type":"turn_end","turn":1,"status":"completed","time":...,...}
+    {"type":"turn_end","turn":2,"status":"error","message":...,"dropped":true}   # left out on replay
+    {"type":"usage","tokens":N,"chars":C}          # the usage anchor of a request (app/agent/compaction.py)
+    {"type":"offload","tool_use_id":...,"content":"<stub>"}   # a result moved to sessions/<id>/results/
+    {"type":"compaction","summary":...,"turn_start":k,"messages":[...]}   # a boundary: replay goes on from it
+
+Replaying a file pushes every message through the conversation rules (app/agent/conversation.py),
+so it gives exactly the conversation that was sent. Files written before the turn rules (an
+``[error: …]`` assistant message) are repaired the same way. A compaction boundary replaces the
+conversation by its compacted form; of the messages before it the last :data:`EARLIER_KEPT` are
+kept for the person to read (with a marker per boundary). An incomplete last line (a write cut
+by a crash) is dropped and cut off the file by the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.agent.conversation import (
+    ANSWERED,
+    TurnMark,
+    as_blocks,
+    drop_turn,
+    push_message,
+    replace_result,
+    scrub_text,
+    turn_closing,
+)
+from memory.constants import UPDATE_TAG
+from memory.text.lines import one_line
+
+SESSION_VERSION = 1
+TITLE_MAX = 80
+SUFFIX = ".jsonl"
+ID_CHARS = re.compile(r"^[0-9A-Za-z_-]+$")
+_MEMORY_UPDATE = re.compile(rf"<{UPDATE_TAG}>.*?</{UPDATE_TAG}>", re.DOTALL)
+_HEADER_MAX = 1 << 16
+# Of the messages before a restored session's compaction boundaries, this many (the most recent)
+# are kept for the chat to show; the rest are counted (the log keeps them all).
+EARLIER_KEPT = 200
+# ``Session.earlier``'s marker of a compaction boundary: {"type": COMPACTION_MARK, "time", "summarised"}.
+COMPACTION_MARK = "compaction"
+
+
+class SessionError(Exception):
+    """A session problem; ``str(err)`` is one line saying what and why."""
+
+
+def _json_default(obj: Any) -> Any:
+    dump = getattr(obj, "model_dump", None)  # SDK content blocks, pydantic models
+    if callable(dump):
+        return dump(mode="json", exclude_none=True)
+    raise TypeError(f"{type(obj).__name__} is not JSON-serializable")
+
+
+def dumps(record: dict[str, Any]) -> str:
+    # ASCII only: a lone surrogate in a tool's output must not make the line unencodable.
+    return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=_json_default)
+
+
+def title_of(text: str) -> str:
+    """A session's title from the person's words: one line, at most ``TITLE_MAX`` characters."""
+    return one_line(text, TITLE_MAX)
+
+
+def title_from_message(message: Any) -> str:
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        texts: list[Any] = [content]
+    elif isinstance(content, list):
+        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    else:
+        return ""
+    for t in texts:
+        if isinstance(t, str):
+            title = title_of(_MEMORY_UPDATE.sub(" ", t))
+            if title:
+                return title
+    return ""
+
+
+def open_nofollow(path: Path, flags: int) -> int:
+    """Open without following a symlink, without blocking on a FIFO; regular files only."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise SessionError(f"{path}: is a symlink, refusing to open it") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SessionError(f"{path}: not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def read_header(path: Path) -> tuple[dict[str, Any] | None, os.stat_result | None]:
+    """The meta record of a session file (None if unreadable) and the file's stat."""
+    try:
+        fd = open_nofollow(path, os.O_RDONLY)
+    except (OSError, SessionError):
+        return None, None
+    try:
+        st = os.fstat(fd)
+        head = os.pread(fd, _HEADER_MAX, 0).split(b"\n", 1)[0]
+    except OSError:
+        return None, None
+    finally:
+        os.close(fd)
+    try:
+        meta = json.loads(head)
+    except ValueError:
+        return None, st
+    if not isinstance(meta, dict) or meta.get("type") != "meta" or not isinstance(meta.get("workspace"), str):
+        return None, st
+    return meta, st
+
+
+def same_workspace(stored: str, want: str) -> bool:
+    return stored == want or os.path.realpath(stored) == want
+
+
+def mtime_rfc3339(st: os.stat_result) -> str:
+    return datetime.fromtimestamp(st.st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# What versions before the turn rules wrote as the *assistant's* last words of a failed turn.
+_LEGACY_MARKER = re.compile(r"^\[(?:error|max_iterations|cancelled|stopped|interrupted)(?::.*)?\]$", re.DOTALL)
+
+
+def _replay_turn_end(conv: list[dict[str, Any]], mark: TurnMark, rec: dict[str, Any]) -> list[str]:
+    """Apply a turn_end record on replay: a dropped turn leaves; an old-format error marker goes."""
+    if rec.get("dropped") is True:
+        drop_turn(conv, mark)
+        return []
+    status = rec.get("status")
+    if not isinstance(status, str) or status in ANSWERED or not conv or len(conv) <= mark.start:
+        return []
+    last = conv[-1]
+    blocks = as_blocks(last.get("content"))
+    if last.get("role") != "assistant" or len(blocks) != 1 or blocks[0].get("type") != "text":
+        return []
+    if not _LEGACY_MARKER.match(str(blocks[0].get("text", ""))):
+        return []
+    # An old session stored the error as the model's own answer: take it back out and close the
+    # turn by today's rules instead.
+    conv.pop()
+    closing, drop = turn_closing(conv, mark, status, str(rec.get("message") or ""))
+    if drop:
+        drop_turn(conv, mark)
+        return ["left a failed turn out of the conversation (it stays in the file)"]
+    for m in closing:
+        push_message(conv, m)
+    return ["an error stored as the model's answer was replaced by the app's note"]
+
+
+def scan(path: Path) -> tuple[str, int]:
+    """A session file's title and number of turns, parsing only the lines needed."""
+    try:
+        fd = open_nofollow(path, os.O_RDONLY)
+    except (OSError, SessionError):
+        return "", 0
+    try:
+        data = read_all(fd)
+    except OSError:
+        return "", 0
+    finally:
+        os.close(fd)
+    title, fallback, turns = "", "", 0
+    for raw in data.split(b"\n"):
+        if raw.startswith(b'{"type":"turn_start"'):
+            turns += 1
+            if not title:
+                with contextlib.suppress(ValueError, AttributeError, TypeError):
+                    title = title_of(json.loads(raw).get("text") or "")
+        elif not title and not fallback and raw.startswith(b'{"type":"message"'):
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
+                fallback = title_from_message(json.loads(raw).get("message"))
+    return title or fallback, turns
+
+
+@dataclass
+class Replayed:
+    """What a session file replays to. ``mark``: the turn still open at the end (a crash cut it);
+    ``partial``: the last line is complete but unterminated; ``cut``: bytes of an incomplete last
+    line to cut off the file."""
+
+    name: str
+    meta: dict[str, Any] | None = None
+    conv: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    turns: int = 0
+    title: str = ""
+    fallback: str = ""
+    mark: TurnMark | None = None
+    anchor: tuple[int, int] | None = None
+    summary: str | None = None
+    compactions: int = 0
+    earlier: list[dict[str, Any]] = field(default_factory=list)
+    earlier_left_out: int = 0
+    lines: int = 0
+    partial: bool = False
+    cut: int = 0
+
+    def warn(self, lineno: int, notes: list[str]) -> None:
+        self.warnings += [f"{self.name}:{lineno}: {n}" for n in notes]
+
+    def record(self, lineno: int, rec: dict[str, Any]) -> None:
+        kind = rec["type"]
+        if lineno == 1 and kind == "meta":
+            self.meta = rec
+        elif kind == "turn_start":
+            self.turns += 1
+            if self.mark is not None:  # the turn before never ended (a crash, in an old file)
+                self.warn(lineno, _replay_turn_end(self.conv, self.mark, {"status": "crashed"}))
+            self.mark = TurnMark(self.conv)
+            if not self.title and isinstance(rec.get("text"), str):
+                self.title = title_of(scrub_text(rec["text"]))
+        elif kind == "turn_end":
+            if self.mark is not None:
+                self.warn(lineno, _replay_turn_end(self.conv, self.mark, rec))
+            self.mark = None
+        elif kind == "message":
+            msg = rec.get("message")
+            if not self.fallback:
+                self.fallback = title_from_message(msg)
+            self.warn(lineno, push_message(self.conv, msg)[1])
+        elif kind == "usage":
+            if isinstance(rec.get("tokens"), int) and isinstance(rec.get("chars"), int):
+                self.anchor = (rec["tokens"], rec["chars"])
+        elif kind == "offload":
+            if isinstance(rec.get("tool_use_id"), str) and isinstance(rec.get("content"), str):
+                replace_result(self.conv, rec["tool_use_id"], scrub_text(rec["content"]))
+        elif kind == "compaction" and isinstance(rec.get("messages"), list):
+            self.compaction(rec)
+        # meta elsewhere and unknown record types carry no conversation
+
+    def compaction(self, rec: dict[str, Any]) -> None:
+        """The boundary: the conversation goes on from the compacted form it records."""
+        before, self.conv = self.conv, []
+        for m in rec["messages"]:
+            push_message(self.conv, m)
+        # The summarised part leaves the conversation but stays readable on screen.
+        k = rec.get("summarised")
+        if not (isinstance(k, int) and not isinstance(k, bool) and 0 <= k <= len(before)):
+            k = max(0, len(before) - len(self.conv))
+        self.earlier += before[:k]
+        self.earlier.append({"type": COMPACTION_MARK, "time": str(rec.get("time") or ""), "summarised": k})
+        if len(self.earlier) > EARLIER_KEPT:
+            cut = len(self.earlier) - EARLIER_KEPT
+            self.earlier_left_out += sum(1 for m in self.earlier[:cut] if m.get("type") != COMPACTION_MARK)
+            del self.earlier[:cut]
+        self.summary = scrub_text(str(rec.get("summary") or "")) or None
+        self.anchor = None
+        self.compactions += 1
+        turn_at = rec.get("turn_start")
+        if self.mark is not None and isinstance(turn_at, int) and 0 <= turn_at <= len(self.conv):
+            self.mark = TurnMark(self.conv[:turn_at])  # the turn in progress is the tail of it
+
+
+def replay(path: Path, data: bytes) -> Replayed:
+    """Read a session file's bytes back; raises :class:`SessionError` without a readable header."""
+    out = Replayed(name=path.name)
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" when the file ends with a newline
+    if tail:
+        try:
+            json.loads(tail)
+            lines.append(tail)
+            out.partial = True  # complete but unterminated: terminate it before appending
+        except ValueError:
+            out.warn(len(lines) + 1, ["dropped an incomplete last line (interrupted write)"])
+            out.cut = len(tail)
+    out.lines = len(lines)
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            out.warn(lineno, ["skipped a line that is not valid JSON"])
+            continue
+        if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
+            out.warn(lineno, ["skipped a line that is not a session record"])
+            continue
+        out.record(lineno, rec)
+    if out.meta is None or not isinstance(out.meta.get("workspace"), str):
+        raise SessionError(f"{path}: not a session file (no readable header line)")
+    if out.meta.get("version") != SESSION_VERSION:
+        out.warn(1, [f"session format version {out.meta.get('version')!r}; reading it as version 1"])
+    return out

@@ -1,0 +1,81 @@
+"""Leaving the app: Ctrl+Q drains memory for a bounded time, closes, exits.
+
+Nothing here waits on the store or a thread without a bound: the drain gets at most
+``QUIT_DRAIN_S`` and the close ``QUIT_CLOSE_S`` more; then the app exits whatever still runs (a job
+cut off stays spooled, a transaction recovers at next start). A second Ctrl+Q leaves at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from textual.worker import Worker
+
+    from app.tui.app import PseudoClaudeApp
+
+QUIT_DRAIN_S = 3.0
+# After the drain, closing the session file and the clients gets this long; then the app exits.
+QUIT_CLOSE_S = 2.0
+
+
+async def wait_bounded(task: asyncio.Future[Any], timeout: float) -> None:
+    """Wait for ``task`` at most ``timeout`` seconds, and never for its cancellation: one still
+    running then is left to finish on its own (its outcome, an error included, is dropped)."""
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    await asyncio.wait({task}, timeout=max(timeout, 0.0))
+
+
+class Quitter:
+    """The App's way out (``quit``: Ctrl+Q and /quit)."""
+
+    def __init__(self, app: PseudoClaudeApp) -> None:
+        self.app = app
+        self._drain: Worker[None] | None = None
+
+    def quit(self) -> None:
+        app = self.app
+        if app._quitting:
+            # Second Ctrl+Q: leave now (on_unmount stops the worker without waiting for the
+            # model); what is left stays spooled for the next start.
+            if self._drain is not None and self._drain.is_running:
+                self._drain.cancel()  # its `finally` exits
+            else:
+                app.exit(app.exit_code)
+            return
+        app._quitting = True
+        app.prompt.disabled_reason = "quitting…"
+        # The memory worker's threads no longer make room for the screen: the drain gets the CPU.
+        app.bridge.pacer.idle()
+        if app._turn is not None and app._turn.is_running:
+            app._turn.cancel()
+        self._drain = app.run_worker(self._leave(), group="quit", exit_on_error=False)
+
+    def _say_saving(self, n: int) -> None:
+        app = self.app
+        if app._quitting and app.is_running:
+            note = f"saving {n} memory update{'s' if n != 1 else ''}… (Ctrl+Q again leaves at once)"
+            app.status_model.update(note=note)
+            app.notify(note, title="Quitting")
+
+    async def _leave(self) -> None:
+        app = self.app
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + QUIT_DRAIN_S
+        try:
+            task = getattr(app._turn, "_task", None)
+            if task is not None and not task.done():
+                # The cancelled turn closes its session record first (the runner shields it).
+                await asyncio.wait({task}, timeout=QUIT_DRAIN_S)
+            n = 0
+            if app.built:
+                counted = asyncio.ensure_future(app.bridge.in_flight())  # never raises: 0 on errors
+                await wait_bounded(counted, max(deadline - loop.time(), 0.0))
+                n = counted.result() if counted.done() else 0
+            if n:
+                app.call_later(self._say_saving, n)
+            drain = max(deadline - loop.time(), 0.0) if n else 0.0
+            await wait_bounded(asyncio.ensure_future(app.bridge.close(drain)), drain + QUIT_CLOSE_S)
+        finally:
+            app.exit(app.exit_code)

@@ -1,0 +1,206 @@
+"""The card browser and the card editor with their actions.
+
+``CardsScreen`` and ``EditorScreen`` are the widgets' screens (widgets/cards/, which only draw and
+post) handling their own messages: new, edit, delete, move, undo, ``$EDITOR`` (app/tui/screens/
+external.py) and save. Slow work runs as the App's workers through the ``MemoryScreens``
+controller; what they read comes back to the screen as a message.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual import on
+
+from app.tui.messages import CardsLoaded, EditorOutcome, MemoryFlash
+from memory.text.lines import one_line
+from widgets.cards.browser import CardBrowser
+from widgets.cards.card_list import CardRow
+from widgets.cards.draft import CardDraft
+from widgets.cards.editor import CardEditor
+
+if TYPE_CHECKING:
+    from app.tui.screens.memory import MemoryScreens
+
+__all__ = ["CardsScreen", "EditorScreen"]
+
+DEFAULT_TYPE = "project_knowledge"  # a new card's type when the browser shows every type
+
+
+class CardsScreen(CardBrowser):
+    def __init__(self, memory: MemoryScreens, *, levels: tuple[str, ...]) -> None:
+        super().__init__(levels=levels)
+        self._memory = memory
+
+    # -- what the controller read ----------------------------------------------------------------
+
+    @on(CardsLoaded)
+    def _show_rows(self, message: CardsLoaded) -> None:
+        self.show(message.rows, note=message.note)
+        if message.select is not None:
+            self.select(*message.select)
+
+    @on(MemoryFlash)
+    def _show_flash(self, message: MemoryFlash) -> None:
+        self.flash(message.text, error=message.error)
+
+    # -- new and edit: the editor ----------------------------------------------------------------
+
+    @on(CardBrowser.NewCard)
+    def _new_asked(self, message: CardBrowser.NewCard) -> None:
+        message.stop()
+        levels = self._memory.bridge.levels
+        level = message.level if message.level in levels else levels[0]
+        draft = CardDraft(level=level, type=message.type or DEFAULT_TYPE, title="", summary="", body="")
+        self._memory.open_editor(draft)
+
+    @on(CardBrowser.EditCard)
+    def _edit_asked(self, message: CardBrowser.EditCard) -> None:
+        message.stop()
+        row = message.row
+        draft = CardDraft(level=row.level, type=row.type, title=row.title, summary=row.summary, body=row.body)
+        self._memory.open_editor(draft, filename=row.filename, sha256=row.sha256)
+
+    @on(CardBrowser.OpenExternal)
+    def _external_asked(self, message: CardBrowser.OpenExternal) -> None:
+        message.stop()
+        self._memory.external.open(message.row)
+
+    @on(CardBrowser.Undo)
+    def _undo_asked(self, message: CardBrowser.Undo) -> None:
+        message.stop()
+        self._memory.undo()
+
+    # -- delete and move -------------------------------------------------------------------------
+
+    @on(CardBrowser.DeleteCard)
+    def _delete_asked(self, message: CardBrowser.DeleteCard) -> None:
+        message.stop()
+        self._memory.run(self._delete, message.row, group="cards-edit")
+
+    async def _delete(self, row: CardRow) -> None:
+        memory = self._memory
+        try:
+            result = await memory.bridge.delete_card(row.level, row.filename, row.sha256)
+        except Exception as e:
+            memory.flash(f"not deleted: {e}", error=True)
+            return
+        if result.status == "applied":
+            memory.flash(f"deleted {row.level} card {row.filename} (it is in the store's .trash/; u undoes)")
+        else:
+            memory.flash(f"not deleted: {result.reason}", error=True)
+        memory.after_change()
+
+    @on(CardBrowser.MoveCard)
+    def _move_asked(self, message: CardBrowser.MoveCard) -> None:
+        message.stop()
+        row = message.row
+        if row.level == "user" and "project" not in self._memory.bridge.levels:
+            self._memory.flash("this workspace has no project level to move the card to", error=True)
+            return
+        self._memory.run(self._move, row, group="cards-edit")
+
+    async def _move(self, row: CardRow) -> None:
+        memory = self._memory
+        try:
+            result = await memory.bridge.move_card(row.level, row.filename, row.sha256)
+        except Exception as e:
+            memory.flash(f"not moved: {e}", error=True)
+            return
+        if result.status == "applied":
+            level = str(getattr(result.level, "value", result.level))
+            memory.flash(f"moved to {level}: {result.filename} (u undoes)")
+            memory.after_change((level, result.filename))
+        else:
+            memory.flash(f"not moved: {result.reason}", error=True)
+            memory.after_change()
+
+
+class EditorScreen(CardEditor):
+    """The card editor; Ctrl+S checks and saves the card (a conflict on disk shows both versions)."""
+
+    def __init__(
+        self,
+        memory: MemoryScreens,
+        draft: CardDraft,
+        *,
+        filename: str | None = None,
+        sha256: str | None = None,
+        levels: tuple[str, ...],
+    ) -> None:
+        super().__init__(draft, filename=filename, sha256=sha256, levels=levels)
+        self._memory = memory
+
+    @on(CardEditor.Save)
+    def _save_asked(self, message: CardEditor.Save) -> None:
+        message.stop()
+        self.set_saving(True)
+        self._save(message.draft, message.filename, message.sha256, message.original_level)
+
+    def _save(self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None) -> None:
+        self._memory.run(self._check_and_save, draft, filename, sha256, original_level, group="cards-edit")
+
+    async def _check_and_save(
+        self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None
+    ) -> None:
+        bridge, post = self._memory.bridge, self.post_message
+        try:
+            errors = await bridge.check_card(draft)
+            if errors:
+                post(EditorOutcome(self, "invalid", errors=errors))
+                return
+            result = await bridge.save_card(draft, filename, sha256, original_level)
+            if result.status == "applied":
+                post(EditorOutcome(self, "saved", result=result))
+                return
+            if filename is not None:
+                # Changed or gone on disk since the editor read it: both versions are shown.
+                disk = await bridge.read_draft(original_level or draft.level, filename)
+                if disk is None or disk[1] != sha256:
+                    post(EditorOutcome(self, "conflict", disk=disk))
+                    return
+            post(EditorOutcome(self, "invalid", general=one_line(f"not saved: {result.reason}", 300)))
+        except Exception as e:
+            post(EditorOutcome(self, "invalid", general=one_line(f"not saved: {type(e).__name__}: {e}", 300)))
+
+    @on(EditorOutcome)
+    def _save_done(self, message: EditorOutcome) -> None:
+        if not self.is_attached:
+            return
+        if message.status == "invalid":
+            self.show_errors(message.errors, message.general)
+        elif message.status == "saved":
+            result = message.result
+            level = str(getattr(result.level, "value", result.level))
+            what = "saved new" if self.filename is None else "saved"
+            self.dismiss(result.filename)
+            self._memory.say(f"{what} {level} card {result.filename}")
+            self._memory.after_change((level, result.filename))
+        elif message.status == "conflict":
+            self._show_conflict(message.disk)
+
+    def _show_conflict(self, disk: tuple[CardDraft, str] | None) -> None:
+        from widgets.cards.conflict import ConflictModal
+
+        where = f"{self.original_level}/{self.filename}"
+
+        def chosen(choice: str | None) -> None:
+            if not self.is_attached:
+                return
+            if choice == "mine":
+                # Save again over what is on disk now (or as a new card, when it was deleted).
+                filename = self.filename if disk is not None else None
+                sha = disk[1] if disk is not None else None
+                self._save(self.draft(), filename, sha, self.original_level if disk else None)
+            elif choice == "disk":
+                if disk is None:
+                    self.dismiss(None)
+                    self._memory.flash(f"kept {where} deleted; your text was dropped")
+                else:
+                    self.load(disk[0], sha256=disk[1])
+                    self.show_errors({}, None)
+            else:
+                self.set_saving(False)
+
+        modal = ConflictModal(self.draft(), disk[0] if disk else None, where=where)
+        self._memory.host.push_screen(modal, callback=chosen)

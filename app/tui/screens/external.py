@@ -1,0 +1,213 @@
+"""A card edited in the person's own editor (``$VISUAL``/``$EDITOR``), from the card browser's ``o``.
+
+The editor gets a private copy of the card, never the card itself; when it exits the copy is
+checked and applied as one change. An invalid copy can be edited again, and a card changed on
+disk meanwhile shows both versions. One card is out at a time. The round's outcome is handed to
+the App's message queue (``call_later``), not to a screen: it outlives whichever screen is open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from textual.app import SuspendNotSupported
+
+from memory.text.lines import one_line
+
+if TYPE_CHECKING:
+    from app.tui.screens.memory import MemoryScreens
+    from memory.store.cards import ExternalEdit, ExternalEditResult
+    from widgets.cards.card_list import CardRow
+    from widgets.cards.draft import CardDraft
+
+__all__ = ["ExternalEditOutcome", "ExternalEdits", "editor_argv"]
+
+GROUP = "cards-edit"
+
+
+def editor_argv(env: dict[str, str] | None = None) -> list[str] | None:
+    """The person's editor as argv: ``$VISUAL``, then ``$EDITOR`` (shell-split: "code -w"), then
+    the first of nano/vi found. None when there is none."""
+    env = dict(os.environ) if env is None else env
+    for var in ("VISUAL", "EDITOR"):
+        value = env.get(var, "").strip()
+        if value:
+            with contextlib.suppress(ValueError):
+                argv = shlex.split(value)
+                if argv:
+                    return argv
+    for name in ("nano", "vi"):
+        found = shutil.which(name)
+        if found:
+            return [found]
+    return None
+
+
+@dataclass
+class ExternalEditOutcome:
+    """A card back from the editor: ``outcome`` for its private copy ``edit``; ``argv`` runs the
+    editor again; ``disk`` (a conflict) is the card on disk now as (CardDraft, sha256), None when
+    it is gone."""
+
+    edit: ExternalEdit
+    outcome: ExternalEditResult
+    argv: list[str]
+    disk: tuple[CardDraft, str] | None = None
+
+
+class ExternalEdits:
+    def __init__(self, memory: MemoryScreens) -> None:
+        self._memory = memory
+        self.busy = False  # a card is out in the editor (or its outcome is being decided)
+
+    def _fail(self, text: str) -> None:
+        self._memory.flash(text, error=True)
+        self.busy = False
+
+    def open(self, row: CardRow) -> None:
+        if self.busy:
+            self._memory.flash("a card is already open in your editor", error=True)
+            return
+        argv = editor_argv()
+        if argv is None:
+            self._memory.flash("no editor: set $EDITOR (or $VISUAL) to open cards in your editor", error=True)
+            return
+        self.busy = True
+        self._memory.run(self._start, row, argv, group=GROUP)
+
+    async def _start(self, row: CardRow, argv: list[str]) -> None:
+        from memory.store.store import StoreError
+
+        try:
+            edit = await self._memory.bridge.start_external_edit(row.level, row.filename)
+        except (StoreError, OSError, ValueError) as e:
+            self._fail(f"not opened: {e}")
+            return
+        await self._round(edit, argv)
+
+    async def _round(self, edit: ExternalEdit, argv: list[str]) -> None:
+        """The editor on the private copy, then the copy checked and applied; the outcome is
+        handed to ``_decide``."""
+        bridge = self._memory.bridge
+        name = os.path.basename(argv[0])
+        try:
+            try:
+                code = await self._run_editor([*argv, str(edit.path)])
+            except SuspendNotSupported:
+                await bridge.discard_external_edit(edit)
+                self._fail("this terminal cannot hand over to an editor: use e to edit the card here")
+                return
+            except OSError as e:
+                await bridge.discard_external_edit(edit)
+                self._fail(f"could not run {name}: {e}")
+                return
+            refuse = None if code == 0 else f"{name} exited with {code}: nothing was applied"
+            outcome = await bridge.finish_external_edit(edit, refuse=refuse)
+            disk = None
+            if outcome.status == "conflict":
+                disk = await bridge.read_draft(str(edit.level), edit.filename)
+        except Exception as e:  # the copy is kept: the person's text is not lost to an I/O error
+            self._fail(f"not applied: {type(e).__name__}: {e} (your text is in {edit.path})")
+            return
+        self._memory.host.call_later(self._decide, ExternalEditOutcome(edit, outcome, argv, disk))
+
+    async def _run_editor(self, argv: list[str]) -> int:
+        host = self._memory.host
+        if host.is_headless:
+            # Tests: nothing to hand the terminal to; the "editor" is a script.
+            done = await asyncio.to_thread(subprocess.run, argv, stdin=subprocess.DEVNULL, capture_output=True)
+            return done.returncode
+        with host.suspend():
+            return subprocess.run(argv).returncode
+
+    def _decide(self, message: ExternalEditOutcome) -> None:
+        edit, outcome, argv = message.edit, message.outcome, message.argv
+        where = f"{edit.level}/{edit.filename}"
+        name = os.path.basename(argv[0])
+        if outcome.status == "unchanged":
+            self._end(edit, f"back from {name}: no changes")
+        elif outcome.status == "applied":
+            result: Any = outcome.result
+            level = str(getattr(result.level, "value", result.level))
+            self._end(edit, f"saved {level} card {result.filename} from {name} (u undoes)")
+            self._memory.after_change((level, result.filename))
+        elif outcome.status == "invalid":
+            self._ask_edit_again(edit, argv, outcome.problem, outcome.text, where)
+        elif outcome.status == "conflict":
+            self._show_conflict(message)
+
+    def _ask_edit_again(self, edit: ExternalEdit, argv: list[str], problem: str, text: str, where: str) -> None:
+        from widgets.cards.edit_problem import EditProblemModal
+
+        def chosen(choice: str | None) -> None:
+            if choice == "edit":
+                self._memory.run(self._round, edit, argv, group=GROUP)
+            else:
+                self._end(edit, f"discarded your edit: {where} is unchanged")
+
+        modal = EditProblemModal(one_line(problem, 300), text, where=where)
+        self._memory.host.push_screen(modal, callback=chosen)
+
+    def _show_conflict(self, message: ExternalEditOutcome) -> None:
+        from widgets.cards.conflict import ConflictModal
+        from widgets.cards.draft import CardDraft
+
+        edit, outcome, argv, disk = message.edit, message.outcome, message.argv, message.disk
+        f = outcome.fields
+        assert f is not None  # a conflict carries the fields read from the copy
+        mine = CardDraft(level=f.level, type=f.type, title=f.title, summary=f.summary, body=f.body)
+        where = f"{edit.level}/{edit.filename}"
+
+        def chosen(choice: str | None) -> None:
+            if choice == "mine":
+                self._memory.run(self._keep_mine, edit, argv, mine, disk, outcome.text, group=GROUP)
+            elif choice == "disk":
+                self._end(edit, f"kept {where} as it is on disk; your edit was dropped")
+            else:
+                problem = "the card changed on disk since it was copied for your editor: not applied"
+                self._ask_edit_again(edit, argv, problem, outcome.text, where)
+
+        modal = ConflictModal(mine, disk[0] if disk else None, where=where)
+        self._memory.host.push_screen(modal, callback=chosen)
+
+    async def _keep_mine(
+        self, edit: ExternalEdit, argv: list[str], mine: CardDraft, disk: tuple[CardDraft, str] | None, text: str
+    ) -> None:
+        """The person's version over the disk's (or as a new card, when the card was deleted)."""
+        from memory.store.cards import CardFields, ExternalEditResult
+
+        bridge = self._memory.bridge
+        fields = CardFields(level=mine.level, type=mine.type, title=mine.title, summary=mine.summary, body=mine.body)
+        try:
+            if disk is None:
+                result = await bridge.save_card(mine, None, None, None)
+            else:
+                result = await bridge.save_card(mine, edit.filename, disk[1], str(edit.level))
+            now = None
+            if result.status == "conflict":
+                now = await bridge.read_draft(str(edit.level), edit.filename)
+        except Exception as e:
+            self._fail(f"not applied: {type(e).__name__}: {e} (your text is in {edit.path})")
+            return
+        status: Literal["applied", "conflict", "invalid"] = (
+            "invalid" if result.status == "rejected" else result.status
+        )
+        outcome = ExternalEditResult(status=status, problem=result.reason, fields=fields, result=result, text=text)
+        self._memory.host.call_later(self._decide, ExternalEditOutcome(edit, outcome, argv, now))
+
+    def _end(self, edit: ExternalEdit, text: str) -> None:
+        """The edit is over: its private copy goes, the outcome is said."""
+        self.busy = False
+        self._memory.run(self._discard_copy, edit, group=GROUP)
+        self._memory.say(text)
+
+    async def _discard_copy(self, edit: ExternalEdit) -> None:
+        with contextlib.suppress(OSError):
+            await self._memory.bridge.discard_external_edit(edit)

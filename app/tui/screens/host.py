@@ -1,0 +1,46 @@
+"""What the memory screens' controller needs of the App, as a Protocol: the bridge to the
+runtime, the chat (for outcomes when no screen is open) and Textual's screen, worker and message
+calls. The App is one; a test can pass anything that has these."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from textual.message import Message
+    from textual.screen import Screen
+    from textual.worker import Worker
+
+    from app.tui.bridge import Bridge
+    from widgets.chat.log import ChatPane
+
+
+class ScreensHost(Protocol):
+    bridge: Bridge
+
+    @property
+    def chat(self) -> ChatPane: ...
+
+    @property
+    def is_headless(self) -> bool: ...
+
+    def push_screen(self, screen: Screen[Any], callback: Callable[[Any], None] | None = None) -> Any: ...
+
+    def run_worker(
+        self,
+        work: Callable[[], Coroutine[Any, Any, Any]],
+        name: str | None = "",
+        group: str = "default",
+        description: str = "",
+        exit_on_error: bool = True,
+        start: bool = True,
+        exclusive: bool = False,
+    ) -> Worker[Any]: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    def call_later(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> bool: ...
+
+    def suspend(self) -> AbstractContextManager[None]: ...

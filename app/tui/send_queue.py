@@ -1,0 +1,195 @@
+"""Prompts and commands sent before they can go, and the sending itself.
+
+The prompt works from the first frame: a prompt sent while the runtime connects (or while a turn,
+a session switch or the trust question runs) is queued — shown as such in the chat — and sent in
+order once nothing it waits for runs. Commands that need the session wait in the same line;
+commands that need only the memory stores wait for the runtime object (``after_built``). Esc takes
+back what is queued: the prompts' text goes back to an empty prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.tui.commands import Parsed
+from memory.text.lines import one_line
+
+if TYPE_CHECKING:
+    from app.tui.app import PseudoClaudeApp
+    from widgets.chat.user_block import UserBlock
+
+CONNECTING = "connecting… (Enter queues the prompt)"
+QUEUED_NOTE = "queued: sent once the model is connected (Esc cancels)"
+# Workers that the next queued prompt or command waits for: a turn (or /compact), a session
+# switch (/clear, /resume), the trust question's outcome.
+WAIT_GROUPS = frozenset({"turn", "session", "trust"})
+_ATTACH_RE = re.compile(r"(?<!\S)@(\S+)")
+
+
+@dataclass
+class Queued:
+    """A prompt sent before it could go: shown in the chat (``block``), sent in its turn."""
+
+    text: str  # as sent to the model (pastes expanded)
+    typed: str  # as the prompt showed it
+    pastes: dict[str, str] = field(default_factory=dict)
+    block: UserBlock | None = None
+
+
+class SendQueue:
+    """The App's line of waiting prompts and commands (``items``, oldest first)."""
+
+    def __init__(self, app: PseudoClaudeApp) -> None:
+        self.app = app
+        self.items: list[Queued | Parsed] = []  # wait for the session, in order with the prompts
+        self.after_built: list[Parsed] = []  # wait for the runtime object (the stores)
+        self._draining = False
+
+    def can_send(self) -> bool:
+        """Nothing that a queued prompt or command waits for: start-up, the trust question, a
+        turn, a session switch."""
+        app = self.app
+        if app.connecting or app._awaiting_trust or app._quitting:
+            return False
+        return not any(w.group in WAIT_GROUPS and not w.is_finished for w in app.workers)
+
+    def submit(self, text: str, typed: str, pastes: dict[str, str]) -> None:
+        """A prompt: sent now, or queued (never dropped) behind what it waits for."""
+        app = self.app
+        item = Queued(text, typed or text, dict(pastes))
+        if app.connecting or self.items or not self.can_send():
+            item.block = app.chat.add_user(item.typed, item.pastes)
+            item.block.set_note(QUEUED_NOTE if app.connecting else "queued: sent after what runs now (Esc cancels)")
+            self.items.append(item)
+            self.show_notice()
+            self.drain_soon()
+            return
+        self._send(item)
+
+    def defer(self, parsed: Parsed, needs: str) -> None:
+        """Run ``parsed`` once what it needs is there: "stores" (the runtime object) or
+        "session" (in order with the queued prompts, once the runtime is open)."""
+        chat = self.app.chat
+        if needs == "stores":
+            self.after_built.append(parsed)
+            chat.add_note(f"/{parsed.name} runs in a moment (the memory stores are being opened)")
+        else:
+            self.items.append(parsed)
+            when = "once the model is connected" if self.app.connecting else "after what runs or waits before it"
+            chat.add_note(f"/{parsed.name} runs {when} (Esc cancels)")
+            self.drain_soon()
+        self.show_notice()
+
+    def drain_soon(self) -> None:
+        if self.items and self.can_send():
+            self.app.call_later(self.drain)
+
+    async def drain(self) -> None:
+        """Send the queued prompts and run the queued commands, oldest first, each when nothing
+        it waits for runs (a prompt starts a turn: the next waits for its end)."""
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            while self.items and self.can_send():
+                item = self.items.pop(0)
+                if isinstance(item, Parsed):
+                    await self.app.slash.run_command(item, queued=True)
+                else:
+                    self._send(item)
+        finally:
+            self._draining = False
+            self.show_notice()
+
+    def run_after_built(self) -> None:
+        """The runtime object exists: the commands typed meanwhile run, in order."""
+        waiting, self.after_built = self.after_built, []
+        for parsed in waiting:
+            self.app.call_later(self.app.slash.run_command, parsed)
+
+    def _send(self, item: Queued) -> None:
+        app = self.app
+        if item.block is not None:
+            item.block.remove()  # drawn again below what came meanwhile (notes, a resumed history)
+            item.block = None
+        if not app.ready:
+            # No model (or no connection): the prompt is kept — in the chat, and in the history.
+            self.not_sent(item, "not sent: no model is configured (see the setup note below)")
+            app.startup.show_configure_help()
+            return
+        app.remember_prompt(item.text)
+        app.chat.add_user(item.typed, item.pastes)
+        app.start_turn(item.text)
+
+    def not_sent(self, item: Queued, why: str) -> None:
+        block = item.block if item.block is not None else self.app.chat.add_user(item.typed, item.pastes)
+        item.block = block
+        block.set_note(why)
+        self.app.remember_prompt(item.text)
+
+    def fail_all(self) -> None:
+        """Start-up failed: what was waiting cannot run, said on each (prompts stay in the history)."""
+        app = self.app
+        for item in [*self.items, *([] if app.built else self.after_built)]:
+            if isinstance(item, Parsed):
+                app.chat.add_note(f"/{item.name} not run: the app could not start (see the error above)")
+            else:
+                self.not_sent(item, "not sent: the app could not connect (see the error below)")
+        self.items.clear()
+        self.after_built.clear()
+        self.show_notice()
+
+    def cancel(self) -> None:
+        """Esc / Ctrl+C: nothing queued is sent; the queued prompts' text goes back to an
+        empty prompt (and stays in the history)."""
+        app = self.app
+        items = list(self.items)
+        self.items.clear()
+        prompts = [item for item in items if isinstance(item, Queued)]
+        back = bool(prompts) and not app.prompt.text.strip()
+        for item in items:
+            if isinstance(item, Parsed):
+                app.chat.add_note(f"/{item.name} not run: cancelled")
+            elif item.block is not None:
+                item.block.set_note("not sent: cancelled" + (" (back in the prompt)" if back else ""))
+        if back:
+            app.prompt.text = "\n\n".join(item.typed for item in prompts)
+            app.prompt.move_cursor(app.prompt.document.end)
+        self.show_notice()
+
+    def show_notice(self) -> None:
+        app = self.app
+        prompts = sum(1 for item in self.items if isinstance(item, Queued))
+        if prompts:
+            when = "once connected" if app.connecting else "in turn"
+            app.prompt.notice = f"{prompts} queued: sent {when} (Esc cancels)"
+        else:
+            app.prompt.notice = CONNECTING if app.connecting else None
+
+
+async def with_attachments(text: str, workspace: Path, files: frozenset[str]) -> tuple[str, list[str]]:
+    """The message with each ``@path`` file appended (bounded), and notes for the user.
+    ``files``: the workspace's files as listed (empty: not listed yet, every path is tried)."""
+    from app.tui.filecomplete import attach
+
+    wanted: list[str] = []
+    for raw in _ATTACH_RE.findall(text):
+        rel = raw.rstrip(".,;:!?)")
+        if rel and rel not in wanted and (rel in files or not files):
+            wanted.append(rel)
+    blocks, notes = [], []
+    for rel in wanted:
+        try:
+            block, note = await asyncio.to_thread(attach, workspace, rel)
+        except Exception as e:
+            notes.append(f"@{rel}: not attached ({one_line(e, 200)})")
+            continue
+        if block:
+            blocks.append(block)
+        if note:
+            notes.append(note)
+    return (text + "".join(f"\n\n{b}" for b in blocks)) if blocks else text, notes

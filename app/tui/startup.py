@@ -1,0 +1,159 @@
+"""Start-up after the first frame: the settings, the runtime object, the SDK, the session.
+
+The first frame is fast because the App module imports Textual and the widgets only. Then, in
+order: the settings are loaded (the command line passes its flags), the runtime object is built
+(``RuntimeBuilt``: the memory panel, the prompt history and the store watcher start), the chat's
+Markdown and the ``anthropic`` SDK (seconds) are imported in threads, and the session opens
+(``RuntimeReady``) — or start-up fails, said once (``RuntimeFailed``). A bad ``--resume`` is said
+once and the app goes on with a new session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from textual.content import Content
+
+from app.tui.bridge import CONFIGURE_HELP
+from app.tui.messages import ChatNote, FilesLoaded, HistoryLoaded, RuntimeBuilt, RuntimeFailed, RuntimeReady
+from memory.text.lines import one_line
+
+if TYPE_CHECKING:
+    from app.tui.app import PseudoClaudeApp
+    from app.tui.prompt_history import PromptHistory
+
+
+def _could_not_start(e: BaseException) -> RuntimeFailed:
+    return RuntimeFailed(one_line(f"could not start: {type(e).__name__}: {e}", 300))
+
+
+class Startup:
+    """Connects the App; ``flags``: the command line's setting flags when the settings are still
+    to be loaded (None: the App was given them)."""
+
+    def __init__(self, app: PseudoClaudeApp, flags: Mapping[str, object] | None, *,
+                 resume: str | None, continue_latest: bool) -> None:
+        self.app = app
+        self._flags = dict(flags) if flags is not None else None
+        self._resume = resume
+        self._continue_latest = continue_latest
+        self.error: str | None = None  # a bad setting: printed by run_app after the app ends
+
+    def connect(self) -> None:
+        self.app.run_worker(self._connect(), group="connect", exclusive=True, exit_on_error=False)
+
+    async def _connect(self) -> None:
+        app = self.app
+        if app.settings is None and not await self._load_settings():
+            return
+        try:
+            await asyncio.to_thread(app.bridge.build)
+        except Exception as e:
+            app.post_message(_could_not_start(e))
+            return
+        app.post_message(RuntimeBuilt())
+        try:
+            # What the first frame did without: the chat's Markdown, then the SDK (seconds).
+            await asyncio.to_thread(importlib.import_module, "widgets.chat.answer_block")
+            await asyncio.to_thread(app.bridge.warm_sdk)
+            note = await app.bridge.open(resume=self._resume, continue_latest=self._continue_latest)
+        except ValueError as e:  # a bad --resume: said once, the app goes on with a new session
+            app.post_message(ChatNote(one_line(e, 400), error=True))
+            try:
+                note = await app.bridge.open()
+            except Exception as e2:
+                app.post_message(RuntimeFailed(one_line(e2, 300)))
+                return
+        except Exception as e:
+            app.post_message(_could_not_start(e))
+            return
+        app.post_message(RuntimeReady(app.bridge.credentials, note))
+
+    async def _load_settings(self) -> bool:
+        """The settings from the flags, the config file and the environment; False: they are
+        wrong (the app exits with the reason)."""
+        app = self.app
+        # Imported in a thread: a first import on the loop held the screen and the keys.
+        await asyncio.to_thread(importlib.import_module, "app.agent.settings")
+        from app.agent.settings import SettingsError, load_settings
+
+        try:
+            settings = await asyncio.to_thread(load_settings, self._flags, home=app.bridge.home)
+        except SettingsError as e:
+            self.error = str(e)
+            app.exit(return_code=2)
+            return False
+        app.settings = app.bridge.settings = settings
+        for warning in settings.warnings:
+            app.chat.add_note(one_line(warning, 300))
+        app.show_settings()
+        return True
+
+    # -- the App's messages, routed here ------------------------------------------------------------
+
+    def built(self) -> None:
+        from app.tui.prompt_history import PromptHistory
+        from memory.store.paths import pseudoclaude_home
+
+        app = self.app
+        app.built = True
+        home = app.bridge.home
+        app._history = PromptHistory(home if home is not None else pseudoclaude_home(), app.workspace)
+        app.run_worker(self._load_side_data(app._history), group="side", exit_on_error=False)
+        app._refresh_panel()
+        app.run_worker(app.bridge.watch_stores(), group="watch", exclusive=True, exit_on_error=False)
+        app.queue.run_after_built()
+
+    async def _load_side_data(self, history: PromptHistory) -> None:
+        from app.tui.filecomplete import workspace_files
+
+        app = self.app
+        with contextlib.suppress(Exception):
+            app.post_message(HistoryLoaded(await asyncio.to_thread(history.load)))
+        with contextlib.suppress(Exception):
+            app.post_message(FilesLoaded(await asyncio.to_thread(workspace_files, app.workspace)))
+
+    def ready(self, message: RuntimeReady) -> None:
+        from app.agent.pricing import CostMeter
+
+        app = self.app
+        app._cost = CostMeter(getattr(app.settings, "prices", None))
+        app.ready = message.credentials
+        app.connecting = False
+        # Without credentials commands still work offline (/remember, /memory, /undo): the prompt
+        # is enabled and a message gets the configuration help again.
+        app.status_model.update(note="" if message.credentials else "no model configured",
+                                cost=app._cost.describe())
+        if not app._quitting:
+            app.prompt.disabled_reason = None
+        if not message.credentials:
+            self.show_configure_help()
+        if message.note:
+            app.chat.add_note(one_line(message.note, 300))
+        messages = app.bridge.messages
+        if messages:
+            app.show_history(messages)
+        app._refresh_panel()
+        app.queue.show_notice()
+        app.queue.drain_soon()
+
+    def failed(self, message: RuntimeFailed) -> None:
+        app = self.app
+        app.connecting = False
+        app.status_model.update(note="not connected")
+        app.prompt.disabled_reason = "not connected"
+        app.chat.add_error(message.message)
+        app.queue.fail_all()
+
+    def show_configure_help(self) -> None:
+        """The setup note: why chatting is off, and how to configure a model."""
+        block = self.app.chat.add_note(CONFIGURE_HELP)
+        block.add_class("-setup")
+        heading, _, body = CONFIGURE_HELP.partition("\n")
+        block.update(Content.assemble((heading, "bold"), "\n", body))
+
+

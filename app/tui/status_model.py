@@ -1,0 +1,38 @@
+"""What the status line shows, held in one place: the line follows this state.
+
+The App and the turn's renderer change fields (``update``); a change that alters what is shown
+redraws the line at once, and a change to nothing redraws nothing. Nobody calls a "show the
+status" by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from widgets.chat.status import StatusInfo, StatusLine
+
+
+class StatusModel:
+    """The state behind the App's ``StatusLine``; it draws once it is attached (``attach``)."""
+
+    def __init__(self, workspace: str, *, note: str = "") -> None:
+        self._info = StatusInfo(workspace=workspace, model="", memory_mode="", last_turn="", cost="",
+                                pending=0, note=note)
+        self._line: StatusLine | None = None
+
+    @property
+    def info(self) -> StatusInfo:
+        return self._info
+
+    def attach(self, line: StatusLine) -> None:
+        self._line = line
+        line.show(self._info)
+
+    def update(self, **changes: Any) -> None:
+        """Set the named ``StatusInfo`` fields; the line is redrawn if any of them changed."""
+        info = replace(self._info, **changes)
+        if info != self._info:
+            self._info = info
+            if self._line is not None:
+                self._line.show(info)

@@ -1,0 +1,117 @@
+"""The trust question: whether the project's memory store may reach the model's prompts.
+
+Asked right after the first frame (the stores need no settings, no SDK, no session): whether to
+ask is a listing (milliseconds); the window is up at once, "reading the cards…", and the cards it
+lists (every card read: seconds on a cold 10,000-card store) follow. The connection starts once
+it is known whether to ask. Nothing queued is sent until the question is answered; an untrusted
+store stays out of every prompt whatever happens here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from app.tui.messages import ChatNote, TrustCardsRead, TrustChecked
+from memory.text.lines import one_line
+from widgets.dialogs.trust import TrustCard, TrustModal
+
+if TYPE_CHECKING:
+    from app.tui.app import PseudoClaudeApp
+    from memory.store.index import TrustPreview
+
+
+def trust_cards(preview: TrustPreview) -> list[TrustCard]:
+    """The trust window's cards: one per index line the model would get, then one per card it
+    would leave out (with why). Blocking: call in a thread."""
+    from memory.store.index import INDEX_LINE_RE
+
+    cards = []
+    for line in preview.lines:
+        m = INDEX_LINE_RE.match(line)
+        if m is None:
+            continue
+        text = m.group("text")
+        # " — " inside a title or a summary: the line's text is shown whole, as the model reads it.
+        title, summary = text.split(" — ") if text.count(" — ") == 1 else (text, "")
+        cards.append(TrustCard(type=m.group("type"), title=one_line(title, 120), summary=one_line(summary, 120),
+                               filename=one_line(m.group("filename"), 120)))
+    for filename, reason in preview.left_out:
+        name = one_line(filename, 120)
+        cards.append(TrustCard(type="", title=name, summary="", filename=name,
+                               problem=one_line(reason, 300) or "left out"))
+    return cards
+
+
+class TrustQuestion:
+    """Asks, shows the window, records the answer. The App routes the two messages here."""
+
+    def __init__(self, app: PseudoClaudeApp) -> None:
+        self.app = app
+        self._modal: TrustModal | None = None  # the question, until answered
+
+    def ask(self) -> None:
+        self.app._awaiting_trust = True
+        self.app.run_worker(self._ask(), group="trust-ask", exclusive=True, exit_on_error=False)
+
+    async def _ask(self) -> None:
+        """Whether to ask, then the cards to list, each told to the App as soon as it is known;
+        the connection is started in between."""
+        app = self.app
+        try:
+            needed, where = await app.bridge.trust_needed()
+        except Exception:
+            # Nothing to ask on; the stores still leave an untrusted store out of every prompt.
+            app.post_message(TrustChecked(False))
+            raise
+        finally:
+            # After the check, not beside it: its imports (the stores) are the runtime's too, and
+            # two threads importing at once under one interpreter lock each take twice as long.
+            app.startup.connect()
+        app.post_message(TrustChecked(needed, where=where))
+        if not needed:
+            return
+        try:
+            preview = await app.bridge.trust_preview()
+            cards = await asyncio.to_thread(trust_cards, preview)
+        except Exception as e:
+            app.post_message(TrustCardsRead([], error=one_line(f"{type(e).__name__}: {e}", 300)))
+            raise
+        app.post_message(TrustCardsRead(cards))
+
+    def checked(self, message: TrustChecked) -> None:
+        app = self.app
+        if not message.needed or app._quitting:
+            app._awaiting_trust = False
+            app.queue.drain_soon()
+            return
+        # Up at once, "reading the cards…"; ``y`` waits for the list (TrustCardsRead).
+        self._modal = TrustModal(None, where=message.where)
+        app.push_screen(self._modal, callback=self._answered)
+
+    def cards_read(self, message: TrustCardsRead) -> None:
+        modal = self._modal
+        if modal is None:
+            return  # answered ("not now") before the cards were read
+        if message.error is not None:
+            modal.show_error(f"the cards could not be read: {message.error}")
+        else:
+            modal.show_cards(message.cards)
+
+    def _answered(self, trusted: bool | None) -> None:
+        self._modal = None
+        self.app.run_worker(self._settle(bool(trusted)), group="trust", exclusive=True, exit_on_error=False)
+
+    async def _settle(self, trusted: bool) -> None:
+        app = self.app
+        if trusted:
+            # Start-up builds the session's first system prompt from the stores: the trust goes
+            # in once that is done (the runtime then rebuilds the prompt), never halfway through.
+            starting = {t for w in app.workers if w.group == "connect" and (t := getattr(w, "_task", None))}
+            if starting:
+                await asyncio.wait(starting)
+            await app.bridge.trust_project()
+            app.post_message(ChatNote("project memory trusted: its cards are used from now on"))
+        else:
+            app.post_message(ChatNote("project memory not trusted for now: it is left out (asked again next start)"))
+        app._refresh_panel()

@@ -1,0 +1,65 @@
+"""Where a workspace's memory lives: its two stores, its paths, the file system and the clock.
+
+The transaction, the history and trust work on this and nothing else: they never see the
+``MemoryStores`` facade that calls them (which holds one layout and adds the lock, the reads and
+the card edits). Frozen: the levels a workspace has are decided once, when it is opened.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory.constants import Level
+from memory.model import utcnow
+from memory.store.fs import DEFAULT_FS, FS
+from memory.store.paths import Paths
+from memory.store.store import Store
+
+__all__ = ["StoreLayout"]
+
+
+@dataclass(frozen=True)
+class StoreLayout:
+    paths: Paths
+    fs: FS
+    clock: Callable[[], _dt.datetime]
+    project: Store
+    user: Store
+    # False for a workspace at ~ with the default home: its project store IS the user store,
+    # and one folder must not be two levels.
+    has_project_level: bool
+
+    @classmethod
+    def for_workspace(
+        cls,
+        workspace: Path | str,
+        home: Path | None = None,
+        *,
+        fs: FS = DEFAULT_FS,
+        clock: Callable[[], _dt.datetime] = utcnow,
+    ) -> StoreLayout:
+        paths = Paths.for_workspace(workspace, home)
+        project_real = os.path.realpath(paths.project_store)
+        has_project_level = project_real != os.path.realpath(paths.user_store)
+        unavailable = (
+            None
+            if has_project_level
+            else f"this workspace has no project level: its project store is the user store ({project_real})"
+        )
+        project = Store(Level.PROJECT, paths.project_store, fs, guard=paths.workspace, unavailable=unavailable)
+        user = Store(Level.USER, paths.user_store, fs)
+        return cls(paths=paths, fs=fs, clock=clock, project=project, user=user, has_project_level=has_project_level)
+
+    def store(self, level: Level | str) -> Store:
+        return self.project if Level(level) is Level.PROJECT else self.user
+
+    @property
+    def stores(self) -> dict[Level, Store]:
+        """The levels this workspace has (the user level only when the two are one folder)."""
+        if not self.has_project_level:
+            return {Level.USER: self.user}
+        return {Level.PROJECT: self.project, Level.USER: self.user}
