@@ -30,7 +30,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2
 
 stress: $(STAMP)
-	PSEUDOCLAUDE_STRESS_KILLS=$${KILLS:-200} $(BIN)/python -m pytest -q -p no:cacheprovider tests/memory/reliability -k random_sigkill --timeout 1800
+	PSEUDOCLAUDE_STRESS_KILLS=$${KILLS:-200} $(BIN)/python -m pytest -q -p no:cacheprovider tests/reliability -k random_sigkill --timeout 1800
 
 # Not part of `test`: every figure of the README's Performance table (under 10 minutes on 2 cores).
 bench: $(STAMP)

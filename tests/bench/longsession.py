@@ -1,6 +1,6 @@
 """A long scripted session against the fake Messages API (issue 9, DESIGN.md §13).
 
-Shared by the 300-turn tests (tests/agent/test_long_sessions.py, tests/tui/
+Shared by the 300-turn tests (tests/integration/agent/test_long_sessions.py, tests/tui/
 test_app_long_session.py) and `make bench` (tests/bench/bench_compaction.py), so the figure the
 benchmark prints is the session the tests hold to their limits.
 

@@ -22,7 +22,7 @@ problems found (target 0):
    the manager's ``request_timeout``). No turn fails; every turn's fact ends as one card or in
    a job that is visibly failed (state ``failed``, a reason, a ``JobFailed`` event); none vanishes.
 
-The fast versions of the three (fewer turns) are in tests/memory/reliability/test_stress.py (`make test`).
+The fast versions of the three (fewer turns) are in tests/reliability/test_stress.py (`make test`).
 A driver is this module run as a script: ``python -m tests.bench.stress app|print …``.
 """
 

@@ -12,7 +12,7 @@ import anthropic  # noqa: F401  # imported up front: a first import on the loop 
 import pytest
 
 from memory.store.fs import FS
-from tests.agent.test_watchdog import SlowFS, Watchdog
+from tests.integration.agent.test_watchdog import SlowFS, Watchdog
 from tests.support.clitools import create_op, ops_answer
 from tests.support.fakeapi import FakeAnthropic, text, tool_use
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("app", "memory", "widgets")
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 60

@@ -17,10 +17,10 @@ from memory.jobs.spool import Spool, make_job
 from memory.model import Turn, TurnMessage
 from memory.store.fs import FS
 from memory.store.stores import MemoryStores
-from tests.memory.reliability.scenario import reference, run_batch, seeded
+from tests.reliability.scenario import reference, run_batch, seeded
 from tests.support.memtools import create, leftovers, make_env, stores_state
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _exit_at(k: int):

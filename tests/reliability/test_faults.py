@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory.store.fs import FS
-from tests.memory.reliability.scenario import reference, run_batch, seeded
+from tests.reliability.scenario import reference, run_batch, seeded
 from tests.support.memtools import leftovers, make_env, stores_state
 
 

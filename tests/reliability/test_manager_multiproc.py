@@ -22,7 +22,7 @@ from memory.jobs.spool import Spool, make_job
 from memory.model import Turn, TurnMessage
 from memory.store.stores import MemoryStores
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 N_JOBS = 12
 KILL_AT_EVENT = 4
 

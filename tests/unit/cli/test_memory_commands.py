@@ -19,7 +19,7 @@ from memory.store.stores import MemoryStores
 # `ws` here is an empty folder, not the shared git work tree.
 pytestmark = pytest.mark.plain_ws
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

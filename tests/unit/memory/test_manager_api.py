@@ -31,7 +31,8 @@ from memory.jobs.spool import make_job, new_job_id
 from memory.jobs.views import JobView
 from memory.store.fs import FS
 from memory.store.stores import MemoryStores
-from tests.memory.test_manager import (
+from tests.support.memtools import make_env, write_note
+from tests.unit.memory.test_manager import (
     Gate,
     Script,
     Sleeps,
@@ -43,7 +44,6 @@ from tests.memory.test_manager import (
     spooled,
     turn,
 )
-from tests.support.memtools import make_env, write_note
 
 pytestmark = [pytest.mark.plain_ws, pytest.mark.timeout(60)]
 
@@ -294,7 +294,7 @@ async def test_a_fifo_named_like_a_job_never_hangs_listing_flush_or_jobs(env: Me
 def test_approve_after_a_partial_reject_neither_repeats_the_rejection_nor_exits_3(
     ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.cli.test_memory_commands import _spool_job, create_op, run
+    from tests.unit.cli.test_memory_commands import _spool_job, create_op, run
 
     job = _spool_job(ws, held=[create_op("One"), create_op("Two")])
     code, out, err = run(ws, "reject", job.id, "0", monkeypatch=monkeypatch, capsys=capsys)

@@ -18,7 +18,7 @@ from tests.support.memtools import write_note
 # `ws` here is an empty folder, not the shared git work tree.
 pytestmark = pytest.mark.plain_ws
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ESCAPES = ("\x1b", "\x07", "\x9b", "\x9d")
 
 
