@@ -22,12 +22,13 @@ def one_line(value: object, width: int | None = None) -> str:
 
 
 def format_bytes(n: int) -> str:
-    """A size as people read it: "512 bytes", "3.4 KiB", "120 KiB", "1.5 MiB"."""
+    """A size in one short form everywhere: "48 B", "2.0 KiB", "195.3 KiB", "1.5 MiB" (one decimal
+    past a KiB, so sizes side by side on one screen read alike)."""
     if n < 1024:
-        return f"{n} byte{'' if n == 1 else 's'}"
+        return f"{n} B"
     size, unit = n / 1024, "KiB"
     for bigger in ("MiB", "GiB"):
         if size < 1024:
             break
         size, unit = size / 1024, bigger
-    return f"{size:.1f} {unit}" if size < 10 else f"{size:,.0f} {unit}"
+    return f"{size:.1f} {unit}"

@@ -525,4 +525,4 @@ async def test_a_huge_body_is_cut_in_the_preview() -> None:
         await start(pilot, browser)
         markdown = browser.query_one(Markdown)
         assert len(markdown.source.encode()) < 70_000
-        assert "cut: the body is 195 KiB" in markdown.source
+        assert "cut: the body is 195.3 KiB" in markdown.source

@@ -33,7 +33,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input, Markdown, Static
 
-from memory.text.lines import one_line
+from memory.text.lines import format_bytes, one_line
 from memory.text.terminal import strip_terminal
 from widgets.cards.card_list import CardList, CardRow, card_date
 from widgets.cards.draft import CARD_TYPES, LEVELS
@@ -486,5 +486,5 @@ def _preview_body(body: str) -> str:
         body = data[:PREVIEW_MAX_BYTES].decode("utf-8", "ignore")
     text = strip_terminal(body, keep_newlines=True)
     if cut:
-        text += f"\n\n*… cut: the body is {len(data) // 1024:,} KiB, the preview shows the first 64 KiB*"
+        text += f"\n\n*… cut: the body is {format_bytes(len(data))}, the preview shows the first 64 KiB*"
     return text

@@ -1,27 +1,20 @@
 """How the chat says a size: a tool call's arguments while they stream in, a collapsed paste.
 
-The chat's own short form ("48 B", "2.0 KiB", "195.3 KiB": always one decimal past a KiB) rather
-than ``memory.text.lines.format_bytes``: it is what the tool blocks and paste placeholders have
-always shown, on screens people compare.
+Sizes are ``memory.text.lines.format_bytes``'s one form ("48 B", "2.0 KiB", "195.3 KiB"), the
+same in the chat, the completion notes, the tool errors and print mode.
 """
 
 from __future__ import annotations
 
+from memory.text.lines import format_bytes
 from memory.text.terminal import line_count
 
 __all__ = ["lines_label", "size_label"]
 
 
 def size_label(n: int) -> str:
-    """``n`` bytes in the chat's short form: "48 B", "2.0 KiB", "1.5 MiB"."""
-    if n < 1024:
-        return f"{n} B"
-    size = n / 1024
-    for unit in ("KiB", "MiB"):
-        if size < 1024:
-            return f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"
+    """``n`` bytes as every face says a size: "48 B", "2.0 KiB", "1.5 MiB"."""
+    return format_bytes(n)
 
 
 def lines_label(text: str) -> str:

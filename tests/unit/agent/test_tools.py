@@ -367,7 +367,7 @@ async def test_read_file_over_10_mb_needs_offset_or_limit(ctx: ToolContext, ws: 
         f.write(b"".join(b"entry %d\n" % i for i in range(1, 1001)))
         f.truncate(11 * 1024 * 1024)  # sparse tail: zeros after the first 8 KiB
     msg = one_line_error(await run(ctx, "read_file", path="huge.log"))
-    assert "is 11 MiB, over the 10 MiB limit" in msg and "offset" in msg
+    assert "is 11.0 MiB, over the 10.0 MiB limit" in msg and "offset" in msg
     r = await run(ctx, "read_file", path="huge.log", offset=5, limit=2)
     assert r.content.splitlines()[:2] == ["     5\tentry 5", "     6\tentry 6"]
     assert "use offset=7" in r.content

@@ -125,7 +125,7 @@ def test_attach_cuts_a_long_file_at_a_line_and_says_so(ws: Path) -> None:
     block, note = attach(ws, "big.txt", max_bytes=1000)
     body = block.split("\n", 1)[1].removesuffix("</attached-file>")
     assert len(body.encode()) <= 1000 and body.endswith("\n") and body.startswith("line 00000\n")
-    assert note == "@big.txt: attached the first 990 bytes of 215 KiB"
+    assert note == "@big.txt: attached the first 990 B of 214.8 KiB"
     assert 'cut="first 990 of 220000 bytes"' in block.split("\n", 1)[0]
 
 
