@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
-from app.tui.turn_view import display_keys
+from app.tui.turn_view import display_keys, widget_view
 from memory.constants import UPDATE_TAG
 from memory.text.lines import one_line
 from memory.text.terminal import strip_terminal, strip_terminal_deep
@@ -109,7 +109,11 @@ class HistoryView:
         if result is not None:
             content = result.get("content")
             text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-            block.set_result(strip_terminal(text), is_error=bool(result.get("is_error")), denied=False)
+            # The log keeps only the model's text: the bash tool reads its own status back from it.
+            from app.agent.tools.shell import view_of_content
+
+            view = widget_view(view_of_content(text)) if name == "bash" else None
+            block.set_result(strip_terminal(text), is_error=bool(result.get("is_error")), denied=False, view=view)
 
     def _user_text(self, text: str) -> None:
         """An earlier user message; a large one collapsed as a paste would be (its typed form

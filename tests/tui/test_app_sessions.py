@@ -186,3 +186,26 @@ async def test_a_resumed_sessions_large_pasted_message_shows_collapsed_and_expan
         assert "[pasted 3,000 lines" in block.shown_text and "log line 2999" not in block.shown_text
         block.expanded = True
         await wait_until(pilot, lambda: "log line 999" in block.shown_text, what="the expanded paste")
+
+
+async def test_a_resumed_sessions_bash_call_shows_its_exit_status_as_it_did_live(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
+    from widgets.chat.tool_block import ToolBlock
+
+    use = {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "make test"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True,
+              "content": "exit code: 2\n--- stderr ---\nmake: *** [test] Error 2"}
+    with SessionStore().create(ws) as s:
+        s.begin_turn("run the tests")
+        s.append({"role": "user", "content": [{"type": "text", "text": "run the tests"}]})
+        s.append({"role": "assistant", "content": [use]})
+        s.append({"role": "user", "content": [result]})
+        s.append({"role": "assistant", "content": [{"type": "text", "text": "they fail"}]})
+        s.end_turn("completed")
+    app = make_app(server, memory_mode="off", continue_latest=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: "they fail" in chat_texts(app), what="the history")
+        [block] = list(app.chat.query(ToolBlock))
+        assert "exit 2" in block.header_text and "make test" in block.header_text

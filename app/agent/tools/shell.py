@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 from dataclasses import dataclass
 from typing import Any
@@ -238,3 +239,27 @@ def _result(o: _Outcome) -> ToolResult:
     shown = body[1:]  # the marker (or "(no output)") filled the collapsed excerpt before any output
     view = ResultView(status=status, output="\n".join(shown + notes), failed=failed) if status else None
     return ToolResult(content="\n".join([first, *notes, *body]), is_error=failed, view=view)
+
+
+_EXIT_LINE = re.compile(r"exit code: (-?\d+)(?: \(killed by ([^)]*)\))?")
+_TIMEOUT_LINE = re.compile(r"timed out after (\S+) s\b.*")
+
+
+def view_of_content(text: str) -> ResultView | None:
+    """The view of a bash result read back from a session log, which keeps only the model's text:
+    the status and output ``_result`` gave when the command ran. None for any other text."""
+    lines = text.split("\n")
+    if m := _EXIT_LINE.fullmatch(lines[0]):
+        code = int(m.group(1))
+        status, failed = f"exit {code}" + (f" {m.group(2)}" if m.group(2) else ""), code != 0
+    elif m := _TIMEOUT_LINE.fullmatch(lines[0]):
+        status, failed = f"timed out after {m.group(1)} s", True
+    else:
+        return None
+    i = 1
+    while i < len(lines) and lines[i].startswith("[") and lines[i].endswith("]"):
+        i += 1
+    notes, rest = lines[1:i], lines[i:]
+    if rest[:1] not in ([NO_OUTPUT], [STDOUT_MARK], [STDERR_MARK]):
+        return None
+    return ResultView(status=status, output="\n".join(rest[1:] + notes), failed=failed)

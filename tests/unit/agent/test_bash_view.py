@@ -75,3 +75,20 @@ async def test_the_model_never_gets_the_view(ws: Path) -> None:
 
     r = await run_tool("bash", {"command": "echo hi"}, ToolContext(workspace=ws))
     assert _tool_result("c1", r) == {"type": "tool_result", "tool_use_id": "c1", "content": r.content}
+
+
+@pytest.mark.parametrize("command", ["echo hi; echo there", "echo out; echo err >&2; exit 3", "true",
+                                     "echo oops >&2; exit 1", "kill -9 $$"])
+async def test_a_result_read_back_from_the_session_log_has_the_view_it_had_when_it_ran(ws: Path, command: str) -> None:
+    """`--continue` and /resume draw old bash calls from the log's text alone: the same status line."""
+    from app.agent.tools.shell import view_of_content
+
+    content, view, _ = await bash(ws, command)
+    assert view is not None and view_of_content(content) == view
+
+
+def test_text_that_is_not_a_bash_result_has_no_view() -> None:
+    from app.agent.tools.shell import view_of_content
+
+    assert view_of_content("exit code: 0\nno section marker") is None
+    assert view_of_content("hello") is None
