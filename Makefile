@@ -27,7 +27,7 @@ test: $(STAMP)
 	$(BIN)/ruff check app widgets memory tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 
 stress: $(STAMP)
 	PSEUDOCLAUDE_STRESS_KILLS=$${KILLS:-200} $(BIN)/python -m pytest -q -p no:cacheprovider tests/reliability -k random_sigkill --timeout 1800

@@ -31,7 +31,8 @@ from tests.support.fakeapi import FakeAnthropic, text
 from tests.support.memtools import trust_workspace, write_note
 from tests.tui.test_smoke_tmux import HEIGHT, WIDTH, Tmux, open_tmux, quit_app, start_app
 
-pytestmark = pytest.mark.timeout(120)
+# One worker builds the wheel and the venv once for the whole module (`-n 2 --dist loadgroup`).
+pytestmark = [pytest.mark.timeout(120), pytest.mark.xdist_group("wheel")]
 
 PACKAGES = ("app", "memory", "widgets")
 STYLESHEET = "app/tui/app.tcss"
