@@ -1,4 +1,4 @@
-"""`make bench` (issue 10): every figure, one line each (`name: value  target  ok|MISS`), then the
+"""`make bench`: every figure, one line each (`name: value  target  ok|MISS`), then the
 README's Performance table rewritten between its markers.
 
     python -m tests.bench                 # all figures (under 10 minutes on 2 cores)

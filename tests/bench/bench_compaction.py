@@ -1,4 +1,4 @@
-"""`make bench`: how big requests get over a long session with large tool outputs (issue 9).
+"""`make bench`: how big requests get over a long session with large tool outputs.
 
 Runs the scripted session of tests/bench/longsession.py — by default 300 turns of
 `pseudoclaude --continue -p … --allow-tools bash --memory off`, in this process, each turn one

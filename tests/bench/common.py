@@ -1,4 +1,4 @@
-"""What every benchmark of `make bench` shares (issue 10): the Figure it reports, medians, and a
+"""What every benchmark of `make bench` shares: the Figure it reports, medians, and a
 private environment (a temporary HOME and PSEUDOCLAUDE_HOME, no ANTHROPIC_*/PSEUDOCLAUDE_* of the
 person running it).
 

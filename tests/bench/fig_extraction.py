@@ -1,4 +1,4 @@
-"""`make bench`, figure 4 (issue 10): the cost of memory extraction stays flat.
+"""`make bench`, figure 4: the cost of memory extraction stays flat.
 
 * Flat: 100 same-size turns of one conversation, each `pseudoclaude -C ws --continue -p …` run in
   this process with memory on (``app.cli.main``) against the fake Messages API; the memory model

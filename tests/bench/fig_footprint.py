@@ -1,4 +1,4 @@
-"""`make bench`, figure 7 (issue 10): the app's resident memory after 500 streamed turns against
+"""`make bench`, figure 7: the app's resident memory after 500 streamed turns against
 after 10 — old chat blocks pruned, nothing accumulating, compaction included.
 
 The headless app (``PseudoClaudeApp.run_test``, 100×30, so the memory panel is shown) runs 500

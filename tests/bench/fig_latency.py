@@ -1,4 +1,4 @@
-"""`make bench`, figure 1 (issue 10): answer latency does not depend on memory.
+"""`make bench`, figure 1: answer latency does not depend on memory.
 
 Two figures, each the median over runs of a variant with the memory model taking 4 s to answer
 every extraction request (its reply held at the fake by a gate that opens after 4 s) against the

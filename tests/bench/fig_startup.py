@@ -1,4 +1,4 @@
-"""`make bench`, figure 5 (issue 10): start-up.
+"""`make bench`, figure 5: start-up.
 
 * First paint: the installed ``.venv/bin/pseudoclaude`` is started in a pseudo-terminal
   (100×30, TERM=xterm-256color, in a workspace with no memory yet) and timed from the spawn to

@@ -1,4 +1,4 @@
-"""`make bench`, figure 6 (issue 10): how the stores scale — a 50-op batch applied to project
+"""`make bench`, figure 6: how the stores scale — a 50-op batch applied to project
 stores of 100, 1,000 and 10,000 notes, and `memory index` / `memory list` on each.
 
 Three workspaces under one private home, each with a trusted project store of N notes (written
@@ -168,7 +168,7 @@ def figures(runs: int = 5) -> list[Figure]:
                 f"{_ms(m['warm'])} at {sizes} notes"),
         Figure("store scaling: cold apply at 10,000 notes", m["cold"][big], "s", "reported", True,
                f"a new `memory apply` process, medians of {runs}: {_s(m['cold'])} at {sizes} notes "
-               "(issue 10 measured 0.77 / 1.98 / 12.2 s before)"),
+               "(0.77 / 1.98 / 12.2 s when first measured)"),
         at_most("store scaling: cold memory list at 10,000 notes", m["list"][big], 2, "s",
                 f"a new `memory list` process, medians of {runs}: {_s(m['list'])} at {sizes} notes"),
         at_most("store scaling: memory index, 10,000 / 100 notes", m["index"][big] / m["index"][small], 2, "×",

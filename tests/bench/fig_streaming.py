@@ -1,4 +1,4 @@
-"""`make bench` figures 2 and 3 (issue 10): streaming keeps up, and the memory worker never stalls the UI.
+"""`make bench` figures 2 and 3: streaming keeps up, and the memory worker never stalls the UI.
 
 One headless ``PseudoClaudeApp`` (the real SDK against the fake Messages API, memory on, a user store
 of 10,000 notes) runs rounds of two turns, side by side:

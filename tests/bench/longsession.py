@@ -1,4 +1,4 @@
-"""A long scripted session against the fake Messages API (issue 9, DESIGN.md §13).
+"""A long scripted session against the fake Messages API.
 
 Shared by the 300-turn tests (tests/integration/agent/test_long_sessions.py, tests/tui/
 test_app_long_session.py) and `make bench` (tests/bench/bench_compaction.py), so the figure the

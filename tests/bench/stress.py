@@ -1,4 +1,4 @@
-"""`make bench` stress runs (issue 10, "Stress"): reliability of memory under load.
+"""`make bench` stress runs: reliability of memory under load.
 
 Three runs against the fake Messages API, each reported as a Figure whose value is the number of
 problems found (target 0):
@@ -267,7 +267,7 @@ async def _app_driver(ws: Path, who: str, turns: int) -> dict[str, Any]:
     jobs: list[tuple[str, str | None]] = []
     started = time.perf_counter()
     # The elected worker types fastest, so it is done, drains and quits while the others still
-    # submit: one of them must take the worker's place (DESIGN §7) for their last jobs.
+    # submit: one of them must take the worker's place for their last jobs.
     first_worker = worker = runtime.manager.is_worker
     think = 0.0 if first_worker else THINK_SECONDS
     for turn in range(turns):

@@ -24,7 +24,7 @@ def fixed_clock() -> dt.datetime:
 def make_env(root: Path, fs: FS | None = None, *, trusted: bool = True) -> MemoryStores:
     """A workspace (a git repo folder) and a PSEUDOCLAUDE_HOME under ``root``.
 
-    ``trusted``: the workspace's project store is trusted (DESIGN §11), as if this user's
+    ``trusted``: the workspace's project store is trusted, as if this user's
     PseudoClaude had made it: most tests hand-write project notes to test something else.
     """
     ws = root / "ws"
@@ -39,7 +39,7 @@ def make_env(root: Path, fs: FS | None = None, *, trusted: bool = True) -> Memor
 
 def trust_workspace(workspace: Path | str, home: Path | None = None) -> None:
     """Record trust in ``workspace``'s project store (under ``home``, default $PSEUDOCLAUDE_HOME),
-    for tests whose hand-written project notes stand for the user's own (DESIGN §11). A plain FS:
+    for tests whose hand-written project notes stand for the user's own. A plain FS:
     a test's fault-injecting one must not see this setup write."""
     record_trust(Paths.for_workspace(os.path.realpath(workspace), home), FS(), how="test fixture")
 

@@ -1,4 +1,4 @@
-"""Snapshots of the memory screens (issue 8): the pending screen with a held job and its diff, a
+"""Snapshots of the memory screens: the pending screen with a held job and its diff, a
 failed job, the card browser with both levels, the editor with a validation error, the conflict view.
 
 Each screen is shown by a host (tests/tui/snapshot_apps/memory_hosts.py) in a fixed state with a
