@@ -303,7 +303,7 @@ async def run_print(
 
 def main_print(prompt: str, settings: Settings, workspace: Path, **kw: object) -> int:
     try:
-        return asyncio.run(run_print(prompt, settings, workspace, **kw))  # type: ignore[arg-type]
+        return asyncio.run(run_print(prompt, settings, workspace, **kw))  # type: ignore[arg-type]  # kw are run_print's own keywords, passed on
     except KeyboardInterrupt:
         with contextlib.suppress(OSError):
             sys.stderr.write("pseudoclaude: interrupted\n")
