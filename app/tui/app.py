@@ -17,6 +17,7 @@ import contextlib
 import sys
 import time
 from collections.abc import Mapping
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -70,7 +71,8 @@ if TYPE_CHECKING:
     from app.agent.settings import Settings
     from app.tui.prompt_history import PromptHistory
 
-CSS_FILE = Path(__file__).resolve().parent / "app.tcss"
+# assets/ in the tree, app/assets/ in a wheel: the package app.assets either way (setup.py).
+CSS_FILE = Path(str(files("app.assets").joinpath("app.tcss")))
 NARROW = 100  # columns: below this the memory panel starts hidden
 # How long after a key (or a turn's end) the memory worker's threads still make room for the screen.
 PACE_AFTER_S = 1.0

@@ -50,7 +50,7 @@ class Quitter:
         app.bridge.pacer.idle()
         if app._turn is not None and app._turn.is_running:
             app._turn.cancel()
-        self._drain = app.run_worker(self._leave(), group="quit", exit_on_error=False)
+        self._drain = app.run_worker(self._leave, group="quit", exit_on_error=False)
 
     def _say_saving(self, n: int) -> None:
         app = self.app

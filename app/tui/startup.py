@@ -14,12 +14,14 @@ import asyncio
 import contextlib
 import importlib
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.content import Content
 
 from app.tui.bridge import CONFIGURE_HELP
 from app.tui.messages import ChatNote, FilesLoaded, HistoryLoaded, RuntimeBuilt, RuntimeFailed, RuntimeReady
+from app.tui.workers import start
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ class Startup:
         self.error: str | None = None  # a bad setting: printed by run_app after the app ends
 
     def connect(self) -> None:
-        self.app.run_worker(self._connect(), group="connect", exclusive=True, exit_on_error=False)
+        start(self.app, self._connect, group="connect", exclusive=True)
 
     async def _connect(self) -> None:
         app = self.app
@@ -103,9 +105,9 @@ class Startup:
         app.built = True
         home = app.bridge.home
         app._history = PromptHistory(home if home is not None else pseudoclaude_home(), app.workspace)
-        app.run_worker(self._load_side_data(app._history), group="side", exit_on_error=False)
+        start(app, partial(self._load_side_data, app._history), group="side")
         app._refresh_panel()
-        app.run_worker(app.bridge.watch_stores(), group="watch", exclusive=True, exit_on_error=False)
+        start(app, app.bridge.watch_stores, group="watch", exclusive=True)
         app.queue.run_after_built()
 
     async def _load_side_data(self, history: PromptHistory) -> None:

@@ -10,9 +10,11 @@ store stays out of every prompt whatever happens here.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import TYPE_CHECKING
 
 from app.tui.messages import ChatNote, TrustCardsRead, TrustChecked
+from app.tui.workers import start
 from memory.text.lines import one_line
 from widgets.dialogs.trust import TrustCard, TrustModal
 
@@ -52,7 +54,7 @@ class TrustQuestion:
 
     def ask(self) -> None:
         self.app._awaiting_trust = True
-        self.app.run_worker(self._ask(), group="trust-ask", exclusive=True, exit_on_error=False)
+        start(self.app, self._ask, group="trust-ask", exclusive=True)
 
     async def _ask(self) -> None:
         """Whether to ask, then the cards to list, each told to the App as soon as it is known;
@@ -100,7 +102,7 @@ class TrustQuestion:
 
     def _answered(self, trusted: bool | None) -> None:
         self._modal = None
-        self.app.run_worker(self._settle(bool(trusted)), group="trust", exclusive=True, exit_on_error=False)
+        start(self.app, partial(self._settle, bool(trusted)), group="trust", exclusive=True)
 
     async def _settle(self, trusted: bool) -> None:
         app = self.app

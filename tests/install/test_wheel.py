@@ -35,7 +35,7 @@ from tests.tui.test_smoke_tmux import HEIGHT, WIDTH, Tmux, open_tmux, quit_app, 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.xdist_group("wheel")]
 
 PACKAGES = ("app", "memory", "widgets")
-STYLESHEET = "app/tui/app.tcss"
+STYLESHEET = "app/assets/app.tcss"
 # app.tcss gives the memory panel 42 columns (its own default is 32) and its left border.
 PANEL_WIDTH = 42
 PANEL_BORDER = "▏"

@@ -1,6 +1,6 @@
 """Small host apps that put one widget of the full-screen app into a fixed, deterministic state.
 
-Each host loads the project's stylesheets (app/tui/*.tcss) so a snapshot shows the widget as the
+Each host loads the project's stylesheets (assets/*.tcss) so a snapshot shows the widget as the
 App draws it. Nothing here reads a clock, a path of the machine, or the network.
 """
 
@@ -17,7 +17,7 @@ from widgets.chat.log import ChatPane
 from widgets.dialogs.permission import PermissionModal, PermissionRequest
 from widgets.panel.memory_panel import MemoryPanel, PanelCard, PanelJob, PanelState
 
-ASSETS = Path(__file__).resolve().parents[3] / "app" / "tui"
+ASSETS = Path(__file__).resolve().parents[3] / "assets"
 # Only the widgets' own sheet: app.tcss lays out the App's screen (ids these hosts do not have).
 WIDGET_CSS = [p for p in (ASSETS / "widgets.tcss",) if p.exists()]
 APP_CSS = [p for p in (ASSETS / "widgets.tcss", ASSETS / "app.tcss") if p.exists()]
