@@ -22,12 +22,13 @@ run: $(STAMP)
 	@$(BIN)/python -m compileall -q app memory widgets >/dev/null
 	$(BIN)/pseudoclaude $(ARGS)
 
-# The tree's rules first (seconds), then the suite on two workers (most tests wait, not compute).
+# The tree's rules first (seconds), then the suite on three workers: most tests wait on a subprocess,
+# a terminal or the fake API rather than compute, so two cores keep three busy.
 test: $(STAMP)
 	$(BIN)/ruff check app widgets memory tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 --dist loadgroup
 
 stress: $(STAMP)
 	PSEUDOCLAUDE_STRESS_KILLS=$${KILLS:-200} $(BIN)/python -m pytest -q -p no:cacheprovider tests/reliability -k random_sigkill --timeout 1800
