@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +23,11 @@ class Operation(BaseModel):
     slug: str | None = None
     filename: str | None = None
     content: str | None = None
+    # What a project card rests on, as given (``path`` or ``path:START-END`` strings, or
+    # ``{path, lines}`` objects): checked and hashed by the transaction (memory.grounding), which
+    # keeps the ones inside the workspace and records why each other one was dropped. None: an
+    # update keeps the card's citations; ``[]`` removes them.
+    cites: tuple[Any, ...] | None = None
 
 
 # An op kept in a record (a rejection on a job or in the history) is shortened to this much content.
@@ -56,6 +61,31 @@ class Conflict(BaseModel):
     op: dict[str, object] | None = None
 
 
+class Cite(BaseModel):
+    """One file a project card rests on, as the app recorded it when the card was written or
+    last confirmed (DESIGN §14). ``blob``: the git blob id when the file was tracked, else
+    ``sha256:<hex>``; never a value the model gave."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str  # workspace-relative, POSIX separators
+    lines: str | None = None  # "10-40" or "12"
+    blob: str
+
+    @property
+    def spec(self) -> str:
+        """``path`` or ``path:START-END``, as an op gives it."""
+        return f"{self.path}:{self.lines}" if self.lines else self.path
+
+
+class DroppedCite(BaseModel):
+    """A citation an op gave that was not kept, with the one-line reason."""
+
+    index: int  # the op's place in the batch
+    cite: str
+    reason: str
+
+
 class NoteMeta(BaseModel):
     # Frozen: notes come out of a cache shared by every reader of the process.
     model_config = ConfigDict(frozen=True)
@@ -66,6 +96,8 @@ class NoteMeta(BaseModel):
     created: str
     updated: str
     source: str = MANUAL_SOURCE
+    cites: tuple[Cite, ...] = ()
+    confirmed: str = ""  # when a person last said "still true" (RFC 3339), or ""
 
 
 class Note(BaseModel):
@@ -86,10 +118,12 @@ class Note(BaseModel):
 
 
 class Turn(BaseModel):
-    """One completed user turn as extraction sees it: role + text only."""
+    """One completed user turn as extraction sees it: role + text only, and the workspace paths
+    its tool calls read, listed, searched or changed (paths only, DESIGN §14)."""
 
     messages: list[TurnMessage]
     session: str = ""
+    paths: list[str] = Field(default_factory=list)
 
 
 class TurnMessage(BaseModel):
@@ -115,6 +149,7 @@ class BatchResult(BaseModel):
     applied: list[AppliedOp] = Field(default_factory=list)
     rejected: list[Rejection] = Field(default_factory=list)
     conflicts: list[Conflict] = Field(default_factory=list)
+    dropped_cites: list[DroppedCite] = Field(default_factory=list)
 
 
 class Change(BaseModel):
@@ -139,6 +174,7 @@ class HistoryEntry(BaseModel):
     applied: list[AppliedOp] = Field(default_factory=list)
     rejected: list[Rejection] = Field(default_factory=list)
     conflicts: list[Conflict] = Field(default_factory=list)
+    dropped_cites: list[DroppedCite] = Field(default_factory=list)
     changes: list[Change] = Field(default_factory=list)
     undone_by: str | None = None
     undo_of: str | None = None

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from memory.constants import NoteType
-from memory.model import NoteMeta
+from memory.model import Cite, NoteMeta
 from memory.text.names import quote
 
 _FIELDS = ("title", "summary", "type", "created", "updated", "source")
@@ -65,8 +65,13 @@ def _simple_head(head: str) -> dict[str, Any] | None:
 
 
 def dump_note(meta: NoteMeta, body: str) -> bytes:
-    data = {k: getattr(meta, k) for k in _FIELDS}
+    data: dict[str, Any] = {k: getattr(meta, k) for k in _FIELDS}
     data["type"] = str(meta.type)
+    # Written only when present: a card without citations keeps the six-line head.
+    if meta.cites:
+        data["cites"] = [c.model_dump(exclude_none=True) for c in meta.cites]
+    if meta.confirmed:
+        data["confirmed"] = meta.confirmed
     head = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10_000, default_flow_style=False)
     if body and not body.endswith("\n"):
         body += "\n"
@@ -126,4 +131,33 @@ def parse_meta(data: dict[str, Any], *, fallback_type: NoteType | None = None) -
         created=_as_text(data.get("created")),
         updated=_as_text(data.get("updated")),
         source=_as_text(data.get("source")) or "manual",
+        cites=parse_cites(data.get("cites")),
+        confirmed=_as_text(data.get("confirmed")),
     )
+
+
+_MAX_CITES_READ = 64
+_BLOB_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}|sha256:[0-9a-f]{64}")
+_LINES_RE = re.compile(r"[1-9][0-9]{0,8}(?:-[1-9][0-9]{0,8})?")
+
+
+def parse_cites(value: Any) -> tuple[Cite, ...]:
+    """The ``cites`` of a front matter, read leniently: an entry that is not a mapping with a
+    string path and a well-formed blob id is skipped (the card is still a card; it just rests
+    on nothing that can be checked)."""
+    if not isinstance(value, list):
+        return ()
+    out: list[Cite] = []
+    for item in value[:_MAX_CITES_READ]:
+        if not isinstance(item, dict):
+            continue
+        path, blob, lines = item.get("path"), item.get("blob"), item.get("lines")
+        if not isinstance(path, str) or not path or len(path) > 4096 or "\x00" in path:
+            continue
+        if not isinstance(blob, str) or not _BLOB_RE.fullmatch(blob):
+            continue
+        text = None if lines is None else str(lines)
+        if text is not None and not _LINES_RE.fullmatch(text):
+            text = None
+        out.append(Cite(path=path, lines=text, blob=blob))
+    return tuple(out)

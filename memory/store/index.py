@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from memory.constants import INDEX_FILE, INDEX_MAX_BYTES, INDEX_MAX_LINES, NoteType
-from memory.text.names import check_filename, defuse_tags, sanitize_summary, sanitize_title
+from memory.text.names import check_filename, defuse_tags, sanitize_line, sanitize_summary, sanitize_title
 from memory.text.terminal import BIDI, ZERO_WIDTH, is_strict_utf8, is_unsafe_char
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "merge_index",
     "merge_index_lines",
     "parse_index_lines",
+    "stale_mark",
 ]
 
 PROJECT_HEADER = "## Project Memory"
@@ -39,10 +40,22 @@ USER_HEADER = "## User Memory"
 INDEX_LINE_MAX_BYTES = 2048
 
 _TYPES = "|".join(re.escape(t.value) for t in NoteType)
-# The title is greedy, so the filename is the text in the LAST parentheses of the line.
+# The title is greedy, so the filename is the text in the last parentheses of the line but a
+# stale mark (DESIGN §14), which only the app adds, for the prompt, never to ``MEMORY.md``.
 INDEX_LINE_RE = re.compile(
-    rf"^- \[(?P<type>{_TYPES})\] (?P<text>\S.*) \((?P<filename>[^/\\]{{1,252}}\.md)\)$"
+    rf"^- \[(?P<type>{_TYPES})\] (?P<text>\S.*) \((?P<filename>(?!stale: )(?:(?!\) \(stale: )[^/\\]){{1,252}}\.md)\)"
+    r"(?: \(stale: (?P<stale>[^\n]{1,400})\))?$"
 )
+STALE_MARK_MAX = 120
+
+
+def stale_mark(line: str, reason: str) -> str:
+    """An index line with its card's stale mark: `` (stale: <reason>)``, the reason one line
+    and at most STALE_MARK_MAX characters."""
+    text = sanitize_line(reason, STALE_MARK_MAX * 2)
+    if len(text) > STALE_MARK_MAX:
+        text = text[: STALE_MARK_MAX - 1].rstrip() + "…"
+    return f"{line} (stale: {text or 'a cited file changed'})"
 
 _TAGS = ("memory-index", "memory-update")
 

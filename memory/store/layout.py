@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory.constants import Level
+from memory.grounding.staleness import Grounding
 from memory.model import utcnow
 from memory.store.fs import DEFAULT_FS, FS
 from memory.store.paths import Paths
@@ -32,6 +33,9 @@ class StoreLayout:
     # False for a workspace at ~ with the default home: its project store IS the user store,
     # and one folder must not be two levels.
     has_project_level: bool
+    # The citation checker of this workspace (memory.grounding): the stores and the app's home
+    # are never citable.
+    grounding: Grounding
 
     @classmethod
     def for_workspace(
@@ -52,7 +56,16 @@ class StoreLayout:
         )
         project = Store(Level.PROJECT, paths.project_store, fs, guard=paths.workspace, unavailable=unavailable)
         user = Store(Level.USER, paths.user_store, fs)
-        return cls(paths=paths, fs=fs, clock=clock, project=project, user=user, has_project_level=has_project_level)
+        grounding = Grounding(paths.workspace, (paths.project_store, paths.user_store, paths.home))
+        return cls(
+            paths=paths,
+            fs=fs,
+            clock=clock,
+            project=project,
+            user=user,
+            has_project_level=has_project_level,
+            grounding=grounding,
+        )
 
     def store(self, level: Level | str) -> Store:
         return self.project if Level(level) is Level.PROJECT else self.user

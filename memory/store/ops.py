@@ -163,6 +163,30 @@ _LEVELS = [lv.value for lv in Level]
 _TYPES = [t.value for t in NoteType]
 
 
+# Citations are checked against the workspace by the transaction (memory.grounding), which
+# says why it drops each one; here they are only bounded, so a huge list costs nothing.
+_MAX_RAW_CITES = 64
+_MAX_RAW_CITE_CHARS = 2048
+
+
+def _bounded_cite(item: object) -> object:
+    if isinstance(item, str):
+        return item[: _MAX_RAW_CITE_CHARS + 1] if is_strict_utf8(item) else _LONE_SURROGATE.sub("\ufffd", item)
+    if isinstance(item, dict):
+        return {k: _bounded_cite(item[k]) for k in ("path", "lines") if k in item}
+    if isinstance(item, bool | int | float) or item is None:
+        return item
+    return []  # an array (or anything else): refused by its kind, its content is not kept
+
+
+def _cites(item: dict[str, object]) -> tuple[object, ...] | None:
+    raw = item.get("cites")
+    if raw is None:
+        return None
+    items = raw if isinstance(raw, list) else [raw]
+    return tuple(_bounded_cite(c) for c in items[:_MAX_RAW_CITES])
+
+
 def _validate_one(item: object) -> Operation | None:
     """One op, or None for a noop; raises _Invalid with the reason."""
     if not isinstance(item, dict):
@@ -185,6 +209,7 @@ def _validate_one(item: object) -> Operation | None:
             summary=summary,
             slug=slug,
             content=content,
+            cites=_cites(item),
         )
     if action == Action.UPDATE:
         filename = _filename(item)
@@ -201,6 +226,7 @@ def _validate_one(item: object) -> Operation | None:
             summary=summary,
             filename=filename,
             content=content,
+            cites=_cites(item),
         )
     return Operation(action=Action.DELETE, level=level, filename=_filename(item))
 

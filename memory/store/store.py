@@ -39,7 +39,7 @@ class StoreError(Exception):
 _CACHE: dict[tuple[str, str], tuple[tuple[int, int, int], Note]] = {}
 _CACHE_MAX = 100_000
 # Index lines by (folder, filename), valid while the file's stat key is unchanged.
-_LINES: dict[tuple[str, str], tuple[tuple[int, ...], str | None, str]] = {}
+_LINES: dict[tuple[str, str], tuple[tuple[int, ...], str | None, str, NoteMeta | None]] = {}
 
 
 # check_filename's verdict on names already listed: a warm process lists the same folder at
@@ -315,17 +315,28 @@ class Store:
         its front matter does not parse (not UTF-8, bad YAML): the model would get
         a guess, so it gets nothing and the person is told why.
         """
-        if self.folder_problem() is not None:
-            return [], []
         lines: list[str] = []
         left_out: list[tuple[str, str]] = []
+        for name, line, reason, _meta in self.index_cards():
+            if line is not None:
+                lines.append(line)
+            else:
+                left_out.append((name, reason))
+        return lines, left_out
+
+    def index_cards(self) -> list[tuple[str, str | None, str, NoteMeta | None]]:
+        """``(filename, index line or None, why it is left out, front matter)`` of every card,
+        sorted by filename (``index_entries``, with each card's front matter for its citations)."""
+        if self.folder_problem() is not None:
+            return []
+        out: list[tuple[str, str | None, str, NoteMeta | None]] = []
         base = str(self.dir)
         lstat = self.fs.lstat
         for name in sorted(self.entries()):
             if name == INDEX_FILE or not name.endswith(".md") or name.startswith("."):
                 continue  # the index itself, and our temporary and hidden files
             if not _safe_name(name):
-                left_out.append((quote(name), filename_problem(name) or "unsafe filename"))
+                out.append((quote(name), None, filename_problem(name) or "unsafe filename", None))
                 continue
             try:
                 st = lstat(f"{base}/{name}")
@@ -340,24 +351,22 @@ class Store:
                 if len(_LINES) >= _CACHE_MAX:
                     _LINES.clear()
                 _LINES[(base, name)] = hit
-            if hit[1] is not None:
-                lines.append(hit[1])
-            else:
-                left_out.append((name, hit[2]))
-        return lines, left_out
+            out.append((name, hit[1], hit[2], hit[3]))
+        return out
 
-    def _index_entry(self, name: str, st: os.stat_result) -> tuple[str | None, str]:
-        """A card's index line, or None and why a prompt leaves it out."""
+    def _index_entry(self, name: str, st: os.stat_result) -> tuple[str | None, str, NoteMeta | None]:
+        """A card's index line, or None and why a prompt leaves it out; and its front matter."""
         problem = self._stat_problem(name, st)
         if problem is not None:
-            return None, problem
+            return None, problem, None
         try:
             note = self._load(name, st)
         except (StoreError, FileNotFoundError) as e:
-            return None, str(e) or "unreadable"
+            return None, str(e) or "unreadable", None
         if note.unparsed:
-            return None, note.broken or "does not parse"
-        return format_index_line(note.meta.type, note.meta.title or name, note.meta.summary, name), ""
+            return None, note.broken or "does not parse", None
+        line = format_index_line(note.meta.type, note.meta.title or name, note.meta.summary, name)
+        return line, "", note.meta
 
     def index_file_problem(self) -> str | None:
         """Why ``MEMORY.md`` cannot be read (symlink, FIFO, folder), or None (absent is fine)."""

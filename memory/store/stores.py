@@ -19,10 +19,12 @@ import filelock
 from pydantic import BaseModel
 
 from memory.constants import INDEX_FILE, Level, NoteType
+from memory.grounding.staleness import CardCheck
+from memory.grounding.usage import CardUse, UsageLog
 from memory.model import BatchResult, HistoryEntry, Note, Rejection, utcnow
 from memory.store import cards, history, journal, transaction, trust
 from memory.store.fs import DEFAULT_FS, FS
-from memory.store.index import TrustPreview, merge_index_lines
+from memory.store.index import TrustPreview, merge_index_lines, stale_mark
 from memory.store.layout import StoreLayout
 from memory.store.locks import file_lock
 from memory.store.paths import Paths
@@ -56,6 +58,8 @@ class MemoryStores:
     ) -> None:
         # The transaction, the history and trust get this layout, never the facade.
         self.layout = StoreLayout.for_workspace(workspace, home, fs=fs, clock=clock)
+        # Reads of cards by the model, per user (never in a card file: DESIGN §14).
+        self.usage = UsageLog(self.layout.paths.home)
 
     @property
     def paths(self) -> Paths:
@@ -132,14 +136,61 @@ class MemoryStores:
             levels = {Level.USER: self.user}
         return levels
 
-    def _index_lines(self, level: Level, levels: Mapping[Level, Store] | None = None) -> list[str]:
-        """A level's index lines, built from its card files (never read from ``MEMORY.md``)."""
+    def _index_lines(
+        self, level: Level, levels: Mapping[Level, Store] | None = None, *, marks: bool = False
+    ) -> list[str]:
+        """A level's index lines, built from its card files (never read from ``MEMORY.md``);
+        with ``marks``, a stale card's line ends with its stale mark (DESIGN §14)."""
         if level not in (self.stores if levels is None else levels):
             return []
-        return self.store(level).index_entries()[0]
+        if not marks or level is not Level.PROJECT:
+            return self.store(level).index_entries()[0]
+        cards = self.store(level).index_cards()
+        checks = self._checks(level, cards)
+        out = []
+        for name, line, _, _ in cards:
+            if line is None:
+                continue
+            check = checks.get(name)
+            out.append(stale_mark(line, check.reason) if check is not None and check.stale else line)
+        return out
 
-    def _index_md(self, level: Level, levels: Mapping[Level, Store] | None = None) -> str:
-        return "".join(line + "\n" for line in self._index_lines(level, levels))
+    def _checks(self, level: Level, cards: Sequence[tuple[str, str | None, str, Any]]) -> dict[str, CardCheck]:
+        grounding = self.layout.grounding
+        return {
+            name: grounding.check(level, name, meta)
+            for name, line, _, meta in cards
+            if line is not None and meta is not None and meta.cites
+        }
+
+    def record_read(self, level: Level | str, filename: str) -> None:
+        """Count one read of a card by the model (``read_memory``); never fails the read."""
+        self.usage.record_read(self.store(level).dir, filename, self.clock())
+
+    def usage_of(self, level: Level | str) -> dict[str, CardUse]:
+        """filename -> how often and when the model last read it, for the cards ever read."""
+        return self.usage.counts(self.store(level).dir)
+
+    def staleness(self) -> dict[str, CardCheck]:
+        """Each project card with citations (by filename) and their state in the workspace now,
+        untrusted store included (a person's view). User cards carry no citations."""
+        if not self.has_project_level:
+            return {}
+        self._recover_first()
+        return self._checks(Level.PROJECT, self.project.index_cards())
+
+    def grounding_of(self, level: Level | str, filename: str) -> CardCheck | None:
+        """One card's citations checked now (None: it has none, or cannot be read)."""
+        try:
+            note = self.read_note(level, filename)
+        except StoreError:
+            return None
+        if not note.meta.cites or note.unparsed:
+            return None
+        return self.layout.grounding.check(note.level, filename, note.meta)
+
+    def _index_md(self, level: Level, levels: Mapping[Level, Store] | None = None, *, marks: bool = False) -> str:
+        return "".join(line + "\n" for line in self._index_lines(level, levels, marks=marks))
 
     def index_lines(self, level: Level | str, *, include_untrusted: bool = False) -> list[str]:
         """A level's index lines as a prompt gets them (file order); an untrusted project store
@@ -171,8 +222,9 @@ class MemoryStores:
                 hashes=hashes,
             )
 
-    def merged_index(self, *, include_untrusted: bool = False) -> str:
-        """The merged index of both levels (recovering first), as the system prompt embeds it.
+    def merged_index(self, *, include_untrusted: bool = False, marks: bool = True) -> str:
+        """The merged index of both levels (recovering first), as the system prompt embeds it:
+        a stale project card's line ends with its stale mark unless ``marks`` is False.
 
         An untrusted project store is left out unless ``include_untrusted`` (a person's view:
         the panel, ``memory list``), never for a prompt.
@@ -180,7 +232,9 @@ class MemoryStores:
         self._recover_first()
         levels = self._levels_for_model(include_untrusted)
         # The lines go straight to the merge: parsing a large MEMORY.md once, not twice.
-        return merge_index_lines(self._index_lines(Level.PROJECT, levels), self._index_lines(Level.USER, levels))
+        return merge_index_lines(
+            self._index_lines(Level.PROJECT, levels, marks=marks), self._index_lines(Level.USER, levels)
+        )
 
     def read_note(self, level: Level | str, filename: str) -> Note:
         self._recover_first()
@@ -200,8 +254,10 @@ class MemoryStores:
             problem = st.folder_problem()
             if problem is not None:
                 raise StoreError(problem)
-            return self._index_md(st.level)
-        return st.read_note(filename).body
+            return self._index_md(st.level, marks=True)
+        note = st.read_note(filename)
+        check = self.layout.grounding.check(note.level, filename, note.meta) if note.meta.cites else None
+        return cites_header(check) + note.body
 
     def notes(self, level: Level | str) -> list[Note]:
         """Every note of a level (sorted by filename); [] for a level the workspace lacks."""
@@ -246,6 +302,12 @@ class MemoryStores:
                 label=label,
                 all_or_nothing=all_or_nothing,
             )
+
+    def confirm(self, level: Level | str, filename: str, expected_sha: str | None = None) -> tuple[BatchResult, list[str]]:
+        """A person's "still true" for a card (``transaction.confirm_locked``)."""
+        with self.locked():
+            journal.recover_locked(self.layout)
+            return transaction.confirm_locked(self.layout, Level(level), filename, expected_sha)
 
     def rebuild_indexes(self) -> list[Level]:
         """Rewrite each ``MEMORY.md`` (and the project ``.gitignore``) that differs from its notes."""
@@ -316,6 +378,15 @@ class MemoryStores:
             self, level, type, title, summary, body,
             filename=filename, expected_sha=expected_sha, original_level=original_level,
         )
+
+
+def cites_header(check: CardCheck | None) -> str:
+    """What ``read_memory`` prints above a cited card's body: each citation and its state."""
+    if check is None or not check.cites:
+        return ""
+    head = "This card is STALE: check it against the code before relying on it." if check.stale else ""
+    lines = [f"- {c.spec}: {c.reason if c.state != 'fresh' else 'unchanged since the card was written'}" for c in check.cites]
+    return "\n".join(filter(None, ["Cites (checked now):", *lines, head])) + "\n\n"
 
 
 def untrusted_cards(stores: MemoryStores) -> list[Note]:

@@ -19,7 +19,9 @@ from memory.constants import MANUAL_SOURCE, Action, Level
 from memory.model import (
     AppliedOp,
     BatchResult,
+    Cite,
     Conflict,
+    DroppedCite,
     HistoryEntry,
     Note,
     NoteMeta,
@@ -42,6 +44,7 @@ __all__ = [
     "JobAlreadyDone",
     "TransactionError",
     "apply_locked",
+    "confirm_locked",
     "rebuild_indexes_locked",
     "repair_trash_locked",
 ]
@@ -116,6 +119,7 @@ def apply_locked(
         applied=result.applied,
         rejected=result.rejected,
         conflicts=result.conflicts,
+        dropped_cites=result.dropped_cites,
     )
     result.txid, refused = commit(layout, batch.plan, entry, jobs)
     _report_refused(result, refused)
@@ -153,6 +157,26 @@ class _Batch:
     def reject(self, index: int, op: Operation, reason: str) -> None:
         self.result.rejected.append(Rejection(index=index, reason=f"op {index}: {reason}", op=_dump_op(op)))
 
+    def cites(self, index: int, op: Operation, level: Level) -> tuple[Cite, ...] | None:
+        """The op's citations as the card records them (None: the op gave none); each one
+        not kept is recorded with why (DESIGN §14)."""
+        if op.cites is None:
+            return None
+        if level is not Level.PROJECT:
+            reason = "a user card is shared by every workspace: citations are kept on project cards only"
+            self.result.dropped_cites.extend(
+                DroppedCite(index=index, cite=_cite_label(c), reason=reason) for c in op.cites
+            )
+            return ()
+        kept, dropped = self.layout.grounding.resolve(op.cites, index)
+        self.result.dropped_cites.extend(dropped)
+        return kept
+
+
+def _cite_label(item: object) -> str:
+    path = item.get("path") if isinstance(item, dict) else item
+    return quote(path if isinstance(path, str) else repr(path), 200)
+
 
 def _plan_op(batch: _Batch, index: int, op: Operation) -> None:
     if op.action is Action.NOOP:
@@ -185,7 +209,15 @@ def _plan_create(batch: _Batch, index: int, op: Operation, level: Level) -> None
     name = plan.unique_name(level, note_filename(op.type, slug))
     plan.remember_created(level, op.title, op.content, name)
     now = batch.now
-    meta = NoteMeta(title=op.title, summary=op.summary or "", type=op.type, created=now, updated=now, source=batch.source)
+    meta = NoteMeta(
+        title=op.title,
+        summary=op.summary or "",
+        type=op.type,
+        created=now,
+        updated=now,
+        source=batch.source,
+        cites=batch.cites(index, op, level) or (),
+    )
     plan.writes[level][name] = dump_note(meta, op.content)
     batch.result.applied.append(AppliedOp(index=index, action=op.action, level=level, filename=name, title=op.title))
 
@@ -227,14 +259,18 @@ def _plan_change(batch: _Batch, store: Store, index: int, op: Operation, level: 
     elif op.content is None:
         return batch.reject(index, op, "update needs content")
     else:
-        writes[filename] = dump_note(_updated_meta(note, op, batch.source, batch.now), op.content)
+        cites = batch.cites(index, op, level)
+        writes[filename] = dump_note(_updated_meta(note, op, batch.source, batch.now, cites), op.content)
     title = op.title or note.meta.title
     batch.result.applied.append(AppliedOp(index=index, action=op.action, level=level, filename=filename, title=title))
 
 
-def _updated_meta(note: Note, op: Operation, source: str, now: str) -> NoteMeta:
+def _updated_meta(note: Note, op: Operation, source: str, now: str, cites: tuple[Cite, ...] | None) -> NoteMeta:
+    # An update that gives no citations keeps the card's (a merged body still rests on them).
+    keep = note.meta.cites if cites is None else cites
     return note.meta.model_copy(
         update={
+            "cites": keep,
             "title": op.title or note.meta.title,
             "summary": op.summary if op.summary is not None else note.meta.summary,
             "type": op.type or note.meta.type,
@@ -243,6 +279,40 @@ def _updated_meta(note: Note, op: Operation, source: str, now: str) -> NoteMeta:
             "source": source,
         }
     )
+
+
+def confirm_locked(
+    layout: StoreLayout, level: Level, filename: str, expected_sha: str | None = None
+) -> tuple[BatchResult, list[str]]:
+    """A person's "still true": the card's citations taken again from the workspace (a renamed
+    file followed, a deleted one dropped) and ``confirmed`` set, body and the rest unchanged; a
+    ``source: manual`` batch, so ``memory undo`` reverts it. Returns the result and one line per
+    citation that changed. Raises StoreError when the card cannot be confirmed."""
+    store = layout.store(level)
+    problem = store.folder_problem() or store.target_problem(filename)
+    if problem is not None:
+        raise StoreError(problem)
+    note = store.read_note(filename)
+    if note.unparsed:
+        raise StoreError(f"{quote(filename)} does not parse ({note.broken}); fix it before confirming it")
+    if expected_sha is not None and note.sha256 != expected_sha:
+        raise StoreError(f"{quote(filename)} changed since it was opened; nothing was confirmed")
+    cites, said = layout.grounding.refresh(note.meta.cites)
+    now = rfc3339(layout.clock())
+    plan = Plan(layout.stores)
+    plan.writes[level][filename] = dump_note(note.meta.model_copy(update={"cites": cites, "confirmed": now}), note.body)
+    applied = [AppliedOp(index=0, action=Action.UPDATE, level=level, filename=filename, title=note.meta.title)]
+    result = BatchResult(applied=applied)
+    entry = HistoryEntry(
+        txid="",
+        time=now,
+        workspace=str(layout.paths.workspace),
+        label=f"{filename} confirmed by you",
+        source=MANUAL_SOURCE,
+        applied=applied,
+    )
+    result.txid, _ = commit(layout, plan, entry, ())
+    return result, said
 
 
 def rebuild_indexes_locked(layout: StoreLayout) -> list[Level]:

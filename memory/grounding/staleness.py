@@ -1,0 +1,348 @@
+"""Citations checked against the workspace: which project cards went stale, and why.
+
+``Grounding`` is one workspace's checker. At write time it turns the citations an op gave into
+recorded ``Cite``s (path, range, content id), dropping each one it cannot keep with a reason; at
+read time it says, per card, whether each cited file is unchanged, changed, renamed (git's
+rename detection, or the same content at another path) or deleted since the card was written
+or last confirmed. Checking is a ``stat`` per cited file while nothing changed (ids are cached
+by stat key), and asks git only when a cited file is missing.
+
+Everything here is synchronous and thread-safe; callers on an event loop use a thread.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from memory.constants import Level
+from memory.grounding.confine import MAX_SPEC_CHARS, CiteRefused, confine_cite, inside, parse_spec
+from memory.grounding.hashing import FileIds, GitProbe, id_kind
+from memory.model import Cite, DroppedCite, NoteMeta
+from memory.text.names import quote, sanitize_line
+
+__all__ = ["MAX_CITES", "CardCheck", "CiteState", "Grounding", "shared_ids"]
+
+MAX_CITES = 20
+# Renames are looked up again at most this often while git's index and HEAD stay put (an
+# unstaged ``mv`` changes neither).
+_RENAME_TTL_S = 5.0
+# Untracked files hashed when looking for a moved file's content, at most.
+_MAX_CANDIDATES = 2000
+_MAX_CANDIDATE_BYTES = 8 * 1024 * 1024
+
+State = Literal["fresh", "changed", "renamed", "deleted", "unreadable"]
+
+_SHARED_IDS = FileIds()
+
+
+def shared_ids() -> FileIds:
+    """The process's content-id cache (every checker of the process shares it)."""
+    return _SHARED_IDS
+
+
+class CiteState(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    lines: str | None = None
+    state: State
+    renamed_to: str | None = None
+    reason: str = ""  # one line; "" when fresh
+
+    @property
+    def spec(self) -> str:
+        return f"{self.path}:{self.lines}" if self.lines else self.path
+
+
+class CardCheck(BaseModel):
+    """One card's citations as they stand in the workspace now."""
+
+    model_config = ConfigDict(frozen=True)
+
+    level: Level
+    filename: str
+    cites: tuple[CiteState, ...] = ()
+
+    @property
+    def stale(self) -> bool:
+        return any(c.state != "fresh" for c in self.cites)
+
+    @property
+    def reason(self) -> str:
+        """One line: the first stale citation's reason, and how many more there are."""
+        bad = [c.reason for c in self.cites if c.state != "fresh"]
+        if not bad:
+            return ""
+        more = len(bad) - 1
+        return bad[0] + (f"; and {more} more citation{'s' if more > 1 else ''}" if more else "")
+
+
+def _shown(path: str) -> str:
+    """A path as a reason shows it: one line, bounded (a hand-edited card is untrusted)."""
+    return sanitize_line(path, 160) or quote(path)
+
+
+class Grounding:
+    """The citation checker of one workspace (a real path)."""
+
+    def __init__(
+        self,
+        workspace: Path | str,
+        protected: Sequence[Path | str] = (),
+        *,
+        ids: FileIds | None = None,
+        git: GitProbe | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.workspace = os.path.realpath(workspace)
+        self.protected = tuple(os.path.realpath(p) for p in protected)
+        self.ids = ids if ids is not None else _SHARED_IDS
+        self.git = git if git is not None else GitProbe(self.workspace)
+        self._clock = clock
+        self._lock = threading.Lock()
+        # parent folder -> (its lstat key, whether its real path is inside the workspace and
+        # outside the protected folders): a warm check does not resolve every path again.
+        self._dirs: dict[str, tuple[tuple[int, int, int], bool]] = {}
+        self._renames: tuple[tuple[object, ...], float, dict[str, str], dict[str, str]] | None = None
+
+    # -- at write time -----------------------------------------------------------------------
+
+    def resolve(self, raw: Sequence[Any], index: int = 0) -> tuple[tuple[Cite, ...], list[DroppedCite]]:
+        """The citations of an op as the card records them, and each one dropped with why."""
+        kept: list[Cite] = []
+        dropped: list[DroppedCite] = []
+        pending: list[tuple[str, str | None, str]] = []  # (rel, lines, real)
+        seen: set[tuple[str, str | None]] = set()
+        for item in raw:
+            try:
+                spec, path, lines = _spec_of(item)
+                if len(pending) >= MAX_CITES:
+                    raise CiteRefused(f"{quote(spec)}: a card keeps at most {MAX_CITES} citations")
+                found = confine_cite(self.workspace, path, self.protected)
+            except CiteRefused as e:
+                dropped.append(DroppedCite(index=index, cite=_cite_text(item), reason=str(e)))
+                continue
+            if (found.rel, lines) in seen:
+                continue
+            seen.add((found.rel, lines))
+            pending.append((found.rel, lines, found.real))
+        tracked = self.git.tracked(rel for rel, _, _ in pending)
+        for rel, lines, real in pending:
+            try:
+                blob = self.ids.of(real, "git" if rel in tracked else "sha256")
+            except OSError as e:
+                reason = f"{quote(rel)} cannot be read ({e.strerror or type(e).__name__})"
+                dropped.append(DroppedCite(index=index, cite=rel, reason=reason))
+                continue
+            kept.append(Cite(path=rel, lines=lines, blob=blob))
+        return tuple(kept), dropped
+
+    def refresh(self, cites: Sequence[Cite]) -> tuple[tuple[Cite, ...], list[str]]:
+        """A confirmation's citations: each one's id taken again, a renamed file followed to its
+        new path, a deleted one left out. Returns them and one line per change made."""
+        states = self._states(cites, since_confirmed=True, since=None)
+        out: list[Cite] = []
+        said: list[str] = []
+        tracked = self.git.tracked(
+            s.renamed_to or s.path for s in states if s.state in ("fresh", "changed", "renamed")
+        )
+        for cite, s in zip(cites, states, strict=True):
+            if s.state in ("deleted", "unreadable"):
+                said.append(f"dropped the citation of {_shown(cite.path)}: {s.reason}")
+                continue
+            path = s.renamed_to or cite.path
+            try:
+                found = confine_cite(self.workspace, path, self.protected)
+                blob = self.ids.of(found.real, "git" if path in tracked else "sha256")
+            except (CiteRefused, OSError) as e:
+                said.append(f"dropped the citation of {_shown(cite.path)}: {e}")
+                continue
+            if s.state == "renamed":
+                said.append(f"{_shown(cite.path)} is now cited as {_shown(path)}")
+            out.append(Cite(path=path, lines=cite.lines, blob=blob))
+        return tuple(out), said
+
+    # -- at read time ------------------------------------------------------------------------
+
+    def check(self, level: Level, filename: str, meta: NoteMeta) -> CardCheck:
+        # "Confirmed" only when that came after the card's last write (RFC 3339 UTC sorts as text).
+        confirmed = bool(meta.confirmed) and meta.confirmed >= meta.updated
+        states = self._states(meta.cites, since_confirmed=confirmed, since=max(meta.confirmed, meta.updated) or None)
+        return CardCheck(level=level, filename=filename, cites=tuple(states))
+
+    def check_many(self, cards: Iterable[tuple[Level, str, NoteMeta]]) -> dict[tuple[Level, str], CardCheck]:
+        """Every given card that has citations, checked in one pass."""
+        return {(lv, name): self.check(lv, name, meta) for lv, name, meta in cards if meta.cites}
+
+    def _states(self, cites: Sequence[Cite], *, since_confirmed: bool, since: str | None) -> list[CiteState]:
+        out: list[CiteState] = []
+        missing: list[int] = []
+        for i, cite in enumerate(cites):
+            state = self._state(cite, since_confirmed)
+            out.append(state)
+            if state.state == "deleted":
+                missing.append(i)
+        if missing:
+            moved = self._moved([cites[i] for i in missing], since)
+            for i in missing:
+                new = moved.get(cites[i].path)
+                if new is not None:
+                    reason = f"{_shown(cites[i].path)} was renamed to {_shown(new)}"
+                    out[i] = out[i].model_copy(update={"state": "renamed", "renamed_to": new, "reason": reason})
+        return out
+
+    def _state(self, cite: Cite, since_confirmed: bool) -> CiteState:
+        def say(state: State, reason: str) -> CiteState:
+            return CiteState(path=cite.path, lines=cite.lines, state=state, reason=reason)
+
+        shown = _shown(cite.path)
+        real = self._citable(cite.path)
+        if isinstance(real, CiteRefused):
+            if "does not exist" in str(real):
+                return say("deleted", f"{shown} was deleted")
+            return say("unreadable", f"{shown} cannot be checked: {real}")
+        path, st = real
+        try:
+            now = self.ids.of(path, id_kind(cite.blob), st)
+        except OSError as e:
+            return say("unreadable", f"{shown} cannot be read ({e.strerror or type(e).__name__})")
+        if now == cite.blob:
+            return say("fresh", "")
+        when = "last confirmed" if since_confirmed else "written"
+        return say("changed", f"{shown} changed since this card was {when}")
+
+    def _citable(self, rel: str) -> tuple[str, os.stat_result] | CiteRefused:
+        """The real path and stat of a recorded citation, or why it cannot be checked. The
+        common case (a regular file in a folder already seen) is two ``lstat``s."""
+        if not rel or "\x00" in rel or os.path.isabs(rel) or ".." in rel.split("/") or ".git" in rel.split("/"):
+            return CiteRefused(f"{quote(rel)} is not a workspace-relative path")
+        joined = os.path.join(self.workspace, rel)
+        try:
+            st = os.lstat(joined)
+        except FileNotFoundError:
+            return CiteRefused(f"{quote(rel)} does not exist in the workspace")
+        except OSError as e:
+            return CiteRefused(f"{quote(rel)} cannot be read ({e.strerror or type(e).__name__})")
+        if stat.S_ISREG(st.st_mode) and self._dir_ok(os.path.dirname(joined)):
+            return joined, st
+        try:
+            found = confine_cite(self.workspace, rel, self.protected)
+            return found.real, os.stat(found.real)
+        except CiteRefused as e:
+            return e
+        except OSError as e:
+            return CiteRefused(f"{quote(rel)} cannot be read ({e.strerror or type(e).__name__})")
+
+    def _dir_ok(self, folder: str) -> bool:
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            return False
+        key = (st.st_dev, st.st_ino, st.st_mode)
+        with self._lock:
+            hit = self._dirs.get(folder)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        real = os.path.realpath(folder)
+        ok = inside(real, self.workspace) and not any(inside(real, p) for p in self.protected)
+        with self._lock:
+            if len(self._dirs) > 10_000:
+                self._dirs.clear()
+            self._dirs[folder] = (key, ok)
+        return ok
+
+    # -- renames -----------------------------------------------------------------------------
+
+    def _moved(self, cites: Sequence[Cite], since: str | None) -> dict[str, str]:
+        """old path -> new path for the missing cited files git or their content places elsewhere."""
+        renames, blobs = self._rename_sources(since)
+        out: dict[str, str] = {}
+        for cite in cites:
+            new = _follow(renames, cite.path)
+            if new is None or not self._exists(new):
+                new = blobs.get(cite.blob)
+            if new is None:
+                new = self._same_content_untracked(cite)
+            if new is not None and new != cite.path and self._exists(new):
+                out[cite.path] = new
+        return out
+
+    def _rename_sources(self, since: str | None) -> tuple[dict[str, str], dict[str, str]]:
+        token = self.git.state_token()
+        now = self._clock()
+        with self._lock:
+            hit = self._renames
+        if hit is not None and hit[0] == token and now - hit[1] < _RENAME_TTL_S:
+            return hit[2], hit[3]
+        renames = self.git.renames(since)
+        blobs = self.git.index_blobs()
+        with self._lock:
+            self._renames = (token, now, renames, blobs)
+        return renames, blobs
+
+    def _same_content_untracked(self, cite: Cite) -> str | None:
+        kind = id_kind(cite.blob)
+        for rel in self.git.others()[:_MAX_CANDIDATES]:
+            real = os.path.join(self.workspace, rel)
+            try:
+                st = os.lstat(real)
+                if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_CANDIDATE_BYTES:
+                    continue
+                if self.ids.of(real, kind, st) == cite.blob:
+                    return rel
+            except OSError:
+                continue
+        return None
+
+    def _exists(self, rel: str) -> bool:
+        return not isinstance(self._citable(rel), CiteRefused)
+
+
+def _follow(renames: dict[str, str], path: str) -> str | None:
+    seen = {path}
+    new = renames.get(path)
+    while new is not None and new in renames and renames[new] not in seen:
+        seen.add(new)
+        new = renames[new]
+    return new
+
+
+def _cite_text(item: object) -> str:
+    if isinstance(item, str):
+        return sanitize_line(item, 200)
+    if isinstance(item, dict) and isinstance(item.get("path"), str):
+        return sanitize_line(str(item["path"]), 200)
+    return sanitize_line(repr(item), 80)
+
+
+def _spec_of(item: object) -> tuple[str, str, str | None]:
+    """(spec as given, path, lines) of one op citation: ``"path"``, ``"path:10-40"`` or
+    ``{"path": ..., "lines": "10-40"}`` (any ``blob`` the model gave is ignored)."""
+    if isinstance(item, dict):
+        path, lines = item.get("path"), item.get("lines")
+        if not isinstance(path, str):
+            raise CiteRefused("a citation object needs a string path")
+        if lines is not None and not isinstance(lines, str | int):
+            raise CiteRefused(f"{quote(path)}: lines must be like 10-40")
+        spec = f"{path}:{lines}" if lines is not None else path
+    elif isinstance(item, str):
+        spec = item
+    else:
+        kinds = {bool: "a boolean", int: "a number", float: "a number", list: "an array", type(None): "null"}
+        raise CiteRefused(f"a citation must be a path string, got {kinds.get(type(item), 'something else')}")
+    if len(spec) > MAX_SPEC_CHARS:
+        raise CiteRefused(f"{quote(spec)} is longer than {MAX_SPEC_CHARS} characters")
+    path, lines = parse_spec(spec)
+    if isinstance(item, dict) and item.get("lines") is not None and lines is None:
+        raise CiteRefused(f"{quote(path)}: lines must be like 10-40")
+    return spec, path, lines
