@@ -39,6 +39,9 @@ _MAX_CANDIDATES = 2000
 _MAX_CANDIDATE_BYTES = 8 * 1024 * 1024
 
 State = Literal["fresh", "changed", "renamed", "deleted", "unreadable"]
+# What looking at a cited path found: (real path, stat, stat key), or why it cannot be checked.
+_Probe = tuple[str, os.stat_result, tuple[int, int, int, int]] | str
+_MISSING = "missing"
 
 _SHARED_IDS = FileIds()
 
@@ -112,6 +115,7 @@ class Grounding:
         # outside the protected folders): a warm check does not resolve every path again.
         self._dirs: dict[str, tuple[tuple[int, int, int], bool]] = {}
         self._renames: tuple[tuple[object, ...], float, dict[str, str], dict[str, str]] | None = None
+        self._checks: dict[tuple[object, ...], CardCheck] = {}
 
     # -- at write time -----------------------------------------------------------------------
 
@@ -148,7 +152,7 @@ class Grounding:
     def refresh(self, cites: Sequence[Cite]) -> tuple[tuple[Cite, ...], list[str]]:
         """A confirmation's citations: each one's id taken again, a renamed file followed to its
         new path, a deleted one left out. Returns them and one line per change made."""
-        states = self._states(cites, since_confirmed=True, since=None)
+        states = self._states(cites, None, since_confirmed=True, since=None)
         out: list[Cite] = []
         said: list[str] = []
         tracked = self.git.tracked(
@@ -173,25 +177,54 @@ class Grounding:
     # -- at read time ------------------------------------------------------------------------
 
     def check(self, level: Level, filename: str, meta: NoteMeta) -> CardCheck:
-        # "Confirmed" only when that came after the card's last write (RFC 3339 UTC sorts as text).
-        confirmed = bool(meta.confirmed) and meta.confirmed >= meta.updated
-        states = self._states(meta.cites, since_confirmed=confirmed, since=max(meta.confirmed, meta.updated) or None)
-        return CardCheck(level=level, filename=filename, cites=tuple(states))
+        return self._check(level, filename, meta, {})
 
     def check_many(self, cards: Iterable[tuple[Level, str, NoteMeta]]) -> dict[tuple[Level, str], CardCheck]:
-        """Every given card that has citations, checked in one pass."""
-        return {(lv, name): self.check(lv, name, meta) for lv, name, meta in cards if meta.cites}
+        """Every given card that has citations, checked in one pass (a file cited by several
+        cards is looked at once)."""
+        memo: dict[str, _Probe] = {}
+        return {(lv, name): self._check(lv, name, meta, memo) for lv, name, meta in cards if meta.cites}
 
-    def _states(self, cites: Sequence[Cite], *, since_confirmed: bool, since: str | None) -> list[CiteState]:
+    def _check(self, level: Level, filename: str, meta: NoteMeta, memo: dict[str, _Probe]) -> CardCheck:
+        # "Confirmed" only when that came after the card's last write (RFC 3339 UTC sorts as text).
+        confirmed = bool(meta.confirmed) and meta.confirmed >= meta.updated
+        probes = tuple(self._probe(c.path, memo) for c in meta.cites)
+        # While no cited file's stat changed, the answer is the last one (no ids, no models).
+        key = (level, filename, meta.cites, confirmed, tuple(p if isinstance(p, str) else p[2] for p in probes))
+        with self._lock:
+            hit = self._checks.get(key)
+        if hit is not None:
+            return hit
+        since = max(meta.confirmed, meta.updated) or None
+        states = self._states(meta.cites, probes, since_confirmed=confirmed, since=since, memo=memo)
+        check = CardCheck(level=level, filename=filename, cites=tuple(states))
+        with self._lock:
+            if len(self._checks) > 20_000:
+                self._checks.clear()
+            self._checks[key] = check
+        return check
+
+    def _states(
+        self,
+        cites: Sequence[Cite],
+        probes: Sequence[_Probe] | None,
+        *,
+        since_confirmed: bool,
+        since: str | None,
+        memo: dict[str, _Probe] | None = None,
+    ) -> list[CiteState]:
+        memo = {} if memo is None else memo
+        if probes is None:
+            probes = [self._probe(c.path, memo) for c in cites]
         out: list[CiteState] = []
         missing: list[int] = []
-        for i, cite in enumerate(cites):
-            state = self._state(cite, since_confirmed)
+        for i, (cite, probe) in enumerate(zip(cites, probes, strict=True)):
+            state = self._state(cite, probe, since_confirmed)
             out.append(state)
             if state.state == "deleted":
                 missing.append(i)
         if missing:
-            moved = self._moved([cites[i] for i in missing], since)
+            moved = self._moved([cites[i] for i in missing], since, memo)
             for i in missing:
                 new = moved.get(cites[i].path)
                 if new is not None:
@@ -199,47 +232,52 @@ class Grounding:
                     out[i] = out[i].model_copy(update={"state": "renamed", "renamed_to": new, "reason": reason})
         return out
 
-    def _state(self, cite: Cite, since_confirmed: bool) -> CiteState:
+    def _state(self, cite: Cite, probe: _Probe, since_confirmed: bool) -> CiteState:
         def say(state: State, reason: str) -> CiteState:
             return CiteState(path=cite.path, lines=cite.lines, state=state, reason=reason)
 
-        shown = _shown(cite.path)
-        real = self._citable(cite.path)
-        if isinstance(real, CiteRefused):
-            if "does not exist" in str(real):
-                return say("deleted", f"{shown} was deleted")
-            return say("unreadable", f"{shown} cannot be checked: {real}")
-        path, st = real
+        if isinstance(probe, str):
+            if probe == _MISSING:
+                return say("deleted", f"{_shown(cite.path)} was deleted")
+            return say("unreadable", f"{_shown(cite.path)} cannot be checked: {probe}")
+        path, st, _ = probe
         try:
             now = self.ids.of(path, id_kind(cite.blob), st)
         except OSError as e:
-            return say("unreadable", f"{shown} cannot be read ({e.strerror or type(e).__name__})")
+            return say("unreadable", f"{_shown(cite.path)} cannot be read ({e.strerror or type(e).__name__})")
         if now == cite.blob:
             return say("fresh", "")
         when = "last confirmed" if since_confirmed else "written"
-        return say("changed", f"{shown} changed since this card was {when}")
+        return say("changed", f"{_shown(cite.path)} changed since this card was {when}")
 
-    def _citable(self, rel: str) -> tuple[str, os.stat_result] | CiteRefused:
-        """The real path and stat of a recorded citation, or why it cannot be checked. The
-        common case (a regular file in a folder already seen) is two ``lstat``s."""
+    def _probe(self, rel: str, memo: dict[str, _Probe]) -> _Probe:
+        hit = memo.get(rel)
+        if hit is None:
+            hit = memo[rel] = self._citable(rel)
+        return hit
+
+    def _citable(self, rel: str) -> _Probe:
+        """The real path, stat and stat key of a recorded citation, or why it cannot be checked
+        (``_MISSING`` when it does not exist). The common case (a regular file in a folder already
+        seen) is two ``lstat``s."""
         if not rel or "\x00" in rel or os.path.isabs(rel) or ".." in rel.split("/") or ".git" in rel.split("/"):
-            return CiteRefused(f"{quote(rel)} is not a workspace-relative path")
+            return f"{quote(rel)} is not a workspace-relative path"
         joined = os.path.join(self.workspace, rel)
         try:
             st = os.lstat(joined)
         except FileNotFoundError:
-            return CiteRefused(f"{quote(rel)} does not exist in the workspace")
+            return _MISSING
         except OSError as e:
-            return CiteRefused(f"{quote(rel)} cannot be read ({e.strerror or type(e).__name__})")
-        if stat.S_ISREG(st.st_mode) and self._dir_ok(os.path.dirname(joined)):
-            return joined, st
-        try:
-            found = confine_cite(self.workspace, rel, self.protected)
-            return found.real, os.stat(found.real)
-        except CiteRefused as e:
-            return e
-        except OSError as e:
-            return CiteRefused(f"{quote(rel)} cannot be read ({e.strerror or type(e).__name__})")
+            return f"{quote(rel)} cannot be read ({e.strerror or type(e).__name__})"
+        if not (stat.S_ISREG(st.st_mode) and self._dir_ok(os.path.dirname(joined))):
+            try:
+                found = confine_cite(self.workspace, rel, self.protected)
+                joined, st = found.real, os.stat(found.real)
+            except CiteRefused as e:
+                return _MISSING if "does not exist" in str(e) else str(e)
+            except OSError as e:
+                return f"{quote(rel)} cannot be read ({e.strerror or type(e).__name__})"
+        return joined, st, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
     def _dir_ok(self, folder: str) -> bool:
         try:
@@ -263,17 +301,17 @@ class Grounding:
 
     # -- renames -----------------------------------------------------------------------------
 
-    def _moved(self, cites: Sequence[Cite], since: str | None) -> dict[str, str]:
+    def _moved(self, cites: Sequence[Cite], since: str | None, memo: dict[str, _Probe]) -> dict[str, str]:
         """old path -> new path for the missing cited files git or their content places elsewhere."""
         renames, blobs = self._rename_sources(since)
         out: dict[str, str] = {}
         for cite in cites:
             new = _follow(renames, cite.path)
-            if new is None or not self._exists(new):
+            if new is None or isinstance(self._probe(new, memo), str):
                 new = blobs.get(cite.blob)
             if new is None:
                 new = self._same_content_untracked(cite)
-            if new is not None and new != cite.path and self._exists(new):
+            if new is not None and new != cite.path and not isinstance(self._probe(new, memo), str):
                 out[cite.path] = new
         return out
 
@@ -303,9 +341,6 @@ class Grounding:
             except OSError:
                 continue
         return None
-
-    def _exists(self, rel: str) -> bool:
-        return not isinstance(self._citable(rel), CiteRefused)
 
 
 def _follow(renames: dict[str, str], path: str) -> str | None:

@@ -156,12 +156,8 @@ class MemoryStores:
         return out
 
     def _checks(self, level: Level, cards: Sequence[tuple[str, str | None, str, Any]]) -> dict[str, CardCheck]:
-        grounding = self.layout.grounding
-        return {
-            name: grounding.check(level, name, meta)
-            for name, line, _, meta in cards
-            if line is not None and meta is not None and meta.cites
-        }
+        cited = [(level, name, meta) for name, line, _, meta in cards if line is not None and meta is not None]
+        return {name: check for (_, name), check in self.layout.grounding.check_many(cited).items()}
 
     def record_read(self, level: Level | str, filename: str) -> None:
         """Count one read of a card by the model (``read_memory``); never fails the read."""
