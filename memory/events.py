@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from memory.constants import Level
-from memory.model import AppliedOp, Conflict, Operation, Rejection
+from memory.model import AppliedOp, Conflict, DroppedCite, Operation, Rejection
 
 
 class _Event(BaseModel):
@@ -39,13 +39,15 @@ class JobApplied(_Event):
     """The job's batch was committed (its job file is gone). Nothing applied is still an outcome.
 
     ``created``: when the job was spooled (RFC 3339 UTC), kept through retries, coalescing and
-    review; empty when the job was never seen by this process."""
+    review; empty when the job was never seen by this process. ``dropped_cites``: the
+    citations of applied ops that were not kept, each with its reason (DESIGN §14)."""
 
     kind: Literal["applied"] = "applied"
     job_id: str
     applied: tuple[AppliedOp, ...] = ()
     rejected: tuple[Rejection, ...] = ()
     conflicts: tuple[Conflict, ...] = ()
+    dropped_cites: tuple[DroppedCite, ...] = ()
     txid: str | None = None
     created: str = ""
 

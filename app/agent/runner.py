@@ -64,6 +64,7 @@ from app.agent.provider import (
     UsageEvent,
     is_overflow,
 )
+from app.agent.receipts import Receipt, end_turn_with
 from app.agent.system_prompt import build_system, subagent_system
 from app.agent.tools import (
     READ_ONLY_TOOLS,
@@ -160,6 +161,7 @@ class Runner:
         self._index_before: str | None = None
         self._turn_start: int | None = None  # where the Run's turn begins in the conversation
         self._mark: TurnMark | None = None
+        self.receipt = Receipt()  # the turn's memory receipt (a sub-agent adds to its parent's)
 
     @property
     def conversation(self) -> list[dict[str, Any]]:
@@ -207,6 +209,8 @@ class Runner:
         content: list[dict[str, Any]] = []
         self._index_before = self.shown_index
         update = await self._memory_update()
+        if not self.is_subagent:
+            self.receipt = Receipt(self.shown_index)
         if update:
             content.append({"type": "text", "text": update})
         content.append({"type": "text", "text": user_text})
@@ -312,6 +316,8 @@ class Runner:
                 emit(ToolCallStarted(call_id, name, tool_input, self.depth, waiting))
                 result, denied = await self._run_one(name, tool_input, call_id, emit, waiting)
                 result = result.model_copy(update={"content": scrub_text(result.content)})
+                if result.card is not None:
+                    self.receipt.saw(result.card)
                 # What read_result gives back is already on disk and bounded in characters (not in
                 # bytes: 24,000 CJK characters pass 32 KiB): storing it again would answer the model
                 # with another stub instead of the part it asked for.
@@ -373,6 +379,7 @@ class Runner:
             offload_bytes=self.offload_bytes,
             results=self.results,
         )
+        sub.receipt = self.receipt  # its reads are the turn's
 
         def forward(ev: RunEvent) -> None:
             # Everything the sub-agent does is shown, marked with its depth; its stop is its result.
@@ -536,7 +543,9 @@ class Runner:
     async def _submit(self, start_len: int) -> str | None:
         if self.is_subagent or self.manager is None:
             return None
-        turn = turn_for_memory(self.conversation[start_len:], getattr(self.session, "id", ""))
+        turn = turn_for_memory(
+            self.conversation[start_len:], getattr(self.session, "id", ""), workspace=self.tool_ctx.workspace
+        )
         try:
             job = await self.manager.submit(turn)
         except OSError as e:
@@ -571,7 +580,7 @@ class Runner:
         info = {k: v for k, v in info.items() if v is not None}
         mark = self._mark or TurnMark(self._own)
         if self.session is not None:
-            drop = bool(await self._io(self.session.end_turn, status, **info))
+            drop = bool(await self._io(end_turn_with, self.session, self.receipt, status, info))
         else:
             closing, drop = turn_closing(self._own, mark, status, str(info.get("message") or ""))
             for m in closing:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from app.cli import memory_grounding as grounding
 from app.cli.output import closed_pipe, silence
 from memory.constants import INDEX_FILE, MANUAL_SOURCE, Level, MemoryMode
 from memory.text.names import quote
@@ -41,7 +42,8 @@ def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.Argume
         return p
 
     cmd("index", "print the merged index exactly as a new session's system prompt gets it")
-    cmd("list", "list the notes of both stores")
+    grounding.add_list_options(cmd("list", "list the notes of both stores (a stale card says why); "
+                                           "--stale and --unused DAYS filter them"))
     p = cmd("show", "print one note")
     p.add_argument("level", choices=[lv.value for lv in Level])
     p.add_argument("file")
@@ -58,6 +60,9 @@ def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.Argume
     p.add_argument("--timeout", type=_timeout, default=120.0, metavar="S", help="give up after S seconds (default 120)")
     p.add_argument("--all", action="store_true", help="every workspace's jobs (orphans are never run)")
     cmd("undo", "revert the last applied batch of this workspace")
+    grounding.add_confirm_command(cmd(
+        "confirm", "say a card still holds: its citations' content ids are taken again from the workspace "
+                   "(a renamed file followed, a deleted one dropped); `memory undo` reverts it"))
     p = cmd("doctor", "check the stores and the index")
     p.add_argument("--fix", action="store_true", help="repair what can be repaired safely")
 
@@ -213,9 +218,19 @@ def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
 
 
 def _list(stores: MemoryStores, args: argparse.Namespace) -> int:
+    if args.stale or args.unused is not None:
+        return grounding.list_filtered(stores, args)
     if not stores.has_project_level:
         print(f"project store: none ({stores.project.unavailable})")
     trusted = stores.project_trusted
+    try:
+        stale = grounding.stale_checks(stores)
+    except Exception as e:
+        # The marks are extra: a store locked by a recovering process still gets listed.
+        if not (_reported(e) or isinstance(e, OSError)):
+            raise
+        _err(f"stale cards not checked: {e}")
+        stale = {}
     for level, st in stores.stores.items():
         problem = st.folder_problem()
         notes = [] if problem else st.notes()
@@ -227,6 +242,7 @@ def _list(stores: MemoryStores, args: argparse.Namespace) -> int:
         for n in notes:
             flag = f"  ! {n.broken}" if n.broken else ""
             flag += "  [untrusted]" if untrusted else ""
+            flag += grounding.stale_suffix(stale.get(n.filename)) if level is Level.PROJECT else ""
             summary = f" — {n.meta.summary}" if n.meta.summary else ""
             print(f"  {n.filename}  [{n.meta.type}] {n.meta.title}{summary}  (updated {n.meta.updated or '?'}, "
                   f"source {n.meta.source}){flag}")
@@ -242,7 +258,11 @@ def _show(stores: MemoryStores, args: argparse.Namespace) -> int:
     if reason is not None:
         _err(reason)
         return EXIT_ERROR
+    from memory.store.stores import cites_header
+
     data = st.fs.read_bytes(st.dir / args.file)
+    # A cited card's citations as they stand now, above the file (what read_memory shows the model).
+    sys.stdout.write(cites_header(stores.grounding_of(args.level, args.file)))
     sys.stdout.write(data.decode("utf-8", "replace"))
     return EXIT_OK
 
@@ -274,12 +294,15 @@ def _apply(stores: MemoryStores, args: argparse.Namespace) -> int:
 
 
 def _report(result: BatchResult) -> int:
-    """Applied ops on stdout, each rejection or conflict as one line on stderr; exit 3 if any."""
+    """Applied ops on stdout, each rejection, conflict or dropped citation as one line on
+    stderr; exit 3 if any op was refused (a dropped citation leaves its op applied)."""
     for a in result.applied:
         print(f"{a.action} {a.level}/{a.filename}")
-    problems: list[Rejection | Conflict] = sorted([*result.rejected, *result.conflicts], key=lambda r: r.index)
-    for r in problems:
-        _err(r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}")
+    problems: list[Rejection | Conflict] = [*result.rejected, *result.conflicts]
+    lines = [(r.index, r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}") for r in problems]
+    lines += [(d.index, grounding.dropped_line(d)) for d in result.dropped_cites]
+    for _, line in sorted(lines, key=lambda x: x[0]):
+        _err(line)
     return EXIT_REJECTED if problems else EXIT_OK
 
 
@@ -406,6 +429,10 @@ def _doctor(stores: MemoryStores, args: argparse.Namespace) -> int:
     for f in report.findings:
         hint = " (doctor --fix repairs this)" if f.fixable and not args.fix else ""
         print(f"problem: {f.message}{hint}")
+    for name, reason in report.stale:
+        # Information: the exit status and --fix leave stale cards alone.
+        print(f"stale: project/{name}: {reason} (check it; `pseudoclaude memory confirm project {name}` "
+              "if it still holds)")
     if report.ok:
         print("memory stores are healthy")
         return EXIT_OK
@@ -422,5 +449,6 @@ _HANDLERS: dict[str, Callable[[MemoryStores, argparse.Namespace], int]] = {
     "reject": _review,
     "flush": _flush,
     "undo": _undo,
+    "confirm": grounding.confirm,
     "doctor": _doctor,
 }

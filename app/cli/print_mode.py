@@ -28,6 +28,7 @@ from app.agent.provider import (
 from app.agent.runtime import Runtime
 from app.agent.settings import Settings
 from app.agent.tools import AllowListGate
+from app.cli.memory_grounding import dropped_line
 from app.cli.output import closed_pipe, silence
 from memory.constants import MemoryMode
 from memory.events import JobApplied, JobFailed, JobHeld, JobStarted, JobTakenOver, MemoryEvent
@@ -166,6 +167,9 @@ class PrintUI:
         if isinstance(ev, JobApplied):
             self.diag(f"[memory: job {ev.job_id}{merged} applied: {len(ev.applied)} op(s), {len(ev.rejected)} "
                       f"rejected, {len(ev.conflicts)} conflict(s)]")
+            # Each citation the app did not keep, with why; the op itself applied.
+            for d in ev.dropped_cites:
+                self.diag(f"[memory: job {ev.job_id}: {dropped_line(d)}]")
         elif isinstance(ev, JobFailed):
             self.diag(f"[memory: job {ev.job_id}{merged} failed: {one_line(ev.reason, 300)}; it stays spooled "
                       "(pseudoclaude memory flush)]")

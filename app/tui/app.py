@@ -33,6 +33,7 @@ from app.tui import commands
 from app.tui.bridge import Bridge
 from app.tui.commands import Parsed, SlashCommands
 from app.tui.gc_hold import GcHold
+from app.tui.grounding_watch import GroundingWatch
 from app.tui.history_view import HistoryView
 from app.tui.messages import (
     ChatNote,
@@ -161,6 +162,8 @@ class PseudoClaudeApp(App[int]):
                                       lambda: self.settings.model if self.settings is not None else "")
         self.memory_screens = MemoryScreens(self, refresh_panel=self._refresh_panel)
         self.slash = SlashCommands(self)  # the slash commands' table and handlers
+        # Stale marks follow the cited files while the app runs (after turns, and on a timer).
+        self.grounding = GroundingWatch(self, busy=lambda: self._turn is not None and self._turn.is_running)
 
     # -- layout --------------------------------------------------------------------------------
 
@@ -219,6 +222,7 @@ class PseudoClaudeApp(App[int]):
     @on(RuntimeBuilt)
     def _on_built(self, message: RuntimeBuilt) -> None:
         self.startup.built()
+        self.grounding.start()
 
     @on(RuntimeReady)
     def _on_ready(self, message: RuntimeReady) -> None:
@@ -459,6 +463,7 @@ class PseudoClaudeApp(App[int]):
         if self.bridge.opened and not self._quitting:
             self.prompt.disabled_reason = None
         self._refresh_panel()
+        self.grounding.recheck()  # the turn's tools may have changed cited files
         self.bridge.pacer.idle()
         self.bridge.pacer.busy(PACE_AFTER_S)  # the turn's last frames
         # After the turn's last frame, once nobody types: a full collection that is due runs then.

@@ -379,12 +379,38 @@ class Bridge:
         )
 
     async def save_card(
-        self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None
+        self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None,
+        cites: tuple[str, ...] | None = None,
     ) -> CardResult:
+        """The editor's save; ``cites``: the citations the person changed (None: left alone)."""
+        if cites is None:
+            return await asyncio.to_thread(
+                self.stores.save_card, draft.level, draft.type, draft.title, draft.summary, draft.body,
+                filename=filename, expected_sha=sha256, original_level=original_level,
+            )
+        from memory.store.cards import save_card
+
         return await asyncio.to_thread(
-            self.stores.save_card, draft.level, draft.type, draft.title, draft.summary, draft.body,
-            filename=filename, expected_sha=sha256, original_level=original_level,
+            lambda: save_card(self.stores, draft.level, draft.type, draft.title, draft.summary, draft.body,
+                              filename=filename, expected_sha=sha256, original_level=original_level, cites=cites)
         )
+
+    # -- grounded cards (DESIGN §14) ---------------------------------------------------------------
+
+    async def stale_cards(self) -> frozenset[tuple[str, str]]:
+        """(filename, reason) of each stale project card now: a stat per cited file while
+        nothing changed (the checker caches by stat). Off the loop."""
+
+        def check() -> frozenset[tuple[str, str]]:
+            with self._card_reads:
+                checks = self.stores.staleness()
+            return frozenset((name, c.reason) for name, c in checks.items() if c.stale)
+
+        return await asyncio.to_thread(check)
+
+    async def confirm_card(self, level: str, filename: str, sha256: str | None) -> tuple[BatchResult, list[str]]:
+        """A person's "still true" (a manual, undoable batch); StoreError (one line) when it cannot be."""
+        return await asyncio.to_thread(self.stores.confirm, level, filename, sha256)
 
     async def delete_card(self, level: str, filename: str, sha256: str) -> CardResult:
         return await asyncio.to_thread(self.stores.delete_card, level, filename, sha256)

@@ -7,7 +7,8 @@ results to the screens (widgets/cards/browser.py, widgets/pending/screen.py), wh
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Sequence
+import logging
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -15,12 +16,14 @@ from memory.constants import MANUAL_SOURCE, Action, Level
 from memory.model import rfc3339
 from memory.store.store import StoreError
 from memory.text.terminal import strip_terminal
-from widgets.cards.card_list import CardRow
+from widgets.cards.card_list import CardRow, CiteLine
 from widgets.cards.draft import CardDraft
 from widgets.pending.state import PendingJob, PendingJobState, PendingOp, PendingState
 
 if TYPE_CHECKING:
     from memory.events import JobApplied
+    from memory.grounding.staleness import CardCheck
+    from memory.grounding.usage import CardUse
     from memory.jobs.views import JobView
     from memory.model import Note
     from memory.store.stores import MemoryStores
@@ -37,6 +40,8 @@ __all__ = [
 
 PROPOSED_TEXT_LIMIT = 64 * 1024  # a hand-grown card is shown cut, never read whole into a diff
 
+log = logging.getLogger(__name__)
+
 
 def _value(x: object) -> str:
     return str(getattr(x, "value", x) if x is not None else "")
@@ -45,8 +50,28 @@ def _value(x: object) -> str:
 # -- the card browser --------------------------------------------------------------------------
 
 
-def _row(level: str, note: Note, untrusted: bool) -> CardRow:
+def _cites(note: Note, check: CardCheck | None) -> tuple[CiteLine, ...]:
+    """The card's citations (from its front matter) with their states as checked now."""
+    states = {c.spec: c for c in check.cites} if check is not None else {}
+    out = []
+    for cite in note.meta.cites:
+        state = states.get(cite.spec)
+        out.append(
+            CiteLine(spec=strip_terminal(cite.spec, keep_newlines=False),
+                     state=state.state if state is not None else "",
+                     reason=strip_terminal(state.reason, keep_newlines=False) if state is not None else "")
+        )
+    return tuple(out)
+
+
+def _row(
+    level: str, note: Note, untrusted: bool, check: CardCheck | None = None, use: CardUse | None = None,
+    now: _dt.datetime | None = None,
+) -> CardRow:
+    from memory.grounding.usage import use_text
+
     meta = note.meta
+    stale = check.reason if check is not None and check.stale else None
     return CardRow(
         level=level,
         filename=note.filename,
@@ -59,14 +84,38 @@ def _row(level: str, note: Note, untrusted: bool) -> CardRow:
         sha256=note.sha256,
         untrusted=untrusted,
         broken=note.broken,
+        stale=None if stale is None else strip_terminal(stale, keep_newlines=False),
+        cites=_cites(note, check),
+        reads=use.reads if use is not None else 0,
+        last_read=use.last_read if use is not None else "",
+        use=use_text(use, now),
     )
 
 
-def card_rows(stores: MemoryStores) -> tuple[list[CardRow], str | None]:
-    """Every card of both levels (project first, each sorted by filename), and a note for the
-    browser's header (an untrusted project store, a level that cannot be read)."""
+def _grounding(stores: MemoryStores) -> tuple[Mapping[str, CardCheck], dict[str, dict[str, CardUse]]]:
+    """The project cards' citation checks and each level's use counts. Neither may keep the
+    cards from being listed: a failure is logged and the browser shows the cards without it."""
+    try:
+        checks: Mapping[str, CardCheck] = stores.staleness()
+    except Exception:
+        log.warning("checking the cards' citations failed", exc_info=True)
+        checks = {}
+    uses: dict[str, dict[str, CardUse]] = {}
+    for level in stores.stores:
+        try:
+            uses[level.value] = stores.usage_of(level)
+        except Exception:
+            log.warning("reading the %s cards' use failed", level.value, exc_info=True)
+    return checks, uses
+
+
+def card_rows(stores: MemoryStores, *, now: _dt.datetime | None = None) -> tuple[list[CardRow], str | None]:
+    """Every card of both levels (project first, each sorted by filename), with its citations'
+    states and its use, and a note for the browser's header (an untrusted project store, a
+    level that cannot be read)."""
     rows: list[CardRow] = []
     notes: list[str] = []
+    checks, uses = _grounding(stores)
     trusted = bool(stores.project_trusted) if stores.has_project_level else True
     for level in (Level.PROJECT, Level.USER) if stores.has_project_level else (Level.USER,):
         try:
@@ -77,7 +126,11 @@ def card_rows(stores: MemoryStores) -> tuple[list[CardRow], str | None]:
         untrusted = level is Level.PROJECT and not trusted
         if untrusted and found:
             notes.append("project memory is untrusted: its cards are not used until you trust it (asked at start)")
-        rows.extend(_row(level.value, n, untrusted) for n in found)
+        checked = checks if level is Level.PROJECT else {}
+        used = uses.get(level.value, {})
+        rows.extend(
+            _row(level.value, n, untrusted, checked.get(n.filename), used.get(n.filename), now) for n in found
+        )
     if not stores.has_project_level:
         notes.append("this workspace has no project level: its project store is the user store")
     return rows, " · ".join(notes) or None
@@ -91,6 +144,7 @@ def draft_of(note: Note) -> CardDraft:
         title=note.meta.title,
         summary=note.meta.summary,
         body=note.body,
+        cites=tuple(c.spec for c in note.meta.cites),
     )
 
 

@@ -84,6 +84,7 @@ def build_panel_state(
                     filename=card.filename,
                     new=is_new,
                     untrusted=not trusted,
+                    stale=card.stale,
                 )
             )
         return tuple(out)
@@ -154,6 +155,8 @@ def _card(stores: MemoryStores, level: str, line: str) -> PanelCard | None:
         title=strip_terminal(title, keep_newlines=False),
         summary=strip_terminal(summary, keep_newlines=False),
         filename=strip_terminal(filename, keep_newlines=False),
+        # The index line's stale mark (DESIGN §14), apart from the title and summary.
+        stale=None if m.group("stale") is None else strip_terminal(m.group("stale"), keep_newlines=False),
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from memory.text.names import quote
 
-__all__ = ["CiteRefused", "Confined", "confine_cite", "inside", "parse_spec"]
+__all__ = ["CiteRefused", "Confined", "confine_cite", "encodable", "inside", "parse_spec"]
 
 # A cited file's content is hashed; past this it is not a source file a card can rest on.
 MAX_CITED_BYTES = 64 * 1024 * 1024
@@ -38,6 +38,16 @@ def inside(path: str, root: str) -> bool:
     if path == root:
         return True
     return path.startswith(root if root.endswith(os.sep) else root + os.sep)
+
+
+def encodable(path: str) -> bool:
+    """Whether ``path`` can name a file here at all (a lone surrogate from JSON cannot: the OS
+    calls would raise UnicodeEncodeError, not OSError)."""
+    try:
+        os.fsencode(path)
+    except UnicodeError:
+        return False
+    return True
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -63,6 +73,8 @@ def confine_cite(workspace: str, raw: str, protected: Sequence[str]) -> Confined
         raise CiteRefused("an empty path")
     if "\x00" in raw or any(ord(c) < 32 for c in raw):
         raise _refuse(raw, "holds a control character")
+    if not encodable(raw):
+        raise _refuse(raw, "is not a valid file name")
     if raw.startswith(("/", "\\")) or os.path.isabs(raw) or re.match(r"[A-Za-z]:[\\/]", raw):
         raise _refuse(raw, "is an absolute path; a citation is relative to the workspace")
     posix = raw.replace("\\", "/")

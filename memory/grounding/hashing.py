@@ -121,10 +121,13 @@ class GitProbe:
                 blobs.setdefault(fields[1], path)
         return blobs
 
-    def others(self) -> list[str]:
-        """Untracked, not ignored files (where an unstaged ``mv`` puts a file)."""
+    def others(self) -> list[str] | None:
+        """Untracked, not ignored files (where an unstaged ``mv`` puts a file); None when git
+        cannot say (no repository, no git)."""
         out = self._git(["ls-files", "-o", "--exclude-standard", "-z"])
-        return [p for p in (out or b"").decode("utf-8", "surrogateescape").split("\0") if p]
+        if out is None:
+            return None
+        return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
     def renames(self, since: str | None) -> dict[str, str]:
         """old path -> new path by git's rename detection: staged or committed (since ``since``,

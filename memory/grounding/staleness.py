@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from memory.constants import Level
-from memory.grounding.confine import MAX_SPEC_CHARS, CiteRefused, confine_cite, inside, parse_spec
+from memory.grounding.confine import MAX_SPEC_CHARS, CiteRefused, confine_cite, encodable, inside, parse_spec
 from memory.grounding.hashing import FileIds, GitProbe, id_kind
 from memory.model import Cite, DroppedCite, NoteMeta
 from memory.text.names import quote, sanitize_line
@@ -114,7 +114,7 @@ class Grounding:
         # parent folder -> (its lstat key, whether its real path is inside the workspace and
         # outside the protected folders): a warm check does not resolve every path again.
         self._dirs: dict[str, tuple[tuple[int, int, int], bool]] = {}
-        self._renames: tuple[tuple[object, ...], float, dict[str, str], dict[str, str]] | None = None
+        self._renames: tuple[tuple[object, ...], tuple[float, dict[str, str], dict[str, str], list[str]]] | None = None
         self._checks: dict[tuple[object, ...], CardCheck] = {}
 
     # -- at write time -----------------------------------------------------------------------
@@ -152,7 +152,7 @@ class Grounding:
     def refresh(self, cites: Sequence[Cite]) -> tuple[tuple[Cite, ...], list[str]]:
         """A confirmation's citations: each one's id taken again, a renamed file followed to its
         new path, a deleted one left out. Returns them and one line per change made."""
-        states = self._states(cites, None, since_confirmed=True, since=None)
+        states = self._states(cites, None, since_confirmed=True)
         out: list[Cite] = []
         said: list[str] = []
         tracked = self.git.tracked(
@@ -189,14 +189,16 @@ class Grounding:
         # "Confirmed" only when that came after the card's last write (RFC 3339 UTC sorts as text).
         confirmed = bool(meta.confirmed) and meta.confirmed >= meta.updated
         probes = tuple(self._probe(c.path, memo) for c in meta.cites)
-        # While no cited file's stat changed, the answer is the last one (no ids, no models).
-        key = (level, filename, meta.cites, confirmed, tuple(p if isinstance(p, str) else p[2] for p in probes))
+        # While no cited file's stat changed, the answer is the last one (no ids, no models). A
+        # missing file's answer (deleted, or renamed to where?) also depends on what git and the
+        # other files say: it holds while the rename sources it was taken from do.
+        epoch = self._rename_sources()[0] if any(isinstance(p, str) for p in probes) else 0.0
+        key = (level, filename, meta.cites, confirmed, epoch, tuple(p if isinstance(p, str) else p[2] for p in probes))
         with self._lock:
             hit = self._checks.get(key)
         if hit is not None:
             return hit
-        since = max(meta.confirmed, meta.updated) or None
-        states = self._states(meta.cites, probes, since_confirmed=confirmed, since=since, memo=memo)
+        states = self._states(meta.cites, probes, since_confirmed=confirmed, memo=memo)
         check = CardCheck(level=level, filename=filename, cites=tuple(states))
         with self._lock:
             if len(self._checks) > 20_000:
@@ -210,7 +212,6 @@ class Grounding:
         probes: Sequence[_Probe] | None,
         *,
         since_confirmed: bool,
-        since: str | None,
         memo: dict[str, _Probe] | None = None,
     ) -> list[CiteState]:
         memo = {} if memo is None else memo
@@ -224,7 +225,7 @@ class Grounding:
             if state.state == "deleted":
                 missing.append(i)
         if missing:
-            moved = self._moved([cites[i] for i in missing], since, memo)
+            moved = self._moved([cites[i] for i in missing], memo)
             for i in missing:
                 new = moved.get(cites[i].path)
                 if new is not None:
@@ -260,7 +261,8 @@ class Grounding:
         """The real path, stat and stat key of a recorded citation, or why it cannot be checked
         (``_MISSING`` when it does not exist). The common case (a regular file in a folder already
         seen) is two ``lstat``s."""
-        if not rel or "\x00" in rel or os.path.isabs(rel) or ".." in rel.split("/") or ".git" in rel.split("/"):
+        parts = rel.split("/")
+        if not rel or "\x00" in rel or os.path.isabs(rel) or ".." in parts or ".git" in parts or not encodable(rel):
             return f"{quote(rel)} is not a workspace-relative path"
         joined = os.path.join(self.workspace, rel)
         try:
@@ -301,36 +303,39 @@ class Grounding:
 
     # -- renames -----------------------------------------------------------------------------
 
-    def _moved(self, cites: Sequence[Cite], since: str | None, memo: dict[str, _Probe]) -> dict[str, str]:
+    def _moved(self, cites: Sequence[Cite], memo: dict[str, _Probe]) -> dict[str, str]:
         """old path -> new path for the missing cited files git or their content places elsewhere."""
-        renames, blobs = self._rename_sources(since)
+        _, renames, blobs, others = self._rename_sources()
         out: dict[str, str] = {}
         for cite in cites:
             new = _follow(renames, cite.path)
             if new is None or isinstance(self._probe(new, memo), str):
                 new = blobs.get(cite.blob)
-            if new is None:
-                new = self._same_content_untracked(cite)
+            # An unstaged ``mv`` of a tracked file: git's index still names the old path.
+            if new is None or new == cite.path or isinstance(self._probe(new, memo), str):
+                new = self._same_content_untracked(cite, others)
             if new is not None and new != cite.path and not isinstance(self._probe(new, memo), str):
                 out[cite.path] = new
         return out
 
-    def _rename_sources(self, since: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    def _rename_sources(self) -> tuple[float, dict[str, str], dict[str, str], list[str]]:
+        """(when taken, git's renames, the index's blob ids, the untracked files), taken again
+        when git's index or HEAD moved or after a few seconds (an unstaged ``mv`` moves neither)."""
         token = self.git.state_token()
         now = self._clock()
         with self._lock:
             hit = self._renames
-        if hit is not None and hit[0] == token and now - hit[1] < _RENAME_TTL_S:
-            return hit[2], hit[3]
-        renames = self.git.renames(since)
-        blobs = self.git.index_blobs()
+        if hit is not None and hit[0] == token and now - hit[1][0] < _RENAME_TTL_S:
+            return hit[1]
+        others = self.git.others()
+        sources = (now, self.git.renames(None), self.git.index_blobs(), self._walk() if others is None else others)
         with self._lock:
-            self._renames = (token, now, renames, blobs)
-        return renames, blobs
+            self._renames = (token, sources)
+        return sources
 
-    def _same_content_untracked(self, cite: Cite) -> str | None:
+    def _same_content_untracked(self, cite: Cite, others: Sequence[str]) -> str | None:
         kind = id_kind(cite.blob)
-        for rel in self.git.others()[:_MAX_CANDIDATES]:
+        for rel in others[:_MAX_CANDIDATES]:
             real = os.path.join(self.workspace, rel)
             try:
                 st = os.lstat(real)
@@ -341,6 +346,21 @@ class Grounding:
             except OSError:
                 continue
         return None
+
+    def _walk(self) -> list[str]:
+        """The workspace's files when git cannot list the untracked ones (no repository, or no
+        git): symlinks not followed, ``.git`` and the protected folders left out, bounded."""
+        out: list[str] = []
+        for top, dirs, files in os.walk(self.workspace):
+            dirs[:] = sorted(
+                d for d in dirs
+                if d.casefold() != ".git" and not any(inside(os.path.join(top, d), p) for p in self.protected)
+            )
+            for name in sorted(files):
+                out.append(os.path.relpath(os.path.join(top, name), self.workspace).replace(os.sep, "/"))
+                if len(out) >= _MAX_CANDIDATES:
+                    return out
+        return out
 
 
 def _follow(renames: dict[str, str], path: str) -> str | None:

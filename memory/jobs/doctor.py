@@ -2,7 +2,9 @@
 
 Nothing a person wrote is ever removed: broken notes, symlinks and hard links are reported
 with what to do, never "fixed" away. Safe repairs are finishing or dropping an interrupted
-transaction and rebuilding ``MEMORY.md`` from the notes.
+transaction and rebuilding ``MEMORY.md`` from the notes. Stale cards (DESIGN §14) are reported
+as information, not problems: a card whose code moved on may still hold, and only a person (or
+the memory model, from a turn that showed the code) can say; nothing is deleted for it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class Finding:
 class DoctorReport:
     findings: list[Finding] = field(default_factory=list)
     fixed: list[str] = field(default_factory=list)
+    # (filename, reason) of each stale project card: said, never a finding (``ok`` ignores it).
+    stale: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -86,7 +90,22 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
             add(Finding(f"spool: {entry.problem} (--fix moves it, bytes kept, to spool/{DAMAGED_DIR}/)", True))
         elif entry.orphaned and entry.workspace == str(stores.paths.workspace):
             add(Finding(f"spool: job {entry.id} belongs to a workspace that no longer exists", False))
+    report.stale = stale_cards(stores)
     return report
+
+
+def stale_cards(stores: MemoryStores) -> list[tuple[str, str]]:
+    """Each stale project card (filename, one-line reason), checked without recovering first:
+    a diagnosis changes nothing, an interrupted transaction included."""
+    if not stores.has_project_level:
+        return []
+    st = stores.project
+    if st.folder_problem() is not None or not st.dir.exists():
+        return []
+    cards = [(Level.PROJECT, name, meta) for name, line, _, meta in st.index_cards()
+             if line is not None and meta is not None]
+    checks = stores.layout.grounding.check_many(cards)
+    return [(name, check.reason) for (_, name), check in sorted(checks.items()) if check.stale]
 
 
 def fix(stores: MemoryStores) -> DoctorReport:

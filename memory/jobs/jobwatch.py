@@ -185,6 +185,7 @@ class JobWatch:
                         applied=tuple(entry.applied),
                         rejected=tuple(entry.rejected),
                         conflicts=tuple(entry.conflicts),
+                        dropped_cites=tuple(entry.dropped_cites),
                         txid=entry.txid,
                         created=created,
                     )

@@ -222,7 +222,7 @@ class Pipeline:
     async def _extract(self, job: Job, completion: Completion, *, reask: bool) -> None:
         # The snapshot is taken now, when the job runs: it sees every batch committed before.
         snap = await self._in_thread(self.stores.snapshot)
-        request = build_extraction_request(list(job.turns), snap.project_md, snap.user_md)
+        request = build_extraction_request(list(job.turns), snap.project_md, snap.user_md, stale=snap.stale)
         if reask:
             request = request.model_copy(update={"prompt": request.prompt + REASK_NOTE})
         answer = await self._ask(job, completion, request)
@@ -433,6 +433,7 @@ def emit_result(
             applied=tuple(result.applied),
             rejected=tuple(result.rejected),
             conflicts=tuple(result.conflicts),
+            dropped_cites=tuple(result.dropped_cites),
             txid=result.txid,
             created=created,
         )

@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from memory.constants import MANUAL_SOURCE, MAX_CONTENT_BYTES, MAX_SUMMARY, MAX_TITLE, Action, Level, NoteType
-from memory.model import AppliedOp, BatchResult, Conflict, Note, Operation, Rejection
+from memory.model import AppliedOp, BatchResult, Conflict, DroppedCite, Note, Operation, Rejection
 from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
 from memory.store.fs import FS, UnsafePathError
 from memory.store.paths import Paths
@@ -65,7 +65,8 @@ class CardResult(BaseModel):
     """What a card edit did. ``applied``: written (``txid`` names the batch for the history);
     ``conflict``: the card changed since it was read; ``rejected``: the input is invalid.
     ``level``/``filename``/``sha256`` name the card as it is now (after a move: its new place;
-    after a delete, or when nothing was written: as given, ``sha256`` None)."""
+    after a delete, or when nothing was written: as given, ``sha256`` None). ``dropped``: the
+    citations the edit gave that were not kept, each with why (DESIGN §14)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -76,6 +77,7 @@ class CardResult(BaseModel):
     txid: str | None = None
     sha256: str | None = None
     applied: tuple[AppliedOp, ...] = ()
+    dropped: tuple[DroppedCite, ...] = ()
 
 
 def _result(stores: CardStores, res: BatchResult, level: Level, filename: str) -> CardResult:
@@ -97,16 +99,25 @@ def _result(stores: CardStores, res: BatchResult, level: Level, filename: str) -
         except StoreError:
             sha = None
     return CardResult(
-        status="applied", level=level, filename=filename, txid=res.txid, sha256=sha, applied=tuple(res.applied)
+        status="applied", level=level, filename=filename, txid=res.txid, sha256=sha, applied=tuple(res.applied),
+        dropped=tuple(res.dropped_cites),
     )
 
 
+def _with_cites(op: dict[str, object], cites: Sequence[str] | None) -> dict[str, object]:
+    """The op with the person's citations; None leaves them out (an update keeps the card's)."""
+    if cites is not None:
+        op["cites"] = list(cites)
+    return op
+
+
 def create_card(
-    stores: CardStores, level: Level | str, type: NoteType | str, title: str, summary: str, body: str
+    stores: CardStores, level: Level | str, type: NoteType | str, title: str, summary: str, body: str,
+    *, cites: Sequence[str] | None = None,
 ) -> CardResult:
     lv = Level(level)
-    op = {"action": "create", "level": str(level), "type": str(type), "title": title, "summary": summary,
-          "content": body}
+    op = _with_cites({"action": "create", "level": str(level), "type": str(type), "title": title,
+                      "summary": summary, "content": body}, cites)
     res = stores.apply([(0, op)], source=MANUAL_SOURCE, label="card created")
     return _result(stores, res, lv, "")
 
@@ -120,10 +131,12 @@ def edit_card(
     type: NoteType | str,
     body: str,
     expected_sha: str,
+    *,
+    cites: Sequence[str] | None = None,
 ) -> CardResult:
     lv = Level(level)
-    op = {"action": "update", "level": str(level), "filename": filename, "type": str(type), "title": title,
-          "summary": summary, "content": body}
+    op = _with_cites({"action": "update", "level": str(level), "filename": filename, "type": str(type),
+                      "title": title, "summary": summary, "content": body}, cites)
     res = stores.apply([(0, op)], source=MANUAL_SOURCE, expected={key(lv, filename): expected_sha},
                        label="card edited")
     return _result(stores, res, lv, filename)
@@ -206,22 +219,24 @@ def save_card(
     filename: str | None = None,
     expected_sha: str | None = None,
     original_level: Level | str | None = None,
+    cites: Sequence[str] | None = None,
 ) -> CardResult:
     """The editor's Ctrl+S: create (no ``filename``), edit in place, or edit and move to another
     level — the last as one all-or-nothing transaction (the old card leaves only if the new one
-    is written). ``expected_sha``: the card's hash when the editor read it."""
+    is written). ``expected_sha``: the card's hash when the editor read it. ``cites``: the
+    citations the person gave (specs); None keeps the card's (an edit) or gives none."""
     if filename is None:
-        return create_card(stores, level, type, title, summary, body)
+        return create_card(stores, level, type, title, summary, body, cites=cites)
     if expected_sha is None:
         raise ValueError("an edit needs the hash of the card as it was read")
     old = Level(original_level if original_level is not None else level)
     to = Level(level)
     if to is old:
-        return edit_card(stores, old, filename, title, summary, type, body, expected_sha)
+        return edit_card(stores, old, filename, title, summary, type, body, expected_sha, cites=cites)
     ops: list[tuple[int, Operation | dict[str, object]]] = [
         (0, {"action": "delete", "level": str(old), "filename": filename}),
-        (1, {"action": "create", "level": str(to), "type": str(type), "title": title, "summary": summary,
-             "content": body}),
+        (1, _with_cites({"action": "create", "level": str(to), "type": str(type), "title": title,
+                         "summary": summary, "content": body}, cites)),
     ]
     res = stores.apply(ops, source=MANUAL_SOURCE, expected={key(old, filename): expected_sha},
                        label=f"card edited and moved to {to}", all_or_nothing=True)

@@ -237,6 +237,9 @@ notes win on how to work with the user (preferences, language, style).
 that level's whole index.
 - Verify a note's claims about code (files, functions, commands, behaviour) against the \
 repository before relying on them.
+- A line ending with `(stale: …)` is a project note whose cited files changed, were renamed or \
+were deleted since it was written or confirmed: re-check it against the code before relying on \
+it. read_memory shows its citations and their state above the body.
 - Changes to the memory made after this point arrive as a <memory-update> block at the start \
 of a user message."""
 

@@ -32,7 +32,7 @@ from memory.store.plan import key
 from memory.store.store import Store, StoreError
 from memory.store.transaction import TransactionError
 
-__all__ = ["MemoryStores", "Snapshot", "untrusted_cards"]
+__all__ = ["CITES_HEAD", "STALE_LINE", "MemoryStores", "Snapshot", "cites_header", "untrusted_cards"]
 
 LOCK_TIMEOUT = 60.0
 
@@ -43,6 +43,8 @@ class Snapshot(BaseModel):
     project_md: str
     user_md: str
     hashes: dict[str, str]  # "<level>/<filename>" -> sha256
+    # Stale project cards (filename -> one-line reason) the memory model may update or delete.
+    stale: dict[str, str] = {}
 
 
 class MemoryStores:
@@ -212,10 +214,13 @@ class MemoryStores:
             for lv, st in levels.items():
                 for name, digest in st.hashes().items():
                     hashes[key(lv, name)] = digest
+            # Checked here, under the lock and after recovery: staleness() would recover again.
+            checks = self._checks(Level.PROJECT, self.project.index_cards()) if Level.PROJECT in levels else {}
             return Snapshot(
                 project_md=self._index_md(Level.PROJECT, levels),
                 user_md=self._index_md(Level.USER, levels),
                 hashes=hashes,
+                stale={name: c.reason for name, c in checks.items() if c.stale},
             )
 
     def merged_index(self, *, include_untrusted: bool = False, marks: bool = True) -> str:
@@ -376,13 +381,19 @@ class MemoryStores:
         )
 
 
+# The first line of what ``read_memory`` prints above a cited card's body, and the line that
+# says the card is stale (the read tool's receipt looks for both).
+CITES_HEAD = "Cites (checked now):"
+STALE_LINE = "This card is STALE: check it against the code before relying on it."
+
+
 def cites_header(check: CardCheck | None) -> str:
     """What ``read_memory`` prints above a cited card's body: each citation and its state."""
     if check is None or not check.cites:
         return ""
-    head = "This card is STALE: check it against the code before relying on it." if check.stale else ""
+    head = STALE_LINE if check.stale else ""
     lines = [f"- {c.spec}: {c.reason if c.state != 'fresh' else 'unchanged since the card was written'}" for c in check.cites]
-    return "\n".join(filter(None, ["Cites (checked now):", *lines, head])) + "\n\n"
+    return "\n".join(filter(None, [CITES_HEAD, *lines, head])) + "\n\n"
 
 
 def untrusted_cards(stores: MemoryStores) -> list[Note]:

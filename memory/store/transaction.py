@@ -37,7 +37,7 @@ from memory.store.layout import StoreLayout
 from memory.store.ops import op_pairs, validate_operations
 from memory.store.plan import Plan, key
 from memory.store.store import TRASH_DIR, Store, StoreError, render_index
-from memory.text.names import note_filename, quote, slugify
+from memory.text.names import note_filename, quote, sanitize_line, slugify
 from memory.text.redact import redact
 
 __all__ = [
@@ -175,7 +175,8 @@ class _Batch:
 
 def _cite_label(item: object) -> str:
     path = item.get("path") if isinstance(item, dict) else item
-    return quote(path if isinstance(path, str) else repr(path), 200)
+    # Unquoted, like Grounding.resolve's: whoever shows a DroppedCite quotes it once.
+    return sanitize_line(redact(path if isinstance(path, str) else repr(path)), 200)
 
 
 def _plan_op(batch: _Batch, index: int, op: Operation) -> None:

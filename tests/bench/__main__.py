@@ -29,6 +29,7 @@ MODULES = (
     "fig_startup",
     "fig_bigstore",
     "fig_stores",
+    "fig_grounding",
     "fig_footprint",
     "bench_compaction",
     "stress",

@@ -100,6 +100,8 @@ async def test_fields_are_prefilled_and_edits_make_the_draft_dirty() -> None:
         await pick_next_option(pilot, ed, "#level")
         assert ed.query_one("#level", Select).value == "user"
         await pilot.press("tab")
+        await wait_until(pilot, lambda: ed.focused is ed.query_one("#cites"), what="the citations focused")
+        await pilot.press("tab")
         await wait_until(pilot, lambda: ed.focused is ed.query_one("#body"), what="the body focused")
         await pilot.press(*"ok ")
         await wait_until(pilot, lambda: ed.query_one("#body", TextArea).text.startswith("ok "))

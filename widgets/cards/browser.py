@@ -33,26 +33,23 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input, Markdown, Static
 
-from memory.text.lines import format_bytes, one_line
-from memory.text.terminal import strip_terminal
-from widgets.cards.card_list import CardList, CardRow, card_date
+from memory.text.lines import one_line
+from widgets.cards.card_list import CardList, CardRow
 from widgets.cards.draft import CARD_TYPES, LEVELS
+from widgets.cards.preview import preview_body, preview_meta
 from widgets.dialogs.confirm import ConfirmModal
 
 __all__ = ["KEY_HINTS", "NO_CARDS", "NO_MATCH", "CardBrowser"]
 
 
 KEY_HINTS = (
-    "/ filter · 1-4 type · 0 all · l level · n new · e edit · d delete · m move · "
-    "o $EDITOR · u undo · Esc back"
+    "/ filter · 1-4 type · 0 all · l level · s stale only · r sort: name/use · n new · e edit · "
+    "c still true · d delete · m move · o $EDITOR · u undo · Esc back"
 )
 FILTER_PLACEHOLDER = "/ to filter: title, summary, body…"
 NO_MATCH = "No card matches."
 NO_CARDS = "No cards yet — n creates one, /remember TEXT saves one from the chat."
-UNTRUSTED_NOTE = "untrusted — not used until you trust the project store"
-# Past this a body is cut: the Markdown widget mounts a block per paragraph, and a huge card
-# would stall the screen for what nobody reads in a preview.
-PREVIEW_MAX_BYTES = 64 * 1024
+SORTS = ("name", "use")
 # Long enough to skip the rows a held arrow key passes, short enough to feel immediate.
 PREVIEW_DELAY = 0.06
 WIDE_MIN_COLUMNS = 100
@@ -134,6 +131,9 @@ class CardBrowser(Screen[None]):
         Binding("4", "type_filter(3)", "Type 4", show=False),
         Binding("0", "type_filter(-1)", "All types", show=False),
         Binding("l", "cycle_level", "Level", show=False),
+        Binding("s", "toggle_stale", "Stale only", show=False),
+        Binding("r", "cycle_sort", "Sort", show=False),
+        Binding("c", "confirm", "Still true", show=False),
         Binding("n", "new", "New", show=False),
         Binding("e,enter", "edit", "Edit", show=False),
         Binding("d", "delete", "Delete", show=False),
@@ -146,7 +146,8 @@ class CardBrowser(Screen[None]):
     # Actions that are letters or digits: never while the filter box has the focus (there the
     # key is text). The Input consumes printable keys first anyway; this is the second lock.
     _LIST_ACTIONS: ClassVar[frozenset[str]] = frozenset(
-        {"type_filter", "cycle_level", "new", "edit", "delete", "move", "open_external", "undo", "focus_filter"}
+        {"type_filter", "cycle_level", "new", "edit", "delete", "move", "open_external", "undo", "focus_filter",
+         "toggle_stale", "cycle_sort", "confirm"}
     )
 
     @dataclass
@@ -182,6 +183,12 @@ class CardBrowser(Screen[None]):
     class Undo(Message):
         """Undo the last change."""
 
+    @dataclass
+    class ConfirmCard(Message):
+        """The person says the card is still true: its citations are taken again (undoable)."""
+
+        row: CardRow
+
     def __init__(self, rows: Sequence[CardRow] = (), *, levels: tuple[str, ...] = LEVELS) -> None:
         super().__init__()
         self.levels = tuple(lv for lv in LEVELS if lv in levels) or LEVELS
@@ -190,6 +197,8 @@ class CardBrowser(Screen[None]):
         self.filter_text: str = ""
         self.type_filter: str | None = None
         self.level_filter: str = "both"
+        self.stale_only = False
+        self.sort_by: str = SORTS[0]  # "name": the App's order; "use": most read first
         self.last_filter_ms: float = 0.0
         self.note: str | None = None
         self.flash_text: str = ""
@@ -275,10 +284,12 @@ class CardBrowser(Screen[None]):
                 self._list.set_cursor(index)
                 return
 
-    def flash(self, text: str, *, error: bool = False) -> None:
-        """One outcome line above the key hints (replaces the previous one; "" hides it)."""
+    def flash(self, text: str, *, error: bool = False, more: Sequence[str] = ()) -> None:
+        """One outcome line above the key hints (replaces the previous one; "" hides it);
+        ``more``: further lines under it (e.g. the citations a save dropped), one line each."""
+        text = "\n".join([one_line(text), *(one_line(m) for m in more)]) if more else one_line(text)
         self.flash_text = text
-        self._flash.update(Content(one_line(text)))
+        self._flash.update(Content(text))
         self._flash.set_class(error, "-error")
         self._flash.set_class(not text, "-hidden")
 
@@ -289,13 +300,18 @@ class CardBrowser(Screen[None]):
         terms = self.filter_text.casefold().split()
         kind = self.type_filter
         level = None if self.level_filter == "both" else self.level_filter
+        stale_only = self.stale_only
         self._visible = [
             row
             for row in self._rows
             if (kind is None or row.type == kind)
             and (level is None or row.level == level)
+            and (not stale_only or row.stale is not None)
             and all(term in row.haystack for term in terms)
         ]
+        if self.sort_by == "use":
+            # Stable: cards read as often and as lately keep the App's order.
+            self._visible.sort(key=lambda r: (r.reads, r.last_read), reverse=True)
         self.last_filter_ms = (time.perf_counter() - started) * 1000
         cursor = fallback
         if keep is not None:
@@ -320,6 +336,10 @@ class CardBrowser(Screen[None]):
             f" · level: {self.level_filter}",
             f" · type: {self.type_filter or 'all'}",
         ]
+        if self.stale_only:
+            parts.append((" · stale only", "bold $text-warning"))
+        if self.sort_by != SORTS[0]:
+            parts.append(f" · sort: {self.sort_by}")
         if self.filter_text.strip():
             parts.append(" · filter: ")
             parts.append((one_line(self.filter_text), "italic"))
@@ -379,8 +399,8 @@ class CardBrowser(Screen[None]):
             self._meta.update(Content.assemble((empty, "italic $foreground-muted")))
             await self._markdown.update("")
         else:
-            self._meta.update(_preview_meta(row))
-            await self._markdown.update(_preview_body(row.body))
+            self._meta.update(preview_meta(row))
+            await self._markdown.update(preview_body(row.body))
         try:
             self.query_one("#cb-preview", VerticalScroll).scroll_home(animate=False)
         except NoMatches:
@@ -407,6 +427,18 @@ class CardBrowser(Screen[None]):
         position = cycle.index(self.level_filter) if self.level_filter in cycle else 0
         self.level_filter = cycle[(position + 1) % len(cycle)]
         self._refilter()
+
+    def action_toggle_stale(self) -> None:
+        self.stale_only = not self.stale_only
+        self._refilter()
+
+    def action_cycle_sort(self) -> None:
+        self.sort_by = SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)] if self.sort_by in SORTS else SORTS[0]
+        self._refilter()
+
+    def action_confirm(self) -> None:
+        if (row := self._selected_or_flash()) is not None:
+            self.post_message(self.ConfirmCard(row))
 
     def action_new(self) -> None:
         level = None if self.level_filter == "both" else self.level_filter
@@ -460,31 +492,3 @@ class CardBrowser(Screen[None]):
             return
         self.dismiss()
 
-
-def _preview_meta(row: CardRow) -> Content:
-    title = one_line(row.title) or one_line(row.filename)
-    parts: list[str | tuple[str, str]] = [
-        (title, "bold"),
-        ("\n" + " · ".join([one_line(row.level), one_line(row.type) or "no type", one_line(row.filename)]),
-         "$foreground-muted"),
-        (f"\nupdated {card_date(row.updated)} · source {one_line(row.source)}", "$foreground-muted"),
-    ]
-    summary = one_line(row.summary)
-    if summary:
-        parts.append("\n" + summary)
-    if row.untrusted:
-        parts.append(("\n" + UNTRUSTED_NOTE, "bold $text-warning"))
-    if row.broken is not None:
-        parts.append(("\nbroken: " + one_line(row.broken), "bold $text-error"))
-    return Content.assemble(*parts)
-
-
-def _preview_body(body: str) -> str:
-    data = body.encode("utf-8", "surrogatepass")
-    cut = len(data) > PREVIEW_MAX_BYTES
-    if cut:
-        body = data[:PREVIEW_MAX_BYTES].decode("utf-8", "ignore")
-    text = strip_terminal(body, keep_newlines=True)
-    if cut:
-        text += f"\n\n*… cut: the body is {format_bytes(len(data))}, the preview shows the first 64 KiB*"
-    return text

@@ -25,7 +25,18 @@ from textual.strip import Strip
 from memory.text.lines import one_line
 from widgets.panel.memory_panel import TYPE_TAGS
 
-__all__ = ["CardList", "CardRow", "card_date"]
+__all__ = ["CardList", "CardRow", "CiteLine", "card_date"]
+
+STALE_TAG = "stale"
+
+
+@dataclass(frozen=True)
+class CiteLine:
+    """One citation of a card as checked when the rows were read."""
+
+    spec: str  # "path" or "path:10-40"
+    state: str  # fresh | changed | renamed | deleted | unreadable; "" when not checked
+    reason: str = ""  # one line; "" when fresh
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,11 @@ class CardRow:
     sha256: str
     untrusted: bool = False  # a project card not used until the person trusts the store
     broken: str | None = None  # why the card's front matter is unreadable (still listed)
+    stale: str | None = None  # why the card is stale (one line); None when fresh or uncited
+    cites: tuple[CiteLine, ...] = ()
+    reads: int = 0  # how often the model read it (read_memory), for this user
+    last_read: str = ""  # RFC 3339 UTC, "" when never read
+    use: str = ""  # "read 12× · last 3 days ago" / "never read", as of the read
     haystack: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -76,12 +92,18 @@ def _row_text(row: CardRow, width: int) -> Text:
     if row.untrusted:
         text.append("untrusted", "bold yellow")
         text.append(" ")
+    if row.stale is not None:
+        text.append(STALE_TAG, "bold yellow")
+        text.append(" ")
     text.append(title, "bold")
+    if row.stale is not None:
+        # Before the summary: a narrow row cuts the summary, not why the card is stale.
+        text.append(" · " + (one_line(row.stale) or "a cited file changed"), "yellow")
     if summary:
         text.append(" — " + summary, "dim")
     if row.untrusted:
         # The whole card reads as inactive, the tag stays legible.
-        text.stylize("dim", start + len("untrusted "), len(text))
+        text.stylize("dim", start + len("untrusted ") + (len(STALE_TAG) + 1 if row.stale is not None else 0), len(text))
     right = Text(f" {card_date(row.updated)} {one_line(row.source)[:6]:<6}", "dim", no_wrap=True, end="")
     if width >= cell_len(right.plain) + 24:
         text.truncate(width - cell_len(right.plain), overflow="ellipsis", pad=True)

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from memory.constants import NoteType
 from memory.text.terminal import strip_terminal
 
-__all__ = ["CARD_TYPES", "FIELDS", "LEVELS", "CardDraft", "as_typed", "clean_draft"]
+__all__ = ["CARD_TYPES", "FIELDS", "LEVELS", "CardDraft", "as_typed", "clean_draft", "format_cites", "parse_cites"]
 
 CARD_TYPES: tuple[str, ...] = tuple(t.value for t in NoteType)
 LEVELS = ("project", "user")
-FIELDS = ("title", "summary", "type", "level", "body")
+FIELDS = ("title", "summary", "type", "level", "cites", "body")
+CITES_SEP = ", "
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class CardDraft:
     title: str
     summary: str
     body: str
+    cites: tuple[str, ...] = ()  # the card's citations as specs ("path", "path:10-40"), DESIGN §14
 
 
 
@@ -42,4 +44,16 @@ def clean_draft(draft: CardDraft) -> CardDraft:
         title=as_typed(draft.title),
         summary=as_typed(draft.summary),
         body=strip_terminal(draft.body, keep_newlines=True),
+        cites=parse_cites(format_cites(draft.cites)),
     )
+
+
+def format_cites(cites: tuple[str, ...]) -> str:
+    """The citations as the editor's one-line field shows them."""
+    return CITES_SEP.join(as_typed(c).strip() for c in cites)
+
+
+def parse_cites(text: str) -> tuple[str, ...]:
+    """The editor's field back as specs: comma-separated, blanks dropped. The store checks each
+    one (confinement, the range) and says why it drops one."""
+    return tuple(part.strip() for part in as_typed(text).split(",") if part.strip())

@@ -30,12 +30,22 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Input, Label, Select, Static, TextArea
 
-from widgets.cards.draft import CARD_TYPES, FIELDS, LEVELS, CardDraft, as_typed, clean_draft
+from widgets.cards.draft import (
+    CARD_TYPES,
+    FIELDS,
+    LEVELS,
+    CardDraft,
+    as_typed,
+    clean_draft,
+    format_cites,
+    parse_cites,
+)
 from widgets.dialogs.confirm import ConfirmModal
 
 __all__ = ["WIDE", "CardEditor"]
 
 KEY_HINTS = "Ctrl+S save · Esc cancel · Tab next field"
+CITES_PLACEHOLDER = "files it rests on, comma-separated: Makefile, src/app.py:10-40"
 # Below this width Type and Level are stacked; at or above it they share a row.
 WIDE = 100
 
@@ -122,13 +132,15 @@ class CardEditor(Screen[str | None]):
         """Ctrl+S: the App validates and saves ``draft`` (off the event loop).
 
         ``filename``/``sha256``/``original_level`` identify the file as it was loaded (None for a
-        new card) so the App can notice a change on disk since then."""
+        new card) so the App can notice a change on disk since then. ``cites``: the citations
+        when the person changed them, None when left alone (the card keeps its own)."""
 
         editor: CardEditor
         draft: CardDraft
         filename: str | None
         sha256: str | None
         original_level: str | None
+        cites: tuple[str, ...] | None = None
 
         @property
         def control(self) -> CardEditor:
@@ -214,6 +226,11 @@ class CardEditor(Screen[str | None]):
                         value=draft.level,
                     )
                 yield Label(Content(""), id="level-error", classes="error")
+        with Vertical(classes="field", id="cites-field"):
+            with Horizontal(classes="row"):
+                yield Label("Cites", classes="field-label")
+                yield Input(format_cites(draft.cites), id="cites", compact=True, placeholder=CITES_PLACEHOLDER)
+            yield Label(Content(""), id="cites-error", classes="error")
         with Vertical(id="body-field"):
             yield Label("Body", id="body-label")
             yield TextArea(
@@ -245,7 +262,13 @@ class CardEditor(Screen[str | None]):
             title=self.query_one("#title", Input).value,
             summary=self.query_one("#summary", Input).value,
             body=self.query_one("#body", TextArea).text,
+            cites=parse_cites(self.query_one("#cites", Input).value),
         )
+
+    def changed_cites(self) -> tuple[str, ...] | None:
+        """The citations if the person changed them since the card was loaded, else None."""
+        cites = self.draft().cites
+        return None if cites == self._loaded.cites else cites
 
     @property
     def dirty(self) -> bool:
@@ -306,6 +329,7 @@ class CardEditor(Screen[str | None]):
     def _fill(self, draft: CardDraft) -> None:
         self.query_one("#title", Input).value = draft.title
         self.query_one("#summary", Input).value = draft.summary
+        self.query_one("#cites", Input).value = format_cites(draft.cites)
         self.query_one("#body", TextArea).load_text(draft.body)
         type_select: Select[str] = self.query_one("#type", Select)
         blank = not draft.type
@@ -361,7 +385,7 @@ class CardEditor(Screen[str | None]):
         if self._saving:
             return
         original = self.original_level if self.filename is not None else None
-        self.post_message(self.Save(self, self.draft(), self.filename, self.sha256, original))
+        self.post_message(self.Save(self, self.draft(), self.filename, self.sha256, original, self.changed_cites()))
 
     def action_cancel(self) -> None:
         if not self.dirty:

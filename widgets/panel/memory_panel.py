@@ -42,6 +42,7 @@ class PanelCard:
     filename: str
     new: bool = False
     untrusted: bool = False
+    stale: str | None = None  # why the card is stale (a cited file changed, moved, went): one line
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ TYPE_TAGS: dict[str, tuple[str, str]] = {
 }
 SUMMARY_LINES = 2
 UNTRUSTED_TAG = "untrusted"
+STALE_TAG = "stale"
+STALE_LINES = 2  # the reason's lines under the card: visible without hovering, bounded
 MAX_JOB_LINES = 4
 # Cards listed per section; the rest are counted. The index a Run sees is cut far below this.
 MAX_SECTION_CARDS = 300
@@ -168,6 +171,9 @@ class _CardList(Widget):
             head = Text.assemble((name, "bold underline"), (f" {len(cards)}", "dim"))
             if new:
                 head.append(f" · {new} new", "bold green")
+            stale = sum(1 for c in cards if c.stale is not None)
+            if stale:
+                head.append(f" · {stale} stale", "bold yellow")
             out.append(_fit(head, width))
             if note:
                 out.extend(Text(line, "italic yellow") for line in wrap_cells(one_line(note), width, 4))
@@ -198,6 +204,8 @@ class _CardList(Widget):
         first = Text()
         if card.new:
             first.append("new ", "bold reverse green")
+        if card.stale is not None:
+            first.append(f"{STALE_TAG} ", "bold yellow")
         first.append(f"{tag} ", colour)
         first.append(one_line(card.title) or one_line(card.filename), "bold")
         out = [_fit(first, width)]
@@ -210,6 +218,10 @@ class _CardList(Widget):
             if card.untrusted and i == 0:
                 text.stylize("italic yellow", 2, 2 + len(UNTRUSTED_TAG))
             out.append(text)
+        if card.stale is not None:
+            # The reason on its own lines: what changed is the point of the mark.
+            reason = one_line(card.stale) or "a cited file changed"
+            out.extend(Text("  " + line, "yellow") for line in wrap_cells(reason, width - 2, STALE_LINES))
         return out
 
     def render(self) -> Text:

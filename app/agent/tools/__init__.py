@@ -8,11 +8,14 @@ propagates. ``task`` (a sub-agent) is run by the runner, not here.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from typing import Any
 
 from app.agent.tools.base import (
     MAX_REASON_CHARS,
+    CardRead,
+    MemoryReader,
     ResultView,
     ToolContext,
     ToolError,
@@ -34,13 +37,16 @@ from app.agent.tools.gate import AllowListGate, PermissionDecision, PermissionGa
 from app.agent.tools.search import grep
 from app.agent.tools.shell import run_bash
 from app.agent.tools.specs import READ_ONLY_TOOLS, TOOL_SPECS, ToolKind, ToolSpec, api_tools, needs_permission
+from memory.constants import INDEX_FILE
 from memory.store.store import StoreError
+from memory.store.stores import CITES_HEAD, STALE_LINE
 from memory.text.lines import one_line
 
 __all__ = [
     "READ_ONLY_TOOLS",
     "TOOL_SPECS",
     "AllowListGate",
+    "CardRead",
     "PermissionDecision",
     "PermissionGate",
     "ResultView",
@@ -54,6 +60,8 @@ __all__ = [
     "run_tool",
 ]
 
+log = logging.getLogger(__name__)
+
 _LEVELS = ("project", "user")
 
 
@@ -66,15 +74,42 @@ async def _read_memory(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
         raise ToolError(f"level must be 'project' or 'user', not {quote(level)}")
     if ctx.memory is None:
         raise ToolError("memory is not available")
+    memory = ctx.memory
+
+    def read() -> ToolResult:
+        # One worker thread for the read, the page and the count (SQLite: never on the loop).
+        try:
+            text = memory.read_memory(level, filename)
+        except (StoreError, ValueError, OSError) as e:
+            raise ToolError(str(e) or f"cannot read {quote(filename)} from the {level} store") from None
+        if not text.strip():
+            content = f"[the {level} store has no notes]" if filename == INDEX_FILE else "[this note has an empty body]"
+        else:
+            content = page_lines(text, offset, limit, ctx.max_output_chars, filename)
+        if filename == INDEX_FILE:
+            return ToolResult(content=content)
+        _count_read(memory, level, filename)  # only once the read gave the model something
+        return ToolResult(content=content, card=CardRead(level=level, filename=filename, stale=_is_stale(text)))
+
+    return await asyncio.to_thread(read)
+
+
+
+
+def _is_stale(text: str) -> bool:
+    """Whether a card's read_memory text says it is stale: a line of the header above the body,
+    which the whole text has even when the model asked for a later page."""
+    if not text.startswith(CITES_HEAD + "\n"):
+        return False
+    head = text.split("\n\n", 1)[0]
+    return STALE_LINE in head.split("\n")
+
+
+def _count_read(memory: MemoryReader, level: str, filename: str) -> None:
     try:
-        text = await asyncio.to_thread(ctx.memory.read_memory, level, filename)
-    except (StoreError, ValueError, OSError) as e:
-        raise ToolError(str(e) or f"cannot read {quote(filename)} from the {level} store") from None
-    if filename == "MEMORY.md" and not text.strip():
-        return ToolResult(content=f"[the {level} store has no notes]")
-    if not text.strip():
-        return ToolResult(content="[this note has an empty body]")
-    return ToolResult(content=page_lines(text, offset, limit, ctx.max_output_chars, filename))
+        memory.record_read(level, filename)
+    except Exception as e:  # the stores' record_read never raises; whatever stands in for it must not fail a read
+        log.warning("could not count a read of %s/%s: %s", level, filename, e)
 
 
 async def _read_result(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:

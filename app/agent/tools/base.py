@@ -26,19 +26,39 @@ class ResultView(BaseModel):
     failed: bool
 
 
+class CardRead(BaseModel):
+    """A memory card read_memory read, for the turn's receipt in the session log (never sent to
+    the model): its level, its filename, and whether its citations were stale when read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    level: str
+    filename: str
+    stale: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.level}/{self.filename}"
+
+
 class ToolResult(BaseModel):
     """What a tool call gives back to the model (``is_error`` maps to the API's ``is_error``);
-    ``view``, when the tool gives one, is for the screen only."""
+    ``view``, when the tool gives one, is for the screen only; ``card`` (read_memory of a card)
+    for the turn's receipt only."""
 
     content: str
     is_error: bool = False
     view: ResultView | None = None
+    card: CardRead | None = None
 
 
 class MemoryReader(Protocol):
-    """What read_memory needs of the memory stores."""
+    """What read_memory needs of the memory stores: the read, and counting it (``record_read``
+    never raises: a count is a signal, and a failing one must not fail the read)."""
 
     def read_memory(self, level: str, filename: str) -> str: ...
+
+    def record_read(self, level: str, filename: str) -> None: ...
 
 
 class StoredResults(Protocol):

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from textual import on
 
-from app.tui.messages import CardsLoaded, EditorOutcome, MemoryFlash
+from app.tui.messages import CardsLoaded, ChatNote, EditorOutcome, MemoryFlash
+from app.tui.screens.memory import FLASH_WIDTH
 from memory.text.lines import one_line
 from widgets.cards.browser import CardBrowser
 from widgets.cards.card_list import CardRow
@@ -22,9 +23,24 @@ from widgets.cards.editor import CardEditor
 if TYPE_CHECKING:
     from app.tui.screens.memory import MemoryScreens
 
-__all__ = ["CardsScreen", "EditorScreen"]
+__all__ = ["CardsScreen", "EditorScreen", "flash_lines"]
 
 DEFAULT_TYPE = "project_knowledge"  # a new card's type when the browser shows every type
+MAX_MORE_LINES = 6  # lines under an outcome (dropped citations, what a confirmation changed)
+
+
+def flash_lines(memory: MemoryScreens, head: str, more: list[str], *, error: bool = False) -> None:
+    """An outcome and its detail lines (one line each): on the open browser, else in the chat.
+    Posted, so a worker may call it."""
+    lines = [one_line(m, FLASH_WIDTH) for m in more[:MAX_MORE_LINES]]
+    if len(more) > MAX_MORE_LINES:
+        lines.append(f"+{len(more) - MAX_MORE_LINES} more")
+    browser = memory.browser
+    if browser is not None:
+        browser.post_message(MemoryFlash("\n".join([one_line(head, FLASH_WIDTH), *lines]), error, "cards"))
+    else:
+        for i, line in enumerate([head, *lines]):
+            memory.host.post_message(ChatNote(one_line(line, FLASH_WIDTH), error=error and i > 0))
 
 
 class CardsScreen(CardBrowser):
@@ -42,7 +58,8 @@ class CardsScreen(CardBrowser):
 
     @on(MemoryFlash)
     def _show_flash(self, message: MemoryFlash) -> None:
-        self.flash(message.text, error=message.error)
+        head, *more = message.text.split("\n")  # flash_lines' detail lines
+        self.flash(head, error=message.error, more=more)
 
     # -- new and edit: the editor ----------------------------------------------------------------
 
@@ -58,7 +75,8 @@ class CardsScreen(CardBrowser):
     def _edit_asked(self, message: CardBrowser.EditCard) -> None:
         message.stop()
         row = message.row
-        draft = CardDraft(level=row.level, type=row.type, title=row.title, summary=row.summary, body=row.body)
+        draft = CardDraft(level=row.level, type=row.type, title=row.title, summary=row.summary, body=row.body,
+                          cites=tuple(c.spec for c in row.cites))
         self._memory.open_editor(draft, filename=row.filename, sha256=row.sha256)
 
     @on(CardBrowser.OpenExternal)
@@ -70,6 +88,25 @@ class CardsScreen(CardBrowser):
     def _undo_asked(self, message: CardBrowser.Undo) -> None:
         message.stop()
         self._memory.undo()
+
+    # -- "still true" (DESIGN §14) ----------------------------------------------------------------
+
+    @on(CardBrowser.ConfirmCard)
+    def _confirm_asked(self, message: CardBrowser.ConfirmCard) -> None:
+        message.stop()
+        self._memory.run(self._confirm, message.row, group="cards-edit")
+
+    async def _confirm(self, row: CardRow) -> None:
+        memory = self._memory
+        try:
+            _, said = await memory.bridge.confirm_card(row.level, row.filename, row.sha256)
+        except Exception as e:  # StoreError: one line (changed since listed, does not parse, …)
+            memory.flash(f"not confirmed: {e}", error=True)
+            memory.after_change()
+            return
+        head = f"confirmed {row.level} card {row.filename}: still true (u undoes)"
+        flash_lines(memory, head, said)
+        memory.after_change((row.level, row.filename))
 
     # -- delete and move -------------------------------------------------------------------------
 
@@ -135,13 +172,17 @@ class EditorScreen(CardEditor):
     def _save_asked(self, message: CardEditor.Save) -> None:
         message.stop()
         self.set_saving(True)
-        self._save(message.draft, message.filename, message.sha256, message.original_level)
+        self._save(message.draft, message.filename, message.sha256, message.original_level, message.cites)
 
-    def _save(self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None) -> None:
-        self._memory.run(self._check_and_save, draft, filename, sha256, original_level, group="cards-edit")
+    def _save(
+        self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None,
+        cites: tuple[str, ...] | None = None,
+    ) -> None:
+        self._memory.run(self._check_and_save, draft, filename, sha256, original_level, cites, group="cards-edit")
 
     async def _check_and_save(
-        self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None
+        self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None,
+        cites: tuple[str, ...] | None,
     ) -> None:
         bridge, post = self._memory.bridge, self.post_message
         try:
@@ -149,7 +190,7 @@ class EditorScreen(CardEditor):
             if errors:
                 post(EditorOutcome(self, "invalid", errors=errors))
                 return
-            result = await bridge.save_card(draft, filename, sha256, original_level)
+            result = await bridge.save_card(draft, filename, sha256, original_level, cites)
             if result.status == "applied":
                 post(EditorOutcome(self, "saved", result=result))
                 return
@@ -174,7 +215,11 @@ class EditorScreen(CardEditor):
             level = str(getattr(result.level, "value", result.level))
             what = "saved new" if self.filename is None else "saved"
             self.dismiss(result.filename)
-            self._memory.say(f"{what} {level} card {result.filename}")
+            dropped = [f"citation {d.cite} dropped: {d.reason}" for d in result.dropped]
+            if dropped:
+                flash_lines(self._memory, f"{what} {level} card {result.filename}", dropped)
+            else:
+                self._memory.say(f"{what} {level} card {result.filename}")
             self._memory.after_change((level, result.filename))
         elif message.status == "conflict":
             self._show_conflict(message.disk)
@@ -191,7 +236,7 @@ class EditorScreen(CardEditor):
                 # Save again over what is on disk now (or as a new card, when it was deleted).
                 filename = self.filename if disk is not None else None
                 sha = disk[1] if disk is not None else None
-                self._save(self.draft(), filename, sha, self.original_level if disk else None)
+                self._save(self.draft(), filename, sha, self.original_level if disk else None, self.changed_cites())
             elif choice == "disk":
                 if disk is None:
                     self.dismiss(None)

@@ -115,7 +115,10 @@ def test_extraction_holds_exactly_the_new_turn_and_the_current_index(server: Fak
     assert "turn two question" in prompt and "Turn two answer: build with make build." in prompt
     assert "turn one question" not in prompt and "Turn one answer" not in prompt
     assert "The build command is" not in prompt, "a tool result reached extraction"
-    assert "read_file" not in prompt and "README.md" not in prompt, "tool-call arguments reached extraction"
+    assert "read_file" not in prompt, "a tool call reached extraction"
+    # The path the turn read is listed (a card may cite it); nothing else of the call is.
+    files = prompt.split("<files>", 1)[1].split("</files>", 1)[0]
+    assert "README.md" in files and prompt.count("README.md") == 1
     assert "(project_knowledge_hand-note.md)" in prompt and "(project_knowledge_sky-colour.md)" in prompt
     assert "You are PseudoClaude" not in prompt and "Written by a person." not in prompt
 

@@ -206,7 +206,9 @@ def test_operations_schema_shape() -> None:
         "slug",
         "filename",
         "content",
+        "cites",
     }
+    assert items["properties"]["cites"] == {"type": "array", "items": {"type": "string"}}
     assert items["properties"]["action"]["enum"] == ["create", "update", "delete", "noop"]
     assert items["properties"]["level"]["enum"] == ["project", "user"]
     assert items["properties"]["type"]["enum"] == [t.value for t in NoteType]

@@ -1,0 +1,73 @@
+"""Keeping the stale marks fresh while the app runs (DESIGN §14).
+
+Cited files change under a running app: the agent edits them, the person does, a ``git pull``
+does. After each turn ends and every ``interval`` seconds while no turn runs, the project cards'
+citations are checked again in a thread through the bridge — a stat per cited file while
+nothing changed (the checker caches by stat key), never on the event loop and never before the
+first frame (the timer starts once the runtime object exists). When the set of stale cards or
+any reason changed, the side panel and an open card browser read again what they show.
+
+A check that fails is logged, never shown: the marks are a hint, and the next check tries again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from app.tui.workers import start
+
+if TYPE_CHECKING:
+    from textual.timer import Timer
+
+    from app.tui.app import PseudoClaudeApp
+
+__all__ = ["RECHECK_S", "GroundingWatch"]
+
+log = logging.getLogger(__name__)
+
+RECHECK_S = 10.0  # seconds between checks while idle: a stat per cited file each time
+
+Stale = frozenset[tuple[str, str]]  # (filename, reason) of each stale project card
+
+
+class GroundingWatch:
+    """``start()`` once the runtime is built; ``recheck()`` after a turn (and from the timer).
+    ``busy()``: whether a turn runs now (the timer's check waits for the turn's end)."""
+
+    def __init__(self, app: PseudoClaudeApp, *, busy: Callable[[], bool], interval: float = RECHECK_S) -> None:
+        self._app = app
+        self._busy = busy
+        self.interval = interval  # tests shorten it before the app starts
+        self.last: Stale | None = None  # what the last check found (None: no check yet)
+        self.checks = 0  # finished checks (tests wait on it)
+        self.changes = 0  # checks that refreshed the panel
+        self._timer: Timer | None = None
+
+    def start(self) -> None:
+        if self._timer is None:
+            self._timer = self._app.set_interval(self.interval, self._tick, name="grounding-recheck")
+
+    def _tick(self) -> None:
+        if not self._busy():
+            self.recheck()
+
+    def recheck(self) -> None:
+        """Check now (in a thread); a check already running is replaced."""
+        if self._app.built:
+            start(self._app, self._check, group="grounding", exclusive=True)
+
+    async def _check(self) -> None:
+        try:
+            stale = await self._app.bridge.stale_cards()
+        except Exception as e:  # a store that cannot be read now: the next check tries again
+            log.warning("re-checking the cards' citations failed: %s: %s", type(e).__name__, e)
+            return
+        changed = stale != self.last
+        self.last = stale
+        self.checks += 1
+        if changed:
+            self.changes += 1
+            self._app._refresh_panel()
+            self._app.memory_screens.refresh()
