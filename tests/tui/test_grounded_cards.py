@@ -280,3 +280,32 @@ async def test_the_editor_keeps_citations_left_alone_and_replaces_changed_ones(m
         await wait_until(pilot, lambda: app.screen is browser, what="saved a third time")
         await wait_until(pilot, lambda: not MemoryStores(ws.resolve()).read_note("project", names["Build"]).meta.cites,
                          what="the citations removed")
+
+
+async def test_ctrl_t_in_the_editor_confirms_the_card_as_it_is_on_disk(make_app, ws: Path) -> None:
+    names = seed(ws)
+    (ws / "Makefile").write_text("changed\n")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        browser = await open_browser(pilot, app, 3)
+        editor = await edit(pilot, app, browser, names["Build"])
+        # Unsaved changes: nothing is confirmed, the editor says why and stays.
+        editor.query_one("#summary", Input).value = "not saved"
+        count = len(MemoryStores(ws.resolve()).history())
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: "save your changes first" in screen_text(app), what="the refusal")
+        assert app.screen is editor and len(MemoryStores(ws.resolve()).history()) == count
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is not editor, what="the discard question")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.screen is browser, what="back in the browser")
+
+        editor = await edit(pilot, app, browser, names["Build"])
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: app.screen is browser, what="the editor closed")
+        await wait_until(pilot, lambda: panel_card(app, "Build").stale is None, what="the panel unmarked")
+        assert "confirmed project card" in browser.flash_text
+        last = MemoryStores(ws.resolve()).history()[-1]
+        assert last.source == "manual" and [a.filename for a in last.applied] == [names["Build"]]
+        assert MemoryStores(ws.resolve()).read_note("project", names["Build"]).meta.summary != "not saved"

@@ -44,7 +44,7 @@ from widgets.dialogs.confirm import ConfirmModal
 
 __all__ = ["WIDE", "CardEditor"]
 
-KEY_HINTS = "Ctrl+S save · Esc cancel · Tab next field"
+KEY_HINTS = "Ctrl+S save · Ctrl+T still true · Esc cancel · Tab next field"
 CITES_PLACEHOLDER = "files it rests on, comma-separated: Makefile, src/app.py:10-40"
 # Below this width Type and Level are stacked; at or above it they share a row.
 WIDE = 100
@@ -60,6 +60,8 @@ class CardEditor(Screen[str | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "save", "Save", priority=True),
+        # "Still true" for the card as it is on disk: its citations are taken again.
+        Binding("ctrl+t", "still_true", "Still true", priority=True),
         # Not priority: the focused widget (an open Select dropdown) gets Esc first.
         Binding("escape", "cancel", "Cancel"),
     ]
@@ -141,6 +143,20 @@ class CardEditor(Screen[str | None]):
         sha256: str | None
         original_level: str | None
         cites: tuple[str, ...] | None = None
+
+        @property
+        def control(self) -> CardEditor:
+            return self.editor
+
+    @dataclass
+    class StillTrue(Message):
+        """Ctrl+T on a card left as loaded: the App confirms it (its citations' content ids taken
+        again, off the event loop) and closes the editor."""
+
+        editor: CardEditor
+        level: str
+        filename: str
+        sha256: str | None
 
         @property
         def control(self) -> CardEditor:
@@ -386,6 +402,17 @@ class CardEditor(Screen[str | None]):
             return
         original = self.original_level if self.filename is not None else None
         self.post_message(self.Save(self, self.draft(), self.filename, self.sha256, original, self.changed_cites()))
+
+    def action_still_true(self) -> None:
+        if self._saving:
+            return
+        if self.filename is None:
+            self.show_errors({}, "a new card has nothing to confirm yet: save it first")
+        elif self.dirty:
+            self.show_errors({}, "save your changes first (or Esc): “still true” confirms the card as it is on disk")
+        else:
+            self.set_saving(True)
+            self.post_message(self.StillTrue(self, self.original_level, self.filename, self.sha256))
 
     def action_cancel(self) -> None:
         if not self.dirty:

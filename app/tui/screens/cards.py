@@ -204,6 +204,23 @@ class EditorScreen(CardEditor):
         except Exception as e:
             post(EditorOutcome(self, "invalid", general=one_line(f"not saved: {type(e).__name__}: {e}", 300)))
 
+    @on(CardEditor.StillTrue)
+    def _still_true_asked(self, message: CardEditor.StillTrue) -> None:
+        message.stop()
+        self._memory.run(self._still_true, message.level, message.filename, message.sha256, group="cards-edit")
+
+    async def _still_true(self, level: str, filename: str, sha256: str | None) -> None:
+        memory = self._memory
+        try:
+            _, said = await memory.bridge.confirm_card(level, filename, sha256)
+        except Exception as e:  # StoreError: one line (changed on disk since opened, does not parse, …)
+            self.post_message(EditorOutcome(self, "invalid", general=one_line(f"not confirmed: {e}", 300)))
+            return
+        if self.is_attached:
+            self.dismiss(filename)
+        flash_lines(memory, f"confirmed {level} card {filename}: still true (u undoes)", said)
+        memory.after_change((level, filename))
+
     @on(EditorOutcome)
     def _save_done(self, message: EditorOutcome) -> None:
         if not self.is_attached:
