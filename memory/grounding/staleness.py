@@ -23,7 +23,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from memory.constants import Level
-from memory.grounding.confine import MAX_SPEC_CHARS, CiteRefused, confine_cite, encodable, inside, parse_spec
+from memory.grounding.confine import (
+    MAX_CITED_BYTES,
+    MAX_SPEC_CHARS,
+    CiteRefused,
+    confine_cite,
+    encodable,
+    inside,
+    parse_spec,
+)
 from memory.grounding.hashing import FileIds, GitProbe, id_kind
 from memory.model import Cite, DroppedCite, NoteMeta
 from memory.text.names import quote, sanitize_line
@@ -116,6 +124,8 @@ class Grounding:
         self._dirs: dict[str, tuple[tuple[int, int, int], bool]] = {}
         self._renames: tuple[tuple[object, ...], tuple[float, dict[str, str], dict[str, str], list[str]]] | None = None
         self._checks: dict[tuple[object, ...], CardCheck] = {}
+        # Untracked files by content id, per rename-sources epoch (keyed by when it was taken).
+        self._content: dict[tuple[float, str], dict[str, str]] = {}
 
     # -- at write time -----------------------------------------------------------------------
 
@@ -271,6 +281,8 @@ class Grounding:
             return _MISSING
         except OSError as e:
             return f"{quote(rel)} cannot be read ({e.strerror or type(e).__name__})"
+        if st.st_size > MAX_CITED_BYTES:
+            return f"{quote(rel)} is larger than {MAX_CITED_BYTES // (1024 * 1024)} MiB"
         if not (stat.S_ISREG(st.st_mode) and self._dir_ok(os.path.dirname(joined))):
             try:
                 found = confine_cite(self.workspace, rel, self.protected)
@@ -305,7 +317,7 @@ class Grounding:
 
     def _moved(self, cites: Sequence[Cite], memo: dict[str, _Probe]) -> dict[str, str]:
         """old path -> new path for the missing cited files git or their content places elsewhere."""
-        _, renames, blobs, others = self._rename_sources()
+        when, renames, blobs, others = self._rename_sources()
         out: dict[str, str] = {}
         for cite in cites:
             new = _follow(renames, cite.path)
@@ -313,7 +325,7 @@ class Grounding:
                 new = blobs.get(cite.blob)
             # An unstaged ``mv`` of a tracked file: git's index still names the old path.
             if new is None or new == cite.path or isinstance(self._probe(new, memo), str):
-                new = self._same_content_untracked(cite, others)
+                new = self._by_content(id_kind(cite.blob), others, when).get(cite.blob)
             if new is not None and new != cite.path and not isinstance(self._probe(new, memo), str):
                 out[cite.path] = new
         return out
@@ -333,19 +345,29 @@ class Grounding:
             self._renames = (token, sources)
         return sources
 
-    def _same_content_untracked(self, cite: Cite, others: Sequence[str]) -> str | None:
-        kind = id_kind(cite.blob)
+    def _by_content(self, kind: str, others: Sequence[str], when: float) -> dict[str, str]:
+        """content id -> path of the untracked files (the first, in listing order): hashed once
+        per rename-sources epoch, so a store of many cards citing moved files costs one pass."""
+        with self._lock:
+            hit = self._content.get((when, kind))
+        if hit is not None:
+            return hit
+        found: dict[str, str] = {}
         for rel in others[:_MAX_CANDIDATES]:
             real = os.path.join(self.workspace, rel)
+            if any(inside(real, p) for p in self.protected):
+                continue  # the stores' own files are never a cited file's new place
             try:
                 st = os.lstat(real)
-                if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_CANDIDATE_BYTES:
-                    continue
-                if self.ids.of(real, kind, st) == cite.blob:
-                    return rel
+                if stat.S_ISREG(st.st_mode) and st.st_size <= _MAX_CANDIDATE_BYTES:
+                    found.setdefault(self.ids.of(real, kind, st), rel)
             except OSError:
                 continue
-        return None
+        with self._lock:
+            if len(self._content) > 8:
+                self._content.clear()
+            self._content[(when, kind)] = found
+        return found
 
     def _walk(self) -> list[str]:
         """The workspace's files when git cannot list the untracked ones (no repository, or no

@@ -203,3 +203,36 @@ def test_check_reads_each_cited_file_once_for_many_cards(stores: MemoryStores, r
     assert all(checks[n].stale for n in names)
     assert shared_ids().reads == reads + 1
     assert stores.grounding_of(Level.PROJECT, names[0]) == checks[names[0]]
+
+
+def test_a_cited_file_grown_past_the_limit_is_never_read(stores: MemoryStores, repo: Path) -> None:
+    name = cited_card(stores, "Makefile")
+    ids = shared_ids()
+    with open(repo / "Makefile", "r+b") as f:
+        f.truncate(65 * 1024 * 1024)  # sparse: no disk used, but hashing it would read 65 MiB
+    before = ids.reads
+    stale, reason, states = _check(stores, name)
+    assert stale and states == ["unreadable"] and "larger than 64 MiB" in reason
+    assert ids.reads == before
+
+
+def test_many_cards_citing_moved_files_hash_the_other_files_once(stores: MemoryStores, repo: Path) -> None:
+    # A store of many cards whose cited files were moved by hand: each card's rename is found by
+    # content, but the untracked files are hashed once per check, not once per card.
+    for i in range(30):
+        (repo / f"doc{i}.txt").write_text(f"doc {i}\n")
+    names = [cited_card(stores, f"doc{i}.txt", title=f"Doc {i}") for i in range(30)]
+    (repo / "moved").mkdir()
+    for i in range(30):
+        os.replace(repo / f"doc{i}.txt", repo / "moved" / f"doc{i}.txt")
+    looked: list[str] = []
+
+    class CountingIds(FileIds):
+        def of(self, real: str, kind: str, st: os.stat_result | None = None) -> str:
+            looked.append(real)
+            return super().of(real, kind, st)
+
+    stores.layout.grounding.ids = CountingIds()
+    checks = stores.staleness()
+    assert all(checks[n].reason == f"doc{i}.txt was renamed to moved/doc{i}.txt" for i, n in enumerate(names))
+    assert len(looked) <= 31, len(looked)  # the 30 moved files (and at most one other), not 30 × 30
