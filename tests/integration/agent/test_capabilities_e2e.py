@@ -24,12 +24,6 @@ pytestmark = pytest.mark.timeout(120)
 REQUEST = CompletionRequest(purpose="extract", system="s", prompt="p", json_schema=OPERATIONS_SCHEMA)
 
 
-@pytest.fixture
-def sdk_env(server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in server.env().items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("PSEUDOCLAUDE_RETRY_DELAY", "0.01")
-
 
 def _capabilities_path() -> Path:
     return Path(os.environ["PSEUDOCLAUDE_HOME"]) / CAPABILITIES_FILE

@@ -29,7 +29,7 @@ from tests.support.clitools import MEMORY_MODEL, MODEL, extraction_prompt, resul
 from tests.support.fakeapi import FakeAnthropic, Recorded, Reply, http_error, request_tokens, text, tool_use
 from tests.support.memtools import create
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
 
 HINT = re.compile(r"\n\[read_result: lines (\d+)–(\d+) of (\d+); use offset=(\d+) to read on\]\Z")
 STUB_ID = re.compile(r'read_result \{"id": "(r[0-9a-f]{16})"')
@@ -67,12 +67,6 @@ def assert_all_answered(server: FakeAnthropic) -> None:
     bad = [(r.index, r.outcome) for r in server.requests if not r.outcome.startswith("reply")]
     assert not bad, bad
 
-
-@pytest.fixture(autouse=True)
-def sdk_env(server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in server.env().items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("PSEUDOCLAUDE_RETRY_DELAY", "0.01")
 
 
 @pytest.fixture

@@ -26,14 +26,8 @@ from tests.support.clitools import MEMORY_MODEL, MODEL, system_text, tool_result
 from tests.support.fakeapi import FakeAnthropic, text, tool_use
 from tests.support.memtools import create, trust_workspace
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
 
-
-@pytest.fixture(autouse=True)
-def sdk_env(server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in server.env().items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("PSEUDOCLAUDE_RETRY_DELAY", "0.01")
 
 
 async def _no_sleep(_: float) -> None:

@@ -26,15 +26,8 @@ from tests.support.clitools import MEMORY_MODEL, MODEL, create_op, ops_answer, t
 from tests.support.fakeapi import FakeAnthropic, http_error, reject_param, text, tool_use
 from tests.support.memtools import create
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
 
-
-@pytest.fixture(autouse=True)
-def sdk_env(server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The SDK in this process talks to the fake server; retries back off in milliseconds."""
-    for k, v in server.env().items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("PSEUDOCLAUDE_RETRY_DELAY", "0.01")
 
 
 @pytest.fixture

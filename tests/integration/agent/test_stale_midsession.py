@@ -21,16 +21,10 @@ from tests.support.clitools import MODEL
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.support.memtools import create
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
 
 MARK = " (stale: Makefile changed since this card was written)"
 
-
-@pytest.fixture(autouse=True)
-def sdk_env(server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in server.env().items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("PSEUDOCLAUDE_RETRY_DELAY", "0.01")
 
 
 @pytest.fixture

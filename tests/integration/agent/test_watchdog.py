@@ -24,17 +24,11 @@ from memory.store.fs import FS
 from tests.support.clitools import MEMORY_MODEL, MODEL, create_op, ops_answer
 from tests.support.fakeapi import FakeAnthropic, text, tool_use
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("sdk_env")]
 
 SLOW_FS = 0.2  # seconds added to every memory.fs call
 LIMIT = 0.05  # the longest a loop callback may run
 
-
-@pytest.fixture(autouse=True)
-def sdk_env(server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in server.env().items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("PSEUDOCLAUDE_RETRY_DELAY", "0.01")
 
 
 class Watchdog:

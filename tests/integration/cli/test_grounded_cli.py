@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from tests.support.clitools import (
     tool_results,
 )
 from tests.support.fakeapi import FakeAnthropic, text, tool_use
+from tests.support.gittools import git
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -35,17 +35,6 @@ CHANGED = "Makefile changed since this card was written"
 MARKED = f"- [project_knowledge] Build — How to build. ({CARD}) (stale: {CHANGED})"
 UNMARKED = f"- [project_knowledge] Build — How to build. ({CARD})"
 
-
-def git(cwd: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
-        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-    }
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.fixture
