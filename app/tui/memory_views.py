@@ -172,6 +172,7 @@ class AppliedRecord:
     counts: tuple[int, int, int]
     created: str = ""  # RFC 3339 UTC: when the job was spooled (the row's age); "" unknown
     state: Literal["applied", "rejected"] = "applied"
+    dropped: tuple[str, ...] = ()  # "op N: 'x' leaves the workspace…", one per dropped citation
 
 
 def applied_record(event: JobApplied, excerpt: str, *, now: _dt.datetime | None = None) -> AppliedRecord:
@@ -199,9 +200,13 @@ def applied_record(event: JobApplied, excerpt: str, *, now: _dt.datetime | None 
         )
     ops.sort(key=lambda o: o.index)
     when = rfc3339(now or _dt.datetime.now(_dt.UTC))
+    dropped = tuple(
+        f"op {d.index}: {d.reason}" if repr(d.cite) in d.reason else f"op {d.index}: {d.cite!r}: {d.reason}"
+        for d in event.dropped_cites
+    )
     return AppliedRecord(job_id=event.job_id, seen=when, excerpt=excerpt, ops=tuple(ops),
                          counts=(counts[0], counts[1], counts[2]), created=event.created,
-                         state="rejected" if event.all_refused else "applied")
+                         state="rejected" if event.all_refused else "applied", dropped=dropped)
 
 
 def card_text(title: str, summary: str, type: str, body: str) -> str:
@@ -293,6 +298,6 @@ def pending_state(
         if rec.job_id in seen:
             continue
         jobs.append(PendingJob(id=rec.job_id, state=PendingJobState(rec.state), excerpt=rec.excerpt, created=rec.created or rec.seen,
-                               counts=rec.counts, ops=rec.ops))
+                               counts=rec.counts, ops=rec.ops, dropped=rec.dropped))
     jobs.extend(_job(stores, v) for v in orphans if v.id not in seen)
     return PendingState(jobs=tuple(jobs), mode=mode, note=note)

@@ -36,6 +36,7 @@ __all__ = ["DETAIL_MAX_CHARS", "DIFF_MAX_LINES", "DetailPane", "job_detail", "op
 
 DIFF_MAX_LINES = 2000
 DETAIL_MAX_CHARS = 2000
+DROPPED_SHOWN = 5  # dropped citations listed in the detail; the rest are counted
 S = PendingJobState
 
 
@@ -156,6 +157,10 @@ def job_detail(job: PendingJob, now: datetime, expanded: bool) -> Content:
         if rejected or conflicts:
             words = not_written(rejected, conflicts)
             field("not written", f"{words} · {first_refusal}" if first_refusal else words)
+        for line in job.dropped[:DROPPED_SHOWN]:
+            field("citation dropped", one_line(line))
+        if len(job.dropped) > DROPPED_SHOWN:
+            field("citations dropped", f"{len(job.dropped) - DROPPED_SHOWN} more")
     elif job.state == S.REJECTED:
         field("applied", "nothing: every operation was refused")
     if job.ops:

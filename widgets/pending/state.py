@@ -59,6 +59,8 @@ class PendingJob:
     workspace: str = ""
     split_from: str | None = None  # the job whose remaining ops moved here
     turns: int = 1  # several turns coalesced into one job
+    # applied: each citation the transaction did not keep, one line with its reason
+    dropped: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
