@@ -24,14 +24,54 @@ class FrontMatterError(ValueError):
 
 
 # The front matter ``dump_note`` writes is one ``key: value`` line per field, each value a
-# plain or single-quoted one-line string. Such a head is read here without the YAML library's
+# plain or single-quoted one-line string, and a card's citations as a block list of
+# ``path``/``lines``/``blob`` mappings. Such a head is read here without the YAML library's
 # Python constructor (most of the time of reading a large store); anything else — other keys,
-# comments, flow or block collections, multi-line or double-quoted scalars, tags, anchors, a
-# plain value YAML would read as a number, date, bool or null — returns None and goes to YAML.
-_LINE_RE = re.compile(r"(title|summary|type|created|updated|source): (.+)")
+# comments, flow collections, multi-line or double-quoted scalars, tags, anchors, a plain value
+# YAML would read as a number, date, bool or null — returns None and goes to YAML.
+_LINE_RE = re.compile(r"(title|summary|type|created|updated|source|confirmed): (.+)")
+_CITE_RE = re.compile(r"(- |  )(path|lines|blob): (.+)")
 _PLAIN_FIRST_BAD = frozenset("-?:,[]{}#&*!|>'\"%@` ")
 _STR_TAG = "tag:yaml.org,2002:str"
 _RESOLVER = yaml.resolver.Resolver()
+
+
+def _scalar(value: str) -> str | None:
+    """A one-line plain or single-quoted scalar as YAML reads it, when it is a string; else None."""
+    if not value.isprintable():
+        return None
+    if value[0] == "'":
+        inner = value[1:-1]
+        if len(value) < 2 or value[-1] != "'" or "'" in inner.replace("''", ""):
+            return None
+        return inner.replace("''", "'")
+    if (
+        value[0] in _PLAIN_FIRST_BAD
+        or value.endswith((" ", ":"))
+        or ": " in value
+        or " #" in value
+        or _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) != _STR_TAG
+    ):
+        return None
+    return value
+
+
+def _simple_cites(lines: list[str], i: int) -> tuple[list[dict[str, str]] | None, int]:
+    """The block list after a ``cites:`` line, from ``lines[i]``: (its mappings, the next line)."""
+    items: list[dict[str, str]] = []
+    while i < len(lines):
+        m = _CITE_RE.fullmatch(lines[i])
+        if m is None:
+            break
+        lead, key, raw = m.groups()
+        if lead == "- ":
+            items.append({})
+        value = _scalar(raw)
+        if not items or value is None or key in items[-1]:
+            return None, i
+        items[-1][key] = value
+        i += 1
+    return (items or None), i
 
 
 def _simple_head(head: str) -> dict[str, Any] | None:
@@ -39,28 +79,21 @@ def _simple_head(head: str) -> dict[str, Any] | None:
     if "\r" in head or not head.endswith("\n"):
         return None
     out: dict[str, Any] = {}
-    for line in head[:-1].split("\n"):
-        m = _LINE_RE.fullmatch(line)
-        if m is None:
-            return None
-        value = m.group(2)
-        if not value.isprintable():
-            return None
-        if value[0] == "'":
-            inner = value[1:-1]
-            if len(value) < 2 or value[-1] != "'" or "'" in inner.replace("''", ""):
+    lines = head[:-1].split("\n")
+    i = 0
+    while i < len(lines):
+        if lines[i] == "cites:" and "cites" not in out:
+            cites, i = _simple_cites(lines, i + 1)
+            if cites is None:
                 return None
-            out[m.group(1)] = inner.replace("''", "'")
+            out["cites"] = cites
             continue
-        if (
-            value[0] in _PLAIN_FIRST_BAD
-            or value.endswith((" ", ":"))
-            or ": " in value
-            or " #" in value
-            or _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) != _STR_TAG
-        ):
+        m = _LINE_RE.fullmatch(lines[i])
+        value = None if m is None else _scalar(m.group(2))
+        if m is None or value is None:
             return None
         out[m.group(1)] = value
+        i += 1
     return out
 
 

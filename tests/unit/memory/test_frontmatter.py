@@ -87,8 +87,16 @@ SCALARS = st.sampled_from([
 ])
 VALUES = st.one_of(SCALARS, st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FF), min_size=1,
                                    max_size=12), st.lists(SCALARS, min_size=1, max_size=3).map(" ".join))
-HEADS = st.lists(st.tuples(st.sampled_from(["title", "summary", "type", "created", "updated", "source"]), VALUES),
-                 min_size=1, max_size=6).map(lambda kv: "".join(f"{k}: {v}\n" for k, v in kv))
+LINES = st.lists(st.tuples(st.sampled_from(["title", "summary", "type", "created", "updated", "source", "confirmed"]),
+                           VALUES), min_size=1, max_size=6).map(lambda kv: "".join(f"{k}: {v}\n" for k, v in kv))
+# A ``cites:`` block list as dump_note writes it (and shapes near it: a key twice, an entry
+# without its dash, an empty list, other indentation), to be read exactly as YAML reads it.
+CITE_LINES = st.lists(
+    st.tuples(st.sampled_from(["- ", "  ", "   ", "-  ", ""]), st.sampled_from(["path", "lines", "blob", "other"]),
+              VALUES),
+    max_size=6,
+).map(lambda items: "cites:\n" + "".join(f"{lead}{k}: {v}\n" for lead, k, v in items))
+HEADS = st.one_of(LINES, st.tuples(LINES, CITE_LINES, LINES).map("".join), st.tuples(CITE_LINES, LINES).map("".join))
 
 
 @given(head=HEADS)
@@ -99,6 +107,11 @@ HEADS = st.lists(st.tuples(st.sampled_from(["title", "summary", "type", "created
 @example(head="title: 'open\n")
 @example(head="source: a: b\n")
 @example(head="created: 2026-11-30\n")
+@example(head="title: a\ncites:\n- path: Makefile\n  lines: 10-40\n  blob: sha256:ab\nconfirmed: '2026-11-30T04:32:46Z'\n")
+@example(head="title: a\ncites:\n- path: a\n  path: b\n")
+@example(head="title: a\ncites:\n  path: a\n")
+@example(head="title: a\ncites:\n")
+@example(head="title: a\ncites:\n- lines: 12\n")
 def test_the_fast_reader_of_simple_heads_reads_what_yaml_reads_or_leaves_it_to_yaml(head: str) -> None:
     import yaml
 
@@ -120,6 +133,22 @@ def test_what_dump_note_writes_is_mostly_read_by_the_fast_reader(title: str, sum
     fast = _simple_head(head)
     if fast is not None:  # else YAML reads it (a value with a quote or a colon, say)
         assert fast["title"] == title and fast["summary"] == summary and fast["type"] == t.value
+
+
+def test_a_cited_note_is_read_without_the_yaml_library() -> None:
+    import yaml
+
+    from memory.model import Cite
+    from memory.store.frontmatter import YAML_LOADER, _simple_head
+
+    cites = (Cite(path="Makefile", lines="10-40", blob="3b18e512dba79e4c8300dd08aeb37f8e728b8dad"),
+             Cite(path="src/app.py", lines="12", blob="sha256:" + "ab" * 32), Cite(path="a b/c: d.py", blob="0" * 40))
+    meta = _meta("Build", "make all", NoteType.PROJECT_KNOWLEDGE).model_copy(
+        update={"cites": cites, "confirmed": "2026-12-01T10:00:00Z"})
+    head = dump_note(meta, "body").decode().split("---\n")[1]
+    fast = _simple_head(head)
+    assert fast is not None and fast == yaml.load(head, Loader=YAML_LOADER)
+    assert fast["cites"][0] == {"path": "Makefile", "lines": "10-40", "blob": cites[0].blob}
 
 
 def test_an_ordinary_note_is_read_without_the_yaml_library() -> None:
