@@ -272,7 +272,7 @@ async def test_every_field_and_the_key_hints_fit(size: tuple[int, int]) -> None:
             assert expected in text, expected
         assert "Build with make" in shown[1]
         assert "Run `make build`." in text and "Never npm." in text
-        assert "Ctrl+S save · Esc cancel · Tab next field" in shown[-1]
+        assert "Ctrl+S save · Ctrl+T still true · Esc cancel · Tab next field" in shown[-1]
         body = ed.query_one("#body")
         assert body.region.height >= 5 and body.region.bottom < size[1]
         type_row = next(line for line in shown if "Type" in line)
