@@ -56,12 +56,15 @@ def repo(tmp_path: Path) -> Path:
 @pytest.fixture
 async def manager(repo: Path) -> AsyncIterator[tuple[Manager, list[MemoryEvent]]]:
     stores = MemoryStores(repo)
-    m = Manager(stores, AnthropicCompletion(MEMORY_MODEL), sleep=_no_sleep, poll_interval=0.05, session="s")
+    completion = AnthropicCompletion(MEMORY_MODEL)
+    m = Manager(stores, completion, sleep=_no_sleep, poll_interval=0.05, session="s")
     events: list[MemoryEvent] = []
     m.subscribe(events.append)
     await m.start()
     yield m, events
     await m.close(5)
+    # Closed on this loop: left to the collector, the SDK would close it on a later test's loop.
+    await completion.aclose()
 
 
 def _turn(words: str, paths: list[str] | None = None) -> Turn:
@@ -190,8 +193,9 @@ async def test_a_merged_update_replaces_cites_when_it_gives_them_and_keeps_them_
 async def test_an_approved_held_create_keeps_its_cites_and_its_dropped_ones_reach_the_event(
     server: FakeAnthropic, repo: Path
 ) -> None:
-    m = Manager(MemoryStores(repo), AnthropicCompletion(MEMORY_MODEL), sleep=_no_sleep, poll_interval=0.05,
-                session="s", mode=MemoryMode.REVIEW)
+    completion = AnthropicCompletion(MEMORY_MODEL)
+    m = Manager(MemoryStores(repo), completion, sleep=_no_sleep, poll_interval=0.05, session="s",
+                mode=MemoryMode.REVIEW)
     events: list[MemoryEvent] = []
     m.subscribe(events.append)
     await m.start()
@@ -206,6 +210,7 @@ async def test_an_approved_held_create_keeps_its_cites_and_its_dropped_ones_reac
         await m.approve(job.id)
     finally:
         await m.close(5)
+        await completion.aclose()
     applied = [e for e in events if isinstance(e, JobApplied)]
     assert len(applied) == 1 and len(applied[0].applied) == 1
     assert [d.cite for d in applied[0].dropped_cites] == [".git/config"]
