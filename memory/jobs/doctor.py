@@ -97,15 +97,8 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
 def stale_cards(stores: MemoryStores) -> list[tuple[str, str]]:
     """Each stale project card (filename, one-line reason), checked without recovering first:
     a diagnosis changes nothing, an interrupted transaction included."""
-    if not stores.has_project_level:
-        return []
-    st = stores.project
-    if st.folder_problem() is not None or not st.dir.exists():
-        return []
-    cards = [(Level.PROJECT, name, meta) for name, line, _, meta in st.index_cards()
-             if line is not None and meta is not None]
-    checks = stores.layout.grounding.check_many(cards)
-    return [(name, check.reason) for (_, name), check in sorted(checks.items()) if check.stale]
+    checks = stores.staleness(recover=False)
+    return [(name, check.reason) for name, check in sorted(checks.items()) if check.stale]
 
 
 def fix(stores: MemoryStores) -> DoctorReport:

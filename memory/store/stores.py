@@ -169,12 +169,14 @@ class MemoryStores:
         """filename -> how often and when the model last read it, for the cards ever read."""
         return self.usage.counts(self.store(level).dir)
 
-    def staleness(self) -> dict[str, CardCheck]:
+    def staleness(self, *, recover: bool = True) -> dict[str, CardCheck]:
         """Each project card with citations (by filename) and their state in the workspace now,
-        untrusted store included (a person's view). User cards carry no citations."""
+        untrusted store included (a person's view). User cards carry no citations.
+        ``recover=False``: as the files are (a diagnosis changes nothing)."""
         if not self.has_project_level:
             return {}
-        self._recover_first()
+        if recover:
+            self._recover_first()
         return self._checks(Level.PROJECT, self.project.index_cards())
 
     def grounding_of(self, level: Level | str, filename: str) -> CardCheck | None:
