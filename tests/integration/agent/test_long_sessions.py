@@ -8,6 +8,7 @@ The scripted session (tests/bench/longsession.py) is the one `make bench` measur
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from pathlib import Path
@@ -31,6 +32,9 @@ def test_a_300_turn_session_with_large_tool_outputs_runs_to_the_end_in_print_mod
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = Path(os.environ["PSEUDOCLAUDE_HOME"])
+    # Every turn's stderr must be clean: an SDK client an earlier test of this worker left open
+    # is collected now, with no loop running, not during a turn's loop (where it would say so).
+    gc.collect()
     monkeypatch.setenv("PSEUDOCLAUDE_CONTEXT_WINDOW", str(ls.WINDOW))
     monkeypatch.setenv("PSEUDOCLAUDE_OFFLOAD_BYTES", str(ls.OFFLOAD_BYTES))
     monkeypatch.setenv("PSEUDOCLAUDE_RETRY_DELAY", "0")

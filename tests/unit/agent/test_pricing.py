@@ -110,9 +110,11 @@ async def test_a_failing_usage_callback_does_not_fail_the_memory_request(monkeyp
         for k, v in server.env().items():
             monkeypatch.setenv(k, v)
         server.script("mem-model", text("ok"))
-        answer = await AnthropicCompletion("mem-model", on_usage=broken)(
-            CompletionRequest(system="s", prompt="p", max_tokens=100, purpose="extract")
-        )
+        completion = AnthropicCompletion("mem-model", on_usage=broken)
+        try:
+            answer = await completion(CompletionRequest(system="s", prompt="p", max_tokens=100, purpose="extract"))
+        finally:
+            await completion.aclose()  # on this loop: left to the collector, a later test's loop would get it
     assert answer == "ok"
 
 
