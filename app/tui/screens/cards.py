@@ -8,6 +8,7 @@ controller; what they read comes back to the screen as a message.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from textual import on
@@ -27,6 +28,22 @@ __all__ = ["CardsScreen", "EditorScreen", "flash_lines"]
 
 DEFAULT_TYPE = "project_knowledge"  # a new card's type when the browser shows every type
 MAX_MORE_LINES = 6  # lines under an outcome (dropped citations, what a confirmation changed)
+
+
+async def confirm_and_say(
+    memory: MemoryScreens, level: str, filename: str, sha256: str | None, *, before: Callable[[], None] | None = None
+) -> str | None:
+    """A person's "still true" for a card: confirmed off the loop, then said (with what changed)
+    and the views refreshed; ``before`` runs first on success. The one-line problem, or None."""
+    try:
+        _, said = await memory.bridge.confirm_card(level, filename, sha256)
+    except Exception as e:  # StoreError: one line (changed since read, does not parse, …)
+        return f"not confirmed: {e}"
+    if before is not None:
+        before()
+    flash_lines(memory, f"confirmed {level} card {filename}: still true (u undoes)", said)
+    memory.after_change((level, filename))
+    return None
 
 
 def flash_lines(memory: MemoryScreens, head: str, more: list[str], *, error: bool = False) -> None:
@@ -98,15 +115,10 @@ class CardsScreen(CardBrowser):
 
     async def _confirm(self, row: CardRow) -> None:
         memory = self._memory
-        try:
-            _, said = await memory.bridge.confirm_card(row.level, row.filename, row.sha256)
-        except Exception as e:  # StoreError: one line (changed since listed, does not parse, …)
-            memory.flash(f"not confirmed: {e}", error=True)
+        problem = await confirm_and_say(memory, row.level, row.filename, row.sha256)
+        if problem is not None:
+            memory.flash(problem, error=True)
             memory.after_change()
-            return
-        head = f"confirmed {row.level} card {row.filename}: still true (u undoes)"
-        flash_lines(memory, head, said)
-        memory.after_change((row.level, row.filename))
 
     # -- delete and move -------------------------------------------------------------------------
 
@@ -210,16 +222,16 @@ class EditorScreen(CardEditor):
         self._memory.run(self._still_true, message.level, message.filename, message.sha256, group="cards-edit")
 
     async def _still_true(self, level: str, filename: str, sha256: str | None) -> None:
-        memory = self._memory
-        try:
-            _, said = await memory.bridge.confirm_card(level, filename, sha256)
-        except Exception as e:  # StoreError: one line (changed on disk since opened, does not parse, …)
-            self.post_message(EditorOutcome(self, "invalid", general=one_line(f"not confirmed: {e}", 300)))
-            return
-        if self.is_attached:
-            self.dismiss(filename)
-        flash_lines(memory, f"confirmed {level} card {filename}: still true (u undoes)", said)
-        memory.after_change((level, filename))
+        problem = await confirm_and_say(self._memory, level, filename, sha256, before=self._close_as(filename))
+        if problem is not None:
+            self.post_message(EditorOutcome(self, "invalid", general=one_line(problem, 300)))
+
+    def _close_as(self, filename: str) -> Callable[[], None]:
+        def close() -> None:
+            if self.is_attached:
+                self.dismiss(filename)
+
+        return close
 
     @on(EditorOutcome)
     def _save_done(self, message: EditorOutcome) -> None:
