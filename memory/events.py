@@ -112,6 +112,7 @@ class JobHeld(_Event):
     job_id: str
     ops: tuple[HeldOpView, ...] = ()
     rejected: tuple[Rejection, ...] = ()
+    purpose: Literal["extract", "consolidate"] = "extract"  # a consolidation's ops (DESIGN §15)
 
 
 class IndexChanged(_Event):

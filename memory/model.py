@@ -98,6 +98,8 @@ class NoteMeta(BaseModel):
     source: str = MANUAL_SOURCE
     cites: tuple[Cite, ...] = ()
     confirmed: str = ""  # when a person last said "still true" (RFC 3339), or ""
+    # A person's "always in the prompt": ranked first when the index does not fit (DESIGN §15).
+    pinned: bool = False
 
 
 class Note(BaseModel):

@@ -7,15 +7,36 @@ ports keeps the agent loop apart from how memory and the session log are stored.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from memory.model import Turn
 
 
 class IndexSource(Protocol):
-    """Where the merged memory index comes from (read off the event loop)."""
+    """Where the merged memory index comes from (read off the event loop). ``keep``: the
+    ``level/filename`` of the cards the session's index shows, kept first when cut (DESIGN §15)."""
 
-    def merged_index(self) -> str: ...
+    def merged_index(self, *, keep: Collection[str] = ...) -> str: ...
+
+
+class RecalledCard(Protocol):
+    @property
+    def key(self) -> str: ...  # level/filename
+
+    @property
+    def line(self) -> str: ...  # its index line, as the index shows it (stale mark included)
+
+    @property
+    def sha(self) -> str: ...  # the card's content hash: recalled again only once it changed
+
+
+class RecallSource(Protocol):
+    """Cards beyond the prompt's index that a message is about (read off the event loop)."""
+
+    def recall(
+        self, text: str, shown: Collection[str], seen: Mapping[str, str] | None = ..., limit: int = ...
+    ) -> Sequence[RecalledCard]: ...
 
 
 class SpooledJob(Protocol):

@@ -7,9 +7,7 @@
   stop reason is ``end_turn`` or ``stop_sequence``) submits ``conversation[start_len:]`` to the
   memory Manager, and only then delivers the stop event.
 - Errors, other stop reasons, cancellation, ``--max-iterations`` stops and sub-agent runs never
-  reach memory.
-- How an unfinished turn is closed is the conversation rules' (:func:`app.agent.conversation.turn_closing`):
-  the Runner never writes an error as the model's words.
+  reach memory. An unfinished turn is closed by the conversation rules (``turn_closing``).
 - Text entering the conversation (the user's words, tool results, the model's tool calls) is
   scrubbed of undecodable characters, so one bad byte cannot break every later request.
 """
@@ -24,14 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from app.agent import compaction as cmp
-from app.agent.conversation import (
-    TurnMark,
-    drop_turn,
-    push_message,
-    scrub,
-    scrub_text,
-    turn_closing,
-)
+from app.agent.conversation import TurnMark, drop_turn, push_message, scrub, scrub_text, turn_closing
 from app.agent.events import (
     Compacted,
     Compacting,
@@ -48,7 +39,7 @@ from app.agent.events import (
     stop_message,
 )
 from app.agent.memory_turn import text_of, turn_for_memory
-from app.agent.ports import ConversationLog, IndexSource, TurnSink
+from app.agent.ports import ConversationLog, IndexSource, RecallSource, TurnSink
 from app.agent.provider import (
     COMPLETED_STOPS,
     ErrorEvent,
@@ -65,6 +56,7 @@ from app.agent.provider import (
     is_overflow,
 )
 from app.agent.receipts import Receipt, end_turn_with
+from app.agent.run_memory import index_update, recall_for
 from app.agent.system_prompt import build_system, subagent_system
 from app.agent.tools import (
     READ_ONLY_TOOLS,
@@ -75,7 +67,6 @@ from app.agent.tools import (
     api_tools,
     run_tool,
 )
-from memory.store.index import index_diff
 from memory.text.redact import redact
 
 log = logging.getLogger(__name__)
@@ -124,18 +115,12 @@ class Runner:
         compact_at: float = 0.8,
         offload_bytes: int = 32 * 1024,
         results: cmp.ResultStore | None = None,
+        recall: RecallSource | None = None,
     ) -> None:
-        self.provider = provider
-        self.model = model
-        self.tool_ctx = tool_ctx
-        self.gate = gate
-        self.memory = memory
-        self.manager = manager
-        self.session = session
-        self.max_iterations = max_iterations
-        self.max_tokens = max_tokens
-        self.is_subagent = is_subagent
-        self.depth = depth
+        self.provider, self.model, self.tool_ctx, self.gate = provider, model, tool_ctx, gate
+        self.memory, self.manager, self.session = memory, manager, session
+        self.max_iterations, self.max_tokens = max_iterations, max_tokens
+        self.is_subagent, self.depth = is_subagent, depth
         self.tool_names = list(tools) if tools is not None else list(TOOL_SPECS)
         # With a session, the session's messages are the conversation (one list, one set of rules).
         self._own: list[dict[str, Any]] = []
@@ -146,9 +131,7 @@ class Runner:
         self.shown_index = shown_index if shown_index is not None else memory.merged_index() if memory is not None else ""
         # Long sessions: the system prompt without the summary, when to compact, where big results go.
         self.base_system = system if system is not None else build_system(tool_ctx.workspace, self.shown_index)
-        self.context_window = context_window
-        self.compact_at = compact_at
-        self.offload_bytes = offload_bytes
+        self.context_window, self.compact_at, self.offload_bytes = context_window, compact_at, offload_bytes
         self.results = results
         self._measured_chars: int | None = None  # the conversation's size at the last estimate()
         # A restored session goes on from its last usage anchor and its summary.
@@ -162,6 +145,8 @@ class Runner:
         self._turn_start: int | None = None  # where the Run's turn begins in the conversation
         self._mark: TurnMark | None = None
         self.receipt = Receipt()  # the turn's memory receipt (a sub-agent adds to its parent's)
+        # level/filename -> sha of each card recalled in this conversation (app/agent/run_memory.py).
+        self.recall, self.recalled, self._recalled_before = recall, dict[str, str](), dict[str, str]()
 
     @property
     def conversation(self) -> list[dict[str, Any]]:
@@ -208,11 +193,15 @@ class Runner:
         usage = Usage()
         content: list[dict[str, Any]] = []
         self._index_before = self.shown_index
+        self._recalled_before = dict(self.recalled)
         update = await self._memory_update()
         if not self.is_subagent:
             self.receipt = Receipt(self.shown_index)
         if update:
             content.append({"type": "text", "text": update})
+        recalled = await self._recall(user_text)
+        if recalled:
+            content.append({"type": "text", "text": recalled})
         content.append({"type": "text", "text": user_text})
         self._mark = TurnMark(self.conversation)
         if self.session is not None:
@@ -527,14 +516,13 @@ class Runner:
     async def _memory_update(self) -> str:
         if self.memory is None or self.is_subagent:
             return ""
-        try:
-            current = await asyncio.to_thread(self.memory.merged_index)
-        except OSError as e:
-            log.warning("memory index unreadable: %s", e)
-            return ""
-        diff = index_diff(self.shown_index, current)
-        self.shown_index = current
+        diff, self.shown_index = await index_update(self.memory, self.shown_index)
         return diff
+
+    async def _recall(self, user_text: str) -> str:
+        if self.recall is None or self.is_subagent:
+            return ""
+        return await recall_for(self.recall, user_text, self.shown_index, self.recalled)
 
     def reset_index(self, index: str) -> None:
         """The index the model now has in full (a new system prompt)."""
@@ -588,8 +576,10 @@ class Runner:
             if drop:
                 drop_turn(self._own, mark)
         if drop and self._index_before is not None:
-            # The dropped turn took its <memory-update> block with it: the next Run says it again.
+            # The dropped turn took its <memory-update> and <memory-recall> blocks with it: the
+            # next Run says them again.
             self.shown_index = self._index_before
+            self.recalled = self._recalled_before
 
 
 def _tool_result(call_id: str, result: ToolResult) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from memory.constants import MEMORY_MODES, MemoryMode
 from memory.extract.completion import Completion
 from memory.jobs import pipeline
 from memory.jobs.manager import Manager
+from memory.search.engine import MemorySearch
 from memory.store.fs import DEFAULT_FS, FS
 from memory.store.stores import MemoryStores
 
@@ -61,6 +62,8 @@ class Runtime:
         self.fs = fs if fs is not None else DEFAULT_FS
         # Constructors only compute paths; nothing here reads or writes a file.
         self.stores = MemoryStores(workspace, home, fs=self.fs)
+        # Search and recall beyond the prompt's index (DESIGN §15): its caches open on first use.
+        self.search = MemorySearch(self.stores)
         self.memory_mode: MemoryMode = settings.memory_mode
         self._completion = completion
         if completion is None and self.memory_mode != MemoryMode.OFF:
@@ -120,6 +123,7 @@ class Runtime:
     async def close(self, timeout: float = 0.0) -> None:
         await self.manager.close(timeout)
         await self._close_session()
+        await asyncio.to_thread(self.search.close)
         # The memory model's client first: it may be a copy sharing the main client's pool.
         for owner in (self.manager.completion, self._completion, self.provider):
             aclose = getattr(owner, "aclose", None)
@@ -222,6 +226,7 @@ class Runtime:
             compact_at=self.settings.compact_at,
             offload_bytes=self.settings.offload_bytes,
             results=results,
+            recall=self.search,
         )
 
     # -- trust -----------------------------------------------------------------------

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from app.cli import memory_consolidate as consolidation
 from app.cli import memory_grounding as grounding
+from app.cli import memory_search as scale
 from app.cli.output import closed_pipe, silence
 from memory.constants import INDEX_FILE, MANUAL_SOURCE, Level, MemoryMode
 from memory.text.names import quote
@@ -63,6 +65,8 @@ def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.Argume
     grounding.add_confirm_command(cmd(
         "confirm", "say a card still holds: its citations' content ids are taken again from the workspace "
                    "(a renamed file followed, a deleted one dropped); `memory undo` reverts it"))
+    scale.add_commands(cmd)
+    consolidation.add_command(cmd)
     p = cmd("doctor", "check the stores and the index")
     p.add_argument("--fix", action="store_true", help="repair what can be repaired safely")
 
@@ -451,4 +455,6 @@ _HANDLERS: dict[str, Callable[[MemoryStores, argparse.Namespace], int]] = {
     "undo": _undo,
     "confirm": grounding.confirm,
     "doctor": _doctor,
+    **scale.HANDLERS,
+    "consolidate": consolidation.consolidate,
 }

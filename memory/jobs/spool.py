@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from memory.constants import Level
 from memory.extract.prompt import turn_excerpt
 from memory.model import Operation, Rejection, Turn, rfc3339, utcnow
 from memory.store.fs import DEFAULT_FS, FS, TEMP_PREFIX
@@ -54,6 +55,8 @@ JobPhase = Literal["extracting", "applying", "retrying"]
 # A spooled job as listings show it: its state or phase, or what its file's place says of it.
 JobViewState = Literal["queued", "extracting", "applying", "retrying", "failed", "held", "orphaned", "damaged"]
 JobMode = Literal["auto", "review"]
+# What a job asks the memory model: to learn from turns, or to clean one store (DESIGN §15).
+JobPurpose = Literal["extract", "consolidate"]
 ErrorKind = Literal["provider", "unparseable", "merge", "apply", "internal"]
 
 
@@ -108,6 +111,11 @@ class Job(BaseModel):
     session: str = ""
     mode: JobMode = "auto"
     turns: list[Turn]
+    purpose: JobPurpose = "extract"
+    # A consolidation: the store it cleans, and the clusters of likely duplicates or
+    # contradictions (filenames) found locally when it was made.
+    level: Level | None = None
+    clusters: list[list[str]] = Field(default_factory=list)
     # Ids of the queued jobs this coalesced job replaces: while it exists they are never run.
     merged_from: list[str] = Field(default_factory=list)
     # Review mode: the job the not-yet-approved ops were split from. Live only once that job's

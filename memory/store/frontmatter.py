@@ -30,6 +30,7 @@ class FrontMatterError(ValueError):
 # comments, flow collections, multi-line or double-quoted scalars, tags, anchors, a plain value
 # YAML would read as a number, date, bool or null — returns None and goes to YAML.
 _LINE_RE = re.compile(r"(title|summary|type|created|updated|source|confirmed): (.+)")
+_PINNED_LINE = "pinned: true"
 _CITE_RE = re.compile(r"(- |  )(path|lines|blob): (.+)")
 _PLAIN_FIRST_BAD = frozenset("-?:,[]{}#&*!|>'\"%@` ")
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -88,6 +89,10 @@ def _simple_head(head: str) -> dict[str, Any] | None:
                 return None
             out["cites"] = cites
             continue
+        if lines[i] == _PINNED_LINE and "pinned" not in out:
+            out["pinned"] = True
+            i += 1
+            continue
         m = _LINE_RE.fullmatch(lines[i])
         value = None if m is None else _scalar(m.group(2))
         if m is None or value is None:
@@ -105,6 +110,8 @@ def dump_note(meta: NoteMeta, body: str) -> bytes:
         data["cites"] = [c.model_dump(exclude_none=True) for c in meta.cites]
     if meta.confirmed:
         data["confirmed"] = meta.confirmed
+    if meta.pinned:
+        data["pinned"] = True
     head = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10_000, default_flow_style=False)
     if body and not body.endswith("\n"):
         body += "\n"
@@ -166,6 +173,8 @@ def parse_meta(data: dict[str, Any], *, fallback_type: NoteType | None = None) -
         source=_as_text(data.get("source")) or "manual",
         cites=parse_cites(data.get("cites")),
         confirmed=_as_text(data.get("confirmed")),
+        # Only YAML's true (or the word, from a hand edit that quoted it): anything else unpins.
+        pinned=data.get("pinned") is True or _as_text(data.get("pinned")).strip().lower() == "true",
     )
 
 

@@ -327,16 +327,21 @@ class Store:
     def index_cards(self) -> list[tuple[str, str | None, str, NoteMeta | None]]:
         """``(filename, index line or None, why it is left out, front matter)`` of every card,
         sorted by filename (``index_entries``, with each card's front matter for its citations)."""
+        return [(name, line, reason, meta) for name, line, reason, meta, _ in self.keyed_cards()]
+
+    def keyed_cards(self) -> list[tuple[str, str | None, str, NoteMeta | None, tuple[int, ...]]]:
+        """``index_cards`` with each card's stat key (inode, size, mtime_ns, mode, links), from
+        the same listing: what the search cache compares to notice a change."""
         if self.folder_problem() is not None:
             return []
-        out: list[tuple[str, str | None, str, NoteMeta | None]] = []
+        out: list[tuple[str, str | None, str, NoteMeta | None, tuple[int, ...]]] = []
         base = str(self.dir)
         lstat = self.fs.lstat
         for name in sorted(self.entries()):
             if name == INDEX_FILE or not name.endswith(".md") or name.startswith("."):
                 continue  # the index itself, and our temporary and hidden files
             if not _safe_name(name):
-                out.append((quote(name), None, filename_problem(name) or "unsafe filename", None))
+                out.append((quote(name), None, filename_problem(name) or "unsafe filename", None, ()))
                 continue
             try:
                 st = lstat(f"{base}/{name}")
@@ -351,7 +356,7 @@ class Store:
                 if len(_LINES) >= _CACHE_MAX:
                     _LINES.clear()
                 _LINES[(base, name)] = hit
-            out.append((name, hit[1], hit[2], hit[3]))
+            out.append((name, hit[1], hit[2], hit[3], key))
         return out
 
     def _index_entry(self, name: str, st: os.stat_result) -> tuple[str | None, str, NoteMeta | None]:

@@ -10,13 +10,13 @@ memory/store/cards.py, which uses ``apply`` like everything else. All of it is s
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import filelock
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from memory.constants import INDEX_FILE, Level, NoteType
 from memory.grounding.staleness import CardCheck
@@ -24,15 +24,16 @@ from memory.grounding.usage import CardUse, UsageLog
 from memory.model import BatchResult, HistoryEntry, Note, Rejection, utcnow
 from memory.store import cards, history, journal, transaction, trust
 from memory.store.fs import DEFAULT_FS, FS
-from memory.store.index import TrustPreview, merge_index_lines, stale_mark
+from memory.store.index import TrustPreview, index_fits, index_keys, merge_index_lines, stale_mark
 from memory.store.layout import StoreLayout
 from memory.store.locks import file_lock
 from memory.store.paths import Paths
 from memory.store.plan import key
+from memory.store.ranking import RankedCard, rank_order
 from memory.store.store import Store, StoreError
 from memory.store.transaction import TransactionError
 
-__all__ = ["CITES_HEAD", "STALE_LINE", "MemoryStores", "Snapshot", "cites_header", "untrusted_cards"]
+__all__ = ["CITES_HEAD", "STALE_LINE", "MemoryStores", "PromptIndex", "Snapshot", "cites_header", "untrusted_cards"]
 
 LOCK_TIMEOUT = 60.0
 
@@ -45,6 +46,16 @@ class Snapshot(BaseModel):
     hashes: dict[str, str]  # "<level>/<filename>" -> sha256
     # Stale project cards (filename -> one-line reason) the memory model may update or delete.
     stale: dict[str, str] = {}
+
+
+class PromptIndex(BaseModel):
+    """The merged index a prompt gets, and its split of the cards (``level/filename``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    shown: frozenset[str]
+    left_out: tuple[str, ...]  # in file order, project first
 
 
 class MemoryStores:
@@ -143,18 +154,24 @@ class MemoryStores:
     ) -> list[str]:
         """A level's index lines, built from its card files (never read from ``MEMORY.md``);
         with ``marks``, a stale card's line ends with its stale mark (DESIGN §14)."""
+        return [line for line, _ in self._section(level, levels, marks=marks)]
+
+    def _section(
+        self, level: Level, levels: Mapping[Level, Store] | None = None, *, marks: bool = False
+    ) -> list[tuple[str, RankedCard]]:
+        """A level's index lines with what ranking needs of each card, in file order."""
         if level not in (self.stores if levels is None else levels):
             return []
-        if not marks or level is not Level.PROJECT:
-            return self.store(level).index_entries()[0]
         cards = self.store(level).index_cards()
-        checks = self._checks(level, cards)
+        checks = self._checks(level, cards) if marks and level is Level.PROJECT else {}
         out = []
-        for name, line, _, _ in cards:
+        for name, line, _, meta in cards:
             if line is None:
                 continue
             check = checks.get(name)
-            out.append(stale_mark(line, check.reason) if check is not None and check.stale else line)
+            stale = check is not None and check.stale
+            out.append((stale_mark(line, check.reason) if stale and check is not None else line,
+                        RankedCard(name, meta, stale)))
         return out
 
     def _checks(self, level: Level, cards: Sequence[tuple[str, str | None, str, Any]]) -> dict[str, CardCheck]:
@@ -225,19 +242,47 @@ class MemoryStores:
                 stale={name: c.reason for name, c in checks.items() if c.stale},
             )
 
-    def merged_index(self, *, include_untrusted: bool = False, marks: bool = True) -> str:
+    def merged_index(
+        self, *, include_untrusted: bool = False, marks: bool = True, keep: Collection[str] = ()
+    ) -> str:
         """The merged index of both levels (recovering first), as the system prompt embeds it:
-        a stale project card's line ends with its stale mark unless ``marks`` is False.
+        a stale project card's line ends with its stale mark unless ``marks`` is False. When
+        the cards do not all fit, the lines kept are chosen by rank (memory/store/ranking.py);
+        ``keep``: the ``level/filename`` of cards the session's index already shows.
 
         An untrusted project store is left out unless ``include_untrusted`` (a person's view:
         the panel, ``memory list``), never for a prompt.
         """
+        return self.prompt_index(include_untrusted=include_untrusted, marks=marks, keep=keep).text
+
+    def prompt_index(
+        self, *, include_untrusted: bool = False, marks: bool = True, keep: Collection[str] = ()
+    ) -> PromptIndex:
+        """``merged_index`` with which cards it shows and which it leaves out (the panel's
+        "N cards not in the prompt", the browser's filter, recall's candidates)."""
         self._recover_first()
         levels = self._levels_for_model(include_untrusted)
-        # The lines go straight to the merge: parsing a large MEMORY.md once, not twice.
-        return merge_index_lines(
-            self._index_lines(Level.PROJECT, levels, marks=marks), self._index_lines(Level.USER, levels)
-        )
+        project = self._section(Level.PROJECT, levels, marks=marks)
+        user = self._section(Level.USER, levels)
+        p_lines, u_lines = [line for line, _ in project], [line for line, _ in user]
+        every = [f"project/{c.filename}" for _, c in project] + [f"user/{c.filename}" for _, c in user]
+        if index_fits(p_lines, u_lines):
+            return PromptIndex(text=merge_index_lines(p_lines, u_lines), shown=frozenset(every), left_out=())
+        ranks = (self._ranks(Level.PROJECT, project, keep), self._ranks(Level.USER, user, keep))
+        text = merge_index_lines(p_lines, u_lines, ranks)
+        shown = frozenset(index_keys(text))
+        return PromptIndex(text=text, shown=shown, left_out=tuple(k for k in every if k not in shown))
+
+    def _ranks(self, level: Level, section: Sequence[tuple[str, RankedCard]], keep: Collection[str]) -> list[int]:
+        if not section:
+            return []
+        prefix = f"{level}/"
+        kept = {k[len(prefix):] for k in keep if k.startswith(prefix)}
+        try:
+            use = self.usage_of(level)
+        except Exception:  # the counts only order the cards: without them, rank without use
+            use = {}
+        return rank_order([c for _, c in section], use, kept)
 
     def read_note(self, level: Level | str, filename: str) -> Note:
         self._recover_first()
@@ -311,6 +356,12 @@ class MemoryStores:
         with self.locked():
             journal.recover_locked(self.layout)
             return transaction.confirm_locked(self.layout, Level(level), filename, expected_sha)
+
+    def pin(self, level: Level | str, filename: str, pinned: bool = True, expected_sha: str | None = None) -> BatchResult:
+        """Pin or unpin a card (``transaction.pin_locked``): an empty result when it already was."""
+        with self.locked():
+            journal.recover_locked(self.layout)
+            return transaction.pin_locked(self.layout, Level(level), filename, pinned, expected_sha)
 
     def rebuild_indexes(self) -> list[Level]:
         """Rewrite each ``MEMORY.md`` (and the project ``.gitignore``) that differs from its notes."""

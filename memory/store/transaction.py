@@ -285,35 +285,60 @@ def _updated_meta(note: Note, op: Operation, source: str, now: str, cites: tuple
 def confirm_locked(
     layout: StoreLayout, level: Level, filename: str, expected_sha: str | None = None
 ) -> tuple[BatchResult, list[str]]:
-    """A person's "still true": the card's citations taken again from the workspace (a renamed
-    file followed, a deleted one dropped) and ``confirmed`` set, body and the rest unchanged; a
-    ``source: manual`` batch, so ``memory undo`` reverts it. Returns the result and one line per
-    citation that changed. Raises StoreError when the card cannot be confirmed."""
+    """A person's "still true" for a card: its citations taken again from the workspace (a
+    renamed file followed, a deleted one dropped) and ``confirmed`` set, body and the rest
+    unchanged; a ``source: manual`` batch, so ``memory undo`` reverts it. Returns the result and
+    one line per citation that changed. Raises StoreError when the card cannot be confirmed."""
+    note = _card_for_meta(layout, level, filename, expected_sha, "confirmed")
+    cites, said = layout.grounding.refresh(note.meta.cites)
+    now = rfc3339(layout.clock())
+    meta = note.meta.model_copy(update={"cites": cites, "confirmed": now})
+    return _commit_meta(layout, note, meta, f"{filename} confirmed by you", now), said
+
+
+def pin_locked(
+    layout: StoreLayout, level: Level, filename: str, pinned: bool, expected_sha: str | None = None
+) -> BatchResult:
+    """Set or clear a card's ``pinned`` (DESIGN §15), body and the rest unchanged; a ``source:
+    manual`` batch, undoable. A card already in that state is left as it is (an empty result)."""
+    note = _card_for_meta(layout, level, filename, expected_sha, "pinned" if pinned else "unpinned")
+    if note.meta.pinned is pinned:
+        return BatchResult()
+    now = rfc3339(layout.clock())
+    meta = note.meta.model_copy(update={"pinned": pinned})
+    label = f"{filename} {'pinned' if pinned else 'unpinned'} by you"
+    return _commit_meta(layout, note, meta, label, now)
+
+
+def _card_for_meta(layout: StoreLayout, level: Level, filename: str, expected_sha: str | None, what: str) -> Note:
     store = layout.store(level)
     problem = store.folder_problem() or store.target_problem(filename)
     if problem is not None:
         raise StoreError(problem)
     note = store.read_note(filename)
     if note.unparsed:
-        raise StoreError(f"{quote(filename)} does not parse ({note.broken}); fix it before confirming it")
+        raise StoreError(f"{quote(filename)} does not parse ({note.broken}); fix it first (nothing was {what})")
     if expected_sha is not None and note.sha256 != expected_sha:
-        raise StoreError(f"{quote(filename)} changed since it was opened; nothing was confirmed")
-    cites, said = layout.grounding.refresh(note.meta.cites)
-    now = rfc3339(layout.clock())
+        raise StoreError(f"{quote(filename)} changed since it was opened; nothing was {what}")
+    return note
+
+
+def _commit_meta(layout: StoreLayout, note: Note, meta: NoteMeta, label: str, now: str) -> BatchResult:
+    """One card's front matter changed by a person, as one undoable batch."""
     plan = Plan(layout.stores)
-    plan.writes[level][filename] = dump_note(note.meta.model_copy(update={"cites": cites, "confirmed": now}), note.body)
-    applied = [AppliedOp(index=0, action=Action.UPDATE, level=level, filename=filename, title=note.meta.title)]
+    plan.writes[note.level][note.filename] = dump_note(meta, note.body)
+    applied = [AppliedOp(index=0, action=Action.UPDATE, level=note.level, filename=note.filename, title=meta.title)]
     result = BatchResult(applied=applied)
     entry = HistoryEntry(
         txid="",
         time=now,
         workspace=str(layout.paths.workspace),
-        label=f"{filename} confirmed by you",
+        label=label,
         source=MANUAL_SOURCE,
         applied=applied,
     )
     result.txid, _ = commit(layout, plan, entry, ())
-    return result, said
+    return result
 
 
 def rebuild_indexes_locked(layout: StoreLayout) -> list[Level]:

@@ -236,7 +236,7 @@ def test_both_large_split_in_half_project_first() -> None:
 
 def test_byte_budget_left_unused_goes_to_the_other() -> None:
     # Project: few lines but long (bytes-limited); user: many short lines (lines-limited).
-    p = _lines("p", 60, summary="長" * 195)
+    p = _lines("p", 30, summary="長" * 195)
     u = _lines("u", 400, type="user_preference", summary="")
     text = merge_index(_md(p), _md(u))
     _check(text)
@@ -247,7 +247,7 @@ def test_byte_budget_left_unused_goes_to_the_other() -> None:
     # section takes more than half of them; and the user section more than half of the lines.
     assert p_bytes > INDEX_MAX_BYTES // 2
     assert len(shown_u) > INDEX_MAX_LINES // 2
-    assert _count_hidden(text) == 60 + 400 - len(shown_p) - len(shown_u)
+    assert _count_hidden(text) == 30 + 400 - len(shown_p) - len(shown_u)
 
 
 def test_neither_section_vanishes_even_when_one_is_huge() -> None:

@@ -1,0 +1,52 @@
+"""What memory adds at the head of a Run's user message: the ``<memory-update>`` block (index
+changes since the model last saw it, DESIGN §4) and the ``<memory-recall>`` block (§15).
+
+Before each Run the user's message (``@``-attached file names are in its text) is matched
+against the cards not in the index the model has; up to five are named at the head of the
+Run's user message in a ``<memory-recall>`` block. A card is named once per conversation unless
+it changed (its sha): ``recalled`` is the Runner's record of what it named.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+
+from app.agent.ports import IndexSource, RecallSource
+from memory.store.index import index_diff, index_keys, recall_block
+
+__all__ = ["index_update", "recall_for"]
+
+log = logging.getLogger(__name__)
+
+
+async def recall_for(source: RecallSource, user_text: str, shown_index: str, recalled: dict[str, str]) -> str:
+    """The block for ``user_text`` ("" for none); ``recalled`` gets the cards it names. Off the
+    event loop; never fails the Run (search is a help, not a condition)."""
+
+    def find() -> list[tuple[str, str, str]]:
+        shown = set(index_keys(shown_index))
+        return [(c.key, c.sha, c.line) for c in source.recall(user_text, shown, dict(recalled))]
+
+    try:
+        cards = await asyncio.to_thread(find)
+    except Exception as e:
+        log.warning("memory recall failed: %s", e)
+        return ""
+    for key, sha, _ in cards:
+        recalled[key] = sha
+    return recall_block([line for _, _, line in cards])
+
+
+async def index_update(memory: IndexSource, shown_index: str) -> tuple[str, str]:
+    """(the ``<memory-update>`` block, "" when nothing changed; the index the model then has).
+    The cards ``shown_index`` shows are kept first when the index is cut: one session's index
+    stays stable while reads reorder the ranks."""
+    keep = index_keys(shown_index)
+    try:
+        current = await asyncio.to_thread(functools.partial(memory.merged_index, keep=keep))
+    except OSError as e:
+        log.warning("memory index unreadable: %s", e)
+        return "", shown_index
+    return index_diff(shown_index, current), current

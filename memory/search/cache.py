@@ -1,0 +1,285 @@
+"""The search cache of one store folder: SQLite FTS5 under ``$PSEUDOCLAUDE_HOME/cache/`` (DESIGN §15).
+
+Derived and disposable. It holds, per card, its stat key (to notice a change), the sha256 of
+its bytes (recall's "changed since recalled"), its index line, and the words of its title,
+summary, body and filename. ``sync`` brings it up to date with the folder incrementally: only
+cards whose stat key changed are read again. A cache that cannot be opened or read (damaged
+bytes, a schema of another version, another store's file) is deleted and rebuilt from the cards;
+the one-line notice is kept in ``notices``. It is never the source of truth: a card's line comes
+from its file through ``Store.index_cards``, exactly as the prompt's index gets it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from memory.search.terms import spaced
+from memory.store.store import Store, StoreError
+
+__all__ = ["BODY_INDEX_BYTES", "CACHE_VERSION", "CacheRow", "SearchCache", "cache_path"]
+
+log = logging.getLogger(__name__)
+
+CACHE_VERSION = "1"
+# A hand-written card may be large; its first 64 KiB are what search reads.
+BODY_INDEX_BYTES = 64 * 1024
+_TOKENIZER = "porter unicode61 remove_diacritics 2"
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS cards(
+    id INTEGER PRIMARY KEY,
+    filename TEXT UNIQUE NOT NULL,
+    statkey TEXT NOT NULL,
+    sha TEXT NOT NULL,
+    line TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, summary, body, filename, tokenize='{_TOKENIZER}');
+"""
+# Column order of the fts table: the head columns (a match there weighs more).
+HEAD_COLUMNS = "{title summary filename}"
+
+CacheRow = tuple[int, str, str, str]  # id, filename, sha, line
+
+
+def cache_path(home: Path | str, store_dir: Path | str) -> Path:
+    """Where the cache of ``store_dir`` lives: one file per store folder (its real path)."""
+    digest = hashlib.sha256(os.path.realpath(store_dir).encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    return Path(home) / "cache" / f"search-{digest}.sqlite3"
+
+
+class SearchCache:
+    """One store folder's FTS5 cache. Thread-safe: one connection, one lock."""
+
+    def __init__(self, home: Path | str, store: Store) -> None:
+        self.store = store
+        self.path = cache_path(home, store.dir)
+        self.notices: list[str] = []
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+        # The folder's (inode, mtime_ns) at the last sync, when it could be trusted: every write
+        # of the app (and of git) renames into the folder, which changes its mtime.
+        self._token: tuple[int, int] | None = None
+        self._dirty = True
+
+    # -- the connection ------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is not None:
+            return self._db
+        os.makedirs(self.path.parent, mode=0o700, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            meta = dict(db.execute("SELECT k, v FROM meta").fetchall())
+            want = {"version": CACHE_VERSION, "store": os.path.realpath(self.store.dir)}
+            if meta and meta != want:
+                raise sqlite3.DatabaseError(f"made for {meta.get('store', '?')} (version {meta.get('version', '?')})")
+            if not meta:
+                db.executemany("INSERT INTO meta(k, v) VALUES (?, ?)", list(want.items()))
+            # Read every page once: damaged bytes show here, not in the middle of a search.
+            db.execute("SELECT count(*), max(length(line)) FROM cards").fetchone()
+            db.execute("SELECT count(*) FROM fts WHERE fts MATCH 'pseudoclaude'").fetchone()
+        except BaseException:
+            db.close()
+            raise
+        self._db = db
+        return db
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            self._token = None
+            self._dirty = True
+
+    def _discard(self, why: str) -> None:
+        """Delete a cache that cannot be used; the next use rebuilds it from the cards."""
+        self.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+                os.unlink(f"{self.path}{suffix}")
+        note = f"the memory search cache {self.path} was unreadable ({why}); rebuilt from the cards"
+        log.warning("%s", note)
+        self.notices.append(note)
+
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        """The connection, rebuilding the cache once when it turns out damaged."""
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    db = self._connect()
+                    self._sync(db)
+                    break
+                except sqlite3.DatabaseError as e:
+                    if attempt == 2:
+                        raise
+                    self._discard(str(e).splitlines()[0][:120] or type(e).__name__)
+            yield db
+
+    # -- keeping it up to date -----------------------------------------------------------------
+
+    def mark_changed(self) -> None:
+        """A card of this folder may have changed in place (the watcher saw it): look again."""
+        self._dirty = True
+
+    def _folder_token(self) -> tuple[tuple[int, int] | None, bool]:
+        """(the folder's token, whether it can be trusted). The kernel stamps mtimes from a
+        coarse clock: a write in the same tick as this look could leave the mtime as it is, so
+        an mtime within 50 ms of now is looked at again next time."""
+        now = time.time_ns()
+        try:
+            st = os.lstat(self.store.dir)
+        except (FileNotFoundError, NotADirectoryError):
+            return None, True
+        return (st.st_ino, st.st_mtime_ns), st.st_mtime_ns < now - 50_000_000
+
+    def _sync(self, db: sqlite3.Connection) -> None:
+        token, settled = self._folder_token()
+        if not self._dirty and token is not None and token == self._token:
+            return
+        self._dirty = not settled
+        self._token = token
+        self._update(db, self._listing())
+
+    def _listing(self) -> dict[str, tuple[str, str, object]]:
+        """filename -> (stat key, index line, front matter) of every card a prompt could get."""
+        return {
+            name: (":".join(map(str, key)), line, meta)
+            for name, line, _, meta, key in self.store.keyed_cards()
+            if line is not None and meta is not None
+        }
+
+    def _update(self, db: sqlite3.Connection, listing: dict[str, tuple[str, str, object]]) -> None:
+        have = {name: (rid, key) for rid, name, key in db.execute("SELECT id, filename, statkey FROM cards")}
+        gone = [have[name][0] for name in have if name not in listing]
+        changed = [name for name, (key, _, _) in listing.items() if have.get(name, (0, ""))[1] != key]
+        if not gone and not changed:
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for rid in gone:
+                db.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
+                db.execute("DELETE FROM cards WHERE id = ?", (rid,))
+            for name in changed:
+                self._index_card(db, name, listing[name], have.get(name, (None, ""))[0])
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+
+    def _index_card(self, db: sqlite3.Connection, name: str, entry: tuple[str, str, object], rid: int | None) -> None:
+        key, line, _ = entry
+        try:
+            note = self.store.read_note(name)
+        except (StoreError, FileNotFoundError, OSError):
+            if rid is not None:
+                db.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
+                db.execute("DELETE FROM cards WHERE id = ?", (rid,))
+            return
+        body = note.body[:BODY_INDEX_BYTES]
+        words = (
+            spaced(note.meta.title),
+            spaced(note.meta.summary),
+            spaced(body),
+            spaced(name.removesuffix(".md").replace("_", " ").replace("-", " ")),
+        )
+        if rid is None:
+            cur = db.execute("INSERT INTO cards(filename, statkey, sha, line) VALUES (?, ?, ?, ?)",
+                             (name, key, note.sha256, line))
+            rid = int(cur.lastrowid or 0)
+        else:
+            db.execute("UPDATE cards SET statkey = ?, sha = ?, line = ? WHERE id = ?", (key, note.sha256, line, rid))
+            db.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
+        db.execute("INSERT INTO fts(rowid, title, summary, body, filename) VALUES (?, ?, ?, ?, ?)", (rid, *words))
+
+    def rebuild(self) -> int:
+        """Drop the cache and index every card again; returns the number of cards indexed."""
+        with self._lock:
+            self.close()
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
+            return self.count()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def count(self) -> int:
+        with self._using() as db:
+            return int(db.execute("SELECT count(*) FROM cards").fetchone()[0])
+
+    def rows_matching(self, match: str, limit: int) -> list[int]:
+        """The ids of the cards an FTS5 expression matches (at most ``limit``)."""
+        with self._using() as db:
+            return [r for (r,) in db.execute("SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?", (match, limit))]
+
+    def term_rows(self, terms: Iterable[str], limit: int) -> tuple[int, list[tuple[list[int], list[int]]]]:
+        """The card count, and per FTS5 term expression: (ids of cards holding it anywhere, up
+        to ``limit`` + 1; ids holding it in the title, summary or filename). One lock, one sync."""
+        out: list[tuple[list[int], list[int]]] = []
+        with self._using() as db:
+            n = int(db.execute("SELECT count(*) FROM cards").fetchone()[0])
+            for term in terms:
+                rows = [r for (r,) in db.execute("SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?", (term, limit + 1))]
+                head: list[int] = []
+                if rows and len(rows) <= limit:
+                    head = [r for (r,) in db.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (f"{HEAD_COLUMNS} : {term}",))]
+                out.append((rows, head))
+        return n, out
+
+    def bm25(self, match: str, limit: int) -> list[int]:
+        """Ids best first by FTS5's bm25, title and summary weighing most."""
+        with self._using() as db:
+            sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts, 4.0, 2.0, 1.0, 3.0) LIMIT ?"
+            return [r for (r,) in db.execute(sql, (match, limit))]
+
+    def rows(self, ids: Iterable[int]) -> dict[int, CacheRow]:
+        """id -> (id, filename, sha, index line) of the given cards."""
+        wanted = list(dict.fromkeys(ids))
+        out: dict[int, CacheRow] = {}
+        with self._using() as db:
+            for i in range(0, len(wanted), 500):
+                chunk = wanted[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                for rid, name, sha, line in db.execute(
+                    f"SELECT id, filename, sha, line FROM cards WHERE id IN ({marks})", chunk
+                ):
+                    out[rid] = (rid, name, sha, line)
+        return out
+
+    def ids_of(self, filenames: Iterable[str]) -> dict[str, int]:
+        names = list(dict.fromkeys(filenames))
+        out: dict[str, int] = {}
+        with self._using() as db:
+            for i in range(0, len(names), 500):
+                chunk = names[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                for rid, name in db.execute(f"SELECT id, filename FROM cards WHERE filename IN ({marks})", chunk):
+                    out[name] = rid
+        return out
+
+    def texts(self, ids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
+        """id -> (title, summary, body) as indexed (CJK spaced), for consolidation's clusters."""
+        wanted = list(dict.fromkeys(ids))
+        out: dict[int, tuple[str, str, str]] = {}
+        with self._using() as db:
+            for i in range(0, len(wanted), 500):
+                chunk = wanted[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                for rid, title, summary, body in db.execute(
+                    f"SELECT rowid, title, summary, body FROM fts WHERE rowid IN ({marks})", chunk
+                ):
+                    out[rid] = (title, summary, body)
+        return out

@@ -1,0 +1,240 @@
+"""Search and recall over a workspace's trusted stores, without a model call (DESIGN §15).
+
+Scoring: each query word found in ``df`` of the ``N`` cards weighs its inverse document
+frequency, ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (bm25's), half as much again when it is in
+the card's title, summary or filename. A card's score is the sum over the query words it holds.
+Words in more than one card in twenty say little and are left out of recall; a word no card
+holds still counts in the query's total (the query asked about something the memory lacks).
+
+Recall names a card only when its score passes ``max(0.55 L, min(0.5 × total, 1.2 L))`` with
+``L = ln(1 + N)``: about one distinctive word for a short question, about two for a long message,
+and never a card that shares only common words with it. ``search`` (the tool, the CLI) ranks
+every card holding any query word, best first.
+
+An untrusted project store is never searched or recalled: its cache is not even built.
+Lines come from the card files (``Store.read_note``), never from the cache: the cache only says
+which cards to look at.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sqlite3
+import threading
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+from memory.constants import Level
+from memory.search.cache import SearchCache
+from memory.search.terms import fts_phrase, query_terms
+from memory.store.index import format_index_line, stale_mark
+from memory.store.store import StoreError
+from memory.store.stores import MemoryStores
+
+__all__ = ["RECALL_LIMIT", "SEARCH_LIMIT_MAX", "Hit", "MemorySearch"]
+
+log = logging.getLogger(__name__)
+
+RECALL_LIMIT = 5
+SEARCH_LIMIT_MAX = 50
+_COMMON_SHARE = 20  # a word in more than N / 20 cards is common (never for fewer than 50)
+_HEAD_BONUS = 1.5
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One card found: its index line (a stale card's with its mark) and why it ranked."""
+
+    level: Level
+    filename: str
+    line: str
+    score: float
+    sha: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.level}/{self.filename}"
+
+
+def _idf(n: int, df: int) -> float:
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+class MemorySearch:
+    """The search caches of one workspace's stores (one per store folder), built lazily."""
+
+    def __init__(self, stores: MemoryStores) -> None:
+        self.stores = stores
+        self._caches: dict[Level, SearchCache] = {}
+        self._lock = threading.Lock()
+
+    def cache(self, level: Level | str) -> SearchCache:
+        lv = Level(level)
+        with self._lock:
+            cache = self._caches.get(lv)
+            if cache is None or cache.store is not self.stores.store(lv):
+                cache = self._caches[lv] = SearchCache(self.stores.paths.home, self.stores.store(lv))
+            return cache
+
+    def levels(self, level: Level | str | None = None) -> list[Level]:
+        """The levels search may look at: the trusted ones (project first), or the one asked for
+        when it is among them."""
+        levels = [lv for lv in self.stores.stores if lv is not Level.PROJECT or self.stores.project_trusted]
+        levels.sort(key=lambda lv: lv is not Level.PROJECT)
+        if level is None:
+            return levels
+        return [lv for lv in levels if lv is Level(level)]
+
+    def mark_changed(self, level: Level | str | None = None) -> None:
+        """Cards changed outside a transaction of this process (the watcher's event)."""
+        for lv in [Level(level)] if level is not None else list(Level):
+            with self._lock:
+                cache = self._caches.get(lv)
+            if cache is not None:
+                cache.mark_changed()
+
+    def notices(self) -> list[str]:
+        """One-line notices since the last call (a damaged cache rebuilt)."""
+        out: list[str] = []
+        with self._lock:
+            caches = list(self._caches.values())
+        for cache in caches:
+            out.extend(cache.notices)
+            cache.notices.clear()
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            caches, self._caches = list(self._caches.values()), {}
+        for cache in caches:
+            cache.close()
+
+    # -- scoring -------------------------------------------------------------------------------
+
+    def _scores(self, level: Level, terms: list[str], *, skip_common: bool) -> tuple[int, dict[int, float], float]:
+        """(cards in the store, id -> score, the query's total weight)."""
+        cache = self.cache(level)
+        n = cache.count()
+        if n == 0 or not terms:
+            return n, {}, 0.0
+        cap = max(50, n // _COMMON_SHARE) if skip_common else n
+        total = 0.0
+        scores: dict[int, float] = {}
+        n_rows, per_term = cache.term_rows([fts_phrase(t) for t in terms], cap)
+        for rows, head in per_term:
+            df = len(rows)
+            if df > cap:
+                continue  # common: says nothing about what a card is about
+            weight = _idf(n_rows, df)
+            total += weight
+            heads = set(head)
+            for r in rows:
+                scores[r] = scores.get(r, 0.0) + weight * (_HEAD_BONUS if r in heads else 1.0)
+        return n_rows, scores, total
+
+    def _hits(self, level: Level, ranked: list[tuple[int, float]], limit: int, skip: Collection[str] = (),
+              seen: Mapping[str, str] | None = None) -> list[Hit]:
+        """The cards behind ``ranked`` ids, read from their files, at most ``limit``."""
+        cache = self.cache(level)
+        rows = cache.rows([rid for rid, _ in ranked[: max(limit * 4, 20)]])
+        store = self.stores.store(level)
+        out: list[Hit] = []
+        for rid, score in ranked:
+            if len(out) >= limit:
+                break
+            row = rows.get(rid)
+            if row is None:
+                if len(rows) < len(ranked):
+                    rows.update(cache.rows([rid]))
+                    row = rows.get(rid)
+                if row is None:
+                    continue
+            name = row[1]
+            key = f"{level}/{name}"
+            if key in skip:
+                continue
+            hit = self._hit(level, store, name, score)
+            if hit is None:
+                cache.mark_changed()
+                continue
+            if seen is not None and seen.get(key) == hit.sha:
+                continue
+            out.append(hit)
+        return out
+
+    def _hit(self, level: Level, store: object, name: str, score: float) -> Hit | None:
+        try:
+            note = self.stores.store(level).read_note(name)
+        except (StoreError, FileNotFoundError, OSError):
+            return None
+        if note.unparsed:
+            return None
+        line = format_index_line(note.meta.type, note.meta.title or name, note.meta.summary, name)
+        if level is Level.PROJECT and note.meta.cites:
+            check = self.stores.layout.grounding.check(level, name, note.meta)
+            if check.stale:
+                line = stale_mark(line, check.reason)
+        return Hit(level=level, filename=name, line=line, score=score, sha=note.sha256)
+
+    # -- the three uses ------------------------------------------------------------------------
+
+    def search(self, query: str, level: Level | str | None = None, limit: int = 10) -> list[Hit]:
+        """Cards holding any word of ``query``, best first (the ``search_memory`` tool and
+        ``memory search``); trusted levels only."""
+        limit = max(1, min(int(limit), SEARCH_LIMIT_MAX))
+        terms = query_terms(query)
+        found: list[Hit] = []
+        for lv in self.levels(level):
+            try:
+                _, scores, _ = self._scores(lv, terms, skip_common=False)
+            except sqlite3.Error as e:
+                log.warning("memory search of the %s store failed: %s", lv, e)
+                continue
+            ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+            found.extend(self._hits(lv, ranked, limit))
+        found.sort(key=lambda h: (-h.score, h.level is not Level.PROJECT, h.filename))
+        return found[:limit]
+
+    def recall(
+        self,
+        text: str,
+        shown: Collection[str],
+        seen: Mapping[str, str] | None = None,
+        limit: int = RECALL_LIMIT,
+    ) -> list[Hit]:
+        """Up to ``limit`` cards not in ``shown`` (the prompt's index, ``level/filename``) that
+        ``text`` is about, best first; a card in ``seen`` (key -> sha when recalled) only
+        again once it changed. Trusted levels only."""
+        terms = query_terms(text)
+        if not terms:
+            return []
+        found: list[Hit] = []
+        for lv in self.levels():
+            try:
+                n, scores, total = self._scores(lv, terms, skip_common=True)
+            except sqlite3.Error as e:
+                log.warning("memory recall from the %s store failed: %s", lv, e)
+                continue
+            if not scores:
+                continue
+            big = math.log(1.0 + n)
+            threshold = max(0.55 * big, min(0.5 * total, 1.2 * big))
+            ranked = sorted(((r, s) for r, s in scores.items() if s >= threshold), key=lambda kv: -kv[1])
+            found.extend(self._hits(lv, ranked, limit, skip=shown, seen=seen))
+        found.sort(key=lambda h: (-h.score, h.level is not Level.PROJECT, h.filename))
+        return found[:limit]
+
+    def filter_keys(self, text: str, level: Level | str) -> set[str] | None:
+        """The ``level/filename`` of the cards holding every word of ``text`` as a prefix (the
+        card browser's filter box); None when the level cannot be searched (untrusted)."""
+        lv = Level(level)
+        if lv not in self.levels():
+            return None
+        terms = query_terms(text) or [w for w in text.lower().split() if w]
+        if not terms:
+            return None
+        match = " AND ".join(fts_phrase(t, prefix=True) for t in terms)
+        cache = self.cache(lv)
+        ids = cache.rows_matching(match, 1_000_000)
+        return {f"{lv}/{row[1]}" for row in cache.rows(ids).values()}
