@@ -12,13 +12,24 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 
 from app.agent.ports import IndexSource, RecallSource
 from memory.store.index import index_diff, index_keys, recall_block
 
-__all__ = ["index_update", "recall_for"]
+__all__ = ["index_update", "recall_for", "recall_query"]
 
 log = logging.getLogger(__name__)
+
+
+# An @-attached file as the app puts it in the message (app/tui/filecomplete.py ``attach``).
+_ATTACHED_RE = re.compile(r'<attached-file path="([^"]*)"[^>]*>.*?(?:</attached-file>|\Z)', re.DOTALL)
+
+
+def recall_query(user_text: str) -> str:
+    """What recall matches: the user's own words and the names of the files they attached, not
+    the files' contents (a 100 KB attachment would make every card look relevant)."""
+    return _ATTACHED_RE.sub(lambda m: f" {m.group(1)} ", user_text)
 
 
 async def recall_for(source: RecallSource, user_text: str, shown_index: str, recalled: dict[str, str]) -> str:
@@ -27,7 +38,7 @@ async def recall_for(source: RecallSource, user_text: str, shown_index: str, rec
 
     def find() -> list[tuple[str, str, str]]:
         shown = set(index_keys(shown_index))
-        return [(c.key, c.sha, c.line) for c in source.recall(user_text, shown, dict(recalled))]
+        return [(c.key, c.sha, c.line) for c in source.recall(recall_query(user_text), shown, dict(recalled))]
 
     try:
         cards = await asyncio.to_thread(find)

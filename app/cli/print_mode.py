@@ -295,6 +295,8 @@ async def run_print(
             stop = await runtime.runner.run(prompt, ui)
         finally:
             await runtime.start_worker()
+        for note in runtime.search.notices():  # a damaged search cache, rebuilt: said once
+            ui.diag(f"pseudoclaude: {note}")
         if stop.status == "completed" and stop.job_id:
             outcome = await runtime.manager.wait_for(stop.job_id, settings.memory_wait)
             _report_outcome(ui, stop.job_id, outcome, settings.memory_wait)

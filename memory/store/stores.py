@@ -29,7 +29,7 @@ from memory.store.layout import StoreLayout
 from memory.store.locks import file_lock
 from memory.store.paths import Paths
 from memory.store.plan import key
-from memory.store.ranking import RankedCard, rank_order
+from memory.store.ranking import CardKey, rank_order
 from memory.store.store import Store, StoreError
 from memory.store.transaction import TransactionError
 
@@ -158,7 +158,7 @@ class MemoryStores:
 
     def _section(
         self, level: Level, levels: Mapping[Level, Store] | None = None, *, marks: bool = False
-    ) -> list[tuple[str, RankedCard]]:
+    ) -> list[tuple[str, CardKey]]:
         """A level's index lines with what ranking needs of each card, in file order."""
         if level not in (self.stores if levels is None else levels):
             return []
@@ -170,8 +170,7 @@ class MemoryStores:
                 continue
             check = checks.get(name)
             stale = check is not None and check.stale
-            out.append((stale_mark(line, check.reason) if stale and check is not None else line,
-                        RankedCard(name, meta, stale)))
+            out.append((stale_mark(line, check.reason) if stale and check is not None else line, (name, meta, stale)))
         return out
 
     def _checks(self, level: Level, cards: Sequence[tuple[str, str | None, str, Any]]) -> dict[str, CardCheck]:
@@ -265,7 +264,7 @@ class MemoryStores:
         project = self._section(Level.PROJECT, levels, marks=marks)
         user = self._section(Level.USER, levels)
         p_lines, u_lines = [line for line, _ in project], [line for line, _ in user]
-        every = [f"project/{c.filename}" for _, c in project] + [f"user/{c.filename}" for _, c in user]
+        every = [f"project/{c[0]}" for _, c in project] + [f"user/{c[0]}" for _, c in user]
         if index_fits(p_lines, u_lines):
             return PromptIndex(text=merge_index_lines(p_lines, u_lines), shown=frozenset(every), left_out=())
         ranks = (self._ranks(Level.PROJECT, project, keep), self._ranks(Level.USER, user, keep))
@@ -273,7 +272,7 @@ class MemoryStores:
         shown = frozenset(index_keys(text))
         return PromptIndex(text=text, shown=shown, left_out=tuple(k for k in every if k not in shown))
 
-    def _ranks(self, level: Level, section: Sequence[tuple[str, RankedCard]], keep: Collection[str]) -> list[int]:
+    def _ranks(self, level: Level, section: Sequence[tuple[str, CardKey]], keep: Collection[str]) -> list[int]:
         if not section:
             return []
         prefix = f"{level}/"

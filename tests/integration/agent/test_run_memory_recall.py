@@ -1,0 +1,140 @@
+"""Where the Runner puts ``<memory-recall>`` and what it asks recall with (DESIGN §15), through the
+real SDK against the fake Messages API, with a scripted recall source standing in for the search."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from app.agent.run_memory import recall_query
+from app.agent.runtime import Runtime
+from app.agent.settings import load_settings
+from app.agent.tools import AllowListGate
+from memory.store.stores import MemoryStores
+from tests.support.clitools import MODEL
+from tests.support.fakeapi import FakeAnthropic, http_error, text, tool_use
+from tests.support.memtools import create
+
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
+
+LINE = "- [project_knowledge] Frobnicator calibration — Calibrate before each release. (project_knowledge_frob.md)"
+
+
+@dataclass(frozen=True)
+class Card:
+    key: str
+    line: str
+    sha: str
+
+
+class ScriptedRecall:
+    """Recalls ``card`` for any message naming "frobnicator", unless ``seen`` has its sha."""
+
+    def __init__(self) -> None:
+        self.card = Card("project/project_knowledge_frob.md", LINE, "sha-1")
+        self.asked: list[tuple[str, set[str], dict[str, str]]] = []
+        self.fail = False
+
+    def recall(
+        self, text: str, shown: Collection[str], seen: Mapping[str, str] | None = None, limit: int = 5
+    ) -> list[Card]:
+        self.asked.append((text, set(shown), dict(seen or {})))
+        if self.fail:
+            raise RuntimeError("the search cache is on fire")
+        if "frobnicator" not in text.lower() or (seen or {}).get(self.card.key) == self.card.sha:
+            return []
+        return [self.card]
+
+
+@pytest.fixture
+async def runtime(server: FakeAnthropic, ws: Path) -> AsyncIterator[Runtime]:
+    rt = Runtime(load_settings({"memory_wait": 10, "memory_mode": "off"}), ws, gate=AllowListGate(set()))
+    await rt.open_session()
+    yield rt
+    await rt.close()
+
+
+def _user_blocks(server: FakeAnthropic) -> list[str]:
+    last = server.requests_for(MODEL)[-1].body["messages"][-1]
+    assert last["role"] == "user"
+    return [b["text"] for b in last["content"] if b.get("type") == "text"]
+
+
+async def test_recall_block_heads_the_message_after_the_update_and_before_the_words(
+    server: FakeAnthropic, runtime: Runtime, ws: Path
+) -> None:
+    recall = runtime.runner.recall = ScriptedRecall()
+    server.script(MODEL, text("one"), text("two"), text("three"))
+    assert (await runtime.runner.run("what's the weather?")).status == "completed"
+    assert not any("<memory-recall>" in t for t in _user_blocks(server))
+    system_1 = server.requests_for(MODEL)[-1].body["system"]
+
+    MemoryStores(ws).apply([(0, create("project", "Landed meanwhile", "b"))], source="manual")
+    assert (await runtime.runner.run("How do I calibrate the frobnicator?")).status == "completed"
+    blocks = _user_blocks(server)
+    assert blocks[0].startswith("<memory-update>")
+    assert blocks[1] == f"<memory-recall>\n{LINE}\n</memory-recall>"
+    assert blocks[2] == "How do I calibrate the frobnicator?"
+    assert server.requests_for(MODEL)[-1].body["system"] == system_1  # the cached prefix holds
+    # The index the model has (after the update) is what recall is told to skip.
+    assert any(k.startswith("project/project_knowledge_landed") for k in recall.asked[-1][1])
+
+    # Once per conversation: the same card is not named again while it is unchanged.
+    assert (await runtime.runner.run("frobnicator again, please")).status == "completed"
+    assert not any("<memory-recall>" in t for t in _user_blocks(server))
+    assert recall.asked[-1][2] == {"project/project_knowledge_frob.md": "sha-1"}
+
+
+async def test_a_changed_card_is_recalled_again(server: FakeAnthropic, runtime: Runtime) -> None:
+    recall = runtime.runner.recall = ScriptedRecall()
+    server.script(MODEL, text("one"), text("two"))
+    await runtime.runner.run("the frobnicator")
+    recall.card = Card(recall.card.key, LINE.replace("each release", "every build"), "sha-2")
+    await runtime.runner.run("the frobnicator")
+    assert _user_blocks(server)[0] == f"<memory-recall>\n{recall.card.line}\n</memory-recall>"
+
+
+async def test_attached_file_contents_are_not_part_of_the_query_but_their_names_are(
+    server: FakeAnthropic, runtime: Runtime
+) -> None:
+    recall = runtime.runner.recall = ScriptedRecall()
+    server.script(MODEL, text("ok"))
+    message = 'see @lab/setup.txt\n<attached-file path="lab/setup.txt">the frobnicator is here</attached-file>'
+    await runtime.runner.run(message)
+    asked = recall.asked[-1][0]
+    assert "lab/setup.txt" in asked and "frobnicator" not in asked
+    assert not any("<memory-recall>" in t for t in _user_blocks(server))
+    assert recall_query('<attached-file path="a.py" cut="first 10 of 99 bytes">x') == " a.py "
+
+
+async def test_a_failing_recall_never_fails_the_turn(server: FakeAnthropic, runtime: Runtime) -> None:
+    recall = runtime.runner.recall = ScriptedRecall()
+    recall.fail = True
+    server.script(MODEL, text("still answered"))
+    stop = await runtime.runner.run("the frobnicator")
+    assert stop.status == "completed" and _user_blocks(server) == ["the frobnicator"]
+
+
+async def test_a_dropped_turn_gives_its_recall_to_the_next_run(server: FakeAnthropic, runtime: Runtime) -> None:
+    runtime.runner.recall = ScriptedRecall()
+    server.script(MODEL, http_error(400, message="refused"), text("ok"))
+    assert (await runtime.runner.run("the frobnicator")).status == "error"
+    assert (await runtime.runner.run("the frobnicator, again")).status == "completed"
+    assert _user_blocks(server)[0] == f"<memory-recall>\n{LINE}\n</memory-recall>"
+
+
+async def test_a_sub_agent_gets_no_recall(server: FakeAnthropic, runtime: Runtime) -> None:
+    recall = runtime.runner.recall = ScriptedRecall()
+    server.script(
+        MODEL,
+        tool_use("task", {"description": "look", "prompt": "find the frobnicator"}),
+        text("sub-agent done"),
+        text("all done"),
+    )
+    assert (await runtime.runner.run("plain words")).status == "completed"
+    assert [a[0] for a in recall.asked] == ["plain words"]
+    sub = server.requests_for(MODEL)[1].body["messages"]
+    assert "<memory-recall>" not in str(sub)
