@@ -7,7 +7,8 @@
 - ``read``: the cards ``read_memory`` read during the turn, sub-agents' reads included, in the
   order first read, each once;
 - ``stale``: those of the shown and read cards that were stale then (a shown line's stale mark;
-  the ``read_memory`` result's header for a read card).
+  the ``read_memory`` result's header for a read card);
+- ``recalled`` (only when there were any): the cards the Run's ``<memory-recall>`` block named.
 
 Every list is bounded by the index's own line limit, so a receipt stays small.
 """
@@ -51,6 +52,7 @@ class Receipt:
 
     def __init__(self, shown_index: str = "") -> None:
         self.shown_index = shown_index
+        self.recalled: list[str] = []
         self._read: dict[str, bool] = {}  # level/filename -> stale when read; insertion order
 
     def saw(self, card: CardRead) -> None:
@@ -69,7 +71,10 @@ class Receipt:
         shown, stale = shown_cards(self.shown_index)
         seen = set(stale)
         stale += [key for key, was_stale in self._read.items() if was_stale and key not in seen]
-        return {"shown": shown, "read": list(self._read), "stale": stale}
+        out = {"shown": shown, "read": list(self._read), "stale": stale}
+        if self.recalled:  # the cards of the Run's <memory-recall> block (DESIGN §15)
+            out["recalled"] = list(self.recalled[:RECEIPT_MAX])
+        return out
 
 
 def end_turn_with(session: ConversationLog, receipt: Receipt, status: str, info: dict[str, Any]) -> bool:

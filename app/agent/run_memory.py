@@ -32,9 +32,12 @@ def recall_query(user_text: str) -> str:
     return _ATTACHED_RE.sub(lambda m: f" {m.group(1)} ", user_text)
 
 
-async def recall_for(source: RecallSource, user_text: str, shown_index: str, recalled: dict[str, str]) -> str:
-    """The block for ``user_text`` ("" for none); ``recalled`` gets the cards it names. Off the
-    event loop; never fails the Run (search is a help, not a condition)."""
+async def recall_for(
+    source: RecallSource, user_text: str, shown_index: str, recalled: dict[str, str]
+) -> tuple[str, list[str]]:
+    """The block for ``user_text`` ("" for none) and the cards it names (``level/filename``);
+    ``recalled`` gets them. Off the event loop; never fails the Run (search is a help, not a
+    condition)."""
 
     def find() -> list[tuple[str, str, str]]:
         shown = set(index_keys(shown_index))
@@ -44,10 +47,10 @@ async def recall_for(source: RecallSource, user_text: str, shown_index: str, rec
         cards = await asyncio.to_thread(find)
     except Exception as e:
         log.warning("memory recall failed: %s", e)
-        return ""
+        return "", []
     for key, sha, _ in cards:
         recalled[key] = sha
-    return recall_block([line for _, _, line in cards])
+    return recall_block([line for _, _, line in cards]), [key for key, _, _ in cards]
 
 
 async def index_update(memory: IndexSource, shown_index: str) -> tuple[str, str]:

@@ -522,7 +522,8 @@ class Runner:
     async def _recall(self, user_text: str) -> str:
         if self.recall is None or self.is_subagent:
             return ""
-        return await recall_for(self.recall, user_text, self.shown_index, self.recalled)
+        block, self.receipt.recalled = await recall_for(self.recall, user_text, self.shown_index, self.recalled)
+        return block
 
     def reset_index(self, index: str) -> None:
         """The index the model now has in full (a new system prompt)."""

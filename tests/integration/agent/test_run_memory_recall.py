@@ -3,6 +3,7 @@ real SDK against the fake Messages API, with a scripted recall source standing i
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,3 +139,19 @@ async def test_a_sub_agent_gets_no_recall(server: FakeAnthropic, runtime: Runtim
     assert [a[0] for a in recall.asked] == ["plain words"]
     sub = server.requests_for(MODEL)[1].body["messages"]
     assert "<memory-recall>" not in str(sub)
+
+
+def _turn_ends(rt: Runtime) -> list[dict[str, object]]:
+    assert rt.session is not None
+    recs = [json.loads(line) for line in rt.session.path.read_text().splitlines() if line.strip()]
+    return [r for r in recs if r["type"] == "turn_end"]
+
+
+async def test_the_receipt_names_the_recalled_cards(server: FakeAnthropic, runtime: Runtime) -> None:
+    runtime.runner.recall = ScriptedRecall()
+    server.script(MODEL, text("one"), text("two"))
+    await runtime.runner.run("plain words")
+    await runtime.runner.run("the frobnicator")
+    first, second = (end["memory"] for end in _turn_ends(runtime))
+    assert "recalled" not in first  # type: ignore[operator]
+    assert second["recalled"] == ["project/project_knowledge_frob.md"]  # type: ignore[index]
