@@ -13,11 +13,16 @@ import asyncio
 import functools
 import logging
 import re
+from typing import Any
 
 from app.agent.ports import IndexSource, RecallSource
-from memory.store.index import index_diff, index_keys, recall_block
+from memory.store.index import INDEX_LINE_RE, RECALL_OPEN, index_diff, index_keys, recall_block
 
-__all__ = ["index_update", "recall_for", "recall_query"]
+__all__ = ["EARLIER", "index_update", "recall_for", "recall_query", "recalled_in"]
+
+# A card named by a recall block of a resumed conversation: its sha is unknown, so it is taken
+# as unchanged (the conversation still holds its line).
+EARLIER = "*"
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +37,22 @@ def recall_query(user_text: str) -> str:
     return _ATTACHED_RE.sub(lambda m: f" {m.group(1)} ", user_text)
 
 
+def recalled_in(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """The cards the ``<memory-recall>`` blocks of a conversation named (a resumed session):
+    each under both levels, since a block's line does not say which."""
+    out: dict[str, str] = {}
+    for message in messages:
+        content = message.get("content") if message.get("role") == "user" else None
+        for block in content if isinstance(content, list) else ():
+            text = block.get("text") if isinstance(block, dict) else None
+            if isinstance(text, str) and text.startswith(RECALL_OPEN):
+                for line in text.split("\n"):
+                    m = INDEX_LINE_RE.match(line)
+                    if m is not None:
+                        out[f"project/{m.group('filename')}"] = out[f"user/{m.group('filename')}"] = EARLIER
+    return out
+
+
 async def recall_for(
     source: RecallSource, user_text: str, shown_index: str, recalled: dict[str, str]
 ) -> tuple[str, list[str]]:
@@ -40,7 +61,7 @@ async def recall_for(
     condition)."""
 
     def find() -> list[tuple[str, str, str]]:
-        shown = set(index_keys(shown_index))
+        shown = set(index_keys(shown_index)) | {k for k, sha in recalled.items() if sha == EARLIER}
         return [(c.key, c.sha, c.line) for c in source.recall(recall_query(user_text), shown, dict(recalled))]
 
     try:

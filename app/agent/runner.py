@@ -56,7 +56,7 @@ from app.agent.provider import (
     is_overflow,
 )
 from app.agent.receipts import Receipt, end_turn_with
-from app.agent.run_memory import index_update, recall_for
+from app.agent.run_memory import index_update, recall_for, recalled_in
 from app.agent.system_prompt import build_system, subagent_system
 from app.agent.tools import (
     READ_ONLY_TOOLS,
@@ -146,7 +146,7 @@ class Runner:
         self._mark: TurnMark | None = None
         self.receipt = Receipt()  # the turn's memory receipt (a sub-agent adds to its parent's)
         # level/filename -> sha of each card recalled in this conversation (app/agent/run_memory.py).
-        self.recall, self.recalled, self._recalled_before = recall, dict[str, str](), dict[str, str]()
+        self.recall, self.recalled, self._recalled_before = recall, recalled_in(self.conversation), dict[str, str]()
 
     @property
     def conversation(self) -> list[dict[str, Any]]:

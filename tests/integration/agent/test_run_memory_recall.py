@@ -32,7 +32,7 @@ class Card:
 
 
 class ScriptedRecall:
-    """Recalls ``card`` for any message naming "frobnicator", unless ``seen`` has its sha."""
+    """Recalls ``card`` for any message naming "frobnicator", unless it is shown or ``seen`` has its sha."""
 
     def __init__(self) -> None:
         self.card = Card("project/project_knowledge_frob.md", LINE, "sha-1")
@@ -45,7 +45,7 @@ class ScriptedRecall:
         self.asked.append((text, set(shown), dict(seen or {})))
         if self.fail:
             raise RuntimeError("the search cache is on fire")
-        if "frobnicator" not in text.lower() or (seen or {}).get(self.card.key) == self.card.sha:
+        if "frobnicator" not in text.lower() or self.card.key in shown or (seen or {}).get(self.card.key) == self.card.sha:
             return []
         return [self.card]
 
@@ -155,3 +155,24 @@ async def test_the_receipt_names_the_recalled_cards(server: FakeAnthropic, runti
     first, second = (end["memory"] for end in _turn_ends(runtime))
     assert "recalled" not in first  # type: ignore[operator]
     assert second["recalled"] == ["project/project_knowledge_frob.md"]  # type: ignore[index]
+
+
+async def test_a_resumed_session_does_not_recall_what_it_recalled_before(server: FakeAnthropic, ws: Path) -> None:
+    server.script(MODEL, text("one"), text("two"))
+    rt = Runtime(load_settings({"memory_mode": "off"}), ws, gate=AllowListGate(set()))
+    try:
+        await rt.open_session()
+        rt.runner.recall = ScriptedRecall()
+        await rt.runner.run("the frobnicator")
+        assert _user_blocks(server)[0].startswith("<memory-recall>")
+    finally:
+        await rt.close()
+    again = Runtime(load_settings({"memory_mode": "off"}), ws, gate=AllowListGate(set()))
+    try:
+        await again.open_session(continue_latest=True)
+        recall = again.runner.recall = ScriptedRecall()
+        await again.runner.run("the frobnicator, once more")
+        assert not any("<memory-recall>" in t for t in _user_blocks(server))
+        assert "project/project_knowledge_frob.md" in recall.asked[-1][1]
+    finally:
+        await again.close()
