@@ -71,7 +71,9 @@ class Runtime:
         # The memory worker's backoff (1 s, 2 s, ...) in units of the runtime's retry delay; the
         # retry time a job shows is the one it waits.
         backoff = pipeline.BACKOFF_BASE * retry_base_delay()
-        self.manager = Manager(self.stores, completion, mode=settings.memory_mode, fs=self.fs, backoff_base=backoff)
+        self.manager = Manager(self.stores, completion, mode=settings.memory_mode, fs=self.fs, backoff_base=backoff,
+                               consolidate_after=settings.consolidate_after,
+                               consolidate_review=settings.consolidate_review, search=self.search)
         self._home = home
         self.provider: Provider = provider or AnthropicProvider()
         self.sessions = SessionStore(home)
@@ -206,6 +208,7 @@ class Runtime:
         ctx = ToolContext(
             workspace=self.workspace,
             memory=self.stores,
+            search=self.search,
             bash_timeout_default=self.settings.bash_timeout,
             results=results,
             bash_capture_chars=BASH_CAPTURE_CHARS if session is not None else None,

@@ -98,6 +98,10 @@ class Settings(BaseSettings):
     context_window: int = Field(default=200_000, ge=2_000)
     compact_at: float = Field(default=0.8, gt=0.1, le=1.0, allow_inf_nan=False)
     offload_bytes: int = Field(default=32 * 1024, ge=1024)
+    # Consolidation (DESIGN §15): automatic after this many new cards in a store (0 = never);
+    # its operations held for review, also in auto mode, unless consolidate_review is false.
+    consolidate_after: int = Field(default=50, ge=0)
+    consolidate_review: bool = True
     # Per-model prices (USD per MTok) over app/agent/pricing.PRICES: `[prices."model"] input = 3.0 ...`
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
@@ -119,7 +123,7 @@ class Settings(BaseSettings):
         return list(self._warnings)
 
     @field_validator("max_iterations", "memory_wait", "max_tokens", "bash_timeout", "context_window", "compact_at",
-                     "offload_bytes", mode="before")
+                     "offload_bytes", "consolidate_after", mode="before")
     @classmethod
     def _no_booleans(cls, v: Any) -> Any:
         # TOML `max_iterations = true` would otherwise quietly become 1.

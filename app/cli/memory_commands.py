@@ -22,6 +22,7 @@ from memory.text.names import quote
 from memory.text.terminal import strip_terminal
 
 if TYPE_CHECKING:
+    from app.agent.memory_model import AnthropicCompletion
     from memory.model import BatchResult, Conflict, Rejection
     from memory.store.stores import MemoryStores
 
@@ -294,10 +295,10 @@ def _apply(stores: MemoryStores, args: argparse.Namespace) -> int:
     if not parsed.found:
         _err("no operations found: expected a JSON array or an object with an \"operations\" array")
         return EXIT_REJECTED
-    return _report(stores.apply(parsed.ops, source=MANUAL_SOURCE, rejected=parsed.rejected, label="memory apply"))
+    return report(stores.apply(parsed.ops, source=MANUAL_SOURCE, rejected=parsed.rejected, label="memory apply"))
 
 
-def _report(result: BatchResult) -> int:
+def report(result: BatchResult) -> int:
     """Applied ops on stdout, each rejection, conflict or dropped citation as one line on
     stderr; exit 3 if any op was refused (a dropped citation leaves its op applied)."""
     for a in result.applied:
@@ -345,7 +346,7 @@ def _review(stores: MemoryStores, args: argparse.Namespace) -> int:
         for e in spool.list(stores.paths.workspace, include_orphans=False):
             if e.job is not None and e.job.held_ops and e.job.split_from == job_id:
                 print(f"still held: ops {', '.join(str(h.index) for h in e.job.held_ops)} (job {e.id})")
-        return _report(result)
+        return report(result)
     left = asyncio.run(manager.reject(job_id, ops))
     print(f"rejected {'all held ops' if ops is None else 'ops ' + ', '.join(map(str, ops))} of job {job_id}")
     if left is not None:
@@ -353,23 +354,32 @@ def _review(stores: MemoryStores, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
-    import asyncio
-
+def memory_completion() -> tuple[AnthropicCompletion | None, int]:
+    """The configured memory model, for the commands that call it (flush, consolidate); None
+    and the exit code once the reason is said when the settings are bad."""
     from app.agent.memory_model import AnthropicCompletion
-    from app.agent.provider import retry_base_delay
     from app.agent.settings import SettingsError, load_settings
-    from memory.jobs import pipeline
-    from memory.jobs.manager import Manager
-    from memory.jobs.spool import Spool
-    from memory.store.stores import MemoryStores
 
     try:
         settings = load_settings({})
     except SettingsError as e:
         _err(str(e))
-        return EXIT_USAGE
-    completion = AnthropicCompletion(settings.memory_model)
+        return None, EXIT_USAGE
+    return AnthropicCompletion(settings.memory_model), EXIT_OK
+
+
+def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
+    import asyncio
+
+    from app.agent.provider import retry_base_delay
+    from memory.jobs import pipeline
+    from memory.jobs.manager import Manager
+    from memory.jobs.spool import Spool
+    from memory.store.stores import MemoryStores
+
+    completion, code = memory_completion()
+    if completion is None:
+        return code
     if args.all:
         live = Spool(stores.paths, stores.fs).list(None, include_orphans=False)
         workspaces = sorted({e.workspace for e in live if e.job is not None and e.workspace})

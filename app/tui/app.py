@@ -32,6 +32,7 @@ from textual.worker import Worker, WorkerState
 from app.tui import commands
 from app.tui.bridge import Bridge
 from app.tui.commands import Parsed, SlashCommands
+from app.tui.consolidate_flow import ScaleFlow
 from app.tui.gc_hold import GcHold
 from app.tui.grounding_watch import GroundingWatch
 from app.tui.history_view import HistoryView
@@ -92,8 +93,6 @@ class MainScreen(Screen[None]):
         prompt = getattr(self.app, "_prompt", None)
         if isinstance(prompt, PromptInput) and prompt.is_attached:
             self.set_focus(prompt)
-
-
 
 
 class PseudoClaudeApp(App[int]):
@@ -161,9 +160,13 @@ class PseudoClaudeApp(App[int]):
         self.turn_view = TurnRenderer(lambda: self.chat, self.status_model, self._gc, lambda: self._cost,
                                       lambda: self.settings.model if self.settings is not None else "")
         self.memory_screens = MemoryScreens(self, refresh_panel=self._refresh_panel)
+        self.scale = ScaleFlow(self)  # /consolidate, the automatic one, the search caches (DESIGN §15)
         self.slash = SlashCommands(self)  # the slash commands' table and handlers
         # Stale marks follow the cited files while the app runs (after turns, and on a timer).
-        self.grounding = GroundingWatch(self, busy=lambda: self._turn is not None and self._turn.is_running)
+        self.grounding = GroundingWatch(self, busy=self.turn_running)
+
+    def turn_running(self) -> bool:
+        return self._turn is not None and self._turn.is_running
 
     # -- layout --------------------------------------------------------------------------------
 
@@ -273,6 +276,7 @@ class PseudoClaudeApp(App[int]):
         self.memory_screens.record(message.event)
         self._refresh_panel()
         self.memory_screens.refresh()
+        self.scale.memory_event(message.event)
 
     @on(MemoryPanel.OpenPending)
     def _on_open_pending(self, message: MemoryPanel.OpenPending) -> None:
@@ -288,6 +292,7 @@ class PseudoClaudeApp(App[int]):
     def _on_stores_changed(self, message: StoresChangedMessage) -> None:
         self._refresh_panel()
         self.memory_screens.refresh()
+        self.scale.stores_changed()
 
     @on(MemoryUsage)
     def _on_memory_usage(self, message: MemoryUsage) -> None:
@@ -464,6 +469,7 @@ class PseudoClaudeApp(App[int]):
             self.prompt.disabled_reason = None
         self._refresh_panel()
         self.grounding.recheck()  # the turn's tools may have changed cited files
+        self.scale.when_idle()  # an automatic consolidation that waited for the turn
         self.bridge.pacer.idle()
         self.bridge.pacer.busy(PACE_AFTER_S)  # the turn's last frames
         # After the turn's last frame, once nobody types: a full collection that is due runs then.

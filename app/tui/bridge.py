@@ -441,6 +441,54 @@ class Bridge:
     async def undo(self) -> BatchResult:
         return await asyncio.to_thread(self.stores.undo)
 
+    # -- memory at scale (DESIGN §15) ----------------------------------------------------------------
+
+    async def pin_card(self, level: str, filename: str, pinned: bool, sha256: str | None) -> BatchResult:
+        """Pin or unpin a card: its own manual, undoable batch (empty when it already was)."""
+        return await asyncio.to_thread(self.stores.pin, level, filename, pinned, sha256)
+
+    async def pin_as_edit(self, level: str, filename: str, pinned: bool, sha256: str | None) -> CardResult:
+        """The editor's save when only its Pinned box changed: the pin as the editor's outcome.
+        StoreError (one line) when the card changed or went since it was read."""
+        from memory.constants import Level
+        from memory.store.cards import CardResult
+
+        result = await self.pin_card(level, filename, pinned, sha256)
+        reasons = [c.reason for c in result.conflicts] + [r.reason for r in result.rejected]
+        if reasons:
+            return CardResult(status="conflict" if result.conflicts else "rejected", level=Level(level),
+                              filename=filename, reason=reasons[0])
+        return CardResult(status="applied", level=Level(level), filename=filename, txid=result.txid)
+
+    async def filter_keys(self, text: str) -> dict[str, frozenset[str] | None]:
+        """The card browser's filter through the search index: per level the ``level/filename``
+        of the cards holding every word, None for a level it cannot search (untrusted)."""
+        search = self.require().search
+
+        def look() -> dict[str, frozenset[str] | None]:
+            out: dict[str, frozenset[str] | None] = {}
+            for level in self.levels:
+                keys = search.filter_keys(text, level)
+                out[level] = None if keys is None else frozenset(keys)
+            return out
+
+        return await asyncio.to_thread(look)
+
+    async def search_changed(self) -> list[str]:
+        """A store changed outside the app: the search caches sync again before their next use.
+        The one-line notices of caches rebuilt meanwhile (damaged, foreign) are returned."""
+        search = self.require().search
+        search.mark_changed()
+        return await asyncio.to_thread(search.notices)
+
+    async def consolidate(self, level: str | None) -> list[Any]:
+        """``/consolidate [level]``: the Manager's ConsolidateOutcome per level (job id or why none)."""
+        return list(await self.require().manager.consolidate(level))
+
+    async def maybe_consolidate(self) -> list[Any]:
+        """The automatic consolidation (the App calls it only while no turn runs or waits)."""
+        return list(await self.require().manager.maybe_consolidate())
+
     async def set_memory_mode(self, mode: str) -> None:
         await self.require().set_memory_mode(mode)
         self.post(SettingsChanged())

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from app.agent.pricing import CostMeter
     from app.agent.settings import Settings
     from app.tui.bridge import Bridge
+    from app.tui.consolidate_flow import ScaleFlow
     from app.tui.screens.memory import MemoryScreens
     from widgets.chat.log import ChatPane
     from widgets.chat.prompt import PromptInput
@@ -53,6 +54,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("pending", "/pending", "watch and review the pending memory updates"),
     Command("remember", "/remember TEXT", "open the card editor with TEXT (Ctrl+S saves)"),
     Command("undo", "/undo", "revert the last memory batch"),
+    Command("consolidate", "/consolidate [LEVEL]",
+            "merge duplicate cards (both levels, or LEVEL); review in /pending"),
     Command("model", "/model NAME", "switch the main model"),
     Command("mode", f"/mode {'|'.join(MEMORY_MODES)}", "switch the memory mode"),
     Command("resume", "/resume", "pick a session of this workspace to resume"),
@@ -66,7 +69,7 @@ BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
 # reachable a moment after the first frame (the runtime object, before the SDK is loaded), and
 # a command typed earlier runs then. The session commands wait, in order with the queued prompts,
 # until the runtime is open. The rest (/help, /cost, /quit) run at once.
-NEEDS_STORES = frozenset({"memory", "pending", "remember", "undo", "mode", "model"})
+NEEDS_STORES = frozenset({"memory", "pending", "remember", "undo", "mode", "model", "consolidate"})
 NEEDS_SESSION = frozenset({"clear", "resume", "compact"})
 
 KEYS: tuple[tuple[str, str], ...] = (
@@ -79,8 +82,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("@path", "attach a file"),
     ("a large paste", "collapsed to [pasted …], sent whole; Enter/click expands it"),
     ("in /pending", "Enter expand · a approve · r reject · t retry · x dismiss · Esc back"),
-    ("in /memory", "/ filter · 1-4 type · 0 all · l level · Esc back"),
-    ("on a card", "n new · e edit · d delete · m move · o $EDITOR · u undo"),
+    ("in /memory", "/ filter · 1-4 type · 0 all · l level · i in/not in prompt · Esc back"),
+    ("on a card", "n new · e edit · p pin · d delete · m move · o $EDITOR · u undo"),
     ("in the editor", "Ctrl+S save · Esc cancel"),
 )
 
@@ -179,6 +182,7 @@ class CommandHost(Protocol):
     built: bool  # the runtime object exists: the memory stores can be reached
     connecting: bool  # start-up is not over
     memory_screens: MemoryScreens
+    scale: ScaleFlow
     _awaiting_trust: bool
     _waiting: list[Any]  # prompts and commands queued until what they need is there
     _turn: Worker[Any] | None  # the running turn (or /compact): Esc cancels it
@@ -223,6 +227,7 @@ class SlashCommands:
             "pending": self.cmd_pending,
             "remember": self.cmd_remember,
             "undo": self.cmd_undo,
+            "consolidate": self.cmd_consolidate,
             "model": self.cmd_model,
             "mode": self.cmd_mode,
             "resume": self.cmd_resume,
@@ -303,6 +308,11 @@ class SlashCommands:
 
     async def cmd_undo(self, arg: str) -> None:
         self.host.memory_screens.undo()
+
+    async def cmd_consolidate(self, arg: str) -> None:
+        problem = self.host.scale.command(arg)
+        if problem is not None:
+            self.chat.add_note(problem)
 
     async def cmd_model(self, arg: str) -> None:
         name = arg.strip()

@@ -33,6 +33,7 @@ __all__ = [
     "applied_record",
     "card_rows",
     "card_text",
+    "consolidation_title",
     "draft_of",
     "pending_state",
     "read_draft",
@@ -66,7 +67,7 @@ def _cites(note: Note, check: CardCheck | None) -> tuple[CiteLine, ...]:
 
 def _row(
     level: str, note: Note, untrusted: bool, check: CardCheck | None = None, use: CardUse | None = None,
-    now: _dt.datetime | None = None,
+    now: _dt.datetime | None = None, in_prompt: bool = True,
 ) -> CardRow:
     from memory.grounding.usage import use_text
 
@@ -89,6 +90,8 @@ def _row(
         reads=use.reads if use is not None else 0,
         last_read=use.last_read if use is not None else "",
         use=use_text(use, now),
+        pinned=bool(getattr(meta, "pinned", False)),
+        in_prompt=in_prompt,
     )
 
 
@@ -109,6 +112,16 @@ def _grounding(stores: MemoryStores) -> tuple[Mapping[str, CardCheck], dict[str,
     return checks, uses
 
 
+def _shown(stores: MemoryStores) -> frozenset[str]:
+    """The ``level/filename`` of the cards a new Run's index shows (the browser's "in the
+    prompt" filter); an unreadable store only costs the filter its answer."""
+    try:
+        return stores.prompt_index().shown
+    except Exception:
+        log.warning("building the prompt's index failed", exc_info=True)
+        return frozenset()
+
+
 def card_rows(stores: MemoryStores, *, now: _dt.datetime | None = None) -> tuple[list[CardRow], str | None]:
     """Every card of both levels (project first, each sorted by filename), with its citations'
     states and its use, and a note for the browser's header (an untrusted project store, a
@@ -116,6 +129,7 @@ def card_rows(stores: MemoryStores, *, now: _dt.datetime | None = None) -> tuple
     rows: list[CardRow] = []
     notes: list[str] = []
     checks, uses = _grounding(stores)
+    shown = _shown(stores)
     trusted = bool(stores.project_trusted) if stores.has_project_level else True
     for level in (Level.PROJECT, Level.USER) if stores.has_project_level else (Level.USER,):
         try:
@@ -129,7 +143,9 @@ def card_rows(stores: MemoryStores, *, now: _dt.datetime | None = None) -> tuple
         checked = checks if level is Level.PROJECT else {}
         used = uses.get(level.value, {})
         rows.extend(
-            _row(level.value, n, untrusted, checked.get(n.filename), used.get(n.filename), now) for n in found
+            _row(level.value, n, untrusted, checked.get(n.filename), used.get(n.filename), now,
+                 in_prompt=f"{level.value}/{n.filename}" in shown)
+            for n in found
         )
     if not stores.has_project_level:
         notes.append("this workspace has no project level: its project store is the user store")
@@ -145,6 +161,7 @@ def draft_of(note: Note) -> CardDraft:
         summary=note.meta.summary,
         body=note.body,
         cites=tuple(c.spec for c in note.meta.cites),
+        pinned=bool(getattr(note.meta, "pinned", False)),
     )
 
 
@@ -259,6 +276,17 @@ def _rejected_ops(view: JobView) -> list[PendingOp]:
     return out
 
 
+def consolidation_title(view: JobView) -> str:
+    """"Consolidation · project store · 3 clusters" for a consolidation job, else ""."""
+    if getattr(view, "purpose", "extract") != "consolidate":
+        return ""
+    clusters = tuple(getattr(view, "clusters", ()))
+    level = strip_terminal(str(getattr(view, "level", None) or "memory"), keep_newlines=False)
+    n = len(clusters)
+    cards = f", {sum(clusters)} cards" if clusters else ""
+    return f"Consolidation · {level} store · {n} cluster{'' if n == 1 else 's'}{cards}"
+
+
 def _job(stores: MemoryStores, view: JobView) -> PendingJob:
     ops = [_held_op(stores, h.index, h.op) for h in view.held_ops] if view.state == "held" else []
     ops = sorted([*ops, *_rejected_ops(view)], key=lambda o: (o.index, o.status))
@@ -266,6 +294,7 @@ def _job(stores: MemoryStores, view: JobView) -> PendingJob:
     if view.state == "orphaned":
         reason = reason or f"its workspace {view.workspace} no longer exists"
     return PendingJob(
+        title=consolidation_title(view),
         id=view.id,
         state=PendingJobState(view.state),
         excerpt=view.excerpt,

@@ -157,6 +157,15 @@ class CardsLoaded(Message):
 
 
 @dataclass
+class SearchFound(Message):
+    """The search index's answer for the card browser's filter text: per level the matching
+    ``level/filename`` keys, None for a level it cannot search."""
+
+    text: str
+    keys: dict[str, frozenset[str] | None]
+
+
+@dataclass
 class PendingLoaded(Message):
     """The pending screen's state."""
 

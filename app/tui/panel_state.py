@@ -29,6 +29,7 @@ __all__ = [
     "NO_PROJECT_LEVEL",
     "UNTRUSTED_NOTE",
     "build_panel_state",
+    "cut_text",
     "index_files",
     "job_line",
     "state_files",
@@ -52,8 +53,8 @@ def build_panel_state(
     """The panel's state now. ``run_start_files``: the (level, filename) pairs in the index when
     the current Run started (``index_files`` of the Runner's shown index, or ``state_files`` of
     the panel state then); cards not among them are marked new. None: no Run yet, nothing new."""
-    merged = stores.merged_index()
-    entries, hidden = _parse_merged(merged)
+    prompt = stores.prompt_index()
+    entries, _ = _parse_merged(prompt.text)
     project_note: str | None = None
     if not stores.has_project_level:
         project_note = NO_PROJECT_LEVEL
@@ -89,9 +90,10 @@ def build_panel_state(
             )
         return tuple(out)
 
-    cut_note = None
-    if hidden:
-        cut_note = f"index cut: {hidden} {'note' if hidden == 1 else 'notes'} not shown"
+    # The split at a glance (DESIGN §15): the cards the prompt's budget left out, reachable by
+    # search_memory and recall; nothing when everything fits.
+    left_out = len(prompt.left_out)
+    cut_note = cut_text(left_out) if left_out else None
     return PanelState(
         project=cards("project", project_lines, trusted_project),
         user=cards("user", entries["user"], True),
@@ -99,6 +101,11 @@ def build_panel_state(
         project_note=project_note,
         jobs=tuple(job_line(j, now=now) for j in jobs),
     )
+
+
+def cut_text(left_out: int) -> str:
+    """The panel's line for a cut index: "312 cards not in the prompt"."""
+    return f"{left_out:,} {'card' if left_out == 1 else 'cards'} not in the prompt"
 
 
 def index_files(merged: str) -> frozenset[Key]:

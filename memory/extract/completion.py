@@ -10,7 +10,7 @@ from pydantic import BaseModel
 class CompletionRequest(BaseModel):
     """One request to the memory model: a system text and a single user message."""
 
-    purpose: Literal["extract", "merge"]
+    purpose: Literal["extract", "merge", "consolidate"]
     system: str
     prompt: str
     # JSON schema for structured output; a provider that cannot use it sends the text alone

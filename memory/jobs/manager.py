@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memory.constants import MEMORY_MODES, MemoryMode
+from memory.constants import MEMORY_MODES, Level, MemoryMode
 from memory.events import (
     HeldOpView,
     JobDismissed,
@@ -34,6 +34,7 @@ from memory.events import (
 )
 from memory.extract.completion import Completion
 from memory.extract.prompt import turn_text
+from memory.jobs.consolidation import Baselines, ConsolidateOutcome, due_levels, spool_consolidations
 from memory.jobs.jobwatch import JobWatch
 from memory.jobs.pipeline import (
     FALLBACK_SOURCE,
@@ -44,10 +45,11 @@ from memory.jobs.pipeline import (
     merged_index,
 )
 from memory.jobs.review import Review, ReviewError, requeue
-from memory.jobs.spool import Job, JobNotFound, Spool, SpoolEntry, SpoolError, make_job
+from memory.jobs.spool import Job, JobMode, JobNotFound, Spool, SpoolEntry, SpoolError, make_job
 from memory.jobs.views import FlushResult, JobOutcome, JobView, job_views
 from memory.jobs.worker import MAX_BATCH_BYTES, MAX_BATCH_TURNS, Worker
 from memory.model import BatchResult, HistoryEntry, Turn
+from memory.search.engine import MemorySearch
 from memory.store.fs import DEFAULT_FS, FS
 from memory.store.paths import workspace_key
 from memory.store.stores import MemoryStores
@@ -78,10 +80,12 @@ class Manager:
         max_attempts: int = MAX_ATTEMPTS,
         max_batch_turns: int = MAX_BATCH_TURNS,
         max_batch_bytes: int = MAX_BATCH_BYTES,
-        request_timeout: float | None = REQUEST_TIMEOUT,
-        backoff_base: float | None = None,
+        request_timeout: float | None = REQUEST_TIMEOUT, backoff_base: float | None = None,
+        consolidate_after: int = 50, consolidate_review: bool = True,
+        search: MemorySearch | None = None,
     ) -> None:
         self._mode: MemoryMode = self._valid_mode(mode)
+        self._init_consolidation(stores, fs, consolidate_after, consolidate_review, search)
         self.stores = stores
         self.completion = completion
         self.fs = fs
@@ -120,6 +124,14 @@ class Manager:
         lock_path = self.paths.locks_dir / f"worker-{workspace_key(self.workspace)}.lock"
         self.worker = Worker(self, spool=self.spool, fs=fs, lock_path=lock_path, run_job=self.pipeline.run,
                              max_batch_turns=max_batch_turns, max_batch_bytes=max_batch_bytes)
+
+    def _init_consolidation(self, stores: MemoryStores, fs: FS, after: int, review: bool,
+                            search: MemorySearch | None) -> None:
+        # DESIGN §15: automatic after ``after`` new cards in a store (0: never); its ops held
+        # for review whatever the mode, unless ``review`` is off.
+        self.consolidate_after, self.consolidate_review = max(0, int(after)), review
+        self._own_search, self.search = search is None, search or MemorySearch(stores)
+        self.baselines = Baselines(stores.paths.home, fs)
 
     # -- identity and mode -----------------------------------------------------------------------
 
@@ -221,6 +233,31 @@ class Manager:
         self.signal(wake=True)
         return job
 
+    # -- consolidation (DESIGN §15) ----------------------------------------------------------------
+
+    async def consolidate(self, level: Level | str | None = None) -> list[ConsolidateOutcome]:
+        """Spool one consolidation job per store (``level``, or every store search may look at)
+        that has likely duplicates, found locally off the loop; the worker asks the model."""
+        mode: JobMode = "review" if self.consolidate_review or self._mode is MemoryMode.REVIEW else "auto"
+        outcomes = await self.in_thread(spool_consolidations, self.search, self.spool, self.baselines, level,
+                                        session=self.session, mode=mode, touch=self.touch)
+        for o in outcomes:
+            if o.job_id is not None:
+                self.emit(JobQueued(job_id=o.job_id, workspace=str(self.workspace)))
+        self.signal(wake=True)
+        return outcomes
+
+    async def maybe_consolidate(self) -> list[ConsolidateOutcome]:
+        """Consolidate each store grown by ``consolidate_after`` cards since its last
+        consolidation and with no consolidation job spooled. The caller makes sure no turn runs."""
+        if self.consolidate_after <= 0 or self._mode == "off":
+            return []
+
+        out: list[ConsolidateOutcome] = []
+        for lv in await self.in_thread(due_levels, self.search, self.spool, self.baselines, self.consolidate_after):
+            out += await self.consolidate(lv)
+        return out
+
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -268,6 +305,8 @@ class Manager:
             # A transaction cannot be interrupted halfway: let the one in flight finish.
             await asyncio.wait(set(self._threads), timeout=60.0)
         await asyncio.to_thread(self.worker.release)
+        if self._own_search:
+            await asyncio.to_thread(self.search.close)
         self._closed = True
         self.signal()
 
@@ -501,9 +540,8 @@ class Manager:
         done, index = await asyncio.to_thread(run)
         emit_result(self.emit, done.job_id, done.result, index, created=done.created)
         if done.child is not None:
-            self.emit(
-                JobHeld(job_id=done.child.id, ops=tuple(HeldOpView(index=h.index, op=h.op) for h in done.child.held_ops))
-            )
+            ops = tuple(HeldOpView(index=h.index, op=h.op) for h in done.child.held_ops)
+            self.emit(JobHeld(job_id=done.child.id, ops=ops, purpose=done.child.purpose))
         return done.result
 
     async def reject(self, job_id: str, op_indexes: Sequence[int] | None = None) -> Job | None:
@@ -517,7 +555,7 @@ class Manager:
         done = await asyncio.to_thread(run)
         if done.remaining is not None:
             ops = tuple(HeldOpView(index=h.index, op=h.op) for h in done.remaining.held_ops)
-            self.emit(JobHeld(job_id=done.job_id, ops=ops))
+            self.emit(JobHeld(job_id=done.job_id, ops=ops, purpose=done.remaining.purpose))
             return done.remaining
         if done.result is not None:
             emit_result(self.emit, done.job_id, done.result, None, created=done.created)

@@ -25,8 +25,10 @@ from typing import Any, TypeVar
 from memory.constants import MAX_CONTENT_BYTES, Action, Level
 from memory.events import HeldOpView, IndexChanged, JobApplied, JobFailed, JobHeld, JobRetrying, MemoryEvent
 from memory.extract.completion import Completion, CompletionError, CompletionRequest
+from memory.extract.consolidate import build_consolidation_request
 from memory.extract.parser import find_json, parse_and_validate
 from memory.extract.prompt import MergeItem, build_extraction_request, build_merge_request, parse_merge_answer
+from memory.jobs.consolidation import cluster_cards, consolidation_label, consolidation_scope
 from memory.jobs.spool import ErrorKind, HeldOp, Job, JobNotFound, MergePart, RetryInfo, Spool, SpoolError
 from memory.model import BatchResult, Operation, Rejection, dump_op, rfc3339
 from memory.store.ops import op_pairs, validate_operations
@@ -181,13 +183,16 @@ class Pipeline:
     # -- the steps -----------------------------------------------------------------------------
 
     async def _process(self, job: Job, completion: Completion) -> None:
+        consolidating = job.purpose == "consolidate"
+        ask = self._consolidate_ask if consolidating else self._extract
         if job.raw_answer is None:
-            await self._extract(job, completion, reask=False)
+            if not await ask(job, completion, reask=False):
+                return
         assert job.raw_answer is not None
         # Parsing an untrusted answer is bounded but not free: off the loop, like file work.
         parsed = await asyncio.to_thread(parse_and_validate, job.raw_answer)
         if not parsed.found and not job.reasked:
-            await self._extract(job, completion, reask=True)
+            await ask(job, completion, reask=True)
             parsed = await asyncio.to_thread(parse_and_validate, job.raw_answer)
         if not parsed.found:
             raise JobFailure(
@@ -197,8 +202,13 @@ class Pipeline:
             )
         pairs = op_pairs(parsed.ops)
         rejected = list(parsed.rejected)
-        pairs, merge_rejected = await self._merge_updates(job, completion, pairs)
-        rejected += merge_rejected
+        if consolidating:
+            # No merge request: the model saw the bodies, its updates replace them as given.
+            pairs, refused = await self._in_thread(consolidation_scope, self.stores, job, pairs)
+            rejected += refused
+        else:
+            pairs, merge_rejected = await self._merge_updates(job, completion, pairs)
+            rejected += merge_rejected
         effective = [(i, op) for i, op in pairs if op.action is not Action.NOOP]
         if job.mode == "review" and effective:
             job.held_ops = [HeldOp(index=i, op=op) for i, op in effective]
@@ -213,13 +223,42 @@ class Pipeline:
                     job_id=job.id,
                     ops=tuple(HeldOpView(index=h.index, op=h.op) for h in job.held_ops),
                     rejected=tuple(rejected),
+                    purpose=job.purpose,
                 )
             )
             return
         job.rejected = rejected  # kept on the job if the commit fails
         await self._commit(job, effective, rejected)
 
-    async def _extract(self, job: Job, completion: Completion, *, reask: bool) -> None:
+    async def _consolidate_ask(self, job: Job, completion: Completion, *, reask: bool) -> bool:
+        """Ask the memory model to clean the job's store, with its clusters' current bodies.
+        False when none of the clusters' cards is left (the job is done, nothing to ask)."""
+        level = job.level
+        if level is None:
+            raise JobFailure("a consolidation job names no store", kind="internal", retryable=False)
+        if level is Level.PROJECT and not await self._in_thread(lambda: self.stores.project_trusted):
+            # The model never sees a store the person has not trusted.
+            raise JobFailure(UNTRUSTED_REASON, kind="apply", retryable=True)
+        snap = await self._in_thread(self.stores.snapshot)
+        cards, clusters = await self._in_thread(cluster_cards, self.stores, level, job.clusters)
+        if not cards:
+            await self._commit(job, [], [])
+            return False
+        index_md = snap.project_md if level is Level.PROJECT else snap.user_md
+        stale = snap.stale if level is Level.PROJECT else {}
+        request = build_consolidation_request(level, index_md, cards, stale, clusters=clusters)
+        if reask:
+            request = request.model_copy(update={"prompt": request.prompt + REASK_NOTE})
+        answer = await self._ask(job, completion, request)
+        # Kept before parsing, with the hashes the model saw: a replay re-parses, never re-asks.
+        job.raw_answer = answer
+        job.snapshot_hashes = dict(snap.hashes)
+        job.reasked = job.reasked or reask
+        job.phase = "applying"
+        await self._save(job)
+        return True
+
+    async def _extract(self, job: Job, completion: Completion, *, reask: bool) -> bool:
         # The snapshot is taken now, when the job runs: it sees every batch committed before.
         snap = await self._in_thread(self.stores.snapshot)
         request = build_extraction_request(list(job.turns), snap.project_md, snap.user_md, stale=snap.stale)
@@ -233,6 +272,7 @@ class Pipeline:
         job.merge_raw = None
         job.phase = "applying"
         await self._save(job)
+        return True
 
     async def _ask(self, job: Job, completion: Completion, request: CompletionRequest) -> str:
         """One request, retried with exponential backoff while the job's budget lasts."""
@@ -410,7 +450,7 @@ TOOK_OVER = " took over "
 def job_label(job: Job) -> str:
     """The history label of a job's batch; it names the jobs it took over, so that a process
     waiting for one of those learns what became of it (``Manager.wait_for``)."""
-    label = f"memory job {job.id}"
+    label = f"memory job {job.id}{consolidation_label(job)}"
     return f"{label}{TOOK_OVER}{' '.join(job.merged_from)}" if job.merged_from else label
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import filelock
 
+from memory.jobs.consolidation import consolidation_label
 from memory.jobs.pipeline import revalidate
 from memory.jobs.spool import HeldOp, Job, Spool, SpoolError, successor_id
 from memory.model import BatchResult, Operation, Rejection, dump_op
@@ -152,7 +153,7 @@ class Review:
                     expected=job.snapshot_hashes or {},
                     jobs=[self.spool.path(job.id)],
                     rejected=[*earlier, *mine],
-                    label=f"approve {job.id}",
+                    label=f"approve {job.id}{consolidation_label(job)}",
                 )
             except JobAlreadyDone:
                 if child is not None:

@@ -152,8 +152,18 @@ class Job(BaseModel):
         return sum(len(m.text.encode("utf-8", "surrogatepass")) for t in self.turns for m in t.messages)
 
     def excerpt(self, width: int = 80) -> str:
-        """One line for listings: the first turn's first user message, redacted and sanitized."""
+        """One line for listings: the first turn's first user message, redacted and sanitized;
+        for a consolidation, what it cleans."""
+        if self.purpose == "consolidate":
+            return consolidation_excerpt(self.level, self.clusters)
         return turn_excerpt(self.turns[0], width) if self.turns else ""
+
+
+def consolidation_excerpt(level: Level | None, clusters: list[list[str]]) -> str:
+    """``consolidate the project store: 3 clusters, 8 cards``."""
+    where = f"the {level.value} store" if level is not None else "a store"
+    n, cards = len(clusters), len({name for c in clusters for name in c})
+    return f"consolidate {where}: {n} cluster{'s' if n != 1 else ''}, {cards} card{'s' if cards != 1 else ''}"
 
 
 _id_lock = threading.Lock()
@@ -189,6 +199,17 @@ def make_job(workspace: Path | str, turns: list[Turn], *, session: str = "", mod
         mode=mode,
         turns=list(turns),
     )
+
+
+def make_consolidation_job(
+    workspace: Path | str, level: Level, clusters: list[list[str]], *, session: str = "", mode: JobMode = "review"
+) -> Job:
+    """A job that asks the memory model to clean the ``level`` store's ``clusters`` (DESIGN §15)."""
+    job = make_job(workspace, [], session=session, mode=mode)
+    job.purpose = "consolidate"
+    job.level = level
+    job.clusters = [list(c) for c in clusters]
+    return job
 
 
 @dataclass(frozen=True)
@@ -533,7 +554,9 @@ __all__ = [
     "Spool",
     "SpoolEntry",
     "SpoolError",
+    "consolidation_excerpt",
     "is_job_id",
+    "make_consolidation_job",
     "make_job",
     "new_job_id",
     "successor_id",

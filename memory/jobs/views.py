@@ -52,6 +52,10 @@ class JobView(BaseModel):
     rejected: tuple[Rejection, ...] = ()
     merged_from: tuple[str, ...] = ()
     split_from: str | None = None  # the job whose other ops an approval left held here
+    # A consolidation (DESIGN §15): the store it cleans and its clusters' sizes (the pending screen).
+    purpose: str = "extract"
+    level: str | None = None
+    clusters: tuple[int, ...] = ()
 
 
 class JobOutcome(BaseModel):
@@ -110,6 +114,9 @@ def job_views(entries: Iterable[SpoolEntry], *, alive: bool, max_attempts: int) 
                 rejected=tuple(job.rejected),
                 merged_from=tuple(job.merged_from),
                 split_from=job.split_from,
+                purpose=job.purpose,
+                level=None if job.level is None else str(job.level),
+                clusters=tuple(len(c) for c in job.clusters),
             )
         )
     return out

@@ -244,7 +244,8 @@ class Worker:
 
     @staticmethod
     def _coalescable(job: Job) -> bool:
-        return job.raw_answer is None and not job.held_ops and job.split_from is None
+        # A consolidation asks about one store, not turns: never one request with extraction's.
+        return job.purpose == "extract" and job.raw_answer is None and not job.held_ops and job.split_from is None
 
     # -- running ------------------------------------------------------------------------------------
 

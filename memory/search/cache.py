@@ -4,9 +4,11 @@ Derived and disposable. It holds, per card, its stat key (to notice a change), t
 its bytes (recall's "changed since recalled"), its index line, and the words of its title,
 summary, body and filename. ``sync`` brings it up to date with the folder incrementally: only
 cards whose stat key changed are read again. A cache that cannot be opened or read (damaged
-bytes, a schema of another version, another store's file) is deleted and rebuilt from the cards;
-the one-line notice is kept in ``notices``. It is never the source of truth: a card's line comes
-from its file through ``Store.index_cards``, exactly as the prompt's index gets it.
+bytes, a schema of another version, another store's file, a folder or symlink in its place) is
+deleted and rebuilt from the cards; one that cannot be made at all (no writable folder) is kept in
+memory for the process. Either way one one-line notice is kept in ``notices``. The file is 0600
+in a 0700 folder; WAL lets two processes share it. It is never the source of truth: a card's
+line comes from its file through ``Store.index_cards``, exactly as the prompt's index gets it.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import contextlib
 import hashlib
 import logging
 import os
+import shutil
 import sqlite3
+import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from memory.search.terms import spaced
 from memory.store.store import Store, StoreError
@@ -47,6 +52,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, summary, body, filename
 HEAD_COLUMNS = "{title summary filename}"
 
 CacheRow = tuple[int, str, str, str]  # id, filename, sha, line
+_T = TypeVar("_T")
+_BUSY_S = 5.0
+
+
+def _busy(e: sqlite3.DatabaseError) -> bool:
+    return getattr(e, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED")
 
 
 def cache_path(home: Path | str, store_dir: Path | str) -> Path:
@@ -68,25 +79,29 @@ class SearchCache:
         # of the app (and of git) renames into the folder, which changes its mtime.
         self._token: tuple[int, int] | None = None
         self._dirty = True
+        # True once no file could be used: this process keeps the cache in memory.
+        self.in_memory = False
 
     # -- the connection ------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is not None:
             return self._db
-        os.makedirs(self.path.parent, mode=0o700, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False, isolation_level=None)
+        target = ":memory:" if self.in_memory else self._prepare_file()
+        db = sqlite3.connect(target, timeout=5.0, check_same_thread=False, isolation_level=None)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
+            if not self.in_memory:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
-            meta = dict(db.execute("SELECT k, v FROM meta").fetchall())
             want = {"version": CACHE_VERSION, "store": os.path.realpath(self.store.dir)}
-            if meta and meta != want:
+            # OR IGNORE: another process may be making the same file at this moment.
+            db.executemany("INSERT OR IGNORE INTO meta(k, v) VALUES (?, ?)", list(want.items()))
+            meta = dict(db.execute("SELECT k, v FROM meta").fetchall())
+            if meta != want:
                 raise sqlite3.DatabaseError(f"made for {meta.get('store', '?')} (version {meta.get('version', '?')})")
-            if not meta:
-                db.executemany("INSERT INTO meta(k, v) VALUES (?, ?)", list(want.items()))
-            # Read every page once: damaged bytes show here, not in the middle of a search.
+            # Read every page of the cards once: damaged bytes show here rather than mid-search
+            # (a damaged page of the words shows on first use; ``_run`` rebuilds then too).
             db.execute("SELECT count(*), max(length(line)) FROM cards").fetchone()
             db.execute("SELECT count(*) FROM fts WHERE fts MATCH 'pseudoclaude'").fetchone()
         except BaseException:
@@ -94,6 +109,28 @@ class SearchCache:
             raise
         self._db = db
         return db
+
+    def _prepare_file(self) -> str:
+        """The cache file, made private (0600 in a 0700 folder) before SQLite opens it; a
+        symlink, folder or other non-file in its place is reported as damage (then deleted)."""
+        folder = self.path.parent
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        with contextlib.suppress(OSError):
+            if stat.S_IMODE(os.lstat(folder).st_mode) != 0o700 and not os.path.islink(folder):
+                os.chmod(folder, 0o700)
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise sqlite3.DatabaseError("not a regular file")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            if stat.S_IMODE(os.fstat(fd).st_mode) != 0o600:
+                os.fchmod(fd, 0o600)
+        finally:
+            os.close(fd)
+        return str(self.path)
 
     def close(self) -> None:
         with self._lock:
@@ -103,30 +140,62 @@ class SearchCache:
             self._token = None
             self._dirty = True
 
+    def _remove_files(self) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            path = f"{self.path}{suffix}"
+            with contextlib.suppress(OSError):
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.unlink(path)
+
     def _discard(self, why: str) -> None:
         """Delete a cache that cannot be used; the next use rebuilds it from the cards."""
         self.close()
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
-                os.unlink(f"{self.path}{suffix}")
-        note = f"the memory search cache {self.path} was unreadable ({why}); rebuilt from the cards"
+        self._remove_files()
+        self._notice(f"the memory search cache {self.path} was unreadable ({why}); rebuilt from the cards")
+
+    def _fall_back(self, why: str) -> None:
+        """No usable file at all (a read-only folder, a full disk): keep the cache in memory
+        for this process; search still works, rebuilt once per process."""
+        self.close()
+        self.in_memory = True
+        self._notice(f"the memory search cache {self.path} cannot be used ({why}); searching from memory instead")
+
+    def _notice(self, note: str) -> None:
+        note = " ".join(note.split())
         log.warning("%s", note)
         self.notices.append(note)
 
-    @contextlib.contextmanager
-    def _using(self) -> Iterator[sqlite3.Connection]:
-        """The connection, rebuilding the cache once when it turns out damaged."""
+    def _run(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """``fn`` on the up-to-date connection. A damaged cache is deleted and rebuilt once; one
+        that still cannot be used moves to memory. SQLite busy (another process writing; WAL
+        gives up at once in some cases, such as two first opens switching the journal mode) is
+        tried again for up to ``_BUSY_S``, then raised as it is: nothing is damaged."""
         with self._lock:
-            for attempt in (1, 2):
+            damaged = 0
+            deadline = time.monotonic() + _BUSY_S
+            while True:
                 try:
                     db = self._connect()
                     self._sync(db)
-                    break
+                    return fn(db)
                 except sqlite3.DatabaseError as e:
-                    if attempt == 2:
+                    if _busy(e) and not self.in_memory and time.monotonic() < deadline:
+                        time.sleep(0.01)
+                        continue
+                    damaged += 1
+                    if self.in_memory or _busy(e) or damaged == 3:
                         raise
-                    self._discard(str(e).splitlines()[0][:120] or type(e).__name__)
-            yield db
+                    why = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+                    if damaged == 1:
+                        self._discard(why)
+                    else:
+                        self._fall_back(why)
+                except OSError as e:
+                    if self.in_memory:
+                        raise
+                    self._fall_back(e.strerror or type(e).__name__)
 
     # -- keeping it up to date -----------------------------------------------------------------
 
@@ -162,13 +231,13 @@ class SearchCache:
         }
 
     def _update(self, db: sqlite3.Connection, listing: dict[str, tuple[str, str, object]]) -> None:
-        have = {name: (rid, key) for rid, name, key in db.execute("SELECT id, filename, statkey FROM cards")}
-        gone = [have[name][0] for name in have if name not in listing]
-        changed = [name for name, (key, _, _) in listing.items() if have.get(name, (0, ""))[1] != key]
-        if not gone and not changed:
-            return
+        # Compared inside the write transaction: another process may have indexed the same
+        # cards since this one last looked (its rows are then kept, not inserted twice).
         db.execute("BEGIN IMMEDIATE")
         try:
+            have = {name: (rid, key) for rid, name, key in db.execute("SELECT id, filename, statkey FROM cards")}
+            gone = [have[name][0] for name in have if name not in listing]
+            changed = [name for name, (key, _, _) in listing.items() if have.get(name, (0, ""))[1] != key]
             for rid in gone:
                 db.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
                 db.execute("DELETE FROM cards WHERE id = ?", (rid,))
@@ -209,77 +278,67 @@ class SearchCache:
         """Drop the cache and index every card again; returns the number of cards indexed."""
         with self._lock:
             self.close()
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(f"{self.path}{suffix}")
+            if not self.in_memory:
+                self._remove_files()
             return self.count()
 
     # -- reading -------------------------------------------------------------------------------
 
     def count(self) -> int:
-        with self._using() as db:
-            return int(db.execute("SELECT count(*) FROM cards").fetchone()[0])
+        return self._run(lambda db: int(db.execute("SELECT count(*) FROM cards").fetchone()[0]))
 
     def rows_matching(self, match: str, limit: int) -> list[int]:
         """The ids of the cards an FTS5 expression matches (at most ``limit``)."""
-        with self._using() as db:
-            return [r for (r,) in db.execute("SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?", (match, limit))]
+        sql = "SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?"
+        return self._run(lambda db: [r for (r,) in db.execute(sql, (match, limit))])
 
     def term_rows(self, terms: Iterable[str], limit: int) -> tuple[int, list[tuple[list[int], list[int]]]]:
         """The card count, and per FTS5 term expression: (ids of cards holding it anywhere, up
         to ``limit`` + 1; ids holding it in the title, summary or filename). One lock, one sync."""
-        out: list[tuple[list[int], list[int]]] = []
-        with self._using() as db:
+        wanted = list(terms)
+
+        def run(db: sqlite3.Connection) -> tuple[int, list[tuple[list[int], list[int]]]]:
+            out: list[tuple[list[int], list[int]]] = []
             n = int(db.execute("SELECT count(*) FROM cards").fetchone()[0])
-            for term in terms:
+            for term in wanted:
                 rows = [r for (r,) in db.execute("SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?", (term, limit + 1))]
                 head: list[int] = []
                 if rows and len(rows) <= limit:
-                    head = [r for (r,) in db.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (f"{HEAD_COLUMNS} : {term}",))]
+                    sql = "SELECT rowid FROM fts WHERE fts MATCH ?"
+                    head = [r for (r,) in db.execute(sql, (f"{HEAD_COLUMNS} : {term}",))]
                 out.append((rows, head))
-        return n, out
+            return n, out
+
+        return self._run(run)
 
     def bm25(self, match: str, limit: int) -> list[int]:
         """Ids best first by FTS5's bm25, title and summary weighing most."""
-        with self._using() as db:
-            sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts, 4.0, 2.0, 1.0, 3.0) LIMIT ?"
-            return [r for (r,) in db.execute(sql, (match, limit))]
+        sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts, 4.0, 2.0, 1.0, 3.0) LIMIT ?"
+        return self._run(lambda db: [r for (r,) in db.execute(sql, (match, limit))])
+
+    def _chunked(self, sql: str, keys: Iterable[object]) -> list[tuple[Any, ...]]:
+        """``sql`` (with one ``{marks}``) over ``keys`` 500 at a time, in one sync."""
+        wanted = list(dict.fromkeys(keys))
+
+        def run(db: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            out: list[tuple[Any, ...]] = []
+            for i in range(0, len(wanted), 500):
+                chunk = wanted[i : i + 500]
+                out.extend(db.execute(sql.format(marks=",".join("?" * len(chunk))), chunk).fetchall())
+            return out
+
+        return self._run(run)
 
     def rows(self, ids: Iterable[int]) -> dict[int, CacheRow]:
         """id -> (id, filename, sha, index line) of the given cards."""
-        wanted = list(dict.fromkeys(ids))
-        out: dict[int, CacheRow] = {}
-        with self._using() as db:
-            for i in range(0, len(wanted), 500):
-                chunk = wanted[i : i + 500]
-                marks = ",".join("?" * len(chunk))
-                for rid, name, sha, line in db.execute(
-                    f"SELECT id, filename, sha, line FROM cards WHERE id IN ({marks})", chunk
-                ):
-                    out[rid] = (rid, name, sha, line)
-        return out
+        got = self._chunked("SELECT id, filename, sha, line FROM cards WHERE id IN ({marks})", ids)
+        return {int(r[0]): (int(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in got}
 
     def ids_of(self, filenames: Iterable[str]) -> dict[str, int]:
-        names = list(dict.fromkeys(filenames))
-        out: dict[str, int] = {}
-        with self._using() as db:
-            for i in range(0, len(names), 500):
-                chunk = names[i : i + 500]
-                marks = ",".join("?" * len(chunk))
-                for rid, name in db.execute(f"SELECT id, filename FROM cards WHERE filename IN ({marks})", chunk):
-                    out[name] = rid
-        return out
+        got = self._chunked("SELECT id, filename FROM cards WHERE filename IN ({marks})", filenames)
+        return {str(r[1]): int(r[0]) for r in got}
 
     def texts(self, ids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
         """id -> (title, summary, body) as indexed (CJK spaced), for consolidation's clusters."""
-        wanted = list(dict.fromkeys(ids))
-        out: dict[int, tuple[str, str, str]] = {}
-        with self._using() as db:
-            for i in range(0, len(wanted), 500):
-                chunk = wanted[i : i + 500]
-                marks = ",".join("?" * len(chunk))
-                for rid, title, summary, body in db.execute(
-                    f"SELECT rowid, title, summary, body FROM fts WHERE rowid IN ({marks})", chunk
-                ):
-                    out[rid] = (title, summary, body)
-        return out
+        got = self._chunked("SELECT rowid, title, summary, body FROM fts WHERE rowid IN ({marks})", ids)
+        return {int(r[0]): (str(r[1]), str(r[2]), str(r[3])) for r in got}

@@ -12,7 +12,7 @@ import itertools
 import re
 import unicodedata
 
-__all__ = ["MAX_QUERY_TERMS", "STOPWORDS", "fts_phrase", "query_terms", "spaced"]
+__all__ = ["MAX_QUERY_TERMS", "STOPWORDS", "fts_phrase", "query_terms", "spaced", "valid_text"]
 
 MAX_QUERY_TERMS = 32
 
@@ -36,6 +36,12 @@ def _is_cjk(word: str) -> bool:
     return bool(_CJK_RE.match(word))
 
 
+def valid_text(text: str) -> str:
+    """``text`` as valid Unicode: a lone surrogate (from a hostile file name or a broken paste)
+    becomes U+FFFD instead of failing in SQLite's encoder."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 def spaced(text: str) -> str:
     """``text`` with every CJK character set apart, as the cache indexes it."""
     return _CJK_RE.sub(r" \1 ", text)
@@ -45,7 +51,7 @@ def query_terms(text: str) -> list[str]:
     """The distinct words of a query worth matching, in order, at most MAX_QUERY_TERMS: lower
     case, without stop words and one-letter words; a CJK run gives its character pairs, each a
     two-character phrase (``"配 置"``), or its one character."""
-    norm = unicodedata.normalize("NFKC", text).lower()
+    norm = unicodedata.normalize("NFKC", valid_text(text)).lower()
     out: list[str] = []
     run: list[str] = []
 

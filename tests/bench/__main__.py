@@ -30,6 +30,7 @@ MODULES = (
     "fig_bigstore",
     "fig_stores",
     "fig_grounding",
+    "fig_scale",
     "fig_footprint",
     "bench_compaction",
     "stress",

@@ -102,6 +102,8 @@ async def test_fields_are_prefilled_and_edits_make_the_draft_dirty() -> None:
         await pilot.press("tab")
         await wait_until(pilot, lambda: ed.focused is ed.query_one("#cites"), what="the citations focused")
         await pilot.press("tab")
+        await wait_until(pilot, lambda: ed.focused is ed.query_one("#pinned"), what="the Pinned box focused")
+        await pilot.press("tab")
         await wait_until(pilot, lambda: ed.focused is ed.query_one("#body"), what="the body focused")
         await pilot.press(*"ok ")
         await wait_until(pilot, lambda: ed.query_one("#body", TextArea).text.startswith("ok "))

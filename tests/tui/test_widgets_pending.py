@@ -363,7 +363,7 @@ async def test_enter_expands_into_ops_and_the_detail_shows_each_change() -> None
         await pilot.press("down")
         await wait_until(pilot, lambda: screen.selected_op == DELETE)
         detail = screen.detail_text()
-        assert "Would delete:\n# Stale preference\nuse tabs everywhere" in detail
+        assert "Would delete: moves to .trash/ (undo restores it)\n# Stale preference\nuse tabs everywhere" in detail
         await pilot.press("down")
         await wait_until(pilot, lambda: screen.selected_op == CREATE)
         assert "New card:\n# API docs\nsee docs/api.md" in screen.detail_text()

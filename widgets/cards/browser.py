@@ -18,7 +18,7 @@ Card text comes from repositories anyone could write: every string drawn passes 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -43,13 +43,16 @@ __all__ = ["KEY_HINTS", "NO_CARDS", "NO_MATCH", "CardBrowser"]
 
 
 KEY_HINTS = (
-    "/ filter · 1-4 type · 0 all · l level · s stale only · r sort: name/use · n new · e edit · "
-    "c still true · d delete · m move · o $EDITOR · u undo · Esc back"
+    "/ filter · 1-4 type · 0 all · l level · s stale only · i in/not in prompt · r sort: name/use · "
+    "n new · e edit · p pin · c still true · d delete · m move · o $EDITOR · u undo · Esc back"
 )
 FILTER_PLACEHOLDER = "/ to filter: title, summary, body…"
 NO_MATCH = "No card matches."
 NO_CARDS = "No cards yet — n creates one, /remember TEXT saves one from the chat."
 SORTS = ("name", "use")
+# The "in the prompt" filter (i cycles it): every card, those a new Run's index shows, the rest.
+PROMPT_FILTERS = ("all", "in", "out")
+PROMPT_FILTER_LABELS = {"in": "in the prompt", "out": "not in the prompt"}
 # Long enough to skip the rows a held arrow key passes, short enough to feel immediate.
 PREVIEW_DELAY = 0.06
 WIDE_MIN_COLUMNS = 100
@@ -133,6 +136,8 @@ class CardBrowser(Screen[None]):
         Binding("l", "cycle_level", "Level", show=False),
         Binding("s", "toggle_stale", "Stale only", show=False),
         Binding("r", "cycle_sort", "Sort", show=False),
+        Binding("i", "cycle_prompt_filter", "In the prompt", show=False),
+        Binding("p", "pin", "Pin", show=False),
         Binding("c", "confirm", "Still true", show=False),
         Binding("n", "new", "New", show=False),
         Binding("e,enter", "edit", "Edit", show=False),
@@ -147,7 +152,7 @@ class CardBrowser(Screen[None]):
     # key is text). The Input consumes printable keys first anyway; this is the second lock.
     _LIST_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         {"type_filter", "cycle_level", "new", "edit", "delete", "move", "open_external", "undo", "focus_filter",
-         "toggle_stale", "cycle_sort", "confirm"}
+         "toggle_stale", "cycle_sort", "confirm", "cycle_prompt_filter", "pin"}
     )
 
     @dataclass
@@ -184,6 +189,20 @@ class CardBrowser(Screen[None]):
         """Undo the last change."""
 
     @dataclass
+    class PinCard(Message):
+        """Pin the card (or unpin it: ``pinned`` is the state asked for)."""
+
+        row: CardRow
+        pinned: bool
+
+    @dataclass
+    class SearchAsked(Message):
+        """The filter box's text changed: the App looks it up in the search index and answers
+        with :meth:`CardBrowser.set_search` (the latest text wins)."""
+
+        text: str
+
+    @dataclass
     class ConfirmCard(Message):
         """The person says the card is still true: its citations are taken again (undoable)."""
 
@@ -199,6 +218,10 @@ class CardBrowser(Screen[None]):
         self.level_filter: str = "both"
         self.stale_only = False
         self.sort_by: str = SORTS[0]  # "name": the App's order; "use": most read first
+        self.prompt_filter: str = PROMPT_FILTERS[0]
+        # The search index's answer for a filter text: per level the matching filenames
+        # ("level/filename"), None for a level it cannot search (the substring filter then).
+        self.search: tuple[str, dict[str, frozenset[str] | None]] | None = None
         self.last_filter_ms: float = 0.0
         self.note: str | None = None
         self.flash_text: str = ""
@@ -295,19 +318,50 @@ class CardBrowser(Screen[None]):
 
     # -- filtering -----------------------------------------------------------------------------
 
+    def set_search(self, text: str, keys: dict[str, frozenset[str] | None]) -> None:
+        """The search index's answer for the filter text ``text``; dropped when the box says
+        something else by now."""
+        if text != self.filter_text:
+            return
+        self.search = (text, keys)
+        if self.is_mounted:
+            self._refilter()
+
+    def _matcher(self) -> Callable[[CardRow], bool]:
+        """Whether a row passes the filter box: the search index's answer for this text when
+        it came, else (meanwhile, or for a level it cannot search) every word as a substring.
+        The index matches words by their start ("rob" finds "robot", not "frobnicate"); the
+        words it skips (one letter, stop words) must still appear, as before."""
+        terms = self.filter_text.casefold().split()
+        found = self.search[1] if self.search is not None and self.search[0] == self.filter_text else None
+
+        def substring(row: CardRow) -> bool:
+            return all(term in row.haystack for term in terms)
+
+        if not terms or found is None:
+            return substring
+
+        def indexed(row: CardRow) -> bool:
+            keys = found.get(row.level)
+            return (keys is None or f"{row.level}/{row.filename}" in keys) and substring(row)
+
+        return indexed
+
     def _apply_filters(self, *, keep: tuple[str, str] | None, fallback: int) -> None:
         started = time.perf_counter()
-        terms = self.filter_text.casefold().split()
         kind = self.type_filter
         level = None if self.level_filter == "both" else self.level_filter
         stale_only = self.stale_only
+        prompt = None if self.prompt_filter == "all" else self.prompt_filter == "in"
+        matches = self._matcher()
         self._visible = [
             row
             for row in self._rows
             if (kind is None or row.type == kind)
             and (level is None or row.level == level)
             and (not stale_only or row.stale is not None)
-            and all(term in row.haystack for term in terms)
+            and (prompt is None or row.in_prompt == prompt)
+            and matches(row)
         ]
         if self.sort_by == "use":
             # Stable: cards read as often and as lately keep the App's order.
@@ -338,6 +392,12 @@ class CardBrowser(Screen[None]):
         ]
         if self.stale_only:
             parts.append((" · stale only", "bold $text-warning"))
+        if self.prompt_filter in PROMPT_FILTER_LABELS:
+            parts.append((f" · {PROMPT_FILTER_LABELS[self.prompt_filter]}", "bold $text-accent"))
+        else:
+            out = sum(1 for row in self._rows if not row.in_prompt)
+            if out:
+                parts.append(f" · {out:,} not in the prompt")
         if self.sort_by != SORTS[0]:
             parts.append(f" · sort: {self.sort_by}")
         if self.filter_text.strip():
@@ -350,6 +410,8 @@ class CardBrowser(Screen[None]):
         event.stop()
         self.filter_text = event.value
         self._refilter()
+        if event.value.strip():
+            self.post_message(self.SearchAsked(event.value))
 
     @on(Input.Submitted, "#cb-filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
@@ -435,6 +497,15 @@ class CardBrowser(Screen[None]):
     def action_cycle_sort(self) -> None:
         self.sort_by = SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)] if self.sort_by in SORTS else SORTS[0]
         self._refilter()
+
+    def action_cycle_prompt_filter(self) -> None:
+        at = PROMPT_FILTERS.index(self.prompt_filter) if self.prompt_filter in PROMPT_FILTERS else 0
+        self.prompt_filter = PROMPT_FILTERS[(at + 1) % len(PROMPT_FILTERS)]
+        self._refilter()
+
+    def action_pin(self) -> None:
+        if (row := self._selected_or_flash()) is not None:
+            self.post_message(self.PinCard(row, not row.pinned))
 
     def action_confirm(self) -> None:
         if (row := self._selected_or_flash()) is not None:

@@ -28,6 +28,7 @@ from widgets.panel.memory_panel import TYPE_TAGS
 __all__ = ["CardList", "CardRow", "CiteLine", "card_date"]
 
 STALE_TAG = "stale"
+PIN_TAG = "pin"
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class CardRow:
     reads: int = 0  # how often the model read it (read_memory), for this user
     last_read: str = ""  # RFC 3339 UTC, "" when never read
     use: str = ""  # "read 12× · last 3 days ago" / "never read", as of the read
+    pinned: bool = False  # ``pinned: true``: ranked first into the prompt's index (DESIGN §15)
+    in_prompt: bool = True  # in the index a new Run's prompt gets (False: cut by the budget)
     haystack: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -89,6 +92,10 @@ def _row_text(row: CardRow, width: int) -> Text:
         summary = one_line(row.summary)
     text.append(" ")
     start = len(text)
+    if row.pinned:
+        text.append(PIN_TAG, "bold magenta")
+        text.append(" ")
+        start = len(text)
     if row.untrusted:
         text.append("untrusted", "bold yellow")
         text.append(" ")

@@ -27,7 +27,7 @@ class CardDraft:
     summary: str
     body: str
     cites: tuple[str, ...] = ()  # the card's citations as specs ("path", "path:10-40"), DESIGN §14
-
+    pinned: bool = False  # ``pinned: true``: first into the prompt's index (DESIGN §15)
 
 
 def as_typed(text: str) -> str:
@@ -45,6 +45,7 @@ def clean_draft(draft: CardDraft) -> CardDraft:
         summary=as_typed(draft.summary),
         body=strip_terminal(draft.body, keep_newlines=True),
         cites=parse_cites(format_cites(draft.cites)),
+        pinned=draft.pinned,
     )
 
 

@@ -28,7 +28,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Input, Label, Select, Static, TextArea
+from textual.widgets import Checkbox, Input, Label, Select, Static, TextArea
 
 from widgets.cards.draft import (
     CARD_TYPES,
@@ -45,6 +45,7 @@ from widgets.dialogs.confirm import ConfirmModal
 __all__ = ["WIDE", "CardEditor"]
 
 KEY_HINTS = "Ctrl+S save · Ctrl+T still true · Esc cancel · Tab next field"
+PINNED_LABEL = "Pinned: always first into the prompt's index"
 CITES_PLACEHOLDER = "files it rests on, comma-separated: Makefile, src/app.py:10-40"
 # Below this width Type and Level are stacked; at or above it they share a row.
 WIDE = 100
@@ -101,6 +102,7 @@ class CardEditor(Screen[str | None]):
         &.-wide #meta { layout: horizontal; }
         &.-wide #meta > .field { width: 1fr; }
         &.-wide #level-field { padding: 0 0 0 2; }
+        #pinned { margin: 0 0 0 9; }
         #body-field {
             height: 1fr;
             min-height: 6;
@@ -143,6 +145,7 @@ class CardEditor(Screen[str | None]):
         sha256: str | None
         original_level: str | None
         cites: tuple[str, ...] | None = None
+        pinned: bool | None = None  # the Pinned box when the person changed it (None: left alone)
 
         @property
         def control(self) -> CardEditor:
@@ -247,6 +250,7 @@ class CardEditor(Screen[str | None]):
                 yield Label("Cites", classes="field-label")
                 yield Input(format_cites(draft.cites), id="cites", compact=True, placeholder=CITES_PLACEHOLDER)
             yield Label(Content(""), id="cites-error", classes="error")
+        yield Checkbox(PINNED_LABEL, draft.pinned, id="pinned", compact=True)
         with Vertical(id="body-field"):
             yield Label("Body", id="body-label")
             yield TextArea(
@@ -279,12 +283,18 @@ class CardEditor(Screen[str | None]):
             summary=self.query_one("#summary", Input).value,
             body=self.query_one("#body", TextArea).text,
             cites=parse_cites(self.query_one("#cites", Input).value),
+            pinned=self.query_one("#pinned", Checkbox).value,
         )
 
     def changed_cites(self) -> tuple[str, ...] | None:
         """The citations if the person changed them since the card was loaded, else None."""
         cites = self.draft().cites
         return None if cites == self._loaded.cites else cites
+
+    def changed_pinned(self) -> bool | None:
+        """The Pinned box if the person changed it since the card was loaded, else None."""
+        pinned = self.draft().pinned
+        return None if pinned == self._loaded.pinned else pinned
 
     @property
     def dirty(self) -> bool:
@@ -346,6 +356,7 @@ class CardEditor(Screen[str | None]):
         self.query_one("#title", Input).value = draft.title
         self.query_one("#summary", Input).value = draft.summary
         self.query_one("#cites", Input).value = format_cites(draft.cites)
+        self.query_one("#pinned", Checkbox).value = draft.pinned
         self.query_one("#body", TextArea).load_text(draft.body)
         type_select: Select[str] = self.query_one("#type", Select)
         blank = not draft.type
@@ -392,6 +403,7 @@ class CardEditor(Screen[str | None]):
     @on(Input.Changed)
     @on(TextArea.Changed)
     @on(Select.Changed)
+    @on(Checkbox.Changed)
     def _changed(self, event: Message) -> None:
         event.stop()
         if self.is_mounted:
@@ -401,7 +413,8 @@ class CardEditor(Screen[str | None]):
         if self._saving:
             return
         original = self.original_level if self.filename is not None else None
-        self.post_message(self.Save(self, self.draft(), self.filename, self.sha256, original, self.changed_cites()))
+        self.post_message(self.Save(self, self.draft(), self.filename, self.sha256, original, self.changed_cites(),
+                                    self.changed_pinned()))
 
     def action_still_true(self) -> None:
         if self._saving:

@@ -96,7 +96,8 @@ def _change(op: PendingOp) -> list[str | Content | tuple[str, str]]:
     if op.action == "delete":
         if op.before is None:
             return [gone]
-        return [("Would delete:\n", "bold $text-error"), render_preview(op.before, "text")]
+        return [("Would delete: moves to .trash/ (undo restores it)\n", "bold $text-error"),
+                render_preview(op.before, "text")]
     if op.action == "create":
         return [("New card:\n", "bold $text-success"), render_preview(op.after or "", "text")]
     text = op.after if op.after is not None else op.before
@@ -145,7 +146,10 @@ def job_detail(job: PendingJob, now: datetime, expanded: bool) -> Content:
     excerpt = strip_terminal(job.excerpt or "", keep_newlines=True).strip()
     if len(excerpt) > DETAIL_MAX_CHARS:
         excerpt = excerpt[: DETAIL_MAX_CHARS - 1] + ELLIPSIS
-    field("turn" if job.turns <= 1 else f"turns ({job.turns}, merged)", excerpt or "(no text)")
+    if job.title:  # a consolidation has no turn: what it cleans instead
+        field("consolidation", one_line(job.title))
+    else:
+        field("turn" if job.turns <= 1 else f"turns ({job.turns}, merged)", excerpt or "(no text)")
     if job.workspace and job.state == S.ORPHANED:
         field("workspace", one_line(job.workspace))
     spooled = age(job, now)

@@ -120,7 +120,7 @@ def row_text(row: Row, width: int, now: datetime, expanded: frozenset[str], coun
         marker, style = STATE_STYLES.get(job.state, ("•", ""))
         line = Text("▾ " if job.id in expanded else "▸ ", "dim")
         line.append(f"{marker} {state_text(job, now)}", style)
-        excerpt = one_line(job.excerpt)
+        excerpt = one_line(job.title or job.excerpt)
         if excerpt:
             line.append("  " + excerpt)
         age_text = age(job, now)

@@ -35,6 +35,7 @@ from app.agent.tools.files import (
 )
 from app.agent.tools.gate import AllowListGate, PermissionDecision, PermissionGate, parse_allow_tools
 from app.agent.tools.search import grep
+from app.agent.tools.search_memory import search_memory
 from app.agent.tools.shell import run_bash
 from app.agent.tools.specs import READ_ONLY_TOOLS, TOOL_SPECS, ToolKind, ToolSpec, api_tools, needs_permission
 from memory.constants import INDEX_FILE
@@ -198,6 +199,8 @@ async def _run_tool(name: str, tool_input: object, ctx: ToolContext) -> ToolResu
             return await _read_memory(ctx, tool_input)
         if name == "read_result":
             return await _read_result(ctx, tool_input)
+        if name == "search_memory":
+            return await search_memory(ctx, tool_input)
         if name == "grep":
             return await _grep(ctx, tool_input)
         # File tools do blocking I/O (a big tree, a 10 MB file): keep it off the event loop.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -61,6 +62,38 @@ class MemoryReader(Protocol):
     def record_read(self, level: str, filename: str) -> None: ...
 
 
+class FoundCard(Protocol):
+    """One card search_memory found: its level and its index line (stale mark included)."""
+
+    @property
+    def level(self) -> str: ...
+
+    @property
+    def line(self) -> str: ...
+
+
+class SearchedStores(Protocol):
+    """What search_memory asks of the stores: whether the project store may be searched."""
+
+    @property
+    def project_trusted(self) -> bool: ...
+
+    @property
+    def has_project_level(self) -> bool: ...
+
+
+class MemorySearcher(Protocol):
+    """What search_memory needs of ``memory.search.engine.MemorySearch``: the search (trusted
+    levels only), the stores it searches, and the one-line notices of a rebuilt cache."""
+
+    @property
+    def stores(self) -> SearchedStores: ...
+
+    def search(self, query: str, level: str | None = ..., limit: int = ...) -> Sequence[FoundCard]: ...
+
+    def notices(self) -> list[str]: ...
+
+
 class StoredResults(Protocol):
     """What read_result needs of the session's stored tool results."""
 
@@ -80,6 +113,8 @@ class ToolContext:
     grep_timeout: float = 20.0  # wall-clock bound of one grep call (a runaway regex ends there)
     # The session's offloaded tool results, for read_result; None without a session.
     results: StoredResults | None = None
+    # search_memory's search over both stores (DESIGN §15); None: memory search is not available.
+    search: MemorySearcher | None = None
     # How much of a command's output bash keeps (head and tail, per stream pair). With a session
     # the runtime raises it: a result over the offload bound is kept whole on disk, so output is
     # not cut where it can be stored instead (compaction's lossless stage).

@@ -185,6 +185,30 @@ _SPECS = [
         ),
     ),
     ToolSpec(
+        name="search_memory",
+        display=(("query", "{}"), ("level", "{} level")),
+        kind="read",
+        description=(
+            "Search every long-term memory note by topic: its title, summary, body and filename, "
+            "including the notes the memory index in the system prompt leaves out when there are many. "
+            "Returns the matching notes' index lines, best first, one per line as "
+            "`<level>: - [type] title — summary (filename)`, or `no notes match`. Read a note's body "
+            "with read_memory (that level and the filename in parentheses). Words are matched whole, "
+            "English endings aside (`calibrate` finds `calibration`); common words are ignored, and a "
+            "note holding more of the query's rarer words ranks higher, so name the topic in a few "
+            "specific words. `level` searches one store only; `limit` is how many lines to return "
+            "(default 10, at most 50). A project store that is not trusted yet is not searched."
+        ),
+        input_schema=_schema(
+            {
+                "query": {"type": "string", "description": "A few words naming the topic, e.g. `frobnicator calibration`."},
+                "level": {"type": "string", "enum": ["project", "user"], "description": "Search only this store (default: both)."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "How many lines to return (default 10)."},
+            },
+            ["query"],
+        ),
+    ),
+    ToolSpec(
         name="read_result",
         kind="read",
         description=(
@@ -212,7 +236,7 @@ _SPECS = [
             "Start a sub-agent to do a self-contained research task over the workspace, such as "
             "finding where something is implemented or summarising how a module works. It starts "
             "with a fresh conversation (it does not see this one), can only use the read-only tools "
-            "(read_file, list_files, grep, read_memory, read_result), and returns its final answer as the result. "
+            "(read_file, list_files, grep, read_memory, search_memory, read_result), and returns its final answer as the result. "
             "Write `prompt` so it stands alone: say exactly what to find and what to report back."
         ),
         input_schema=_schema(
@@ -226,7 +250,7 @@ _SPECS = [
 ]
 
 TOOL_SPECS: dict[str, ToolSpec] = {s.name: s for s in _SPECS}
-READ_ONLY_TOOLS: frozenset[str] = frozenset({"read_file", "list_files", "grep", "read_memory", "read_result"})
+READ_ONLY_TOOLS: frozenset[str] = frozenset({"read_file", "list_files", "grep", "read_memory", "search_memory", "read_result"})
 
 
 def api_tools(names: Iterable[str] | None = None) -> list[dict[str, Any]]:

@@ -9,11 +9,12 @@ controller; what they read comes back to the screen as a message.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from textual import on
 
-from app.tui.messages import CardsLoaded, ChatNote, EditorOutcome, MemoryFlash
+from app.tui.messages import CardsLoaded, ChatNote, EditorOutcome, MemoryFlash, SearchFound
 from app.tui.screens.memory import FLASH_WIDTH
 from memory.text.lines import one_line
 from widgets.cards.browser import CardBrowser
@@ -23,6 +24,7 @@ from widgets.cards.editor import CardEditor
 
 if TYPE_CHECKING:
     from app.tui.screens.memory import MemoryScreens
+    from memory.model import Conflict, Rejection
 
 __all__ = ["CardsScreen", "EditorScreen", "flash_lines"]
 
@@ -93,7 +95,7 @@ class CardsScreen(CardBrowser):
         message.stop()
         row = message.row
         draft = CardDraft(level=row.level, type=row.type, title=row.title, summary=row.summary, body=row.body,
-                          cites=tuple(c.spec for c in row.cites))
+                          cites=tuple(c.spec for c in row.cites), pinned=row.pinned)
         self._memory.open_editor(draft, filename=row.filename, sha256=row.sha256)
 
     @on(CardBrowser.OpenExternal)
@@ -119,6 +121,50 @@ class CardsScreen(CardBrowser):
         if problem is not None:
             memory.flash(problem, error=True)
             memory.after_change()
+
+    # -- pin (DESIGN §15) and the filter box through the search index ------------------------------
+
+    @on(CardBrowser.PinCard)
+    def _pin_asked(self, message: CardBrowser.PinCard) -> None:
+        message.stop()
+        self._memory.run(self._pin, message.row, message.pinned, group="cards-edit")
+
+    async def _pin(self, row: CardRow, pinned: bool) -> None:
+        memory = self._memory
+        what = "pinned" if pinned else "unpinned"
+        try:
+            result = await memory.bridge.pin_card(row.level, row.filename, pinned, row.sha256)
+        except Exception as e:  # StoreError: one line (changed since read, gone, …)
+            memory.flash(f"not {what}: {e}", error=True)
+            memory.after_change()
+            return
+        problems: list[Conflict | Rejection] = [*result.conflicts, *result.rejected]
+        if problems:
+            memory.flash(f"not {what}: {problems[0].reason}", error=True)
+        elif not result.applied:
+            memory.flash(f"{row.level} card {row.filename} already was {what}")
+        else:
+            first = "it goes into the prompt's index first; " if pinned else ""
+            memory.flash(f"{what} {row.level} card {row.filename} ({first}u undoes)")
+        memory.after_change((row.level, row.filename))
+
+    @on(CardBrowser.SearchAsked)
+    def _search_asked(self, message: CardBrowser.SearchAsked) -> None:
+        message.stop()
+        # Exclusive: a new keystroke cancels the wait for the last one's answer.
+        self._memory.run(self._search, message.text, group="cards-search", exclusive=True)
+
+    async def _search(self, text: str) -> None:
+        try:
+            keys = await self._memory.bridge.filter_keys(text)
+        except Exception as e:  # the substring filter stays: say once why the index did not answer
+            self._memory.flash(f"the search index did not answer: {e}", error=True)
+            return
+        self.post_message(SearchFound(text, keys))
+
+    @on(SearchFound)
+    def _search_found(self, message: SearchFound) -> None:
+        self.set_search(message.text, message.keys)
 
     # -- delete and move -------------------------------------------------------------------------
 
@@ -184,17 +230,19 @@ class EditorScreen(CardEditor):
     def _save_asked(self, message: CardEditor.Save) -> None:
         message.stop()
         self.set_saving(True)
-        self._save(message.draft, message.filename, message.sha256, message.original_level, message.cites)
+        self._save(message.draft, message.filename, message.sha256, message.original_level, message.cites,
+                   message.pinned)
 
     def _save(
         self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None,
-        cites: tuple[str, ...] | None = None,
+        cites: tuple[str, ...] | None = None, pinned: bool | None = None,
     ) -> None:
-        self._memory.run(self._check_and_save, draft, filename, sha256, original_level, cites, group="cards-edit")
+        self._memory.run(self._check_and_save, draft, filename, sha256, original_level, cites, pinned,
+                         group="cards-edit")
 
     async def _check_and_save(
         self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None,
-        cites: tuple[str, ...] | None,
+        cites: tuple[str, ...] | None, pinned: bool | None,
     ) -> None:
         bridge, post = self._memory.bridge, self.post_message
         try:
@@ -202,8 +250,16 @@ class EditorScreen(CardEditor):
             if errors:
                 post(EditorOutcome(self, "invalid", errors=errors))
                 return
+            if pinned is not None and filename is not None and replace(draft, pinned=self._loaded.pinned) == self._loaded \
+                    and draft.level == original_level:
+                # Only the Pinned box changed: the pin alone, its own undoable batch.
+                post(EditorOutcome(self, "saved", result=await bridge.pin_as_edit(draft.level, filename, pinned, sha256)))
+                return
             result = await bridge.save_card(draft, filename, sha256, original_level, cites)
             if result.status == "applied":
+                if pinned is not None:  # after the card's own batch: u undoes the pin first
+                    level = str(getattr(result.level, "value", result.level))
+                    await bridge.pin_card(level, result.filename, pinned, None)
                 post(EditorOutcome(self, "saved", result=result))
                 return
             if filename is not None:
@@ -265,7 +321,8 @@ class EditorScreen(CardEditor):
                 # Save again over what is on disk now (or as a new card, when it was deleted).
                 filename = self.filename if disk is not None else None
                 sha = disk[1] if disk is not None else None
-                self._save(self.draft(), filename, sha, self.original_level if disk else None, self.changed_cites())
+                self._save(self.draft(), filename, sha, self.original_level if disk else None, self.changed_cites(),
+                           self.changed_pinned())
             elif choice == "disk":
                 if disk is None:
                     self.dismiss(None)

@@ -206,7 +206,8 @@ def test_sub_agent_turn_extracts_once(server: FakeAnthropic, ws: Path) -> None:
     sub_first = reqs[1]
     assert sub_first.body["messages"] == [{"role": "user", "content": [
         {"type": "text", "text": "How is the project built?"}]}]
-    assert {t["name"] for t in sub_first.body["tools"]} == {"read_file", "list_files", "grep", "read_memory", "read_result"}
+    assert {t["name"] for t in sub_first.body["tools"]} == {
+        "read_file", "list_files", "grep", "read_memory", "search_memory", "read_result"}
     [result] = tool_results(reqs[3])
     assert "SUBAGENT REPORT" in result_text(result)
     assert len(server.requests_for(MEMORY_MODEL)) == 1

@@ -41,7 +41,10 @@ from tests.support.memtools import make_env, write_note
 pytestmark = pytest.mark.plain_ws
 
 
-ORDER = ["read_file", "list_files", "grep", "write_file", "edit_file", "bash", "read_memory", "read_result", "task"]
+ORDER = [
+    "read_file", "list_files", "grep", "write_file", "edit_file", "bash", "read_memory", "search_memory", "read_result",
+    "task",
+]
 
 # name -> (required, optional) property names of the tool contract (read_result: the reader of tool
 # results kept on disk, `read_result {id, offset?, limit?}`).
@@ -53,6 +56,7 @@ CONTRACT = {
     "edit_file": ({"path", "old_string", "new_string"}, {"replace_all"}),
     "bash": ({"command"}, {"timeout"}),
     "read_memory": ({"level", "filename"}, {"offset", "limit"}),
+    "search_memory": ({"query"}, {"level", "limit"}),
     "read_result": ({"id"}, {"offset", "limit"}),
     "task": ({"description", "prompt"}, set()),
 }
@@ -84,7 +88,7 @@ def one_line_error(r: ToolResult) -> str:
 # -- contract ----------------------------------------------------------------------------------
 
 
-def test_api_tools_names_exactly_the_nine_in_order() -> None:
+def test_api_tools_names_exactly_the_ten_in_order() -> None:
     tools = api_tools()
     assert [t["name"] for t in tools] == ORDER
     assert list(TOOL_SPECS) == ORDER
@@ -104,7 +108,7 @@ def test_input_schemas_match_the_contract() -> None:
 
 def test_api_tools_subset_in_contract_order_and_fresh_copies() -> None:
     sub = api_tools(READ_ONLY_TOOLS)
-    assert [t["name"] for t in sub] == ["read_file", "list_files", "grep", "read_memory", "read_result"]
+    assert [t["name"] for t in sub] == ["read_file", "list_files", "grep", "read_memory", "search_memory", "read_result"]
     sub[0]["input_schema"]["properties"].clear()
     assert api_tools(["read_file"])[0]["input_schema"]["properties"]
     with pytest.raises(ValueError):
@@ -112,12 +116,13 @@ def test_api_tools_subset_in_contract_order_and_fresh_copies() -> None:
 
 
 def test_kinds_read_only_and_permission() -> None:
-    assert READ_ONLY_TOOLS == {"read_file", "list_files", "grep", "read_memory", "read_result"}
+    assert READ_ONLY_TOOLS == {"read_file", "list_files", "grep", "read_memory", "search_memory", "read_result"}
     assert {n for n in ORDER if needs_permission(n)} == {"write_file", "edit_file", "bash"}
     assert not needs_permission("task") and not needs_permission("unknown")
     assert {n: s.kind for n, s in TOOL_SPECS.items()} == {
         "read_file": "read", "list_files": "read", "grep": "read", "write_file": "write",
-        "edit_file": "write", "bash": "execute", "read_memory": "read", "read_result": "read", "task": "agent",
+        "edit_file": "write", "bash": "execute", "read_memory": "read", "search_memory": "read",
+        "read_result": "read", "task": "agent",
     }
 
 

@@ -85,7 +85,7 @@ def test_an_index_cut_by_the_200_line_limit_says_how_many_notes_are_hidden(tmp_p
     state = build_panel_state(stores, [], None)
     hidden = n - len(state.project)
     assert hidden > 20  # headers and the overflow line take lines too
-    assert state.cut_note == f"index cut: {hidden} notes not shown"
+    assert state.cut_note == f"{hidden} cards not in the prompt"
 
 
 def test_an_index_cut_by_the_25_kib_limit_says_so(tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_an_index_cut_by_the_25_kib_limit_says_so(tmp_path: Path) -> None:
                   for k in range(n)], source="test")
     state = build_panel_state(stores, [], None)
     assert 0 < len(state.user) < n
-    assert state.cut_note == f"index cut: {n - len(state.user)} notes not shown"
+    assert state.cut_note == f"{n - len(state.user)} cards not in the prompt"
 
 
 def test_a_workspace_whose_project_store_is_the_user_store_says_it_has_no_project_level(tmp_path: Path) -> None:

@@ -1,0 +1,154 @@
+"""Memory at scale in the App (DESIGN §15): ``/consolidate``, the automatic consolidation after a
+job applied while nothing else runs, and the search caches following watched changes.
+
+The App holds one :class:`ScaleFlow`; its slow parts are the App's workers calling the bridge, and
+what they learn comes back as chat notes or notifications (posted or called on the loop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
+
+from app.tui.messages import ChatNote
+from memory.text.lines import one_line
+
+if TYPE_CHECKING:
+    from textual.message import Message
+    from textual.worker import Worker
+
+    from app.tui.bridge import Bridge
+
+__all__ = ["NEEDS_MODEL", "ScaleFlow", "outcome_line"]
+
+NEEDS_MODEL = "consolidating needs a configured model (see the note above)"
+LEVELS = ("project", "user")
+
+
+class ScaleHost(Protocol):
+    bridge: Bridge
+    built: bool
+    _waiting: list[Any]
+
+    def turn_running(self) -> bool: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
+               markup: bool = True) -> None: ...
+
+    def run_worker(
+        self,
+        work: Callable[[], Coroutine[Any, Any, Any]],
+        name: str | None = "",
+        group: str = "default",
+        description: str = "",
+        exit_on_error: bool = True,
+        start: bool = True,
+        exclusive: bool = False,
+    ) -> Worker[Any]: ...
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def outcome_line(outcome: Any, review: bool) -> str:
+    """One ConsolidateOutcome as the chat says it: the job queued, or why there is none."""
+    level = str(getattr(outcome.level, "value", outcome.level) or "")
+    job_id = getattr(outcome, "job_id", None)
+    if not job_id:
+        reason = one_line(getattr(outcome, "reason", "") or "nothing to consolidate", 200)
+        return f"{level} store: {reason}" if level and level not in reason else reason
+    then = "its changes wait for your review (/pending)" if review else "its changes apply when the memory model answers"
+    counts = f"{_plural(int(outcome.clusters), 'cluster')}, {_plural(int(outcome.cards), 'card')}"
+    where = f" ({level} store)" if level else ""
+    return f"consolidation job {one_line(job_id, 40)}{where} queued: {counts}; {then}"
+
+
+class ScaleFlow:
+    def __init__(self, host: ScaleHost) -> None:
+        self.host = host
+        self.auto_due = False  # a job applied while a turn ran or waited: check once it is idle
+        self.auto_checks = 0  # how often the automatic consolidation was asked (tests wait on it)
+
+    def _run(self, work: Callable[..., Coroutine[Any, Any, None]], *args: Any, group: str) -> Worker[Any]:
+        return self.host.run_worker(partial(work, *args), group=group, exclusive=True, exit_on_error=False)
+
+    def _review(self) -> bool:
+        settings = self.host.bridge.settings
+        return bool(getattr(settings, "consolidate_review", True))
+
+    # -- /consolidate [project|user] --------------------------------------------------------------
+
+    def command(self, arg: str) -> str | None:
+        """Start ``/consolidate``; the one-line reason it cannot run, or None once started."""
+        wanted = arg.strip().lower() or None
+        if wanted is not None and wanted not in LEVELS:
+            return "usage: /consolidate [project|user]"
+        bridge = self.host.bridge
+        if not bridge.credentials:
+            return NEEDS_MODEL
+        if wanted is not None and wanted not in bridge.levels:
+            return "this workspace has no project level: /consolidate user cleans the user store"
+        self._run(self._consolidate, wanted, group="consolidate")
+        return None
+
+    async def _consolidate(self, level: str | None) -> None:
+        try:
+            outcomes = await self.host.bridge.consolidate(level)
+        except Exception as e:
+            self.host.post_message(ChatNote(one_line(f"not consolidated: {e}", 300), error=True))
+            return
+        review = self._review()
+        for outcome in outcomes or []:
+            self.host.post_message(ChatNote(outcome_line(outcome, review)))
+        if not outcomes:
+            self.host.post_message(ChatNote("nothing to consolidate"))
+
+    # -- the automatic consolidation --------------------------------------------------------------
+
+    def memory_event(self, event: object) -> None:
+        from memory.events import JobApplied  # loaded with the runtime, before any event
+
+        if isinstance(event, JobApplied):
+            self.job_applied()
+
+    def job_applied(self) -> None:
+        """A job applied: the Manager may consolidate a grown store, but only while no turn runs
+        and none waits (a consolidation must not compete with the person's work)."""
+        self.auto_due = True
+        self.when_idle()
+
+    def when_idle(self) -> None:
+        """After a turn ends, or a job applied: ask the Manager if something waits for it."""
+        host = self.host
+        if not self.auto_due or not host.built or not host.bridge.credentials:
+            return
+        if host.turn_running() or host._waiting:
+            return
+        self.auto_due = False
+        self.auto_checks += 1
+        self._run(self._maybe, group="consolidate-auto")
+
+    async def _maybe(self) -> None:
+        try:
+            outcomes = await self.host.bridge.maybe_consolidate()
+        except Exception as e:
+            self.host.post_message(ChatNote(one_line(f"automatic consolidation failed: {e}", 300), error=True))
+            return
+        review = self._review()
+        for outcome in outcomes or []:
+            if getattr(outcome, "job_id", None):  # a store that needs nothing stays quiet
+                self.host.post_message(ChatNote(outcome_line(outcome, review)))
+
+    # -- the search caches follow watched changes ---------------------------------------------------
+
+    def stores_changed(self) -> None:
+        if self.host.built:
+            self._run(self._search_changed, group="search-changed")
+
+    async def _search_changed(self) -> None:
+        for line in await self.host.bridge.search_changed():
+            self.host.notify(one_line(line, 200), severity="warning", markup=False)
