@@ -198,7 +198,8 @@ def spool_consolidations(
         count = store_size(stores, lv)
         baselines.reset(stores.store(lv).dir, count)
         if not clusters:
-            out.append(ConsolidateOutcome(lv, None, 0, 0, f"no likely duplicates among {count} {lv.value} cards"))
+            why = f"no likely duplicates among {count} {lv.value} cards" if count else f"the {lv.value} store has no cards"
+            out.append(ConsolidateOutcome(lv, None, 0, 0, why))
             continue
         job = make_consolidation_job(stores.paths.workspace, lv, clusters, session=session, mode=mode)
         spool.submit(job)

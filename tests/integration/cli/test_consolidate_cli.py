@@ -80,7 +80,7 @@ def test_yes_applies_the_ops_and_says_what_was_applied(server: FakeAnthropic, ws
     assert res.code == 0, res.err
     for line in (f"update project/{KEEP}", f"delete project/{GONE[0]}", f"delete project/{GONE[1]}"):
         assert line in res.out.splitlines(), res.out
-    assert "no likely duplicates among 0 user cards" in res.out
+    assert "the user store has no cards" in res.out
     assert cards(ws) == ["project_knowledge_frob.md", "project_knowledge_telemetry.md", KEEP]
     assert (store(ws) / KEEP).read_text().endswith("pnpm only; npm breaks the lockfile.\n")
     assert "no pending memory jobs" in run_cli(None, ws, "memory", "pending").out
