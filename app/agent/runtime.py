@@ -122,6 +122,12 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(getattr, completion, "client")
 
+    async def warm_search(self, recall_wait: float = 0.3) -> None:
+        """Build the search caches in a thread now; from here on a Run's recall waits at most
+        ``recall_wait`` for a cache still being built (the app calls this after its first frame)."""
+        self.search.recall_wait = recall_wait
+        await asyncio.to_thread(self.search.warm)
+
     async def close(self, timeout: float = 0.0) -> None:
         await self.manager.close(timeout)
         await self._close_session()

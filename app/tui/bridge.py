@@ -160,6 +160,11 @@ class Bridge:
         if self.credentials:
             import anthropic  # noqa: F401
 
+    async def warm_search(self) -> None:
+        """The search caches built after the first frame (a Run's recall never waits for that)."""
+        if self.runtime is not None:
+            await self.runtime.warm_search()
+
     def _memory_completion(self) -> Completion:
         from app.agent.memory_model import AnthropicCompletion
 

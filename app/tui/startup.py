@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import logging
 from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING
@@ -23,6 +24,8 @@ from app.tui.bridge import CONFIGURE_HELP
 from app.tui.messages import ChatNote, FilesLoaded, HistoryLoaded, RuntimeBuilt, RuntimeFailed, RuntimeReady
 from app.tui.workers import start
 from memory.text.lines import one_line
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from app.tui.app import PseudoClaudeApp
@@ -74,6 +77,10 @@ class Startup:
             app.post_message(_could_not_start(e))
             return
         app.post_message(RuntimeReady(app.bridge.credentials, note))
+        try:
+            await app.bridge.warm_search()
+        except Exception as e:  # search is a help: the app goes on without a warm cache
+            log.warning("memory search caches not built: %s", one_line(e, 300))
 
     async def _load_settings(self) -> bool:
         """The settings from the flags, the config file and the environment; False: they are

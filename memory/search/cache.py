@@ -79,6 +79,7 @@ class SearchCache:
         # of the app (and of git) renames into the folder, which changes its mtime.
         self._token: tuple[int, int] | None = None
         self._dirty = True
+        self._synced = False  # a sync went through in this process (a search now is no first build)
         # True once no file could be used: this process keeps the cache in memory.
         self.in_memory = False
 
@@ -139,6 +140,7 @@ class SearchCache:
                 self._db = None
             self._token = None
             self._dirty = True
+            self._synced = False
 
     def _remove_files(self) -> None:
         for suffix in ("", "-wal", "-shm", "-journal"):
@@ -218,9 +220,13 @@ class SearchCache:
         token, settled = self._folder_token()
         if not self._dirty and token is not None and token == self._token:
             return
-        self._dirty = not settled
-        self._token = token
+        # Cleared before the listing: a mark_changed() meanwhile still counts. The token is
+        # taken only once the update is through, so a failed build is tried again.
+        self._dirty = False
         self._update(db, self._listing())
+        self._dirty = self._dirty or not settled
+        self._token = token
+        self._synced = True
 
     def _listing(self) -> dict[str, tuple[str, str, object]]:
         """filename -> (stat key, index line, front matter) of every card a prompt could get."""
@@ -273,6 +279,16 @@ class SearchCache:
             db.execute("UPDATE cards SET statkey = ?, sha = ?, line = ? WHERE id = ?", (key, note.sha256, line, rid))
             db.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
         db.execute("INSERT INTO fts(rowid, title, summary, body, filename) VALUES (?, ?, ?, ?, ?)", (rid, *words))
+
+    def ready_within(self, wait: float) -> bool:
+        """Whether a search now would be quick: this process has synced the cache before (no
+        first build to wait for) and nobody holds it for more than ``wait`` seconds."""
+        if not self._lock.acquire(timeout=max(0.0, wait)):
+            return False
+        try:
+            return self._synced
+        finally:
+            self._lock.release()
 
     def rebuild(self) -> int:
         """Drop the cache and index every card again; returns the number of cards indexed."""

@@ -77,6 +77,10 @@ class MemorySearch:
         self.stores = stores
         self._caches: dict[Level, SearchCache] = {}
         self._lock = threading.Lock()
+        # Recall's patience for a cache being built (the app warms the caches after its first
+        # frame): None waits, as print mode and the CLI do; seconds: a Run does not wait longer
+        # and goes without recall from that store this once.
+        self.recall_wait: float | None = None
 
     def cache(self, level: Level | str) -> SearchCache:
         lv = Level(level)
@@ -219,6 +223,9 @@ class MemorySearch:
             return []
         found: list[Hit] = []
         for lv in self.levels():
+            if self.recall_wait is not None and not self.cache(lv).ready_within(self.recall_wait):
+                log.info("memory recall skipped the %s store this time: its search cache is being built", lv)
+                continue
             try:
                 n, scores, total = self._scores(lv, terms, skip_common=True)
                 threshold = recall_threshold(n, total)
@@ -228,6 +235,15 @@ class MemorySearch:
                 log.warning("memory recall from the %s store failed: %s", lv, e)
         found.sort(key=lambda h: (-h.score, h.level is not Level.PROJECT, h.filename))
         return found[:limit]
+
+    def warm(self) -> None:
+        """Bring every searchable store's cache up to date now (the app, after its first frame:
+        a 10,000-card store's first build takes seconds, never a Run's)."""
+        for lv in self.levels():
+            try:
+                self.cache(lv).count()
+            except _FAILURES as e:
+                log.warning("memory search cache of the %s store not built: %s", lv, e)
 
     def filter_keys(self, text: str, level: Level | str) -> set[str] | None:
         """The ``level/filename`` of the cards holding every word of ``text`` as a prefix (the

@@ -319,3 +319,29 @@ async def test_an_edit_and_the_pinned_box_are_saved_together(make_app, ws: Path)
         assert b"title: Fact one, renamed" in path.read_bytes()
         # Two batches, the pin last: u takes the pin back first, the edit stays.
         assert app.bridge.stores.history()[-1].label == f"{path.name} pinned by you"
+
+
+# -- the search caches are warmed after the first frame ------------------------------------------
+
+
+async def test_the_search_caches_are_built_after_the_first_frame_and_a_run_then_recalls(
+    make_app, ws: Path, server: FakeAnthropic
+) -> None:
+    stores = seed_many(ws, 320)
+    write_note(stores, Level.PROJECT, "project_knowledge_zz-lab.md", "Lab bench",
+               "The frobnicator is calibrated weekly.", summary="hardware")
+    server.script(MODEL, text("calibrate it weekly"))
+    server.script(MEMORY_MODEL, text("[]"))
+    app = make_app(server)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        runtime = app.bridge.require()
+        cache = runtime.search.cache(Level.PROJECT)
+        # Warmed by the app, not by the first Run: a Run's recall waits at most a moment.
+        await wait_until(pilot, lambda: cache.ready_within(0), what="the project cache built")
+        assert runtime.search.recall_wait is not None and runtime.search.recall_wait <= 1.0
+        await send(pilot, "How do I calibrate the frobnicator?")
+        await wait_until(pilot, lambda: len(server.requests_for(MODEL)) == 1, what="the turn's request")
+        last = server.requests_for(MODEL)[0].body["messages"][-1]["content"]
+        assert any(b.get("text", "").startswith("<memory-recall>") and "(project_knowledge_zz-lab.md)" in b["text"]
+                   for b in last)
