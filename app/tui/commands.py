@@ -24,6 +24,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from app.tui.messages import ChatNote, SessionSwitched, TurnDone
+from app.tui.workers import RunsWorkers
 from memory.constants import MEMORY_MODES, MemoryMode
 from memory.text.lines import one_line
 
@@ -173,7 +174,7 @@ class SessionPicker(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class CommandHost(Protocol):
+class CommandHost(RunsWorkers, Protocol):
     """What the commands need of the App."""
 
     bridge: Bridge
@@ -195,17 +196,6 @@ class CommandHost(Protocol):
     def prompt(self) -> PromptInput: ...
 
     def post_message(self, message: Message) -> bool: ...
-
-    def run_worker(
-        self,
-        work: Callable[[], Coroutine[Any, Any, Any]],
-        name: str | None = "",
-        group: str = "default",
-        description: str = "",
-        exit_on_error: bool = True,
-        start: bool = True,
-        exclusive: bool = False,
-    ) -> Worker[Any]: ...
 
     async def push_screen_wait(self, screen: Any) -> Any: ...
 

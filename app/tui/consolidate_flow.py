@@ -12,6 +12,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from app.tui.messages import ChatNote
+from app.tui.workers import RunsWorkers
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ NEEDS_MODEL = "consolidating needs a configured model (see the note above)"
 LEVELS = ("project", "user")
 
 
-class ScaleHost(Protocol):
+class ScaleHost(RunsWorkers, Protocol):
     bridge: Bridge
     built: bool
     _waiting: list[Any]
@@ -37,17 +38,6 @@ class ScaleHost(Protocol):
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
                markup: bool = True) -> None: ...
-
-    def run_worker(
-        self,
-        work: Callable[[], Coroutine[Any, Any, Any]],
-        name: str | None = "",
-        group: str = "default",
-        description: str = "",
-        exit_on_error: bool = True,
-        start: bool = True,
-        exclusive: bool = False,
-    ) -> Worker[Any]: ...
 
 
 def _plural(n: int, word: str) -> str:

@@ -8,10 +8,27 @@ cancelled before it runs (the app quitting during start-up) leaves no never-awai
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 from textual.dom import DOMNode
 from textual.worker import Worker
+
+__all__ = ["RunsWorkers", "start"]
+
+
+class RunsWorkers(Protocol):
+    """Textual's ``run_worker``, as the App's helper objects' host Protocols need it."""
+
+    def run_worker(
+        self,
+        work: Callable[[], Coroutine[Any, Any, Any]],
+        name: str | None = "",
+        group: str = "default",
+        description: str = "",
+        exit_on_error: bool = True,
+        start: bool = True,
+        exclusive: bool = False,
+    ) -> Worker[Any]: ...
 
 
 def start(node: DOMNode, work: Callable[[], Coroutine[Any, Any, None]], *, group: str,

@@ -22,7 +22,7 @@ from memory.extract.prompt import (
     STALE_CAP_CARDS,
     _bounded,
     _capped_index,
-    _safe_line,
+    stale_lines,
 )
 from memory.text.names import defuse_tags, sanitize_line
 from memory.text.redact import redact
@@ -107,11 +107,7 @@ def bounded_bodies(cards: Sequence[ClusterCard]) -> tuple[dict[str, str], set[st
 
 
 def _stale(stale: Mapping[str, str]) -> str:
-    lines = [
-        (f"{name} \u2014 {reason}" if reason else name, True)
-        for name, reason in ((_safe_line(str(n), 255), _safe_line(str(r), 300)) for n, r in sorted(stale.items()))
-        if name
-    ]
+    lines = stale_lines(stale)
     if not lines:
         return ""
     shown = defuse_tags(_bounded(lines, STALE_CAP_CARDS, STALE_CAP_BYTES, "stale cards"), _CTAGS)

@@ -300,13 +300,18 @@ Files that tools read, listed, searched or changed in the transcript's turns \
 </files>"""
 
 
-def _stale_section(stale: Mapping[str, str]) -> str:
-    """The project's stale notes, one ``filename — reason`` line each."""
-    lines = [
+def stale_lines(stale: Mapping[str, str]) -> list[tuple[str, bool]]:
+    """Stale cards as one sanitized ``filename — reason`` line each, for ``_bounded``."""
+    return [
         (f"{name} \u2014 {reason}" if reason else name, True)
         for name, reason in ((_safe_line(str(n), 255), _safe_line(str(r), 300)) for n, r in sorted(stale.items()))
         if name
     ]
+
+
+def _stale_section(stale: Mapping[str, str]) -> str:
+    """The project's stale notes, one ``filename — reason`` line each."""
+    lines = stale_lines(stale)
     if not lines:
         return ""
     shown = _bounded(lines, STALE_CAP_CARDS, STALE_CAP_BYTES, "stale notes")

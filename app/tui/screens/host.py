@@ -4,20 +4,21 @@ calls. The App is one; a test can pass anything that has these."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
+
+from app.tui.workers import RunsWorkers
 
 if TYPE_CHECKING:
     from textual.message import Message
     from textual.screen import Screen
-    from textual.worker import Worker
 
     from app.tui.bridge import Bridge
     from widgets.chat.log import ChatPane
 
 
-class ScreensHost(Protocol):
+class ScreensHost(RunsWorkers, Protocol):
     bridge: Bridge
 
     @property
@@ -27,17 +28,6 @@ class ScreensHost(Protocol):
     def is_headless(self) -> bool: ...
 
     def push_screen(self, screen: Screen[Any], callback: Callable[[Any], None] | None = None) -> Any: ...
-
-    def run_worker(
-        self,
-        work: Callable[[], Coroutine[Any, Any, Any]],
-        name: str | None = "",
-        group: str = "default",
-        description: str = "",
-        exit_on_error: bool = True,
-        start: bool = True,
-        exclusive: bool = False,
-    ) -> Worker[Any]: ...
 
     def post_message(self, message: Message) -> bool: ...
 
