@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from textual.css.query import NoMatches
 from textual.pilot import Pilot
 from textual.widget import Widget
 
@@ -37,13 +38,24 @@ MEMORY_MODEL = "claude-haiku-5-5"
 
 
 async def wait_until(pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
-    """Let the app run until ``predicate()`` is true; fail after ``timeout`` seconds."""
+    """Let the app run until ``predicate()`` is true; fail after ``timeout`` seconds.
+
+    A predicate that queries a widget not mounted yet (a screen pushed but not composed on a busy
+    machine) is simply not true yet.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while not predicate():
+    while not _holds(predicate):
         if loop.time() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what or predicate}")
         await pilot.pause(0.02)
+
+
+def _holds(predicate: Callable[[], object]) -> bool:
+    try:
+        return bool(predicate())
+    except NoMatches:
+        return False
 
 
 async def wait_ready(pilot: Pilot[Any], timeout: float = 20.0) -> None:
