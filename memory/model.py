@@ -100,6 +100,21 @@ class NoteMeta(BaseModel):
     confirmed: str = ""  # when a person last said "still true" (RFC 3339), or ""
     # A person's "always in the prompt": ranked first when the index does not fit (DESIGN §15).
     pinned: bool = False
+    # Who wrote or last changed the card: their git ``user.name`` when set, nothing else about
+    # them (DESIGN §16); "" when unknown.
+    author: str = ""
+
+
+class ConflictSides(BaseModel):
+    """A card file that git left with conflict markers (both branches changed it): the two
+    whole files it stands for, rebuilt from the hunks (a diff3 base section is dropped)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ours: str
+    theirs: str
+    ours_label: str = ""  # what git wrote after the markers: "HEAD", a branch, a commit
+    theirs_label: str = ""
 
 
 class Note(BaseModel):
@@ -117,6 +132,10 @@ class Note(BaseModel):
     # The file is not UTF-8 or its front matter does not parse: no prompt gets a guess of it
     # (a type typo alone still parses, and is listed under the type its name implies).
     unparsed: bool = False
+    # Set when the file holds git conflict markers: never parsed into a prompt (``unparsed``
+    # is set too), shown with both versions until a person resolves it (DESIGN §16). ``meta``
+    # is then our side's front matter when it parses (for its title), and ``body`` the raw text.
+    conflict: ConflictSides | None = None
 
 
 class Turn(BaseModel):

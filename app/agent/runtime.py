@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
 from collections.abc import Callable
@@ -29,6 +30,9 @@ from memory.jobs.manager import Manager
 from memory.search.engine import MemorySearch
 from memory.store.fs import DEFAULT_FS, FS
 from memory.store.stores import MemoryStores
+from memory.store.transaction import TransactionError
+
+log = logging.getLogger(__name__)
 
 # With a session, bash keeps this much output (head and tail): what passes the offload bound is
 # stored whole under the session's folder instead of being cut.
@@ -99,6 +103,9 @@ class Runtime:
         if self._started:
             return
         self._started = True
+        # MEMORY.md is derived (DESIGN §16): a `git pull` or merge since the last run may have
+        # left it out of step with the cards; rebuilt before anything reads the stores.
+        await asyncio.to_thread(self.refresh_indexes)
         if self.memory_enabled and worker:
             await self._warm_memory_client()
             self._manager_started = True
@@ -107,6 +114,15 @@ class Runtime:
             # Memory off (or its worker later): no model request yet, but interrupted writes
             # are finished.
             await asyncio.to_thread(self.stores.recover)
+
+    def refresh_indexes(self) -> list[str]:
+        """``MemoryStores.refresh_indexes``: never fatal (a locked or read-only store is said in
+        the log and used as it is; prompts never read MEMORY.md anyway)."""
+        try:
+            return [str(lv) for lv in self.stores.refresh_indexes()]
+        except (TransactionError, OSError) as e:
+            log.warning("MEMORY.md not rebuilt: %s", e)
+            return []
 
     async def start_worker(self) -> None:
         """Start the memory worker that ``start(worker=False)`` left for later (no-op otherwise)."""

@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     # its operations held for review, also in auto mode, unless consolidate_review is false.
     consolidate_after: int = Field(default=50, ge=0)
     consolidate_review: bool = True
+    # DESIGN §16: a git URL (or a local bare repository) that makes the user store a git
+    # repository kept in step by `memory sync`; "" = the user store stays on this machine.
+    user_memory_remote: str = ""
     # Per-model prices (USD per MTok) over app/agent/pricing.PRICES: `[prices."model"] input = 3.0 ...`
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
@@ -121,6 +124,21 @@ class Settings(BaseSettings):
     def warnings(self) -> list[str]:
         """Non-fatal problems found while loading (one line each), e.g. unknown config keys."""
         return list(self._warnings)
+
+    @field_validator("user_memory_remote", mode="after")
+    @classmethod
+    def _git_remote(cls, v: str) -> str:
+        v = v.strip()
+        if not v:
+            return ""
+        if v.startswith("-"):
+            raise ValueError("must be a git URL or a path, not an option")
+        if not v.isprintable() or any(c.isspace() for c in v):
+            raise ValueError("must be one git URL or path, without spaces or control characters")
+        if "::" in v:
+            # git's remote helpers (`ext::` runs a command): never from a config value.
+            raise ValueError("remote helpers (`transport::address`) are not allowed; use a URL or a path")
+        return v
 
     @field_validator("max_iterations", "memory_wait", "max_tokens", "bash_timeout", "context_window", "compact_at",
                      "offload_bytes", "consolidate_after", mode="before")

@@ -190,6 +190,7 @@ def _run(args: argparse.Namespace) -> int:
     stores = MemoryStores(resolve_workspace(workspace))
     handler = _HANDLERS[args.memory_command]
     try:
+        args.rebuilt_indexes = _refresh(stores)
         return handler(stores, args)
     except Exception as e:
         if _reported(e):
@@ -199,6 +200,19 @@ def _run(args: argparse.Namespace) -> int:
             _err(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
             return EXIT_ERROR
         raise
+
+
+def _refresh(stores: MemoryStores) -> list[str]:
+    """The derived-index rule (DESIGN §16): a ``MEMORY.md`` out of step with its cards (a
+    union merge, ``git checkout``, an editor) is rebuilt before the command reads anything.
+    Quietly (``doctor`` says it): the rebuilt file is what the cards say, nothing was lost."""
+    from memory.store.transaction import TransactionError
+
+    try:
+        return [str(lv) for lv in stores.refresh_indexes()]
+    except (TransactionError, OSError) as e:
+        _err(f"{INDEX_FILE} not rebuilt from the cards: {getattr(e, 'strerror', None) or e}")
+        return []
 
 
 def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
@@ -438,6 +452,8 @@ def _doctor(stores: MemoryStores, args: argparse.Namespace) -> int:
     from memory.jobs.doctor import diagnose, fix
 
     report = fix(stores) if args.fix else diagnose(stores)
+    # Done before any command reads a store: a repair no one has to ask for.
+    report.fixed[:0] = [f"{lv} store: rebuilt {INDEX_FILE} from the cards" for lv in args.rebuilt_indexes]
     for line in report.fixed:
         print(f"fixed: {line}")
     for f in report.findings:

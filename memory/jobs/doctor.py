@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from memory.constants import INDEX_FILE, Level
 from memory.jobs.spool import DAMAGED_DIR, Spool, SpoolError
-from memory.store.store import TRASH_DIR, filename_problem, render_index
+from memory.store.store import GIT_FILES, TRASH_DIR, filename_problem, render_index
 from memory.store.stores import MemoryStores
 from memory.text.names import quote
 
@@ -63,7 +63,7 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
             add(Finding(f"{index_problem} (it is rebuilt from the notes)", True))
         notes = []
         for name in st.entries():
-            if name in (INDEX_FILE, ".gitignore", TRASH_DIR) or name.startswith(".pc-"):
+            if name in (INDEX_FILE, TRASH_DIR, ".git", *GIT_FILES) or name.startswith(".pc-"):
                 continue
             path = st.dir / name
             lst = path.lstat()

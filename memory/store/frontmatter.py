@@ -10,7 +10,9 @@ import yaml
 
 from memory.constants import NoteType
 from memory.model import Cite, NoteMeta
-from memory.text.names import quote
+from memory.text.names import quote, sanitize_line
+
+MAX_AUTHOR = 100
 
 _FIELDS = ("title", "summary", "type", "created", "updated", "source")
 
@@ -29,7 +31,7 @@ class FrontMatterError(ValueError):
 # Python constructor (most of the time of reading a large store); anything else — other keys,
 # comments, flow collections, multi-line or double-quoted scalars, tags, anchors, a plain value
 # YAML would read as a number, date, bool or null — returns None and goes to YAML.
-_LINE_RE = re.compile(r"(title|summary|type|created|updated|source|confirmed): (.+)")
+_LINE_RE = re.compile(r"(title|summary|type|created|updated|source|author|confirmed): (.+)")
 _PINNED_LINE = "pinned: true"
 _CITE_RE = re.compile(r"(- |  )(path|lines|blob): (.+)")
 _PLAIN_FIRST_BAD = frozenset("-?:,[]{}#&*!|>'\"%@` ")
@@ -105,7 +107,9 @@ def _simple_head(head: str) -> dict[str, Any] | None:
 def dump_note(meta: NoteMeta, body: str) -> bytes:
     data: dict[str, Any] = {k: getattr(meta, k) for k in _FIELDS}
     data["type"] = str(meta.type)
-    # Written only when present: a card without citations keeps the six-line head.
+    # Written only when present: a card without an author or citations keeps the six-line head.
+    if meta.author:
+        data["author"] = meta.author
     if meta.cites:
         data["cites"] = [c.model_dump(exclude_none=True) for c in meta.cites]
     if meta.confirmed:
@@ -171,6 +175,8 @@ def parse_meta(data: dict[str, Any], *, fallback_type: NoteType | None = None) -
         created=_as_text(data.get("created")),
         updated=_as_text(data.get("updated")),
         source=_as_text(data.get("source")) or "manual",
+        # A name from a cloned repository is shown in the panel: one short plain line.
+        author=sanitize_line(_as_text(data.get("author")), MAX_AUTHOR),
         cites=parse_cites(data.get("cites")),
         confirmed=_as_text(data.get("confirmed")),
         # Only YAML's true (or the word, from a hand edit that quoted it): anything else unpins.

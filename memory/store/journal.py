@@ -30,7 +30,7 @@ from memory.store import trust
 from memory.store.fs import FS, STAGE_PREFIX, TEMP_PREFIX
 from memory.store.layout import StoreLayout
 from memory.store.plan import Plan
-from memory.store.store import GITIGNORE, TRASH_DIR, Store, render_index, sha256
+from memory.store.store import GIT_FILES, TRASH_DIR, Store, render_index, sha256
 
 __all__ = ["OWN_WRITES", "JournalRecord", "OwnWrites", "commit", "needs_recovery", "recover_locked", "roll_forward"]
 
@@ -116,8 +116,10 @@ def _stage_level(layout: StoreLayout, plan: Plan, level: Level, st: _Staging, en
     fs.makedirs(folder)
     if claim:
         trust.record_trust(layout.paths, fs, how="created by pseudoclaude")
-    if level is Level.PROJECT and not fs.exists(folder / ".gitignore"):
-        st.stage(folder, folder / ".gitignore", GITIGNORE)
+    if level is Level.PROJECT or layout.user_in_git:
+        for git_name, git_data in GIT_FILES.items():
+            if not fs.exists(folder / git_name):
+                st.stage(folder, folder / git_name, git_data)
     for name, data in sorted(plan.writes[level].items()):
         before = plan.disk[level].get(name)
         before_b64 = None if before is None else base64.b64encode(fs.read_bytes(folder / name)).decode()
@@ -142,9 +144,11 @@ def commit(
     jobs: Sequence[Path],
     *,
     undone: HistoryEntry | None = None,
+    history: bool = True,
 ) -> tuple[str, list[tuple[Level, str, str]]]:
     """Stage, journal (the commit point) and roll forward. Returns the txid and the creates
-    refused at their last step (level, name, where the new note was kept)."""
+    refused at their last step (level, name, where the new note was kept). ``history=False``:
+    no history entry (a derived index rebuilt is no batch of anyone's)."""
     fs = layout.fs
     txid = f"{time.time_ns():020d}-{secrets.token_hex(4)}"
     entry.txid = txid
@@ -154,8 +158,9 @@ def commit(
             if writes or level in plan.rebuild:
                 _stage_level(layout, plan, level, st, entry)
         hdir = layout.paths.history_dir
-        fs.makedirs(hdir, 0o700)
-        st.stage(hdir, hdir / f"{txid}.json", entry.model_dump_json().encode(), 0o600)
+        if history:
+            fs.makedirs(hdir, 0o700)
+            st.stage(hdir, hdir / f"{txid}.json", entry.model_dump_json().encode(), 0o600)
         if undone is not None:
             marked = undone.model_copy(update={"undone_by": txid})
             st.stage(hdir, hdir / f"{undone.txid}.json", marked.model_dump_json().encode(), 0o600)

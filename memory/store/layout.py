@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 from memory.constants import Level
 from memory.grounding.staleness import Grounding
 from memory.model import utcnow
+from memory.store.author import git_user_name
 from memory.store.fs import DEFAULT_FS, FS
 from memory.store.paths import Paths
 from memory.store.store import Store
@@ -69,6 +71,22 @@ class StoreLayout:
 
     def store(self, level: Level | str) -> Store:
         return self.project if Level(level) is Level.PROJECT else self.user
+
+    @property
+    def user_in_git(self) -> bool:
+        """Whether the user store is a git repository (``user_memory_remote``, DESIGN §16): it
+        then carries the same ``.gitignore`` and ``.gitattributes`` as a project store."""
+        try:
+            return stat.S_ISDIR(self.fs.lstat(self.paths.user_store / ".git").st_mode)
+        except OSError:
+            return False
+
+    def author(self, level: Level | str) -> str:
+        """The git ``user.name`` a card of ``level`` is written by (DESIGN §16), or "": the
+        workspace's for a project card, the user store's home's for a user card."""
+        if Level(level) is Level.PROJECT:
+            return git_user_name(self.paths.workspace)
+        return git_user_name(self.paths.home if self.paths.home.is_dir() else Path.home())
 
     @property
     def stores(self) -> dict[Level, Store]:

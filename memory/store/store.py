@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memory.constants import INDEX_FILE, MAX_CONTENT_BYTES, MAX_SUMMARY, MAX_TITLE, Level, NoteType
-from memory.model import Note, NoteMeta
+from memory.model import ConflictSides, Note, NoteMeta
+from memory.store.conflict import split_conflict
 from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
 from memory.store.fs import FS, STAGE_PREFIX, TEMP_PREFIX, UnsafePathError
 from memory.store.index import format_index_line
@@ -26,6 +27,14 @@ MAX_NOTE_FILE_BYTES = 1024 * 1024 + MAX_CONTENT_BYTES
 
 GITIGNORE = b"# Written by PseudoClaude: deleted notes and temporary files stay out of git.\n.trash/\n.pc-*\n"
 TRASH_DIR = ".trash"
+# MEMORY.md is rebuilt from the cards (DESIGN §16): two branches that both add a card each add a
+# line, and a union merge keeps both instead of conflicting; order and duplicates never matter.
+GITATTRIBUTES = (
+    b"# Written by PseudoClaude: MEMORY.md is rebuilt from the cards, so a merge keeps both sides' lines.\n"
+    b"MEMORY.md merge=union\n"
+)
+# What a project store (and a user store kept in git) holds besides its cards and MEMORY.md.
+GIT_FILES = {".gitignore": GITIGNORE, ".gitattributes": GITATTRIBUTES}
 
 
 class StoreError(Exception):
@@ -77,6 +86,15 @@ def _fallback_type(filename: str) -> NoteType:
     return NoteType.PROJECT_KNOWLEDGE
 
 
+def conflict_reason(sides: ConflictSides) -> str:
+    """Why a conflicted card is in no prompt, in one line (doctor, ``memory index``, the panel)."""
+    where = " and ".join(quote(x, 40) for x in (sides.ours_label, sides.theirs_label) if x)
+    return (
+        f"conflicted: changed on two branches{f' ({where})' if where else ''}; "
+        "resolve it in the card editor or with `memory apply` of an update"
+    )
+
+
 def parse_note(level: Level, filename: str, data: bytes) -> Note:
     """Parse a note file; a broken one still yields a Note (flagged) so nothing is lost from view."""
     digest = sha256(data)
@@ -88,6 +106,9 @@ def parse_note(level: Level, filename: str, data: bytes) -> Note:
         text = data.decode("utf-8", "replace")
         broken = "not valid UTF-8"
         unparsed = True
+    sides = split_conflict(text) if "<<<<<<<" in text else None
+    if sides is not None:
+        return _conflicted_note(level, filename, text, digest, sides)
     fallback = _fallback_type(filename)
     try:
         fm, body = split_note(text)
@@ -110,6 +131,20 @@ def parse_note(level: Level, filename: str, data: bytes) -> Note:
             update={"title": title or sanitize_title(filename.removesuffix(".md")) or filename, "summary": summary}
         )
     return Note(level=level, filename=filename, meta=meta, body=body, sha256=digest, broken=broken, unparsed=unparsed)
+
+
+def _conflicted_note(level: Level, filename: str, text: str, digest: str, sides: ConflictSides) -> Note:
+    """A card git left with conflict markers: listed (by our side's title when it parses),
+    never parsed into a prompt."""
+    fallback = _fallback_type(filename)
+    try:
+        meta = parse_meta(split_note(sides.ours)[0], fallback_type=fallback)
+        meta = meta.model_copy(update={"title": sanitize_title(meta.title) or filename,
+                                       "summary": sanitize_summary(meta.summary)})
+    except FrontMatterError:
+        meta = NoteMeta(title=filename.removesuffix(".md"), type=fallback, created="", updated="")
+    return Note(level=level, filename=filename, meta=meta, body=text, sha256=digest,
+                broken=conflict_reason(sides), unparsed=True, conflict=sides)
 
 
 def _is_sanitized(text: str, max_chars: int) -> bool:

@@ -32,6 +32,7 @@ from memory.store.plan import key
 from memory.store.ranking import CardKey, rank_order
 from memory.store.store import Store, StoreError
 from memory.store.transaction import TransactionError
+from memory.text.names import quote
 
 __all__ = ["CITES_HEAD", "STALE_LINE", "MemoryStores", "PromptIndex", "Snapshot", "cites_header", "untrusted_cards"]
 
@@ -303,6 +304,9 @@ class MemoryStores:
                 raise StoreError(problem)
             return self._index_md(st.level, marks=True)
         note = st.read_note(filename)
+        if note.conflict is not None:
+            # Neither side, and never the markers: a person resolves it first (DESIGN §16).
+            raise StoreError(f"{quote(filename)} is {note.broken}")
         check = self.layout.grounding.check(note.level, filename, note.meta) if note.meta.cites else None
         return cites_header(check) + note.body
 
@@ -367,6 +371,19 @@ class MemoryStores:
         with self.locked():
             journal.recover_locked(self.layout)
             return transaction.rebuild_indexes_locked(self.layout)
+
+    def refresh_indexes(self, timeout: float = LOCK_TIMEOUT) -> list[Level]:
+        """The derived-index rule (DESIGN §16): each ``MEMORY.md`` that no longer matches its
+        cards (``git pull``/``merge``/``checkout``, an editor) is rebuilt from them, with no
+        history entry; so are the git files a store in git lacks. Run by the app at start and after each outside change, and by every
+        ``memory`` command before it reads. An untrusted project store is left as it came."""
+        levels = [lv for lv in self.stores if lv is Level.USER or self.project_trusted]
+        with self.locked(timeout):
+            if journal.needs_recovery(self.layout):
+                # An interrupted batch is finished by the first read (its roll-forward writes
+                # MEMORY.md too), and ``doctor`` must still see it: nothing to do here.
+                return []
+            return transaction.rebuild_indexes_locked(self.layout, None, levels)
 
     def repair_trash(self) -> list[str]:
         """Replace a ``.trash`` symlink with a real folder (doctor --fix)."""

@@ -10,7 +10,7 @@ held by the caller (``MemoryStores`` in memory/store/stores.py).
 from __future__ import annotations
 
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,12 +31,13 @@ from memory.model import (
     rfc3339,
 )
 from memory.store import trust
+from memory.store.author import tilde_home
 from memory.store.frontmatter import dump_note
 from memory.store.journal import commit
 from memory.store.layout import StoreLayout
 from memory.store.ops import op_pairs, validate_operations
 from memory.store.plan import Plan, key
-from memory.store.store import TRASH_DIR, Store, StoreError, render_index
+from memory.store.store import GIT_FILES, TRASH_DIR, Store, StoreError, render_index
 from memory.text.names import note_filename, quote, sanitize_line, slugify
 from memory.text.redact import redact
 
@@ -191,9 +192,22 @@ def _plan_op(batch: _Batch, index: int, op: Operation) -> None:
     problem = store.folder_problem()
     if problem is not None:
         return batch.reject(index, op, problem)
+    if level is Level.PROJECT:
+        op = _without_home(op)
     if op.action is Action.CREATE:
         return _plan_create(batch, index, op, level)
     return _plan_change(batch, store, index, op, level)
+
+
+def _without_home(op: Operation) -> Operation:
+    """A project card is pushed to the whole team: the person's home path is written ``~``."""
+    update = {
+        name: tilde_home(value)
+        for name in ("title", "summary", "content")
+        if isinstance(value := getattr(op, name), str) and value
+    }
+    changed = {k: v for k, v in update.items() if v != getattr(op, k)}
+    return op.model_copy(update=changed) if changed else op
 
 
 def _plan_create(batch: _Batch, index: int, op: Operation, level: Level) -> None:
@@ -217,6 +231,7 @@ def _plan_create(batch: _Batch, index: int, op: Operation, level: Level) -> None
         created=now,
         updated=now,
         source=batch.source,
+        author=batch.layout.author(level),
         cites=batch.cites(index, op, level) or (),
     )
     plan.writes[level][name] = dump_note(meta, op.content)
@@ -244,6 +259,9 @@ def _plan_change(batch: _Batch, store: Store, index: int, op: Operation, level: 
         # Refusals only: an I/O error aborts the whole batch (the job is retried), it never
         # turns into a silently rejected op.
         return batch.reject(index, op, str(e))
+    if note.conflict is not None and batch.source != MANUAL_SOURCE:
+        # Both branches' versions stay until a person chooses: the model never picks a side.
+        return batch.reject(index, op, f"{quote(filename)} is conflicted (changed on two branches); a person resolves it")
     if batch.expected is not None:
         seen = batch.expected.get(key(level, filename))
         if seen != note.sha256:
@@ -261,7 +279,8 @@ def _plan_change(batch: _Batch, store: Store, index: int, op: Operation, level: 
         return batch.reject(index, op, "update needs content")
     else:
         cites = batch.cites(index, op, level)
-        writes[filename] = dump_note(_updated_meta(note, op, batch.source, batch.now, cites), op.content)
+        meta = _updated_meta(note, op, batch.source, batch.now, cites)
+        writes[filename] = dump_note(meta.model_copy(update={"author": batch.layout.author(level)}), op.content)
     title = op.title or note.meta.title
     batch.result.applied.append(AppliedOp(index=index, action=op.action, level=level, filename=filename, title=title))
 
@@ -341,26 +360,32 @@ def _commit_meta(layout: StoreLayout, note: Note, meta: NoteMeta, label: str, no
     return result
 
 
-def rebuild_indexes_locked(layout: StoreLayout) -> list[Level]:
-    """Rewrite each ``MEMORY.md`` (and the project ``.gitignore``) that differs from its notes."""
+def rebuild_indexes_locked(
+    layout: StoreLayout, label: str | None = "index rebuilt by doctor", levels: Collection[Level] | None = None
+) -> list[Level]:
+    """Rewrite each ``MEMORY.md`` that differs from its cards (a union merge's order, duplicated
+    lines, conflict markers, a hand edit), and the git files a store in git lacks. ``label``
+    None: no history entry (the app and every ``memory`` command do this before they read a
+    store, DESIGN §16; it is no batch of anyone's)."""
     fs = layout.fs
     plan = Plan(layout.stores)
     for lv, st in layout.stores.items():
-        if st.folder_problem() is not None or not fs.exists(st.dir):
+        if (levels is not None and lv not in levels) or st.folder_problem() is not None or not fs.exists(st.dir):
             continue
         want = render_index(plan.final_notes(lv))
-        missing_ignore = lv is Level.PROJECT and not fs.exists(st.dir / ".gitignore")
-        if st.index_file_problem() is not None or st.read_index_file() != want or missing_ignore:
+        in_git = lv is Level.PROJECT or layout.user_in_git
+        missing = in_git and any(not fs.exists(st.dir / name) for name in GIT_FILES)
+        if st.index_file_problem() is not None or st.read_index_file() != want or missing:
             plan.rebuild.add(lv)
     if plan.rebuild:
         entry = HistoryEntry(
             txid="",
             time=rfc3339(layout.clock()),
             workspace=str(layout.paths.workspace),
-            label="index rebuilt by doctor",
+            label=label or "",
             source="manual",
         )
-        commit(layout, plan, entry, ())
+        commit(layout, plan, entry, (), history=label is not None)
     return sorted(plan.rebuild)
 
 

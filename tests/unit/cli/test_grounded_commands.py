@@ -223,8 +223,9 @@ def test_doctor_reports_stale_cards_as_information_only(cli, plain_ws: Path) -> 
     assert code == 0 and "stale: project/project_knowledge_notes.md: notes.txt changed since this card was written" in out
     # With a real problem too: the problem fails the check, the stale card is still only said.
     (card(plain_ws, "project_knowledge_notes.md").parent / "MEMORY.md").write_text("garbage\n")
+    (card(plain_ws, "project_knowledge_notes.md").parent / "project_knowledge_bad.md").write_text("---\nx: [\n---\n")
     code, out, _ = cli("doctor")
-    assert code == 1 and "problem: project store: MEMORY.md does not match" in out and "stale: project/" in out
+    assert code == 1 and "problem: project store: project_knowledge_bad.md" in out and "stale: project/" in out
 
 
 # -- help ------------------------------------------------------------------------------------------

@@ -164,6 +164,8 @@ def test_pin_of_a_bad_file_is_one_line_exit_1_and_changes_nothing(cli: Cli, plai
                                                                   want: str) -> None:
     stores = seed(plain_ws)
     (stores.project.dir / "project_knowledge_broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    # The first command brings the derived MEMORY.md and the git files up to date (DESIGN §16).
+    assert cli("list")[0] == 0
     files = {p.name: p.read_bytes() for p in stores.project.dir.iterdir() if p.is_file()}
     code, out, err = cli("pin", level, name)
     assert (code, out) == (1, "") and err.count("\n") == 1 and err.startswith("pseudoclaude: "), err
