@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, TextIO
 
 from app.cli import memory_consolidate as consolidation
 from app.cli import memory_grounding as grounding
+from app.cli import memory_log as history_log
 from app.cli import memory_search as scale
+from app.cli import memory_sync as user_sync
 from app.cli.output import closed_pipe, silence
 from memory.constants import INDEX_FILE, MANUAL_SOURCE, Level, MemoryMode
 from memory.text.names import quote
@@ -68,6 +70,8 @@ def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.Argume
                    "(a renamed file followed, a deleted one dropped); `memory undo` reverts it"))
     scale.add_commands(cmd)
     consolidation.add_command(cmd)
+    history_log.add_command(cmd)
+    user_sync.add_command(cmd)
     p = cmd("doctor", "check the stores and the index")
     p.add_argument("--fix", action="store_true", help="repair what can be repaired safely")
 
@@ -483,4 +487,6 @@ _HANDLERS: dict[str, Callable[[MemoryStores, argparse.Namespace], int]] = {
     "doctor": _doctor,
     **scale.HANDLERS,
     "consolidate": consolidation.consolidate,
+    **history_log.HANDLERS,
+    **user_sync.HANDLERS,
 }
