@@ -78,5 +78,7 @@ def tilde_home(text: str) -> str:
     for home in _homes():
         if home not in text:
             continue
-        text = re.sub(rf"(?<![\w.\-/]){re.escape(home)}(?![\w.\-])", "~", text)
+        # Not inside a longer name: "/home/ann" is not in "/home/anna" or "/home/ann.bak", but a
+        # sentence may end right after it.
+        text = re.sub(rf"(?<![\w.\-/]){re.escape(home)}(?![\w\-]|\.[\w\-])", "~", text)
     return text

@@ -30,6 +30,7 @@ from memory.store.locks import file_lock
 from memory.store.paths import Paths
 from memory.store.plan import key
 from memory.store.ranking import CardKey, rank_order
+from memory.store.stamp import folder_stamp, read_stamp, stamp_path, write_stamp
 from memory.store.store import Store, StoreError
 from memory.store.transaction import TransactionError
 from memory.text.names import quote
@@ -375,15 +376,29 @@ class MemoryStores:
     def refresh_indexes(self, timeout: float = LOCK_TIMEOUT) -> list[Level]:
         """The derived-index rule (DESIGN §16): each ``MEMORY.md`` that no longer matches its
         cards (``git pull``/``merge``/``checkout``, an editor) is rebuilt from them, with no
-        history entry; so are the git files a store in git lacks. Run by the app at start and after each outside change, and by every
-        ``memory`` command before it reads. An untrusted project store is left as it came."""
+        history entry; so are the git files a store in git lacks. Run by the app at start and
+        after each outside change, and by every ``memory`` command before it reads. An untrusted
+        project store is left as it came. A folder whose stat stamp is what the last check saw
+        is not parsed again (memory/store/stamp.py)."""
         levels = [lv for lv in self.stores if lv is Level.USER or self.project_trusted]
+        stamps = {lv: (stamp_path(self.paths.home, self.store(lv).dir), folder_stamp(self.fs, self.store(lv).dir))
+                  for lv in levels}
+        due = [lv for lv, (path, now) in stamps.items() if now is None or read_stamp(self.fs, path) != now]
+        if not due:
+            return []
         with self.locked(timeout):
             if journal.needs_recovery(self.layout):
                 # An interrupted batch is finished by the first read (its roll-forward writes
                 # MEMORY.md too), and ``doctor`` must still see it: nothing to do here.
                 return []
-            return transaction.rebuild_indexes_locked(self.layout, None, levels)
+            rebuilt = transaction.rebuild_indexes_locked(self.layout, None, due)
+        for lv in due:
+            # Only a state found in step is stamped: after a rebuild the next call checks once
+            # more (a change racing the check is then seen, never stamped as checked).
+            path, now = stamps[lv]
+            if lv not in rebuilt and now is not None:
+                write_stamp(self.fs, path, now)
+        return rebuilt
 
     def repair_trash(self) -> list[str]:
         """Replace a ``.trash`` symlink with a real folder (doctor --fix)."""
