@@ -281,9 +281,15 @@ def _show(stores: MemoryStores, args: argparse.Namespace) -> int:
     if reason is not None:
         _err(reason)
         return EXIT_ERROR
+    from memory.store.store import parse_note
     from memory.store.stores import cites_header
 
     data = st.fs.read_bytes(st.dir / args.file)
+    note = parse_note(st.level, args.file, data)
+    if note.conflict is not None:
+        # Like read_memory: neither side as the card (`memory doctor` names both versions).
+        _err(f"{args.file} is {note.broken}")
+        return EXIT_ERROR
     # A cited card's citations as they stand now, above the file (what read_memory shows the model).
     sys.stdout.write(cites_header(stores.grounding_of(args.level, args.file)))
     sys.stdout.write(data.decode("utf-8", "replace"))

@@ -5,18 +5,26 @@ with what to do, never "fixed" away. Safe repairs are finishing or dropping an i
 transaction and rebuilding ``MEMORY.md`` from the notes. Stale cards (DESIGN §14) are reported
 as information, not problems: a card whose code moved on may still hold, and only a person (or
 the memory model, from a turn that showed the code) can say; nothing is deleted for it.
+
+Stores shared through git (DESIGN §16): a conflicted card is a finding naming both versions, and
+a card this workspace deleted that is back (a merge kept another branch's change) is one for a
+person to decide; neither is ever "fixed" by taking a side.
 """
 
 from __future__ import annotations
 
+import base64
 import stat
 from dataclasses import dataclass, field
 
 from memory.constants import INDEX_FILE, Level
 from memory.jobs.spool import DAMAGED_DIR, Spool, SpoolError
-from memory.store.store import GIT_FILES, TRASH_DIR, filename_problem, render_index
+from memory.model import Change, HistoryEntry, Note
+from memory.sharing.log import last_author
+from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
+from memory.store.store import GIT_FILES, TRASH_DIR, filename_problem, render_index, sha256
 from memory.store.stores import MemoryStores
-from memory.text.names import quote
+from memory.text.names import quote, sanitize_summary, sanitize_title
 
 
 @dataclass
@@ -40,6 +48,7 @@ class DoctorReport:
 def diagnose(stores: MemoryStores) -> DoctorReport:
     report = DoctorReport()
     add = report.findings.append
+    history = stores.history()
     jdir = stores.paths.journal_dir
     if jdir.exists():
         for name in sorted(p.name for p in jdir.iterdir()):
@@ -79,12 +88,14 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
                 continue
             note = st.read_note(name)
             notes.append(note)
-            if note.broken:
+            if note.conflict is not None:
+                add(Finding(conflict_message(note), False))
+            elif note.broken:
                 add(Finding(f"{level} store: {name}: {note.broken} (edit the file; it is listed by filename)", False))
         if index_problem is None and st.read_index_file() != render_index(notes):
             add(Finding(f"{level} store: {INDEX_FILE} does not match the notes", True))
-        if level is Level.PROJECT and not (st.dir / ".gitignore").exists():
-            add(Finding("project store: .gitignore (keeping .trash/ out of git) is missing", True))
+        report.findings += deleted_here(stores, level, notes, history)
+        report.findings += git_file_findings(stores, level)
     for entry in Spool(stores.paths, stores.fs).list(None):
         if entry.problem is not None:
             add(Finding(f"spool: {entry.problem} (--fix moves it, bytes kept, to spool/{DAMAGED_DIR}/)", True))
@@ -92,6 +103,66 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
             add(Finding(f"spool: job {entry.id} belongs to a workspace that no longer exists", False))
     report.stale = stale_cards(stores)
     return report
+
+
+def git_file_findings(stores: MemoryStores, level: Level) -> list[Finding]:
+    """The git files a store in git lacks: written before doctor runs (``refresh_indexes``)
+    unless that could not write them; ``--fix`` writes them."""
+    folder = stores.store(level).dir
+    out: list[Finding] = []
+    if level is Level.PROJECT and not (folder / ".gitignore").exists():
+        out.append(Finding("project store: .gitignore (keeping .trash/ out of git) is missing", True))
+    if (level is Level.PROJECT or stores.layout.user_in_git) and not (folder / ".gitattributes").exists():
+        out.append(Finding(f"{level} store: .gitattributes (MEMORY.md merge=union, so merges of cards do not "
+                           "conflict on it) is missing", True))
+    return out
+
+
+def _side(text: str) -> str:
+    """One side of a conflicted card as ``title — summary`` (its own front matter), or why not."""
+    try:
+        meta = parse_meta(split_note(text)[0])
+    except FrontMatterError as e:
+        return f"(its front matter does not parse: {e})"
+    title = sanitize_title(meta.title) or "(no title)"
+    summary = sanitize_summary(meta.summary)
+    return f"{title} — {summary}" if summary else title
+
+
+def conflict_message(note: Note) -> str:
+    """A conflicted card's finding, naming both versions (DESIGN §16)."""
+    assert note.conflict is not None
+    return (
+        f"{note.level} store: {note.filename} is conflicted (changed on two branches): "
+        f"ours: {_side(note.conflict.ours)}, theirs: {_side(note.conflict.theirs)}; "
+        "resolve it in the card editor or with `memory apply` of an update"
+    )
+
+
+def deleted_here(stores: MemoryStores, level: Level, notes: list[Note], history: list[HistoryEntry]) -> list[Finding]:
+    """A card present now whose last change by this workspace's batches was a delete: it came
+    back from outside (a merge kept another branch's change of it, DESIGN §16). A person
+    decides; any later batch of ours writing it (an edit, a confirm) settles it."""
+    last: dict[str, tuple[HistoryEntry, Change]] = {}
+    for entry in history:
+        for ch in entry.changes:
+            if ch.level is level:
+                last[ch.filename] = (entry, ch)
+    present = {n.filename: n for n in notes}
+    out: list[Finding] = []
+    for name, (entry, ch) in sorted(last.items()):
+        note = present.get(name)
+        if ch.after_sha is not None or note is None:
+            continue
+        keep = "keep it (edit or `memory confirm` it) or delete it again"
+        if ch.before_b64 is not None and sha256(base64.b64decode(ch.before_b64)) == note.sha256:
+            out.append(Finding(f"{level} store: {name} was deleted here ({entry.time}) and is back unchanged "
+                               f"(restored from git?); {keep}", False))
+            continue
+        author = note.meta.author or last_author(stores, level, name) or "someone"
+        out.append(Finding(f"{level} store: {name} was deleted here ({entry.time}) and changed by {author} "
+                           f"on another branch; {keep}", False))
+    return out
 
 
 def stale_cards(stores: MemoryStores) -> list[tuple[str, str]]:

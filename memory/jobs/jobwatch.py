@@ -27,7 +27,7 @@ from memory.events import (
     JobTakenOver,
     MemoryEvent,
 )
-from memory.jobs.pipeline import TOOK_OVER, merged_index
+from memory.jobs.pipeline import EXCERPT_SEP, TOOK_OVER, merged_index
 from memory.jobs.spool import Job, JobViewState, Spool, SpoolEntry
 from memory.model import HistoryEntry
 from memory.store.stores import MemoryStores
@@ -152,7 +152,8 @@ class JobWatch:
         for entry in history:
             if job_id in entry.jobs:
                 return entry, None
-            _, sep, took = entry.label.partition(TOOK_OVER)
+            # The excerpt after EXCERPT_SEP is a person's text: it may say " took over " too.
+            _, sep, took = entry.label.partition(EXCERPT_SEP)[0].partition(TOOK_OVER)
             if sep and job_id in took.split() and entry.jobs:
                 return entry, entry.jobs[0]
         return None, None

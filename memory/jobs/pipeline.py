@@ -445,13 +445,20 @@ class Pipeline:
 
 
 TOOK_OVER = " took over "
+# What follows it in a label is the turn's excerpt (a person's words, for ``memory log``): read
+# past, never parsed (the part before it holds no ": ").
+EXCERPT_SEP = ": "
 
 
 def job_label(job: Job) -> str:
     """The history label of a job's batch; it names the jobs it took over, so that a process
-    waiting for one of those learns what became of it (``Manager.wait_for``)."""
+    waiting for one of those learns what became of it (``Manager.wait_for``), then the turn's
+    excerpt (``memory log`` shows which turn a batch came from)."""
     label = f"memory job {job.id}{consolidation_label(job)}"
-    return f"{label}{TOOK_OVER}{' '.join(job.merged_from)}" if job.merged_from else label
+    if job.merged_from:
+        label += f"{TOOK_OVER}{' '.join(job.merged_from)}"
+    excerpt = job.excerpt() if job.purpose != "consolidate" else ""
+    return f"{label}{EXCERPT_SEP}{excerpt}" if excerpt else label
 
 
 def merged_index(stores: MemoryStores) -> str | None:

@@ -97,7 +97,7 @@ def apply_locked(
     closed = source != MANUAL_SOURCE and not trust.project_trusted(layout)
     batch = _Batch(layout, Plan(layout.stores), source, expected, now, BatchResult(rejected=list(rejected)), closed)
     for index, raw in pairs:
-        op, rejection = _validated(index, raw)
+        op, rejection = _validated(index, _without_home(raw))
         if rejection is not None:
             batch.result.rejected.append(rejection)
         elif op is not None:
@@ -192,22 +192,21 @@ def _plan_op(batch: _Batch, index: int, op: Operation) -> None:
     problem = store.folder_problem()
     if problem is not None:
         return batch.reject(index, op, problem)
-    if level is Level.PROJECT:
-        op = _without_home(op)
     if op.action is Action.CREATE:
         return _plan_create(batch, index, op, level)
     return _plan_change(batch, store, index, op, level)
 
 
-def _without_home(op: Operation) -> Operation:
-    """A project card is pushed to the whole team: the person's home path is written ``~``."""
-    update = {
-        name: tilde_home(value)
-        for name in ("title", "summary", "content")
-        if isinstance(value := getattr(op, name), str) and value
-    }
-    changed = {k: v for k, v in update.items() if v != getattr(op, k)}
-    return op.model_copy(update=changed) if changed else op
+def _without_home(raw: Any) -> Any:
+    """A project card is pushed to the whole team: the person's home path is written ``~`` in
+    its title, summary and content. Done before validation, which cuts a title to its length:
+    a cut must never fall inside the home path."""
+    item = raw.model_dump(mode="json", exclude_none=True) if isinstance(raw, Operation) else raw
+    if not isinstance(item, dict) or item.get("level") != Level.PROJECT.value:
+        return raw
+    changed = {k: tilde_home(v) for k in ("title", "summary", "content") if isinstance(v := item.get(k), str)}
+    changed = {k: v for k, v in changed.items() if v != item[k]}
+    return {**item, **changed} if changed else raw
 
 
 def _plan_create(batch: _Batch, index: int, op: Operation, level: Level) -> None:
@@ -280,7 +279,9 @@ def _plan_change(batch: _Batch, store: Store, index: int, op: Operation, level: 
     else:
         cites = batch.cites(index, op, level)
         meta = _updated_meta(note, op, batch.source, batch.now, cites)
-        writes[filename] = dump_note(meta.model_copy(update={"author": batch.layout.author(level)}), op.content)
+        # The person who changed it, when git knows them; else whoever wrote it stays named.
+        author = batch.layout.author(level) or note.meta.author
+        writes[filename] = dump_note(meta.model_copy(update={"author": author}), op.content)
     title = op.title or note.meta.title
     batch.result.applied.append(AppliedOp(index=index, action=op.action, level=level, filename=filename, title=title))
 
