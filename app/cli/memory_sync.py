@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from memory.store.stores import MemoryStores
 
-EXIT_OK, EXIT_ERROR = 0, 1
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
 def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
@@ -21,7 +21,25 @@ def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
 
 
 def sync(stores: MemoryStores, args: argparse.Namespace) -> int:
-    print("pseudoclaude: memory sync is not built yet", file=sys.stderr)  # H1 replaces this
+    from app.agent.settings import SettingsError, config_file_path, load_settings
+    from memory.sharing.sync import sync_user_store
+
+    try:
+        settings = load_settings()
+    except SettingsError as e:  # the same one line and exit code as every other command's
+        print(f"pseudoclaude: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    for warning in settings.warnings:
+        print(f"pseudoclaude: {warning}", file=sys.stderr)
+    if not settings.user_memory_remote:
+        print(f"pseudoclaude: no user_memory_remote is set in {config_file_path()}; set it to a git URL or a "
+              "local bare repository", file=sys.stderr)
+        return EXIT_ERROR
+    result = sync_user_store(stores, settings.user_memory_remote)
+    if result.ok:
+        print(result.line)
+        return EXIT_OK
+    print(f"pseudoclaude: {result.line}", file=sys.stderr)
     return EXIT_ERROR
 
 

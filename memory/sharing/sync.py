@@ -1,13 +1,74 @@
 """``memory sync``: the user store as a git repository kept in step with ``user_memory_remote``
-(DESIGN §16). Placeholder interface; H1 builds it."""
+(DESIGN §16).
+
+One sync: commit this machine's changes, fetch, refuse a remote whose history was rewritten to
+lose cards this machine has, rebase the local commits onto the remote (a card changed on both
+machines is left conflicted, with both versions, for a person), rebuild ``MEMORY.md``, push, and
+record the remote commit it is now in step with. The store's lock is held while the work tree
+changes, never over the network. Nothing here raises for a git or I/O failure: the result says
+what happened in one line, and every local card is in a local commit before anything else runs.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import filelock
+
+from memory.constants import INDEX_FILE, Level
+from memory.sharing.git import GitError, GitResult, git, git_available
+from memory.store import journal
+from memory.store.conflict import has_conflict
+from memory.store.locks import file_lock
+from memory.store.store import GIT_FILES, StoreError
 from memory.store.stores import MemoryStores
+from memory.store.transaction import TransactionError, rebuild_indexes_locked
+from memory.text.lines import one_line
+from memory.text.redact import redact_url_credentials
 
-__all__ = ["SyncResult", "sync_user_store"]
+__all__ = [
+    "SYNCED_REFS",
+    "SyncResult",
+    "commit_message",
+    "is_card_path",
+    "lost_cards",
+    "remote_problem",
+    "short_remote",
+    "sync_user_store",
+    "synced_ref",
+]
+
+BRANCH = "main"
+REMOTE_REF = "refs/remotes/origin/main"
+# The remote commit of the last sync that integrated it, per remote URL (a new remote is no
+# rewritten old one): a later remote that does not descend from it had its history rewritten
+# (a force-push), and what it lost is measured against it.
+SYNCED_REFS = "refs/pseudoclaude/synced"
+FALLBACK_NAME, FALLBACK_EMAIL = "PseudoClaude", "pseudoclaude@localhost"
+_UNMERGED = ("UU", "AA", "DU", "UD", "AU", "UA", "DD")
+MAX_REBASE_STEPS = 10_000  # one per replayed commit; a bound, not a limit anyone reaches
+# What a user's or the repository's config may not change about a sync: where conflict
+# markers look the way conflict.py reads them, no recorded resolutions replayed, no stash
+# taken behind our back, symlinks from a remote checked out as plain files.
+_CFG = (
+    "-c", "core.symlinks=false",
+    "-c", "core.autocrlf=false",
+    "-c", "core.quotePath=false",
+    "-c", "merge.conflictStyle=merge",
+    "-c", "rerere.enabled=false",
+    "-c", "rebase.autoStash=false",
+    "-c", "rebase.autoSquash=false",
+    "-c", "rebase.updateRefs=false",
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+    "-c", "core.editor=true",
+)
 
 
 @dataclass(frozen=True)
@@ -22,5 +83,431 @@ class SyncResult:
     conflicted: tuple[str, ...] = field(default=())  # cards left conflicted by the rebase
 
 
+class _Fail(Exception):
+    """Ends a sync with ``SyncResult(ok=False, line=...)`` (and what it did know)."""
+
+    def __init__(self, line: str, conflicted: tuple[str, ...] = (), pulled: tuple[str, ...] = ()) -> None:
+        super().__init__(line)
+        self.line = line
+        self.conflicted = conflicted
+        self.pulled = pulled
+
+
+# -- pure helpers --------------------------------------------------------------------------------
+
+
+def remote_problem(remote: str) -> str | None:
+    """Why ``remote`` must not be handed to git, or None (the settings check the same; this is
+    the door every caller passes)."""
+    if not remote.strip():
+        return "no remote is set"
+    if remote.startswith("-"):
+        return "a remote must be a git URL or a path, not an option"
+    if not remote.isprintable() or any(c.isspace() for c in remote):
+        return "a remote is one git URL or path, without spaces or control characters"
+    if "::" in remote:
+        return "remote helpers (`transport::address`) are not allowed"
+    return None
+
+
+def synced_ref(remote: str) -> str:
+    """The ref recording the last commit of ``remote`` a sync integrated."""
+    return f"{SYNCED_REFS}/{hashlib.sha256(remote.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
+
+
+def short_remote(remote: str, width: int = 160) -> str:
+    """The remote for a message: a URL's password redacted, one line, shortened."""
+    return one_line(redact_url_credentials(remote), width)
+
+
+def is_card_path(path: str) -> bool:
+    """A card file of the store, as git names it (top level, ``*.md``, not ``MEMORY.md``)."""
+    return "/" not in path and path.endswith(".md") and path != INDEX_FILE and not path.startswith(".")
+
+
+def commit_message(paths: list[str], host: str) -> str:
+    """The message of a commit of local changes: a subject counting the cards, their names below."""
+    cards = sorted(p for p in paths if is_card_path(p))
+    host = one_line(host, 60) or "this machine"
+    if not cards:
+        return f"PseudoClaude: store files updated on {host}\n"
+    noun = "card" if len(cards) == 1 else "cards"
+    body = "".join(f"- {one_line(name, 120)}\n" for name in cards[:200])
+    more = f"- … and {len(cards) - 200} more\n" if len(cards) > 200 else ""
+    return f"PseudoClaude: {len(cards)} {noun} changed on {host}\n\n{body}{more}"
+
+
+def lost_cards(synced_tree: list[str], remote_tree: list[str], local: set[str]) -> list[str]:
+    """Cards the last synced remote commit had, this machine still has, and the remote lost."""
+    remote = set(remote_tree)
+    return sorted(p for p in synced_tree if is_card_path(p) and p in local and p not in remote)
+
+
+def _reason(res: GitResult) -> str:
+    """git's first ``fatal:``/``error:`` line (its last line is often advice), one short line."""
+    for line in (res.err + "\n" + res.out).splitlines():
+        if line.startswith(("fatal: ", "error: ")):
+            text = line.removeprefix("fatal: ").removeprefix("error: ")
+            break
+    else:
+        text = res.reason()
+    return one_line(redact_url_credentials(text), 200)
+
+
+def _names(names: list[str] | tuple[str, ...], limit: int = 5) -> str:
+    shown = ", ".join(one_line(n, 60) for n in names[:limit])
+    return shown + (", …" if len(names) > limit else "")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# -- the repository ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Repo:
+    dir: Path
+    timeout: float
+
+    def run(
+        self, *args: str, check: bool = True, env: dict[str, str] | None = None, input: bytes | None = None
+    ) -> GitResult:
+        res = git(self.dir, *_CFG, *args, check=False, timeout=self.timeout, env=env, input=input)
+        if check and not res.ok:
+            # Named by its subcommand (git.py would name the first ``-c``).
+            raise GitError(f"git {args[0] if args else ''}: {_reason(res)}")
+        return res
+
+    def rev(self, ref: str) -> str | None:
+        res = self.run("rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False)
+        return res.out.strip() if res.ok and res.out.strip() else None
+
+    def tree(self, commit: str) -> list[str]:
+        out = self.run("ls-tree", "-z", "--name-only", commit).out
+        return [p for p in out.split("\0") if p]
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        return self.run("merge-base", "--is-ancestor", older, newer, check=False).code == 0
+
+    def rebasing(self) -> bool:
+        gitdir = self.dir / ".git"
+        return (gitdir / "rebase-merge").is_dir() or (gitdir / "rebase-apply").is_dir()
+
+    def identity_env(self) -> dict[str, str]:
+        """The person's git identity when set; otherwise fallbacks, so a machine without one still syncs."""
+        env: dict[str, str] = {}
+        if not self.run("config", "--get", "user.name", check=False).out.strip():
+            env |= {"GIT_AUTHOR_NAME": FALLBACK_NAME, "GIT_COMMITTER_NAME": FALLBACK_NAME}
+        if not self.run("config", "--get", "user.email", check=False).out.strip():
+            env |= {"GIT_AUTHOR_EMAIL": FALLBACK_EMAIL, "GIT_COMMITTER_EMAIL": FALLBACK_EMAIL}
+        return env
+
+    def changed(self, old: str | None, new: str | None) -> list[str]:
+        if new is None or old == new:
+            return []
+        if old is None:
+            return self.tree(new)
+        out = self.run("diff", "--name-only", "-z", "--no-renames", old, new).out
+        return [p for p in out.split("\0") if p]
+
+
+def _host() -> str:
+    try:
+        return socket.gethostname()
+    except OSError:
+        return ""
+
+
+# -- one sync ------------------------------------------------------------------------------------
+
+
+class _Sync:
+    def __init__(self, stores: MemoryStores, remote: str, timeout: float) -> None:
+        self.stores = stores
+        self.remote = remote
+        self.short = short_remote(remote)
+        self.synced = synced_ref(remote)
+        self.timeout = timeout
+        self.repo = _Repo(stores.user.dir, timeout)
+        self.host = _host()
+        self.pulled: set[str] = set()
+        self.pushed = 0
+
+    def run(self) -> SyncResult:
+        with self.stores.locked(self.timeout):
+            self.prepare_locked()
+        remote_head = self.fetch()
+        base = self.check_rewrite(remote_head)
+        with self.stores.locked(self.timeout):
+            conflicted = self.integrate_locked(remote_head, base)
+        if conflicted:
+            raise _Fail(
+                f"memory sync: {_plural(len(conflicted), 'card')} changed on two machines "
+                f"{'is' if len(conflicted) == 1 else 'are'} conflicted ({_names(conflicted)}); "
+                f"resolve {'it' if len(conflicted) == 1 else 'them'}, the next sync pushes",
+                conflicted,
+                tuple(sorted(self.pulled)),
+            )
+        self.push(remote_head)
+        parts = [f"{_plural(len(self.pulled), 'card')} pulled", f"{_plural(self.pushed, 'commit')} pushed"]
+        return SyncResult(
+            ok=True,
+            line=f"memory sync: in step with {self.short} ({', '.join(parts)})",
+            pulled=tuple(sorted(self.pulled)),
+            pushed=self.pushed,
+        )
+
+    # -- local ---------------------------------------------------------------------------------
+
+    def prepare_locked(self) -> None:
+        """The store folder as a repository on ``main`` with ``origin`` = the remote, its git
+        files and index written, and every local change committed."""
+        problem = self.stores.user.folder_problem()
+        if problem is not None:
+            raise _Fail(f"memory sync: {problem}")
+        d = self.repo.dir
+        d.mkdir(parents=True, exist_ok=True)
+        gitdir = d / ".git"
+        if os.path.lexists(gitdir) and not (gitdir.is_dir() and not gitdir.is_symlink()):
+            raise _Fail(f"memory sync: {gitdir} is not a git folder; refusing to use it")
+        if not gitdir.exists():
+            self.repo.run("init", "-q", "-b", BRANCH)
+        self.recover_interrupted_rebase()
+        head = self.repo.run("symbolic-ref", "-q", "HEAD", check=False).out.strip()
+        if head != f"refs/heads/{BRANCH}":
+            raise _Fail(f"memory sync: the user store's repository {d} is on {one_line(head, 60) or 'no branch'}, "
+                        f"not {BRANCH}; switch it back with git")
+        url = self.repo.run("remote", "get-url", "origin", check=False)
+        if not url.ok:
+            self.repo.run("remote", "add", "origin", "--", self.remote)
+        elif url.out.strip() != self.remote:
+            self.repo.run("remote", "set-url", "origin", "--", self.remote)
+        journal.recover_locked(self.stores.layout)
+        self.rebuild_locked()
+
+    def recover_interrupted_rebase(self) -> None:
+        """A sync that died mid-rebase: abort it (its commits are all still on the branch)
+        unless something was written into that half-done tree since, which only git can sort out."""
+        if not self.repo.rebasing():
+            return
+        status = self.repo.run("status", "--porcelain", "-z", "--no-renames", "--untracked-files=all").out
+        # Staged entries are that sync's own resolutions; a change in the work tree or a new
+        # file was written since (the app), and an abort would throw it away.
+        if any(e[:2] not in _UNMERGED and (e[1:2] != " " or e.startswith("??")) for e in status.split("\0") if e):
+            raise _Fail(f"memory sync: an earlier sync was interrupted while rebasing {self.repo.dir} and files "
+                        "changed since; finish or abort that rebase with git")
+        self.repo.run("rebase", "--abort")
+
+    def rebuild_locked(self) -> None:
+        """MEMORY.md (and the git files) from the cards, then everything committed."""
+        rebuild_indexes_locked(self.stores.layout, None, [Level.USER])
+        self.commit_locked()
+
+    def commit_locked(self) -> None:
+        self.repo.run("add", "-A")
+        staged = self.repo.run("diff", "--cached", "--name-only", "-z", "--no-renames").out
+        paths = [p for p in staged.split("\0") if p]
+        if paths:
+            message = commit_message(paths, self.host).encode()
+            self.repo.run("commit", "-q", "--no-verify", "-F", "-", env=self.repo.identity_env(), input=message)
+
+    # -- the remote ------------------------------------------------------------------------------
+
+    def fetch(self) -> str | None:
+        """``origin/main`` as the remote has it now (None: the remote has no such branch yet)."""
+        res = self.repo.run("fetch", "-q", "--no-tags", "--prune", "origin", check=False)
+        if not res.ok:
+            raise _Fail(f"memory sync: cannot reach {self.short}: {_reason(res)}")
+        return self.repo.rev(REMOTE_REF)
+
+    def check_rewrite(self, remote_head: str | None) -> str | None:
+        """Refuse a remote that lost cards since the last sync in a rewritten history (before
+        the work tree is touched). The commit to replay local work from, or None for all of it."""
+        synced = self.repo.rev(self.synced)
+        if synced is None:
+            return None
+        if remote_head is not None and self.repo.is_ancestor(synced, remote_head):
+            return None  # a normal descendant: deletions there are someone's edits, and sync
+        local = {p for p in self.stores.user.note_names()}
+        lost = lost_cards(self.repo.tree(synced), self.repo.tree(remote_head) if remote_head else [], local)
+        if lost:
+            raise _Fail(
+                f"memory sync: refused: {self.short} lost {_plural(len(lost), 'card')} this machine has "
+                f"({_names(lost)}); its history was rewritten. Nothing was changed here; fix the remote "
+                "or push from here with git"
+            )
+        # Rewritten without loss: only this machine's commits since that sync are replayed.
+        head = self.repo.rev("HEAD")
+        return synced if head is not None and self.repo.is_ancestor(synced, head) else None
+
+    def push(self, remote_head: str | None) -> None:
+        for attempt in (1, 2):
+            head = self.repo.rev("HEAD")
+            if head is None or head == remote_head:
+                return
+            ahead = self.repo.run("rev-list", "--count", head if remote_head is None else f"{remote_head}..{head}")
+            res = self.repo.run("push", "-q", "--no-verify", "origin", f"{head}:refs/heads/{BRANCH}", check=False)
+            if res.ok:
+                self.pushed += int(ahead.out.strip() or 0)
+                self.repo.run("update-ref", REMOTE_REF, head)
+                self.repo.run("update-ref", self.synced, head)
+                return
+            if attempt == 2:
+                break
+            # Someone pushed meanwhile: take their commits in once more, then try again.
+            remote_head = self.fetch()
+            base = self.check_rewrite(remote_head)
+            with self.stores.locked(self.timeout):
+                conflicted = self.integrate_locked(remote_head, base)
+            if conflicted:
+                raise _Fail(f"memory sync: {_plural(len(conflicted), 'card')} changed on two machines now "
+                            f"conflicted ({_names(conflicted)}); resolve them, the next sync pushes", conflicted)
+        raise _Fail(f"memory sync: push to {self.short} refused: {_reason(res)}")
+
+    # -- integration -----------------------------------------------------------------------------
+
+    def integrate_locked(self, remote_head: str | None, base: str | None) -> tuple[str, ...]:
+        """The remote's commits under this machine's (rebase); the cards left conflicted."""
+        self.commit_locked()  # anything written while we were fetching
+        old = self.repo.rev("HEAD")
+        if remote_head is not None:
+            if old is None:
+                self.repo.run("checkout", "-q", "-B", BRANCH, remote_head)
+            elif not self.repo.is_ancestor(remote_head, old):
+                self.rebase(remote_head, base)
+            self.rebuild_locked()
+            self.repo.run("update-ref", self.synced, remote_head)
+        self.pulled |= {p for p in self.repo.changed(old, self.repo.rev("HEAD")) if is_card_path(p)}
+        return tuple(n.filename for n in self.stores.user.notes() if n.conflict is not None)
+
+    def rebase(self, onto: str, base: str | None) -> None:
+        """``git rebase`` of the local commits onto ``onto``; every conflict left in the card
+        with both versions (never a side dropped). Any other failure aborts: the branch is as before."""
+        args = ["rebase", "-q", "--onto", onto, base] if base is not None else ["rebase", "-q", onto]
+        env = self.repo.identity_env()
+        res = self.repo.run(*args, check=False, env=env)
+        stuck = False
+        try:
+            for _ in range(MAX_REBASE_STEPS):
+                if not self.repo.rebasing():
+                    if res.ok:
+                        return
+                    raise _Fail(f"memory sync: cannot rebase onto {self.short}: {_reason(res)}")
+                unmerged = self.unmerged()
+                if not unmerged and not res.ok:
+                    # Stopped for something else than a conflict: one more try, then give up.
+                    if stuck:
+                        raise _Fail(f"memory sync: rebase onto {self.short} stopped: {_reason(res)}")
+                    stuck = True
+                for path, stages in unmerged.items():
+                    self.resolve(path, stages)
+                # A step whose resolution equals what is already there (a change kept on one
+                # machine, deleted on the other): nothing to commit, so skipped.
+                empty = self.repo.run("diff", "--cached", "--quiet", "HEAD", check=False).ok
+                res = self.repo.run("rebase", "--skip" if empty else "--continue", check=False, env=env)
+            raise _Fail(f"memory sync: rebase onto {self.short} did not finish")
+        except (_Fail, GitError, OSError):
+            if self.repo.rebasing():
+                self.repo.run("rebase", "--abort", check=False)
+            raise
+
+    def unmerged(self) -> dict[str, dict[int, str]]:
+        """path -> {stage: blob} of the paths a rebase step left unmerged (1 base, 2 remote, 3 local)."""
+        out: dict[str, dict[int, str]] = {}
+        for entry in self.repo.run("ls-files", "-u", "-z").out.split("\0"):
+            if not entry:
+                continue
+            meta, _, path = entry.partition("\t")
+            _mode, blob, stage = meta.split()
+            out.setdefault(path, {})[int(stage)] = blob
+        return out
+
+    def resolve(self, path: str, stages: dict[int, str]) -> None:
+        """Settle one unmerged path without losing a side: a card changed on both gets both
+        versions with conflict markers (a conflicted card, for a person); a card changed on one
+        and deleted on the other keeps the changed one; ``MEMORY.md`` and the git files are
+        derived, so either side does (rebuilt after the rebase)."""
+        derived = path == INDEX_FILE or path in GIT_FILES
+        if 2 in stages and 3 in stages and not derived:
+            self.write(path, self.merged(path))
+        elif 2 in stages or 3 in stages:
+            self.repo.run("checkout", "--ours" if 2 in stages else "--theirs", "--", path)
+        else:
+            self.repo.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+            return
+        self.repo.run("add", "--", path)
+
+    def merged(self, path: str) -> bytes:
+        """Both versions of a card in one file, in the hunks git's ``merge-file`` draws, labelled
+        by machine; one whole-file hunk when it cannot (binary content). Bytes as they are."""
+        out = self.repo.run("checkout-index", "--temp", "--stage=all", "-z", "--", path).out
+        names = out.split("\0")[0].partition("\t")[0].split(" ")
+        temps = {stage: self.repo.dir / name for stage, name in zip((1, 2, 3), names, strict=False) if name != "."}
+        try:
+            if 1 not in temps:  # added on both machines: no common version
+                temps[1] = self.repo.dir / f"{temps[2].name}.base"
+                temps[1].write_bytes(b"")
+            remote_label, local_label = f"remote {self.short}", f"this machine {one_line(self.host, 40)}".strip()
+            ours, theirs = temps[2].read_bytes(), temps[3].read_bytes()
+            # In place: the result replaces the first file.
+            res = self.repo.run("merge-file", "-L", remote_label, "-L", "base", "-L", local_label,
+                                str(temps[2]), str(temps[1]), str(temps[3]), check=False)
+            result = temps[2].read_bytes()
+            if res.code == 0 or (0 < res.code < 128 and has_conflict(result.decode("utf-8", "replace"))):
+                return result
+            # merge-file could not (binary content): both versions whole.
+            return (f"<<<<<<< {remote_label}\n".encode() + _with_newline(ours) + b"=======\n"
+                    + _with_newline(theirs) + f">>>>>>> {local_label}\n".encode())
+        finally:
+            for f in temps.values():
+                f.unlink(missing_ok=True)
+
+    def write(self, path: str, data: bytes) -> None:
+        target = self.repo.dir / path
+        real_dir = os.path.realpath(self.repo.dir)
+        if os.path.commonpath([real_dir, os.path.realpath(target.parent)]) != real_dir or target.is_symlink():
+            raise _Fail(f"memory sync: refusing to write {one_line(path, 60)} outside the store")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def _with_newline(data: bytes) -> bytes:
+    return data if not data or data.endswith(b"\n") else data + b"\n"
+
+
+@contextmanager
+def _sync_lock(stores: MemoryStores, timeout: float) -> Iterator[None]:
+    """One sync of a home at a time (the app at start or quit, and `memory sync`)."""
+    stores.fs.makedirs(stores.paths.locks_dir, 0o700)
+    lock = file_lock(stores.paths.locks_dir / "user-sync.lock", timeout)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise _Fail(f"memory sync: another sync of this user store is running ({lock.lock_file})") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def sync_user_store(stores: MemoryStores, remote: str, *, timeout: float = 60.0) -> SyncResult:
-    return SyncResult(ok=False, line="memory sync is not built yet")
+    """Keep the user store in step with ``remote`` (see the module's docstring). Never raises
+    for a git, lock or I/O failure: ``ok`` False and one line."""
+    remote = remote.strip()
+    problem = remote_problem(remote)
+    if problem is not None:
+        return SyncResult(ok=False, line=f"memory sync: refused {short_remote(remote)!r}: {problem}")
+    if not git_available():
+        return SyncResult(ok=False, line="memory sync: git is not installed (or not on PATH)")
+    try:
+        with _sync_lock(stores, timeout):
+            return _Sync(stores, remote, timeout).run()
+    except _Fail as e:
+        return SyncResult(ok=False, line=e.line, pulled=e.pulled, conflicted=e.conflicted)
+    except (GitError, TransactionError, StoreError) as e:
+        return SyncResult(ok=False, line=f"memory sync: {one_line(redact_url_credentials(str(e)), 300)}")
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        return SyncResult(ok=False, line=f"memory sync: {one_line(where + (e.strerror or str(e)), 300)}")

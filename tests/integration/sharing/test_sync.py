@@ -1,0 +1,408 @@
+"""``memory sync`` with real git: two homes (two machines) and a local bare remote (DESIGN §16).
+
+Each machine is its own ``PSEUDOCLAUDE_HOME``; the CLI runs as its own process, except where a
+test needs to act between a sync's steps (then in-process, with the same function)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory.constants import MANUAL_SOURCE
+from memory.extract.parser import parse_and_validate
+from memory.sharing import sync as sync_mod
+from memory.sharing.sync import SyncResult, short_remote, sync_user_store
+from memory.store.stores import MemoryStores
+from tests.support.clitools import Result, run_cli
+from tests.support.gittools import clone, commit_all, git, git_run, set_user
+
+pytestmark = pytest.mark.timeout(180)
+
+
+class Machine:
+    """One home with its user store, syncing with ``remote``."""
+
+    def __init__(self, tmp_path: Path, name: str, remote: Path) -> None:
+        self.home = tmp_path / name
+        self.ws = tmp_path / f"{name}-ws"
+        self.ws.mkdir()
+        self.remote = remote
+        self.store = self.home / "memory"
+
+    def cli(self, *args: str, stdin: str | None = None, remote: str | None = None) -> Result:
+        return run_cli(None, self.ws, *args, stdin=stdin, PSEUDOCLAUDE_HOME=str(self.home),
+                       PSEUDOCLAUDE_USER_MEMORY_REMOTE=str(self.remote) if remote is None else remote)
+
+    def apply(self, *ops: dict[str, Any]) -> list[str]:
+        """A person's ops, as ``memory apply`` applies them (in-process: the CLI is tested elsewhere)."""
+        parsed = parse_and_validate(json.dumps(list(ops)))
+        result = self.stores().apply(parsed.ops, source=MANUAL_SOURCE, label="memory apply")
+        assert not result.rejected and not result.conflicts, result
+        return [a.filename for a in result.applied]
+
+    def add(self, title: str, content: str) -> str:
+        return self.apply({"action": "create", "level": "user", "type": "user_preference", "title": title,
+                           "content": content})[0]
+
+    def update(self, filename: str, content: str) -> None:
+        self.apply({"action": "update", "level": "user", "filename": filename, "content": content})
+
+    def delete(self, filename: str) -> None:
+        self.apply({"action": "delete", "level": "user", "filename": filename})
+
+    def sync(self) -> Result:
+        return self.cli("memory", "sync")
+
+    def synced(self, cli: bool = False) -> str:
+        """One sync that must succeed; its line. In-process unless ``cli`` (the same function)."""
+        if not cli:
+            result = sync_user_store(self.stores(), str(self.remote))
+            assert result.ok, result.line
+            return result.line + "\n"
+        res = self.sync()
+        assert res.code == 0, res.err
+        assert res.err == "" and res.out.startswith("memory sync: in step with "), res
+        return res.out
+
+    def files(self) -> dict[str, bytes]:
+        """The store as a person sees it: every file but git's own folder."""
+        return {p.name: p.read_bytes() for p in sorted(self.store.iterdir()) if p.is_file()}
+
+    def stores(self) -> MemoryStores:
+        return MemoryStores(self.ws, self.home)
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    return bare
+
+
+def remote_head(remote: Path) -> str:
+    res = git_run(remote, "rev-parse", "--verify", "-q", "refs/heads/main")
+    return res.stdout.strip()
+
+
+def remote_cards(remote: Path) -> list[str]:
+    names = git(remote, "ls-tree", "--name-only", "main").split()
+    return sorted(n for n in names if n.endswith(".md") and n != "MEMORY.md")
+
+
+def body(machine: Machine, name: str) -> str:
+    return (machine.store / name).read_text()
+
+
+def healthy(machine: Machine) -> None:
+    res = machine.cli("memory", "doctor")
+    assert res.code == 0, res.out + res.err
+
+
+def test_two_machines_converge_both_ways(tmp_path: Path, remote: Path) -> None:
+    a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
+    tabs = a.add("Likes tabs", "Indent with tabs.")
+    vim = a.add("Uses vim", "Edits in vim.")
+    assert "1 commit pushed" in a.synced(cli=True)
+    assert remote_cards(remote) == sorted([tabs, vim])
+    assert "2 cards pulled" in b.synced(cli=True)
+    assert b.files() == a.files()
+    b.update(vim, "Edits in neovim now.")
+    short = b.add("Short answers", "Keep answers short.")
+    b.synced()
+    out = a.synced(cli=True)
+    assert "2 cards pulled" in out and "0 commits pushed" in out
+    assert a.files() == b.files()
+    assert "Edits in neovim now." in body(a, vim) and (a.store / short).is_file()
+    assert (a.store / "MEMORY.md").read_text().count("\n") == 3
+    assert remote_cards(remote) == sorted([tabs, vim, short])
+    for m in (a, b):
+        healthy(m)
+        assert m.synced(cli=True).endswith("(0 cards pulled, 0 commits pushed)\n")
+
+
+def test_diverged_machines_keep_every_card(tmp_path: Path, remote: Path) -> None:
+    a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
+    # First syncs of two machines that both have cards: unrelated histories.
+    x = a.add("Card from A", "a")
+    y = b.add("Card from B", "b")
+    a.synced()
+    b.synced()
+    a.synced()
+    # Then diverged again, both after a sync.
+    z = a.add("Second from A", "a2")
+    w = b.add("Second from B", "b2")
+    b.synced()
+    a.synced()
+    b.synced()
+    everyone = sorted([x, y, z, w])
+    assert remote_cards(remote) == everyone
+    assert a.files() == b.files()
+    assert sorted(n for n in a.files() if n.endswith(".md") and n != "MEMORY.md") == everyone
+    for m in (a, b):
+        healthy(m)
+        listed = m.cli("memory", "index").out
+        assert all(listed.count(f"({n})") == 1 for n in everyone), listed
+
+
+def test_a_card_edited_on_both_machines_is_conflicted_until_a_person_resolves_it(tmp_path: Path,
+                                                                                remote: Path) -> None:
+    a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
+    card = a.add("Editor choice", "Uses vim.")
+    a.synced()
+    b.synced()
+    a.update(card, "Uses emacs, says A.")
+    b.update(card, "Uses helix, says B.")
+    a.synced()
+    before = remote_head(remote)
+    res = b.sync()
+    assert res.code == 1 and res.out == ""
+    assert res.err.count("\n") == 1 and "conflicted" in res.err and card in res.err, res.err
+    assert remote_head(remote) == before  # nothing pushed while conflicted
+    text = body(b, card)
+    assert "<<<<<<< " in text and "Uses emacs, says A." in text and "Uses helix, says B." in text
+    index = b.cli("memory", "index")
+    assert card not in index.out and "Editor choice" not in index.out
+    assert "conflicted" in index.err
+    assert b.cli("memory", "doctor").code == 1
+    # Still conflicted: a second sync still pushes nothing.
+    assert b.sync().code == 1 and remote_head(remote) == before
+    b.update(card, "Uses helix; A agrees.")
+    b.synced()
+    a.synced()
+    assert a.files() == b.files()
+    assert "<<<<<<<" not in body(a, card) and "Uses helix; A agrees." in body(a, card)
+    for m in (a, b):
+        healthy(m)
+        assert "Editor choice" in m.cli("memory", "index").out
+
+
+def test_changed_on_one_machine_and_deleted_on_the_other_keeps_the_change(tmp_path: Path, remote: Path) -> None:
+    a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
+    kept_by_a = a.add("Edited on A", "v1")
+    kept_by_b = a.add("Edited on B", "v1")
+    a.synced()
+    b.synced()
+    a.update(kept_by_a, "v2 from A")
+    b.delete(kept_by_a)
+    b.update(kept_by_b, "v2 from B")
+    a.delete(kept_by_b)
+    b.synced()
+    a.synced()
+    b.synced()
+    assert a.files() == b.files()
+    assert "v2 from A" in body(a, kept_by_a) and "v2 from B" in body(a, kept_by_b)
+    assert remote_cards(remote) == sorted([kept_by_a, kept_by_b])
+
+
+def test_a_deletion_on_another_machine_syncs(tmp_path: Path, remote: Path) -> None:
+    a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
+    gone = a.add("Old habit", "x")
+    stays = a.add("Good habit", "y")
+    a.synced()
+    b.synced()
+    b.delete(gone)
+    b.synced()
+    assert "1 card pulled" in a.synced()
+    assert not (a.store / gone).exists() and (a.store / stays).exists()
+
+
+def test_an_unreachable_remote_fails_in_one_line_and_changes_nothing(tmp_path: Path, remote: Path) -> None:
+    a = Machine(tmp_path, "a", remote)
+    a.add("Kept", "k")
+    a.synced()
+    a.add("Not pushed yet", "n")
+    before = a.files()
+    missing = str(tmp_path / "no-such-remote.git")
+    res = a.cli("memory", "sync", remote=missing)
+    assert res.code == 1 and res.out == ""
+    assert res.err.count("\n") == 1 and res.err.startswith(f"pseudoclaude: memory sync: cannot reach {short_remote(missing)}: ")
+    assert a.files() == before
+    # A machine's first sync, offline: its cards are all still there.
+    c = Machine(tmp_path, "c", remote)
+    first = c.add("Offline card", "o")
+    cards_before = {n: v for n, v in c.files().items() if n.endswith(".md")}
+    res = c.cli("memory", "sync", remote=missing)
+    assert res.code == 1 and res.err.count("\n") == 1
+    assert {n: v for n, v in c.files().items() if n.endswith(".md")} == cards_before and first in cards_before
+    # Back online: the card made offline is pushed.
+    assert "1 commit pushed" in a.synced(cli=True)
+
+
+def test_a_remote_rewritten_to_drop_cards_is_refused(tmp_path: Path, remote: Path) -> None:
+    a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
+    first = a.add("First", "1")
+    a.synced()
+    second = a.add("Second", "2")
+    third = a.add("Third", "3")
+    a.synced()
+    b.synced()
+    scratch = clone(remote, tmp_path / "scratch", "Mallory")
+    git(scratch, "reset", "-q", "--hard", "HEAD~1")
+    (scratch / "new.md").write_text("---\ntitle: New\ntype: user_preference\n---\nnew\n")
+    commit_all(scratch, "rewritten")
+    git(scratch, "push", "-q", "--force", "origin", "main")
+    rewritten = remote_head(remote)
+    before = a.files()
+    res = a.sync()
+    assert res.code == 1 and res.err.count("\n") == 1
+    assert "refused" in res.err and "lost 2 cards" in res.err and second in res.err and third in res.err
+    assert "history was rewritten" in res.err
+    assert a.files() == before and remote_head(remote) == rewritten
+    # Refused again on the next try, and on the other machine too: never mirrored.
+    assert a.sync().code == 1 and b.sync().code == 1
+    assert (b.store / second).exists() and remote_head(remote) == rewritten
+    assert remote_cards(remote) == sorted([first, "new.md"])
+
+
+def test_a_rewritten_remote_that_lost_nothing_here_syncs(tmp_path: Path, remote: Path) -> None:
+    a = Machine(tmp_path, "a", remote)
+    first = a.add("First", "1")
+    a.synced()
+    second = a.add("Second", "2")
+    a.synced()
+    scratch = clone(remote, tmp_path / "scratch", "Ann")
+    git(scratch, "commit", "-q", "--amend", "-m", "reworded")
+    git(scratch, "push", "-q", "--force", "origin", "main")
+    third = a.add("Third", "3")
+    a.synced()
+    assert remote_cards(remote) == sorted([first, second, third])
+
+
+def test_without_a_remote_sync_says_how_to_set_one(tmp_path: Path, remote: Path) -> None:
+    a = Machine(tmp_path, "a", remote)
+    res = a.cli("memory", "sync", remote="")
+    assert res.code == 1 and res.out == ""
+    assert res.err == (f"pseudoclaude: no user_memory_remote is set in {a.home / 'config.toml'}; set it to a git "
+                       "URL or a local bare repository\n")
+    # From config.toml it works like the environment.
+    a.home.mkdir(exist_ok=True)
+    (a.home / "config.toml").write_text(f"user_memory_remote = {json.dumps(str(remote))}\n")
+    a.add("Via config", "c")
+    assert a.cli("memory", "sync", remote="").code == 0
+    assert len(remote_cards(remote)) == 1
+
+
+@pytest.mark.parametrize("hostile", ["-uupload-pack=touch%20pc-owned", "ext::sh%20-c%20touch%20pc-owned",
+                                     "fd::3"])
+def test_a_hostile_remote_is_refused_by_the_settings(tmp_path: Path, remote: Path, hostile: str) -> None:
+    a = Machine(tmp_path, "a", remote)
+    res = a.cli("memory", "sync", remote=hostile)
+    assert res.code == 2 and res.out == ""
+    assert res.err.count("\n") == 1 and "PSEUDOCLAUDE_USER_MEMORY_REMOTE" in res.err
+    assert not (a.store / ".git").exists()
+    # The sync itself refuses it too, whoever calls it.
+    result = sync_user_store(a.stores(), hostile)
+    assert not result.ok and result.line.startswith("memory sync: refused") and "\n" not in result.line
+    assert not (a.store / ".git").exists()
+
+
+# -- in-process: acting between a sync's steps -----------------------------------------------------
+
+
+def test_a_push_rejected_because_the_remote_moved_is_retried_once(tmp_path: Path, remote: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
+    a.add("From A", "a")
+    a.synced()
+    b.synced()
+    late = b.add("Pushed meanwhile", "b")
+    mine = a.add("Mine", "m")
+    original = sync_mod._Sync.integrate_locked
+    calls: list[int] = []
+
+    def integrate_then_other_machine_pushes(self: Any, *args: Any) -> tuple[str, ...]:
+        out = original(self, *args)
+        calls.append(1)
+        if len(calls) == 1:
+            assert b.sync().code == 0  # b pushes between a's fetch and a's push
+        return out
+
+    monkeypatch.setattr(sync_mod._Sync, "integrate_locked", integrate_then_other_machine_pushes)
+    result = sync_user_store(a.stores(), str(remote))
+    assert result.ok, result.line
+    assert len(calls) == 2 and late in result.pulled and result.pushed >= 1
+    assert remote_cards(remote) == sorted([*(n for n in a.files() if n.startswith("user_"))])
+    assert mine in remote_cards(remote) and late in remote_cards(remote)
+
+
+def test_a_rebase_that_fails_midway_is_aborted_and_loses_nothing(tmp_path: Path, remote: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
+    card = a.add("Shared", "v1")
+    a.synced()
+    b.synced()
+    a.update(card, "A's version")
+    extra = a.add("A's extra", "x")
+    b.update(card, "B's version")
+    b.synced()
+    before = a.files()
+
+    def broken(self: Any, path: str, stages: Any) -> None:
+        raise OSError(28, "No space left on device", path)
+
+    monkeypatch.setattr(sync_mod._Sync, "resolve", broken)
+    result = sync_user_store(a.stores(), str(remote))
+    assert not result.ok and "No space left on device" in result.line and "\n" not in result.line
+    store = a.store
+    assert not (store / ".git" / "rebase-merge").exists()
+    now = a.files()
+    assert "A's version" in now[card].decode() and extra in now
+    assert {n: v for n, v in now.items() if n != "MEMORY.md"} == {n: v for n, v in before.items() if n != "MEMORY.md"}
+    monkeypatch.undo()
+    assert a.sync().code == 1  # now it conflicts, as it should, with both versions
+    assert "B's version" in body(a, card) and "A's version" in body(a, card)
+
+
+def test_a_held_store_lock_fails_the_sync_in_one_line(tmp_path: Path, remote: Path) -> None:
+    a = Machine(tmp_path, "a", remote)
+    a.add("Card", "c")
+    stores = a.stores()
+    with stores.locked():
+        result = sync_user_store(stores, str(remote), timeout=0.2)
+    assert result == SyncResult(ok=False, line=result.line)
+    assert "locked" in result.line and "\n" not in result.line
+    assert remote_head(remote) == ""
+
+
+def test_commits_carry_the_persons_identity_or_a_fallback(tmp_path: Path, remote: Path) -> None:
+    a = Machine(tmp_path, "a", remote)
+    card = a.add("Card", "c")
+    a.synced()
+    log = git(a.store, "log", "-1", "--format=%an <%ae>%n%s%n%b")
+    assert log.startswith("PseudoClaude <pseudoclaude@localhost>\nPseudoClaude: 1 card changed on ")
+    assert f"- {card}" in log
+    set_user(a.store, "Ann Example")
+    a.update(card, "c2")
+    a.synced()
+    assert git(a.store, "log", "-1", "--format=%an <%ae>").strip() == "Ann Example <ann.example@example.invalid>"
+
+
+def test_a_sync_that_died_mid_rebase_is_undone_first_unless_cards_changed_since(tmp_path: Path,
+                                                                                remote: Path) -> None:
+    a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
+    card = a.add("Shared", "v1")
+    a.synced()
+    b.synced()
+    a.update(card, "A's version")
+    b.update(card, "B's version")
+    b.synced()
+    # What a killed sync leaves: the local commit, fetched remote, a rebase stopped on a conflict.
+    git(a.store, "add", "-A")
+    git(a.store, "commit", "-q", "-m", "local")
+    git(a.store, "fetch", "-q", "origin")
+    assert git_run(a.store, "rebase", "origin/main").returncode != 0
+    assert (a.store / ".git" / "rebase-merge").is_dir()
+    # A card written into that half-done tree (the app kept running): only git can sort it out.
+    (a.store / "late.md").write_text("---\ntitle: Late\ntype: user_preference\n---\nlate\n")
+    result = sync_user_store(a.stores(), str(remote))
+    assert not result.ok and "interrupted" in result.line and (a.store / "late.md").exists()
+    assert (a.store / ".git" / "rebase-merge").is_dir()
+    (a.store / "late.md").unlink()
+    # Nothing written since: the stale rebase is aborted and this sync does it properly.
+    result = sync_user_store(a.stores(), str(remote))
+    assert not result.ok and result.conflicted == (card,), result
+    assert not (a.store / ".git" / "rebase-merge").exists()
+    assert "A's version" in body(a, card) and "B's version" in body(a, card)
