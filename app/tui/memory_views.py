@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from memory.constants import MANUAL_SOURCE, Action, Level
 from memory.model import rfc3339
+from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
 from memory.store.store import StoreError
+from memory.text.lines import one_line
+from memory.text.names import sanitize_summary, sanitize_title
 from memory.text.terminal import strip_terminal
 from widgets.cards.card_list import CardRow, CiteLine
-from widgets.cards.draft import CardDraft
+from widgets.cards.draft import CardConflict, CardDraft, ConflictSide
 from widgets.pending.state import PendingJob, PendingJobState, PendingOp, PendingState
 
 if TYPE_CHECKING:
@@ -25,16 +29,19 @@ if TYPE_CHECKING:
     from memory.grounding.staleness import CardCheck
     from memory.grounding.usage import CardUse
     from memory.jobs.views import JobView
-    from memory.model import Note
+    from memory.model import ConflictSides, Note, NoteMeta
     from memory.store.stores import MemoryStores
 
 __all__ = [
+    "MERGE_MARK",
     "AppliedRecord",
     "applied_record",
+    "card_conflict",
     "card_rows",
     "card_text",
     "consolidation_title",
     "draft_of",
+    "merge_draft",
     "pending_state",
     "read_draft",
 ]
@@ -92,7 +99,86 @@ def _row(
         use=use_text(use, now),
         pinned=bool(getattr(meta, "pinned", False)),
         in_prompt=in_prompt,
+        conflict=card_conflict(note),
     )
+
+
+# -- conflicted cards (DESIGN §16) -------------------------------------------------------------
+
+# Opens the other version in a merge draft. The editor refuses a body that still holds it
+# (app/tui/screens/cards.py): the person merges the two and deletes it, or takes one side.
+MERGE_MARK = "▼▼▼ THE OTHER VERSION"
+
+
+def _parse_side(text: str, fallback: NoteMeta) -> tuple[NoteMeta | None, str, str]:
+    """One side's (front matter, body, problem); a side that does not parse is all body."""
+    try:
+        head, body = split_note(text)
+        return parse_meta(head, fallback_type=fallback.type), body, ""
+    except FrontMatterError as e:
+        return None, text, one_line(e, 200)
+
+
+def _side_draft(level: str, mine: NoteMeta | None, body: str, other: NoteMeta | None, note: Note) -> CardDraft:
+    """A side as the editor would save it: sanitized like any card read from a clone. An
+    unparsed side borrows the other side's title and type (else the file's), nothing else."""
+    fields = mine or other
+    title = sanitize_title(fields.title) if fields is not None else ""
+    return CardDraft(
+        level=level,
+        type=_value(fields.type if fields is not None else note.meta.type),
+        title=title or sanitize_title(note.filename.removesuffix(".md")) or note.filename,
+        summary=sanitize_summary(mine.summary) if mine is not None else "",
+        body=strip_terminal(body, keep_newlines=True),
+        cites=tuple(one_line(c.spec) for c in mine.cites) if mine is not None else (),
+        pinned=bool(mine.pinned) if mine is not None else False,
+    )
+
+
+def _label(label: str) -> str:
+    """git's label for a side, one short line: a commit id (``git pull`` from a URL) cut to 12."""
+    text = one_line(label, 60)
+    return text[:12] if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", text) else text
+
+
+def card_conflict(note: Note) -> CardConflict | None:
+    """Both versions of a card git left with conflict markers (None for any other card)."""
+    sides: ConflictSides | None = note.conflict
+    if sides is None:
+        return None
+    level = note.level.value
+    ours = _parse_side(sides.ours, note.meta)
+    theirs = _parse_side(sides.theirs, note.meta)
+    return CardConflict(
+        ours=ConflictSide(_label(sides.ours_label), _side_draft(level, ours[0], ours[1], theirs[0], note),
+                          ours[2]),
+        theirs=ConflictSide(_label(sides.theirs_label),
+                            _side_draft(level, theirs[0], theirs[1], ours[0], note), theirs[2]),
+    )
+
+
+def merge_draft(conflict: CardConflict) -> CardDraft:
+    """"Edit the merge": the fields of our side (of theirs when ours does not parse); the body
+    that side's, then, when anything differs, the other version under ``MERGE_MARK`` (its
+    differing fields, then its body) for the person to merge by hand. Never git's markers."""
+    first, second, which = conflict.ours, conflict.theirs, "theirs"
+    if conflict.ours.problem and not conflict.theirs.problem:
+        first, second, which = conflict.theirs, conflict.ours, "ours"
+    a, b = first.draft, second.draft
+    fields: list[str] = []
+    if not second.problem:  # an unparsed side's fields are borrowed: only its text is its own
+        for name, mine, other in (("title", a.title, b.title), ("summary", a.summary, b.summary),
+                                  ("type", a.type, b.type), ("cites", ", ".join(a.cites), ", ".join(b.cites))):
+            if mine != other:
+                fields.append(f"{name}: {other}")
+    if not fields and a.body == b.body:
+        return a
+    label = f"{which} · {second.label}" if second.label else which
+    head = f"{MERGE_MARK} ({label}): merge it into the text above, then delete from this line down ▼▼▼"
+    block = "\n".join([head, *fields])
+    body = f"{a.body.rstrip()}\n\n{block}\n\n{b.body}" if a.body.strip() else f"{block}\n\n{b.body}"
+    return CardDraft(level=a.level, type=a.type, title=a.title, summary=a.summary, body=body, cites=a.cites,
+                     pinned=a.pinned)
 
 
 def _grounding(stores: MemoryStores) -> tuple[Mapping[str, CardCheck], dict[str, dict[str, CardUse]]]:
@@ -153,7 +239,11 @@ def card_rows(stores: MemoryStores, *, now: _dt.datetime | None = None) -> tuple
 
 
 def draft_of(note: Note) -> CardDraft:
-    """A card as the editor loads it."""
+    """A card as the editor loads it; a conflicted card as its merge (``merge_draft``), never
+    with git's markers (saved, they would leave it conflicted)."""
+    conflict = card_conflict(note)
+    if conflict is not None:
+        return merge_draft(conflict)
     return CardDraft(
         level=note.level.value,
         type="" if note.broken and not note.meta.created else _value(note.meta.type),

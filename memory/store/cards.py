@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memory.constants import MANUAL_SOURCE, MAX_CONTENT_BYTES, MAX_SUMMARY, MAX_TITLE, Action, Level, NoteType
 from memory.model import AppliedOp, BatchResult, Conflict, DroppedCite, Note, Operation, Rejection
+from memory.store.conflict import has_conflict
 from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
 from memory.store.fs import FS, UnsafePathError
 from memory.store.paths import Paths
@@ -164,6 +165,10 @@ def move_card(
     if note.sha256 != expected_sha:
         return CardResult(status="conflict", level=lv, filename=filename,
                           reason="the note changed since the change was proposed")
+    if note.conflict is not None:
+        # Its body is the raw file: moved, git's markers would make a new conflicted card.
+        return CardResult(status="rejected", level=lv, filename=filename,
+                          reason=f"{quote(filename)} is conflicted (changed on two branches); resolve it first")
     ops: list[tuple[int, Operation | dict[str, object]]] = [
         (0, {"action": "delete", "level": str(lv), "filename": filename}),
         (1, {"action": "create", "level": str(to), "type": str(note.meta.type), "title": note.meta.title,
@@ -201,6 +206,9 @@ def check_card(
         errors.setdefault("body", "the text is not valid UTF-8")
     elif not body.strip():
         errors["body"] = "the body is empty: write what should be remembered"
+    elif has_conflict(body):
+        # Saved, git's markers would leave the card conflicted (in no prompt) again.
+        errors["body"] = "the body still holds git's conflict markers (<<<<<<< ======= >>>>>>>): keep what it should say"
     else:
         size = len(body.encode("utf-8"))
         if size > MAX_CONTENT_BYTES:

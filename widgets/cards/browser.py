@@ -36,16 +36,18 @@ from textual.widgets import Input, Markdown, Static
 from memory.text.lines import one_line
 from widgets.cards.card_list import CardList, CardRow
 from widgets.cards.draft import CARD_TYPES, LEVELS
-from widgets.cards.preview import preview_body, preview_meta
+from widgets.cards.preview import preview_body, preview_conflict, preview_meta
 from widgets.dialogs.confirm import ConfirmModal
 
-__all__ = ["KEY_HINTS", "NO_CARDS", "NO_MATCH", "CardBrowser"]
+__all__ = ["CONFLICT_KEY_HINTS", "KEY_HINTS", "NO_CARDS", "NO_MATCH", "CardBrowser", "conflict_refusal"]
 
 
 KEY_HINTS = (
     "/ filter · 1-4 type · 0 all · l level · s stale only · i in/not in prompt · r sort: name/use · "
     "n new · e edit · p pin · c still true · d delete · m move · o $EDITOR · u undo · Esc back"
 )
+# While a conflicted card is selected: Enter and e open its resolution (DESIGN §16).
+CONFLICT_KEY_HINTS = KEY_HINTS.replace("e edit", "e/Enter resolve (ours, theirs or a merge)")
 FILTER_PLACEHOLDER = "/ to filter: title, summary, body…"
 NO_MATCH = "No card matches."
 NO_CARDS = "No cards yet — n creates one, /remember TEXT saves one from the chat."
@@ -56,6 +58,11 @@ PROMPT_FILTER_LABELS = {"in": "in the prompt", "out": "not in the prompt"}
 # Long enough to skip the rows a held arrow key passes, short enough to feel immediate.
 PREVIEW_DELAY = 0.06
 WIDE_MIN_COLUMNS = 100
+
+
+def conflict_refusal(what: str) -> str:
+    """Why a key refuses a conflicted card, in one line."""
+    return f"a conflicted card cannot be {what}: resolve it first (Enter: take ours, take theirs or edit the merge)"
 
 
 
@@ -240,6 +247,8 @@ class CardBrowser(Screen[None]):
         # Links in a card are not followed: a click must not open what a repository planted.
         self._markdown = Markdown(id="cb-body", open_links=False)
         self._flash = Static(id="cb-flash", classes="-hidden")
+        self._keys = Static(Content(KEY_HINTS), id="cb-keys")
+        self.key_hints = KEY_HINTS
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -253,7 +262,7 @@ class CardBrowser(Screen[None]):
                 yield self._meta
                 yield self._markdown
         yield self._flash
-        yield Static(Content(KEY_HINTS), id="cb-keys")
+        yield self._keys
 
     def on_mount(self) -> None:
         self._set_layout(self.app.size.width)
@@ -343,7 +352,9 @@ class CardBrowser(Screen[None]):
 
         def indexed(row: CardRow) -> bool:
             keys = found.get(row.level)
-            return (keys is None or f"{row.level}/{row.filename}" in keys) and substring(row)
+            # A conflicted card is in no prompt, so in no search index: its words, both versions'.
+            return (keys is None or row.conflict is not None or f"{row.level}/{row.filename}" in keys) \
+                and substring(row)
 
         return indexed
 
@@ -457,8 +468,13 @@ class CardBrowser(Screen[None]):
         if key == self._preview_key:
             return
         self._preview_key = key
+        self._show_keys(CONFLICT_KEY_HINTS if row is not None and row.conflict is not None else KEY_HINTS)
         if row is None:
             self._meta.update(Content.assemble((empty, "italic $foreground-muted")))
+            await self._markdown.update("")
+        elif row.conflict is not None:
+            # Both versions as plain text: git's markers never reach the Markdown renderer.
+            self._meta.update(preview_conflict(row))
             await self._markdown.update("")
         else:
             self._meta.update(preview_meta(row))
@@ -469,6 +485,11 @@ class CardBrowser(Screen[None]):
             return  # the screen was taken down while the preview rendered
         self.preview_row = row
         self.preview_renders += 1
+
+    def _show_keys(self, hints: str) -> None:
+        if hints != self.key_hints:
+            self.key_hints = hints
+            self._keys.update(Content(hints))
 
     # -- actions --------------------------------------------------------------------------------
 
@@ -504,11 +525,11 @@ class CardBrowser(Screen[None]):
         self._refilter()
 
     def action_pin(self) -> None:
-        if (row := self._selected_or_flash()) is not None:
+        if (row := self._resolved_or_flash("pinned or unpinned")) is not None:
             self.post_message(self.PinCard(row, not row.pinned))
 
     def action_confirm(self) -> None:
-        if (row := self._selected_or_flash()) is not None:
+        if (row := self._resolved_or_flash("confirmed")) is not None:
             self.post_message(self.ConfirmCard(row))
 
     def action_new(self) -> None:
@@ -521,12 +542,20 @@ class CardBrowser(Screen[None]):
             self.flash("no card selected", error=True)
         return row
 
+    def _resolved_or_flash(self, what: str) -> CardRow | None:
+        """The selected card unless it is conflicted (then one line says why not)."""
+        row = self._selected_or_flash()
+        if row is not None and row.conflict is not None:
+            self.flash(conflict_refusal(what), error=True)
+            return None
+        return row
+
     def action_edit(self) -> None:
         if (row := self._selected_or_flash()) is not None:
             self.post_message(self.EditCard(row))
 
     def action_move(self) -> None:
-        if (row := self._selected_or_flash()) is not None:
+        if (row := self._resolved_or_flash("moved")) is not None:
             self.post_message(self.MoveCard(row))
 
     def action_open_external(self) -> None:

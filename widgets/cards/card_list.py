@@ -23,12 +23,14 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from memory.text.lines import one_line
+from widgets.cards.draft import CardConflict
 from widgets.panel.memory_panel import TYPE_TAGS
 
-__all__ = ["CardList", "CardRow", "CiteLine", "card_date"]
+__all__ = ["CONFLICT_TAG", "CardList", "CardRow", "CiteLine", "card_date", "conflict_line"]
 
 STALE_TAG = "stale"
 PIN_TAG = "pin"
+CONFLICT_TAG = "conflicted"
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ class CardRow:
     use: str = ""  # "read 12× · last 3 days ago" / "never read", as of the read
     pinned: bool = False  # ``pinned: true``: ranked first into the prompt's index (DESIGN §15)
     in_prompt: bool = True  # in the index a new Run's prompt gets (False: cut by the budget)
+    # Both versions of a card git left with conflict markers (``broken`` says why it is in no
+    # prompt); None for every other card.
+    conflict: CardConflict | None = None
     haystack: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -68,6 +73,12 @@ class CardRow:
             text = f"{self.title}\n{self.summary}\n{self.filename}\n{self.type}\n{self.body}"
             object.__setattr__(self, "haystack", text.casefold())
 
+
+
+def conflict_line(conflict: CardConflict) -> str:
+    """"changed on two branches: HEAD and feature" (the list's and the preview's words)."""
+    labels = [one_line(side.label, 40) for side in (conflict.ours, conflict.theirs) if side.label]
+    return "changed on two branches" + (f": {' and '.join(labels)}" if labels else "")
 
 
 def card_date(updated: str) -> str:
@@ -81,7 +92,12 @@ def _row_text(row: CardRow, width: int) -> Text:
     text = Text(no_wrap=True, end="")
     text.append(level, "bold")
     text.append(" ")
-    if row.broken is not None:
+    if row.conflict is not None:
+        # Before anything else on the line: a narrow row still says it is in no prompt.
+        text.append(CONFLICT_TAG, "bold red")
+        title = one_line(row.title) or one_line(row.filename)
+        summary = conflict_line(row.conflict) + " · Enter resolves"
+    elif row.broken is not None:
         text.append("broken", "bold red")
         title = one_line(row.filename)
         summary = one_line(row.broken)

@@ -11,7 +11,10 @@ from dataclasses import dataclass
 from memory.constants import NoteType
 from memory.text.terminal import strip_terminal
 
-__all__ = ["CARD_TYPES", "FIELDS", "LEVELS", "CardDraft", "as_typed", "clean_draft", "format_cites", "parse_cites"]
+__all__ = [
+    "CARD_TYPES", "FIELDS", "LEVELS", "CardConflict", "CardDraft", "ConflictSide", "as_typed", "clean_draft",
+    "format_cites", "parse_cites",
+]
 
 CARD_TYPES: tuple[str, ...] = tuple(t.value for t in NoteType)
 LEVELS = ("project", "user")
@@ -28,6 +31,25 @@ class CardDraft:
     body: str
     cites: tuple[str, ...] = ()  # the card's citations as specs ("path", "path:10-40"), DESIGN §14
     pinned: bool = False  # ``pinned: true``: first into the prompt's index (DESIGN §15)
+
+
+@dataclass(frozen=True)
+class ConflictSide:
+    """One branch's version of a card git left with conflict markers (DESIGN §16), sanitized.
+    A side whose front matter does not parse is offered as body text only: ``draft.body`` is its
+    whole text (nothing of it is lost), its title and type come from the other side or the file."""
+
+    label: str  # what git wrote after its marker ("HEAD", a branch, a commit); "" when none
+    draft: CardDraft
+    problem: str = ""  # why its front matter does not parse; "" when it does
+
+
+@dataclass(frozen=True)
+class CardConflict:
+    """Both versions of a conflicted card: ours (this checkout's) and theirs (the merged-in one)."""
+
+    ours: ConflictSide
+    theirs: ConflictSide
 
 
 def as_typed(text: str) -> str:

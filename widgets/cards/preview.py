@@ -11,15 +11,20 @@ from textual.content import Content
 
 from memory.text.lines import format_bytes, one_line
 from memory.text.terminal import strip_terminal
-from widgets.cards.card_list import CardRow, card_date
+from widgets.cards.card_list import CardRow, card_date, conflict_line
+from widgets.cards.draft import ConflictSide
 
-__all__ = ["FRESH_TEXT", "PREVIEW_MAX_BYTES", "UNTRUSTED_NOTE", "preview_body", "preview_meta"]
+__all__ = [
+    "CONFLICT_HELP", "FRESH_TEXT", "PREVIEW_MAX_BYTES", "UNTRUSTED_NOTE", "preview_body", "preview_conflict",
+    "preview_meta",
+]
 
 UNTRUSTED_NOTE = "untrusted — not used until you trust the project store"
 FRESH_TEXT = "unchanged"
 # Past this a body is cut: the Markdown widget mounts a block per paragraph, and a huge card
 # would stall the screen for what nobody reads in a preview.
 PREVIEW_MAX_BYTES = 64 * 1024
+CONFLICT_HELP = "In no prompt until it is resolved. Enter: take ours, take theirs, or edit the merge."
 MAX_CITES_SHOWN = 20  # a hand-grown card may cite hundreds: the rest are counted
 
 Part = str | tuple[str, str]
@@ -75,3 +80,41 @@ def preview_body(body: str) -> str:
     if cut:
         text += f"\n\n*… cut: the body is {format_bytes(len(data))}, the preview shows the first 64 KiB*"
     return text
+
+
+def _side_parts(name: str, side: ConflictSide) -> list[Part]:
+    """One version of a conflicted card: a rule with its name and git's label, its fields, its body."""
+    label = f"{name} · {one_line(side.label, 60)}" if side.label else name
+    draft = side.draft
+    parts: list[Part] = [(f"\n\n── {label} ──", "bold $text-accent")]
+    if side.problem:
+        parts.append((f"\nits front matter does not parse ({one_line(side.problem, 120)}): "
+                      "offered as body text only", "$text-warning"))
+    else:
+        parts.append(("\ntitle    ", "$foreground-muted"))
+        parts.append((one_line(draft.title), "bold"))
+        for field, value in (("summary  ", draft.summary), ("type     ", draft.type),
+                             ("cites    ", ", ".join(draft.cites)), ("pinned   ", "yes" if draft.pinned else "")):
+            if value:
+                parts += [(f"\n{field}", "$foreground-muted"), one_line(value)]
+    parts.append("\n" + preview_body(draft.body).rstrip("\n"))
+    return parts
+
+
+def preview_conflict(row: CardRow) -> Content:
+    """A conflicted card (DESIGN §16): what it is, how to resolve it, then both versions whole
+    (each body cut like a preview's), as plain sanitized text: a card's Markdown could not
+    blur where one version ends."""
+    conflict = row.conflict
+    title = one_line(row.title) or one_line(row.filename)
+    parts: list[Part] = [
+        (title, "bold"),
+        ("\n" + " · ".join([one_line(row.level), "conflicted", one_line(row.filename)]), "$foreground-muted"),
+        ("\nconflicted: " + (conflict_line(conflict) if conflict is not None else "changed on two branches"),
+         "bold $text-error"),
+        ("\n" + CONFLICT_HELP, "$text-warning"),
+    ]
+    if conflict is not None:
+        parts += _side_parts("ours", conflict.ours)
+        parts += _side_parts("theirs", conflict.theirs)
+    return Content.assemble(*parts)

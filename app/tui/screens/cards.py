@@ -9,27 +9,48 @@ controller; what they read comes back to the screen as a message.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from textual import on
+from textual.message import Message
 
+from app.tui.memory_views import MERGE_MARK
 from app.tui.messages import CardsLoaded, ChatNote, EditorOutcome, MemoryFlash, SearchFound
 from app.tui.screens.memory import FLASH_WIDTH
 from memory.text.lines import one_line
 from widgets.cards.browser import CardBrowser
 from widgets.cards.card_list import CardRow
-from widgets.cards.draft import CardDraft
+from widgets.cards.draft import CardDraft, ConflictSide
 from widgets.cards.editor import CardEditor
 
 if TYPE_CHECKING:
     from app.tui.screens.memory import MemoryScreens
     from memory.model import Conflict, Rejection
+    from memory.store.cards import CardResult
 
-__all__ = ["CardsScreen", "EditorScreen", "flash_lines"]
+__all__ = ["MERGE_LEFT", "CardsScreen", "EditorScreen", "flash_lines"]
 
 DEFAULT_TYPE = "project_knowledge"  # a new card's type when the browser shows every type
 MAX_MORE_LINES = 6  # lines under an outcome (dropped citations, what a confirmation changed)
+MERGE_LEFT = "merge the other version in, then delete from its ▼▼▼ line down"
+
+
+def cites_of(row: CardRow) -> tuple[str, ...]:
+    return tuple(c.spec for c in row.cites)
+
+
+async def save_resolution(memory: MemoryScreens, row: CardRow, draft: CardDraft, sha256: str) -> CardResult:
+    """A conflicted card's resolution as ONE manual update of it (``sha256``: the file as read).
+    The chosen version's citations replace the card's when they differ; its pin, when it differs,
+    follows as its own batch (an update op carries no pin)."""
+    bridge = memory.bridge
+    cites = draft.cites if draft.cites != cites_of(row) else None
+    result = await bridge.save_card(draft, row.filename, sha256, row.level, cites)
+    if result.status == "applied" and draft.pinned != row.pinned:
+        level = str(getattr(result.level, "value", result.level))
+        await bridge.pin_card(level, result.filename, draft.pinned, None)
+    return result
 
 
 async def confirm_and_say(
@@ -60,6 +81,16 @@ def flash_lines(memory: MemoryScreens, head: str, more: list[str], *, error: boo
     else:
         for i, line in enumerate([head, *lines]):
             memory.host.post_message(ChatNote(one_line(line, FLASH_WIDTH), error=error and i > 0))
+
+
+@dataclass
+class SideNotTaken(Message):
+    """A side taken in the resolution view was not saved: the card changed on disk since it was
+    read (``disk``: it now, or None when gone) and the person decides again."""
+
+    row: CardRow
+    draft: CardDraft
+    disk: tuple[CardDraft, str] | None
 
 
 class CardsScreen(CardBrowser):
@@ -94,9 +125,89 @@ class CardsScreen(CardBrowser):
     def _edit_asked(self, message: CardBrowser.EditCard) -> None:
         message.stop()
         row = message.row
+        if row.conflict is not None:
+            self._open_resolution(row)
+            return
         draft = CardDraft(level=row.level, type=row.type, title=row.title, summary=row.summary, body=row.body,
                           cites=tuple(c.spec for c in row.cites), pinned=row.pinned)
         self._memory.open_editor(draft, filename=row.filename, sha256=row.sha256)
+
+    # -- a conflicted card (DESIGN §16): take a side, or edit the merge ---------------------------
+
+    def _open_resolution(self, row: CardRow) -> None:
+        from app.tui.memory_views import merge_draft
+        from widgets.cards.resolve import ResolveModal
+
+        conflict = row.conflict
+        if conflict is None:
+            return
+
+        def chosen(choice: str | None) -> None:
+            if choice in ("ours", "theirs"):
+                side = conflict.ours if choice == "ours" else conflict.theirs
+                self._memory.run(self._take_side, row, choice, side, group="cards-edit")
+            elif choice == "edit":
+                self._memory.open_editor(merge_draft(conflict), filename=row.filename, sha256=row.sha256,
+                                         resolving=row)
+
+        self._memory.host.push_screen(ResolveModal(conflict, where=f"{row.level}/{row.filename}"), callback=chosen)
+
+    async def _take_side(self, row: CardRow, name: str, side: ConflictSide) -> None:
+        memory = self._memory
+        try:
+            errors = await memory.bridge.check_card(side.draft)
+            if errors:
+                problems = " · ".join(f"{field}: {why}" for field, why in errors.items())
+                memory.flash(f"not resolved: {name}'s version cannot be saved as it is ({problems}); "
+                             "edit the merge instead", error=True)
+                return
+            result = await save_resolution(memory, row, side.draft, row.sha256)
+            if result.status == "conflict":
+                disk = await memory.bridge.read_draft(row.level, row.filename)
+                if disk is None or disk[1] != row.sha256:
+                    self.post_message(SideNotTaken(row, side.draft, disk))
+                    return
+        except Exception as e:  # StoreError, OSError: one line, nothing lost
+            memory.flash(f"not resolved: {e}", error=True)
+            memory.after_change()
+            return
+        if result.status != "applied":
+            memory.flash(f"not resolved: {result.reason}", error=True)
+            memory.after_change()
+            return
+        label = f" ({side.label})" if side.label else ""
+        undo = "u undoes its pin, then it" if side.draft.pinned != row.pinned else "u undoes"
+        memory.flash(f"resolved {row.level} card {result.filename}: took {name}{label} ({undo})")
+        memory.after_change((row.level, result.filename))
+
+    @on(SideNotTaken)
+    def _side_not_taken(self, message: SideNotTaken) -> None:
+        from widgets.cards.conflict import ConflictModal
+
+        row, disk = message.row, message.disk
+
+        def chosen(choice: str | None) -> None:
+            if choice == "mine" and disk is not None:
+                self._memory.run(self._take_again, row, message.draft, disk[1], group="cards-edit")
+            elif choice == "mine":
+                self._memory.flash("the card was deleted meanwhile: n creates it again", error=True)
+            self._memory.after_change()
+
+        modal = ConflictModal(message.draft, disk[0] if disk else None, where=f"{row.level}/{row.filename}")
+        self._memory.host.push_screen(modal, callback=chosen)
+
+    async def _take_again(self, row: CardRow, draft: CardDraft, sha256: str) -> None:
+        memory = self._memory
+        try:
+            result = await save_resolution(memory, row, draft, sha256)
+        except Exception as e:
+            memory.flash(f"not saved: {e}", error=True)
+            return
+        if result.status == "applied":
+            memory.flash(f"saved {row.level} card {result.filename} over the change on disk (u undoes)")
+        else:
+            memory.flash(f"not saved: {result.reason}", error=True)
+        memory.after_change((row.level, row.filename))
 
     @on(CardBrowser.OpenExternal)
     def _external_asked(self, message: CardBrowser.OpenExternal) -> None:
@@ -222,16 +333,36 @@ class EditorScreen(CardEditor):
         filename: str | None = None,
         sha256: str | None = None,
         levels: tuple[str, ...],
+        resolving: CardRow | None = None,
     ) -> None:
-        super().__init__(draft, filename=filename, sha256=sha256, levels=levels)
+        heading = f"Resolve {resolving.level}/{resolving.filename}" if resolving else None
+        super().__init__(draft, filename=filename, sha256=sha256, levels=levels, heading=heading)
         self._memory = memory
+        # The conflicted card this editor merges (its draft is the merge, not the card on disk).
+        self.resolving = resolving
+
+    def _cites_to_save(self) -> tuple[str, ...] | None:
+        """The citations to give the save: the changed ones, or (merging a conflicted card) the
+        merge's whenever they differ from the card's on disk."""
+        if self.resolving is None:
+            return self.changed_cites()
+        cites = self.draft().cites
+        return None if cites == cites_of(self.resolving) else cites
+
+    def _pinned_to_save(self) -> bool | None:
+        if self.resolving is None:
+            return self.changed_pinned()
+        pinned = self.draft().pinned
+        return None if pinned == self.resolving.pinned else pinned
 
     @on(CardEditor.Save)
     def _save_asked(self, message: CardEditor.Save) -> None:
         message.stop()
         self.set_saving(True)
-        self._save(message.draft, message.filename, message.sha256, message.original_level, message.cites,
-                   message.pinned)
+        cites, pinned = message.cites, message.pinned
+        if self.resolving is not None:
+            cites, pinned = self._cites_to_save(), self._pinned_to_save()
+        self._save(message.draft, message.filename, message.sha256, message.original_level, cites, pinned)
 
     def _save(
         self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None,
@@ -247,12 +378,15 @@ class EditorScreen(CardEditor):
         bridge, post = self._memory.bridge, self.post_message
         try:
             errors = await bridge.check_card(draft)
+            if MERGE_MARK in draft.body:
+                errors = {**errors, "body": MERGE_LEFT}
             if errors:
                 post(EditorOutcome(self, "invalid", errors=errors))
                 return
             if pinned is not None and filename is not None and replace(draft, pinned=self._loaded.pinned) == self._loaded \
-                    and draft.level == original_level:
-                # Only the Pinned box changed: the pin alone, its own undoable batch.
+                    and draft.level == original_level and self.resolving is None:
+                # Only the Pinned box changed: the pin alone, its own undoable batch (never while
+                # merging: a conflicted card takes no pin, the merge itself must be saved).
                 post(EditorOutcome(self, "saved", result=await bridge.pin_as_edit(draft.level, filename, pinned, sha256)))
                 return
             result = await bridge.save_card(draft, filename, sha256, original_level, cites)
@@ -298,7 +432,7 @@ class EditorScreen(CardEditor):
         elif message.status == "saved":
             result = message.result
             level = str(getattr(result.level, "value", result.level))
-            what = "saved new" if self.filename is None else "saved"
+            what = "saved new" if self.filename is None else "resolved" if self.resolving else "saved"
             self.dismiss(result.filename)
             dropped = [f"citation {d.cite} dropped: {d.reason}" for d in result.dropped]
             if dropped:
@@ -321,8 +455,8 @@ class EditorScreen(CardEditor):
                 # Save again over what is on disk now (or as a new card, when it was deleted).
                 filename = self.filename if disk is not None else None
                 sha = disk[1] if disk is not None else None
-                self._save(self.draft(), filename, sha, self.original_level if disk else None, self.changed_cites(),
-                           self.changed_pinned())
+                self._save(self.draft(), filename, sha, self.original_level if disk else None, self._cites_to_save(),
+                           self._pinned_to_save())
             elif choice == "disk":
                 if disk is None:
                     self.dismiss(None)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from app.tui.screens.host import ScreensHost
     from app.tui.screens.pending import PendingJobsScreen
     from memory.model import Conflict, Rejection
+    from widgets.cards.card_list import CardRow
     from widgets.cards.draft import CardDraft
 
 __all__ = ["FLASH_WIDTH", "MAX_APPLIED_SHOWN", "MemoryScreens"]
@@ -98,10 +99,15 @@ class MemoryScreens:
     def _browser_closed(self, _: object = None) -> None:
         self.browser = None
 
-    def open_editor(self, draft: CardDraft, *, filename: str | None = None, sha256: str | None = None) -> None:
+    def open_editor(
+        self, draft: CardDraft, *, filename: str | None = None, sha256: str | None = None,
+        resolving: CardRow | None = None,
+    ) -> None:
+        """The card editor on ``draft``; ``resolving``: the conflicted card whose merge it is."""
         from app.tui.screens.cards import EditorScreen
 
-        self.host.push_screen(EditorScreen(self, draft, filename=filename, sha256=sha256, levels=self.bridge.levels))
+        self.host.push_screen(EditorScreen(self, draft, filename=filename, sha256=sha256, levels=self.bridge.levels,
+                                           resolving=resolving))
 
     def remember(self, text: str) -> None:
         """/remember TEXT: the editor, prefilled; Ctrl+S saves (nothing is written before)."""
