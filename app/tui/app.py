@@ -59,6 +59,7 @@ from app.tui.screens.memory import MemoryScreens
 from app.tui.send_queue import WAIT_GROUPS, SendQueue, with_attachments
 from app.tui.startup import Startup
 from app.tui.status_model import StatusModel
+from app.tui.sync_flow import SharingFlow
 from app.tui.trust_flow import TrustQuestion
 from app.tui.turn_view import TurnRenderer
 from memory.text.lines import one_line
@@ -161,6 +162,7 @@ class PseudoClaudeApp(App[int]):
                                       lambda: self.settings.model if self.settings is not None else "")
         self.memory_screens = MemoryScreens(self, refresh_panel=self._refresh_panel)
         self.scale = ScaleFlow(self)  # /consolidate, the automatic one, the search caches (DESIGN §15)
+        self.sharing = SharingFlow(self, self._refresh_panel)  # outside changes, the user store's sync (§16)
         self.slash = SlashCommands(self)  # the slash commands' table and handlers
         # Stale marks follow the cited files while the app runs (after turns, and on a timer).
         self.grounding = GroundingWatch(self, busy=self.turn_running)
@@ -230,6 +232,7 @@ class PseudoClaudeApp(App[int]):
     @on(RuntimeReady)
     def _on_ready(self, message: RuntimeReady) -> None:
         self.startup.ready(message)
+        self.sharing.start()
 
     @on(RuntimeFailed)
     def _on_failed(self, message: RuntimeFailed) -> None:
@@ -277,6 +280,7 @@ class PseudoClaudeApp(App[int]):
         self._refresh_panel()
         self.memory_screens.refresh()
         self.scale.memory_event(message.event)
+        self.sharing.memory_event(message.event)
 
     @on(MemoryPanel.OpenPending)
     def _on_open_pending(self, message: MemoryPanel.OpenPending) -> None:
@@ -290,7 +294,7 @@ class PseudoClaudeApp(App[int]):
 
     @on(StoresChangedMessage)
     def _on_stores_changed(self, message: StoresChangedMessage) -> None:
-        self._refresh_panel()
+        self.sharing.stores_changed()  # MEMORY.md rebuilt from the cards, then the panel
         self.memory_screens.refresh()
         self.scale.stores_changed()
 

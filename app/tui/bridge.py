@@ -19,6 +19,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from memory.jobs.spool import Job
     from memory.jobs.views import JobView
     from memory.model import BatchResult
+    from memory.sharing.sync import SyncResult
     from memory.store.cards import CardResult, ExternalEdit, ExternalEditResult
     from memory.store.fs import FS
     from memory.store.index import TrustPreview
@@ -53,6 +55,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 IN_FLIGHT = frozenset({"queued", "extracting", "applying", "retrying"})
+# The derived-index rule after an outside change waits this long for the stores' lock: a batch
+# holding it rewrites MEMORY.md itself, and the next change tries again.
+REFRESH_LOCK_S = 2.0
 
 # One item per line and no column alignment: the chat beside the panel is about 52 cells wide at
 # 100 columns, and aligned columns wrapped into stray lines there. The first line is the heading
@@ -118,6 +123,11 @@ class Bridge:
         self._card_reads = threading.Lock()
         self._early_stores: MemoryStores | None = None  # the trust question's, until the runtime exists
         self._early_lock = threading.Lock()
+        # The user store's sync (DESIGN §16): memory.sharing.sync.sync_user_store unless a test
+        # sets another; its last outcome (line, failed) is what the panel shows.
+        self.sync_user_store: Callable[..., SyncResult] | None = None
+        self.sync_status: tuple[str, bool] | None = None
+        self._sync_lock: asyncio.Lock | None = None
 
     # -- start-up --------------------------------------------------------------------------------
 
@@ -272,12 +282,56 @@ class Bridge:
 
         jobs = await self.jobs()
 
+        sync = self.sync_status
+
         def build() -> PanelState:
             with self._card_reads:
-                return build_panel_state(self.stores, jobs, run_start_files)
+                return build_panel_state(self.stores, jobs, run_start_files, sync=sync)
 
         state = await asyncio.to_thread(build)
         return state, len(jobs)  # pending: in flight, failed or held (what `memory pending` lists)
+
+    async def refresh_indexes(self) -> list[str]:
+        """The derived-index rule after an outside change (``git pull``, an editor): each
+        ``MEMORY.md`` that no longer matches its cards is rebuilt from them. Never raises: a
+        store that cannot be refreshed now is logged, and its cards are still read from files."""
+
+        def run() -> list[str]:
+            return [str(getattr(lv, "value", lv)) for lv in self.stores.refresh_indexes(timeout=REFRESH_LOCK_S)]
+
+        try:
+            return await asyncio.to_thread(run)
+        except Exception as e:
+            log.warning("memory index not refreshed: %s", e)
+            return []
+
+    @property
+    def sync_remote(self) -> str:
+        """``user_memory_remote`` ("" when the user store is not synced)."""
+        return str(getattr(self.settings, "user_memory_remote", "") or "")
+
+    async def sync_user(self, timeout: float) -> SyncResult:
+        """Sync the user store with ``user_memory_remote`` (DESIGN §16), in a daemon thread: a
+        remote that hangs past every bound must not keep the process from ending. One sync at a
+        time (a second waits for the first). Never raises: a failure is a failed SyncResult."""
+        if self._sync_lock is None:
+            self._sync_lock = asyncio.Lock()
+        async with self._sync_lock:
+            from app.tui.sync_flow import in_daemon_thread
+
+            result = await in_daemon_thread(partial(self._sync_now, timeout))
+        self.sync_status = (result.line, not result.ok)
+        return result
+
+    def _sync_now(self, timeout: float) -> SyncResult:
+        from memory.sharing.sync import SyncResult, sync_user_store
+
+        sync = self.sync_user_store or sync_user_store
+        try:
+            return sync(self.stores, self.sync_remote, timeout=timeout)
+        except Exception as e:  # the sync promises not to raise; a bug must still not crash the app
+            log.warning("user store sync failed: %s", e)
+            return SyncResult(ok=False, line=f"user store not synced: {type(e).__name__}: {e}")
 
     async def in_flight(self) -> int:
         try:

@@ -2,13 +2,17 @@
 
 Nothing here waits on the store or a thread without a bound: the drain gets at most
 ``QUIT_DRAIN_S`` and the close ``QUIT_CLOSE_S`` more; then the app exits whatever still runs (a job
-cut off stays spooled, a transaction recovers at next start). A second Ctrl+Q leaves at once.
+cut off stays spooled, a transaction recovers at next start). With ``user_memory_remote`` set,
+one last sync of the user store follows (at most ``sync_flow.QUIT_SYNC_S``); its failure is said
+in the terminal after the app exits. A second Ctrl+Q leaves at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
 
 if TYPE_CHECKING:
     from textual.worker import Worker
@@ -63,6 +67,7 @@ class Quitter:
         app = self.app
         loop = asyncio.get_running_loop()
         deadline = loop.time() + QUIT_DRAIN_S
+        note: str | None = None
         try:
             task = getattr(app._turn, "_task", None)
             if task is not None and not task.done():
@@ -77,5 +82,10 @@ class Quitter:
                 app.call_later(self._say_saving, n)
             drain = max(deadline - loop.time(), 0.0) if n else 0.0
             await wait_bounded(asyncio.ensure_future(app.bridge.close(drain)), drain + QUIT_CLOSE_S)
+            if app.sharing.enabled:
+                # After the drain: the batches it applied are in this push.
+                app.status_model.update(note="syncing the user store… (Ctrl+Q again leaves at once)")
+                note = await app.sharing.at_quit()
         finally:
-            app.exit(app.exit_code)
+            # Plain text (no markup): the line may quote git and the remote.
+            app.exit(app.exit_code, message=Text(f"pseudoclaude: {note}") if note else None)

@@ -43,6 +43,8 @@ class PanelCard:
     new: bool = False
     untrusted: bool = False
     stale: str | None = None  # why the card is stale (a cited file changed, moved, went): one line
+    author: str = ""  # who wrote it, when not this person (a card that came by git pull or merge)
+    level: str = ""  # "project" | "user": set on the conflicted cards, listed apart from their level
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,10 @@ class PanelState:
     cut_note: str | None
     project_note: str | None
     jobs: tuple[PanelJob, ...]
+    # Cards git left with conflict markers (both stores): in no index, a person resolves them.
+    conflicted: tuple[PanelCard, ...] = ()
+    sync_note: str | None = None  # the user store's last sync (DESIGN §16): one line
+    sync_failed: bool = False
 
 
 EMPTY_STATE = PanelState(project=(), user=(), cut_note=None, project_note=None, jobs=())
@@ -74,6 +80,12 @@ SUMMARY_LINES = 2
 UNTRUSTED_TAG = "untrusted"
 STALE_TAG = "stale"
 STALE_LINES = 2  # the reason's lines under the card: visible without hovering, bounded
+CONFLICT_MARK = "⚠"
+CONFLICT_TEXT = "changed on two branches — Enter or click to resolve"
+CONFLICT_LINES = 3
+AUTHOR_CELLS = 16
+NBSP = "\u00a0"  # "by <name>" before the summary: a long name must leave room for the summary
+SYNC_FAILED_LINES = 3
 MAX_JOB_LINES = 4
 # Cards listed per section; the rest are counted. The index a Run sees is cut far below this.
 MAX_SECTION_CARDS = 300
@@ -126,6 +138,30 @@ def _fit(text: Text, width: int) -> Text:
     return text
 
 
+def _author_tag(author: str) -> str:
+    name = one_line(author)
+    if cell_len(name) > AUTHOR_CELLS:
+        name = chop_cells(name, AUTHOR_CELLS - 1)[0].rstrip() + "…"
+    return f"by {name}"
+
+
+def _tagged_lines(tags: list[tuple[str, str]], text: str, width: int, max_lines: int) -> list[Text]:
+    """``text`` after its tags ("untrusted · by Bea · text"), dim, indented two cells and wrapped;
+    each tag styled where the first line shows it. An author keeps its " ·" on its line (a
+    no-break space): a wrapped line does not start with the separator."""
+    words = [t for t, _ in tags] + ([text] if text else [])
+    whole = "".join(f"{w}{NBSP if w.startswith('by ') else ' '}· " for w in words[:-1]) + (words[-1] if words else "")
+    out = [Text("  " + line, "dim") for line in wrap_cells(whole, width - 2, max_lines)]
+    if out:
+        shown = len(out[0]) - 2  # the first line is a prefix of ``whole``
+        at = 0
+        for tag, style in tags:
+            if at < shown:
+                out[0].stylize(style, 2 + at, 2 + min(at + len(tag), shown))
+            at += len(tag) + 3
+    return out
+
+
 class _CardList(Widget):
     """The two sections of cards, drawn for the current width; only the visible rows are painted."""
 
@@ -162,6 +198,23 @@ class _CardList(Widget):
         if s.cut_note:
             # Up here, not only at the end: a cut below the fold was invisible without scrolling.
             out.extend(Text(line, "yellow") for line in wrap_cells(one_line(s.cut_note), width, 3))
+        if s.sync_note:
+            # One line, replaced by the next sync's: a failure is said, never stacked.
+            sync = one_line(s.sync_note)
+            if s.sync_failed:
+                out.extend(Text(line, "yellow") for line in wrap_cells(f"{CONFLICT_MARK} {sync}", width, SYNC_FAILED_LINES))
+            else:
+                out.append(_fit(Text(sync, "dim"), width))
+        if s.conflicted:
+            # First: they need a person, and they are in no section below (no index has them).
+            out.append(Text(""))
+            head = Text.assemble((f"{CONFLICT_MARK} Conflicted", "bold red"), (f" {len(s.conflicted)}", "dim"))
+            out.append(_fit(head, width))
+            for card in s.conflicted[:MAX_SECTION_CARDS]:
+                lines.extend([None] * (len(out) - len(lines)))
+                rows = self._conflicted(card, width)
+                out.extend(rows)
+                lines.extend([(card.level, card.filename)] * len(rows))
         sections = [("Project", s.project, s.project_note), ("User", s.user, None)]
         known = self._card_lines
         fresh: dict[tuple[PanelCard, int], list[Text]] = {}
@@ -209,20 +262,27 @@ class _CardList(Widget):
         first.append(f"{tag} ", colour)
         first.append(one_line(card.title) or one_line(card.filename), "bold")
         out = [_fit(first, width)]
-        summary = one_line(card.summary)
+        tags: list[tuple[str, str]] = []
         if card.untrusted:
             # Each card of an untrusted store says so, not only the section note above them.
-            summary = f"{UNTRUSTED_TAG} · {summary}" if summary else UNTRUSTED_TAG
-        for i, line in enumerate(wrap_cells(summary, width - 2, SUMMARY_LINES)):
-            text = Text("  " + line, "dim")
-            if card.untrusted and i == 0:
-                text.stylize("italic yellow", 2, 2 + len(UNTRUSTED_TAG))
-            out.append(text)
+            tags.append((UNTRUSTED_TAG, "italic yellow"))
+        if card.author:
+            tags.append((_author_tag(card.author), "italic"))
+        out.extend(_tagged_lines(tags, one_line(card.summary), width, SUMMARY_LINES))
         if card.stale is not None:
             # The reason on its own lines: what changed is the point of the mark.
             reason = one_line(card.stale) or "a cited file changed"
             out.extend(Text("  " + line, "yellow") for line in wrap_cells(reason, width - 2, STALE_LINES))
         return out
+
+    @staticmethod
+    def _conflicted(card: PanelCard, width: int) -> list[Text]:
+        tag, colour = TYPE_TAGS.get(card.type, (one_line(card.type)[:8] or "?", "white"))
+        first = Text.assemble((f"{CONFLICT_MARK} ", "bold red"), (f"{tag} ", colour),
+                              (one_line(card.title) or one_line(card.filename), "bold"))
+        tags = [(UNTRUSTED_TAG, "italic yellow")] if card.untrusted else []
+        tags.append((one_line(card.level) or "conflicted", "italic"))
+        return [_fit(first, width), *_tagged_lines(tags, CONFLICT_TEXT, width, CONFLICT_LINES)]
 
     def render(self) -> Text:
         """Every line as one text (what the panel shows, scrolled or not)."""
@@ -254,8 +314,8 @@ class _CardList(Widget):
 
 class _CardScroll(VerticalScroll, can_focus=True):
     """The cards' scroll area: focusable (Tab, a click) so the arrow and page keys scroll it, and
-    Enter opens the card browser. It comes after the prompt in the focus chain and the App
-    focuses the prompt at start."""
+    Enter opens the card browser (on the first conflicted card, when one waits). It comes after
+    the prompt in the focus chain and the App focuses the prompt at start."""
 
     DEFAULT_CSS = """
     _CardScroll:focus { background: $boost; }
@@ -263,7 +323,10 @@ class _CardScroll(VerticalScroll, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "open_browser", "Cards", show=False)]
 
     def action_open_browser(self) -> None:
-        self.post_message(MemoryPanel.OpenBrowser(None))
+        # A conflicted card waits for a person: Enter opens the browser on the first of them.
+        conflicted = self.query_one(_CardList).state.conflicted
+        card = (conflicted[0].level, conflicted[0].filename) if conflicted else None
+        self.post_message(MemoryPanel.OpenBrowser(card))
 
 
 class _JobsLine(Widget, can_focus=True):

@@ -1,0 +1,346 @@
+"""Sharing through git in the running app (DESIGN §16), with real git and local repositories:
+a ``git pull`` that brings a card shows it in the panel with its author within 5 s and hands it
+to the next request's ``<memory-update>``; a card conflicted by a merge is listed as conflicted
+and reaches no request; ``MEMORY.md`` is rebuilt from the cards after an outside change; the user
+store syncs with ``user_memory_remote`` after start-up (a fake sync where the remote is not the
+point, a real bare remote once), failures are one line retried later, never two syncs at once,
+and the sync at quit is bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.tui import sync_flow
+from app.tui.messages import MemoryEventMessage
+from memory.constants import Level
+from memory.events import JobApplied
+from memory.model import Action, AppliedOp
+from memory.sharing.sync import SyncResult
+from memory.store.store import StoreError
+from memory.store.stores import MemoryStores
+from tests.support.fakeapi import FakeAnthropic, text
+from tests.support.gittools import clone, commit_all, git, git_run, new_repo
+from tests.support.memtools import create, trust_workspace, write_note
+from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+SIZE = (120, 40)
+DEPLOY = "project_knowledge_deploy.md"
+
+
+def _shared(tmp_path: Path) -> tuple[Path, Path]:
+    """Clone A (Ann) with one committed project card, and clone B (Bea) of it; both trusted."""
+    a = new_repo(tmp_path / "a", "Ann")
+    trust_workspace(a)
+    stores = MemoryStores(a.resolve())
+    res = stores.apply([(0, create("project", "Build command", "make build", summary="run make build"))],
+                       source="test")
+    assert not res.rejected and not res.conflicts
+    commit_all(a, "a card")
+    b = clone(a, tmp_path / "b", "Bea")
+    trust_workspace(b)
+    return a.resolve(), b.resolve()
+
+
+def _add(workspace: Path, title: str, summary: str) -> None:
+    res = MemoryStores(workspace).apply([(0, create("project", title, f"{title}: {summary}", summary=summary))],
+                                        source="test")
+    assert not res.rejected and not res.conflicts, res
+
+
+def panel_text(app: Any) -> str:
+    return app.panel._cards.render().plain.replace("\xa0", " ")
+
+
+def request_text(server: FakeAnthropic) -> str:
+    """Everything the last request to the main model sent: system prompt and messages."""
+    body = server.requests_for(MODEL)[-1].body
+    return json.dumps({"system": body.get("system"), "messages": body["messages"]}, ensure_ascii=False)
+
+
+# -- outside changes ------------------------------------------------------------------------------
+
+
+async def test_a_git_pull_shows_the_card_with_its_author_within_5s_and_the_next_request_gets_it(
+    make_app, server: FakeAnthropic, tmp_path: Path
+) -> None:
+    a, b = _shared(tmp_path)
+    _add(b, "Deploy", "ship with make deploy")  # written by Bea: author from B's user.name
+    commit_all(b, "Bea's card")
+    assert "author: Bea" in (b / ".PseudoClaude" / "memory" / DEPLOY).read_text()
+    server.script(MODEL, text("Noted."))
+    app = make_app(server, workspace=a, memory_mode="off")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: [c.title for c in app.panel.state.project] == ["Build command"])
+        await wait_until(pilot, lambda: app.bridge.watcher_ready, what="the store watcher")
+        await asyncio.to_thread(git, a, "pull", "-q", "--no-rebase", "--no-edit", str(b), "main")
+
+        def shown() -> bool:
+            return any(c.filename == DEPLOY and c.author == "Bea" for c in app.panel.state.project)
+
+        await wait_until(pilot, shown, timeout=5, what="the pulled card with its author in the panel")
+        await wait_until(pilot, lambda: "by Bea · ship with" in panel_text(app), timeout=5)
+        # Ann's own card says no name.
+        assert [c.author for c in app.panel.state.project if c.title == "Build command"] == [""]
+
+        await send(pilot, "what changed?")
+        await wait_until(pilot, lambda: "Noted." in chat_texts(app), what="the answer")
+        first = server.requests_for(MODEL)[-1].body["messages"][-1]["content"][0]["text"]
+        assert first.startswith("<memory-update>"), first
+        assert f"({DEPLOY})" in first and "ship with make deploy" in first
+
+
+async def test_an_outside_change_has_memory_md_rebuilt_from_the_cards(make_app, tmp_path: Path) -> None:
+    a, _ = _shared(tmp_path)
+    index = a / ".PseudoClaude" / "memory" / "MEMORY.md"
+    app = make_app(workspace=a)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: app.bridge.watcher_ready, what="the store watcher")
+        assert "project_knowledge_by-hand.md" not in index.read_text()
+        # An editor (or a checkout) writes a card and leaves the derived index as it was.
+        write_note(MemoryStores(a), Level.PROJECT, "project_knowledge_by-hand.md", "By hand", "written by hand")
+        await wait_until(pilot, lambda: "project_knowledge_by-hand.md" in index.read_text(), timeout=5,
+                         what="MEMORY.md rebuilt with the new card")
+        await wait_until(pilot, lambda: "By hand" in [c.title for c in app.panel.state.project])
+        assert app.sharing.refreshes >= 1
+
+
+async def test_an_index_that_cannot_be_refreshed_is_logged_and_the_panel_still_follows(
+    make_app, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, _ = _shared(tmp_path)
+    app = make_app(workspace=a)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: app.bridge.watcher_ready, what="the store watcher")
+
+        def broken(timeout: float = 0.0) -> list[Level]:
+            raise StoreError("project store: MEMORY.md is a symlink")
+
+        monkeypatch.setattr(app.bridge.stores, "refresh_indexes", broken)
+        write_note(MemoryStores(a), Level.PROJECT, "project_knowledge_by-hand.md", "By hand", "written by hand")
+        await wait_until(pilot, lambda: "By hand" in [c.title for c in app.panel.state.project], timeout=5)
+        assert not any("failed" in t for t in chat_texts(app))
+
+
+async def test_a_card_conflicted_by_a_merge_is_listed_as_conflicted_and_reaches_no_request(
+    make_app, server: FakeAnthropic, tmp_path: Path
+) -> None:
+    a, b = _shared(tmp_path)
+    _add(b, "Deploy", "theirs: deploy from the tag")
+    commit_all(b, "Bea's deploy card")
+    server.script(MODEL, text("Noted."))
+    app = make_app(server, workspace=a, memory_mode="off")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: app.bridge.watcher_ready, what="the store watcher")
+        # Ann writes a card of the same name on her side, commits, and merges Bea's branch.
+        await asyncio.to_thread(_add, a, "Deploy", "ours: deploy from main")
+        commit_all(a, "Ann's deploy card")
+        merged = await asyncio.to_thread(git_run, a, "pull", "--no-rebase", "--no-edit", str(b), "main")
+        assert merged.returncode != 0 and DEPLOY in merged.stdout + merged.stderr  # the card conflicts
+        assert "<<<<<<<" in (a / ".PseudoClaude" / "memory" / DEPLOY).read_text()
+
+        def conflicted() -> bool:
+            return [(c.level, c.filename) for c in app.panel.state.conflicted] == [("project", DEPLOY)]
+
+        await wait_until(pilot, conflicted, timeout=5, what="the conflicted card in the panel")
+        assert DEPLOY not in [c.filename for c in app.panel.state.project]
+        await wait_until(pilot, lambda: "⚠ Conflicted 1" in panel_text(app) and "changed on two branches"
+                         in panel_text(app))
+
+        await send(pilot, "what do you know about deploying?")
+        await wait_until(pilot, lambda: "Noted." in chat_texts(app), what="the answer")
+        sent = request_text(server)
+        for never in ("<<<<<<<", ">>>>>>>", "ours: deploy from main", "theirs: deploy from the tag", DEPLOY):
+            assert never not in sent, never
+        assert "Build command" in sent  # the rest of the index is there
+
+
+async def test_clicking_a_conflicted_card_in_the_panel_opens_the_browser_on_it(make_app, tmp_path: Path) -> None:
+    a, _ = _shared(tmp_path)
+    path = a / ".PseudoClaude" / "memory" / DEPLOY
+    path.write_text("---\n<<<<<<< HEAD\ntitle: Deploy\n=======\ntitle: Deploy it\n>>>>>>> theirs\n"
+                    "type: project_knowledge\nsummary: s\ncreated: 2026-01-01T00:00:00Z\n"
+                    "updated: 2026-01-01T00:00:00Z\nsource: model\n---\nbody\n")
+    app = make_app(workspace=a)
+    opened: list[tuple[str, str] | None] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: len(app.panel.state.conflicted) == 1, what="the conflicted card")
+        app.memory_screens.open_browser = opened.append  # what the panel asks for
+        cards = app.panel._cards
+        y = next(i for i in range(60) if cards.card_at(i) == ("project", DEPLOY))
+        await pilot.click(cards, offset=(2, y))
+        await wait_until(pilot, lambda: opened == [("project", DEPLOY)], what="the browser asked for the card")
+        # Enter on the focused card list: the first conflicted card as well.
+        app.panel.query_one("_CardScroll").focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: opened[-1:] == [("project", DEPLOY)] and len(opened) == 2)
+
+
+# -- the user store's sync -------------------------------------------------------------------------
+
+
+class FakeSync:
+    """``sync_user_store`` for tests: records each call, answers from ``results`` (the last one
+    repeats), optionally waits on ``gate`` (a sync that hangs), and counts syncs running at once."""
+
+    def __init__(self, app: Any, *results: SyncResult, gate: threading.Event | None = None) -> None:
+        self.app = app
+        self.results = list(results) or [SyncResult(ok=True, line="memory sync: in step")]
+        self.gate = gate
+        self.calls: list[dict[str, Any]] = []
+        self.running = 0
+        self.most = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, stores: MemoryStores, remote: str, *, timeout: float) -> SyncResult:
+        with self._lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            n = len(self.calls)
+            rt = self.app.bridge.runtime
+            self.calls.append({"remote": remote, "timeout": timeout, "opened": self.app.bridge.opened,
+                               "session_open": rt is not None and rt.session is not None})
+        try:
+            if self.gate is not None:
+                self.gate.wait(30)
+            return self.results[min(n, len(self.results) - 1)]
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+@pytest.fixture
+def remote_set(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    remote = str(tmp_path / "remote.git")
+    monkeypatch.setenv("PSEUDOCLAUDE_USER_MEMORY_REMOTE", remote)
+    return remote
+
+
+async def test_the_app_syncs_the_user_store_once_after_start_up_and_says_so_quietly(
+    make_app, server: FakeAnthropic, remote_set: str
+) -> None:
+    app = make_app(server)
+    fake = app.bridge.sync_user_store = FakeSync(app, SyncResult(ok=True, line="memory sync: in step (1 pulled)"))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: app.panel.state.sync_note == "memory sync: in step (1 pulled)")
+        assert not app.panel.state.sync_failed
+        [call] = fake.calls
+        assert call["remote"] == remote_set and call["opened"]  # after RuntimeReady: the session is open
+        assert "memory sync: in step (1 pulled)" in panel_text(app)
+
+
+async def test_without_a_remote_the_app_never_syncs(make_app, server: FakeAnthropic) -> None:
+    app = make_app(server)
+    fake = app.bridge.sync_user_store = FakeSync(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: not app.is_running, timeout=15, what="the app to quit")
+    assert fake.calls == [] and app.panel.state.sync_note is None
+
+
+async def test_a_failed_sync_is_one_line_replaced_by_the_next_and_retried_later(
+    make_app, remote_set: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sync_flow, "RETRY_S", 0.2)
+    app = make_app()
+    fake = app.bridge.sync_user_store = FakeSync(
+        app,
+        SyncResult(ok=False, line="memory sync: cannot reach the remote (first)"),
+        SyncResult(ok=False, line="memory sync: push rejected (second)"),
+        SyncResult(ok=True, line="memory sync: in step"),
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: len(fake.calls) >= 2 and app.panel.state.sync_note
+                         == "memory sync: push rejected (second)", what="the retry's line")
+        text_now = panel_text(app)
+        assert "(first)" not in text_now and text_now.count("memory sync:") == 1
+        assert app.panel.state.sync_failed
+        await wait_until(pilot, lambda: app.panel.state.sync_note == "memory sync: in step", what="the third sync")
+        assert not app.panel.state.sync_failed
+        n = len(fake.calls)
+        assert n == 3
+        # In step: no more retries (the next sync is at quit).
+        assert app.sharing._retry is None and fake.most == 1
+
+
+async def test_a_batch_applied_to_the_user_store_retries_a_failed_sync_and_syncs_never_overlap(
+    make_app, remote_set: str
+) -> None:
+    app = make_app()
+    gate = threading.Event()
+    fake = app.bridge.sync_user_store = FakeSync(app, SyncResult(ok=False, line="memory sync: offline"), gate=gate)
+    user_batch = JobApplied(job_id="j1", applied=(AppliedOp(index=0, action=Action.CREATE, level=Level.USER,
+                                                            filename="user_preference_x.md"),))
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(pilot)
+            await wait_until(pilot, lambda: len(fake.calls) == 1, what="the first sync (held)")
+            assert not app.sharing.sync_now()  # one runs: no second one beside it
+            gate.set()
+            await wait_until(pilot, lambda: app.sharing.syncs == 1, what="the first sync's end")
+            assert app.sharing.last is not None and not app.sharing.last.ok
+            app.post_message(MemoryEventMessage(user_batch))
+            await wait_until(pilot, lambda: app.sharing.syncs == 2, what="the retry after the user batch")
+            assert len(fake.calls) == 2 and fake.most == 1
+    finally:
+        gate.set()
+
+
+async def test_the_sync_at_quit_comes_after_the_drain_and_a_hanging_one_is_cut_off(
+    make_app, remote_set: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sync_flow, "QUIT_SYNC_S", 0.5)
+    app = make_app()
+    gate = threading.Event()
+    fake = app.bridge.sync_user_store = FakeSync(app, SyncResult(ok=True, line="memory sync: in step"))
+    said: list[Any] = []
+    exit_ = app.exit
+    app.exit = lambda *a, **k: (said.append(k.get("message")), exit_(*a, **k))[1]
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ready(pilot)
+            await wait_until(pilot, lambda: app.sharing.syncs == 1, what="the start-up sync")
+            fake.gate = gate  # the remote stops answering
+            await pilot.press("ctrl+q")
+            await wait_until(pilot, lambda: not app.is_running, timeout=10, what="the app to quit anyway")
+        assert len(fake.calls) == 2
+        assert fake.calls[1]["session_open"] is False  # after the drain and the close
+        assert fake.calls[1]["timeout"] == 0.5
+        [message] = [m for m in said if m is not None]
+        assert "user store not synced at quit" in str(message)
+    finally:
+        gate.set()
+
+
+async def test_the_app_syncs_the_user_store_with_a_real_bare_remote(make_app, server: FakeAnthropic,
+                                                                     remote_set: str, ws: Path) -> None:
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", remote_set], check=True,
+                   env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"})
+    stores = MemoryStores(ws.resolve())
+    write_note(stores, Level.USER, "user_preference_tabs.md", "Tabs", "indent with tabs", summary="tabs")
+    app = make_app(server)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: app.sharing.syncs == 1, timeout=30, what="the sync")
+        assert app.sharing.last is not None and app.sharing.last.ok, app.sharing.last
+        assert app.panel.state.sync_note == app.sharing.last.line and not app.panel.state.sync_failed
+    tree = git(Path(remote_set), "ls-tree", "-r", "--name-only", "main")
+    assert "user_preference_tabs.md" in tree.split()
+
