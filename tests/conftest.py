@@ -25,6 +25,10 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     pc_home = home / ".PseudoClaude"
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PSEUDOCLAUDE_HOME", str(pc_home))
+    # No machine-wide git identity either: a card's `author` comes from the test's own git config.
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     for key in list(os.environ):
         if key.startswith("ANTHROPIC_") or (key.startswith("PSEUDOCLAUDE_") and key != "PSEUDOCLAUDE_HOME"):
             if key == "PSEUDOCLAUDE_STRESS_KILLS":

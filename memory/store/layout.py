@@ -78,8 +78,8 @@ class StoreLayout:
         then carries the same ``.gitignore`` and ``.gitattributes`` as a project store."""
         try:
             return stat.S_ISDIR(self.fs.lstat(self.paths.user_store / ".git").st_mode)
-        except OSError:
-            return False
+        except (FileNotFoundError, NotADirectoryError):
+            return False  # an I/O error is no answer: it aborts the batch like any other
 
     def author(self, level: Level | str) -> str:
         """The git ``user.name`` a card of ``level`` is written by (DESIGN §16), or "": the

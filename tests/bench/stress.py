@@ -192,7 +192,7 @@ def audit(ws: Path, home: Path) -> Audit:
     """Read everything back with the app's own code; list every inconsistency."""
     from memory.constants import INDEX_FILE, Level
     from memory.jobs.doctor import diagnose
-    from memory.jobs.pipeline import TOOK_OVER
+    from memory.jobs.pipeline import EXCERPT_SEP, TOOK_OVER
     from memory.store.stores import MemoryStores
 
     a = Audit()
@@ -219,8 +219,9 @@ def audit(ws: Path, home: Path) -> Audit:
         a.problems.append(f"history: {len(files) - len(entries)} unreadable entr(ies)")
     for e in entries:
         names = set(e.jobs)
-        if TOOK_OVER in e.label:
-            names |= set(e.label.split(TOOK_OVER, 1)[1].split())
+        head = e.label.split(EXCERPT_SEP, 1)[0]  # the label ends with the turn's excerpt
+        if TOOK_OVER in head:
+            names |= set(head.split(TOOK_OVER, 1)[1].split())
         a.history_jobs.update(names)
         for op in e.applied:
             found = re.fullmatch(r"Fact ([a-z0-9]+-\d+)", op.title or "")

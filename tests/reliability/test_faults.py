@@ -14,7 +14,12 @@ from tests.support.memtools import leftovers, make_env, stores_state
 
 @pytest.fixture(scope="module")
 def ref(tmp_path_factory: pytest.TempPathFactory):
-    return reference(tmp_path_factory.mktemp("ref"))
+    # Module-scoped, so outside each test's private HOME: give it one too, or the machine's own
+    # git user.name would be written as the reference cards' author (and no test's).
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(tmp_path_factory.mktemp("ref-home")))
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        return reference(tmp_path_factory.mktemp("ref"))
 
 
 def _faulty(k: int, persistent: bool) -> FS:
