@@ -340,7 +340,10 @@ async def test_the_app_syncs_the_user_store_with_a_real_bare_remote(make_app, se
         await wait_ready(pilot)
         await wait_until(pilot, lambda: app.sharing.syncs == 1, timeout=30, what="the sync")
         assert app.sharing.last is not None and app.sharing.last.ok, app.sharing.last
-        assert app.panel.state.sync_note == app.sharing.last.line and not app.panel.state.sync_failed
+        line = app.sharing.last.line
+        # The panel follows in a worker of its own: wait for it, not for a count of pauses.
+        await wait_until(pilot, lambda: app.panel.state.sync_note == line, what="the sync line in the panel")
+        assert not app.panel.state.sync_failed
     tree = git(Path(remote_set), "ls-tree", "-r", "--name-only", "main")
     assert "user_preference_tabs.md" in tree.split()
 

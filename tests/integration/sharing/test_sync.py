@@ -406,3 +406,18 @@ def test_a_sync_that_died_mid_rebase_is_undone_first_unless_cards_changed_since(
     assert not result.ok and result.conflicted == (card,), result
     assert not (a.store / ".git" / "rebase-merge").exists()
     assert "A's version" in body(a, card) and "B's version" in body(a, card)
+
+
+def test_memory_log_user_shows_the_user_stores_git_history(tmp_path: Path, remote: Path) -> None:
+    a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
+    a.add("Likes tabs", "Indent with tabs.")
+    a.synced()
+    b.add("Short answers", "Keep answers short.")
+    b.synced()
+    a.synced()
+    res = a.cli("memory", "log", "user")
+    assert res.code == 0, res.err
+    commits = [ln for ln in res.out.splitlines() if " user store commit " in ln]
+    # Both machines' sync commits, newest first, next to this machine's own batch.
+    assert len(commits) >= 2 and "PseudoClaude: 1 card changed on" in commits[0]
+    assert any("batch" in ln and "(manual)" in ln for ln in res.out.splitlines())

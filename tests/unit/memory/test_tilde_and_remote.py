@@ -37,3 +37,10 @@ def test_a_remote_that_could_run_something_is_refused(bad: str) -> None:
                                   "file:///srv/m.git"])
 def test_urls_and_paths_are_kept(good: str) -> None:
     assert Settings(user_memory_remote=f" {good} ").user_memory_remote == good
+
+
+def test_the_extraction_prompt_says_the_project_store_is_pushed_to_everyone() -> None:
+    from memory.extract.prompt import EXTRACTION_SYSTEM
+
+    text = " ".join(EXTRACTION_SYSTEM.split())
+    assert "pushed to everyone who clones it" in text and "nothing private to this user" in text
