@@ -34,6 +34,9 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
             if key == "PSEUDOCLAUDE_STRESS_KILLS":
                 continue
             monkeypatch.delenv(key, raising=False)
+    # The memory worker runs in the test's own process unless a test asks for the child process
+    # (tests/integration/worker): a child per app would import the SDK (seconds of CPU) each time.
+    monkeypatch.setenv("PSEUDOCLAUDE_MEMORY_WORKER", "thread")
     # pytest-xdist's workers export COLUMNS=80 and LINES=24: a terminal program started by a test
     # (the app in tmux) would take them over its real terminal's size.
     monkeypatch.delenv("COLUMNS", raising=False)

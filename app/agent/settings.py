@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, StringConstraints, ValidationError, field_validator
 from pydantic_settings import (
@@ -105,6 +105,13 @@ class Settings(BaseSettings):
     # DESIGN §16: a git URL (or a local bare repository) that makes the user store a git
     # repository kept in step by `memory sync`; "" = the user store stays on this machine.
     user_memory_remote: str = ""
+    # Where the memory worker runs (issue 20): "process" = a child process (`pseudoclaude memory
+    # worker`) elected by the workspace's worker lock, so an apply never shares the screen's
+    # interpreter; "thread" = in this process (print mode's one job, and tests with an in-process
+    # memory model).
+    memory_worker: Literal["process", "thread"] = "process"
+    # A memory-model stream that sends nothing for this many seconds is a failed attempt.
+    memory_idle_timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     # Per-model prices (USD per MTok) over app/agent/pricing.PRICES: `[prices."model"] input = 3.0 ...`
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
@@ -141,7 +148,7 @@ class Settings(BaseSettings):
         return v
 
     @field_validator("max_iterations", "memory_wait", "max_tokens", "bash_timeout", "context_window", "compact_at",
-                     "offload_bytes", "consolidate_after", mode="before")
+                     "offload_bytes", "consolidate_after", "memory_idle_timeout", mode="before")
     @classmethod
     def _no_booleans(cls, v: Any) -> Any:
         # TOML `max_iterations = true` would otherwise quietly become 1.
