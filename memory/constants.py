@@ -53,3 +53,7 @@ INDEX_MAX_LINES = 200
 INDEX_MAX_BYTES = 25_600
 INDEX_FILE = "MEMORY.md"
 MANUAL_SOURCE = "manual"
+
+# `pseudoclaude memory worker` exits with this when another process holds the workspace's worker
+# lock (EX_TEMPFAIL): the app that started it does not count it as a death.
+WORKER_EXIT_BUSY = 75

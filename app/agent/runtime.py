@@ -16,14 +16,16 @@ from typing import Any
 
 from app.agent.compaction import ResultStore
 from app.agent.memory_model import AnthropicCompletion
-from app.agent.provider import AnthropicProvider, Provider, retry_base_delay
+from app.agent.provider import AnthropicProvider, Provider, Usage, retry_base_delay
 from app.agent.runner import Runner
 from app.agent.session import Session, SessionStore
 from app.agent.session_log import SessionError
 from app.agent.settings import Settings
 from app.agent.system_prompt import build_system
 from app.agent.tools import PermissionGate, ToolContext
+from app.agent.worker_process import WorkerProcess, worker_argv
 from memory.constants import MEMORY_MODES, MemoryMode
+from memory.events import JobQueued, MemoryEvent
 from memory.extract.completion import Completion
 from memory.jobs import pipeline
 from memory.jobs.manager import Manager
@@ -59,6 +61,7 @@ class Runtime:
         completion: Completion | None = None,
         home: Path | None = None,
         fs: FS | None = None,
+        worker_process: bool = False,
     ) -> None:
         self.settings = settings
         self.workspace = workspace
@@ -77,7 +80,15 @@ class Runtime:
         backoff = pipeline.BACKOFF_BASE * retry_base_delay()
         self.manager = Manager(self.stores, completion, mode=settings.memory_mode, fs=self.fs, backoff_base=backoff,
                                consolidate_after=settings.consolidate_after,
-                               consolidate_review=settings.consolidate_review, search=self.search)
+                               consolidate_review=settings.consolidate_review, search=self.search,
+                               runs_jobs=not worker_process)
+        # worker_process: the jobs run in a child process (`pseudoclaude memory worker`); this
+        # process spools, reviews and watches (issue 20: an apply never shares the screen's
+        # interpreter). Print mode keeps the worker in-process: its one job is faster there than
+        # in a child that must first import the SDK.
+        self.on_worker_note: Callable[[str], None] | None = None
+        self.on_worker_usage: Callable[[str, Usage], None] | None = None
+        self.child = self._worker_child(settings, workspace, home) if worker_process else None
         self._home = home
         self.provider: Provider = provider or AnthropicProvider()
         self.sessions = SessionStore(home)
@@ -86,6 +97,26 @@ class Runtime:
         self.runner: Runner = None  # type: ignore[assignment]
         self._started = False
         self._manager_started = False
+
+    def _worker_child(self, settings: Settings, workspace: Path, home: Path | None) -> WorkerProcess:
+        env = dict(os.environ)
+        if home is not None:
+            env["PSEUDOCLAUDE_HOME"] = str(home)
+        child = WorkerProcess(
+            self.manager,
+            lambda mode: worker_argv(workspace, settings.memory_model, mode, drain=settings.memory_wait),
+            log_path=self.stores.paths.home / "logs" / "memory-worker.log",
+            env=env,
+            on_note=lambda line: self.on_worker_note(line) if self.on_worker_note is not None else None,
+            on_usage=lambda m, u: self.on_worker_usage(m, u) if self.on_worker_usage is not None else None,
+        )
+
+        def wake(event: MemoryEvent) -> None:
+            if isinstance(event, JobQueued):
+                child.wake()
+
+        self.manager.subscribe(wake)
+        return child
 
     @property
     def memory_enabled(self) -> bool:
@@ -107,9 +138,7 @@ class Runtime:
         # left it out of step with the cards; rebuilt before anything reads the stores.
         await asyncio.to_thread(self.refresh_indexes)
         if self.memory_enabled and worker:
-            await self._warm_memory_client()
-            self._manager_started = True
-            await self.manager.start()
+            await self._start_manager()
         else:
             # Memory off (or its worker later): no model request yet, but interrupted writes
             # are finished.
@@ -127,8 +156,15 @@ class Runtime:
     async def start_worker(self) -> None:
         """Start the memory worker that ``start(worker=False)`` left for later (no-op otherwise)."""
         if self.memory_enabled and self._started and not self._manager_started:
-            self._manager_started = True
-            await self.manager.start()
+            await self._start_manager()
+
+    async def _start_manager(self) -> None:
+        self._manager_started = True
+        if self.child is None:
+            await self._warm_memory_client()
+        await self.manager.start()
+        if self.child is not None:
+            self.child.start()
 
     async def _warm_memory_client(self) -> None:
         # The SDK client loads TLS certificates when it is built (tens of ms): build it in a
@@ -146,6 +182,9 @@ class Runtime:
 
     async def close(self, timeout: float = 0.0) -> None:
         await self.manager.close(timeout)
+        if self.child is not None:
+            # The child drains what is queued and exits by itself; waited for at most ``timeout``.
+            await self.child.stop(timeout)
         await self._close_session()
         await asyncio.to_thread(self.search.close)
         # The memory model's client first: it may be a copy sharing the main client's pool.
@@ -284,11 +323,11 @@ class Runtime:
                 self.settings.memory_model, home=self._home
             )
         self.manager.set_mode(mode)
+        if self.child is not None:
+            self.child.set_mode(mode)
         self.memory_mode = mode
         if self.runner is not None:
             self.runner.manager = self.manager if mode != MemoryMode.OFF else None
         if mode != MemoryMode.OFF and self._started and not self._manager_started:
             # Memory was off at start, so the worker never ran: start it now.
-            await self._warm_memory_client()
-            self._manager_started = True
-            await self.manager.start()
+            await self._start_manager()

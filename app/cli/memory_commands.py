@@ -18,6 +18,7 @@ from app.cli import memory_grounding as grounding
 from app.cli import memory_log as history_log
 from app.cli import memory_search as scale
 from app.cli import memory_sync as user_sync
+from app.cli import memory_worker as child_worker
 from app.cli.output import closed_pipe, silence
 from memory.constants import INDEX_FILE, MANUAL_SOURCE, Level, MemoryMode
 from memory.text.names import quote
@@ -72,6 +73,7 @@ def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.Argume
     consolidation.add_command(cmd)
     history_log.add_command(cmd)
     user_sync.add_command(cmd)
+    child_worker.add_command(cmd)
     p = cmd("doctor", "check the stores and the index")
     p.add_argument("--fix", action="store_true", help="repair what can be repaired safely")
 
@@ -495,4 +497,5 @@ _HANDLERS: dict[str, Callable[[MemoryStores, argparse.Namespace], int]] = {
     "consolidate": consolidation.consolidate,
     **history_log.HANDLERS,
     **user_sync.HANDLERS,
+    **child_worker.HANDLERS,
 }

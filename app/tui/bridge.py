@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from app.tui.messages import MemoryEventMessage, MemoryUsage, SettingsChanged, StoresChangedMessage, TurnEvent
+from app.tui.messages import (
+    ChatNote,
+    MemoryEventMessage,
+    MemoryUsage,
+    SettingsChanged,
+    StoresChangedMessage,
+    TurnEvent,
+)
 from memory.jobs.pace import Pacer
 
 if TYPE_CHECKING:
@@ -162,7 +169,12 @@ class Bridge:
             completion=completion,
             home=self.home,
             fs=self._fs,
+            # The memory worker in a child process (issue 20), unless a test hands the App an
+            # in-process memory model (a child could not use it).
+            worker_process=settings.memory_worker == "process" and self._completion is None,
         )
+        self.runtime.on_worker_note = self._on_worker_note
+        self.runtime.on_worker_usage = self._on_memory_usage  # the child's requests count in the cost too
         self._unsubscribe = self.runtime.manager.subscribe(self._on_memory_event)
 
     def warm_sdk(self) -> None:
@@ -212,6 +224,9 @@ class Bridge:
     def _on_memory_event(self, event: MemoryEvent) -> None:
         self.post(MemoryEventMessage(event))
 
+    def _on_worker_note(self, line: str) -> None:
+        self.post(ChatNote(line, error=True))  # the worker child died and was replaced (one line)
+
     def _on_memory_usage(self, model: str, usage: Usage) -> None:
         self.post(MemoryUsage(model, usage))
 
@@ -241,13 +256,16 @@ class Bridge:
 
     async def run_turn(self, text: str) -> RunStop:
         """One Run; every event is posted as a TurnEvent. A cancel raises CancelledError after
-        the runner closed the turn (the conversation stays valid)."""
+        the runner closed the turn (the conversation stays valid). A completed answer's end is
+        drawn before its job is spooled: an ``AnswerDone`` posted behind the answer's events
+        tells the Runner when (its wait is bounded)."""
         rt = self.require()
+        from app.agent.events import posting_answer_done
 
         def emit(ev: RunEvent) -> None:
             self.post(TurnEvent(ev))
 
-        return await rt.runner.run(text, emit)
+        return await rt.runner.run(text, emit, answer_shown=posting_answer_done(emit))
 
     async def compact(self, focus: str = "") -> Compacted | None:
         """``/compact [focus]``: summarise the earlier conversation now; events go to the App as
@@ -290,6 +308,22 @@ class Bridge:
 
         state = await asyncio.to_thread(build)
         return state, len(jobs)  # pending: in flight, failed or held (what `memory pending` lists)
+
+    async def early_panel_state(self) -> PanelState | None:
+        """The panel's cards before the runtime exists, from the trust question's stores (no
+        settings, no SDK, no spool: no jobs listed). Trust is read from disk as for the runtime's
+        state: an untrusted project store's cards are marked so. None once the runtime is built:
+        its own state is on the way."""
+        from app.tui.panel_state import build_panel_state
+
+        def build() -> PanelState | None:
+            if self.runtime is not None:
+                return None
+            stores = self._trust_stores()
+            with self._card_reads:
+                return build_panel_state(stores, [], None, sync=self.sync_status)
+
+        return await asyncio.to_thread(build)
 
     async def refresh_indexes(self) -> list[str]:
         """The derived-index rule after an outside change (``git pull``, an editor): each

@@ -148,12 +148,18 @@ class Pipeline:
         self._request_timeout = request_timeout
         # Failed requests per job id in this process: the retry budget.
         self._failures: dict[str, int] = {}
+        # Jobs this process failed: one picked again was re-queued by a person (in any process:
+        # the pending screen's retry, `memory flush`), so it gets a fresh budget here.
+        self._ended_failed: set[str] = set()
 
     def reset_budget(self, job_id: str) -> None:
         """A person asked for the job again (flush, retry): it gets a fresh budget."""
         self._failures.pop(job_id, None)
 
     async def run(self, job: Job, completion: Completion) -> None:
+        if job.id in self._ended_failed:
+            self._ended_failed.discard(job.id)
+            self.reset_budget(job.id)
         try:
             await self._process(job, completion)
         except asyncio.CancelledError:
@@ -178,6 +184,7 @@ class Pipeline:
         except JobNotFound:
             return
         log.warning("memory job %s failed: %s", job.id, reason)
+        self._ended_failed.add(job.id)
         self._emit(JobFailed(job_id=job.id, reason=reason, retryable=retryable))
 
     # -- the steps -----------------------------------------------------------------------------

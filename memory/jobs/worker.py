@@ -89,6 +89,9 @@ class Worker:
         # Jobs that could not even be written down: not run again for a while.
         self._skip: dict[str, float] = {}
         self.elected = False
+        # False: this process never runs jobs (the app whose worker is a child process); it
+        # only watches what the worker does.
+        self.may_elect = True
         # Ids a waiter may know the running job by: not finished until its events are out.
         self.active: frozenset[str] = frozenset()
         self._reported: set[str] = set()
@@ -105,6 +108,8 @@ class Worker:
     def try_elect(self) -> bool:
         if self.elected:
             return True
+        if not self.may_elect:
+            return False
         try:
             self._lock_object().acquire(blocking=False)
         except filelock.Timeout:

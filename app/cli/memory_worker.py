@@ -1,0 +1,147 @@
+"""``pseudoclaude memory worker``: one workspace's memory jobs, run in a process of their own.
+
+The full-screen app starts this child after its first frame (app/agent/worker_process.py) so that
+an extraction's parsing and a 50-op apply on 10,000 cards never share the screen's interpreter.
+It is elected by the same worker lock as every other worker: when another process already runs
+this workspace's jobs it exits at once with ``EXIT_BUSY``. It reads commands from stdin, one per
+line (``wake``: a job was just spooled; ``mode auto|review|off``), writes one ``usage {json}`` line
+per memory-model request on stdout (the app adds it to the session's cost), and at end of input (the app
+quit, or died: the pipe closes either way) or on SIGTERM/SIGHUP it drains the runnable jobs for
+at most ``--drain`` seconds, then exits by itself. What it cuts off stays spooled.
+
+Imported by app/cli/main.py's parser on every start: the manager and the SDK load when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.agent.provider import Usage
+    from memory.jobs.manager import Manager
+    from memory.store.stores import MemoryStores
+
+from memory.constants import WORKER_EXIT_BUSY as EXIT_BUSY
+
+EXIT_OK, EXIT_USAGE = 0, 2
+DEFAULT_DRAIN_S = 15.0
+WORKER_MODES = ("auto", "review", "off")
+
+log = logging.getLogger(__name__)
+
+
+def _drain(v: str) -> float:
+    try:
+        x = float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {v!r}") from None
+    if not 0 <= x <= 3600:  # also false for nan
+        raise argparse.ArgumentTypeError(f"must be 0 to 3600 seconds, not {v!r}")
+    return x
+
+
+def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    p = cmd("worker", "run this workspace's memory jobs in this process until stdin ends (the app starts it)")
+    p.add_argument("--memory-model", dest="worker_memory_model", metavar="M", help="the memory model")
+    p.add_argument("--memory", dest="worker_mode", choices=WORKER_MODES, help="memory mode (default: the settings')")
+    p.add_argument("--drain", type=_drain, default=DEFAULT_DRAIN_S, metavar="S",
+                   help=f"at the end of stdin, run what is queued for at most S seconds (default {DEFAULT_DRAIN_S:g})")
+
+
+def worker(stores: MemoryStores, args: argparse.Namespace) -> int:
+    from app.agent.provider import retry_base_delay
+    from app.agent.settings import SettingsError, load_settings
+    from memory.jobs import pipeline
+    from memory.jobs.manager import Manager
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s memory worker %(process)d: %(message)s")
+    flags: dict[str, object] = {}
+    if args.worker_memory_model:
+        flags["memory_model"] = args.worker_memory_model
+    if args.worker_mode:
+        flags["memory_mode"] = args.worker_mode
+    try:
+        settings = load_settings(flags)
+    except SettingsError as e:
+        print(f"pseudoclaude: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    from app.agent.memory_model import AnthropicCompletion
+
+    completion = AnthropicCompletion(settings.memory_model, on_usage=_report_usage)
+    manager = Manager(stores, completion, mode=settings.memory_mode,
+                      backoff_base=pipeline.BACKOFF_BASE * retry_base_delay(),
+                      consolidate_after=settings.consolidate_after,
+                      consolidate_review=settings.consolidate_review)
+    try:
+        return asyncio.run(_serve(manager, args.drain, completion.aclose))
+    except KeyboardInterrupt:  # never the app's: the child runs in a session of its own
+        return EXIT_OK
+
+
+async def _serve(manager: Manager, drain: float, aclose: Callable[[], object]) -> int:
+    if not await asyncio.to_thread(manager.worker.try_elect):
+        print("pseudoclaude: another process runs this workspace's memory jobs", file=sys.stderr)
+        return EXIT_BUSY
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    _read_commands(manager, loop, stop)
+    try:
+        await manager.start()
+        # The SDK (seconds) loads in a thread now, not on the loop at the first request.
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(getattr, manager.completion, "client")
+        await stop.wait()
+    finally:
+        await manager.close(drain)
+        with contextlib.suppress(Exception):
+            await aclose()  # type: ignore[misc]
+    return EXIT_OK
+
+
+def _report_usage(model: str, usage: Usage) -> None:
+    """One line per memory-model request on stdout: the app counts it in the session's cost."""
+    import dataclasses
+    import json
+
+    with contextlib.suppress(OSError, ValueError):
+        print("usage " + json.dumps({"model": model, **dataclasses.asdict(usage)}), flush=True)
+
+
+def _read_commands(manager: Manager, loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """Stdin's lines, in a daemon thread: each applied on the loop; its end stops the worker."""
+
+    def command(line: str) -> None:
+        word, _, rest = line.strip().partition(" ")
+        if word == "wake":
+            manager.signal(wake=True)
+        elif word == "mode" and rest in WORKER_MODES:
+            from memory.constants import MemoryMode
+
+            manager.set_mode(MemoryMode(rest))
+        elif word:
+            log.warning("unknown command on stdin: %.80r", line)
+
+    def read() -> None:
+        try:
+            for raw in sys.stdin.buffer:
+                loop.call_soon_threadsafe(command, raw[:200].decode("utf-8", "replace"))
+        except (OSError, ValueError, AttributeError):
+            pass  # no stdin (closed, or not readable): the same as its end
+        with contextlib.suppress(RuntimeError):  # the loop is gone: the process ends anyway
+            loop.call_soon_threadsafe(stop.set)
+
+    threading.Thread(target=read, name="memory-worker-stdin", daemon=True).start()
+
+
+HANDLERS: dict[str, Callable[[MemoryStores, argparse.Namespace], int]] = {"worker": worker}
