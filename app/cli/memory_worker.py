@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -133,10 +134,16 @@ def _read_commands(manager: Manager, loop: asyncio.AbstractEventLoop, stop: asyn
             log.warning("unknown command on stdin: %.80r", line)
 
     def read() -> None:
+        # os.read on the descriptor, not sys.stdin: a daemon thread blocked inside a buffered
+        # reader aborts the interpreter at its exit (the buffer's lock).
+        pending = b""
         try:
-            for raw in sys.stdin.buffer:
-                loop.call_soon_threadsafe(command, raw[:200].decode("utf-8", "replace"))
-        except (OSError, ValueError, AttributeError):
+            while chunk := os.read(0, 4096):
+                *lines, pending = (pending + chunk).split(b"\n")
+                pending = pending[-200:]
+                for raw in lines:
+                    loop.call_soon_threadsafe(command, raw[:200].decode("utf-8", "replace"))
+        except OSError:
             pass  # no stdin (closed, or not readable): the same as its end
         with contextlib.suppress(RuntimeError):  # the loop is gone: the process ends anyway
             loop.call_soon_threadsafe(stop.set)

@@ -1,0 +1,170 @@
+"""``WorkerProcess``, the app's supervisor of its memory worker child, with stand-in children:
+a death is said once and replaced, a busy child is not a death, restarts pause when a child keeps
+dying, the child's usage lines are read and anything else on its stdout is not."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.agent.provider import Usage
+from app.agent.worker_process import MAX_RESTARTS, WorkerProcess, describe_exit, parse_usage
+from memory.constants import WORKER_EXIT_BUSY, MemoryMode
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class _Worker:
+    def __init__(self) -> None:
+        self.busy = False
+
+    def someone_works(self) -> bool:
+        return self.busy
+
+
+class _Manager:
+    def __init__(self) -> None:
+        self.mode = MemoryMode.AUTO
+        self.completion: object | None = object()
+        self.worker = _Worker()
+
+
+def _child(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+async def _until(pred: Any, timeout: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def _exited(sup: WorkerProcess) -> None:
+    proc = sup.proc
+    assert proc is not None
+    await asyncio.to_thread(proc.wait, 20)
+
+
+def _supervisor(tmp_path: Path, code: str, notes: list[str], clock: Any = None, **kw: Any) -> WorkerProcess:
+    extra = {"clock": clock} if clock is not None else {}
+    return WorkerProcess(_Manager(), lambda mode: _child(code), log_path=tmp_path / "logs" / "w.log",  # type: ignore[arg-type]
+                         on_note=notes.append, **extra, **kw)
+
+
+async def test_a_dead_child_is_said_once_and_replaced(tmp_path: Path) -> None:
+    notes: list[str] = []
+    sup = _supervisor(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", notes)
+    await sup.check()
+    assert sup.started == 1
+    await _exited(sup)
+    await sup.check()  # the death is seen, another child started at once
+    assert sup.started == 2
+    assert notes == ["memory worker stopped (killed by SIGKILL); started another (no memory job is lost)"]
+    await _exited(sup)
+    await sup.stop()
+
+
+async def test_a_child_that_found_the_lock_taken_or_ended_well_is_no_death(tmp_path: Path) -> None:
+    notes: list[str] = []
+    for code in (f"import sys; sys.exit({WORKER_EXIT_BUSY})", "pass"):
+        sup = _supervisor(tmp_path, code, notes)
+        await sup.check()
+        await _exited(sup)
+        await sup.check()
+        assert notes == [] and sup.deaths == []
+        await sup.stop()
+
+
+async def test_nobody_is_started_while_another_process_works_or_memory_is_off(tmp_path: Path) -> None:
+    notes: list[str] = []
+    sup = _supervisor(tmp_path, "pass", notes)
+    sup.manager.worker.busy = True  # type: ignore[attr-defined]
+    await sup.check()
+    assert sup.started == 0
+    sup.manager.worker.busy = False  # type: ignore[attr-defined]
+    sup.manager.mode = MemoryMode.OFF
+    await sup.check()
+    assert sup.started == 0
+    sup.manager.mode = MemoryMode.AUTO
+    sup.manager.completion = None
+    await sup.check()
+    assert sup.started == 0
+
+
+async def test_a_child_that_keeps_dying_is_left_stopped_for_a_minute_said_in_one_line(tmp_path: Path) -> None:
+    now = [1000.0]
+    notes: list[str] = []
+    sup = _supervisor(tmp_path, "import sys; sys.exit(3)", notes, clock=lambda: now[0])
+    await sup.check()
+    for _ in range(MAX_RESTARTS):
+        await _exited(sup)
+        await sup.check()
+    assert sup.started == MAX_RESTARTS  # the fifth death did not start a sixth child
+    assert notes[0] == "memory worker stopped (exit status 3); started another (no memory job is lost)"
+    assert len(notes) == MAX_RESTARTS and "5 times in a minute" in notes[-1] and "memory jobs stay spooled" in notes[-1]
+    now[0] += 61
+    await sup.check()
+    assert sup.started == MAX_RESTARTS + 1
+    await _exited(sup)
+    await sup.stop()
+
+
+async def test_a_child_that_cannot_start_is_one_line(tmp_path: Path) -> None:
+    notes: list[str] = []
+    sup = WorkerProcess(_Manager(), lambda mode: [str(tmp_path / "no-such-program")],  # type: ignore[arg-type]
+                        log_path=tmp_path / "logs" / "w.log", on_note=notes.append)
+    await sup.check()
+    assert sup.proc is None and len(notes) == 1
+    assert notes[0].startswith("memory worker stopped (could not start: ") and "\n" not in notes[0]
+
+
+async def test_wake_and_mode_reach_the_childs_stdin_and_stop_closes_it(tmp_path: Path) -> None:
+    out = tmp_path / "got"
+    code = f"import sys\nopen({str(out)!r}, 'w').write(sys.stdin.read())"
+    sup = _supervisor(tmp_path, code, [])
+    await sup.check()
+    sup.wake()
+    sup.set_mode(MemoryMode.REVIEW)
+    await sup.stop(timeout=20)  # stdin's end: the child finishes by itself
+    assert sup.proc is not None and sup.proc.poll() == 0
+    assert out.read_text() == "wake\nmode review\n"
+
+
+async def test_the_childs_usage_lines_are_counted_and_nothing_else(tmp_path: Path) -> None:
+    seen: list[tuple[str, Usage]] = []
+    code = (
+        "print('hello'); print('usage {\"model\": \"m\", \"input_tokens\": 5, \"output_tokens\": 2}'); "
+        "print('usage {\"model\": \"m\", \"input_tokens\": -1}'); print('usage not json')"
+    )
+    sup = WorkerProcess(_Manager(), lambda mode: _child(code), log_path=tmp_path / "logs" / "w.log",  # type: ignore[arg-type]
+                        on_usage=lambda m, u: seen.append((m, u)))
+    await sup.check()
+    await _exited(sup)
+    assert sup.proc is not None and sup.proc.stdout is not None
+    await _until(lambda: sup.proc.stdout.closed)  # type: ignore[union-attr]  # the reader read to the end
+    assert seen == [("m", Usage(input_tokens=5, output_tokens=2))]
+
+
+@pytest.mark.parametrize("raw", [b"usage {}", b'usage {"model": 3}', b'usage {"model": "m", "output_tokens": true}',
+                                 b"usage [1]", b"usag", b"usage " + b"x" * 5000])
+def test_hostile_usage_lines_are_ignored(raw: bytes) -> None:
+    assert parse_usage(raw) is None
+
+
+def test_exits_are_described() -> None:
+    assert describe_exit(-9) == "killed by SIGKILL"
+    assert describe_exit(2) == "exit status 2"
+
+
+async def test_the_childs_stderr_goes_to_its_log_never_to_the_terminal(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    sup = _supervisor(tmp_path, "import sys; sys.stderr.write('boom\\n'); sys.exit(0)", [])
+    await sup.check()
+    await _exited(sup)
+    assert (tmp_path / "logs" / "w.log").read_text() == "boom\n"
+    assert "boom" not in capfd.readouterr().err
