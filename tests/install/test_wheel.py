@@ -243,3 +243,25 @@ def test_the_version_is_unknown_where_no_metadata_is_installed(monkeypatch: pyte
     assert package_version() == project_version()  # the editable install's metadata
     monkeypatch.setattr(importlib.metadata, "version", missing)
     assert package_version() == "unknown"
+
+
+def test_the_apps_worker_child_runs_from_the_wheel_and_writes_the_card(
+    installed: Installed, outside: Path, workspace: Path, server: FakeAnthropic
+) -> None:
+    # The argv the app starts its memory worker with (app/agent/worker_process.worker_argv), from
+    # the installed interpreter: -P, so the folder it runs in can never shadow the package.
+    from app.agent.worker_process import worker_argv
+    from memory.constants import MemoryMode
+    from memory.jobs.spool import Spool, make_job
+    from memory.model import Turn, TurnMessage
+
+    stores = MemoryStores(workspace)
+    job = make_job(workspace, [Turn(messages=[TurnMessage(role="user", text="we lint with ruff")])])
+    Spool(stores.paths).submit(job)
+    server.script(MEMORY_MODEL, text(ops_answer(create_op("Lint with ruff", "Run `ruff check`."))))
+    argv = [str(installed.python), *worker_argv(workspace, MEMORY_MODEL, MemoryMode.AUTO, drain=30)[1:]]
+    proc = subprocess.run(argv, cwd=outside, env=run_env(server), capture_output=True, text=True, timeout=90,
+                          stdin=subprocess.DEVNULL)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr + installed.hint
+    cards = [p.name for p in (workspace / ".PseudoClaude" / "memory").glob("*.md") if p.name != "MEMORY.md"]
+    assert cards == ["project_knowledge_lint-with-ruff.md"]
