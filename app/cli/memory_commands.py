@@ -391,7 +391,7 @@ def memory_completion() -> tuple[AnthropicCompletion | None, int]:
     except SettingsError as e:
         _err(str(e))
         return None, EXIT_USAGE
-    return AnthropicCompletion(settings.memory_model), EXIT_OK
+    return AnthropicCompletion(settings.memory_model, idle_timeout=settings.memory_idle_timeout), EXIT_OK
 
 
 def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:

@@ -76,7 +76,8 @@ def worker(stores: MemoryStores, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from app.agent.memory_model import AnthropicCompletion
 
-    completion = AnthropicCompletion(settings.memory_model, on_usage=_report_usage)
+    completion = AnthropicCompletion(settings.memory_model, on_usage=_report_usage,
+                                     idle_timeout=settings.memory_idle_timeout)
     manager = Manager(stores, completion, mode=settings.memory_mode,
                       backoff_base=pipeline.BACKOFF_BASE * retry_base_delay(),
                       consolidate_after=settings.consolidate_after,
