@@ -27,7 +27,7 @@ from tests.support.clitools import create_op, ops_answer
 from tests.support.fakeapi import FakeAnthropic, Gate, text
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("worker_process")]
+pytestmark = pytest.mark.timeout(180)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD_START_S = 60.0  # a child imports the SDK before its first request: seconds on a busy machine
@@ -76,37 +76,30 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.fixture
-def process_worker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def process_worker(monkeypatch: pytest.MonkeyPatch, ws: Path) -> Iterator[None]:
     monkeypatch.setenv("PSEUDOCLAUDE_MEMORY_WORKER", "process")
     # The children find this checkout's packages (tests.support too) as the app does.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    yield
-    for pid in _leftover_pids:
-        if not _gone(pid):
-            os.kill(pid, signal.SIGKILL)
-    _leftover_pids.clear()
-
-
-_leftover_pids: list[int] = []
-
-
-def _track(app: object) -> None:
-    child = app.bridge.runtime.child  # type: ignore[attr-defined]
-    if child is not None and child.pid is not None:
-        _leftover_pids.append(child.pid)
+    yield  # first in each test's arguments: torn down after make_app has closed the apps
+    # The apps are closed: their children drain and exit by themselves; one still there after
+    # that is stopped so it cannot run on into other tests.
+    deadline = time.monotonic() + 20
+    while (left := _worker_pids(ws)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
 
 
 async def test_a_turns_card_reaches_the_panel_from_the_worker_child(
-    make_app, server: FakeAnthropic, ws: Path, process_worker: None
+    process_worker: None, make_app, server: FakeAnthropic, ws: Path
 ) -> None:
     server.script(MODEL, text("Use make build."))
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.", summary="make build"))))
     app = make_app(server)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_ready(pilot)
+        await wait_ready(pilot, CHILD_START_S)
         rt = app.bridge.runtime
         await wait_until(pilot, lambda: rt.child.pid is not None, CHILD_START_S, "the worker child")
-        _track(app)
         assert rt.child.pid != os.getpid()
         await send(pilot, "How do I build?")
         await wait_until(pilot, lambda: "Build with make" in _titles(app.panel.state.project), CHILD_START_S,
@@ -122,7 +115,7 @@ async def test_a_turns_card_reaches_the_panel_from_the_worker_child(
 
 
 async def test_a_child_killed_mid_apply_is_said_once_replaced_and_the_job_applies_once(
-    make_app, server: FakeAnthropic, ws: Path, tmp_path: Path, process_worker: None, monkeypatch: pytest.MonkeyPatch
+    process_worker: None, make_app, server: FakeAnthropic, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     marker = tmp_path / "killed"
     real_argv = runtime_module.worker_argv
@@ -138,7 +131,7 @@ async def test_a_child_killed_mid_apply_is_said_once_replaced_and_the_job_applie
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Deploy with make", "Run make deploy."))))
     app = make_app(server)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_ready(pilot)
+        await wait_ready(pilot, CHILD_START_S)
         rt = app.bridge.runtime
         await wait_until(pilot, lambda: rt.child.pid is not None, CHILD_START_S, "the worker child")
         first = rt.child.pid
@@ -146,7 +139,6 @@ async def test_a_child_killed_mid_apply_is_said_once_replaced_and_the_job_applie
         await wait_until(pilot, marker.exists, CHILD_START_S, "the child to kill itself mid-apply")
         await wait_until(pilot, lambda: "Deploy with make" in _titles(app.panel.state.project), CHILD_START_S,
                          "the card, applied by the next child")
-        _track(app)
         assert int(marker.read_text()) == first and _gone(first)
         assert rt.child.pid not in (None, first) and rt.child.started == 2
         said = [t for t in chat_texts(app) if "memory worker stopped" in t]
@@ -160,18 +152,17 @@ async def test_a_child_killed_mid_apply_is_said_once_replaced_and_the_job_applie
 
 
 async def test_two_windows_on_one_workspace_have_one_worker_process(
-    make_app, server: FakeAnthropic, ws: Path, process_worker: None
+    process_worker: None, make_app, server: FakeAnthropic, ws: Path
 ) -> None:
     server.script(MODEL, text("first"), text("second"))
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Card one", "one"))), text(ops_answer(create_op("Card two", "two"))))
     one, two = make_app(server), make_app(server)
     async with one.run_test(size=(140, 40)) as p1, two.run_test(size=(140, 40)) as p2:
-        await wait_ready(p1)
-        await wait_ready(p2)
+        await wait_ready(p1, CHILD_START_S)
+        await wait_ready(p2, CHILD_START_S)
         c1, c2 = one.bridge.runtime.child, two.bridge.runtime.child
         await wait_until(p1, lambda: len(_worker_pids(ws)) == 1 and (c1.pid or c2.pid), CHILD_START_S,
                          "one worker child")
-        _track(one), _track(two)
         # A child started meanwhile by the other window found the lock taken and left quietly.
         await wait_until(p1, lambda: (c1.pid is None) != (c2.pid is None), CHILD_START_S, "one supervisor's child")
         # Each window's turn in turn (queued together, they would be one coalesced request).
@@ -185,18 +176,17 @@ async def test_two_windows_on_one_workspace_have_one_worker_process(
 
 
 async def test_quitting_with_a_job_in_flight_leaves_the_child_to_finish_it_and_exit(
-    make_app, server: FakeAnthropic, ws: Path, process_worker: None
+    process_worker: None, make_app, server: FakeAnthropic, ws: Path
 ) -> None:
     gate = Gate("memory answer", timeout=60)
     server.script(MODEL, text("Lint with ruff."))
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Lint with ruff", "Run ruff check.")), hold_before=gate))
     app = make_app(server)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_ready(pilot)
+        await wait_ready(pilot, CHILD_START_S)
         rt = app.bridge.runtime
         await wait_until(pilot, lambda: rt.child.pid is not None, CHILD_START_S, "the worker child")
         proc = rt.child.proc
-        _track(app)
         await send(pilot, "How do I lint?")
         await wait_until(pilot, lambda: gate.reached, CHILD_START_S, "the memory request, held")
         started = time.monotonic()
@@ -214,16 +204,15 @@ async def test_quitting_with_a_job_in_flight_leaves_the_child_to_finish_it_and_e
 
 
 async def test_memory_off_stops_the_childs_requests_and_back_on_resumes_them(
-    make_app, server: FakeAnthropic, ws: Path, process_worker: None
+    process_worker: None, make_app, server: FakeAnthropic, ws: Path
 ) -> None:
     server.script(MODEL, text("one"), text("two"))
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Card after on", "x"))))
     app = make_app(server)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_ready(pilot)
+        await wait_ready(pilot, CHILD_START_S)
         rt = app.bridge.runtime
         await wait_until(pilot, lambda: rt.child.pid is not None, CHILD_START_S, "the worker child")
-        _track(app)
         await rt.set_memory_mode(MemoryMode.OFF)
         assert rt.child.pid is not None  # it stays, idle
         await send(pilot, "a turn with memory off")
