@@ -14,6 +14,11 @@ knowing nothing and is written anew with the next refusal; a person deletes it t
 output again. A refusal is recognised from the error's structure only: a 400 (or 422)
 ``invalid_request_error`` whose ``param`` or message names the ``output_config`` parameter — never
 from a word such as "format" in an unrelated message.
+
+A stream that sends nothing (no headers, no event, no ping: no bytes) for ``idle_timeout``
+seconds is a failed, retryable attempt: the request's read timeout is the idle timeout, so
+idleness is measured between reads and a slow but steadily streaming answer is never cut. The
+pipeline's whole-request bound (``REQUEST_TIMEOUT``) stays the outer limit.
 """
 
 from __future__ import annotations
@@ -179,7 +184,10 @@ class AnthropicCompletion:
     process that answers one turn (print mode) would otherwise pay that twice before its answer.
 
     ``home``: where ``capabilities.json`` lives (default: ``$PSEUDOCLAUDE_HOME`` as it is at the
-    first request)."""
+    first request).
+
+    ``idle_timeout``: seconds a stream may send nothing before the attempt fails (setting
+    ``memory_idle_timeout``)."""
 
     def __init__(
         self,
@@ -189,8 +197,12 @@ class AnthropicCompletion:
         on_usage: Callable[[str, Usage], None] | None = None,
         share: Callable[[], Any] | None = None,
         home: Path | None = None,
+        idle_timeout: float = 60.0,
     ) -> None:
+        if isinstance(idle_timeout, bool) or not (0 < idle_timeout < float("inf")):
+            raise ValueError(f"idle_timeout must be a positive number of seconds, not {idle_timeout!r}")
         self.model = model
+        self.idle_timeout = float(idle_timeout)
         self._client = client
         self._share = share
         # Told (model, usage) after each answered request: the app counts memory calls in the cost.
@@ -246,23 +258,49 @@ class AnthropicCompletion:
             message = await self._send(params)
         except anthropic.APIStatusError as e:
             if not (structured and refuses_structured_output(e)):
-                msg, retryable = describe_error(e, model=self.model, model_switch=MEMORY_MODEL_SWITCH)
-                raise CompletionError(msg, retryable=retryable) from None
+                raise self._failure(e) from None
             await asyncio.to_thread(self.capabilities.remember_refusal, base_url, self.model)
             params.pop(STRUCTURED_PARAM)
             try:
                 message = await self._send(params)
             except Exception as e2:
-                msg, retryable = describe_error(e2, model=self.model, model_switch=MEMORY_MODEL_SWITCH)
-                raise CompletionError(msg, retryable=retryable) from None
+                raise self._failure(e2) from None
         except Exception as e:
-            msg, retryable = describe_error(e, model=self.model, model_switch=MEMORY_MODEL_SWITCH)
-            raise CompletionError(msg, retryable=retryable) from None
+            raise self._failure(e) from None
         return "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
 
+    def _timeout(self) -> Any:
+        import anthropic
+
+        # Connecting keeps the SDK's own bound (5 s) when the idle timeout is longer.
+        connect = min(self.idle_timeout, anthropic.DEFAULT_TIMEOUT.connect or self.idle_timeout)
+        return anthropic.Timeout(self.idle_timeout, connect=connect)
+
+    def _failure(self, err: Exception) -> CompletionError:
+        """The one-line reason of a failed attempt; an idle stream's names the idle timeout."""
+        import anthropic
+        import httpx2
+
+        # Before the headers the SDK wraps the transport's timeout; mid-stream it surfaces bare.
+        cause = err.__cause__ if isinstance(err, anthropic.APITimeoutError) else err
+        if isinstance(cause, httpx2.ConnectTimeout | httpx2.PoolTimeout):
+            within = self._timeout().connect or self.idle_timeout
+            return CompletionError(f"no connection to the memory model within {within:g} s", retryable=True)
+        if isinstance(cause, httpx2.TimeoutException):
+            return CompletionError(f"no data from the memory model for {self.idle_timeout:g} s", retryable=True)
+        if isinstance(err, httpx2.TransportError):
+            # A connection dropped mid-stream surfaces bare too: a failed attempt, tried again.
+            detail = " ".join(str(err).split())[:200] or type(err).__name__
+            return CompletionError(f"the memory model's stream broke: {detail}", retryable=True)
+        msg, retryable = describe_error(err, model=self.model, model_switch=MEMORY_MODEL_SWITCH)
+        return CompletionError(msg, retryable=retryable)
+
     async def _send(self, params: dict[str, Any]) -> Any:
-        """One streamed request, read to its final message (errors surface as SDK exceptions)."""
-        async with self.client.messages.stream(**params) as stream:
+        """One streamed request, read to its final message (errors surface as SDK exceptions).
+
+        Every read (the headers, then each chunk of the body) waits at most ``idle_timeout``: a
+        read timeout, not a bound on the whole request."""
+        async with self.client.messages.stream(**params, timeout=self._timeout()) as stream:
             message = await stream.get_final_message()
         if self.on_usage is not None and getattr(message, "usage", None) is not None:
             try:

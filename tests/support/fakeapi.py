@@ -44,6 +44,9 @@ holds and faults) means "right after the first content_block_delta"; for ``trunc
 "everything before message_delta". A non-streaming request honours ``hold_before`` and
 ``hold_after`` alike by holding before its JSON is written.
 
+:meth:`Reply.paced` makes a slow model: a wait before each streamed event after the first, and
+optionally extra pings after the first one (a model that thinks, keeping its stream alive).
+
 Tests that run the SDK in their own event loop wait with the ``*_async`` helpers
 (:meth:`Gate.wait_reached_async`, :meth:`FakeAnthropic.wait_for_requests_async`) so the loop keeps
 sending the request being waited for. Nothing here sleeps: every wait is on an event with a timeout.
@@ -260,10 +263,22 @@ class Reply:
     hold_at: int | None = None
     ping: bool = True
     headers: Mapping[str, str] = field(default_factory=dict)
+    # A slow model: seconds waited before each event after the first (the server's stop cuts it
+    # short), and extra pings after the first one (a model that thinks a while, keeping the
+    # stream alive). Both off by default, so event indices stay as documented above.
+    pace: float = 0.0
+    extra_pings: int = 0
 
     def with_usage(self, **usage: Any) -> Reply:
         """A copy whose usage has these keys overridden (on top of earlier overrides)."""
         return replace(self, usage={**(self.usage or {}), **usage})
+
+    def paced(self, seconds: float, *, extra_pings: int = 0) -> Reply:
+        """A copy that waits ``seconds`` before each event after the first and sends
+        ``extra_pings`` more pings right after the first ping (counted in event indices)."""
+        if seconds < 0 or extra_pings < 0:
+            raise ValueError("pace and extra_pings must not be negative")
+        return replace(self, pace=seconds, extra_pings=extra_pings)
 
     def held(self, *, before: Gate | None = None, after: Gate | None = None, at: int | None = None) -> Reply:
         """A copy held at ``before`` (nothing sent) and/or after event ``at`` by ``after``."""
@@ -621,7 +636,7 @@ def _stream_events(reply: Reply, model: str, msg_id: str) -> tuple[list[Event], 
             )
         )
         if index == 0 and reply.ping:
-            events.append(("ping", {"type": "ping"}))
+            events.extend([("ping", {"type": "ping"})] * (1 + reply.extra_pings))
         if isinstance(block, TextBlock):
             deltas = [{"type": "text_delta", "text": chunk} for chunk in block.chunks]
         else:
@@ -834,6 +849,7 @@ class FakeAnthropic:
         self._connection_ids = itertools.count(1)
         self._errors: list[str] = []
         self._stopping = False
+        self._stopped = threading.Event()  # cuts a paced stream's waits short
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -846,6 +862,7 @@ class FakeAnthropic:
         server.fake = self
         self._server = server
         self._stopping = False
+        self._stopped.clear()
         self._thread = threading.Thread(
             target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-anthropic", daemon=True
         )
@@ -859,6 +876,7 @@ class FakeAnthropic:
             return
         with self._lock:
             self._stopping = True
+            self._stopped.set()
             gates = list(self._gates)
             connections = list(self._connections)
         for gate in gates:
@@ -1274,5 +1292,7 @@ class FakeAnthropic:
                 break
             if hold_at > 0 and index == hold_at - 1:
                 holding = self._arrive(gate)
+            if reply.pace and index > 0:
+                self._stopped.wait(reply.pace)
             chunk(*events[index])
         h.wfile.write(b"0\r\n\r\n")
