@@ -2,17 +2,25 @@
 
 The provider's TextDelta, ToolUseStart, ToolUseArgs, UsageEvent (one per request) and Retrying
 pass through with ``depth`` set: 0 for the top-level agent, n for a sub-agent n levels down.
+
+``AnswerDone`` is not the Runner's: a face that draws asynchronously (the App) posts it to itself
+from the ``answer_shown`` hook it gives ``Runner.run``, and calls ``shown`` once the answer's last
+words are on screen; the Runner spools the turn's job after that (``wait_shown``, bounded).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.agent.provider import Retrying, TextDelta, ToolUseArgs, ToolUseStart, Usage, UsageEvent
 from app.agent.tools import ResultView, ToolResult
 from memory.text.lines import format_bytes
+
+log = logging.getLogger(__name__)
 
 RunStatus = Literal["completed", "error", "cancelled", "max_iterations", "stopped"]
 
@@ -122,11 +130,57 @@ class RunStop:
     text: str = ""  # the final answer's text
 
 
+@dataclass(frozen=True)
+class AnswerDone:
+    """The top-level answer is complete: ``shown`` is called once its last words are drawn."""
+
+    shown: Callable[[], None]
+
+
 RunEvent = (
-    TextDelta | ToolUseStart | ToolUseArgs | UsageEvent | Retrying | RequestStarted
-    | ToolCallStarted | ToolCallApproved | ToolCallFinished | MemorySubmitted | RunStop | ContextUsage | Compacting | Compacted
+    TextDelta | ToolUseStart | ToolUseArgs | UsageEvent | Retrying | RequestStarted | ToolCallStarted
+    | ToolCallApproved | ToolCallFinished | MemorySubmitted | RunStop | ContextUsage | Compacting | Compacted | AnswerDone
 )
 OnEvent = Callable[[RunEvent], None]
+# Done when the face shows the answer's end (the last words on screen, stdout flushed).
+AnswerShown = Callable[[], Awaitable[None]]
+
+
+def posting_answer_done(emit: OnEvent) -> AnswerShown:
+    """A hook for a face whose drawing follows its events in order (the App's message queue): it
+    emits ``AnswerDone`` behind the answer's events and is done when the face calls ``shown``."""
+
+    async def answer_shown() -> None:
+        shown: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def done() -> None:
+            if not shown.done():
+                shown.set_result(None)
+
+        emit(AnswerDone(done))
+        await shown
+
+    return answer_shown
+
+
+async def wait_shown(hook: AnswerShown | None, timeout: float) -> None:
+    """Until ``hook`` is done, at most ``timeout`` seconds. A hook that fails, is cancelled or
+    hangs only ends the wait early or late: what follows (the turn's job) never depends on it.
+    Cancelling the caller still cancels (the hook with it)."""
+    if hook is None:
+        return
+    try:
+        task = asyncio.ensure_future(hook())
+    except Exception:
+        log.debug("the answer_shown hook failed", exc_info=True)
+        return
+    try:
+        await asyncio.wait({task}, timeout=timeout)
+    finally:
+        if not task.done():
+            task.cancel()
+    if task.done() and not task.cancelled() and task.exception() is not None:
+        log.debug("the answer_shown hook failed", exc_info=task.exception())
 
 
 def stop_message(reason: str | None) -> str:

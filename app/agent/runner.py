@@ -4,8 +4,9 @@
 - A response with tool calls runs them and goes on, whatever its stop reason says (some
   compatible servers send ``end_turn`` with calls), unless ``max_tokens`` cut it: cut calls are
   dropped. Normal completion of the **top-level** agent (a response with no tool calls whose
-  stop reason is ``end_turn`` or ``stop_sequence``) submits ``conversation[start_len:]`` to the
-  memory Manager, and only then delivers the stop event.
+  stop reason is ``end_turn`` or ``stop_sequence``) waits (``answer_shown_s`` at most) for the
+  face's ``answer_shown`` hook (the answer's end is drawn before any memory work), then submits
+  ``conversation[start_len:]`` to the memory Manager, and only then delivers the stop event.
 - Errors, other stop reasons, cancellation, ``--max-iterations`` stops and sub-agent runs never
   reach memory. An unfinished turn is closed by the conversation rules (``turn_closing``).
 - Text entering the conversation (the user's words, tool results, the model's tool calls) is
@@ -24,6 +25,7 @@ from typing import Any
 from app.agent import compaction as cmp
 from app.agent.conversation import TurnMark, drop_turn, push_message, scrub, scrub_text, turn_closing
 from app.agent.events import (
+    AnswerShown,
     Compacted,
     Compacting,
     ContextUsage,
@@ -37,6 +39,7 @@ from app.agent.events import (
     ToolCallFinished,
     ToolCallStarted,
     stop_message,
+    wait_shown,
 )
 from app.agent.memory_turn import text_of, turn_for_memory
 from app.agent.ports import ConversationLog, IndexSource, RecallSource, TurnSink
@@ -140,6 +143,7 @@ class Runner:
         self._summary: str | None = getattr(session, "summary", None)
         self.system = cmp.with_summary(self.base_system, self._summary)
         self._running = False
+        self._answer_shown: AnswerShown | None = None
         self._io_pending: asyncio.Future[Any] | None = None
         self._index_before: str | None = None
         self._turn_start: int | None = None  # where the Run's turn begins in the conversation
@@ -176,18 +180,22 @@ class Runner:
 
     # -- one Run ------------------------------------------------------------------------------
 
-    async def run(self, user_text: str, on_event: OnEvent | None = None) -> RunStop:
+    answer_shown_s = 0.5  # the longest a completed turn's job waits for its answer to be shown
+
+    async def run(self, user_text: str, on_event: OnEvent | None = None,
+                  answer_shown: AnswerShown | None = None) -> RunStop:
         """Run one turn. Raises RuntimeError if a Run of this Runner is still in progress, and
-        ValueError for an empty prompt (the API refuses an empty message)."""
+        ValueError for an empty prompt (the API refuses an empty message). ``answer_shown``: done
+        once the face shows a completed answer's end (awaited before the job is spooled)."""
         if not user_text.strip():
             raise ValueError("the prompt is empty")
         if self._running:
             raise RuntimeError("a turn is already running in this conversation; wait for it or cancel it first")
-        self._running = True
+        self._running, self._answer_shown = True, answer_shown
         try:
             return await self._run(scrub_text(user_text), on_event or (lambda _e: None))
         finally:
-            self._running = False
+            self._running, self._answer_shown = False, None
 
     async def _run(self, user_text: str, emit: OnEvent) -> RunStop:
         usage = Usage()
@@ -259,6 +267,8 @@ class Runner:
             await self._append({"role": "assistant", "content": kept})
             text = text_of(kept)
             if stop.reason in COMPLETED_STOPS:
+                if not self.is_subagent:  # the answer's end on screen first, then the spool's fsync
+                    await wait_shown(self._answer_shown, self.answer_shown_s)
                 job_id = await self._submit(self._turn_start or 0)
                 if job_id:
                     emit(MemorySubmitted(job_id))

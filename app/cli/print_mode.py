@@ -141,6 +141,14 @@ class PrintUI:
         self.wrote_text = True
         self._last = text[-1]
 
+    async def answer_shown(self) -> None:
+        """The answer is complete: its last byte and the newline after it are on stdout, flushed,
+        before the Runner spools the turn's job (the Runner's ``answer_shown`` hook)."""
+        self._end_answer()
+        if self.wrote_text and self._last != "\n":
+            self._out("\n")
+            self._last = "\n"
+
     def _end_answer(self) -> None:
         """The response's text is complete: what the stripper held (a CR) is written."""
         self._answer(self._strip.flush())
@@ -276,7 +284,8 @@ async def run_print(
     # The memory model's client shares the main model's: one TLS set-up before the answer, not two.
     provider = AnthropicProvider()
     completion = (
-        AnthropicCompletion(settings.memory_model, share=lambda: provider.client)
+        AnthropicCompletion(settings.memory_model, share=lambda: provider.client,
+                            idle_timeout=settings.memory_idle_timeout)
         if settings.memory_mode != MemoryMode.OFF
         else None
     )
@@ -292,7 +301,7 @@ async def run_print(
                 ui.diag(f"pseudoclaude: {e}")
                 return EXIT_ERROR
         try:
-            stop = await runtime.runner.run(prompt, ui)
+            stop = await runtime.runner.run(prompt, ui, answer_shown=ui.answer_shown)
         finally:
             await runtime.start_worker()
         for note in runtime.search.notices():  # a damaged search cache, rebuilt: said once

@@ -6,7 +6,12 @@ same variant with memory off, measured side by side (A B A B …) against the fa
 
 * app: the headless App (``PseudoClaudeApp.run_test``), from Enter to the answer's last word on
   the screen (what the compositor draws). Several turns per app, 0.3 s apart (reading, typing),
-  so the memory job of turn n has its request in flight while turn n+1 streams.
+  so the memory job of turn n has its request in flight while turn n+1 streams. The memory
+  worker is the app's default, a child process (``pseudoclaude memory worker``), pointed at the
+  fake through the environment it inherits (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY,
+  PSEUDOCLAUDE_HOME). With memory on, the measured turns start once the worker has sent the
+  warm-up turn's extraction request: the child's start-up (importing the SDK, a second or more
+  of CPU) is once per app, not per turn, and is not what this figure measures.
 * print mode: ``pseudoclaude -C ws --continue -p … --memory-wait 0`` run in this process
   (``app.cli.main``, the SDK already imported), from the call to the answer's last byte written
   to stdout — not the end of the process, which waits for memory after the answer by design.
@@ -22,6 +27,7 @@ import asyncio
 import contextlib
 import gc
 import io
+import json
 import os
 import sys
 import time
@@ -83,6 +89,11 @@ def _on_screen(app: Any, needle: str) -> bool:
     return any(needle in strip.text for strip in app.screen._compositor.render_strips())
 
 
+def _asked_about(server: FakeAnthropic, since: int, needle: str) -> bool:
+    """A memory-model request after the first ``since`` carries ``needle`` (a turn's words)."""
+    return any(needle in json.dumps(r.body) for r in server.requests_for(MEMORY_MODEL)[since:])
+
+
 async def _poll(what: str, predicate: Any, deadline: float) -> None:
     # Not Pilot.pause (which waits for idle in 20 ms steps): a 2 ms resolution.
     while not predicate():
@@ -101,6 +112,7 @@ async def _app_run(server: FakeAnthropic, ws: Path, memory: str, first_turn: int
 
     app = build_app(load_settings({"memory_mode": memory}), ws.resolve())
     seconds: list[float] = []
+    asked = len(server.requests_for(MEMORY_MODEL))
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         for k in range(TURNS_PER_APP + 1):
@@ -122,6 +134,9 @@ async def _app_run(server: FakeAnthropic, ws: Path, memory: str, first_turn: int
             await _poll(f"turn {turn}: the last word on screen", lambda end=end: _on_screen(app, end), t0 + 20)
             if k:
                 seconds.append(time.perf_counter() - t0)
+            elif memory != "off":  # the worker is up: it asked about the warm-up turn
+                await _poll("the memory worker's request about the warm-up turn",
+                            lambda end=end: _asked_about(server, asked, end), time.perf_counter() + 60)
         await wait_until(pilot, lambda: app.prompt.disabled_reason is None, 20, "the last turn to end")
         await app.bridge.close(0.0)
     return seconds
@@ -222,7 +237,8 @@ def print_figure(root: Path, server: FakeAnthropic, memory: SlowMemory, runs: in
 
 
 def figures(runs: int = 5) -> list[Figure]:
-    with private_env() as root, FakeAnthropic() as server:
+    # The app's default worker, said outright (print mode keeps its in-process worker).
+    with private_env(PSEUDOCLAUDE_MEMORY_WORKER="process") as root, FakeAnthropic() as server:
         os.environ.update(server.env())
         memory = SlowMemory(server)
         # The SDK and the App are imported once, before anything is timed.

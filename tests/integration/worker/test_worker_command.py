@@ -73,6 +73,9 @@ def test_a_job_cut_off_by_the_drain_bound_stays_spooled(server: FakeAnthropic, w
     proc = _start(server, ws, "--drain", "1")
     try:
         assert gate.wait_reached(60)
+        # Background work: it yields the CPU to the app (niceness, field 19 of /proc/PID/stat).
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        assert int(fields[16]) == os.getpriority(os.PRIO_PROCESS, 0) + 10 or int(fields[16]) == 19
         assert proc.stdin is not None
         proc.stdin.close()  # the app quit
         started = time.monotonic()
