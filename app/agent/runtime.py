@@ -74,7 +74,7 @@ class Runtime:
         self.memory_mode: MemoryMode = settings.memory_mode
         self._completion = completion
         if completion is None and self.memory_mode != MemoryMode.OFF:
-            completion = AnthropicCompletion(settings.memory_model, home=home)
+            completion = AnthropicCompletion(settings.memory_model, home=home, idle_timeout=settings.memory_idle_timeout)
         # The memory worker's backoff (1 s, 2 s, ...) in units of the runtime's retry delay; the
         # retry time a job shows is the one it waits.
         backoff = pipeline.BACKOFF_BASE * retry_base_delay()
@@ -320,7 +320,7 @@ class Runtime:
         mode = MemoryMode(mode)
         if self.manager.completion is None and mode != MemoryMode.OFF:
             self.manager.completion = self._completion or AnthropicCompletion(
-                self.settings.memory_model, home=self._home
+                self.settings.memory_model, home=self._home, idle_timeout=self.settings.memory_idle_timeout
             )
         self.manager.set_mode(mode)
         if self.child is not None:

@@ -218,8 +218,8 @@ class PseudoClaudeApp(App[int]):
         # What the terminal buffered before raw mode is read at once: a moment's grace for it.
         self.prompt.typeahead_enter_until = time.monotonic() + TYPEAHEAD_GRACE_S
         # The trust question first (the stores need no settings, no SDK, no session): the window
-        # is up within moments of the first frame, and the connection starts as soon as it is
-        # known whether to ask. Nothing queued is sent until the question is answered.
+        # is up within moments of the first frame, then the panel's cards (from the same stores)
+        # and the connection. Nothing queued is sent until the question is answered.
         self.trust.ask()
 
     # -- start-up ------------------------------------------------------------------------------
@@ -268,8 +268,10 @@ class PseudoClaudeApp(App[int]):
 
     @on(PanelStateReady)
     def _on_panel_state(self, message: PanelStateReady) -> None:
+        if (kind := self.startup.panel_state_kind(message.state)) is None:
+            return  # the cards read before the runtime, arriving after its own state
         self.panel.show(message.state)
-        self.panel_shows += 1
+        self.panel_shows += kind == "runtime"  # tests wait on the runtime's states
         state = message.state
         self.status_model.update(pending=message.pending,
                                  new_cards=sum(1 for c in (*state.project, *state.user) if c.new))

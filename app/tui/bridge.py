@@ -19,7 +19,6 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -134,7 +133,6 @@ class Bridge:
         # sets another; its last outcome (line, failed) is what the panel shows.
         self.sync_user_store: Callable[..., SyncResult] | None = None
         self.sync_status: tuple[str, bool] | None = None
-        self._sync_lock: asyncio.Lock | None = None
 
     # -- start-up --------------------------------------------------------------------------------
 
@@ -191,7 +189,9 @@ class Bridge:
         from app.agent.memory_model import AnthropicCompletion
 
         # Memory-model calls count in the session's cost.
-        return AnthropicCompletion(self.require_settings().memory_model, on_usage=self._on_memory_usage, home=self.home)
+        settings = self.require_settings()
+        return AnthropicCompletion(settings.memory_model, on_usage=self._on_memory_usage, home=self.home,
+                                   idle_timeout=settings.memory_idle_timeout)
 
     async def open(self, *, resume: str | None = None, continue_latest: bool = False) -> str | None:
         """Start memory and the session. Raises ValueError (one line) for a bad ``--resume``."""
@@ -256,11 +256,11 @@ class Bridge:
 
     async def run_turn(self, text: str) -> RunStop:
         """One Run; every event is posted as a TurnEvent. A cancel raises CancelledError after
-        the runner closed the turn (the conversation stays valid). A completed answer's end is
-        drawn before its job is spooled: an ``AnswerDone`` posted behind the answer's events
-        tells the Runner when (its wait is bounded)."""
-        rt = self.require()
+        the runner closed the turn (the conversation stays valid). An ``AnswerDone`` behind the
+        answer's events: its end is drawn before the job is spooled (app.agent.events)."""
         from app.agent.events import posting_answer_done
+
+        rt = self.require()
 
         def emit(ev: RunEvent) -> None:
             self.post(TurnEvent(ev))
@@ -310,18 +310,13 @@ class Bridge:
         return state, len(jobs)  # pending: in flight, failed or held (what `memory pending` lists)
 
     async def early_panel_state(self) -> PanelState | None:
-        """The panel's cards before the runtime exists, from the trust question's stores (no
-        settings, no SDK, no spool: no jobs listed). Trust is read from disk as for the runtime's
-        state: an untrusted project store's cards are marked so. None once the runtime is built:
-        its own state is on the way."""
+        """The panel's cards before the runtime, from the trust question's stores (no jobs; trust
+        read from disk as always). None once the runtime is built: its own state comes."""
         from app.tui.panel_state import build_panel_state
 
         def build() -> PanelState | None:
-            if self.runtime is not None:
-                return None
-            stores = self._trust_stores()
             with self._card_reads:
-                return build_panel_state(stores, [], None, sync=self.sync_status)
+                return None if self.runtime else build_panel_state(self._trust_stores(), [], None)
 
         return await asyncio.to_thread(build)
 
@@ -343,29 +338,6 @@ class Bridge:
     def sync_remote(self) -> str:
         """``user_memory_remote`` ("" when the user store is not synced)."""
         return str(getattr(self.settings, "user_memory_remote", "") or "")
-
-    async def sync_user(self, timeout: float) -> SyncResult:
-        """Sync the user store with ``user_memory_remote`` (DESIGN §16), in a daemon thread: a
-        remote that hangs past every bound must not keep the process from ending. One sync at a
-        time (a second waits for the first). Never raises: a failure is a failed SyncResult."""
-        if self._sync_lock is None:
-            self._sync_lock = asyncio.Lock()
-        async with self._sync_lock:
-            from app.tui.sync_flow import in_daemon_thread
-
-            result = await in_daemon_thread(partial(self._sync_now, timeout))
-        self.sync_status = (result.line, not result.ok)
-        return result
-
-    def _sync_now(self, timeout: float) -> SyncResult:
-        from memory.sharing.sync import SyncResult, sync_user_store
-
-        sync = self.sync_user_store or sync_user_store
-        try:
-            return sync(self.stores, self.sync_remote, timeout=timeout)
-        except Exception as e:  # the sync promises not to raise; a bug must still not crash the app
-            log.warning("user store sync failed: %s", e)
-            return SyncResult(ok=False, line=f"user store not synced: {type(e).__name__}: {e}")
 
     async def in_flight(self) -> int:
         try:

@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING
 from textual.content import Content
 
 from app.tui.bridge import CONFIGURE_HELP
-from app.tui.messages import ChatNote, FilesLoaded, HistoryLoaded, RuntimeBuilt, RuntimeFailed, RuntimeReady
+from app.tui.messages import (
+    ChatNote,
+    FilesLoaded,
+    HistoryLoaded,
+    PanelStateReady,
+    RuntimeBuilt,
+    RuntimeFailed,
+    RuntimeReady,
+)
 from app.tui.workers import start
 from memory.text.lines import one_line
 
@@ -30,6 +38,7 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from app.tui.app import PseudoClaudeApp
     from app.tui.prompt_history import PromptHistory
+    from widgets.panel.memory_panel import PanelState
 
 
 def _could_not_start(e: BaseException) -> RuntimeFailed:
@@ -47,6 +56,35 @@ class Startup:
         self._resume = resume
         self._continue_latest = continue_latest
         self.error: str | None = None  # a bad setting: printed by run_app after the app ends
+        self._early_state: PanelState | None = None  # the panel's cards read before the runtime
+        self._runtime_shown = False  # a panel state from the runtime was shown
+
+    # -- the panel's cards before the runtime -----------------------------------------------------
+
+    def early_panel(self) -> None:
+        """Show the panel's index without waiting for the runtime: the settings, the runtime's
+        imports and the session take a second after the first frame; the cards need none of it.
+        Read after the trust check, whose imports (the stores) it shares."""
+        start(self.app, self._early_panel, group="panel-early", exclusive=True)
+
+    async def _early_panel(self) -> None:
+        try:
+            state = await self.app.bridge.early_panel_state()
+        except Exception as e:  # a store that cannot be read: the runtime's start-up says why, once
+            log.warning("panel cards not read early: %s", one_line(e, 300))
+            return
+        if state is not None and not self._runtime_shown:
+            self._early_state = state
+            self.app.post_message(PanelStateReady(state, self.app.status_model.info.pending))
+
+    def panel_state_kind(self, state: PanelState) -> str | None:
+        """"early" (the cards read before the runtime) or "runtime" for a panel state about to be
+        shown; None: it is not current, the early one once the runtime's was shown (the runtime's
+        replaces it, never the other way)."""
+        if state is self._early_state:
+            return None if self._runtime_shown else "early"
+        self._runtime_shown = True
+        return "runtime"
 
     def connect(self) -> None:
         start(self.app, self._connect, group="connect", exclusive=True)

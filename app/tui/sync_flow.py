@@ -81,6 +81,7 @@ class SharingFlow:
         self._retry: Timer | None = None
         self.syncs = 0  # syncs finished (tests wait on it)
         self.last: SyncResult | None = None
+        self._sync_lock: asyncio.Lock | None = None
 
     # -- outside changes -------------------------------------------------------------------------
 
@@ -126,9 +127,32 @@ class SharingFlow:
         start(self.app, self._sync, group="sync")
         return True
 
+    async def sync_user(self, timeout: float) -> SyncResult:
+        """Sync the user store with ``user_memory_remote`` (DESIGN §16), in a daemon thread: a
+        remote that hangs past every bound must not keep the process from ending. One sync at a
+        time (a second waits for the first). Never raises: a failure is a failed SyncResult."""
+        bridge = self.app.bridge
+        if self._sync_lock is None:
+            self._sync_lock = asyncio.Lock()
+        async with self._sync_lock:
+            result = await in_daemon_thread(lambda: self._sync_in_thread(timeout))
+        bridge.sync_status = (result.line, not result.ok)
+        return result
+
+    def _sync_in_thread(self, timeout: float) -> SyncResult:
+        from memory.sharing.sync import SyncResult, sync_user_store
+
+        bridge = self.app.bridge
+        sync = bridge.sync_user_store or sync_user_store
+        try:
+            return sync(bridge.stores, bridge.sync_remote, timeout=timeout)
+        except Exception as e:  # the sync promises not to raise; a bug must still not crash the app
+            log.warning("user store sync failed: %s", e)
+            return SyncResult(ok=False, line=f"user store not synced: {type(e).__name__}: {e}")
+
     async def _sync(self) -> None:
         try:
-            result = await self.app.bridge.sync_user(SYNC_TIMEOUT_S)
+            result = await self.sync_user(SYNC_TIMEOUT_S)
         finally:
             self._syncing = False
         self.last = result
@@ -153,7 +177,7 @@ class SharingFlow:
             return None
         if self._retry is not None:
             self._retry.stop()
-        task = asyncio.ensure_future(self.app.bridge.sync_user(QUIT_SYNC_S))
+        task = asyncio.ensure_future(self.sync_user(QUIT_SYNC_S))
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
         finished, _ = await asyncio.wait({task}, timeout=QUIT_SYNC_S)
         if not finished:

@@ -65,11 +65,13 @@ class TrustQuestion:
         except Exception:
             # Nothing to ask on; the stores still leave an untrusted store out of every prompt.
             app.post_message(TrustChecked(False))
-            raise
-        finally:
-            # After the check, not beside it: its imports (the stores) are the runtime's too, and
-            # two threads importing at once under one interpreter lock each take twice as long.
             app.startup.connect()
+            raise
+        # After the check, not beside it: its imports (the stores) are the runtime's too, and two
+        # threads importing at once under one interpreter lock each take twice as long. The
+        # panel's cards first, from the same stores (trust read from disk as always).
+        app.startup.early_panel()
+        app.startup.connect()
         app.post_message(TrustChecked(needed, where=where))
         if not needed:
             return

@@ -5,11 +5,15 @@
   the first output that holds its first frame (the prompt's "connecting…": the app draws it in
   its first frame and keeps it until the runtime is open, after the frame). A minimal Textual app
   (one ``Static``) is timed the same way, up to its own text. The two alternate, five runs each.
+* The side panel's index: the same spawn on the same pty, in a workspace whose trusted project
+  store holds 20 cards and whose user store (a PSEUDOCLAUDE_HOME of its own) holds 20, up to the
+  first output showing the first project card's title (the panel lists the index), against the
+  minimal app's first frame above; a variant with 1,000 user cards is reported.
 * Print mode: ``pseudoclaude -p`` (default settings: memory auto) against the fake Messages API
   in this process, from the spawn to the first byte of the answer on stdout, against
   ``python -c "import anthropic"`` from the spawn to its exit; alternating.
-* Imports: the ``memory`` modules that importing the App (``app.tui``, everything before its
-  first frame) brings in, imported alone, against ``app.tui``, as ``python -c "import …"`` wall
+* Imports: the ``memory`` modules that importing the App (``app.tui.app``, everything before its
+  first frame; found by importing it, and none found is an error) brings in, imported alone, against ``app.tui``, as ``python -c "import …"`` wall
   times less that of ``python -c pass`` (the interpreter itself); alternating. The whole memory
   core (every module: pydantic contracts, the worker, the stores), which the runtime imports
   after the first frame, is reported beside it.
@@ -43,6 +47,10 @@ MEMORY_MODEL = "claude-haiku-5-5"
 ROWS, COLS = 30, 100
 _ESCAPES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
+PANEL_MARK = "Panelmark first card"
+PANEL_CARDS = (20, 20)  # project, user: the target's workspace
+BIG_USER = 1_000  # user cards of the reported variant
+
 MINIMAL_APP = '''\
 from textual.app import App, ComposeResult
 from textual.widgets import Static
@@ -65,12 +73,13 @@ def _bin(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-def first_paint(argv: list[str], marker: bytes, cwd: Path, timeout: float = 30.0) -> float:
+def first_paint(argv: list[str], marker: bytes, cwd: Path, timeout: float = 30.0,
+                extra_env: dict[str, str] | None = None) -> float:
     """Seconds from spawning ``argv`` on a new pseudo-terminal to the first output holding
     ``marker`` (escape sequences removed); the process is killed then."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
-    env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
+    env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor", **(extra_env or {})}
     started = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
                             start_new_session=True)
@@ -136,10 +145,37 @@ def _memory_modules() -> list[str]:
 
 
 def _first_frame_memory_modules() -> list[str]:
-    """The memory modules that importing the App loads (its first frame needs no more)."""
-    probe = "import sys, app.tui; print(' '.join(sorted(m for m in sys.modules if m.startswith('memory.'))))"
+    """The memory modules that importing the App (``app.tui.app``, not the empty package
+    ``app.tui``) loads: its first frame needs no more. None found is an error, not a 0."""
+    probe = ("import sys, app.tui.app; "
+             "print(' '.join(sorted(m for m in sys.modules if m == 'memory' or m.startswith('memory.'))))")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=True, capture_output=True, text=True)
-    return out.stdout.split()
+    found = out.stdout.split()
+    if not found:
+        raise RuntimeError("importing app.tui.app loaded no memory module: the probe is wrong")
+    return found
+
+
+def card_workspace(root: Path, name: str, project: int, user: int) -> tuple[Path, Path]:
+    """A workspace (``root/name``) whose project store holds ``project`` trusted cards, and a
+    PSEUDOCLAUDE_HOME of its own whose user store holds ``user`` cards (written as files, as
+    ``write_note`` does). Returns (workspace, home). The first project card's title is
+    ``PANEL_MARK``: the panel shows it once it lists the index."""
+    from memory.constants import Level, NoteType
+    from memory.store.stores import MemoryStores
+    from tests.support.memtools import trust_workspace, write_note
+
+    ws, home = root / name, root / f"{name}-home"
+    (ws / ".git").mkdir(parents=True)
+    home.mkdir()
+    stores = MemoryStores(os.path.realpath(ws), home)
+    for level, count, tag in ((Level.PROJECT, project, "P"), (Level.USER, user, "U")):
+        for i in range(count):
+            title = PANEL_MARK if (level, i) == (Level.PROJECT, 0) else f"Bench card {tag}{i:04d}"
+            write_note(stores, level, f"project_knowledge_bench-{tag.lower()}{i:04d}.md", title,
+                       f"Body of card {tag}{i}.", NoteType.PROJECT_KNOWLEDGE, summary=f"what {tag}{i} says")
+    trust_workspace(ws, home)
+    return ws, home
 
 
 def byte_compile() -> None:
@@ -151,7 +187,7 @@ def figures(runs: int = 5) -> list[Figure]:
     """Issue 10 figure 5: first paint, print mode's first byte, and the memory package's imports."""
     from tests.support.fakeapi import FakeAnthropic, text
 
-    paint: dict[str, list[float]] = {"app": [], "minimal": []}
+    paint: dict[str, list[float]] = {"app": [], "minimal": [], "panel": [], "panel_big": []}
     answer: dict[str, list[float]] = {"print": [], "sdk": []}
     imports: dict[str, list[float]] = {"memory": [], "core": [], "app": [], "bare": []}
     py = sys.executable
@@ -164,12 +200,19 @@ def figures(runs: int = 5) -> list[Figure]:
         (ws / ".git").mkdir(parents=True)
         minimal = root / "minimal_app.py"
         minimal.write_text(MINIMAL_APP, encoding="utf-8")
+        cards_ws, cards_home = card_workspace(root, "cards", *PANEL_CARDS)
+        big_ws, big_home = card_workspace(root, "big", PANEL_CARDS[0], BIG_USER)
+        mark = PANEL_MARK.encode()
         server.respond(MODEL, lambda body: True, text("The answer is 42."))
         server.respond(MEMORY_MODEL, lambda body: True, text("[]"))
         os.environ.update(server.env())
         for run in range(runs):
             paint["app"].append(first_paint([_bin("pseudoclaude"), "-C", str(ws)], b"connecting", ws))
             paint["minimal"].append(first_paint([py, str(minimal)], b"minimal app ready", ws))
+            paint["panel"].append(first_paint([_bin("pseudoclaude"), "-C", str(cards_ws)], mark, cards_ws,
+                                              extra_env={"PSEUDOCLAUDE_HOME": str(cards_home)}))
+            paint["panel_big"].append(first_paint([_bin("pseudoclaude"), "-C", str(big_ws)], mark, big_ws,
+                                                  extra_env={"PSEUDOCLAUDE_HOME": str(big_home)}))
             answer["print"].append(first_byte([_bin("pseudoclaude"), "-C", str(ws), "-p", "what is the answer?"], ws))
             answer["sdk"].append(wall([py, "-c", "import anthropic"], ws))
             imports["memory"].append(wall([py, "-c", memory_import], ROOT))
@@ -177,15 +220,29 @@ def figures(runs: int = 5) -> list[Figure]:
             imports["app"].append(wall([py, "-c", "from app.tui.app import PseudoClaudeApp"], ROOT))
             imports["bare"].append(wall([py, "-c", "pass"], ROOT))
             _log(f"run {run + 1}/{runs}: first paint {paint['app'][-1]:.2f} s vs {paint['minimal'][-1]:.2f} s, "
+                 f"panel index {paint['panel'][-1]:.2f} s ({BIG_USER:,} user cards: {paint['panel_big'][-1]:.2f} s), "
                  f"first byte {answer['print'][-1]:.2f} s vs SDK import {answer['sdk'][-1]:.2f} s")
     p = {k: median(v) for k, v in paint.items()}
     a = {k: median(v) for k, v in answer.items()}
     i = {k: median(v) for k, v in imports.items()}
+    return _rows(p, a, i, runs, first_frame)
+
+
+def _rows(p: dict[str, float], a: dict[str, float], i: dict[str, float], runs: int,
+          first_frame: list[str]) -> list[Figure]:
     mem, core, app = i["memory"] - i["bare"], i["core"] - i["bare"], i["app"] - i["bare"]
     return [
         at_most("start-up: first paint, pseudoclaude / minimal Textual app", p["app"] / p["minimal"], 1.5, "×",
                 f"spawn to first frame on a {COLS}×{ROWS} pty, medians of {runs}: "
                 f"{p['app']:.3f} s vs {p['minimal']:.3f} s"),
+        at_most("start-up: side panel shows the index, pseudoclaude / minimal Textual app's first frame",
+                p["panel"] / p["minimal"], 1.5, "×",
+                f"spawn to the first frame whose panel lists a card ({PANEL_CARDS[0]} trusted project + "
+                f"{PANEL_CARDS[1]} user cards) on a {COLS}×{ROWS} pty, medians of {runs}: "
+                f"{p['panel']:.3f} s vs {p['minimal']:.3f} s"),
+        Figure(f"start-up: side panel shows the index with {BIG_USER:,} user cards / minimal Textual app",
+               p["panel_big"] / p["minimal"], "×", "reported", True,
+               f"as the row above with {BIG_USER:,} user cards: {p['panel_big']:.3f} s vs {p['minimal']:.3f} s"),
         at_most("start-up: print mode first answer byte minus SDK import", a["print"] - a["sdk"], 0.5, "s",
                 f"`pseudoclaude -p` (memory auto, fake API) spawn to first stdout byte vs "
                 f"`python -c \"import anthropic\"`, medians of {runs}: {a['print']:.3f} s vs {a['sdk']:.3f} s"),

@@ -1,0 +1,45 @@
+"""The panel's cards read before the runtime (issue 20): the bridge's early read, from the trust
+question's stores, with the same trust rules as the runtime's state."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from app.tui.bridge import Bridge
+from app.tui.panel_state import UNTRUSTED_NOTE, build_panel_state
+from memory.constants import Level
+from memory.store.stores import MemoryStores
+from tests.support.memtools import trust_workspace, write_note
+
+
+def _ws(tmp_path: Path, *, trusted: bool) -> tuple[Path, MemoryStores]:
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    stores = MemoryStores(os.path.realpath(ws))
+    write_note(stores, Level.PROJECT, "project_knowledge_deploy.md", "Deploy on Fridays", "ok")
+    write_note(stores, Level.USER, "project_knowledge_tabs.md", "Tabs not spaces", "tabs")
+    if trusted:
+        trust_workspace(ws)
+    return Path(os.path.realpath(ws)), stores
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+async def test_the_early_read_is_the_runtimes_state_without_jobs_trust_included(tmp_path: Path, trusted: bool) -> None:
+    ws, stores = _ws(tmp_path, trusted=trusted)
+    bridge = Bridge(None, ws, lambda m: None, None)  # type: ignore[arg-type]  # no settings: nothing built
+    state = await bridge.early_panel_state()
+    assert state == build_panel_state(stores, [], None)
+    assert state is not None and [c.title for c in state.user] == ["Tabs not spaces"]
+    assert [c.title for c in state.project] == ["Deploy on Fridays"]
+    assert all(c.untrusted is not trusted for c in state.project)
+    assert state.project_note == (None if trusted else UNTRUSTED_NOTE)
+
+
+async def test_the_early_read_stops_once_the_runtime_exists(tmp_path: Path) -> None:
+    ws, _ = _ws(tmp_path, trusted=True)
+    bridge = Bridge(None, ws, lambda m: None, None)  # type: ignore[arg-type]
+    bridge.runtime = object()  # type: ignore[assignment]  # built: the runtime's own state comes
+    assert await bridge.early_panel_state() is None
