@@ -39,6 +39,7 @@ from app.agent.provider import Usage
 from memory.constants import WORKER_EXIT_BUSY as EXIT_BUSY
 from memory.constants import MemoryMode
 from memory.jobs.manager import Manager
+from memory.store.journal import OWN_WRITES
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,21 @@ def describe_exit(code: int) -> str:
             return f"killed by {signal.Signals(-code).name}"
         return f"killed by signal {-code}"
     return f"exit status {code}"
+
+
+def parse_write(raw: bytes) -> tuple[str, str | None] | None:
+    """A ``wrote {json}`` line of the child's stdout: a store file its commit writes (sha None:
+    removed)."""
+    if not raw.startswith(b"wrote ") or len(raw) > 8192:
+        return None
+    try:
+        data = json.loads(raw[6:])
+        path, sha = data["path"], data["sha"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(path, str) or not (sha is None or isinstance(sha, str)) or "\0" in path:
+        return None
+    return path, sha
 
 
 def parse_usage(raw: bytes) -> tuple[str, Usage] | None:
@@ -253,6 +269,10 @@ class WorkerProcess:
         """The child's ``usage {json}`` lines (its stdout, in a daemon thread, until it closes)."""
         with contextlib.suppress(OSError, ValueError):
             for raw in out:
+                wrote = parse_write(raw)
+                if wrote is not None:
+                    OWN_WRITES.record(*wrote)
+                    continue
                 usage = parse_usage(raw)
                 if usage is not None and self.on_usage is not None:
                     try:

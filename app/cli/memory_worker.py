@@ -5,7 +5,8 @@ an extraction's parsing and a 50-op apply on 10,000 cards never share the screen
 It is elected by the same worker lock as every other worker: when another process already runs
 this workspace's jobs it exits at once with ``EXIT_BUSY``. It reads commands from stdin, one per
 line (``wake``: a job was just spooled; ``mode auto|review|off``), writes one ``usage {json}`` line
-per memory-model request on stdout (the app adds it to the session's cost), and at end of input (the app
+per memory-model request on stdout (the app adds it to the session's cost) and one ``wrote
+{json}`` line per store file a commit writes (the app's watcher takes it for its own), and at end of input (the app
 quit, or died: the pipe closes either way) or on SIGTERM/SIGHUP it drains the runnable jobs for
 at most ``--drain`` seconds, then exits by itself. What it cuts off stays spooled.
 
@@ -87,6 +88,9 @@ def worker(stores: MemoryStores, args: argparse.Namespace) -> int:
                       backoff_base=pipeline.BACKOFF_BASE * retry_base_delay(),
                       consolidate_after=settings.consolidate_after,
                       consolidate_review=settings.consolidate_review)
+    from memory.store.journal import OWN_WRITES
+
+    OWN_WRITES.listeners.append(_report_write)
     try:
         return asyncio.run(_serve(manager, args.drain, completion.aclose))
     except KeyboardInterrupt:  # never the app's: the child runs in a session of its own
@@ -123,6 +127,15 @@ def _report_usage(model: str, usage: Usage) -> None:
 
     with contextlib.suppress(OSError, ValueError):
         print("usage " + json.dumps({"model": model, **dataclasses.asdict(usage)}), flush=True)
+
+
+def _report_write(path: str, digest: str | None) -> None:
+    """Each store file a commit writes, on stdout before it is moved into place: the app's store
+    watcher then knows it for its own worker's change, not someone else's."""
+    import json
+
+    with contextlib.suppress(OSError, ValueError):
+        print("wrote " + json.dumps({"path": path, "sha": digest}), flush=True)
 
 
 def _read_commands(manager: Manager, loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:

@@ -18,7 +18,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -48,10 +48,15 @@ class OwnWrites:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last: dict[str, str | None] = {}
+        # Told of each record: the memory worker process passes its writes on to the app that
+        # started it, whose watcher must not take them for someone else's.
+        self.listeners: list[Callable[[str, str | None], None]] = []
 
     def record(self, path: Path | str, digest: str | None) -> None:
         with self._lock:
             self._last[str(path)] = digest
+        for listener in list(self.listeners):
+            listener(str(path), digest)
 
     def is_own(self, path: Path | str, digest: str | None) -> bool:
         with self._lock:

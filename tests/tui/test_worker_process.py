@@ -110,6 +110,11 @@ async def test_a_turns_card_reaches_the_panel_from_the_worker_child(
         assert not rt.manager.is_worker and rt.manager.worker.may_elect is False
         assert len(server.requests_for(MEMORY_MODEL)) == 1
         assert rt.child.deaths == []
+        # The child's commit is the app's own worker's: not an outside change that would rebuild
+        # the indexes and re-read the stores on the app's side (its `wrote` lines on the pipe).
+        await wait_until(pilot, lambda: app.bridge.watcher_ready, what="the store watcher")
+        await pilot.pause(0.5)
+        assert app.sharing.refreshes == 0
         # The child's request counts in the session's cost (its usage line on the pipe).
         await wait_until(pilot, lambda: set(app._cost.by_model) == {MODEL, MEMORY_MODEL}, what="the memory cost")
 

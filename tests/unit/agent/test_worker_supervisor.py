@@ -168,3 +168,24 @@ async def test_the_childs_stderr_goes_to_its_log_never_to_the_terminal(tmp_path:
     await _exited(sup)
     assert (tmp_path / "logs" / "w.log").read_text() == "boom\n"
     assert "boom" not in capfd.readouterr().err
+
+
+async def test_the_childs_store_writes_become_the_apps_own(tmp_path: Path) -> None:
+    from memory.store.journal import OWN_WRITES
+
+    card = tmp_path / "card.md"
+    code = f"import json; print('wrote ' + json.dumps({{'path': {str(card)!r}, 'sha': 'abc'}}))"
+    sup = _supervisor(tmp_path, code, [])
+    await sup.check()
+    await _exited(sup)
+    assert sup.proc is not None and sup.proc.stdout is not None
+    await _until(lambda: sup.proc.stdout.closed)  # type: ignore[union-attr]
+    assert OWN_WRITES.is_own(card, "abc") and not OWN_WRITES.is_own(card, "other")
+
+
+@pytest.mark.parametrize("raw", [b"wrote {}", b'wrote {"path": 1, "sha": "x"}', b'wrote {"path": "a\\u0000b", "sha": "x"}',
+                                 b'wrote {"path": "a", "sha": 5}', b"wrote nope"])
+def test_hostile_write_lines_are_ignored(raw: bytes) -> None:
+    from app.agent.worker_process import parse_write
+
+    assert parse_write(raw) is None
