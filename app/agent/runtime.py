@@ -31,6 +31,7 @@ from memory.jobs import pipeline
 from memory.jobs.manager import Manager
 from memory.search.engine import MemorySearch
 from memory.store.fs import DEFAULT_FS, FS
+from memory.store.journal import OWN_WRITES, OwnWrites
 from memory.store.stores import MemoryStores
 from memory.store.transaction import TransactionError
 
@@ -117,6 +118,11 @@ class Runtime:
 
         self.manager.subscribe(wake)
         return child
+
+    @property
+    def own_writes(self) -> OwnWrites:
+        """The store writes the store watcher must not report: this process's, and its worker child's."""
+        return self.child.writes if self.child is not None else OWN_WRITES
 
     @property
     def memory_enabled(self) -> bool:

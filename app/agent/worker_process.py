@@ -39,7 +39,7 @@ from app.agent.provider import Usage
 from memory.constants import WORKER_EXIT_BUSY as EXIT_BUSY
 from memory.constants import MemoryMode
 from memory.jobs.manager import Manager
-from memory.store.journal import OWN_WRITES
+from memory.store.journal import OWN_WRITES, OwnWrites
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,9 @@ class WorkerProcess:
         self._poll = poll
         self._clock = clock
         self.proc: subprocess.Popen[bytes] | None = None
+        # The child's store writes (its ``wrote`` lines) and this process's own: what the app's
+        # store watcher must not take for someone else's change.
+        self.writes = OwnWrites(OWN_WRITES)
         self.started = 0  # children started (tests and the benchmarks read it)
         self.deaths: list[str] = []  # one line per child that died, as said
         self._death_times: list[float] = []
@@ -271,7 +274,7 @@ class WorkerProcess:
             for raw in out:
                 wrote = parse_write(raw)
                 if wrote is not None:
-                    OWN_WRITES.record(*wrote)
+                    self.writes.record(*wrote)
                     continue
                 usage = parse_usage(raw)
                 if usage is not None and self.on_usage is not None:

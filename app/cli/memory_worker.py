@@ -108,10 +108,9 @@ async def _serve(manager: Manager, drain: float, aclose: Callable[[], object]) -
             loop.add_signal_handler(sig, stop.set)
     _read_commands(manager, loop, stop)
     try:
+        # The SDK (seconds of CPU) loads at the first request, not at start: a child that
+        # replaces a dead one mostly re-applies a kept answer, and needs none.
         await manager.start()
-        # The SDK (seconds) loads in a thread now, not on the loop at the first request.
-        with contextlib.suppress(Exception):
-            await asyncio.to_thread(getattr, manager.completion, "client")
         await stop.wait()
     finally:
         await manager.close(drain)

@@ -204,6 +204,7 @@ class PseudoClaudeApp(App[int]):
         return self._panel
 
     def on_mount(self) -> None:
+        self.startup.snapshot_panel()  # the last start's cards, if the stores are as they were
         self.queue.show_notice()
         self.prompt.set_completer(self.complete)
         self.prompt.set_on_key(self._typing)

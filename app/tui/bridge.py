@@ -234,7 +234,7 @@ class Bridge:
         """Post a StoresChangedMessage per external change of a store folder, until close()."""
         from memory.store.watch import StoresWatcher
 
-        self._watcher = StoresWatcher(self.stores, debounce_ms=self._watch_debounce_ms)
+        self._watcher = StoresWatcher(self.stores, debounce_ms=self._watch_debounce_ms, own=self.require().own_writes)
         async for ev in self._watcher.events():
             self.post(StoresChangedMessage(tuple(str(getattr(lv, "value", lv)) for lv in ev.levels)))
 
@@ -296,6 +296,7 @@ class Bridge:
 
     async def panel_state(self, run_start_files: frozenset[tuple[str, str]] | None) -> tuple[PanelState, int]:
         """(PanelState, number of this workspace's spooled jobs), read off the loop."""
+        from app.tui.panel_snapshot import recorder
         from app.tui.panel_state import build_panel_state
 
         jobs = await self.jobs()
@@ -304,7 +305,8 @@ class Bridge:
 
         def build() -> PanelState:
             with self._card_reads:
-                return build_panel_state(self.stores, jobs, run_start_files, sync=sync)
+                return recorder(self.home, self.workspace).record(
+                    lambda: build_panel_state(self.stores, jobs, run_start_files, sync=sync))
 
         state = await asyncio.to_thread(build)
         return state, len(jobs)  # pending: in flight, failed or held (what `memory pending` lists)
@@ -312,11 +314,13 @@ class Bridge:
     async def early_panel_state(self) -> PanelState | None:
         """The panel's cards before the runtime, from the trust question's stores (no jobs; trust
         read from disk as always). None once the runtime is built: its own state comes."""
+        from app.tui.panel_snapshot import recorder
         from app.tui.panel_state import build_panel_state
 
         def build() -> PanelState | None:
             with self._card_reads:
-                return None if self.runtime else build_panel_state(self._trust_stores(), [], None)
+                return None if self.runtime else recorder(self.home, self.workspace).record(
+                    lambda: build_panel_state(self._trust_stores(), [], None))
 
         return await asyncio.to_thread(build)
 

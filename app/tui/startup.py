@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import threading
 from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING
@@ -56,10 +57,44 @@ class Startup:
         self._resume = resume
         self._continue_latest = continue_latest
         self.error: str | None = None  # a bad setting: printed by run_app after the app ends
+        self._snapshot_state: PanelState | None = None  # the last start's cards, from the cache
+        # Read at once, while Textual sets up its first frame (most of the time to it): the frame
+        # can then show the cards itself.
+        self._snapshot_read = threading.Event()
+        self._snapshot_found: PanelState | None = None
+        threading.Thread(target=self._read_snapshot, name="panel-snapshot", daemon=True).start()
         self._early_state: PanelState | None = None  # the panel's cards read before the runtime
+        self._early_shown = False
         self._runtime_shown = False  # a panel state from the runtime was shown
 
     # -- the panel's cards before the runtime -----------------------------------------------------
+
+    def _read_snapshot(self) -> None:
+        try:
+            from app.tui.panel_snapshot import read_snapshot  # stdlib, the stat stamp: no pydantic
+
+            self._snapshot_found = read_snapshot(self.app.bridge.home, self.app.workspace)
+        finally:
+            self._snapshot_read.set()
+
+    def snapshot_panel(self) -> None:
+        """The cards of the last panel state (app.tui.panel_snapshot) when the stores did not
+        change since, before even the stores' imports: in the first frame when the read is done
+        by the App's mount (it was started with the App), else as soon as it is."""
+        if self._snapshot_read.is_set():
+            self._show_snapshot()
+        else:
+            start(self.app, self._snapshot_later, group="panel-snapshot", exclusive=True)
+
+    async def _snapshot_later(self) -> None:
+        await asyncio.to_thread(self._snapshot_read.wait, 30)
+        self._show_snapshot()
+
+    def _show_snapshot(self) -> None:
+        state = self._snapshot_found
+        if state is not None and not (self._early_shown or self._runtime_shown):
+            self._snapshot_state = state
+            self.app.panel.show(state)  # nothing new, no jobs: the status line stays as it is
 
     def early_panel(self) -> None:
         """Show the panel's index without waiting for the runtime: the settings, the runtime's
@@ -78,11 +113,17 @@ class Startup:
             self.app.post_message(PanelStateReady(state, self.app.status_model.info.pending))
 
     def panel_state_kind(self, state: PanelState) -> str | None:
-        """"early" (the cards read before the runtime) or "runtime" for a panel state about to be
-        shown; None: it is not current, the early one once the runtime's was shown (the runtime's
-        replaces it, never the other way)."""
+        """"snapshot" (the cache's), "early" (the cards read before the runtime) or "runtime" for
+        a panel state about to be shown; None: it is not current, the snapshot once a read of the
+        stores was shown, the early one once the runtime's was (the later replaces the earlier,
+        never the other way)."""
+        if state is self._snapshot_state:
+            return None if self._early_shown or self._runtime_shown else "snapshot"
         if state is self._early_state:
-            return None if self._runtime_shown else "early"
+            if self._runtime_shown:
+                return None
+            self._early_shown = True
+            return "early"
         self._runtime_shown = True
         return "runtime"
 

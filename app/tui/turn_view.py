@@ -14,6 +14,7 @@ its first frame, and the agent's modules are the runtime's (see ``app.tui.app``)
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from memory.text.terminal import strip_terminal, strip_terminal_deep
 if TYPE_CHECKING:
     from app.agent import tools
     from app.agent.events import (
+        AnswerDone,
         Compacted,
         Compacting,
         ContextUsage,
@@ -68,6 +70,7 @@ class TurnRenderer:
         self._task_blocks: dict[int, ToolBlock] = {}  # depth -> the running task block
         self._usage: Usage | None = None  # the turn's tokens, all requests
         self._handlers: dict[type, Handler] | None = None
+        self._showing: set[asyncio.Task[None]] = set()  # answers' ends being drawn (AnswerDone)
 
     # -- the table ---------------------------------------------------------------------------------
 
@@ -89,6 +92,7 @@ class TurnRenderer:
                 runner.Compacting: self._compacting,
                 runner.Compacted: self._compacted,
                 runner.RunStop: self._run_stop,
+                runner.AnswerDone: self._answer_done,
             }
         return self._handlers
 
@@ -248,6 +252,22 @@ class TurnRenderer:
             chat.add_error(one_line(ev.describe(), 400))
         else:
             chat.add_note(one_line(ev.describe(), 400))
+
+    async def _answer_done(self, ev: AnswerDone) -> None:
+        # Not awaited here: the frame is drawn after this handler (the App's queue) returns.
+        task = asyncio.ensure_future(self._show_answer(self.answer, ev.shown))
+        self._showing.add(task)
+        task.add_done_callback(self._showing.discard)
+
+    @staticmethod
+    async def _show_answer(answer: AnswerBlock | None, shown: Callable[[], None]) -> None:
+        """The answer's last words on screen, then ``shown`` (the Runner spools the turn's job)."""
+        try:
+            if answer is not None:
+                answer.flush()  # the response is complete: a held escape sequence ends here
+                await answer.drawn()
+        finally:
+            shown()
 
     async def _run_stop(self, ev: RunStop) -> None:
         await self.finish_answer()

@@ -124,10 +124,7 @@ class Manager:
         )
         lock_path = self.paths.locks_dir / f"worker-{workspace_key(self.workspace)}.lock"
         self.worker = Worker(self, spool=self.spool, fs=fs, lock_path=lock_path, run_job=self.pipeline.run,
-                             max_batch_turns=max_batch_turns, max_batch_bytes=max_batch_bytes)
-        # runs_jobs=False: the jobs are another process's to run (the app's worker child); this
-        # manager spools, reviews and watches.
-        self.worker.may_elect = runs_jobs
+                             max_batch_turns=max_batch_turns, max_batch_bytes=max_batch_bytes, may_elect=runs_jobs)
 
     def _init_consolidation(self, stores: MemoryStores, fs: FS, after: int, review: bool,
                             search: MemorySearch | None) -> None:

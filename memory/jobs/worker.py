@@ -77,6 +77,7 @@ class Worker:
         run_job: RunJob,
         max_batch_turns: int,
         max_batch_bytes: int,
+        may_elect: bool = True,
     ) -> None:
         self.m = host
         self._spool = spool
@@ -89,9 +90,9 @@ class Worker:
         # Jobs that could not even be written down: not run again for a while.
         self._skip: dict[str, float] = {}
         self.elected = False
-        # False: this process never runs jobs (the app whose worker is a child process); it
-        # only watches what the worker does.
-        self.may_elect = True
+        # False: this process never runs jobs (the app whose worker is a child process, a manager
+        # built with runs_jobs=False); it spools, reviews and watches what the worker does.
+        self.may_elect = may_elect
         # Ids a waiter may know the running job by: not finished until its events are out.
         self.active: frozenset[str] = frozenset()
         self._reported: set[str] = set()

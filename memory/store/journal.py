@@ -45,9 +45,10 @@ class OwnWrites:
     news. Recorded before the commit's files are moved into place, so no event can beat it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *also: OwnWrites) -> None:
         self._lock = threading.Lock()
         self._last: dict[str, str | None] = {}
+        self._also = also  # what these record and what any of ``also`` recorded count as own
         # Told of each record: the memory worker process passes its writes on to the app that
         # started it, whose watcher must not take them for someone else's.
         self.listeners: list[Callable[[str, str | None], None]] = []
@@ -61,7 +62,9 @@ class OwnWrites:
     def is_own(self, path: Path | str, digest: str | None) -> bool:
         with self._lock:
             key = str(path)
-            return key in self._last and self._last[key] == digest
+            if key in self._last and self._last[key] == digest:
+                return True
+        return any(other.is_own(path, digest) for other in self._also)
 
 
 OWN_WRITES = OwnWrites()

@@ -25,6 +25,7 @@ from tests.bench.common import Figure
 MODULES = (
     "fig_latency",
     "fig_streaming",
+    "fig_worker",
     "fig_extraction",
     "fig_startup",
     "fig_bigstore",

@@ -47,6 +47,11 @@ def _batches_for(ws: Path, job_prefix: str = "") -> list[object]:
     return [e for e in stores.history() if e.jobs and e.label.startswith("memory job")]
 
 
+def _spooled_states(ws: Path) -> list[str]:
+    return [f"{e.id}:{e.job.state}/{e.job.phase}" if e.job else f"{e.id}:{e.problem}"
+            for e in Spool(MemoryStores(ws).paths).list(ws, include_orphans=False)]
+
+
 def _worker_pids(ws: Path) -> list[int]:
     """Every live `memory worker` process of this workspace (read from /proc)."""
     pids = []
@@ -175,7 +180,9 @@ async def test_two_windows_on_one_workspace_have_one_worker_process(
             await send(pilot, msg)
             for p, a in ((p1, one), (p2, two)):
                 await wait_until(p, lambda a=a, title=title: title in _titles(a.panel.state.project), CHILD_START_S,
-                                 f"{title} in both windows")
+                                 f"{title} in both windows ({_titles(a.panel.state.project)}, cards on disk "
+                                 f"{[c.name for c in _project_cards(ws)]}, {len(server.requests_for(MEMORY_MODEL))} "
+                                 f"memory requests, spool {_spooled_states(ws)})")
         assert len(_worker_pids(ws)) == 1
         assert c1.deaths == [] and c2.deaths == []
 

@@ -315,6 +315,30 @@ class AnswerBlock(Markdown):
         self._flush()
         await self._writer.drain()
 
+    async def drawn(self) -> None:
+        """Write every fragment received so far now (no coalescing wait) and return after the
+        frame that shows it. The stream goes on: an escape sequence still open stays held (call
+        ``flush`` first when the response is complete). Returns at once when the block is removed
+        or not ready yet (mounted a moment ago: its first write follows its mount by itself)."""
+        if self._closed or not self._ready:
+            return
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        self._flush()
+        await self._writer.drain()
+        if not self.is_attached:
+            return  # removed while it wrote
+        shown: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def frame_done() -> None:
+            if not shown.done():
+                shown.set_result(None)
+
+        # The App's queue, not this widget's: a block removed meanwhile would drop the callback.
+        if self.app.call_after_refresh(frame_done):
+            await shown
+
     async def on_unmount(self) -> None:
         # Pruned or cleared (maybe mid-stream): later appends are dropped, the writer ends.
         self._closed = True

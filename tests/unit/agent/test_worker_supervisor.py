@@ -180,7 +180,10 @@ async def test_the_childs_store_writes_become_the_apps_own(tmp_path: Path) -> No
     await _exited(sup)
     assert sup.proc is not None and sup.proc.stdout is not None
     await _until(lambda: sup.proc.stdout.closed)  # type: ignore[union-attr]
-    assert OWN_WRITES.is_own(card, "abc") and not OWN_WRITES.is_own(card, "other")
+    assert sup.writes.is_own(card, "abc") and not sup.writes.is_own(card, "other")
+    assert not OWN_WRITES.is_own(card, "abc")  # this app's, not every app's of the process
+    OWN_WRITES.record(tmp_path / "mine.md", "def")
+    assert sup.writes.is_own(tmp_path / "mine.md", "def")  # and the process's own too
 
 
 @pytest.mark.parametrize("raw", [b"wrote {}", b'wrote {"path": 1, "sha": "x"}', b'wrote {"path": "a\\u0000b", "sha": "x"}',

@@ -1,0 +1,53 @@
+"""A streamed answer block (widgets/chat/answer_block.py) drawn on demand: ``drawn()`` writes what
+was received without the coalescing wait and returns after the frame (tiny host App, no runtime)."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.widgets.markdown import MarkdownBlock
+
+from tests.tui.conftest import wait_until
+from widgets.chat.answer_block import AnswerBlock
+from widgets.chat.log import ChatPane
+
+
+class ChatHost(App[None]):
+    def compose(self) -> ComposeResult:
+        yield ChatPane()
+
+    @property
+    def pane(self) -> ChatPane:
+        return self.query_one(ChatPane)
+
+
+async def test_drawn_writes_what_was_received_without_the_coalescing_wait_and_returns_after_a_frame() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        answer = app.pane.start_answer()
+        assert isinstance(answer, AnswerBlock)
+        await wait_until(pilot, lambda: answer._ready)
+        answer.FLUSH_INTERVAL = 3600.0  # the timer would never write it in this test
+        await answer.append("The last ")
+        await answer.append("words.")
+        frames: list[int] = []
+        app.screen.call_after_refresh(lambda: frames.append(1))  # a marker frame
+        await answer.drawn()
+        assert answer.shown_text == "The last words."
+        assert not answer.finished  # the stream may go on
+        [block] = [b for b in answer.query(MarkdownBlock) if not b.children]
+        assert block.region.height > 0  # laid out and placed on the screen: the frame was drawn
+        assert frames  # the refresh that was due when it was called has run
+        await answer.append(" More.")
+        await answer.drawn()
+        assert answer.shown_text == "The last words. More."
+
+
+async def test_drawn_returns_at_once_for_a_removed_block() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        answer = app.pane.start_answer()
+        await wait_until(pilot, lambda: answer._ready)
+        await answer.append("gone")
+        await answer.remove()
+        await answer.drawn()
+        assert answer.shown_text == ""
