@@ -6,12 +6,20 @@ from __future__ import annotations
 import gc
 from typing import Any
 
+import pytest
+
+from app.tui import gc_hold
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MODEL, make_app, send, wait_ready, wait_until  # noqa: F401 - make_app: a fixture
 from widgets.chat.answer_block import AnswerBlock
 
 
-async def test_no_full_collection_runs_while_an_answer_streams(make_app, server: FakeAnthropic) -> None:  # noqa: F811
+async def test_no_full_collection_runs_while_an_answer_streams(
+    make_app, server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    # A fresh process for gc_hold: its freeze is once per process, and another test of this
+    # worker process may have frozen and unfrozen already (test_watchdog does).
+    monkeypatch.setattr(gc_hold, "_frozen", False)
     gate = server.gate()
     server.script(MODEL, text("First words, then more.", chunks=["First words, ", "then more."], hold_after=gate))
     app = make_app(server, memory_mode="off")
