@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
-from textual.widgets import Markdown
-from textual.widgets.markdown import MarkdownFence
 
 from tests.tui.conftest import wait_until
 from widgets.chat.answer_block import AnswerBlock
+from widgets.chat.answer_lines import AnswerLines
 from widgets.chat.log import ChatPane
 from widgets.chat.tool_block import ResultView, ToolBlock, summarize_args
 from widgets.chat.user_block import UserBlock
@@ -35,11 +34,17 @@ async def test_streamed_fragments_render_as_markdown_with_a_highlighted_code_fen
             await answer.append(fragment)
         await answer.finish()
         assert answer.text == "".join(fragments)
-        await wait_until(pilot, lambda: bool(answer.query(MarkdownFence)))
         assert answer.source == "".join(fragments)
-        fence = answer.query_one(MarkdownFence)
-        assert fence.lexer == "python"
-        assert "print('hi')" in fence.code
+        # Finished before it was laid out: drawn whole at its first width.
+        await wait_until(pilot, lambda: bool(answer.lines), what="the answer drawn")
+        shown = answer.shown_lines
+        assert "Here is bold text." in shown and "Done." in shown
+        assert "**" not in "".join(shown)  # Markdown, not its source
+        [code] = [line for line in answer.lines if "print('hi')" in line.text]
+        # Highlighted: the call, the parentheses and the string are drawn in different colours.
+        colours = {seg.style.color for seg in code if seg.style and seg.style.color and seg.text.strip()}
+        assert len(colours) >= 2, colours
+        await wait_until(pilot, lambda: "print('hi')" in _screen_text(app), what="the fence on the screen")
 
 
 async def test_streamed_fragments_after_mount_are_rendered_when_finish_returns() -> None:
@@ -51,7 +56,14 @@ async def test_streamed_fragments_after_mount_are_rendered_when_finish_returns()
             await answer.append(word)
         await answer.finish()
         assert answer.source == "# Title\n\nparagraph one.\n\n- item\n"
-        assert len(answer.children) == 3  # header, paragraph, list
+        shown = [line.strip() for line in answer.shown_lines]
+        # The heading, the paragraph and the list, one blank line between blocks.
+        title = next(i for i, line in enumerate(shown) if "Title" in line)
+        para = shown.index("paragraph one.")
+        item = next(i for i, line in enumerate(shown) if line.endswith("item"))
+        assert title < para < item
+        assert shown[para - 1] == "" and shown[item - 1] == ""
+        assert "- item" not in shown  # drawn as a bullet
 
 
 async def test_finish_returns_only_when_the_last_fragment_is_rendered() -> None:
@@ -65,8 +77,7 @@ async def test_finish_returns_only_when_the_last_fragment_is_rendered() -> None:
                 await pilot.pause(0.001)
         await answer.append("\n\nThe very last paragraph.")
         await answer.finish()
-        last = answer.children[-1]
-        assert last._content.plain == "The very last paragraph."  # type: ignore[attr-defined]
+        assert answer.shown_lines[-1] == "The very last paragraph."
 
 
 async def test_many_small_appends_are_coalesced_into_few_markdown_writes() -> None:
@@ -75,13 +86,13 @@ async def test_many_small_appends_are_coalesced_into_few_markdown_writes() -> No
         answer = app.pane.start_answer()
         await wait_until(pilot, lambda: answer._ready)
         writes: list[str] = []
-        original = Markdown.append
+        original = AnswerLines.write
 
-        def counting_append(self: Markdown, markdown: str):  # type: ignore[no-untyped-def]
-            writes.append(markdown)
-            return original(self, markdown)
+        def counting_write(self: AnswerLines, console, options, text, *, complete=False):  # type: ignore[no-untyped-def]
+            writes.append(text)
+            return original(self, console, options, text, complete=complete)
 
-        Markdown.append = counting_append  # type: ignore[method-assign]
+        AnswerLines.write = counting_write  # type: ignore[method-assign]
         try:
             # Tokens trickle in over time, as from the network, with the loop free in between.
             for i in range(200):
@@ -89,7 +100,7 @@ async def test_many_small_appends_are_coalesced_into_few_markdown_writes() -> No
                 await pilot.pause(0.002)
             await answer.finish()
         finally:
-            Markdown.append = original  # type: ignore[method-assign]
+            AnswerLines.write = original  # type: ignore[method-assign]
         assert "".join(writes) == "".join(f"w{i} " for i in range(200))
         assert len(writes) < 60
 
@@ -421,14 +432,14 @@ async def test_while_the_person_types_the_answer_is_written_less_often_and_after
         await wait_until(pilot, lambda: answer._ready)
         writes: list[tuple[float, float]] = []  # (when, seconds since the last key)
         keys: list[float] = []
-        append = answer._writer.append
+        write = answer._lines.write
 
-        def spy(target: Markdown, text: str) -> None:
+        def spy(console, options, text, *, complete=False):  # type: ignore[no-untyped-def]
             now = time.monotonic()
             writes.append((now, now - keys[-1] if keys else float("inf")))
-            append(target, text)
+            write(console, options, text, complete=complete)
 
-        answer._writer.append = spy  # type: ignore[method-assign]
+        answer._lines.write = spy  # type: ignore[method-assign]
         sent = []
         loop = asyncio.get_running_loop()
         end = loop.time() + 1.2
@@ -466,39 +477,84 @@ def _screen_text(app: App[None]) -> str:
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
-async def test_a_long_answer_streams_in_parts_hides_those_far_above_and_shows_them_again() -> None:
-    """A long answer is written in parts; the parts far above the view are hidden behind one
-    spacer of their height (the scroll range does not jump) and shown again when the view comes
-    back up; the text is whole at every step."""
-    from widgets.chat.answer_block import AnswerSpacer
-    from widgets.chat.answer_part import AnswerPart
-
+async def test_a_long_answer_is_one_widget_whose_finished_blocks_are_drawn_once() -> None:
+    """A long answer streams into one widget's lines: a finished block is drawn once (a write
+    draws only the growing last block again), scrolling back shows its start, and the text is
+    whole, in order."""
     body = _long_answer(60)
     app = ChatHost()
     async with app.run_test(size=(80, 24)) as pilot:
         answer = app.pane.start_answer()
         await wait_until(pilot, lambda: answer._ready)
-        for k in range(0, len(body), 97):
-            await answer.append(body[k : k + 97])
-            await pilot.pause(0.01)  # a stream: the writes happen while it arrives
-        await answer.finish()
+        drawn: list[tuple[int, str]] = []
+        import widgets.chat.answer_lines as answer_lines
+
+        original = answer_lines._draw
+
+        def counting(console, options, source, *, growing=False):  # type: ignore[no-untyped-def]
+            if not growing:
+                drawn.append((options.max_width, source))
+            return original(console, options, source, growing=growing)
+
+        answer_lines._draw = counting  # type: ignore[assignment]
+        try:
+            for k in range(0, len(body), 97):
+                await answer.append(body[k : k + 97])
+                await pilot.pause(0.01)  # a stream: the writes happen while it arrives
+            await answer.finish()
+        finally:
+            answer_lines._draw = original  # type: ignore[assignment]
         await wait_until(pilot, lambda: "The end of the answer." in _screen_text(app), what="the last line")
-        await wait_until(pilot, lambda: answer.hidden_blocks > 0, what="parts far above to be hidden")
-        spacer = answer.query_one(AnswerSpacer)
-        assert spacer.display and spacer.size.height > 0
-        height = app.pane.virtual_size.height
+        assert list(answer.query("*")) == []  # no widget per block
+        # Each block drawn finished exactly once at the answer's width, in order: together they are
+        # the whole text. (The pane's scrollbar, once the answer is taller than the view, narrows
+        # it by a column: what was drawn before is drawn again, once.)
+        final = [source for width, source in drawn if width == answer.size.width]
+        assert "".join(final) == body
+        assert len(final) == 4 * 60 + 1
         app.pane.scroll_home(animate=False)
-        await wait_until(pilot, lambda: answer.hidden_blocks == 0, what="the parts to be shown again")
-        await wait_until(pilot, lambda: "Step 0" in _screen_text(app), what="the first part on the screen")
-        assert abs(app.pane.virtual_size.height - height) <= 2
+        await wait_until(pilot, lambda: "Step 0" in _screen_text(app), what="the start on the screen")
+        words = " ".join(answer.shown_lines).split()
+        assert words.count("explains") == 60 and words[-1] == "answer."
         assert answer.text == body
 
-        def shown() -> list[str]:  # what the parts hold once all are mounted again (a hidden one is not)
-            return (answer.source + "".join(p.source for p in answer.query(AnswerPart))).split()
 
-        # Nothing lost or doubled (a part's blank lines aside).
-        await wait_until(pilot, lambda: shown() == body.split(), what="every part mounted again, in order")
-        parts = list(answer.query(AnswerPart))
-        assert len(parts) >= len(body) // (2 * answer.PART_CHARS)
-        # Parts start at block boundaries: every code fence is whole inside one part.
-        assert all(p.source.count("```") % 2 == 0 for p in parts)
+async def test_an_answer_is_drawn_again_at_a_new_width() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(100, 24)) as pilot:
+        answer = app.pane.start_answer()
+        text = "word " * 60
+        await answer.append(text)
+        await answer.finish()
+        await wait_until(pilot, lambda: answer._ready and bool(answer.lines))
+        wide = len(answer.lines)
+        await pilot.resize_terminal(50, 24)
+        await wait_until(pilot, lambda: answer.size.width < 50, what="the narrower layout")
+        await wait_until(pilot, lambda: len(answer.lines) > wide, what="the answer drawn again")
+        assert all(len(line) <= answer.size.width for line in answer.shown_lines)
+        assert " ".join(answer.shown_lines).split() == text.split()
+
+
+async def test_text_selected_in_an_answer_is_what_it_shows() -> None:
+    from textual.geometry import Offset
+    from textual.selection import Selection
+
+    app = ChatHost()
+    async with app.run_test(size=(100, 24)) as pilot:
+        answer = app.pane.start_answer()
+        await answer.append("First paragraph here.\n\n- one\n- two\n")
+        await answer.finish()
+        await wait_until(pilot, lambda: answer._ready and bool(answer.lines))
+        every = answer.get_selection(Selection(None, None))
+        assert every is not None
+        text = every[0]
+        assert text.splitlines()[0] == "First paragraph here."
+        assert "one" in text and "two" in text
+        part = answer.get_selection(Selection(Offset(6, 0), Offset(15, 0)))
+        assert part is not None and part[0] == "paragraph"
+        # The selected cells are drawn in the selection's style.
+        app.screen.selections = {answer: Selection(Offset(6, 0), Offset(15, 0))}
+        line = answer.render_line(0)
+        style = app.screen.get_component_rich_style("screen--selection")
+        marked = "".join(seg.text for seg in line if seg.style and style.bgcolor and seg.style.bgcolor == style.bgcolor)
+        assert marked == "paragraph"

@@ -5,22 +5,21 @@ unchanged blocks); ``anchor()`` keeps the view on the newest block until the use
 and Textual re-anchors when they scroll back to the bottom. Blocks beyond ``max_blocks`` are
 pruned from the top so a long session stays fast (the session log keeps everything).
 
-Textual lays out every displayed widget of the screen on each change, and a long answer is
-hundreds of Markdown widgets: every ``VIRTUALIZE_EVERY`` seconds, and at once when the user
-scrolls up, the pane tells each answer where the view is, and the answer hides its blocks more
-than ``KEEP_SCREENS`` screens above it (see ``AnswerBlock.virtualize``).
+An answer is one widget however long it is (see ``AnswerBlock``): a long conversation is as
+many widgets as it has blocks, and ``max_blocks`` bounds them.
 
 While the conversation is empty, one line says what to try (``EMPTY_HINT``).
 """
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from textual.app import RenderResult
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.widget import Widget
 
 if TYPE_CHECKING:
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
 
 # Each block's module is imported with the first block of its kind: the answer's Markdown
 # (markdown-it, pygments) is no part of the first frame, which shows an empty conversation.
-_ANSWER_MODULE = __package__ + ".answer_block"
 
 __all__ = ["EMPTY_HINT", "ChatPane"]
 
@@ -46,11 +44,11 @@ class ChatPane(VerticalScroll):
     """The chat column. The ``add_*``/``start_answer`` methods mount without waiting and
     return the block at once, so the App can keep a handle and update it as events arrive."""
 
-    VIRTUALIZE_EVERY: ClassVar[float] = 0.2
-    # An answer's blocks this many screens above the view stay; they come back when the view is
-    # within one screen of them (the half screen between keeps a block from going and coming).
-    # Fewer blocks shown, less to lay out at each write of a streaming answer.
-    KEEP_SCREENS: ClassVar[float] = 1.5
+    # Textual lays the screen out again whenever a widget's virtual size changes, in the frame
+    # after the layout that changed it; the pane's grows with every write of a streamed answer.
+    # That layout is the pane's own: its scrollbars and its anchor at the bottom are already
+    # updated by the first one (``_size_updated``), so the second only repaints the screen.
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False, repaint=False)
 
     DEFAULT_CSS = """
     ChatPane {
@@ -85,33 +83,6 @@ class ChatPane(VerticalScroll):
 
     def on_mount(self) -> None:
         self.anchor()
-        self.set_interval(self.VIRTUALIZE_EVERY, self._virtualize)
-
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        if new_value < old_value:
-            # Scrolling up: blocks coming near the view are shown before the frame is drawn.
-            self._virtualize(hide=False)
-
-    def _virtualize(self, hide: bool = True) -> None:
-        view = self.scrollable_content_region.height
-        if view <= 0:
-            return
-        # Not imported here: a thread warms that module up after the first frame, and until it is
-        # done the module in sys.modules is partly initialised (no AnswerBlock yet, so no answer).
-        answer_block = getattr(sys.modules.get(_ANSWER_MODULE), "AnswerBlock", None)
-        if answer_block is None:
-            return  # no answer was ever added
-        top = self.scroll_y
-        for block in self.children:
-            if isinstance(block, answer_block) and not block._pruning:
-                region = block.virtual_region
-                if not region:
-                    continue
-                origin = region.y + block.styles.gutter.top
-                show_above = top - view - origin
-                hide_above = top - self.KEEP_SCREENS * view - origin if hide else float("-inf")
-                block.virtualize(hide_above, show_above)
 
     # -- adding blocks --
 

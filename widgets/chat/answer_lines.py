@@ -1,0 +1,177 @@
+"""An answer's Markdown as lines, block by block: a finished block is drawn once and kept.
+
+Textual's ``Markdown`` widget makes a widget per block (paragraph, list item, bullet, fence),
+and every one of them is styled, laid out and resized on each write of a stream: drawing the
+80,000 characters of a long answer once costs about 8 s of CPU that way. Here an answer is one
+widget's lines. The text is cut into top-level blocks where markdown-it starts them; every block
+but the last is finished (a block can only end where the next one starts) and drawn once at the
+width, by Rich's Markdown; only the last block is drawn again as the stream grows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from markdown_it import MarkdownIt
+from pygments.token import Token  # type: ignore[import-untyped]
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.markdown import CodeBlock, Markdown, MarkdownElement
+from rich.padding import Padding
+from rich.segment import Segment
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.strip import Strip
+
+__all__ = ["AnswerLines", "block_starts"]
+
+_PARSER = MarkdownIt("gfm-like")
+CODE_THEME = "monokai"
+
+
+def block_starts(text: str) -> list[int]:
+    """The line numbers where the top-level blocks of ``text`` start, in order."""
+    starts = {token.map[0] for token in _PARSER.parse(text) if token.level == 0 and token.map is not None}
+    return sorted(starts)
+
+
+class _CodeBlock(CodeBlock):
+    """A fence: highlighted once it is finished; while the stream still grows it, plain on the
+    same background (highlighting it again at every write is most of a stream's drawing)."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        # Rich's own draws a Syntax, which wraps and renders line by line (slow); the same look
+        # from one highlighted Text, and the same height highlighted or not.
+        code = str(self.text).rstrip()
+        theme = Syntax.get_theme(self.theme)
+        style = theme.get_background_style() + theme.get_style_for_token(Token.Text)
+        if self.plain:
+            text = Text(code, style=style)
+        else:
+            text = Syntax(code, self.lexer_name, theme=theme).highlight(code)
+            text.rstrip()
+        yield Padding(text, 1, style=style, expand=True)
+
+    plain = False
+
+    @classmethod
+    def create(cls, markdown: Markdown, token: object) -> _CodeBlock:
+        block = super().create(markdown, token)  # type: ignore[arg-type]
+        assert isinstance(block, _CodeBlock)
+        block.plain = getattr(markdown, "plain_code", False)
+        return block
+
+
+class _Markdown(Markdown):
+    """Rich's Markdown with one parser for every block (making one costs about a millisecond)
+    and fences drawn by ``_CodeBlock``."""
+
+    elements: ClassVar[dict[str, type[MarkdownElement]]] = {
+        **Markdown.elements, "fence": _CodeBlock, "code_block": _CodeBlock}
+    _parser: ClassVar[MarkdownIt] = MarkdownIt().enable("strikethrough").enable("table")
+
+    def __init__(self, markup: str, *, plain_code: bool) -> None:
+        # Markdown.__init__'s attributes, without its new parser.
+        self.markup = markup
+        self.parsed = self._parser.parse(markup)
+        self.code_theme = CODE_THEME
+        self.justify = None
+        self.style = "none"
+        self.hyperlinks = True
+        self.inline_code_lexer = None
+        self.inline_code_theme = CODE_THEME
+        self.plain_code = plain_code
+
+
+def _draw(console: Console, options: ConsoleOptions, source: str, *, growing: bool = False) -> list[Strip]:
+    width = options.max_width
+    markdown = _Markdown(source, plain_code=growing)
+    rows = console.render_lines(markdown, options, pad=True)
+    # Rich puts a blank row before a list, a quote or a table and after a table or a rule: the
+    # gap between blocks is ours (one row). A fence's padding rows have its background: kept.
+    first, last = 0, len(rows)
+    while first < last and _empty(rows[first]):
+        first += 1
+    while last > first and _empty(rows[last - 1]):
+        last -= 1
+    return [Strip(Segment.simplify(row), width) for row in rows[first:last]]
+
+
+def _empty(row: list[Segment]) -> bool:
+    return all(not segment.text.strip() and not (segment.style and segment.style.bgcolor) for segment in row)
+
+
+@dataclass
+class AnswerLines:
+    """The lines of one answer at one width: ``finished`` blocks kept, the ``tail`` redrawn."""
+
+    width: int = 0
+    source: str = ""  # the whole Markdown text written so far
+    done_at: int = 0  # where the unfinished tail starts in ``source``
+    finished: list[Strip] = field(default_factory=list)
+    tail: list[Strip] = field(default_factory=list)
+    finished_sources: list[str] = field(default_factory=list)
+
+    @property
+    def lines(self) -> list[Strip]:
+        return self.finished + self.tail if self.tail else self.finished
+
+    @property
+    def height(self) -> int:
+        return len(self.finished) + len(self.tail)
+
+    def line(self, y: int) -> Strip | None:
+        finished = self.finished
+        if y < len(finished):
+            return finished[y]
+        y -= len(finished)
+        return self.tail[y] if y < len(self.tail) else None
+
+    def write(self, console: Console, options: ConsoleOptions, text: str, *, complete: bool = False) -> None:
+        """Add ``text`` to the source and draw what changed; with ``complete`` the last block is
+        finished too (the answer ended)."""
+        self.source += text
+        self._draw_tail(console, options, complete)
+
+    def redraw(self, console: Console, options: ConsoleOptions, width: int, *, complete: bool) -> None:
+        """Draw everything again at ``width`` (the widget's width changed)."""
+        self.width = width
+        self.done_at = 0
+        self.finished = []
+        self.tail = []
+        self.finished_sources = []
+        self._draw_tail(console, options, complete)
+
+    def _draw_tail(self, console: Console, options: ConsoleOptions, complete: bool) -> None:
+        if self.width <= 0:
+            return
+        options = options.update(width=self.width, max_width=self.width, height=None, highlight=False)
+        tail = self.source[self.done_at:]
+        rows = tail.splitlines(keepends=True)
+        starts = block_starts(tail)
+        ends = [*starts[1:], len(rows)] if starts else []
+        last = len(starts) if complete else len(starts) - 1
+        offset = 0
+        consumed = 0  # lines of ``tail`` drawn as finished blocks
+        for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
+            block = "".join(rows[start:end])
+            if index < last:
+                self._add_finished(_draw(console, options, block), block)
+                consumed = end
+            else:
+                drawn = _draw(console, options, block, growing=True)
+                self.tail = ([Strip.blank(self.width)] if self.finished and drawn else []) + drawn
+                break
+        else:
+            self.tail = []
+        if consumed:
+            offset = sum(len(row) for row in rows[:consumed])
+            self.done_at += offset
+
+    def _add_finished(self, lines: list[Strip], source: str) -> None:
+        if not lines:
+            return
+        if self.finished:
+            self.finished.append(Strip.blank(self.width))
+        self.finished.extend(lines)
+        self.finished_sources.append(source)
