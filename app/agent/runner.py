@@ -288,7 +288,7 @@ class Runner:
             chars = cmp.messages_chars(request.messages)
         async for ev in self.provider.stream(request):
             if isinstance(ev, TextDelta | Retrying | ToolUseStart | ToolUseArgs):
-                emit(dataclasses.replace(ev, depth=self.depth))
+                emit(dataclasses.replace(ev, depth=self.depth) if self.depth else ev)  # a copy per token costs
             elif isinstance(ev, UsageEvent):
                 usage.add(ev.usage)
                 emit(dataclasses.replace(ev, depth=self.depth))

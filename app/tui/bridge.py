@@ -259,13 +259,14 @@ class Bridge:
         the runner closed the turn (the conversation stays valid). An ``AnswerDone`` behind the
         answer's events: its end is drawn before the job is spooled (app.agent.events)."""
         from app.agent.events import posting_answer_done
+        from app.tui.text_batch import TextBatch
 
         rt = self.require()
-
-        def emit(ev: RunEvent) -> None:
-            self.post(TurnEvent(ev))
-
-        return await rt.runner.run(text, emit, answer_shown=posting_answer_done(emit))
+        emit = TextBatch(lambda ev: self.post(TurnEvent(ev)))  # a message per token is a fifth of a core
+        try:
+            return await rt.runner.run(text, emit, answer_shown=posting_answer_done(emit))
+        finally:
+            emit.flush()
 
     async def compact(self, focus: str = "") -> Compacted | None:
         """``/compact [focus]``: summarise the earlier conversation now; events go to the App as

@@ -558,3 +558,27 @@ async def test_text_selected_in_an_answer_is_what_it_shows() -> None:
         style = app.screen.get_component_rich_style("screen--selection")
         marked = "".join(seg.text for seg in line if seg.style and style.bgcolor and seg.style.bgcolor == style.bgcolor)
         assert marked == "paragraph"
+
+
+async def test_a_stream_faster_than_anyone_reads_is_written_less_often() -> None:
+    app = ChatHost()
+    async with app.run_test(size=(100, 24)) as pilot:
+        answer = app.pane.start_answer()
+        await wait_until(pilot, lambda: answer._ready)
+        delays: list[float] = []
+        set_timer = answer.set_timer
+
+        def spy(delay, callback):  # type: ignore[no-untyped-def]
+            delays.append(delay)
+            return set_timer(delay, callback)
+
+        answer.set_timer = spy  # type: ignore[method-assign]
+        await answer.append("word " * 400)  # 2,000 characters within one interval
+        await wait_until(pilot, lambda: bool(answer.source), what="the first write")
+        await answer.append("more ")
+        await wait_until(pilot, lambda: answer.source.endswith("more "), what="the second write")
+        assert delays[0] == answer.FLUSH_INTERVAL
+        assert delays[1] == answer.MAX_FLUSH_INTERVAL  # after a write of 2,000 characters
+        await answer.append("x")
+        await wait_until(pilot, lambda: answer.source.endswith("x"), what="the third write")
+        assert delays[2] == answer.FLUSH_INTERVAL  # the stream slowed down: fluid again

@@ -47,6 +47,11 @@ class AnswerBlock(Widget):
     # A write draws the answer's last block again and repaints the view: a few writes a second
     # read as fluid and leave the loop free for the keyboard.
     FLUSH_INTERVAL: ClassVar[float] = 0.12
+    # A stream faster than anyone reads (a write of more than FAST_CHARS: some ten lines) is
+    # written less often, up to every MAX_FLUSH_INTERVAL: the view moves by screens either way,
+    # and the drawing per second stays a small part of a core however fast the tokens come.
+    FAST_CHARS: ClassVar[int] = 500
+    MAX_FLUSH_INTERVAL: ClassVar[float] = 0.3
     TYPING_FLUSH_INTERVAL: ClassVar[float] = 0.2  # ... and while the person types (see ``typing``)
     TYPING_S: ClassVar[float] = 0.3  # a key this recent: the person is typing
 
@@ -80,6 +85,7 @@ class AnswerBlock(Widget):
         self._flush_after_frame = False
         self._typed_at = float("-inf")  # the last key the App reported (``typing``)
         self._last_write = float("-inf")
+        self._interval = self.FLUSH_INTERVAL  # the coalescing delay now (see FAST_CHARS)
         self._finished = False
         self._closed = False
         self._drawn: dict[int, tuple[Strip, Style, Strip]] = {}  # y -> (line, style, as drawn)
@@ -134,7 +140,7 @@ class AnswerBlock(Widget):
     def _schedule_flush(self) -> None:
         if (self._ready and self._pending and self._flush_timer is None and not self._flush_after_frame
                 and not self._closed):
-            delay = self.FLUSH_INTERVAL
+            delay = self._interval
             now = time.monotonic()
             if now - self._typed_at < self.TYPING_S:
                 # The person is typing: the next write goes right after a keystroke's frame
@@ -190,6 +196,7 @@ class AnswerBlock(Widget):
             self._lines.source += chunk  # drawn whole at the first width (``on_resize``)
             return
         self._last_write = time.monotonic()
+        self._interval = min(self.MAX_FLUSH_INTERVAL, max(self.FLUSH_INTERVAL, self.FLUSH_INTERVAL * len(chunk) / self.FAST_CHARS))
         height = self._lines.height
         changed = len(self._lines.finished)  # the first line a write can change
         self._lines.write(self.app.console, self.app.console.options, chunk, complete=self._finished)

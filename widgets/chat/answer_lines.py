@@ -25,7 +25,9 @@ from textual.strip import Strip
 
 __all__ = ["AnswerLines", "block_starts"]
 
-_PARSER = MarkdownIt("gfm-like")
+# Rich's Markdown parser (CommonMark with tables and strikethrough): the blocks are cut where
+# the drawing will see them, with one parser made once.
+_PARSER = MarkdownIt().enable("strikethrough").enable("table")
 CODE_THEME = "monokai"
 
 
@@ -68,7 +70,7 @@ class _Markdown(Markdown):
 
     elements: ClassVar[dict[str, type[MarkdownElement]]] = {
         **Markdown.elements, "fence": _CodeBlock, "code_block": _CodeBlock}
-    _parser: ClassVar[MarkdownIt] = MarkdownIt().enable("strikethrough").enable("table")
+    _parser: ClassVar[MarkdownIt] = _PARSER
 
     def __init__(self, markup: str, *, plain_code: bool) -> None:
         # Markdown.__init__'s attributes, without its new parser.
