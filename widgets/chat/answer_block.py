@@ -228,17 +228,28 @@ class AnswerBlock(Widget):
         self._stop_timer()
         self._flush()
 
+    READY_FRAMES: ClassVar[int] = 10  # frames ``drawn`` waits for a block mounted a moment ago
+
     async def drawn(self) -> None:
         """Write every fragment received so far now (no coalescing wait) and return after the
         frame that shows it. The stream goes on: an escape sequence still open stays held (call
-        ``flush`` first when the response is complete). Returns at once when the block is removed
-        or not laid out yet (its first width draws everything by itself)."""
+        ``flush`` first when the response is complete). A block mounted a moment ago (a short
+        answer arrives whole) is first laid out: its first width draws it. Returns at once when
+        the block is removed."""
+        for _ in range(self.READY_FRAMES):
+            if self._ready or self._closed or not self.is_attached:
+                break
+            if not await self._next_frame():
+                return
         if self._closed or not self._ready:
             return
         self._stop_timer()
         self._flush()
-        if not self.is_attached:
-            return
+        if self.is_attached:
+            await self._next_frame()
+
+    async def _next_frame(self) -> bool:
+        """After the next frame; False when no frame can come (the App is closing)."""
         shown: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def frame_done() -> None:
@@ -246,8 +257,10 @@ class AnswerBlock(Widget):
                 shown.set_result(None)
 
         # The App's queue, not this widget's: a block removed meanwhile would drop the callback.
-        if self.app.call_after_refresh(frame_done):
-            await shown
+        if not self.app.call_after_refresh(frame_done):
+            return False
+        await shown
+        return True
 
     async def on_unmount(self) -> None:
         # Pruned or cleared (maybe mid-stream): later appends are dropped.

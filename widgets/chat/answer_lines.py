@@ -16,7 +16,7 @@ from typing import ClassVar
 from markdown_it import MarkdownIt
 from pygments.token import Token  # type: ignore[import-untyped]
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.markdown import CodeBlock, Markdown, MarkdownElement
+from rich.markdown import CodeBlock, ListItem, Markdown, MarkdownElement
 from rich.padding import Padding
 from rich.segment import Segment
 from rich.syntax import Syntax
@@ -52,6 +52,7 @@ class _CodeBlock(CodeBlock):
         else:
             text = Syntax(code, self.lexer_name, theme=theme).highlight(code)
             text.rstrip()
+        text.no_wrap, text.overflow = False, "fold"  # a long line wraps: nothing is cut off
         yield Padding(text, 1, style=style, expand=True)
 
     plain = False
@@ -64,12 +65,26 @@ class _CodeBlock(CodeBlock):
         return block
 
 
+class _ListItem(ListItem):
+    """A list item; an ordered one numbered "1." (Rich draws a bare "1")."""
+
+    def render_number(self, console: Console, options: ConsoleOptions, number: int, last_number: int) -> RenderResult:
+        width = len(str(last_number)) + 3
+        lines = console.render_lines(self.elements, options.update(width=options.max_width - width), style=self.style)
+        style = console.get_style("markdown.item.number", default="none")
+        pad, numeral, new_line = Segment(" " * width, style), Segment(f"{number}.".rjust(width - 1) + " ", style), Segment("\n")
+        for index, line in enumerate(lines):
+            yield pad if index else numeral
+            yield from line
+            yield new_line
+
+
 class _Markdown(Markdown):
     """Rich's Markdown with one parser for every block (making one costs about a millisecond)
     and fences drawn by ``_CodeBlock``."""
 
     elements: ClassVar[dict[str, type[MarkdownElement]]] = {
-        **Markdown.elements, "fence": _CodeBlock, "code_block": _CodeBlock}
+        **Markdown.elements, "fence": _CodeBlock, "code_block": _CodeBlock, "list_item_open": _ListItem}
     _parser: ClassVar[MarkdownIt] = _PARSER
 
     def __init__(self, markup: str, *, plain_code: bool) -> None:

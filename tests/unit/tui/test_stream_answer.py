@@ -50,3 +50,16 @@ async def test_drawn_returns_at_once_for_a_removed_block() -> None:
         await answer.remove()
         await answer.drawn()
         assert answer.shown_text == ""
+
+
+async def test_drawn_waits_for_the_first_layout_of_a_block_mounted_a_moment_ago() -> None:
+    """A short answer arrives whole (its deltas merged): its block is not laid out yet when the
+    end is to be drawn; ``drawn`` waits for that layout and the frame after it."""
+    app = ChatHost()
+    async with app.run_test(size=(100, 30)):
+        answer = app.pane.start_answer()
+        await answer.append("All of it at once.")
+        assert not answer._ready
+        await answer.drawn()
+        assert answer._ready and answer.shown_lines == ["All of it at once."]
+        assert answer.region.height > 0
