@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import statistics
+import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +59,6 @@ def median(values: Sequence[float]) -> float:
 
 def timed(fn: Callable[[], object]) -> float:
     """Wall seconds of one call."""
-    import time
 
     t = time.perf_counter()
     fn()
@@ -69,8 +71,8 @@ def private_env(**extra: str) -> Iterator[Path]:
     ``os.environ``, the person's ANTHROPIC_*/PSEUDOCLAUDE_* removed, ``extra`` added; all restored
     (and the folder removed) on exit. Yields the folder."""
     saved = dict(os.environ)
-    with tempfile.TemporaryDirectory(prefix="pc-bench-") as tmp:
-        root = Path(tmp)
+    root = Path(tempfile.mkdtemp(prefix="pc-bench-"))
+    try:
         (root / "home").mkdir()
         try:
             for key in list(os.environ):
@@ -86,3 +88,23 @@ def private_env(**extra: str) -> Iterator[Path]:
         finally:
             os.environ.clear()
             os.environ.update(saved)
+    finally:
+        _remove(root)
+
+
+def _remove(root: Path, patience: float = 60.0) -> None:
+    """Remove ``root``. A memory worker child draining its last job, or a thread of the app still
+    syncing a search cache, may write into it for a few seconds after the app closed: tried
+    again until ``patience`` runs out, then said in one line (the figures stand)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            shutil.rmtree(root)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            if time.monotonic() > deadline:
+                print(f"  bench: could not remove {root}: {e}", file=sys.stderr, flush=True)
+                return
+            time.sleep(0.5)

@@ -480,10 +480,12 @@ async def session(runs: int) -> tuple[list[Turn], list[tuple[int, float]], dict[
             info["notes"] = float(sum(1 for _ in notes.glob("*.md")) - 1)
         # The worker child drains and exits by itself once the app is closed: waited for, so that
         # nothing writes into the folder being removed.
+        # (Its handle is taken first: closing the app lets go of it.)
         rt = app.bridge.runtime
+        proc = rt.child.proc if rt is not None and rt.child is not None else None
         await app.bridge.close(0)
-        if rt is not None and rt.child is not None and rt.child.proc is not None:
-            await asyncio.to_thread(rt.child.proc.wait, 60)
+        if proc is not None:
+            await asyncio.to_thread(proc.wait, 60)
     return turns, samples, info
 
 

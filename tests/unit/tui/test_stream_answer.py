@@ -63,3 +63,29 @@ async def test_drawn_waits_for_the_first_layout_of_a_block_mounted_a_moment_ago(
         await answer.drawn()
         assert answer._ready and answer.shown_lines == ["All of it at once."]
         assert answer.region.height > 0
+
+
+async def test_a_write_that_grows_the_answer_repaints_only_the_lines_from_its_last_block() -> None:
+    """Textual repaints all of a widget whose height changed; the answer's lines above its last
+    block have not changed, and keep their cached rendering."""
+    app = ChatHost()
+    async with app.run_test(size=(100, 40)) as pilot:
+        answer = app.pane.start_answer()
+        await wait_until(pilot, lambda: answer._ready)
+        answer.FLUSH_INTERVAL = 3600.0
+        await answer.append("".join(f"Paragraph {i}.\n\n" for i in range(8)) + "The last one")
+        await answer.drawn()
+        first_changed = len(answer._lines.finished)
+        assert first_changed > 10
+        painted: list[int] = []
+        render_line = answer.render_line
+
+        def spy(y: int):  # type: ignore[no-untyped-def]
+            painted.append(y)
+            return render_line(y)
+
+        answer.render_line = spy  # type: ignore[method-assign]
+        await answer.append(" grows\n\nand a new block follows.")
+        await answer.drawn()
+        assert answer.shown_lines[-1] == "and a new block follows."
+        assert painted and min(painted) >= first_changed, (first_changed, sorted(set(painted)))
