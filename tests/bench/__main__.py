@@ -1,7 +1,7 @@
 """`make bench`: every figure, one line each (`name: value  target  ok|MISS`), then the
 README's Performance table rewritten between its markers.
 
-    python -m tests.bench                 # all figures (under 10 minutes on 2 cores)
+    python -m tests.bench                 # all figures (about 25 minutes on 2 cores: fig_worker alone is 8)
     python -m tests.bench fig_stores ...  # only these modules
     python -m tests.bench --no-readme     # do not touch README.md
 
