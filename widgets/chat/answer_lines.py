@@ -127,7 +127,6 @@ class AnswerLines:
     done_at: int = 0  # where the unfinished tail starts in ``source``
     finished: list[Strip] = field(default_factory=list)
     tail: list[Strip] = field(default_factory=list)
-    finished_sources: list[str] = field(default_factory=list)
 
     @property
     def lines(self) -> list[Strip]:
@@ -156,7 +155,6 @@ class AnswerLines:
         self.done_at = 0
         self.finished = []
         self.tail = []
-        self.finished_sources = []
         self._draw_tail(console, options, complete)
 
     def _draw_tail(self, console: Console, options: ConsoleOptions, complete: bool) -> None:
@@ -168,12 +166,11 @@ class AnswerLines:
         starts = block_starts(tail)
         ends = [*starts[1:], len(rows)] if starts else []
         last = len(starts) if complete else len(starts) - 1
-        offset = 0
         consumed = 0  # lines of ``tail`` drawn as finished blocks
         for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
             block = "".join(rows[start:end])
             if index < last:
-                self._add_finished(_draw(console, options, block), block)
+                self._add_finished(_draw(console, options, block))
                 consumed = end
             else:
                 drawn = _draw(console, options, block, growing=True)
@@ -182,13 +179,11 @@ class AnswerLines:
         else:
             self.tail = []
         if consumed:
-            offset = sum(len(row) for row in rows[:consumed])
-            self.done_at += offset
+            self.done_at += sum(len(row) for row in rows[:consumed])
 
-    def _add_finished(self, lines: list[Strip], source: str) -> None:
+    def _add_finished(self, lines: list[Strip]) -> None:
         if not lines:
             return
         if self.finished:
             self.finished.append(Strip.blank(self.width))
         self.finished.extend(lines)
-        self.finished_sources.append(source)

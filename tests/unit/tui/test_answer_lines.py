@@ -62,3 +62,24 @@ def test_a_write_draws_again_only_the_last_block() -> None:
     lines.write(console, console.options, "paragraph grows.")
     assert lines.finished[: len(kept)] == kept and all(a is b for a, b in zip(lines.finished, kept, strict=False))
     assert lines.tail[-1].text.rstrip() == "Second paragraph grows."
+
+
+def test_characters_other_tools_take_for_line_breaks_do_not_shift_the_blocks() -> None:
+    """U+2028, FF and RS are line breaks to ``str.splitlines``, not to markdown-it: streamed in
+    small writes, the answer is drawn exactly as in one."""
+    source = "First\u2028still first.\x0c\n\n- item\x1e one\n\nMiddle\x1c para.\n\nLast."
+    console = _console(50)
+    streamed = AnswerLines(width=50)
+    for k in range(0, len(source), 3):
+        streamed.write(console, console.options, source[k : k + 3])
+    streamed.write(console, console.options, "", complete=True)
+    words = " ".join(line.text for line in streamed.lines).split()
+    assert words == ["First", "still", "first.", "•", "item", "one", "Middle", "para.", "Last."]
+    assert [line.text for line in streamed.lines] == [line.text for line in _lines(source)]
+
+
+def _lines(source: str) -> list:  # type: ignore[type-arg]
+    console = _console(50)
+    lines = AnswerLines(width=50)
+    lines.write(console, console.options, source, complete=True)
+    return lines.lines
