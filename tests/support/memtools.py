@@ -55,6 +55,19 @@ def write_note(stores: MemoryStores, level: Level, filename: str, title: str, bo
     return path
 
 
+def two_card_workspace(tmp_path: Path, *, trusted: bool) -> tuple[Path, MemoryStores]:
+    """A workspace (a git folder under ``tmp_path``) with one project and one user card; its
+    project store trusted or not. Returns the resolved workspace path and its stores."""
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    stores = MemoryStores(os.path.realpath(ws))
+    write_note(stores, Level.PROJECT, "project_knowledge_deploy.md", "Deploy on Fridays", "ok")
+    write_note(stores, Level.USER, "project_knowledge_tabs.md", "Tabs not spaces", "tabs")
+    if trusted:
+        trust_workspace(ws)
+    return Path(os.path.realpath(ws)), stores
+
+
 def op(action: str, level: str, **kw: object) -> Operation:
     return Operation(action=Action(action), level=Level(level), **kw)  # type: ignore[arg-type]
 

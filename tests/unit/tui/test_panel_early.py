@@ -3,27 +3,18 @@ question's stores, with the same trust rules as the runtime's state."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from app.tui.bridge import Bridge
 from app.tui.panel_state import UNTRUSTED_NOTE, build_panel_state
-from memory.constants import Level
 from memory.store.stores import MemoryStores
-from tests.support.memtools import trust_workspace, write_note
+from tests.support.memtools import two_card_workspace
 
 
 def _ws(tmp_path: Path, *, trusted: bool) -> tuple[Path, MemoryStores]:
-    ws = tmp_path / "ws"
-    (ws / ".git").mkdir(parents=True)
-    stores = MemoryStores(os.path.realpath(ws))
-    write_note(stores, Level.PROJECT, "project_knowledge_deploy.md", "Deploy on Fridays", "ok")
-    write_note(stores, Level.USER, "project_knowledge_tabs.md", "Tabs not spaces", "tabs")
-    if trusted:
-        trust_workspace(ws)
-    return Path(os.path.realpath(ws)), stores
+    return two_card_workspace(tmp_path, trusted=trusted)
 
 
 @pytest.mark.parametrize("trusted", [True, False])

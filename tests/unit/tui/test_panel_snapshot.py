@@ -20,7 +20,7 @@ from memory.constants import Level
 from memory.store.fs import FS
 from memory.store.paths import PROJECT_STORE_REL
 from memory.store.stores import MemoryStores
-from tests.support.memtools import trust_workspace, write_note
+from tests.support.memtools import trust_workspace, two_card_workspace, write_note
 from widgets.panel.memory_panel import PanelState
 
 ESC = "\x1b"
@@ -42,15 +42,9 @@ def settle(ws: Path, home: Path, seconds: int = 30) -> None:
 
 
 def _ws(tmp_path: Path, home: Path, *, trusted: bool = True) -> tuple[Path, MemoryStores]:
-    ws = tmp_path / "ws"
-    (ws / ".git").mkdir(parents=True)
-    stores = MemoryStores(os.path.realpath(ws))
-    write_note(stores, Level.PROJECT, "project_knowledge_deploy.md", "Deploy on Fridays", "ok")
-    write_note(stores, Level.USER, "project_knowledge_tabs.md", "Tabs not spaces", "tabs")
-    if trusted:
-        trust_workspace(ws)
+    ws, stores = two_card_workspace(tmp_path, trusted=trusted)
     settle(ws, home)
-    return Path(os.path.realpath(ws)), stores
+    return ws, stores
 
 
 def _record(home: Path, ws: Path, stores: MemoryStores) -> PanelState:
