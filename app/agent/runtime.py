@@ -63,6 +63,7 @@ class Runtime:
         home: Path | None = None,
         fs: FS | None = None,
         worker_process: bool = False,
+        history: bool = True,
     ) -> None:
         self.settings = settings
         self.workspace = workspace
@@ -92,7 +93,9 @@ class Runtime:
         self.child = self._worker_child(settings, workspace, home) if worker_process else None
         self._home = home
         self.provider: Provider = provider or AnthropicProvider()
-        self.sessions = SessionStore(home)
+        # history=False: a restored session's part before its compaction boundaries is not read
+        # (print mode never shows it).
+        self.sessions = SessionStore(home, history=history)
         self.session: Session | None = None
         # None until open_session (callers check); typed as set because turns only run after it.
         self.runner: Runner = None  # type: ignore[assignment]

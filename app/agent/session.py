@@ -57,16 +57,21 @@ from app.agent.conversation import (
     turn_closing,
 )
 from app.agent.session_log import (
+    HEADER_MAX,
     ID_CHARS,
     SESSION_VERSION,
     SUFFIX,
+    Replayed,
     SessionError,
     dumps,
     mtime_rfc3339,
     open_nofollow,
+    prompted,
     read_all,
+    read_from_boundary,
     read_header,
     replay,
+    replay_tail,
     same_workspace,
     scan,
     title_of,
@@ -256,8 +261,12 @@ class Session:
         with self._lock:
             self._check_open()
             messages, _ = scrub(copy.deepcopy(messages))
+            # ``at``: what the lines before this one add up to, so a replay without history
+            # (session_log.replay_tail) reads the file from here on only.
+            at = {"line": self._lines + 1, "turns": self.turns, "compactions": self.compactions,
+                  "open": self._mark is not None}
             record = {"type": "compaction", "time": now_rfc3339(), "summary": scrub_text(summary),
-                      "turn_start": turn_start, "messages": messages, **info}
+                      "turn_start": turn_start, "messages": messages, **info, "at": at}
             line = dumps(record)
             self.messages[:] = json.loads(line)["messages"]
             self.summary = record["summary"]
@@ -342,8 +351,11 @@ class Session:
 class SessionStore:
     """Sessions under ``$PSEUDOCLAUDE_HOME/sessions/`` (``home`` read once, at construction)."""
 
-    def __init__(self, home: Path | None = None) -> None:
+    def __init__(self, home: Path | None = None, *, history: bool = True) -> None:
         self.home = Path(home) if home is not None else pseudoclaude_home()
+        # False (print mode): a restored session has no ``earlier`` and is replayed from its last
+        # compaction boundary only, so a ``--continue`` costs the same at turn 300 as at turn 10.
+        self.history = history
         self.dir = Paths.for_workspace(self.home, self.home).sessions_dir
 
     def create(self, workspace: Path, *, model: str = "") -> Session:
@@ -391,8 +403,7 @@ class SessionStore:
                 continue
             found.append((st.st_mtime_ns, path.stem, path))
         for _, _, path in sorted(found, reverse=True):
-            title, turns = scan(path)
-            if turns > 0 or title:
+            if prompted(path):
                 return self._restore(path)
         return None
 
@@ -469,8 +480,7 @@ class SessionStore:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise SessionError(f"session {path.stem} is in use by another PseudoClaude process") from None
-            data = read_all(fd)
-            session = self._replay(path, fd, data)
+            session = self._replay(path, fd, *self._read(path, fd))
         except OSError as e:
             os.close(fd)
             raise SessionError(f"cannot read session file {path}: {e.strerror or e}") from None
@@ -479,12 +489,23 @@ class SessionStore:
             raise
         return session
 
-    def _replay(self, path: Path, fd: int, data: bytes) -> Session:
-        r = replay(path, data)
+    def _read(self, path: Path, fd: int) -> tuple[Replayed, int]:
+        """The file replayed, and its size. Without history, from its last compaction boundary on
+        when it can (a long session costs what its last part does)."""
+        if not self.history:
+            offset, tail = read_from_boundary(fd)
+            if offset:
+                r = replay_tail(path, tail, offset, os.pread(fd, HEADER_MAX, 0))
+                if r is not None:
+                    return r, offset + len(tail)
+        data = read_all(fd)
+        return replay(path, data, history=self.history), len(data)
+
+    def _replay(self, path: Path, fd: int, r: Replayed, size: int) -> Session:
         assert r.meta is not None  # replay raises without a header
         if r.cut:
             # An interrupted write: the line is unrecoverable; cut it so the next line starts clean.
-            os.ftruncate(fd, len(data) - r.cut)
+            os.ftruncate(fd, size - r.cut)
         session = Session(
             id=path.stem,
             path=path,

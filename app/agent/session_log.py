@@ -29,6 +29,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,11 +49,13 @@ from memory.constants import UPDATE_TAG
 from memory.text.lines import one_line
 
 SESSION_VERSION = 1
+_BOUNDARY = b'\n{"type":"compaction"'  # a compaction line's start (``dumps`` writes ``type`` first)
 TITLE_MAX = 80
 SUFFIX = ".jsonl"
 ID_CHARS = re.compile(r"^[0-9A-Za-z_-]+$")
 _MEMORY_UPDATE = re.compile(rf"<{UPDATE_TAG}>.*?</{UPDATE_TAG}>", re.DOTALL)
-_HEADER_MAX = 1 << 16
+HEADER_MAX = 1 << 16
+READ_BACK = 1 << 20  # how much a read from the last compaction boundary steps back at a time
 # Of the messages before a restored session's compaction boundaries, this many (the most recent)
 # are kept for the chat to show; the rest are counted (the log keeps them all).
 EARLIER_KEPT = 200
@@ -128,6 +131,34 @@ def read_all(fd: int) -> bytes:
         offset += len(chunk)
 
 
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    chunks: list[bytes] = []
+    while size > 0:
+        chunk = os.pread(fd, size, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def read_from_boundary(fd: int) -> tuple[int, bytes]:
+    """The file from the line of its last complete compaction boundary on, with that line's
+    offset, read backwards a MiB at a time; ``(0, the whole file)`` without one."""
+    pos = os.fstat(fd).st_size
+    buf = b""
+    while pos > 0:
+        step = min(pos, READ_BACK)
+        pos -= step
+        buf = _pread(fd, step, pos) + buf
+        end = buf.rfind(b"\n")  # a boundary counts once its line is whole
+        at = buf.rfind(_BOUNDARY, 0, end)
+        if at >= 0:
+            return pos + at + 1, buf[at + 1 :]
+    return 0, buf
+
+
 def read_header(path: Path) -> tuple[dict[str, Any] | None, os.stat_result | None]:
     """The meta record of a session file (None if unreadable) and the file's stat."""
     try:
@@ -136,7 +167,7 @@ def read_header(path: Path) -> tuple[dict[str, Any] | None, os.stat_result | Non
         return None, None
     try:
         st = os.fstat(fd)
-        head = os.pread(fd, _HEADER_MAX, 0).split(b"\n", 1)[0]
+        head = os.pread(fd, HEADER_MAX, 0).split(b"\n", 1)[0]
     except OSError:
         return None, None
     finally:
@@ -188,8 +219,61 @@ def _replay_turn_end(conv: list[dict[str, Any]], mark: TurnMark, rec: dict[str, 
     return ["an error stored as the model's answer was replaced by the app's note"]
 
 
+def _lines(data: bytes, start: int, end: int) -> Iterator[bytes]:
+    """The lines of ``data[start:end]`` (an unterminated last one too), split as they are read."""
+    while start < end:
+        stop = data.find(b"\n", start, end)
+        if stop < 0:
+            stop = end
+        yield data[start:stop]
+        start = stop + 1
+
+
+def _count_records(data: bytes, kind: bytes) -> int:
+    """How many lines begin as a ``kind`` record (``dumps`` writes ``type`` first), at byte-search speed."""
+    prefix = b'{"type":"' + kind + b'"'
+    return data.count(b"\n" + prefix) + data.startswith(prefix)
+
+
+def _head_title(data: bytes, end: int, scrub: bool) -> tuple[str, str]:
+    """The title (the first turn_start's words) and the fallback (the first user message's) from
+    the lines before ``end``, parsing only those lines and stopping at the first title."""
+    title, fallback = "", ""
+    for raw in _lines(data, 0, end):
+        if raw.startswith(b'{"type":"turn_start"'):
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
+                text = json.loads(raw).get("text")
+                if isinstance(text, str):
+                    title = title_of(scrub_text(text) if scrub else text)
+            if title:
+                break
+        elif not fallback and raw.startswith(b'{"type":"message"'):
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
+                fallback = title_from_message(json.loads(raw).get("message"))
+    return title, fallback
+
+
+def prompted(path: Path) -> bool:
+    """Whether the person sent anything in the session (it has a turn or a title): its first
+    bytes tell at once (the first turn begins on line 2); only when they do not, all of it."""
+    try:
+        fd = open_nofollow(path, os.O_RDONLY)
+    except (OSError, SessionError):
+        return False
+    try:
+        head = os.pread(fd, HEADER_MAX, 0)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if b'\n{"type":"turn_start"' in head:
+        return True
+    title, turns = scan(path)
+    return turns > 0 or bool(title)
+
+
 def scan(path: Path) -> tuple[str, int]:
-    """A session file's title and number of turns, parsing only the lines needed."""
+    """A session file's title and number of turns, parsing only the lines the title needs."""
     try:
         fd = open_nofollow(path, os.O_RDONLY)
     except (OSError, SessionError):
@@ -200,17 +284,8 @@ def scan(path: Path) -> tuple[str, int]:
         return "", 0
     finally:
         os.close(fd)
-    title, fallback, turns = "", "", 0
-    for raw in data.split(b"\n"):
-        if raw.startswith(b'{"type":"turn_start"'):
-            turns += 1
-            if not title:
-                with contextlib.suppress(ValueError, AttributeError, TypeError):
-                    title = title_of(json.loads(raw).get("text") or "")
-        elif not title and not fallback and raw.startswith(b'{"type":"message"'):
-            with contextlib.suppress(ValueError, AttributeError, TypeError):
-                fallback = title_from_message(json.loads(raw).get("message"))
-    return title or fallback, turns
+    title, fallback = _head_title(data, len(data), scrub=False)
+    return title or fallback, _count_records(data, b"turn_start")
 
 
 @dataclass
@@ -292,21 +367,102 @@ class Replayed:
             self.mark = TurnMark(self.conv[:turn_at])  # the turn in progress is the tail of it
 
 
-def replay(path: Path, data: bytes) -> Replayed:
-    """Read a session file's bytes back; raises :class:`SessionError` without a readable header."""
+def _resume_point(out: Replayed, data: bytes, end: int) -> int:
+    """Where a replay without history starts: the line of the last compaction boundary before
+    ``end`` (the conversation goes on from the form it records), ``out`` given what the lines
+    before it add up to — the header, the title, the turns and boundaries (counted at byte-search
+    speed, not parsed) and whether a turn was open. 0 (replay it all) without a usable boundary."""
+    at = data.rfind(_BOUNDARY, 0, end) + 1
+    if at <= 0:
+        return 0
+    stop = data.find(b"\n", at, end)
+    try:
+        rec = json.loads(data[at : stop if stop >= 0 else end])
+        meta = json.loads(data[: data.find(b"\n")])
+    except ValueError:
+        return 0
+    if not isinstance(rec, dict) or not isinstance(rec.get("messages"), list) or not isinstance(meta, dict):
+        return 0
+    turn_open = data.rfind(b'\n{"type":"turn_start"', 0, at) > data.rfind(b'\n{"type":"turn_end"', 0, at)
+    if turn_open and not isinstance(rec.get("turn_start"), int):
+        return 0  # the open turn's start is known only from the lines before: replay them
+    out.record(1, meta)
+    out.title, out.fallback = _head_title(data, at, scrub=True)
+    out.turns = data.count(b'\n{"type":"turn_start"', 0, at)
+    out.compactions = data.count(_BOUNDARY, 0, at)
+    if turn_open:
+        out.mark = TurnMark([])  # the boundary's turn_start places it
+    return at
+
+
+def replay(path: Path, data: bytes, *, history: bool = True) -> Replayed:
+    """Read a session file's bytes back; raises :class:`SessionError` without a readable header.
+
+    ``history=False`` (print mode, which never shows the part before the boundaries): the same
+    conversation, replayed from the last compaction boundary only, with no ``earlier``; the lines
+    before it are counted, not parsed. Notes about those lines are not given again."""
     out = Replayed(name=path.name)
-    lines = data.split(b"\n")
-    tail = lines.pop()  # b"" when the file ends with a newline
+    end = _ends(out, data, 0)
+    start = 0 if history else _resume_point(out, data, end)
+    _read_lines(out, data, start, end, data.count(b"\n", 0, start))
+    return _done(out, path, history)
+
+
+def replay_tail(path: Path, tail: bytes, offset: int, head: bytes) -> Replayed | None:
+    """``replay(..., history=False)`` reading only the file's first bytes (``head``, for the header
+    and the title) and ``tail``, the file from its last compaction boundary on (at ``offset``,
+    :func:`read_from_boundary`): what the lines before add up to is in the boundary's ``at``
+    (``Session.compact`` writes it). None when it is not (an older file) or the title is further on
+    than ``head``: then read the whole file."""
+    try:
+        rec = json.loads(tail[: tail.find(b"\n")])
+        meta = json.loads(head.split(b"\n", 1)[0])
+    except ValueError:
+        return None
+    at = rec.get("at") if isinstance(rec, dict) else None
+    if not isinstance(at, dict) or not isinstance(rec.get("messages"), list) or not isinstance(meta, dict):
+        return None
+    counts = [n for n in (at.get(k) for k in ("line", "turns", "compactions"))
+              if isinstance(n, int) and not isinstance(n, bool) and n >= 0]
+    if len(counts) != 3 or not counts[0]:
+        return None
+    line, turns, compactions = counts
+    turn_open = at.get("open")
+    if not isinstance(turn_open, bool) or (turn_open and not isinstance(rec.get("turn_start"), int)):
+        return None
+    out = Replayed(name=path.name)
+    out.record(1, meta)
+    seen = min(offset, head.rfind(b"\n") + 1)  # the whole lines of head before the boundary
+    out.title, out.fallback = _head_title(head, seen, scrub=True)
+    if not out.title and seen < offset:
+        return None
+    out.turns, out.compactions = turns, compactions
+    out.mark = TurnMark([]) if turn_open else None  # the boundary's turn_start places it
+    _read_lines(out, tail, 0, _ends(out, tail, line - 1), line - 1)
+    return _done(out, path, False)
+
+
+def _ends(out: Replayed, data: bytes, before: int) -> int:
+    """Where the lines to read end (a torn last line is dropped: ``out.cut``); ``out.lines`` set.
+    ``before``: the file's lines before ``data``."""
+    body = data.rfind(b"\n") + 1  # the end of the newline-terminated lines
+    tail = data[body:]
+    newlines = before + data.count(b"\n")
     if tail:
         try:
             json.loads(tail)
-            lines.append(tail)
             out.partial = True  # complete but unterminated: terminate it before appending
         except ValueError:
-            out.warn(len(lines) + 1, ["dropped an incomplete last line (interrupted write)"])
+            out.warn(newlines + 1, ["dropped an incomplete last line (interrupted write)"])
             out.cut = len(tail)
-    out.lines = len(lines)
-    for lineno, raw in enumerate(lines, 1):
+    out.lines = newlines + out.partial
+    return len(data) if out.partial else body
+
+
+def _read_lines(out: Replayed, data: bytes, start: int, end: int, lineno: int) -> None:
+    """Replay the lines of ``data[start:end]``; ``lineno``: the file's lines before ``start``."""
+    for raw in _lines(data, start, end):
+        lineno += 1
         if not raw.strip():
             continue
         try:
@@ -318,6 +474,11 @@ def replay(path: Path, data: bytes) -> Replayed:
             out.warn(lineno, ["skipped a line that is not a session record"])
             continue
         out.record(lineno, rec)
+
+
+def _done(out: Replayed, path: Path, history: bool) -> Replayed:
+    if not history:
+        out.earlier, out.earlier_left_out = [], 0
     if out.meta is None or not isinstance(out.meta.get("workspace"), str):
         raise SessionError(f"{path}: not a session file (no readable header line)")
     if out.meta.get("version") != SESSION_VERSION:

@@ -289,7 +289,9 @@ async def run_print(
         if settings.memory_mode != MemoryMode.OFF
         else None
     )
-    runtime = Runtime(settings, workspace, gate=AllowListGate(allow_tools), provider=provider, completion=completion)
+    # history=False: a --continue reads the session from its last compaction on (nothing shows the rest).
+    runtime = Runtime(settings, workspace, gate=AllowListGate(allow_tools), provider=provider, completion=completion,
+                      history=False)
     unsubscribe = runtime.manager.subscribe(ui.memory)
     try:
         if not await _open(ui, runtime, resume=resume, continue_latest=continue_latest, trust_project=trust_project):
