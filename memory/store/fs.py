@@ -135,11 +135,12 @@ class FS:
         if not stat.S_ISDIR(st.st_mode):
             raise UnsafePathError(errno.ENOTDIR, "not a folder", str(path))
 
-    def write_new(self, path: Path, data: bytes, mode: int = 0o644) -> None:
+    def write_new(self, path: Path, data: bytes, mode: int = 0o644, *, sync: bool = True) -> None:
         """No-clobber create: fails with FileExistsError if anything (even a dangling link) is there.
 
-        The data is written and fsynced before the call returns; the caller fsyncs the folder
-        when the name itself must be durable.
+        The data is written and fsynced before the call returns (unless ``sync`` is False: a
+        cache that checks itself when read); the caller fsyncs the folder when the name itself
+        must be durable.
         """
         self._op("create", path)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -150,8 +151,9 @@ class FS:
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
-            self._op("fsync", path)
-            os.fsync(fd)
+            if sync:
+                self._op("fsync", path)
+                os.fsync(fd)
         except BaseException:
             os.close(fd)
             try:
@@ -198,11 +200,12 @@ class FS:
         finally:
             os.close(fd)
 
-    def atomic_write(self, path: Path, data: bytes, mode: int = 0o644) -> None:
-        """Temp file in the same folder, fsync, ``os.replace``, fsync of the folder."""
+    def atomic_write(self, path: Path, data: bytes, mode: int = 0o644, *, sync: bool = True) -> None:
+        """Temp file in the same folder, fsync, ``os.replace``, fsync of the folder (no fsync at
+        all with ``sync`` False: readers still see the old file or the new one, never a part)."""
         path = Path(path)
         tmp = self.temp_path(path.parent)
-        self.write_new(tmp, data, mode)
+        self.write_new(tmp, data, mode, sync=sync)
         try:
             self.replace(tmp, path)
         except BaseException:
@@ -211,7 +214,8 @@ class FS:
             except OSError:
                 pass
             raise
-        self.fsync_dir(path.parent)
+        if sync:
+            self.fsync_dir(path.parent)
 
     def create_durable(self, path: Path, data: bytes, mode: int = 0o644) -> None:
         """No-clobber create whose name is durable on return (the folder is fsynced)."""

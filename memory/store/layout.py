@@ -18,6 +18,7 @@ from memory.constants import Level
 from memory.grounding.staleness import Grounding
 from memory.model import utcnow
 from memory.store.author import git_user_name
+from memory.store.cardcache import CardCache
 from memory.store.fs import DEFAULT_FS, FS
 from memory.store.paths import Paths
 from memory.store.store import Store
@@ -56,8 +57,13 @@ class StoreLayout:
             if has_project_level
             else f"this workspace has no project level: its project store is the user store ({project_real})"
         )
-        project = Store(Level.PROJECT, paths.project_store, fs, guard=paths.workspace, unavailable=unavailable)
-        user = Store(Level.USER, paths.user_store, fs)
+        # Each store's parsed cards, kept for the next process. The project store's stays shut
+        # until the facade, which knows trust, opens it (MemoryStores).
+        project_cache = CardCache(fs, paths.home, paths.project_store, Level.PROJECT)
+        project_cache.gate = _shut
+        project = Store(Level.PROJECT, paths.project_store, fs, guard=paths.workspace, unavailable=unavailable,
+                        card_cache=project_cache)
+        user = Store(Level.USER, paths.user_store, fs, card_cache=CardCache(fs, paths.home, paths.user_store, Level.USER))
         grounding = Grounding(paths.workspace, (paths.project_store, paths.user_store, paths.home))
         return cls(
             paths=paths,
@@ -94,3 +100,7 @@ class StoreLayout:
         if not self.has_project_level:
             return {Level.USER: self.user}
         return {Level.PROJECT: self.project, Level.USER: self.user}
+
+
+def _shut() -> bool:
+    return False

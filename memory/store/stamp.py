@@ -3,7 +3,7 @@ checked against the cards (DESIGN §16's derived-index rule, at the price of a l
 
 Every ``memory`` command rebuilds ``MEMORY.md`` when it no longer matches the cards; checking that
 means parsing every card, seconds for a cold process over 10,000 cards. The stamp is a digest of
-the folder's entries with each one's (inode, size, mtime, mode, links): while it is what the last
+the folder's entries with each one's (inode, size, mtime, ctime, mode, links): while it is what the last
 check recorded, no card, ``MEMORY.md`` or git file changed since, so the check is skipped. Any
 change at all (an editor, ``git pull``, a batch) changes it and the next command checks again.
 Like the parse cache, it trusts only the file system's own stat data, never a file's content.
@@ -39,7 +39,6 @@ def folder_stamp(fs: FS, folder: Path) -> str | None:
     except (FileNotFoundError, NotADirectoryError):
         return "absent"
     racy = time.time_ns() - RACY_NS
-    newest = 0
     h = hashlib.sha256()
     base = str(folder)
     for name in sorted(names):
@@ -49,10 +48,14 @@ def folder_stamp(fs: FS, folder: Path) -> str | None:
             st = fs.lstat(f"{base}/{name}")
         except FileNotFoundError:
             continue
-        newest = max(newest, st.st_mtime_ns)
-        key = f"{name}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_mode}\0{st.st_nlink}\n"
+        if st.st_mtime_ns >= racy:
+            # The answer is None whatever follows (a batch's MEMORY.md, sorted near the top, is
+            # usually the one): no stat of each of 10,000 cards to find it out.
+            return None
+        # The ctime too: a card rewritten to its old size with its old mtime put back changes it.
+        key = f"{name}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_mode}\0{st.st_nlink}\n"
         h.update(key.encode("utf-8", "surrogateescape"))
-    return h.hexdigest() if newest < racy else None
+    return h.hexdigest()
 
 
 def read_stamp(fs: FS, path: Path) -> str | None:

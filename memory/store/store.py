@@ -9,11 +9,13 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from memory.constants import INDEX_FILE, MAX_CONTENT_BYTES, MAX_SUMMARY, MAX_TITLE, Level, NoteType
 from memory.model import ConflictSides, Note, NoteMeta
+from memory.store.cardcache import CardCache, CardHead, Cards, StatKey, durable, head_of, no_gc, stat_key
 from memory.store.conflict import split_conflict
 from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
 from memory.store.fs import FS, STAGE_PREFIX, TEMP_PREFIX, UnsafePathError
@@ -41,12 +43,17 @@ class StoreError(Exception):
     """A one-line reason why a store (or a note in it) cannot be used."""
 
 
-# Parsed notes by (folder, filename), valid while the file's (inode, size, mtime_ns) are
-# unchanged. Shared by every Store object of this process, so a warm process applies a batch
-# (and rebuilds the index after it) without re-parsing unchanged notes. Notes are frozen, so
-# handing the same object to several readers is safe.
-_CACHE: dict[tuple[str, str], tuple[tuple[int, int, int], Note]] = {}
+# Parsed notes by (folder, filename), valid while the file's stat key (cardcache.stat_key) is
+# unchanged, and whether the note may go to the card cache on disk (read well after its file last
+# changed). Shared by every Store object of this process, so a warm process applies a batch (and
+# rebuilds the index after it) without re-parsing. Notes are frozen: readers may share them.
+_CACHE: dict[tuple[str, str], tuple[StatKey, Note, bool]] = {}
 _CACHE_MAX = 100_000
+# Heads by (folder, filename) (CardHead: a note without its body, what the index and the card
+# cache on disk hold), valid while the stat key is unchanged; and whether it may go to disk.
+_HEADS: dict[tuple[str, str], tuple[StatKey, CardHead, bool]] = {}
+# A card as keyed_cards gives it: (filename, index line or None, why not, front matter, stat key).
+Keyed = tuple[str, str | None, str, NoteMeta | None, tuple[int, ...]]
 # Index lines by (folder, filename), valid while the file's stat key is unchanged.
 _LINES: dict[tuple[str, str], tuple[tuple[int, ...], str | None, str, NoteMeta | None]] = {}
 
@@ -175,11 +182,23 @@ _PRINTABLE_IS_SAFE = not any(c.isprintable() for c in BIDI | ZERO_WIDTH)
 
 class Store:
     def __init__(
-        self, level: Level, folder: Path, fs: FS, *, guard: Path | None = None, unavailable: str | None = None
+        self,
+        level: Level,
+        folder: Path,
+        fs: FS,
+        *,
+        guard: Path | None = None,
+        unavailable: str | None = None,
+        card_cache: CardCache | None = None,
     ) -> None:
         self.level = level
         self.dir = Path(folder)
         self.fs = fs
+        # The parsed cards a new process finds on disk (memory/store/cardcache.py), or None.
+        self.card_cache = card_cache
+        # The last keyed_cards pass (names, cards stat'ed, keys, result), given again while all are
+        # the same: a command's index after its derived-index check is a listing and a stat per card.
+        self._last: tuple[list[str], list[tuple[str, StatKey]], list[tuple[int, ...]], list[Keyed]] | None = None
         # Folders between ``guard`` and the store that must not be symlinks either (a cloned
         # repository could point ``.PseudoClaude`` anywhere).
         self._guard = guard
@@ -304,14 +323,15 @@ class Store:
                 st = self.fs.lstat(self.dir / filename)
             except FileNotFoundError:
                 raise StoreError(f"no note named {quote(filename)} in the {self.level} store") from None
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        key = stat_key(st)
         ck = (str(self.dir), filename)
         hit = _CACHE.get(ck)
         if hit is not None and hit[0] == key:
             return hit[1]
-        path = self.dir / filename
+        # Taken before the read: the file must have changed well before it to be cached on disk.
+        before = time.time_ns()
         try:
-            data = self.fs.read_bytes(path)
+            data = self.fs.read_bytes(self.dir / filename)
         except UnsafePathError as e:
             raise StoreError(f"{quote(filename)}: {e.strerror}") from None
         except FileNotFoundError:
@@ -319,8 +339,44 @@ class Store:
         note = parse_note(self.level, filename, data)
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
-        _CACHE[ck] = (key, note)
+        _CACHE[ck] = (key, note, durable(st, before))
         return note
+
+    def _head(self, name: str, st: os.stat_result, key: StatKey, disk: Cards | None) -> CardHead:
+        """A checked card's head: from this process's caches, the card cache on disk (``disk``:
+        its cards, when the caller may use it) or a parse, all at exactly ``key``."""
+        ck = (str(self.dir), name)
+        hit = _HEADS.get(ck)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        parsed = _CACHE.get(ck)
+        cached = disk.get(name) if disk is not None and (parsed is None or parsed[0] != key) else None
+        if cached is not None and cached[0] == key and cached[1].plausible(name):
+            entry = (key, cached[1], True)
+        else:
+            self._load(name, st)
+            parsed = _CACHE[ck]
+            entry = (parsed[0], head_of(parsed[1]), parsed[2])
+        if len(_HEADS) >= _CACHE_MAX:
+            _HEADS.clear()
+        _HEADS[ck] = entry
+        return entry[1]
+
+    def _disk_cache(self) -> CardCache | None:
+        """The card cache on disk when this store may use it now (asked once per listing)."""
+        cache = self.card_cache
+        return cache if cache is not None and cache.enabled() else None
+
+    def _persist(self, disk: CardCache, listed: Iterable[tuple[str, StatKey]]) -> None:
+        """Write to ``disk`` the durable notes of this process for the cards just listed at
+        exactly these keys: a card changed since, or too recently, is left out."""
+        base = str(self.dir)
+        keep: dict[str, tuple[StatKey, CardHead]] = {}
+        for name, key in listed:
+            hit = _HEADS.get((base, name))
+            if hit is not None and hit[0] == key and hit[2]:
+                keep[name] = (key, hit[1])
+        disk.save(keep)
 
     def notes(self) -> list[Note]:
         return self.listing()[0]
@@ -338,6 +394,56 @@ class Store:
             except (StoreError, FileNotFoundError):
                 continue
         return out, entries
+
+    def heads(self) -> list[CardHead]:
+        """``notes()`` without their bodies (what ``MEMORY.md`` and ``memory list`` show), through
+        the card cache on disk: a new process reads it instead of parsing every card."""
+        if self.folder_problem() is not None:
+            return []
+        with no_gc():
+            return self._heads()
+
+    def _heads(self) -> list[CardHead]:
+        disk = self._disk_cache()
+        base = str(self.dir)
+        out = []
+        listed = []
+        missed = False
+        cards = disk.cards() if disk is not None else None
+        for name, st in self._note_stats(self.entries()):
+            key = stat_key(st)
+            hit = _HEADS.get((base, name))
+            if hit is None or hit[0] != key:
+                missed = True
+                try:
+                    self._head(name, st, key, cards)
+                except (StoreError, FileNotFoundError):
+                    continue
+                hit = _HEADS[(base, name)]
+            out.append(hit[1])
+            listed.append((name, key))
+        if disk is not None and missed:  # (a pass with nothing new has nothing to write)
+            self._persist(disk, listed)
+        return out
+
+    def derived_index(self) -> str:
+        """What ``MEMORY.md`` must hold: ``render_index`` of the cards, from a ``keyed_cards``
+        pass (so the index a command shows after this check lists the folder warm).
+
+        The cards ``render_index`` lists are those read at exactly their present key: the ones
+        with a line, and the ones that do not parse (listed under their fallback front matter).
+        """
+        base = str(self.dir)
+        lines = []
+        for name, line, _, _, key in self.keyed_cards():
+            if line is None:
+                hit = _HEADS.get((base, name)) if key else None
+                if hit is None or hit[0] != key[:5]:
+                    continue  # never read at this key: unsafe name, symlink, hard links, too large
+                meta = hit[1].meta
+                line = format_index_line(meta.type, meta.title or name, meta.summary, name)
+            lines.append(line + "\n")
+        return "".join(lines)
 
     def index_entries(self) -> tuple[list[str], list[tuple[str, str]]]:
         """The index lines of this store's cards, sorted by filename, built from the card files
@@ -364,15 +470,37 @@ class Store:
         sorted by filename (``index_entries``, with each card's front matter for its citations)."""
         return [(name, line, reason, meta) for name, line, reason, meta, _ in self.keyed_cards()]
 
-    def keyed_cards(self) -> list[tuple[str, str | None, str, NoteMeta | None, tuple[int, ...]]]:
-        """``index_cards`` with each card's stat key (inode, size, mtime_ns, mode, links), from
+    def keyed_cards(self) -> list[Keyed]:
+        """``index_cards`` with each card's stat key (``cardcache.stat_key`` and its links), from
         the same listing: what the search cache compares to notice a change."""
         if self.folder_problem() is not None:
             return []
-        out: list[tuple[str, str | None, str, NoteMeta | None, tuple[int, ...]]] = []
+        with no_gc():
+            return self._keyed_cards()
+
+    def _keyed_cards(self) -> list[Keyed]:
+        names = sorted(self.entries())
         base = str(self.dir)
         lstat = self.fs.lstat
-        for name in sorted(self.entries()):
+        last = self._last
+        if last is not None and last[0] == names:
+            try:
+                now: list[tuple[int, ...]] | None = [
+                    (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_nlink)
+                    for st in (lstat(f"{base}/{name}") for name, _ in last[1])
+                ]
+            except FileNotFoundError:
+                now = None
+            if now == last[2]:
+                return list(last[3])
+        out: list[Keyed] = []
+        keys: list[tuple[int, ...]] = []
+        vanished = False
+        disk = self._disk_cache()
+        cards = disk.cards() if disk is not None else None
+        listed: list[tuple[str, StatKey]] = []
+        missed = False
+        for name in names:
             if name == INDEX_FILE or not name.endswith(".md") or name.startswith("."):
                 continue  # the index itself, and our temporary and hidden files
             if not _safe_name(name):
@@ -381,32 +509,42 @@ class Store:
             try:
                 st = lstat(f"{base}/{name}")
             except FileNotFoundError:
+                vanished = True
                 continue
             # A card's line while its file is unchanged: a warm 10,000-card index is a listing
             # and a stat per card, not a parse or a format.
-            key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_nlink)
+            skey = stat_key(st)
+            key = (*skey, st.st_nlink)
             hit = _LINES.get((base, name))
             if hit is None or hit[0] != key:
-                hit = (key, *self._index_entry(name, st))
+                missed = True
+                hit = (key, *self._index_entry(name, st, skey, cards))
                 if len(_LINES) >= _CACHE_MAX:
                     _LINES.clear()
                 _LINES[(base, name)] = hit
             out.append((name, hit[1], hit[2], hit[3], key))
-        return out
+            listed.append((name, skey))  # (a card never read is not in _HEADS: not kept)
+            keys.append(key)
+        if disk is not None and missed:  # (a pass with nothing new has nothing to write)
+            self._persist(disk, listed)
+        self._last = None if vanished else (names, listed, keys, out)  # (a listed name not stat'ed)
+        return list(out)
 
-    def _index_entry(self, name: str, st: os.stat_result) -> tuple[str | None, str, NoteMeta | None]:
+    def _index_entry(
+        self, name: str, st: os.stat_result, key: StatKey, disk: Cards | None
+    ) -> tuple[str | None, str, NoteMeta | None]:
         """A card's index line, or None and why a prompt leaves it out; and its front matter."""
         problem = self._stat_problem(name, st)
         if problem is not None:
             return None, problem, None
         try:
-            note = self._load(name, st)
+            head = self._head(name, st, key, disk)
         except (StoreError, FileNotFoundError) as e:
             return None, str(e) or "unreadable", None
-        if note.unparsed:
-            return None, note.broken or "does not parse", None
-        line = format_index_line(note.meta.type, note.meta.title or name, note.meta.summary, name)
-        return line, "", note.meta
+        if head.unparsed:
+            return None, head.broken or "does not parse", None
+        line = format_index_line(head.meta.type, head.meta.title or name, head.meta.summary, name)
+        return line, "", head.meta
 
     def index_file_problem(self) -> str | None:
         """Why ``MEMORY.md`` cannot be read (symlink, FIFO, folder), or None (absent is fine)."""

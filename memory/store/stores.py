@@ -58,6 +58,9 @@ class PromptIndex(BaseModel):
     text: str
     shown: frozenset[str]
     left_out: tuple[str, ...]  # in file order, project first
+    # (level, filename, why) of each card no prompt gets at all (does not parse, symlink, ...),
+    # from the same listing (``memory index`` says them without listing the folder again).
+    unindexed: tuple[tuple[Level, str, str], ...] = ()
 
 
 class MemoryStores:
@@ -73,6 +76,11 @@ class MemoryStores:
     ) -> None:
         # The transaction, the history and trust get this layout, never the facade.
         self.layout = StoreLayout.for_workspace(workspace, home, fs=fs, clock=clock)
+        # The project store's cards are cached on disk only while it is trusted: an untrusted
+        # store is shown exactly as its files parse, and none of it is copied into the home.
+        cache = self.project.card_cache
+        if cache is not None:
+            cache.gate = self._project_cache_open
         # Reads of cards by the model, per user (never in a card file: DESIGN §14).
         self.usage = UsageLog(self.layout.paths.home)
 
@@ -140,6 +148,9 @@ class MemoryStores:
         a ``git pull`` can bring a store in, and another window can record trust."""
         return trust.project_trusted(self.layout)
 
+    def _project_cache_open(self) -> bool:
+        return self.has_project_level and self.project_trusted
+
     def trust_project(self) -> None:
         """Record the person's trust in this workspace's project store (once per workspace)."""
         if self.has_project_level:
@@ -159,16 +170,24 @@ class MemoryStores:
         return [line for line, _ in self._section(level, levels, marks=marks)]
 
     def _section(
-        self, level: Level, levels: Mapping[Level, Store] | None = None, *, marks: bool = False
+        self,
+        level: Level,
+        levels: Mapping[Level, Store] | None = None,
+        *,
+        marks: bool = False,
+        unindexed: list[tuple[Level, str, str]] | None = None,
     ) -> list[tuple[str, CardKey]]:
-        """A level's index lines with what ranking needs of each card, in file order."""
+        """A level's index lines with what ranking needs of each card, in file order; the cards
+        without a line are added to ``unindexed`` with why."""
         if level not in (self.stores if levels is None else levels):
             return []
         cards = self.store(level).index_cards()
         checks = self._checks(level, cards) if marks and level is Level.PROJECT else {}
         out = []
-        for name, line, _, meta in cards:
+        for name, line, reason, meta in cards:
             if line is None:
+                if unindexed is not None:
+                    unindexed.append((level, name, reason))
                 continue
             check = checks.get(name)
             stale = check is not None and check.stale
@@ -263,16 +282,19 @@ class MemoryStores:
         "N cards not in the prompt", the browser's filter, recall's candidates)."""
         self._recover_first()
         levels = self._levels_for_model(include_untrusted)
-        project = self._section(Level.PROJECT, levels, marks=marks)
-        user = self._section(Level.USER, levels)
+        unindexed: list[tuple[Level, str, str]] = []
+        project = self._section(Level.PROJECT, levels, marks=marks, unindexed=unindexed)
+        user = self._section(Level.USER, levels, unindexed=unindexed)
         p_lines, u_lines = [line for line, _ in project], [line for line, _ in user]
         every = [f"project/{c[0]}" for _, c in project] + [f"user/{c[0]}" for _, c in user]
         if index_fits(p_lines, u_lines):
-            return PromptIndex(text=merge_index_lines(p_lines, u_lines), shown=frozenset(every), left_out=())
+            return PromptIndex(text=merge_index_lines(p_lines, u_lines), shown=frozenset(every), left_out=(),
+                               unindexed=tuple(unindexed))
         ranks = (self._ranks(Level.PROJECT, project, keep), self._ranks(Level.USER, user, keep))
         text = merge_index_lines(p_lines, u_lines, ranks)
         shown = frozenset(index_keys(text))
-        return PromptIndex(text=text, shown=shown, left_out=tuple(k for k in every if k not in shown))
+        return PromptIndex(text=text, shown=shown, left_out=tuple(k for k in every if k not in shown),
+                           unindexed=tuple(unindexed))
 
     def _ranks(self, level: Level, section: Sequence[tuple[str, CardKey]], keep: Collection[str]) -> list[int]:
         if not section:

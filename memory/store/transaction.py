@@ -37,7 +37,7 @@ from memory.store.journal import commit
 from memory.store.layout import StoreLayout
 from memory.store.ops import op_pairs, validate_operations
 from memory.store.plan import Plan, key
-from memory.store.store import GIT_FILES, TRASH_DIR, Store, StoreError, render_index
+from memory.store.store import GIT_FILES, TRASH_DIR, Store, StoreError
 from memory.text.names import note_filename, quote, sanitize_line, slugify
 from memory.text.redact import redact
 
@@ -369,16 +369,20 @@ def rebuild_indexes_locked(
     None: no history entry (the app and every ``memory`` command do this before they read a
     store, DESIGN §16; it is no batch of anyone's)."""
     fs = layout.fs
-    plan = Plan(layout.stores)
+    due: set[Level] = set()
     for lv, st in layout.stores.items():
         if (levels is not None and lv not in levels) or st.folder_problem() is not None or not fs.exists(st.dir):
             continue
-        want = render_index(plan.final_notes(lv))
+        # Checked on the cards' heads (the card cache on disk serves a new process): a batch's
+        # plan, which parses every card, is made only when there is something to rewrite.
+        want = st.derived_index()
         in_git = lv is Level.PROJECT or layout.user_in_git
         missing = in_git and any(not fs.exists(st.dir / name) for name in GIT_FILES)
         if st.index_file_problem() is not None or st.read_index_file() != want or missing:
-            plan.rebuild.add(lv)
-    if plan.rebuild:
+            due.add(lv)
+    if due:
+        plan = Plan(layout.stores)
+        plan.rebuild |= due
         entry = HistoryEntry(
             txid="",
             time=rfc3339(layout.clock()),
@@ -387,7 +391,7 @@ def rebuild_indexes_locked(
             source="manual",
         )
         commit(layout, plan, entry, (), history=label is not None)
-    return sorted(plan.rebuild)
+    return sorted(due)
 
 
 def repair_trash_locked(layout: StoreLayout) -> list[str]:

@@ -72,11 +72,18 @@ def quote(value: object, limit: int = 60) -> str:
     return repr(text)
 
 
+# Names every test of check_filename passes: plain ASCII, no leading dot or dash, ".md" at the end.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,240}\.md")
+_INDEX_FOLDED = INDEX_FILE.casefold()
+
+
 def check_filename(name: str) -> str | None:
     """Why ``name`` cannot be a targeted note filename, or None. Lexical only: existence,
     symlinks and hard links are the store's checks."""
     if not isinstance(name, str):
         return "filename must be a string"
+    if _PLAIN_NAME.fullmatch(name) and ".." not in name and name.casefold() != _INDEX_FOLDED:
+        return None  # passes every test below, found in one (a new process lists 10,000 names)
     if name == "":
         return "filename is empty"
     if not is_strict_utf8(name):
