@@ -1,6 +1,8 @@
 """Command line entry point: argv to the full-screen app, print mode, `--status` or the memory commands.
 
-Only the chosen path's modules are imported: `--version` and `--help` load neither the SDK nor Textual."""
+Only the chosen path's modules are imported: `--version` and `--help` load neither the SDK nor Textual,
+and the `memory` commands' modules (and their parsers) are loaded only when `memory` is on the command
+line: the full-screen app's start-up needs none of them."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from app.cli import memory_commands as memory_cli
 from memory.constants import MEMORY_MODES
 
 if TYPE_CHECKING:
@@ -72,7 +73,9 @@ def _seconds(v: str) -> float:
     return x
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, memory_commands: bool = True) -> argparse.ArgumentParser:
+    """The command line's parser; ``memory_commands`` False: ``memory`` has no sub-commands (the
+    command line does not name it, so argparse cannot choose it: no abbreviation of a sub-command)."""
     parser = _Parser(prog="pseudoclaude", description="A terminal coding assistant with long-term memory.")
     parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     _common(parser, suppress=False)
@@ -102,14 +105,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     mem = sub.add_parser("memory", help="inspect and edit long-term memory")
     _common(mem, suppress=True)
-    memory_cli.add_commands(mem, lambda p: _common(p, suppress=True))
+    if memory_commands:
+        from app.cli import memory_commands as memory_cli
+
+        memory_cli.add_commands(mem, lambda p: _common(p, suppress=True))
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(memory_commands="memory" in argv)
     args = parser.parse_args(argv)
     if args.command == "memory":
+        from app.cli import memory_commands as memory_cli
+
         return memory_cli.run(args)
     return _run_agent(parser, args)
 
@@ -186,10 +195,18 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     if args.prompt is None and not args.status and sys.stdout.isatty() and sys.stdin.isatty():
         # The full-screen app loads the settings itself, after its first frame: their validation
         # (pydantic) would cost more than the rest of that frame (a bad setting still ends the
-        # app with the same one line and exit 2).
-        from app.tui.app import run_app
+        # app with the same one line and exit 2). No garbage collection runs from here to that
+        # frame (app.tui.gc_hold): all it allocates lives as long as the app.
+        from app.tui.gc_hold import hold_start_up, release_start_up
 
-        return run_app(_settings_flags(args), workspace, resume=args.resume, continue_latest=args.continue_latest)
+        hold_start_up()
+        try:
+            from app.tui.app import run_app
+
+            return run_app(_settings_flags(args), workspace, resume=args.resume,
+                           continue_latest=args.continue_latest)
+        finally:
+            release_start_up()  # an app that ended before its first frame
     from app.agent.settings import SettingsError, load_settings
 
     try:

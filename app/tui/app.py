@@ -17,7 +17,7 @@ import contextlib
 import sys
 import time
 from collections.abc import Mapping
-from importlib.resources import files
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -33,7 +33,7 @@ from app.tui import commands
 from app.tui.bridge import Bridge
 from app.tui.commands import Parsed, SlashCommands
 from app.tui.consolidate_flow import ScaleFlow
-from app.tui.gc_hold import GcHold
+from app.tui.gc_hold import GcHold, release_start_up
 from app.tui.grounding_watch import GroundingWatch
 from app.tui.history_view import HistoryView
 from app.tui.messages import (
@@ -74,8 +74,8 @@ if TYPE_CHECKING:
     from app.agent.settings import Settings
     from app.tui.prompt_history import PromptHistory
 
-# assets/ in the tree, app/assets/ in a wheel: the package app.assets either way (setup.py).
-CSS_FILE = Path(str(files("app.assets").joinpath("app.tcss")))
+# assets/ in the tree, app/assets/ in a wheel: the package app.assets either way (setup.py), by its spec.
+CSS_FILE = Path(str(find_spec("app.assets").origin)).parent / "app.tcss"  # type: ignore[union-attr]
 NARROW = 100  # columns: below this the memory panel starts hidden
 # How long after a key (or a turn's end) the memory worker's threads still make room for the screen.
 PACE_AFTER_S = 1.0
@@ -216,6 +216,7 @@ class PseudoClaudeApp(App[int]):
 
     def _after_first_frame(self) -> None:
         """Everything slow starts here, after the first frame is on the screen."""
+        release_start_up()  # the collector, held since the command line (app.tui.gc_hold)
         # What the terminal buffered before raw mode is read at once: a moment's grace for it.
         self.prompt.typeahead_enter_until = time.monotonic() + TYPEAHEAD_GRACE_S
         # The trust question first (the stores need no settings, no SDK, no session): the window

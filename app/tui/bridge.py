@@ -321,7 +321,7 @@ class Bridge:
         def build() -> PanelState | None:
             with self._card_reads:
                 return None if self.runtime else recorder(self.home, self.workspace).record(
-                    lambda: build_panel_state(self._trust_stores(), [], None))
+                    lambda: build_panel_state(self.trust_stores(), [], None))
 
         return await asyncio.to_thread(build)
 
@@ -350,9 +350,8 @@ class Bridge:
         except Exception:
             return 0
 
-    def _trust_stores(self) -> MemoryStores:
-        """The stores for the trust question, also before the runtime is built: it is asked
-        beside the start-up (a MemoryStores needs no settings). Blocking: call in a thread."""
+    def trust_stores(self) -> MemoryStores:
+        """The trust question's stores, before the runtime too (no settings needed). Blocking: in a thread."""
         if self.runtime is not None:
             return self.runtime.stores
         with self._early_lock:
@@ -365,12 +364,13 @@ class Bridge:
             return self._early_stores
 
     async def trust_needed(self) -> tuple[bool, str]:
-        """Whether the project store waits for the person's trust, and its folder: a trust
-        record and a folder listing are read, no card (milliseconds, whatever the store's size)."""
+        """Whether the project store waits for the person's trust, and its folder: a trust record and
+        a folder listing are read (``trust.needs_asking``), no card, no module of the stores' own."""
 
         def check() -> tuple[bool, str]:
-            stores = self._trust_stores()
-            return not bool(stores.project_trusted), str(stores.project.dir)
+            from memory.store import fs, paths, trust  # no pydantic, no YAML: milliseconds
+            at = paths.Paths.for_workspace(self.workspace, self.home)
+            return trust.needs_asking(at, self._fs or fs.FS(pace=self.pacer)), str(at.project_store)
 
         return await asyncio.to_thread(check)
 
@@ -380,7 +380,7 @@ class Bridge:
         a cold 10,000-card store, in a thread."""
 
         def read() -> TrustPreview:
-            stores = self._trust_stores()
+            stores = self.trust_stores()
             with self._card_reads:
                 return stores.trust_preview()
 
@@ -389,7 +389,7 @@ class Bridge:
     async def trust_project(self) -> None:
         rt = self.runtime
         if rt is None:  # the start-up failed: the person's answer is still recorded
-            await asyncio.to_thread(lambda: self._trust_stores().trust_project())
+            await asyncio.to_thread(lambda: self.trust_stores().trust_project())
             return
         await rt.trust_project()
 

@@ -7,6 +7,12 @@ each time. So while an answer streams no full collection runs but one every ``GC
 the young generations are still collected, and what reaches the old one waits for a moment
 nobody is typing (the collector's own schedule is back once the turn is over and the keyboard has
 been still for ``GC_IDLE_S``).
+
+Start-up is held too (``hold_start_up``, from the command line before the App's imports, until
+``release_start_up`` after its first frame): what it allocates (modules, classes, the stylesheet,
+the first widgets) lives as long as the process, and collecting it on the way (a full collection
+among them, about 15 ms here) only delayed the first frame. Then it is frozen, so no later
+collection walks it again either.
 """
 
 from __future__ import annotations
@@ -18,6 +24,25 @@ GC_FULL_EVERY_S = 60.0  # while an answer streams, a full collection runs at mos
 GC_IDLE_S = 2.0  # after a turn, the collector's schedule is back once no key was pressed for this long
 
 _frozen = False  # gc.freeze() is done once per process
+_start_up_held = False  # hold_start_up() disabled the collector and release_start_up() has not run
+
+
+def hold_start_up() -> None:
+    """No collection until :func:`release_start_up` (the App's first frame, or the App's end)."""
+    global _start_up_held
+    if gc.isenabled():
+        gc.disable()
+        _start_up_held = True
+
+
+def release_start_up() -> None:
+    """After the first frame: what start-up allocated is frozen (no collection walks it again)
+    and the collector runs again. Nothing when start-up was not held (an App run by tests)."""
+    global _start_up_held
+    if _start_up_held:
+        _start_up_held = False
+        gc.freeze()
+        gc.enable()
 
 
 class GcHold:

@@ -1,8 +1,9 @@
 """The trust question: whether the project's memory store may reach the model's prompts.
 
 Asked right after the first frame (the stores need no settings, no SDK, no session): whether to
-ask is a listing (milliseconds); the window is up at once, "reading the cards…", and the cards it
-lists (every card read: seconds on a cold 10,000-card store) follow. The connection starts once
+ask is a listing (milliseconds, before even the stores' modules are loaded); the window is up at
+once, "reading the cards…", and the cards it lists (every card read: seconds on a cold
+10,000-card store) follow. The connection starts once
 it is known whether to ask. Nothing queued is sent until the question is answered; an untrusted
 store stays out of every prompt whatever happens here.
 """
@@ -10,6 +11,7 @@ store stays out of every prompt whatever happens here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -17,6 +19,9 @@ from app.tui.messages import ChatNote, TrustCardsRead, TrustChecked
 from app.tui.workers import start
 from memory.text.lines import one_line
 from widgets.dialogs.trust import TrustCard, TrustModal
+
+# How long the stores' modules wait for the trust window to be drawn (it takes milliseconds).
+WINDOW_WAIT_S = 1.0
 
 if TYPE_CHECKING:
     from app.tui.app import PseudoClaudeApp
@@ -51,6 +56,7 @@ class TrustQuestion:
     def __init__(self, app: PseudoClaudeApp) -> None:
         self.app = app
         self._modal: TrustModal | None = None  # the question, until answered
+        self._window_drawn = asyncio.Event()  # the question is on the screen, or not asked
 
     def ask(self) -> None:
         self.app._awaiting_trust = True
@@ -67,12 +73,19 @@ class TrustQuestion:
             app.post_message(TrustChecked(False))
             app.startup.connect()
             raise
-        # After the check, not beside it: its imports (the stores) are the runtime's too, and two
-        # threads importing at once under one interpreter lock each take twice as long. The
-        # panel's cards first, from the same stores (trust read from disk as always).
+        # The window first: the check loaded none of the stores' modules (pydantic, YAML: a tenth
+        # of a second and more), and the window needs none of them: they wait for it to be drawn.
+        self._window_drawn = asyncio.Event()
+        app.post_message(TrustChecked(needed, where=where))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._window_drawn.wait(), WINDOW_WAIT_S)
+        # Then those modules, in one thread before the two below, not beside them: they are the
+        # runtime's too, and two threads importing at once under one interpreter lock each take
+        # twice as long. The panel's cards first, from the same stores (trust read from disk as always).
+        with contextlib.suppress(Exception):  # said by what uses them: the list below, the start-up
+            await asyncio.to_thread(app.bridge.trust_stores)
         app.startup.early_panel()
         app.startup.connect()
-        app.post_message(TrustChecked(needed, where=where))
         if not needed:
             return
         try:
@@ -86,12 +99,14 @@ class TrustQuestion:
     def checked(self, message: TrustChecked) -> None:
         app = self.app
         if not message.needed or app._quitting:
+            self._window_drawn.set()
             app._awaiting_trust = False
             app.queue.drain_soon()
             return
         # Up at once, "reading the cards…"; ``y`` waits for the list (TrustCardsRead).
         self._modal = TrustModal(None, where=message.where)
         app.push_screen(self._modal, callback=self._answered)
+        self._modal.call_after_refresh(self._window_drawn.set)  # once it is on the screen
 
     def cards_read(self, message: TrustCardsRead) -> None:
         modal = self._modal

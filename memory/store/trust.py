@@ -27,17 +27,20 @@ import re
 import secrets
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memory.model import rfc3339, utcnow
 from memory.store.fs import FS, UnsafePathError
-from memory.store.layout import StoreLayout
 from memory.store.paths import PROJECT_STORE_REL, Paths
-from memory.store.store import Store
+
+if TYPE_CHECKING:  # the question before the stores load (needs_asking) imports no more than this
+    from memory.store.layout import StoreLayout
+    from memory.store.store import Store
 
 __all__ = [
     "UNTRUSTED_REASON",
     "has_content",
     "is_recorded",
+    "needs_asking",
     "project_trusted",
     "record_trust",
     "trust_file",
@@ -158,6 +161,8 @@ def record_trust(paths: Paths, fs: FS, *, how: str) -> None:
     """Record that this workspace's project store may be used (``how``: why, for a person)."""
     if _lstat(Path(os.path.realpath(paths.workspace))) is None:
         return  # no workspace folder: nothing a record could name
+    from memory.model import rfc3339, utcnow
+
     ident = _ensure_id(paths, fs)
     path = paths.home / TRUST_DIR / f"{ident}.json"
     fs.makedirs(path.parent, 0o700)
@@ -186,3 +191,32 @@ def project_trusted(layout: StoreLayout) -> bool:
     if is_recorded(layout.paths, layout.fs):
         return True
     return not has_content(layout.project)
+
+
+def needs_asking(paths: Paths, fs: FS) -> bool:
+    """``not project_trusted`` of this workspace's layout, from this module's imports alone (no
+    pydantic, no YAML): the app asks it before the stores' modules are loaded. The same listing:
+    the project level exists (its folder is not the user store's), no trust is recorded, and the
+    folder — refused, as ``Store.entries`` refuses it, when it or a folder between it and the
+    workspace is a symlink or not a folder — holds a ``.md``."""
+    project = paths.project_store
+    if os.path.realpath(project) == os.path.realpath(paths.user_store):
+        return False  # no project level
+    if is_recorded(paths, fs):
+        return False
+    folder, chain = Path(project), [Path(project)]
+    cur = folder.parent
+    while cur != paths.workspace and paths.workspace in cur.parents:
+        chain.append(cur)
+        cur = cur.parent
+    for p in chain:
+        try:
+            st = fs.lstat(p)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):  # a symlink too (lstat)
+            return False
+    try:
+        return any(name.endswith(".md") for name in fs.listdir(folder))
+    except FileNotFoundError:
+        return False
