@@ -189,6 +189,8 @@ def settle(ws: Path, home: Path) -> None:
     for folder in (ws / ".PseudoClaude" / "memory", home / "memory", home / "trust", ws / ".git"):
         for name in os.listdir(folder) if folder.is_dir() else ():
             os.utime(folder / name, ns=(t, t), follow_symlinks=False)
+        if folder.is_dir():
+            os.utime(folder, ns=(t, t), follow_symlinks=False)  # a folder changed just now is not stamped
 
 
 def snapshot_ready(ws: Path, home: Path, *, cold: bool = False) -> None:

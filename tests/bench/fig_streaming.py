@@ -70,6 +70,21 @@ CHEAPER = 10.0
 # For one's own runs: PSEUDOCLAUDE_BENCH_ROUNDS=n rounds, PSEUDOCLAUDE_BENCH_A_ONLY=1 the A rounds only
 # (no B stream, no naive samples; only the A figures are printed).
 A_ONLY = os.environ.get("PSEUDOCLAUDE_BENCH_A_ONLY") == "1"
+# For a profiler attached from outside: PC_BENCH_SAY_START=1 logs each stream's first token;
+# PC_BENCH_THREADS=1 logs each thread's CPU per 1,000 tokens of each stream (Linux /proc).
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of each live thread of this process, by name (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for t in threading.enumerate():
+        try:
+            fields = Path(f"/proc/self/task/{t.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[f"{t.name}:{t.native_id}"] = (int(fields[11]) + int(fields[12])) / tick
+    return out
 
 
 def log(msg: str) -> None:
@@ -139,6 +154,7 @@ class PacedProvider:
                 if start is None:
                     start = self.first_yield = now
                     self.cpu_first = time.process_time()
+                    self.threads_first = thread_cpu()
                 n += 1
                 ahead = start + (n - 1) / self.rate - now
                 if ahead > 0.004:
@@ -267,6 +283,7 @@ class Probe:
             self.echoed += 1
         if self.want_line is not None and self.provider.deltas >= self.want_after and self._shows(self.want_line):
             self.seen_at, self.seen_cpu = now, time.process_time()
+            self.threads_end = thread_cpu()
             self.want_line = None
         waiters, self.frame_waiters = self.frame_waiters, []
         for w in waiters:
@@ -339,6 +356,8 @@ async def stream_turn(pilot: Any, app: Any, probe: Probe, provider: PacedProvide
     app.prompt.focus()
     assert app.prompt.submit()
     await sleep_until(lambda: provider.deltas > 0, 30, "the first token")
+    if os.environ.get("PC_BENCH_SAY_START") == "1":
+        log(f"{kind} stream {turn} started")  # for a profiler attached from outside
     probe.reset_keys()  # the prompt's own edits (sending clears it) are not keystrokes
 
     def in_window() -> bool:
@@ -366,6 +385,9 @@ async def stream_turn(pilot: Any, app: Any, probe: Probe, provider: PacedProvide
     provider.on_delta = None
     result.last_token_ms = 1000 * (probe.seen_at - provider.last_yield)
     result.cpu_per_1k_ms = 1000 * (probe.seen_cpu - provider.cpu_first) / (result.tokens / 1000)
+    if os.environ.get("PC_BENCH_THREADS") == "1":
+        a, b = provider.threads_first, probe.threads_end
+        log("threads ms/1k: " + ", ".join(f"{k}={1000 * (b[k] - a.get(k, 0)) / (result.tokens / 1000):.0f}" for k in b))
     result.rate = result.tokens / max(provider.last_yield - provider.first_yield, 1e-9)
     result.echoes = list(probe.echo)
     if release is not None and window:

@@ -51,7 +51,7 @@ class AnswerBlock(Widget):
     # written less often, up to every MAX_FLUSH_INTERVAL: the view moves by screens either way,
     # and the drawing per second stays a small part of a core however fast the tokens come.
     FAST_CHARS: ClassVar[int] = 500
-    MAX_FLUSH_INTERVAL: ClassVar[float] = 0.3
+    MAX_FLUSH_INTERVAL: ClassVar[float] = 0.5
     TYPING_FLUSH_INTERVAL: ClassVar[float] = 0.2  # ... and while the person types (see ``typing``)
     TYPING_S: ClassVar[float] = 0.3  # a key this recent: the person is typing
 
@@ -90,6 +90,7 @@ class AnswerBlock(Widget):
         self._closed = False
         self._drawn: dict[int, tuple[Strip, Style, Strip]] = {}  # y -> (line, style, as drawn)
         self._dirty_from: int | None = None  # the first line the last writes changed
+        self._render_state: tuple[Style, Selection | None] | None = None  # during ``render_lines``
 
     @property
     def text(self) -> str:
@@ -145,7 +146,7 @@ class AnswerBlock(Widget):
             if now - self._typed_at < self.TYPING_S:
                 # The person is typing: the next write goes right after a keystroke's frame
                 # (``typing``); this timer only writes if the typing stops.
-                delay = max(self._last_write + self.TYPING_FLUSH_INTERVAL + self.TYPING_S - now, self.FLUSH_INTERVAL)
+                delay = max(self._last_write + self._typing_interval + self.TYPING_S - now, self.FLUSH_INTERVAL)
             self._flush_timer = self.set_timer(delay, self._flush)
 
     def _stop_timer(self) -> None:
@@ -175,11 +176,16 @@ class AnswerBlock(Widget):
         self._stop_timer()
         if not self._pending:
             return
-        if now - self._last_write >= self.TYPING_FLUSH_INTERVAL:
+        if now - self._last_write >= self._typing_interval:
             self._flush_after_frame = True
             self.call_after_refresh(self._flush_now)
         else:
             self._schedule_flush()  # a fallback, should the typing stop
+
+    @property
+    def _typing_interval(self) -> float:
+        # A stream faster than anyone reads is written less often while typing too.
+        return max(self.TYPING_FLUSH_INTERVAL, self._interval)
 
     def _flush_now(self) -> None:
         self._flush_after_frame = False
@@ -295,16 +301,24 @@ class AnswerBlock(Widget):
             self._drawn.clear()
         return self._lines.height
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The widget's style and selection are the same for every line of one render: looked up
+        # once (``rich_style`` walks the ancestors' styles: most of a line's cost otherwise).
+        self._render_state = (self.rich_style, self.text_selection)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._render_state = None
+
     def render_line(self, y: int) -> Strip:
+        style, selection = self._render_state or (self.rich_style, self.text_selection)
         line = self._lines.line(y)
         if line is None:
-            return Strip.blank(self.size.width, self.rich_style)
-        selection = self.text_selection
+            return Strip.blank(self.size.width, style)
         if selection is not None and (span := selection.get_span(y)) is not None:
-            return self._select(line.apply_style(self.rich_style), span).apply_offsets(0, y)
+            return self._select(line.apply_style(style), span).apply_offsets(0, y)
         # A finished line is drawn the same at every frame (the view scrolls on each write):
         # styled and given its selection offsets once.
-        style = self.rich_style
         cached = self._drawn.get(y)
         if cached is not None and cached[0] is line and cached[1] == style:
             return cached[2]

@@ -10,16 +10,21 @@ width, by Rich's Markdown; only the last block is drawn again as the stream grow
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from markdown_it import MarkdownIt
+from pygments.lexer import Lexer  # type: ignore[import-untyped]
+from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
 from pygments.token import Token  # type: ignore[import-untyped]
+from pygments.util import ClassNotFound  # type: ignore[import-untyped]
 from rich.console import Console, ConsoleOptions, RenderResult
+from rich.control import strip_control_codes
 from rich.markdown import CodeBlock, ListItem, Markdown, MarkdownElement
-from rich.padding import Padding
 from rich.segment import Segment
-from rich.syntax import Syntax
+from rich.style import Style
+from rich.syntax import Syntax, SyntaxTheme
 from rich.text import Text
 from textual.strip import Strip
 
@@ -42,18 +47,25 @@ class _CodeBlock(CodeBlock):
     same background (highlighting it again at every write is most of a stream's drawing)."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        # Rich's own draws a Syntax, which wraps and renders line by line (slow); the same look
-        # from one highlighted Text, and the same height highlighted or not.
+        # Rich's own draws a Syntax, which wraps and renders line by line (slow). The same look
+        # (Padding(text, 1) on the theme's background, a long line folded) from the lexer's
+        # tokens as segments: a line that fits is used as it is, only a longer one is wrapped.
         code = str(self.text).rstrip()
         theme = Syntax.get_theme(self.theme)
         style = theme.get_background_style() + theme.get_style_for_token(Token.Text)
-        if self.plain:
-            text = Text(code, style=style)
-        else:
-            text = Syntax(code, self.lexer_name, theme=theme).highlight(code)
-            text.rstrip()
-        text.no_wrap, text.overflow = False, "fold"  # a long line wraps: nothing is cut off
-        yield Padding(text, 1, style=style, expand=True)
+        rows = _plain_rows(code, style) if self.plain else _code_rows(code, self.lexer_name, theme, style)
+        width = options.max_width
+        inner = max(1, width - 2)
+        blank, new_line, pad = Segment(" " * width, style), Segment.line(), Segment(" ", style)
+        yield from (blank, new_line)
+        for row in rows:
+            lines = [row] if Segment.get_line_length(row) <= inner else _fold(console, options, row, inner)
+            for line in lines:
+                yield pad
+                yield from line
+                yield Segment(" " * max(1, width - 1 - Segment.get_line_length(line)), style)
+                yield new_line
+        yield from (blank, new_line)
 
     plain = False
 
@@ -63,6 +75,53 @@ class _CodeBlock(CodeBlock):
         assert isinstance(block, _CodeBlock)
         block.plain = getattr(markdown, "plain_code", False)
         return block
+
+
+@functools.cache
+def _lexer(name: str) -> Lexer:
+    # As Rich's Syntax makes it (tabs as 4 spaces), once per language: making one is slow.
+    try:
+        return get_lexer_by_name(name, stripnl=False, ensurenl=True, tabsize=4)
+    except ClassNotFound:
+        return get_lexer_by_name("text", stripnl=False, ensurenl=True, tabsize=4)
+
+
+def _code_rows(code: str, language: str, theme: SyntaxTheme, style: Style) -> list[list[Segment]]:
+    """The highlighted lines of ``code``: each token's style over the background ``style``."""
+    styles: dict[object, Style] = {}
+    rows: list[list[Segment]] = [[]]
+    for token_type, value in _lexer(language).get_tokens(code):
+        token_style = styles.get(token_type)
+        if token_style is None:
+            token_style = styles[token_type] = style + theme.get_style_for_token(token_type)
+        first = True
+        for part in strip_control_codes(value).split("\n"):
+            if not first:
+                rows.append([])
+            first = False
+            if part:
+                rows[-1].append(Segment(part, token_style))
+    if len(rows) > 1 and not rows[-1]:
+        rows.pop()  # the lexer's own final line break
+    return rows
+
+
+def _plain_rows(code: str, style: Style) -> list[list[Segment]]:
+    return [[Segment(_tabs(line), style)] if line else [] for line in strip_control_codes(code).split("\n")]
+
+
+def _tabs(line: str) -> str:
+    if "\t" not in line:
+        return line
+    text = Text(line)
+    text.expand_tabs(8)  # to cell columns, as Rich draws a wide character's tab
+    return text.plain
+
+
+def _fold(console: Console, options: ConsoleOptions, row: list[Segment], width: int) -> list[list[Segment]]:
+    """A line longer than ``width`` folded onto as many as it needs (nothing is cut off)."""
+    text = Text.assemble(*((s.text, s.style or Style()) for s in row), no_wrap=False, overflow="fold")
+    return console.render_lines(text, options.update_width(width), pad=False)
 
 
 class _ListItem(ListItem):

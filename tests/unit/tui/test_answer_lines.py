@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.segment import Segment
 
 from widgets.chat.answer_lines import AnswerLines, block_starts
 
@@ -83,3 +84,55 @@ def _lines(source: str) -> list:  # type: ignore[type-arg]
     lines = AnswerLines(width=50)
     lines.write(console, console.options, source, complete=True)
     return lines.lines
+
+
+def _reference_fence(console: Console, options: object, code: str, language: str, *, plain: bool) -> list[list[object]]:
+    """A fence as Rich itself draws the look the answer keeps: ``Padding(text, 1)`` on the theme's
+    background, the text highlighted by ``Syntax`` (or plain), a long line folded."""
+    from pygments.token import Token
+    from rich.padding import Padding
+    from rich.syntax import Syntax
+    from rich.text import Text
+
+    theme = Syntax.get_theme("monokai")
+    style = theme.get_background_style() + theme.get_style_for_token(Token.Text)
+    if plain:
+        text = Text(code, style=style)
+    else:
+        text = Syntax(code, language, theme=theme).highlight(code)
+        text.rstrip()
+    text.no_wrap, text.overflow = False, "fold"
+    return [list(Segment.simplify(row)) for row in console.render_lines(Padding(text, 1, style=style, expand=True), options)]
+
+
+def test_a_fence_is_drawn_from_its_tokens_exactly_as_rich_draws_it() -> None:
+    # The fence is drawn from the lexer's tokens (no Padding restyling every segment, no Text wrap
+    # for a line that fits): the same segments as Rich's, tabs, wide characters, control
+    # characters, long and empty lines, unknown languages, plain and highlighted.
+    import random
+
+    from rich.markdown import Markdown
+    from rich.text import Text
+
+    from widgets.chat.answer_lines import _CodeBlock
+
+    rng = random.Random(11)
+    alphabet = "ab \t中é\n=(){}:#'\"`\x07"  # no CR: markdown-it ends every line with a LF
+    cases = [("python", "def f(x):\n\treturn x  # é 中文"), ("python", ""), ("zzz", "abc\x07def\n  x"),
+             ("python", "y = " + "1 + " * 60 + "1"), ("js", "const a = `" + "中文" * 30 + "`;"),
+             ("python", "x = 1   \n\n\ny=2")]
+    cases += [(rng.choice(["python", "", "rust", "zzz"]), "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120))))
+              for _ in range(150)]
+    for width in (80, 30, 7, 3):
+        console = _console(width)
+        options = console.options.update(width=width, max_width=width, height=None, highlight=False)
+        for language, code in cases:
+            for plain in (False, True):
+                markdown = Markdown("")
+                markdown.plain_code = plain  # type: ignore[attr-defined]
+                block = _CodeBlock.create(markdown, type("T", (), {"info": language, "content": code})())
+                block.text = Text(code)
+                ours = [list(Segment.simplify(row)) for row in console.render_lines(block, options)]
+                # (the block's text is a Rich Text, as the Markdown parser makes it: control codes gone)
+                reference = _reference_fence(console, options, str(block.text).rstrip(), language or "text", plain=plain)
+                assert ours == reference, (width, plain, code)

@@ -34,7 +34,8 @@ def settle(ws: Path, home: Path, seconds: int = 30) -> None:
     paths = [Path(os.path.realpath(ws)) / ".git" / "pseudoclaude-id"]
     for folder in (Path(os.path.realpath(ws)) / PROJECT_STORE_REL, home / "memory", home / "trust"):
         if folder.is_dir():
-            paths += [folder / n for n in os.listdir(folder)]
+            # The folder too: a folder changed in the racy window is not stamped at all.
+            paths += [folder, *(folder / n for n in os.listdir(folder))]
     for p in paths:
         if os.path.lexists(p) and (st := os.lstat(p)).st_mtime_ns > racy:
             t = st.st_mtime_ns - seconds * 1_000_000_000
@@ -215,3 +216,26 @@ def test_reading_imports_no_pydantic_memory_model_or_yaml(tmp_path: Path, isolat
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_build_right_after_a_batch_stamps_no_card(tmp_path: Path, isolated_home: Path) -> None:
+    # A batch has just committed (its folder changed within the racy window): the stamp could not
+    # be trusted anyway, so no card is stat'ed for it (at 10,000 cards, a tenth of a second).
+    ws, stores = _ws(tmp_path, isolated_home)
+    card = write_note(stores, Level.USER, "fresh.md", "Fresh", "A card written a moment ago.")
+    os.utime(card, ns=(1, 1))  # the card itself looks old: only its folder changed just now
+
+    class Counting(FS):
+        lstats = 0
+
+        def lstat(self, path: object) -> os.stat_result:
+            Counting.lstats += 1
+            return super().lstat(path)  # type: ignore[arg-type]
+
+    snap = PanelSnapshot(isolated_home, ws, fs=Counting())
+    snap.record(lambda: build_panel_state(stores, [], None))
+    assert Counting.lstats <= 2  # the two folders, no card
+    assert not snapshot_path(isolated_home, ws).exists()
+    settle(ws, isolated_home)
+    snap.record(lambda: build_panel_state(stores, [], None))
+    assert read_snapshot(isolated_home, ws) is not None  # a later build, once settled, is kept
