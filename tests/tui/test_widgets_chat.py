@@ -573,12 +573,12 @@ async def test_a_stream_faster_than_anyone_reads_is_written_less_often() -> None
             return set_timer(delay, callback)
 
         answer.set_timer = spy  # type: ignore[method-assign]
-        await answer.append("word " * 400)  # 2,000 characters within one interval
+        await answer.append("word " * 600)  # 3,000 characters within one interval
         await wait_until(pilot, lambda: bool(answer.source), what="the first write")
         await answer.append("more ")
         await wait_until(pilot, lambda: answer.source.endswith("more "), what="the second write")
         assert delays[0] == answer.FLUSH_INTERVAL
-        assert delays[1] == answer.MAX_FLUSH_INTERVAL  # after a write of 2,000 characters
+        assert delays[1] == answer.MAX_FLUSH_INTERVAL  # after a write of 3,000 characters
         await answer.append("x")
         await wait_until(pilot, lambda: answer.source.endswith("x"), what="the third write")
         assert delays[2] == answer.FLUSH_INTERVAL  # the stream slowed down: fluid again
