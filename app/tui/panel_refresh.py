@@ -56,4 +56,5 @@ class PanelRefresh:
             return
         self.builds += 1
         state, pending = await app.bridge.panel_state(app._run_start_files)
-        app.post_message(PanelStateReady(state, pending))
+        if not self._again:  # a newer build follows: this state would only repaint the panel twice
+            app.post_message(PanelStateReady(state, pending))
