@@ -54,7 +54,6 @@ from app.tui.messages import (
     TurnDone,
     TurnEvent,
 )
-from app.tui.panel_refresh import PanelRefresh
 from app.tui.quit_flow import QUIT_CLOSE_S, Quitter, wait_bounded
 from app.tui.screens.memory import MemoryScreens
 from app.tui.send_queue import WAIT_GROUPS, SendQueue, with_attachments
@@ -161,7 +160,6 @@ class PseudoClaudeApp(App[int]):
         self.history_view = HistoryView(lambda: self.chat, self.call_later)
         self.turn_view = TurnRenderer(lambda: self.chat, self.status_model, self._gc, lambda: self._cost,
                                       lambda: self.settings.model if self.settings is not None else "")
-        self.panel_refresh = PanelRefresh(self)
         self.memory_screens = MemoryScreens(self, refresh_panel=self._refresh_panel)
         self.scale = ScaleFlow(self)  # /consolidate, the automatic one, the search caches (DESIGN §15)
         self.sharing = SharingFlow(self, self._refresh_panel)  # outside changes, the user store's sync (§16)
@@ -263,8 +261,12 @@ class PseudoClaudeApp(App[int]):
 
     # -- the memory side panel -------------------------------------------------------------------
 
-    def _refresh_panel(self) -> None:
-        self.panel_refresh.request()  # one build at a time; requests meanwhile make one more
+    @work(exclusive=True, group="panel", exit_on_error=False)
+    async def _refresh_panel(self) -> None:
+        if not self.built:
+            return
+        state, pending = await self.bridge.panel_state(self._run_start_files)
+        self.post_message(PanelStateReady(state, pending))
 
     @on(PanelStateReady)
     def _on_panel_state(self, message: PanelStateReady) -> None:
