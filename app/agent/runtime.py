@@ -90,6 +90,7 @@ class Runtime:
         # in a child that must first import the SDK.
         self.on_worker_note: Callable[[str], None] | None = None
         self.on_worker_usage: Callable[[str, Usage], None] | None = None
+        self.on_worker_wrote: Callable[[], object] | None = None
         self.child = self._worker_child(settings, workspace, home) if worker_process else None
         self._home = home
         self.provider: Provider = provider or AnthropicProvider()
@@ -113,6 +114,7 @@ class Runtime:
             env=env,
             on_note=lambda line: self.on_worker_note(line) if self.on_worker_note is not None else None,
             on_usage=lambda m, u: self.on_worker_usage(m, u) if self.on_worker_usage is not None else None,
+            on_wrote=lambda: self.on_worker_wrote() if self.on_worker_wrote is not None else None,
         )
 
         def wake(event: MemoryEvent) -> None:

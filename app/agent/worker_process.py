@@ -44,6 +44,7 @@ from memory.store.journal import OWN_WRITES, OwnWrites
 log = logging.getLogger(__name__)
 
 POLL_S = 0.5
+WROTE_QUIET_S = 0.2  # a batch's files are reported together: one panel refresh for them
 MAX_RESTARTS = 5  # deaths within RESTART_WINDOW_S before the restarts pause for that long
 RESTART_WINDOW_S = 60.0
 LOG_MAX_BYTES = 1 << 20  # the log is started afresh past this size
@@ -109,6 +110,7 @@ class WorkerProcess:
         env: Mapping[str, str] | None = None,
         on_note: Callable[[str], None] | None = None,
         on_usage: Callable[[str, Usage], None] | None = None,
+        on_wrote: Callable[[], object] | None = None,
         poll: float = POLL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -118,6 +120,10 @@ class WorkerProcess:
         self._env = dict(env) if env is not None else None
         self.on_note = on_note
         self.on_usage = on_usage
+        # After a burst of the child's store writes: the app's panel follows them (its watcher
+        # takes them for its own, and a job another window submitted sends this app no event).
+        self.on_wrote = on_wrote
+        self._wrote_timer: threading.Timer | None = None
         self._poll = poll
         self._clock = clock
         self.proc: subprocess.Popen[bytes] | None = None
@@ -268,6 +274,21 @@ class WorkerProcess:
             threading.Thread(target=self._read_reports, args=(proc.stdout,), name="memory-worker-reports",
                              daemon=True).start()
 
+    def _wrote_soon(self) -> None:
+        # One call per batch, WROTE_QUIET_S after its first file (a batch writes several).
+        if self.on_wrote is not None and self._wrote_timer is None:
+            self._wrote_timer = threading.Timer(WROTE_QUIET_S, self._wrote_now)
+            self._wrote_timer.daemon = True
+            self._wrote_timer.start()
+
+    def _wrote_now(self) -> None:
+        self._wrote_timer = None
+        if self.on_wrote is not None:
+            try:
+                self.on_wrote()
+            except Exception:
+                log.exception("memory worker process: the writes callback failed")
+
     def _read_reports(self, out: IO[bytes]) -> None:
         """The child's ``usage {json}`` lines (its stdout, in a daemon thread, until it closes)."""
         with contextlib.suppress(OSError, ValueError):
@@ -275,6 +296,7 @@ class WorkerProcess:
                 wrote = parse_write(raw)
                 if wrote is not None:
                     self.writes.record(*wrote)
+                    self._wrote_soon()
                     continue
                 usage = parse_usage(raw)
                 if usage is not None and self.on_usage is not None:

@@ -38,6 +38,7 @@ from app.tui.grounding_watch import GroundingWatch
 from app.tui.history_view import HistoryView
 from app.tui.messages import (
     ChatNote,
+    ChildWrote,
     FilesLoaded,
     HistoryLoaded,
     MemoryEventMessage,
@@ -219,9 +220,8 @@ class PseudoClaudeApp(App[int]):
         release_start_up()  # the collector, held since the command line (app.tui.gc_hold)
         # What the terminal buffered before raw mode is read at once: a moment's grace for it.
         self.prompt.typeahead_enter_until = time.monotonic() + TYPEAHEAD_GRACE_S
-        # The trust question first (the stores need no settings, no SDK, no session): the window
-        # is up within moments of the first frame, then the panel's cards (from the same stores)
-        # and the connection. Nothing queued is sent until the question is answered.
+        # The trust question first (no settings, SDK or session needed), then the panel's cards and
+        # the connection. Nothing queued is sent until the question is answered.
         self.trust.ask()
 
     # -- start-up ------------------------------------------------------------------------------
@@ -301,6 +301,11 @@ class PseudoClaudeApp(App[int]):
         self.sharing.stores_changed()  # MEMORY.md rebuilt from the cards, then the panel
         self.memory_screens.refresh()
         self.scale.stores_changed()
+
+    @on(ChildWrote)
+    def _on_child_wrote(self, message: ChildWrote) -> None:
+        self._refresh_panel()  # the child's batch (maybe another window's job): the watcher takes it for ours
+        self.memory_screens.refresh()
 
     @on(MemoryUsage)
     def _on_memory_usage(self, message: MemoryUsage) -> None:
@@ -575,20 +580,14 @@ class PseudoClaudeApp(App[int]):
         self.quitter.quit()
 
     async def on_unmount(self) -> None:
-        # However the app ends (Ctrl+Q, an error, a test leaving run_test), the session file is
-        # closed (its lock released) and the memory worker stopped; jobs left stay spooled. Bounded:
-        # a close stuck on a thread or a lock must not keep the app from ending.
+        # However the app ends, the session file is closed (its lock released) and the memory worker
+        # stopped; jobs left stay spooled. Bounded: a stuck close must not keep the app from ending.
         self._gc.release()
         await wait_bounded(asyncio.ensure_future(self.bridge.close(0.0)), QUIT_CLOSE_S)
 
 
-def run_app(
-    settings: Settings | Mapping[str, object],
-    workspace: Path,
-    *,
-    resume: str | None = None,
-    continue_latest: bool = False,
-) -> int:
+def run_app(settings: Settings | Mapping[str, object], workspace: Path, *, resume: str | None = None,
+            continue_latest: bool = False) -> int:
     """``pseudoclaude`` without ``-p``: run the full-screen app until it quits. ``settings``
     may be the command line's setting flags: the app loads the settings after its first frame."""
     app = PseudoClaudeApp(settings, workspace, resume=resume, continue_latest=continue_latest)

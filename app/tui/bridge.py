@@ -26,6 +26,7 @@ from textual.message import Message
 
 from app.tui.messages import (
     ChatNote,
+    ChildWrote,
     MemoryEventMessage,
     MemoryUsage,
     SettingsChanged,
@@ -167,11 +168,10 @@ class Bridge:
             completion=completion,
             home=self.home,
             fs=self._fs,
-            # The memory worker in a child process (issue 20), unless a test hands the App an
-            # in-process memory model (a child could not use it).
+            # A child process, unless a test hands the App an in-process memory model (issue 20).
             worker_process=settings.memory_worker == "process" and self._completion is None,
         )
-        self.runtime.on_worker_note = self._on_worker_note
+        self.runtime.on_worker_note, self.runtime.on_worker_wrote = self._on_worker_note, lambda: self.post(ChildWrote())
         self.runtime.on_worker_usage = self._on_memory_usage  # the child's requests count in the cost too
         self._unsubscribe = self.runtime.manager.subscribe(self._on_memory_event)
 

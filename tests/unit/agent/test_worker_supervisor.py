@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from app.agent.provider import Usage
-from app.agent.worker_process import MAX_RESTARTS, WorkerProcess, describe_exit, parse_usage
+from app.agent.worker_process import MAX_RESTARTS, WROTE_QUIET_S, WorkerProcess, describe_exit, parse_usage
 from memory.constants import WORKER_EXIT_BUSY, MemoryMode
 
 pytestmark = pytest.mark.timeout(60)
@@ -184,6 +184,22 @@ async def test_the_childs_store_writes_become_the_apps_own(tmp_path: Path) -> No
     assert not OWN_WRITES.is_own(card, "abc")  # this app's, not every app's of the process
     OWN_WRITES.record(tmp_path / "mine.md", "def")
     assert sup.writes.is_own(tmp_path / "mine.md", "def")  # and the process's own too
+
+
+async def test_a_batch_of_the_childs_writes_tells_the_app_once(tmp_path: Path) -> None:
+    # The app's watcher takes the child's writes for its own, and a job another window submitted
+    # sends this app no job event: this call is what makes its panel follow the child's batch.
+    calls: list[float] = []
+    lines = "; ".join(
+        f"print('wrote ' + json.dumps({{'path': {str(tmp_path / n)!r}, 'sha': 'abc'}}), flush=True)"
+        for n in ("a.md", "b.md", "MEMORY.md"))
+    sup = _supervisor(tmp_path, f"import json; {lines}", [], on_wrote=lambda: calls.append(1))
+    await sup.check()
+    await _exited(sup)
+    await _until(lambda: bool(calls))
+    await asyncio.sleep(3 * WROTE_QUIET_S)
+    assert calls == [1]  # one call for the batch's three files
+    assert sup.writes.is_own(tmp_path / "b.md", "abc")
 
 
 @pytest.mark.parametrize("raw", [b"wrote {}", b'wrote {"path": 1, "sha": "x"}', b'wrote {"path": "a\\u0000b", "sha": "x"}',
