@@ -221,6 +221,11 @@ class CardCache:
 def no_gc() -> Iterator[None]:
     """The cyclic collector off while ten thousand acyclic objects are made (reading this file,
     a pass over a store's cards): its passes over them were half the time of reading the file."""
+    if threading.current_thread() is not threading.main_thread():
+        # The switch is the whole process's: a pass in a thread of the app must not turn the
+        # collector off (or back on) under its screen's interpreter.
+        yield
+        return
     was = gc.isenabled()
     gc.disable()
     try:

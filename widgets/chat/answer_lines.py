@@ -95,7 +95,7 @@ def _code_rows(code: str, language: str, theme: SyntaxTheme, style: Style) -> li
         if token_style is None:
             token_style = styles[token_type] = style + theme.get_style_for_token(token_type)
         first = True
-        for part in strip_control_codes(value).split("\n"):
+        for part in value.split("\n"):  # the block's text has no control codes (a Rich Text)
             if not first:
                 rows.append([])
             first = False
