@@ -186,6 +186,18 @@ def _reported(e: BaseException) -> bool:
     return False
 
 
+# The commands that wait on a model or run until told to stop: their collector stays on.
+_LONG_RUNNING = frozenset({"flush", "consolidate", "worker", "sync"})
+# The commands that only read the cards: each answers from one look at a store folder.
+_ONE_LOOK = frozenset({"index", "list", "show", "search"})
+
+
+def ends_at_once(args: argparse.Namespace) -> bool:
+    """Whether this command's process may end without the interpreter's teardown: it only read
+    the stores, started no thread and wrote what it wrote already (app/cli/main.py ``entry``)."""
+    return getattr(args, "memory_command", None) in _ONE_LOOK
+
+
 def _run(args: argparse.Namespace) -> int:
     from memory.store.paths import resolve_workspace
     from memory.store.stores import MemoryStores
@@ -198,8 +210,15 @@ def _run(args: argparse.Namespace) -> int:
     handler = _HANDLERS[args.memory_command]
     # What the imports made outlives the command: no collection walks it again while the
     # command runs (with 10,000 cards' objects about, each full collection did, a tenth of
-    # `memory index`). Thawed after: a caller in-process (the tests) keeps its collector as it was.
+    # `memory index`). A command that never waits on a model makes no garbage worth a pass:
+    # its collector is off until it ends (ten thousand cards' objects, each pass walked them).
+    # Restored after: a caller in-process (the tests) keeps its collector as it was.
     gc.freeze()
+    was_enabled = gc.isenabled()
+    if args.memory_command not in _LONG_RUNNING:
+        gc.disable()
+    if args.memory_command in _ONE_LOOK:
+        stores.pin_listings()
     try:
         args.rebuilt_indexes = _refresh(stores)
         return handler(stores, args)
@@ -212,6 +231,8 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_ERROR
         raise
     finally:
+        if was_enabled:
+            gc.enable()
         gc.unfreeze()
 
 
@@ -291,7 +312,7 @@ def _show(stores: MemoryStores, args: argparse.Namespace) -> int:
     if reason is not None:
         _err(reason)
         return EXIT_ERROR
-    from memory.store.store import parse_note
+    from memory.store.noteparse import parse_note
     from memory.store.stores import cites_header
 
     data = st.fs.read_bytes(st.dir / args.file)

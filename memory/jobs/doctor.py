@@ -22,7 +22,8 @@ from memory.jobs.spool import DAMAGED_DIR, Spool, SpoolError
 from memory.model import Change, HistoryEntry, Note
 from memory.sharing.log import last_author
 from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
-from memory.store.store import GIT_FILES, TRASH_DIR, filename_problem, render_index, sha256
+from memory.store.noteparse import sha256
+from memory.store.store import GIT_FILES, TRASH_DIR, filename_problem, render_index
 from memory.store.stores import MemoryStores
 from memory.text.names import quote, sanitize_summary, sanitize_title
 

@@ -186,18 +186,25 @@ class CardCache:
         except ValueError:  # columns of different lengths: not a file this code wrote
             return {}
 
+    @staticmethod
+    def worth_saving(listed: int, new: int, current: int, dropped: int | None = None) -> bool:
+        """Whether a file of ``current`` cards is rewritten for ``listed`` cards of which ``new``
+        are not in it (at most: a caller may pass a bound) and ``dropped`` of it are gone
+        (default: what ``new`` leaves)."""
+        gone = current - (listed - new) if dropped is None else dropped
+        if not new and not gone:
+            return False
+        # A rewrite costs about what parsing one card in REWRITE_EVERY does: a few new cards
+        # are parsed again by the next processes until more have come.
+        return not current or new * REWRITE_EVERY >= listed or gone * 4 >= current
+
     def save(self, cards: Cards) -> None:
         """Make the file hold exactly ``cards`` (each parsed by this process or served from the
         file at its key, and durable), when it differs enough to be worth it. Best effort."""
         current = self.cards()
         with self._lock:
             new = sum(1 for n, c in cards.items() if current.get(n, _NONE)[0] != c[0])
-            dropped = len(current) - (len(cards) - new)
-            if not new and not dropped:
-                return
-            if current and new * REWRITE_EVERY < len(cards) and dropped * 4 < len(current):
-                # A rewrite costs about what parsing one card in REWRITE_EVERY does: a few
-                # new cards are parsed again by the next processes until more have come.
+            if not self.worth_saving(len(cards), new, len(current), len(current) - (len(cards) - new)):
                 return
             heads = [h for _, h in cards.values()]
             with no_gc():

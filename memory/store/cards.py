@@ -25,9 +25,10 @@ from memory.model import AppliedOp, BatchResult, Conflict, DroppedCite, Note, Op
 from memory.store.conflict import has_conflict
 from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
 from memory.store.fs import FS, UnsafePathError
+from memory.store.noteparse import sha256
 from memory.store.paths import Paths
 from memory.store.plan import key
-from memory.store.store import MAX_NOTE_FILE_BYTES, Store, StoreError, sha256
+from memory.store.store import MAX_NOTE_FILE_BYTES, Store, StoreError
 from memory.text.names import quote
 from memory.text.terminal import is_strict_utf8
 

@@ -27,6 +27,9 @@ class UnsafePathError(OSError):
     """A path that is a symlink, not a regular file, or otherwise not ours to touch."""
 
 
+_READS = frozenset({"lstat", "listdir", "read"})
+
+
 class FS:
     """File operations with a per-call hook for fault injection and an optional call log.
 
@@ -41,11 +44,21 @@ class FS:
         # A checkpoint run before every operation: background work makes room for a busy
         # foreground there (memory.pace.Pacer; the app sets one).
         self.pace = pace
+        # How many changes this object made in each folder (every operation but a read, by the
+        # folder of the path it names): a listing made since can still be taken as the folder's
+        # state by a short command (Store.pinned); a lock, a cache or a stamp elsewhere is none.
+        self._changes: dict[str, int] = {}
+
+    def changes_in(self, folder: str) -> int:
+        return self._changes.get(folder, 0)
 
     def _op(self, op: str, path: str | Path, src: str | Path = "") -> None:
+        p = str(path)
+        if op not in _READS:
+            folder = os.path.dirname(p)
+            self._changes[folder] = self._changes.get(folder, 0) + 1
         if self.pace is not None:
             self.pace()
-        p = str(path)
         if self.hook is not None:
             self.hook(op, p)
         if self.log is not None:

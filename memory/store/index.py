@@ -81,7 +81,8 @@ def index_line(type: NoteType | str, title: str, summary: str | None, filename: 
 
 def format_index_line(type: NoteType | str, title: str, summary: str, filename: str) -> str:
     """``index_line`` for values already sanitized (a parsed Note's title and summary)."""
-    kind = NoteType(type).value
+    # (A parsed card's type is a NoteType already: the enum's call costs more than the line.)
+    kind = type.value if isinstance(type, NoteType) else NoteType(type).value
     if summary:
         return f"- [{kind}] {title} — {summary} ({filename})"
     return f"- [{kind}] {title} ({filename})"

@@ -29,8 +29,9 @@ from memory.model import Change, HistoryEntry
 from memory.store import trust
 from memory.store.fs import FS, STAGE_PREFIX, TEMP_PREFIX
 from memory.store.layout import StoreLayout
+from memory.store.noteparse import sha256
 from memory.store.plan import Plan
-from memory.store.store import GIT_FILES, TRASH_DIR, Store, render_index, sha256
+from memory.store.store import GIT_FILES, TRASH_DIR, Store, render_index
 
 __all__ = ["OWN_WRITES", "JournalRecord", "OwnWrites", "commit", "needs_recovery", "recover_locked", "roll_forward"]
 

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 
 from memory.constants import INDEX_FILE, Level
 from memory.model import Note
-from memory.store.store import Store, parse_note
+from memory.store.noteparse import parse_note
+from memory.store.store import Store
 
 __all__ = ["Plan", "key"]
 

@@ -6,22 +6,19 @@ applies them through the filesystem layer, so both stores change together or not
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
-from memory.constants import INDEX_FILE, MAX_CONTENT_BYTES, MAX_SUMMARY, MAX_TITLE, Level, NoteType
-from memory.model import ConflictSides, Note, NoteMeta
+from memory.constants import INDEX_FILE, MAX_CONTENT_BYTES, Level
+from memory.model import Note, NoteMeta
 from memory.store.cardcache import CardCache, CardHead, Cards, StatKey, durable, head_of, no_gc, stat_key
-from memory.store.conflict import split_conflict
-from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
 from memory.store.fs import FS, STAGE_PREFIX, TEMP_PREFIX, UnsafePathError
 from memory.store.index import format_index_line
-from memory.text.names import check_filename, quote, sanitize_summary, sanitize_title
-from memory.text.terminal import BIDI, ZERO_WIDTH
+from memory.store.noteparse import parse_note
+from memory.text.names import check_filename, quote
 
 # A hand-written note can be larger than a model's (16 KiB), but a store is no place for
 # megabytes: past this a file is listed as broken rather than read into memory.
@@ -54,6 +51,8 @@ _CACHE_MAX = 100_000
 _HEADS: dict[tuple[str, str], tuple[StatKey, CardHead, bool]] = {}
 # A card as keyed_cards gives it: (filename, index line or None, why not, front matter, stat key).
 Keyed = tuple[str, str | None, str, NoteMeta | None, tuple[int, ...]]
+_NO_ENTRY: tuple[None, None] = (None, None)
+_Pass = tuple[list[str], list[tuple[str, StatKey]], list[tuple[int, ...]], list[Keyed], int]
 # Index lines by (folder, filename), valid while the file's stat key is unchanged.
 _LINES: dict[tuple[str, str], tuple[tuple[int, ...], str | None, str, NoteMeta | None]] = {}
 
@@ -82,104 +81,6 @@ def filename_problem(name: str) -> str | None:
     return reason.replace(repr(name), quote(name))
 
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _fallback_type(filename: str) -> NoteType:
-    for t in NoteType:
-        if filename.startswith(f"{t}_"):
-            return t
-    return NoteType.PROJECT_KNOWLEDGE
-
-
-def conflict_reason(sides: ConflictSides) -> str:
-    """Why a conflicted card is in no prompt, in one line (doctor, ``memory index``, the panel)."""
-    where = " and ".join(quote(x, 40) for x in (sides.ours_label, sides.theirs_label) if x)
-    return (
-        f"conflicted: changed on two branches{f' ({where})' if where else ''}; "
-        "resolve it in the card editor or with `memory apply` of an update"
-    )
-
-
-def parse_note(level: Level, filename: str, data: bytes) -> Note:
-    """Parse a note file; a broken one still yields a Note (flagged) so nothing is lost from view."""
-    digest = sha256(data)
-    broken: str | None = None
-    unparsed = False
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode("utf-8", "replace")
-        broken = "not valid UTF-8"
-        unparsed = True
-    sides = split_conflict(text) if "<<<<<<<" in text else None
-    if sides is not None:
-        return _conflicted_note(level, filename, text, digest, sides)
-    fallback = _fallback_type(filename)
-    try:
-        fm, body = split_note(text)
-        meta = parse_meta(fm, fallback_type=fallback)
-        raw_type = fm.get("type")
-        if str(raw_type if raw_type is not None else "").strip() not in _TYPE_VALUES:
-            # Listed under a fallback type, but said: a silent replacement would hide the typo.
-            what = "no type" if raw_type is None else f"unknown type {quote(raw_type)}"
-            broken = broken or f"{what} in the front matter (listed as {fallback})"
-    except FrontMatterError as e:
-        broken = broken or str(e)
-        unparsed = True
-        body = text
-        meta = NoteMeta(title=filename.removesuffix(".md"), type=fallback, created="", updated="")
-    # Hand edits are not trusted to keep the index one line per note.
-    title = meta.title if _is_sanitized(meta.title, MAX_TITLE) else sanitize_title(meta.title)
-    summary = meta.summary if _is_sanitized(meta.summary, MAX_SUMMARY) else sanitize_summary(meta.summary)
-    if title != meta.title or summary != meta.summary or not title:
-        meta = meta.model_copy(
-            update={"title": title or sanitize_title(filename.removesuffix(".md")) or filename, "summary": summary}
-        )
-    return Note(level=level, filename=filename, meta=meta, body=body, sha256=digest, broken=broken, unparsed=unparsed)
-
-
-def _conflicted_note(level: Level, filename: str, text: str, digest: str, sides: ConflictSides) -> Note:
-    """A card git left with conflict markers: listed (by our side's title when it parses),
-    never parsed into a prompt."""
-    fallback = _fallback_type(filename)
-    try:
-        meta = parse_meta(split_note(sides.ours)[0], fallback_type=fallback)
-        meta = meta.model_copy(update={"title": sanitize_title(meta.title) or filename,
-                                       "summary": sanitize_summary(meta.summary)})
-    except FrontMatterError:
-        meta = NoteMeta(title=filename.removesuffix(".md"), type=fallback, created="", updated="")
-    return Note(level=level, filename=filename, meta=meta, body=text, sha256=digest,
-                broken=conflict_reason(sides), unparsed=True, conflict=sides)
-
-
-def _is_sanitized(text: str, max_chars: int) -> bool:
-    """True when ``sanitize_line(text, max_chars)`` would return ``text`` unchanged, decided
-    without its per-character loop (most of the time of reading a large store).
-
-    A printable string holds no escape sequence, control, format, surrogate or line/paragraph
-    separator character, and no whitespace but the space (str.isprintable is False for every
-    Cc, Cf, Cs, Zs but U+0020, Zl and Zp character); then sanitizing only collapses double
-    spaces, strips leading ``#``/spaces and trailing spaces, and cuts at ``max_chars``. Anything
-    else takes the full sanitizer.
-    """
-    return (
-        _PRINTABLE_IS_SAFE
-        and len(text) <= max_chars
-        and text.isprintable()
-        and "  " not in text
-        and not text.startswith(("#", " "))
-        and not text.endswith(" ")
-    )
-
-
-_TYPE_VALUES = frozenset(t.value for t in NoteType)
-# The bidi and zero-width characters sanitize removes by name are all non-printable (category
-# Cf); were one ever printable, ``_is_sanitized`` would always say no and the full path runs.
-_PRINTABLE_IS_SAFE = not any(c.isprintable() for c in BIDI | ZERO_WIDTH)
-
-
 class Store:
     def __init__(
         self,
@@ -196,9 +97,13 @@ class Store:
         self.fs = fs
         # The parsed cards a new process finds on disk (memory/store/cardcache.py), or None.
         self.card_cache = card_cache
-        # The last keyed_cards pass (names, cards stat'ed, keys, result), given again while all are
-        # the same: a command's index after its derived-index check is a listing and a stat per card.
-        self._last: tuple[list[str], list[tuple[str, StatKey]], list[tuple[int, ...]], list[Keyed]] | None = None
+        # The last keyed_cards pass (names, cards stat'ed, keys, result, ``fs.changes_in`` the folder),
+        # given again while all are the same: an index after the derived-index check is a listing
+        # and a stat per card.
+        self._last: _Pass | None = None
+        # A short command's one look (``MemoryStores.pin_listings``): the last pass is given again
+        # as it is while this process changed nothing, not listed and stat'ed a second time.
+        self.pinned = False
         # Folders between ``guard`` and the store that must not be symlinks either (a cloned
         # repository could point ``.PseudoClaude`` anywhere).
         self._guard = guard
@@ -288,7 +193,7 @@ class Store:
         return self._stat_problem(filename, st)
 
     def _stat_problem(self, filename: str, st: os.stat_result) -> str | None:
-        if stat.S_ISREG(st.st_mode) and st.st_nlink <= 1 and st.st_size <= MAX_NOTE_FILE_BYTES:
+        if _plain_file(st):
             return None  # the common case, in one test
         if stat.S_ISLNK(st.st_mode):
             return f"{quote(filename)} is a symlink; refusing to follow it"
@@ -367,9 +272,14 @@ class Store:
         cache = self.card_cache
         return cache if cache is not None and cache.enabled() else None
 
-    def _persist(self, disk: CardCache, listed: Iterable[tuple[str, StatKey]]) -> None:
-        """Write to ``disk`` the durable notes of this process for the cards just listed at
-        exactly these keys: a card changed since, or too recently, is left out."""
+    def _persist(self, disk: CardCache, cards: Cards, listed: list[tuple[str, StatKey]]) -> None:
+        """Write to ``disk`` (which holds ``cards``) the durable notes of this process for the
+        cards just listed at exactly these keys: a card changed since, or too recently, is left
+        out. Whether a rewrite is due is asked first, from the keys alone (a batch's few new
+        cards in a large store are no rewrite: its heads are not collected for nothing)."""
+        fresh = sum(1 for name, key in listed if cards.get(name, _NO_ENTRY)[0] != key)
+        if not disk.worth_saving(len(listed), fresh, len(cards)):
+            return
         base = str(self.dir)
         keep: dict[str, tuple[StatKey, CardHead]] = {}
         for name, key in listed:
@@ -422,8 +332,8 @@ class Store:
                 hit = _HEADS[(base, name)]
             out.append(hit[1])
             listed.append((name, key))
-        if disk is not None and missed:  # (a pass with nothing new has nothing to write)
-            self._persist(disk, listed)
+        if disk is not None and cards is not None and missed:  # (a pass with nothing new has nothing to write)
+            self._persist(disk, cards, listed)
         return out
 
     def derived_index(self) -> str:
@@ -479,10 +389,12 @@ class Store:
             return self._keyed_cards()
 
     def _keyed_cards(self) -> list[Keyed]:
+        last = self._last
+        if self.pinned and last is not None and last[4] == self.fs.changes_in(str(self.dir)):
+            return list(last[3])
         names = sorted(self.entries())
         base = str(self.dir)
         lstat = self.fs.lstat
-        last = self._last
         if last is not None and last[0] == names:
             try:
                 now: list[tuple[int, ...]] | None = [
@@ -492,6 +404,7 @@ class Store:
             except FileNotFoundError:
                 now = None
             if now == last[2]:
+                self._last = (last[0], last[1], last[2], last[3], self.fs.changes_in(base))
                 return list(last[3])
         out: list[Keyed] = []
         keys: list[tuple[int, ...]] = []
@@ -518,16 +431,22 @@ class Store:
             hit = _LINES.get((base, name))
             if hit is None or hit[0] != key:
                 missed = True
-                hit = (key, *self._index_entry(name, st, skey, cards))
+                got = cards.get(name) if cards is not None else None
+                if got is not None and got[0] == skey and _plain_file(st) and got[1].plausible(name):
+                    # A new process's usual card: _index_entry's answer from the card cache on disk.
+                    hit = (key, *_disk_line(base, name, skey, got[1]))
+                else:
+                    hit = (key, *self._index_entry(name, st, skey, cards))
                 if len(_LINES) >= _CACHE_MAX:
                     _LINES.clear()
                 _LINES[(base, name)] = hit
             out.append((name, hit[1], hit[2], hit[3], key))
             listed.append((name, skey))  # (a card never read is not in _HEADS: not kept)
             keys.append(key)
-        if disk is not None and missed:  # (a pass with nothing new has nothing to write)
-            self._persist(disk, listed)
-        self._last = None if vanished else (names, listed, keys, out)  # (a listed name not stat'ed)
+        if disk is not None and cards is not None and missed:  # (a pass with nothing new has nothing to write)
+            self._persist(disk, cards, listed)
+        # (Not kept when a listed name was gone by its stat.)
+        self._last = None if vanished else (names, listed, keys, out, self.fs.changes_in(base))
         return list(out)
 
     def _index_entry(
@@ -576,6 +495,23 @@ class Store:
 
     def temp_files(self) -> list[str]:
         return [n for n in self.entries() if n.startswith((TEMP_PREFIX, STAGE_PREFIX))]
+
+
+def _plain_file(st: os.stat_result) -> bool:
+    """``Store._stat_problem``'s common case: a regular file, one link, not too large."""
+    return stat.S_ISREG(st.st_mode) and st.st_nlink <= 1 and st.st_size <= MAX_NOTE_FILE_BYTES
+
+
+def _disk_line(base: str, name: str, key: StatKey, head: CardHead) -> tuple[str | None, str, NoteMeta | None]:
+    """``_index_entry`` of a card whose checked head came from the card cache on disk."""
+    ck = (base, name)
+    if len(_HEADS) >= _CACHE_MAX:
+        _HEADS.clear()
+    _HEADS[ck] = (key, head, True)
+    if head.unparsed:
+        return None, head.broken or "does not parse", None
+    meta = head.meta
+    return format_index_line(meta.type, meta.title or name, meta.summary, name), "", meta
 
 
 def render_index(notes: list[Note], pace: Callable[[], None] | None = None) -> str:

@@ -151,6 +151,13 @@ class MemoryStores:
     def _project_cache_open(self) -> bool:
         return self.has_project_level and self.project_trusted
 
+    def pin_listings(self) -> None:
+        """One look at each store for a short command: after its first pass over a folder, the
+        command reads that pass again while this process changes nothing, instead of listing and
+        stat'ing every card once more (its derived-index check and its answer are one moment)."""
+        for st in self.stores.values():
+            st.pinned = True
+
     def trust_project(self) -> None:
         """Record the person's trust in this workspace's project store (once per workspace)."""
         if self.has_project_level:

@@ -25,7 +25,7 @@ from memory.constants import Level
 from memory.events import StoresChanged
 from memory.store.fs import UnsafePathError
 from memory.store.journal import OWN_WRITES, OwnWrites
-from memory.store.store import sha256
+from memory.store.noteparse import sha256
 from memory.store.stores import MemoryStores
 
 __all__ = ["StoresWatcher"]

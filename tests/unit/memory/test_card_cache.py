@@ -245,3 +245,56 @@ def test_a_cache_that_cannot_be_written_is_no_error(
     stores = MemoryStores(stores.paths.workspace, stores.paths.home, fs=FS(hook=read_only_cache), clock=stores.clock)
     assert view(stores) == want
     assert not cache_file(stores).exists()
+
+
+@pytest.mark.usefixtures("no_racy_window")
+def test_the_file_is_rewritten_for_one_new_card_in_64_or_a_quarter_gone_not_for_fewer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parses: Parses
+) -> None:
+    # A listing decides whether to rewrite before it collects anything: a pass whose few new
+    # cards cannot make a rewrite worth it skips the work, one that can still writes the file.
+    stores = make_env(tmp_path)
+    for i in range(128):
+        write_note(stores, Level.PROJECT, f"project_knowledge_c{i:03}.md", f"Card {i}", "body\n")
+    view(new_process(stores, monkeypatch))
+    cached = cache_file(stores).read_bytes()
+    assert b"Card 127" in cached
+
+    persisted: list[int] = []
+    real_save = CardCache.save
+    monkeypatch.setattr(CardCache, "save", lambda self, cards: (persisted.append(len(cards)), real_save(self, cards)))
+    write_note(stores, Level.PROJECT, "project_knowledge_new-1.md", "New one", "body\n")
+    view(new_process(stores, monkeypatch))
+    assert cache_file(stores).read_bytes() == cached  # 1 new in 129: parsed again, no rewrite
+    assert persisted == []  # ...and the pass knew it without collecting the 129 cards' heads
+    parses.count = 0
+    view(new_process(stores, monkeypatch))
+    assert parses.count == 1
+
+    for n in (2, 3):
+        write_note(stores, Level.PROJECT, f"project_knowledge_new-{n}.md", f"New {n}", "body\n")
+    view(new_process(stores, monkeypatch))  # 3 new in 131: 3 * 64 >= 131
+    assert persisted
+    assert b"New one" in cache_file(stores).read_bytes() and b"New 3" in cache_file(stores).read_bytes()
+    parses.count = 0
+    view(new_process(stores, monkeypatch))
+    assert parses.count == 0
+
+    rewritten = cache_file(stores).read_bytes()
+    for i in range(20):  # 20 of 131 gone: kept as it is
+        (stores.project.dir / f"project_knowledge_c{i:03}.md").unlink()
+    view(new_process(stores, monkeypatch))
+    assert cache_file(stores).read_bytes() == rewritten
+    for i in range(20, 40):  # 40 gone: a quarter of the file, rewritten without them
+        (stores.project.dir / f"project_knowledge_c{i:03}.md").unlink()
+    view(new_process(stores, monkeypatch))
+    assert b"Card 39" not in cache_file(stores).read_bytes() and b"Card 40" in cache_file(stores).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("listed", "new", "current", "worth"),
+    [(100, 0, 100, False), (100, 1, 100, False), (128, 2, 126, True), (100, 0, 134, True), (100, 0, 133, False),
+     (3, 3, 0, True), (1000, 15, 1000, False), (1000, 16, 1000, True)],
+)
+def test_worth_saving(listed: int, new: int, current: int, worth: bool) -> None:
+    assert CardCache.worth_saving(listed, new, current) is worth

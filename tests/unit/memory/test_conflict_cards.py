@@ -14,7 +14,8 @@ from memory.constants import MANUAL_SOURCE, Level, NoteType
 from memory.model import NoteMeta
 from memory.store.conflict import has_conflict, split_conflict
 from memory.store.frontmatter import dump_note
-from memory.store.store import StoreError, parse_note
+from memory.store.noteparse import parse_note
+from memory.store.store import StoreError
 from tests.support.memtools import make_env, op, write_note
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from memory.constants import Level, NoteType
 from memory.model import NoteMeta
 from memory.store.frontmatter import FrontMatterError, dump_note, parse_meta, split_note
-from memory.store.store import parse_note
+from memory.store.noteparse import parse_note
 from memory.text.names import sanitize_summary, sanitize_title
 
 TRICKY = st.sampled_from(["---", "--- x", "a: b", "key: 'v'", "#", "- item", "'", '"', "|", ">", "\n", " \n ",

@@ -15,7 +15,7 @@ import pydantic
 import pytest
 import yaml
 
-import memory.store.store as store_mod
+import memory.store.noteparse as noteparse
 from app.cli.main import main
 from memory.constants import INDEX_FILE, Action, Level, NoteType
 from memory.jobs.doctor import diagnose, fix
@@ -260,8 +260,8 @@ def test_warm_process_applies_a_batch_without_reparsing_unchanged_notes(
         write_note(env, Level.PROJECT, f"project_knowledge_n{i}.md", f"N{i}", "x")
     env.apply([(0, create("project", "Warm up"))], source="s")
     parsed: list[str] = []
-    real = store_mod.split_note
-    monkeypatch.setattr(store_mod, "split_note", lambda text: parsed.append(text) or real(text))
+    real = noteparse.split_note
+    monkeypatch.setattr(noteparse, "split_note", lambda text: parsed.append(text) or real(text))
     fresh = make_env(env.paths.workspace.parent)  # another MemoryStores of the same process
     res = fresh.apply([(i, create("project", f"New {i}")) for i in range(3)], source="s")
     assert len(res.applied) == 3
