@@ -10,15 +10,14 @@ it changed (its sha): ``recalled`` is the Runner's record of what it named.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.agent.ports import IndexSource, RecallSource
 from memory.store.index import INDEX_LINE_RE, RECALL_OPEN, index_diff, index_keys, recall_block
 
-__all__ = ["EARLIER", "index_update", "recall_for", "recall_query", "recalled_in"]
+__all__ = ["EARLIER", "MemoryHeads", "memory_heads", "recall_query", "recalled_in"]
 
 # A card named by a recall block of a resumed conversation: its sha is unknown, so it is taken
 # as unchanged (the conversation still holds its line).
@@ -53,35 +52,52 @@ def recalled_in(messages: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-async def recall_for(
-    source: RecallSource, user_text: str, shown_index: str, recalled: dict[str, str]
-) -> tuple[str, list[str]]:
-    """The block for ``user_text`` ("" for none) and the cards it names (``level/filename``);
-    ``recalled`` gets them. Off the event loop; never fails the Run (search is a help, not a
-    condition)."""
+class MemoryHeads(NamedTuple):
+    """What memory puts at the head of a Run's user message, and what the model then has."""
 
-    def find() -> list[tuple[str, str, str]]:
-        shown = set(index_keys(shown_index)) | {k for k, sha in recalled.items() if sha == EARLIER}
-        return [(c.key, c.sha, c.line) for c in source.recall(recall_query(user_text), shown, dict(recalled))]
+    update: str  # the ``<memory-update>`` block, "" when nothing changed
+    shown_index: str  # the index the model has after it
+    recall: str  # the ``<memory-recall>`` block, "" for none
+    recalled: list[str]  # the cards it names (``level/filename``)
 
-    try:
-        cards = await asyncio.to_thread(find)
-    except Exception as e:
-        log.warning("memory recall failed: %s", e)
-        return "", []
-    for key, sha, _ in cards:
+
+async def memory_heads(
+    memory: IndexSource | None, source: RecallSource | None, shown_index: str, user_text: str,
+    recalled: dict[str, str],
+) -> MemoryHeads:
+    """The index update, then recall against the index it leaves, in one trip off the event loop:
+    each trip waits for the frame the screen is drawing when it ends (the answer's request goes
+    out that much later). ``recalled`` gets the cards named. Never fails the Run."""
+    cards = await asyncio.to_thread(_heads, memory, source, shown_index, user_text, dict(recalled))
+    for key, sha, _ in cards.found:
         recalled[key] = sha
-    return recall_block([line for _, _, line in cards]), [key for key, _, _ in cards]
+    return MemoryHeads(cards.update, cards.shown_index, recall_block([line for _, _, line in cards.found]),
+                       [key for key, _, _ in cards.found])
 
 
-async def index_update(memory: IndexSource, shown_index: str) -> tuple[str, str]:
-    """(the ``<memory-update>`` block, "" when nothing changed; the index the model then has).
-    The cards ``shown_index`` shows are kept first when the index is cut: one session's index
-    stays stable while reads reorder the ranks."""
-    keep = index_keys(shown_index)
+class _Found(NamedTuple):
+    update: str
+    shown_index: str
+    found: list[tuple[str, str, str]]
+
+
+def _heads(memory: IndexSource | None, source: RecallSource | None, shown_index: str, user_text: str,
+           recalled: dict[str, str]) -> _Found:
+    update, current = "", shown_index
+    if memory is not None:
+        try:
+            # The cards the model has are kept first when the index is cut: one session's index
+            # stays stable while reads reorder the ranks.
+            current = memory.merged_index(keep=index_keys(shown_index))
+            update = index_diff(shown_index, current)
+        except OSError as e:
+            log.warning("memory index unreadable: %s", e)
+    if source is None:
+        return _Found(update, current, [])
     try:
-        current = await asyncio.to_thread(functools.partial(memory.merged_index, keep=keep))
-    except OSError as e:
-        log.warning("memory index unreadable: %s", e)
-        return "", shown_index
-    return index_diff(shown_index, current), current
+        shown = set(index_keys(current)) | {k for k, sha in recalled.items() if sha == EARLIER}
+        hits = source.recall(recall_query(user_text), shown, recalled)
+        return _Found(update, current, [(c.key, c.sha, c.line) for c in hits])
+    except Exception as e:  # search is a help, not a condition
+        log.warning("memory recall failed: %s", e)
+        return _Found(update, current, [])

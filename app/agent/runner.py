@@ -59,7 +59,7 @@ from app.agent.provider import (
     is_overflow,
 )
 from app.agent.receipts import Receipt, end_turn_with
-from app.agent.run_memory import index_update, recall_for, recalled_in
+from app.agent.run_memory import memory_heads, recalled_in
 from app.agent.system_prompt import build_system, subagent_system
 from app.agent.tools import (
     READ_ONLY_TOOLS,
@@ -202,21 +202,20 @@ class Runner:
         content: list[dict[str, Any]] = []
         self._index_before = self.shown_index
         self._recalled_before = dict(self.recalled)
-        update = await self._memory_update()
-        if not self.is_subagent:
-            self.receipt = Receipt(self.shown_index)
+        update, recalled = await self._memory_heads(user_text)
         if update:
             content.append({"type": "text", "text": update})
-        recalled = await self._recall(user_text)
         if recalled:
             content.append({"type": "text", "text": recalled})
         content.append({"type": "text", "text": user_text})
         self._mark = TurnMark(self.conversation)
-        if self.session is not None:
-            await self._io(self.session.begin_turn, user_text)
         # The user message may join a trailing user message (an interrupted turn's results):
-        # the turn's messages start where it landed.
-        self._turn_start = await self._append({"role": "user", "content": content})
+        # the turn's messages start where it landed. One trip to the session's thread for both.
+        message = {"role": "user", "content": content}
+        if self.session is not None:
+            self._turn_start = int(await self._io(self.session.open_turn, user_text, message))
+        else:
+            self._turn_start = await self._append(message)
         try:
             stop = await self._loop(usage, emit)
         except asyncio.CancelledError:
@@ -523,17 +522,18 @@ class Runner:
 
     # -- memory -------------------------------------------------------------------------------
 
-    async def _memory_update(self) -> str:
-        if self.memory is None or self.is_subagent:
-            return ""
-        diff, self.shown_index = await index_update(self.memory, self.shown_index)
-        return diff
-
-    async def _recall(self, user_text: str) -> str:
-        if self.recall is None or self.is_subagent:
-            return ""
-        block, self.receipt.recalled = await recall_for(self.recall, user_text, self.shown_index, self.recalled)
-        return block
+    async def _memory_heads(self, user_text: str) -> tuple[str, str]:
+        """The ``<memory-update>`` and ``<memory-recall>`` blocks (a sub-agent gets neither)."""
+        if self.is_subagent:
+            return "", ""
+        if self.memory is None and self.recall is None:
+            self.receipt = Receipt(self.shown_index)
+            return "", ""
+        heads = await memory_heads(self.memory, self.recall, self.shown_index, user_text, self.recalled)
+        self.shown_index, self.receipt = heads.shown_index, Receipt(heads.shown_index)
+        if self.recall is not None:
+            self.receipt.recalled = heads.recalled
+        return heads.update, heads.recall
 
     def reset_index(self, index: str) -> None:
         """The index the model now has in full (a new system prompt)."""
@@ -558,10 +558,7 @@ class Runner:
     async def _append(self, message: dict[str, Any]) -> int:
         """Add a message by the conversation rules; returns the index of the message holding it."""
         if self.session is not None:
-            before = self.session.turn_start
-            await self._io(self.session.append, message)
-            index = len(self.session.messages) - 1
-            return min(index, self.session.turn_start) if self.session.turn_start < before else index
+            return int(await self._io(self.session.append_at, message))
         held, _ = push_message(self._own, message)
         return held if held is not None else len(self._own)
 

@@ -168,6 +168,20 @@ class Session:
         """
         self._append(message)
 
+    def append_at(self, message: object) -> int:
+        """``append``, and where the message landed: the index of the message holding it (a user
+        message may join a trailing user message, before the turn's start)."""
+        before = self.turn_start
+        self._append(message)
+        index = len(self.messages) - 1
+        return min(index, self.turn_start) if self.turn_start < before else index
+
+    def open_turn(self, user_text: str, message: object) -> int:
+        """``begin_turn`` and the turn's user message (``append_at``), in one call: one trip to
+        the thread the session's file is written from, before the answer's request can go out."""
+        self.begin_turn(user_text)
+        return self.append_at(message)
+
     def _append(self, message: object, **extra: Any) -> None:
         with self._lock:
             self._check_open()

@@ -108,14 +108,6 @@ class PseudoClaudeApp(App[int]):
         Binding("escape", "cancel_turn", "Cancel turn"),
         Binding("f2", "toggle_panel", "Memory panel"),
     ]
-    # The setup help must stand out from the dim notes around it (it is why nothing else works).
-    CSS = """
-    NoteBlock.-setup {
-        color: $text;
-        border-left: outer $warning;
-        background: $warning 10%;
-    }
-    """
 
     def __init__(
         self,
@@ -403,7 +395,8 @@ class PseudoClaudeApp(App[int]):
             message, notes = await with_attachments(text, self.workspace, self._files_set)
             for n in notes:
                 self.post_message(ChatNote(one_line(n, 300)))
-            self._run_start_files = await asyncio.to_thread(self.bridge.note_files)
+            # Beside the Run, not before it: the cards cannot change until its job is applied.
+            asyncio.ensure_future(asyncio.to_thread(self.bridge.note_files)).add_done_callback(self._noted_start_files)
             stop = await self.bridge.run_turn(message)
             status = stop.status
         except asyncio.CancelledError:
@@ -413,6 +406,10 @@ class PseudoClaudeApp(App[int]):
             self.post_message(ChatNote(one_line(f"the turn failed: {type(e).__name__}: {e}", 400), error=True))
         finally:
             self.post_message(TurnDone(status))
+
+    def _noted_start_files(self, task: asyncio.Future[frozenset[tuple[str, str]]]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self._run_start_files = task.result()
 
     def action_cancel_turn(self) -> None:
         """Esc and Ctrl+C: cancel the running turn (or /compact), and take back what is queued."""

@@ -64,3 +64,31 @@ async def test_the_answers_end_is_drawn_before_its_job_is_spooled_and_shown_queu
         assert first_answer < first_job, "the queued job was drawn no later than the answer's end"
         gate.release()
         await wait_until(pilot, lambda: app.prompt.disabled_reason is None, 30, "the turn to end")
+
+
+async def test_the_panels_run_start_read_does_not_hold_the_answers_request(
+    make_app: Callable[..., Any], server: FakeAnthropic
+) -> None:
+    # The cards at the Run's start (the panel marks the ones added after as new) are read beside
+    # the Run: a slow store read there is no wait before the answer's request.
+    import threading
+
+    server.script(MODEL, text(f"the answer {END}"))
+    server.respond(MEMORY_MODEL, lambda body: True, lambda body: text("[]"))
+    app = make_app(server)
+    release = threading.Event()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        note_files = app.bridge.note_files
+
+        def slow() -> Any:
+            release.wait(30)
+            return note_files()
+
+        app.bridge.note_files = slow
+        await send(pilot, "question")
+        await wait_until(pilot, lambda: _on_screen(app, END), 30, "the answer while the read is held")
+        assert app._run_start_files is None
+        release.set()
+        await wait_until(pilot, lambda: app._run_start_files is not None, 30, "the run's start cards")
+        await wait_until(pilot, lambda: app.prompt.disabled_reason is None, 30, "the turn to end")

@@ -176,3 +176,30 @@ async def test_a_resumed_session_does_not_recall_what_it_recalled_before(server:
         assert "project/project_knowledge_frob.md" in recall.asked[-1][1]
     finally:
         await again.close()
+
+
+async def test_before_its_request_a_run_leaves_the_event_loop_twice(
+    server: FakeAnthropic, runtime: Runtime, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each trip to a thread ends when the loop is next free: in the app, after the frame the
+    # screen is drawing. The index update and recall are one trip, the turn's start and its
+    # user message in the session file another; then the request goes out.
+    import asyncio
+
+    runtime.runner.recall = ScriptedRecall()
+    server.script(MODEL, text("one"), text("two"))
+    assert (await runtime.runner.run("first")).status == "completed"
+    MemoryStores(ws).apply([(0, create("project", "Landed meanwhile", "b"))], source="manual")
+    trips: list[str] = []
+    real = asyncio.to_thread
+
+    async def counted(fn: object, *args: object, **kw: object) -> object:
+        if not server.requests_for(MODEL)[1:]:
+            trips.append(getattr(fn, "__name__", repr(fn)))
+        return await real(fn, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    assert (await runtime.runner.run("How do I calibrate the frobnicator?")).status == "completed"
+    assert trips == ["_heads", "open_turn"], trips
+    blocks = _user_blocks(server)
+    assert blocks[0].startswith("<memory-update>") and blocks[1].startswith("<memory-recall>")
