@@ -22,12 +22,6 @@ ROOT = Path(__file__).resolve().parents[3]
 ESCAPES = ("\x1b", "\x07", "\x9b", "\x9d")
 
 
-@pytest.fixture
-def repo(ws: Path) -> Path:
-    (ws / ".git").mkdir()
-    return ws
-
-
 def _stores(repo: Path) -> MemoryStores:
     return MemoryStores(os.path.realpath(repo))
 

@@ -24,18 +24,8 @@ pytestmark = pytest.mark.plain_ws
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture
-def repo(ws: Path) -> Path:
-    (ws / ".git").mkdir()
-    return ws
-
-
-def _stores(repo: Path) -> MemoryStores:
-    return MemoryStores(os.path.realpath(repo))
-
-
 def _cards(repo: Path, n: int) -> MemoryStores:
-    stores = _stores(repo)
+    stores = MemoryStores(os.path.realpath(repo))
     stores.trust_project()
     for i in range(n):
         write_note(stores, Level.PROJECT, f"project_knowledge_c{i:03}.md", f"Card {i}", "body\n", summary=f"s {i}")
@@ -84,7 +74,7 @@ def test_a_pinned_store_sees_what_this_process_writes(repo: Path) -> None:
     names = [c[0] for c in stores.project.keyed_cards()]
     assert "project_knowledge_mine.md" in names and "project_knowledge_other.md" in names
     # Unpinned (the app's runtime), every pass stats the cards again.
-    unpinned = _stores(repo)
+    unpinned = MemoryStores(os.path.realpath(repo))
     unpinned.project.keyed_cards()
     write_note(stores, Level.PROJECT, "project_knowledge_third.md", "Third", "body\n")
     assert "project_knowledge_third.md" in [c[0] for c in unpinned.project.keyed_cards()]
