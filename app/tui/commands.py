@@ -210,6 +210,9 @@ class SlashCommands:
 
     def __init__(self, host: CommandHost) -> None:
         self.host = host
+        # One session switch at a time, each to its end: a switch cancelled half-way (/resume
+        # typed while /clear still closed the session) left no session open, its lock still held.
+        self._switching = asyncio.Lock()
         self.handlers: dict[str, Callable[[str], Awaitable[None]]] = {
             "help": self.cmd_help,
             "clear": self.cmd_clear,
@@ -273,16 +276,17 @@ class SlashCommands:
         if not self.host.ready:
             self.chat.clear_blocks()
             return
-        self._run(self._new_session, group="session", exclusive=True)
+        self._run(self._new_session, group="session")
 
     async def _new_session(self) -> None:
         bridge = self.host.bridge
-        try:
-            note = await bridge.new_session()
-        except (ValueError, RuntimeError) as e:
-            self.host.post_message(ChatNote(one_line(e, 300), error=True))
-            return
-        self.host.post_message(SessionSwitched(note or "new session (memory is kept)", []))
+        async with self._switching:
+            try:
+                note = await bridge.new_session()
+            except (ValueError, RuntimeError) as e:
+                self.host.post_message(ChatNote(one_line(e, 300), error=True))
+                return
+            self.host.post_message(SessionSwitched(note or "new session (memory is kept)", []))
 
     async def cmd_memory(self, arg: str) -> None:
         self.host.memory_screens.open_browser()
@@ -339,9 +343,13 @@ class SlashCommands:
             # Sessions are files: browsing and resuming one needs no model, only the runtime.
             self.chat.add_note("sessions are not open yet (see the note above)")
             return
-        self._run(self._pick_session, arg.strip(), group="session", exclusive=True)
+        self._run(self._pick_session, arg.strip(), group="session")
 
     async def _pick_session(self, wanted: str) -> None:
+        async with self._switching:
+            await self._switch_to(wanted)
+
+    async def _switch_to(self, wanted: str) -> None:
         host, bridge = self.host, self.host.bridge
         if wanted:
             chosen: str | None = wanted

@@ -209,3 +209,51 @@ async def test_a_resumed_sessions_bash_call_shows_its_exit_status_as_it_did_live
         await wait_until(pilot, lambda: "they fail" in chat_texts(app), what="the history")
         [block] = list(app.chat.query(ToolBlock))
         assert "exit 2" in block.header_text and "make test" in block.header_text
+
+
+async def test_resume_typed_while_clear_is_still_closing_the_session_waits_for_it(
+    make_app, server: FakeAnthropic, ws: Path, monkeypatch: Any
+) -> None:
+    # A session switch in flight is not cancelled by the next one: /resume right after /clear
+    # used to cancel the clear between closing the session (its lock still held by the closing
+    # thread) and opening the new one, and the resume then failed or never came.
+    import threading
+
+    from app.agent.session import Session
+
+    first = _session_with_a_turn(ws, "the first question", "the first answer")
+    server.script(MODEL, text("answer one"))
+    app = make_app(server, memory_mode="off", resume=first)
+    held = threading.Event()
+    closing = threading.Event()
+    close = Session.close
+
+    def slow_close(self: Session) -> None:
+        if self.id == first and not held.is_set():
+            closing.set()
+            held.wait(30)
+        close(self)
+
+    monkeypatch.setattr(Session, "close", slow_close)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        assert app.bridge.session_id == first
+        await send(pilot, "/clear")
+        await wait_until(pilot, closing.is_set, what="the clear closing the session")
+        await send(pilot, "/resume")
+
+        def switching() -> int:
+            return sum(1 for w in app.workers if w.group == "session" and w.is_running)
+
+        # Either the picker comes while the clear still closes (the race: chosen now, the resume
+        # meets the lock) or the resume waits for the clear to end.
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionPicker) or switching() == 2, what="/resume")
+        raced = isinstance(app.screen, SessionPicker)
+        if raced:
+            await _pick_first(pilot)
+        held.set()
+        if not raced:
+            await _pick_first(pilot)
+        await wait_until(pilot, lambda: app.bridge.session_id == first, what="the resumed session")
+        await wait_until(pilot, lambda: "the first answer" in chat_texts(app), what="its history")
+        assert not any("in use" in t or "cannot" in t for t in chat_texts(app))

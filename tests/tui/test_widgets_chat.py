@@ -138,6 +138,23 @@ async def test_an_answer_finished_before_it_was_mounted_is_shown_whole() -> None
         await wait_until(pilot, lambda: answer.source == "short answer")
 
 
+async def test_an_answer_removed_while_a_modal_draws_the_screen_behind_it_is_no_crash() -> None:
+    # A session switch clears the chat while /resume's picker is up: the compositor draws the
+    # screen behind the picker once more, the removed answer included, and it has no screen then.
+    from textual.geometry import Region
+
+    app = ChatHost()
+    async with app.run_test() as pilot:
+        answer = app.pane.start_answer()
+        await answer.append("an answer with\n\nsome lines")
+        await answer.finish()
+        await wait_until(pilot, lambda: answer.source == "an answer with\n\nsome lines")
+        width = answer.size.width
+        await answer.remove()
+        lines = answer.render_lines(Region(0, 0, width, 5))
+        assert len(lines) == 5  # drawn (blank: it has no place any more), not NoScreen
+
+
 async def test_blocks_beyond_max_blocks_are_pruned_from_the_top() -> None:
     app = ChatHost(max_blocks=20)
     async with app.run_test() as pilot:

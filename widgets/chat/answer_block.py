@@ -19,6 +19,7 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.await_complete import AwaitComplete
+from textual.dom import NoScreen
 from textual.geometry import Region, Size
 from textual.reactive import Reactive
 from textual.selection import Selection
@@ -91,6 +92,7 @@ class AnswerBlock(Widget):
         self._drawn: dict[int, tuple[Strip, Style, Strip]] = {}  # y -> (line, style, as drawn)
         self._dirty_from: int | None = None  # the first line the last writes changed
         self._render_state: tuple[Style, Selection | None] | None = None  # during ``render_lines``
+        self._in_render = False
 
     @property
     def text(self) -> str:
@@ -303,15 +305,29 @@ class AnswerBlock(Widget):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The widget's style and selection are the same for every line of one render: looked up
-        # once (``rich_style`` walks the ancestors' styles: most of a line's cost otherwise).
-        self._render_state = (self.rich_style, self.text_selection)
+        # once, by the first line drawn (``rich_style`` walks the ancestors' styles: most of a
+        # line's cost otherwise). Not before: lines the cache serves need neither, and a block
+        # removed under a modal screen (a session switch) is still drawn behind it, screenless.
+        self._in_render = True
         try:
             return super().render_lines(crop)
         finally:
-            self._render_state = None
+            self._in_render, self._render_state = False, None
+
+    def _style_and_selection(self) -> tuple[Style, Selection | None]:
+        state = self._render_state
+        if state is None:
+            try:
+                selection = self.text_selection
+            except NoScreen:  # removed, drawn once more behind a modal: no selection to show
+                selection = None
+            state = (self.rich_style, selection)
+            if self._in_render:
+                self._render_state = state
+        return state
 
     def render_line(self, y: int) -> Strip:
-        style, selection = self._render_state or (self.rich_style, self.text_selection)
+        style, selection = self._style_and_selection()
         line = self._lines.line(y)
         if line is None:
             return Strip.blank(self.size.width, style)
