@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import App, ComposeResult
 
 from tests.tui.conftest import wait_until
@@ -105,13 +107,19 @@ async def test_many_small_appends_are_coalesced_into_few_markdown_writes() -> No
         assert len(writes) < 60
 
 
+async def _finished_answer(app: ChatHost, pilot: Any, text: str, source: str) -> Any:
+    """An answer streamed whole and finished, once the block shows ``source``."""
+    answer = app.pane.start_answer()
+    await answer.append(text)
+    await answer.finish()
+    await wait_until(pilot, lambda: answer.source == source)
+    return answer
+
+
 async def test_answer_text_is_stripped_of_terminal_escapes_before_display() -> None:
     app = ChatHost()
     async with app.run_test() as pilot:
-        answer = app.pane.start_answer()
-        await answer.append("safe \x1b]0;pwned\x07title \x1b[31mred\x1b[0m")
-        await answer.finish()
-        await wait_until(pilot, lambda: answer.source == "safe title red")
+        answer = await _finished_answer(app, pilot, "safe \x1b]0;pwned\x07title \x1b[31mred\x1b[0m", "safe title red")
         assert "\x1b" in answer.text  # what was received is kept as received
 
 
@@ -145,10 +153,7 @@ async def test_an_answer_removed_while_a_modal_draws_the_screen_behind_it_is_no_
 
     app = ChatHost()
     async with app.run_test() as pilot:
-        answer = app.pane.start_answer()
-        await answer.append("an answer with\n\nsome lines")
-        await answer.finish()
-        await wait_until(pilot, lambda: answer.source == "an answer with\n\nsome lines")
+        answer = await _finished_answer(app, pilot, "an answer with\n\nsome lines", "an answer with\n\nsome lines")
         width = answer.size.width
         await answer.remove()
         lines = answer.render_lines(Region(0, 0, width, 5))
