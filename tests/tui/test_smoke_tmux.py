@@ -247,17 +247,34 @@ def test_remember_opens_the_editor_and_ctrl_s_saves_the_card(tmux: Tmux, workspa
 
 # Loaded by the app's interpreter (PYTHONPATH): `import anthropic` — the slow part of connecting —
 # waits until the test creates the barrier file, so the app is reliably still "connecting…" while
-# the test types. Everything else runs as in the product.
+# the test types. Everything else runs as in the product. The wait is in the module's execution,
+# as a slow import's is: a finder's `find_spec` runs under the interpreter's global import lock,
+# and waiting there froze every other import (the App's first Enter imports the chat's blocks)
+# until the barrier, which the test only creates after that Enter is drawn.
 _HOLD_SDK = """
-import importlib.abc, os, sys, time
+import importlib.abc, importlib.machinery, os, sys, time
+
+class _Held(importlib.abc.Loader):
+    def __init__(self, real):
+        self.real = real
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+    def create_module(self, spec):
+        return self.real.create_module(spec)
+    def exec_module(self, module):
+        while not os.path.exists(os.environ["PSEUDOCLAUDE_TEST_SDK_BARRIER"]):
+            time.sleep(0.02)
+        self.real.exec_module(module)
 
 class _HoldSDK(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "anthropic":
-            sys.meta_path.remove(self)
-            while not os.path.exists(os.environ["PSEUDOCLAUDE_TEST_SDK_BARRIER"]):
-                time.sleep(0.02)
-        return None
+        if name != "anthropic":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None:
+            spec.loader = _Held(spec.loader)
+        return spec
 
 sys.meta_path.insert(0, _HoldSDK())
 """
