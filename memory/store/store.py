@@ -460,10 +460,7 @@ class Store:
             head = self._head(name, st, key, disk)
         except (StoreError, FileNotFoundError) as e:
             return None, str(e) or "unreadable", None
-        if head.unparsed:
-            return None, head.broken or "does not parse", None
-        line = format_index_line(head.meta.type, head.meta.title or name, head.meta.summary, name)
-        return line, "", head.meta
+        return _head_line(name, head)
 
     def index_file_problem(self) -> str | None:
         """Why ``MEMORY.md`` cannot be read (symlink, FIFO, folder), or None (absent is fine)."""
@@ -508,6 +505,11 @@ def _disk_line(base: str, name: str, key: StatKey, head: CardHead) -> tuple[str 
     if len(_HEADS) >= _CACHE_MAX:
         _HEADS.clear()
     _HEADS[ck] = (key, head, True)
+    return _head_line(name, head)
+
+
+def _head_line(name: str, head: CardHead) -> tuple[str | None, str, NoteMeta | None]:
+    """A checked head's index line and front matter, or None and why a prompt leaves it out."""
     if head.unparsed:
         return None, head.broken or "does not parse", None
     meta = head.meta
