@@ -119,6 +119,23 @@ async def test_fields_are_prefilled_and_edits_make_the_draft_dirty() -> None:
         assert any("unsaved changes" in line for line in lines(app))
 
 
+async def test_the_editor_opens_with_the_cursor_after_the_title_and_a_typed_key_adds_to_it() -> None:
+    ed = editor()
+    app = Host(ed)
+    async with app.run_test(size=(100, 30)) as pilot:
+        title = ed.query_one("#title", Input)
+        await wait_until(pilot, lambda: app.screen is ed and ed.focused is title)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: title.value != DRAFT.title)
+        assert title.value == DRAFT.title + "s"  # not "s": nothing was selected
+        assert title.selection.is_empty and title.cursor_position == len(title.value)
+        # Tab to the next field does not select it either: a key typed there adds to it too.
+        await pilot.press("tab", "!")
+        summary = ed.query_one("#summary", Input)
+        await wait_until(pilot, lambda: summary.value != DRAFT.summary)
+        assert summary.value == DRAFT.summary + "!"
+
+
 @pytest.mark.parametrize("field", ["#title", "#body"])
 async def test_ctrl_s_posts_save_from_any_field(field: str) -> None:
     ed = editor()
