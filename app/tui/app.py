@@ -67,6 +67,7 @@ from memory.text.lines import one_line
 from widgets.chat.log import ChatPane
 from widgets.chat.prompt import PromptInput, Suggestion
 from widgets.chat.status import StatusLine
+from widgets.dialogs import decision
 from widgets.dialogs.permission import PermissionAnswer, PermissionModal, PermissionRequest
 from widgets.panel.memory_panel import MemoryPanel
 
@@ -136,6 +137,7 @@ class PseudoClaudeApp(App[int]):
         self._waiting = self.queue.items  # the same list: the commands read it
         self._awaiting_trust = False  # the trust question is open: nothing is sent before its answer
         self._quit_hint_at = float("-inf")
+        self.last_key_at = float("-inf")  # when the last key arrived (deciding windows read it)
         self.exit_code = 0
         self._turn: Worker[Any] | None = None
         self._run_start_files: frozenset[tuple[str, str]] | None = None
@@ -447,18 +449,43 @@ class PseudoClaudeApp(App[int]):
 
     # -- typing reaches the prompt ---------------------------------------------------------------
 
-    def _stray_input(self) -> bool:
+    def _stray_input(self, *, key: bool = False) -> bool:
         """On the chat's screen with the focus somewhere that takes no text (the panel, a tool
-        block, the chat): typed and pasted text belong to the prompt."""
+        block, the chat): typed and pasted text that reached the App belong to the prompt.
+
+        A printable ``key`` that reaches the App while the prompt has the focus does too: the
+        prompt takes every one it gets, so this one was delivered to the panel before the focus
+        moved (a burst typed on the panel, whose first key gave the prompt the focus). A paste
+        is not so: the prompt lets a small one go on after inserting it."""
         if not isinstance(self.screen, MainScreen) or not self._prompt.is_attached:
             return False
         focused = self.focused
-        return focused is not self._prompt and not isinstance(focused, (Input, TextArea))
+        if focused is self._prompt:
+            return key and not self._prompt.read_only
+        return not isinstance(focused, (Input, TextArea))
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            self.last_key_at = decision.clock()  # a deciding window asks when the typing paused
+        await super().on_event(event)
+
+    def take_typed_ahead(self, text: str, backspaces: int) -> bool:
+        """Keys a deciding window did not take as answers: into the prompt, when the window is
+        over the chat (the prompt they were typed for); False over another screen."""
+        stack = self.screen_stack
+        prompt = self._prompt
+        if len(stack) < 2 or not isinstance(stack[-2], MainScreen) or not prompt.is_attached:
+            return False
+        for _ in range(backspaces):
+            prompt.action_delete_left()
+        if text:
+            prompt.insert(text)
+        return True
 
     def on_key(self, event: events.Key) -> None:
         # A key no widget took. Printable ones go to the prompt (focused from now on), so text
         # typed after a Tab or a closed screen is never lost and Enter then sends it.
-        if event.is_printable and event.character and self._stray_input():
+        if event.is_printable and event.character and self._stray_input(key=True):
             event.stop()
             event.prevent_default()  # not the App's bindings as well
             self.screen.set_focus(self._prompt)

@@ -37,6 +37,18 @@ MODEL = "claude-sonnet-5-5"
 MEMORY_MODEL = "claude-haiku-5-5"
 
 
+@pytest.fixture(autouse=True)
+def _decisions_answer_at_once(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Pilot presses a window's answer the moment it is up, which the typed-ahead rule refuses
+    (a key is an answer only once the window was seen and the typing paused). Tests about other
+    things answer at once; the rule's own tests (marked ``typed_ahead``) keep the real delays."""
+    if request.node.get_closest_marker("typed_ahead") is None:
+        from widgets.dialogs.decision import DecisionGate
+
+        monkeypatch.setattr(DecisionGate, "SETTLE_S", 0.0)
+        monkeypatch.setattr(DecisionGate, "QUIET_S", 0.0)
+
+
 async def wait_until(pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
     """Let the app run until ``predicate()`` is true; fail after ``timeout`` seconds.
 

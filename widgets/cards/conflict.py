@@ -18,6 +18,7 @@ from textual.widgets import Button, Static
 from memory.text.terminal import strip_terminal
 from widgets.cards.draft import FIELDS, CardDraft, as_typed
 from widgets.cards.editor import WIDE
+from widgets.dialogs.decision import DecisionGate, typed_ahead_line
 from widgets.dialogs.frame import render_preview
 
 __all__ = ["ConflictModal"]
@@ -43,7 +44,7 @@ def _differing(mine: CardDraft, disk: CardDraft) -> list[str]:
     return [name for name in FIELDS if getattr(mine, name) != getattr(disk, name)]
 
 
-class ConflictModal(ModalScreen[str]):
+class ConflictModal(DecisionGate, ModalScreen[str]):
     """The card changed on disk since the editor read it: dismisses with "mine" (keep yours,
     overwrite), "disk" (take the disk's, or leave it deleted) or "cancel" (back to editing)."""
 
@@ -134,6 +135,7 @@ class ConflictModal(ModalScreen[str]):
                     )
                 )
                 yield self._pane("diff", "Body changes (on disk → yours)", Static(render_preview(diff, "diff")))
+            yield typed_ahead_line()
             with Horizontal(id="keys"):
                 yield Button(Content("Keep yours [k]"), id="mine", variant="warning", compact=True)
                 take = "Drop yours (keep it deleted) [t]" if disk is None else "Take the disk's [t]"

@@ -15,12 +15,13 @@ from textual.widgets import Button, Static
 
 from widgets.cards.draft import as_typed
 from widgets.dialogs.confirm import ConfirmModal
+from widgets.dialogs.decision import DecisionGate, typed_ahead_line
 from widgets.dialogs.frame import DIALOG_CSS, render_preview
 
 __all__ = ["EditProblemModal"]
 
 
-class EditProblemModal(ModalScreen[str]):
+class EditProblemModal(DecisionGate, ModalScreen[str]):
     """A card edited in ``$EDITOR`` was not applied (``problem``, one line); the card is as it
     was. Dismisses with "edit" (open the editor again on the same text) or "discard" (drop the
     person's text; Esc asks first). ``text`` is what the editor left, as far as it could be read."""
@@ -62,6 +63,7 @@ class EditProblemModal(ModalScreen[str]):
             shown = self.text if self.text.strip() else "(nothing could be read)"
             with VerticalScroll(id="edited"):
                 yield Static(render_preview(shown, "text"), id="edited-text")
+            yield typed_ahead_line()
             with Horizontal(id="keys"):
                 yield Button(Content("Edit again [e]"), id="edit", variant="primary", compact=True)
                 yield Button(Content("Discard [d]"), id="discard", compact=True)

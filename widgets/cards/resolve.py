@@ -22,6 +22,7 @@ from textual.widgets import Button, Static
 from memory.text.terminal import strip_terminal
 from widgets.cards.draft import CardConflict, ConflictSide, as_typed
 from widgets.cards.editor import WIDE
+from widgets.dialogs.decision import DecisionGate, typed_ahead_line
 
 __all__ = ["CHOICES", "ResolveModal", "side_title"]
 
@@ -65,7 +66,7 @@ def differing(conflict: CardConflict) -> list[str]:
     return [name for name in COMPARED if getattr(a, name) != getattr(b, name)]
 
 
-class ResolveModal(ModalScreen[str]):
+class ResolveModal(DecisionGate, ModalScreen[str]):
     """Dismisses with "ours", "theirs", "edit" (the card editor on the merge) or "cancel"."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -143,6 +144,7 @@ class ResolveModal(ModalScreen[str]):
             with Horizontal(id="panes"):
                 yield self._pane("ours-pane", side_title("ours", conflict.ours), _version(conflict.ours, extra))
                 yield self._pane("theirs-pane", side_title("theirs", conflict.theirs), _version(conflict.theirs, extra))
+            yield typed_ahead_line()
             with Horizontal(id="keys"):
                 yield Button(Content("Take ours [o]"), id="ours", compact=True)
                 yield Button(Content("Take theirs [t]"), id="theirs", compact=True)

@@ -14,12 +14,13 @@ from textual.widgets import Button, Static
 
 from memory.text.lines import one_line
 from memory.text.terminal import strip_terminal
+from widgets.dialogs.decision import DecisionGate, typed_ahead_line
 from widgets.dialogs.frame import DIALOG_CSS, render_preview
 
 __all__ = ["ConfirmModal"]
 
 
-class ConfirmModal(ModalScreen[bool]):
+class ConfirmModal(DecisionGate, ModalScreen[bool]):
     """A yes/no question (delete a card, dismiss a job, drop unsaved changes): ``y`` confirms
     (True); ``n`` or Esc declines (False). ``body`` is shown in a scrolling preview first — what
     would be lost is seen before it goes (``kind`` as for :func:`render_preview`)."""
@@ -56,6 +57,7 @@ class ConfirmModal(ModalScreen[bool]):
             if self.body is not None:
                 with VerticalScroll(id="preview"):
                     yield Static(render_preview(self.body, self.kind), id="preview-text")
+            yield typed_ahead_line()
             with Horizontal(id="keys"):
                 yield Button(Content(f"{self.yes} [y]"), id="yes", variant="warning", compact=True)
                 yield Button(Content(f"{self.no} [n/Esc]"), id="no", compact=True)

@@ -80,6 +80,11 @@ DIALOG_CSS = """
             border: solid $foreground 40%;
         }
     }
+    #typed-ahead {
+        display: none;
+        height: auto;
+        margin: 1 0 0 0;
+    }
     #keys {
         height: auto;
         margin: 1 0 0 0;

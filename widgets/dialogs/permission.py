@@ -21,6 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from memory.text.lines import ELLIPSIS, one_line
+from widgets.dialogs.decision import DecisionGate, typed_ahead_line
 from widgets.dialogs.frame import DIALOG_CSS, render_preview
 
 __all__ = ["NOTE_MAX_CHARS", "PermissionAnswer", "PermissionModal", "PermissionRequest", "clean_note"]
@@ -56,7 +57,7 @@ def clean_note(text: str, limit: int = NOTE_MAX_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + ELLIPSIS
 
 
-class PermissionModal(ModalScreen[PermissionAnswer]):
+class PermissionModal(DecisionGate, ModalScreen[PermissionAnswer]):
     """Dismisses with a ``PermissionAnswer``: "once", "session" or "deny" (``3``/``n``/Esc and
     the button deny without a note; Enter in the note box denies with what it holds)."""
 
@@ -97,6 +98,7 @@ class PermissionModal(ModalScreen[PermissionAnswer]):
                 id="note",
                 compact=True,
             )
+            yield typed_ahead_line()
             with Horizontal(id="keys"):
                 yield Button(Content("Allow once [1/y]"), id="once", variant="success", compact=True)
                 yield Button(Content("Allow for this session [2/a]"), id="session", compact=True)

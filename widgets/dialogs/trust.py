@@ -23,6 +23,7 @@ from textual.visual import Visual, VisualType
 from textual.widgets import Button, Static
 
 from memory.text.lines import one_line
+from widgets.dialogs.decision import DecisionGate, typed_ahead_line
 from widgets.dialogs.frame import DIALOG_CSS
 
 __all__ = ["TRUST_SHOWN", "TrustCard", "TrustModal"]
@@ -70,7 +71,7 @@ class _Listing(Static):
         return Visual.to_strips(self, lines[y], width, 1, self.visual_style)[0]
 
 
-class TrustModal(ModalScreen[bool]):
+class TrustModal(DecisionGate, ModalScreen[bool]):
     """Lists a project store's cards; ``y`` trusts it (True), ``n``/Esc is "not now" (False).
 
     ``cards`` None: the store is still being read. The window is up at once and says so; the
@@ -107,6 +108,7 @@ class TrustModal(ModalScreen[bool]):
             yield Static(self._summary(), id="summary")
             with VerticalScroll(id="preview"):
                 yield _Listing(self._listing(), id="cards")
+            yield typed_ahead_line()
             with Horizontal(id="keys"):
                 yield Button(Content("Trust and use it [y]"), id="trust", variant="warning", compact=True,
                              disabled=self.cards is None)
@@ -123,12 +125,14 @@ class TrustModal(ModalScreen[bool]):
         self.cards = tuple(cards)
         if self._drawn:
             self._draw()
+            self.restart_gate()  # what is to be decided is on the screen from now on
 
     def show_error(self, reason: str) -> None:
         """The cards could not be read: said in place of the list; ``y`` stays off (``n`` answers)."""
         self.error = one_line(reason)
         if self._drawn:
             self._draw()
+            self.restart_gate()
 
     def _draw(self) -> None:
         try:
@@ -182,6 +186,12 @@ class TrustModal(ModalScreen[bool]):
                 "italic $foreground-muted",
             ))
         return Content("\n\n").join(parts)
+
+    def gate_open(self, now: float | None = None) -> bool:
+        # While the cards are read no key answers, "not now" included: they are typed ahead.
+        if self.cards is None and self.error is None:
+            return False
+        return super().gate_open(now)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "choose" and parameters == (True,) and self.cards is None:

@@ -33,6 +33,7 @@ from textual.widgets import Static
 
 from memory.text.lines import one_line
 from memory.text.terminal import strip_terminal
+from widgets.dialogs.decision import DecisionGate
 from widgets.pending.job_detail import DetailPane, job_detail, op_detail
 from widgets.pending.job_list import PendingList
 from widgets.pending.job_text import DOCTOR_HINT, plural
@@ -55,11 +56,14 @@ MODE_STYLES: dict[str, str] = {"auto": "$text-success", "review": "$text-warning
 S = PendingJobState
 
 
-class PendingScreen(Screen[None]):
+class PendingScreen(DecisionGate, Screen[None]):
     """The memory jobs of this workspace. ``show(state)`` replaces them, keeping the selection."""
 
     # Textual declares it on Screen as a plain attribute, not a ClassVar (mypy), yet it is one.
     HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012
+
+    # Approving, rejecting, retrying and dismissing are decisions: not by keys typed ahead.
+    DECISION_KEYS: ClassVar[frozenset[str] | None] = frozenset({"a", "r", "t", "x"})
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "toggle_job", "Expand", show=False),
