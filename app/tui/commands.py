@@ -16,6 +16,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from rich.table import Table
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -81,10 +82,14 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("F2", "show or hide the memory panel"),
     ("Ctrl+Q", "quit (twice: at once)"),
     ("@path", "attach a file"),
-    ("a large paste", "collapsed to [pasted …], sent whole; Enter/click expands it"),
+    # A row with no key goes on with the one above: no row wraps in a chat 100 columns wide.
+    ("a large paste", "collapsed to [pasted 3,000 lines, 195.3 KiB], sent whole"),
+    ("", "Enter or a click on it in the chat expands it"),
     ("in /pending", "Enter expand · a approve · r reject · t retry · x dismiss · Esc back"),
-    ("in /memory", "/ filter · 1-4 type · 0 all · l level · i in/not in prompt · Esc back"),
-    ("on a card", "n new · e edit · p pin · d delete · m move · o $EDITOR · u undo"),
+    ("in /memory", "/ filter · 1-4 type · 0 all · l level · s stale only · Esc back"),
+    ("", "i in/not in prompt · r sort: name/use"),
+    ("on a card", "n new · e/Enter edit · p pin · c still true · d delete · m move"),
+    ("", "o $EDITOR · u undo"),
     ("in the editor", "Ctrl+S save · Esc cancel"),
 )
 
@@ -137,7 +142,8 @@ def help_table() -> Table:
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     for left, right in help_rows():
-        table.add_row(left, right)
+        # Text, not markup: "[pasted …]" would be read as a style tag and vanish.
+        table.add_row(Text(left), Text(right))
     return table
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -190,10 +191,49 @@ async def test_help_wraps_descriptions_under_their_own_column_at_58_and_100_colu
             head = line[:indent].rstrip()
             # Every row starts with a command or key, or continues under the descriptions.
             assert head in usages or head in keys or head == "", line
-        wrapped = [line for line in lines if not line[:indent].strip() and line.strip()]
+        continued = {right for left, right in commands.KEYS if not left}  # rows going on from the one above
+        wrapped = [line for line in lines if not line[:indent].strip() and line.strip() not in ("", *continued)]
         # At 58 columns the longest descriptions wrap, and stay indented (a hanging indent).
         assert bool(wrapped) == (size[0] == 100), wrapped
         assert "automatic near the context limit" in " ".join(" ".join(lines).split())
+
+
+def _help_keys(rows: list[str]) -> set[str]:
+    """The keys /help's rows name: the first word of each "key what" item, "1-4" a range,
+    "e/Enter" two keys."""
+    found: set[str] = set()
+    for item in "·".join(rows).split("·"):
+        key = item.split()[0].lower()
+        if re.fullmatch(r"\d-\d", key):
+            found |= {str(d) for d in range(int(key[0]), int(key[2]) + 1)}
+        else:
+            found |= {key} if key == "/" else set(key.split("/"))
+    return found
+
+
+async def test_help_shows_the_paste_placeholder_as_the_readme_does_and_every_card_browser_key(make_app) -> None:
+    from widgets.cards.browser import CardBrowser
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    [placeholder] = re.findall(r"`(\[pasted [^`]*\])`", readme)
+    app = make_app()
+    async with app.run_test(size=(160, 80)) as pilot:
+        await wait_ready(pilot)
+        await send(pilot, "/help")
+        await wait_until(pilot, lambda: any("/remember TEXT" in t for t in chat_texts(app)))
+        block = app.chat.blocks[-1]
+        await wait_until(pilot, lambda: block.content_region.height > 20)
+        await pilot.pause()
+        lines = _block_lines(app, block)
+        assert f"collapsed to {placeholder}, sent whole" in " ".join(lines)  # drawn, not taken for markup
+        indent = next(line.index("list the commands") for line in lines if line.startswith("/help"))
+        first = next(i for i, line in enumerate(lines) if line.startswith("in /memory"))
+        last = next(i for i, line in enumerate(lines) if line.startswith("in the editor"))
+        shown = _help_keys([line[indent:] for line in lines[first:last]])
+        names = {"slash": "/", "escape": "esc"}
+        bound = {names.get(key, key) for binding in CardBrowser.BINDINGS
+                 for key in binding.key.split(",")}  # type: ignore[union-attr]
+        assert bound - shown == set(), f"browser keys /help does not name: {sorted(bound - shown)}"
 
 
 # -- the focus comes back to the prompt --------------------------------------------------------------
