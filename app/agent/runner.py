@@ -68,6 +68,7 @@ from app.agent.tools import (
     ToolContext,
     ToolResult,
     api_tools,
+    refusal,
     run_tool,
 )
 from memory.text.redact import redact
@@ -310,9 +311,11 @@ class Runner:
         try:
             for call in calls:
                 name, tool_input, call_id = call.get("name", ""), call.get("input") or {}, call.get("id", "")
-                waiting = self._asks(name, tool_input)
+                # A write the tool would refuse anyway is refused before the gate: no one is asked.
+                refused = await refusal(name, tool_input, self.tool_ctx) if name in self.tool_names else None
+                waiting = refused is None and self._asks(name, tool_input)
                 emit(ToolCallStarted(call_id, name, tool_input, self.depth, waiting))
-                result, denied = await self._run_one(name, tool_input, call_id, emit, waiting)
+                result, denied = await self._run_one(name, tool_input, call_id, emit, waiting, refused)
                 result = result.model_copy(update={"content": scrub_text(result.content)})
                 if result.card is not None:
                     self.receipt.saw(result.card)
@@ -341,12 +344,15 @@ class Runner:
         return bool(will_ask(name)) if callable(will_ask) else False
 
     async def _run_one(
-        self, name: str, tool_input: Any, call_id: str, emit: OnEvent, waiting: bool = False
+        self, name: str, tool_input: Any, call_id: str, emit: OnEvent, waiting: bool = False,
+        refused: str | None = None,
     ) -> tuple[ToolResult, bool]:
         if name not in self.tool_names:
             return ToolResult(content=f"unknown or unavailable tool {name!r}", is_error=True), False
         if not isinstance(tool_input, dict):
             return ToolResult(content="tool input must be a JSON object", is_error=True), False
+        if refused is not None:
+            return ToolResult(content=refused, is_error=True), False
         spec = TOOL_SPECS[name]
         if spec.kind in ("write", "execute"):
             decision = await self.gate.decide(name, tool_input, call_id=call_id, depth=self.depth)

@@ -28,6 +28,7 @@ from app.agent.tools.base import (
 from app.agent.tools.files import (
     DEFAULT_READ_LINES,
     NOTE_RESERVE,
+    check_write,
     edit_file,
     list_files,
     read_file,
@@ -58,6 +59,7 @@ __all__ = [
     "api_tools",
     "needs_permission",
     "parse_allow_tools",
+    "refusal",
     "run_tool",
 ]
 
@@ -172,6 +174,23 @@ async def _grep(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     except asyncio.CancelledError:
         cancel.set()
         raise
+
+
+async def refusal(name: str, tool_input: object, ctx: ToolContext) -> str | None:
+    """The one-line reason a writing call will be refused whatever the person answers, or None.
+
+    The runner asks this before the permission gate: a write into ``.git/``, a memory store or
+    outside the workspace (through a symlink too) is refused without asking anyone. Path checks
+    stat the disk, so they run in a worker thread."""
+    if name not in ("write_file", "edit_file") or not isinstance(tool_input, dict):
+        return None
+    try:
+        await asyncio.to_thread(check_write, ctx, name, tool_input)
+    except ToolError as e:
+        return one_line(e, MAX_REASON_CHARS) or f"{name} was refused"
+    except Exception as e:  # the tool itself reports whatever else goes wrong, when it runs
+        log.debug("pre-check of %s failed: %s", name, e)
+    return None
 
 
 async def run_tool(name: str, tool_input: object, ctx: ToolContext) -> ToolResult:

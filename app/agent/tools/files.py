@@ -365,20 +365,16 @@ def _encode(text: str, what: str) -> bytes:
         raise ToolError(f"{what} is not valid UTF-8 text (it holds a lone surrogate)") from None
 
 
-def write_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
+def _write_input(ctx: ToolContext, inp: dict[str, Any]) -> tuple[str, bytes, Resolved]:
     raw = req_str(inp, "path")
     content = req_str(inp, "content", allow_empty=True)
     data = _encode(content, "content")
     if raw.endswith(("/", os.sep)):
         raise ToolError(f"{quote(raw)} names a folder; give a file path")
-    r = resolve_write(ctx.workspace, raw)
-    st = _existing(r)
-    _atomic_write(r, raw, data, st.st_mode if st else None)
-    verb = "overwrote" if st else "created"
-    return ToolResult(content=f"{verb} {r.display} ({len(data)} bytes)")
+    return raw, data, resolve_write(ctx.workspace, raw)
 
 
-def edit_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
+def _edit_input(ctx: ToolContext, inp: dict[str, Any]) -> tuple[str, str, str, bool, Resolved]:
     raw = req_str(inp, "path")
     old = req_str(inp, "old_string", allow_empty=True)
     new = req_str(inp, "new_string", allow_empty=True)
@@ -388,7 +384,30 @@ def edit_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     if old == new:
         raise ToolError("old_string and new_string are identical; nothing would change")
     _encode(new, "new_string")
-    r = resolve_write(ctx.workspace, raw)
+    return raw, old, new, replace_all, resolve_write(ctx.workspace, raw)
+
+
+def check_write(ctx: ToolContext, name: str, inp: dict[str, Any]) -> None:
+    """Raise the ToolError a write_file/edit_file call would end in whatever the person answers
+    (bad input, a path outside the workspace or in .git/ or a memory store, symlinks resolved as
+    the tool resolves them): checked before the permission gate asks, so no one is asked to allow
+    a write that will be refused. The tool checks again when it runs."""
+    if name == "write_file":
+        _write_input(ctx, inp)
+    elif name == "edit_file":
+        _edit_input(ctx, inp)
+
+
+def write_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
+    raw, data, r = _write_input(ctx, inp)
+    st = _existing(r)
+    _atomic_write(r, raw, data, st.st_mode if st else None)
+    verb = "overwrote" if st else "created"
+    return ToolResult(content=f"{verb} {r.display} ({len(data)} bytes)")
+
+
+def edit_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
+    raw, old, new, replace_all, r = _edit_input(ctx, inp)
     st = _existing(r)
     if st is None:
         raise ToolError(f"no such file: {quote(r.display)}; use write_file to create a file")
