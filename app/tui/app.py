@@ -261,6 +261,15 @@ class PseudoClaudeApp(App[int]):
             return
         state, pending = await self.bridge.panel_state(self._run_start_files)
         self.post_message(PanelStateReady(state, pending))
+        # Cards changed a moment ago cannot be stamped yet: the snapshot the next start shows
+        # is written once they can (one try per refresh).
+        if (delay := self.bridge.snapshot_retry_in()) is not None:
+            self.set_timer(delay, self._record_panel_snapshot)
+
+    @work(exclusive=True, group="panel-snapshot-retry", exit_on_error=False)
+    async def _record_panel_snapshot(self) -> None:
+        if self.built and not self._quitting:
+            await self.bridge.record_panel_snapshot()
 
     @on(PanelStateReady)
     def _on_panel_state(self, message: PanelStateReady) -> None:
@@ -607,6 +616,7 @@ class PseudoClaudeApp(App[int]):
         # However the app ends, the session file is closed (its lock released) and the memory worker
         # stopped; jobs left stay spooled. Bounded: a stuck close must not keep the app from ending.
         self._gc.release()
+        self.sharing.stop()  # a sync's git and its ssh do not outlive the app
         await wait_bounded(asyncio.ensure_future(self.bridge.close(0.0)), QUIT_CLOSE_S)
 
 

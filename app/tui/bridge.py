@@ -312,6 +312,24 @@ class Bridge:
         state = await asyncio.to_thread(build)
         return state, len(jobs)  # pending: in flight, failed or held (what `memory pending` lists)
 
+    def snapshot_retry_in(self) -> float | None:
+        """Seconds until the panel snapshot, refused a moment ago for stores changed just then,
+        can be written; None: nothing to write again."""
+        from app.tui.panel_snapshot import recorder
+
+        return recorder(self.home, self.workspace).retry_in()
+
+    async def record_panel_snapshot(self) -> None:
+        """Build the panel's cards again only to keep them for the next start (off the loop)."""
+        from app.tui.panel_snapshot import recorder
+        from app.tui.panel_state import build_panel_state
+
+        def build() -> None:
+            with self._card_reads:
+                recorder(self.home, self.workspace).record(lambda: build_panel_state(self.stores, [], None))
+
+        await asyncio.to_thread(build)
+
     async def early_panel_state(self) -> PanelState | None:
         """The panel's cards before the runtime, from the trust question's stores (no jobs; trust
         read from disk as always). None once the runtime is built: its own state comes."""

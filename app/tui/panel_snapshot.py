@@ -178,6 +178,15 @@ class PanelSnapshot:
         self.workspace = os.path.realpath(workspace)
         self.fs = fs or FS()
         self._last: bytes | None = None
+        # When a build could not be stamped because the stores had just changed: the time
+        # (monotonic) from which a new build can be. A start right after a change would
+        # otherwise find no snapshot, however long the app ran after it.
+        self._retry_at: float | None = None
+
+    def retry_in(self) -> float | None:
+        """Seconds until a build refused for fresh stores could be stamped (0: now); None when
+        the last build was stamped (or failed for another reason)."""
+        return None if self._retry_at is None else max(0.0, self._retry_at - time.monotonic())
 
     def _just_changed(self) -> bool:
         """A store folder's own entries changed a moment ago (a batch just committed): its cards
@@ -196,9 +205,13 @@ class PanelSnapshot:
         """``build()``'s state, kept when the stores' stamp is the same before and after it (so
         the cards are exactly the stamped stores'). A failed write is logged, never raised."""
         try:
-            before = None if self._just_changed() else compute_stamp(self.fs, self.home, self.workspace)
+            fresh = self._just_changed()
+            before = None if fresh else compute_stamp(self.fs, self.home, self.workspace)
         except OSError:
-            before = None
+            fresh, before = False, None
+        # compute_stamp is None for an entry changed within the racy window too (or for a store
+        # it cannot stamp at all: a retry then fails once more and is not asked for again).
+        self._retry_at = time.monotonic() + RACY_NS / 1e9 + 0.1 if before is None else None
         state = build()
         if before is None:
             return state

@@ -186,3 +186,23 @@ async def test_the_snapshot_is_written_after_a_runtime_state_and_rewritten_when_
         app._refresh_panel()
         await wait_until(pilot, lambda: sorted(kept()) == ["Tabs not spaces", "Use uv"], what="the snapshot rewritten")
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+async def test_cards_changed_just_before_the_start_are_kept_for_the_next_one(
+    make_app: Any, server: FakeAnthropic, ws: Path, isolated_home: Path
+) -> None:
+    # A person's start right after a change (a card written by the last session's batch, a git
+    # pull): the first panel build cannot stamp the cards, so the snapshot is written once the
+    # racy window has passed, not never (the next start would have drawn the panel late).
+    stores = MemoryStores(os.path.realpath(ws))
+    write_note(stores, Level.PROJECT, "project_knowledge_build.md", "Build with make", "make build")
+    trust_workspace(ws)
+    app = make_app(server, memory_mode="off")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: app.panel_shows > 0, what="the runtime's panel")
+        assert panel_snapshot.read_snapshot(isolated_home, ws) is None  # too fresh to stamp at first
+        await wait_until(pilot, lambda: panel_snapshot.read_snapshot(isolated_home, ws) is not None,
+                         timeout=6, what="the snapshot written once the racy window has passed")
+        state = panel_snapshot.read_snapshot(isolated_home, ws)
+        assert state is not None and _titles(state.project) == ["Build with make"]

@@ -239,3 +239,17 @@ def test_a_build_right_after_a_batch_stamps_no_card(tmp_path: Path, isolated_hom
     settle(ws, isolated_home)
     snap.record(lambda: build_panel_state(stores, [], None))
     assert read_snapshot(isolated_home, ws) is not None  # a later build, once settled, is kept
+
+
+def test_a_build_refused_for_fresh_stores_asks_to_be_tried_again_once_they_can_be_stamped(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    ws, stores = _ws(tmp_path, isolated_home)
+    recorder = PanelSnapshot(isolated_home, ws)
+    write_note(stores, Level.USER, "project_knowledge_uv.md", "Use uv", "not pip")  # just now
+    recorder.record(lambda: build_panel_state(stores, [], None))
+    wait = recorder.retry_in()
+    assert wait is not None and 2.0 <= wait <= 2.2  # the racy window and a margin
+    settle(ws, isolated_home)  # as the window passing would
+    recorder.record(lambda: build_panel_state(stores, [], None))
+    assert recorder.retry_in() is None and read_snapshot(isolated_home, ws) is not None
