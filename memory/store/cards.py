@@ -29,6 +29,7 @@ from memory.store.noteparse import sha256
 from memory.store.paths import Paths
 from memory.store.plan import key
 from memory.store.store import MAX_NOTE_FILE_BYTES, Store, StoreError
+from memory.store.transaction import Moved
 from memory.text.names import quote
 from memory.text.terminal import is_strict_utf8
 
@@ -60,6 +61,7 @@ class CardStores(Protocol):
         rejected: Sequence[Rejection] = (),
         label: str = "",
         all_or_nothing: bool = False,
+        moved: Mapping[int, Moved] | None = None,
     ) -> BatchResult: ...
 
 
@@ -155,7 +157,8 @@ def delete_card(stores: CardStores, level: Level | str, filename: str, expected_
 def move_card(
     stores: CardStores, level: Level | str, filename: str, to_level: Level | str, expected_sha: str
 ) -> CardResult:
-    """A delete here and a create there in one transaction: both or neither."""
+    """A delete here and a create there in one transaction: both or neither. The card keeps its
+    ``created``, source, author and pin (``Moved``); ``updated`` is now."""
     lv, to = Level(level), Level(to_level)
     if to is lv:
         return CardResult(status="rejected", level=lv, filename=filename, reason=f"the card is already a {lv} card")
@@ -176,7 +179,7 @@ def move_card(
              "summary": note.meta.summary, "content": note.body}),
     ]
     res = stores.apply(ops, source=MANUAL_SOURCE, expected={key(lv, filename): expected_sha},
-                       label=f"card moved to {to}", all_or_nothing=True)
+                       label=f"card moved to {to}", all_or_nothing=True, moved={1: Moved(note.meta)})
     return _result(stores, res, lv, filename)
 
 
@@ -247,8 +250,13 @@ def save_card(
         (1, _with_cites({"action": "create", "level": str(to), "type": str(type), "title": title,
                          "summary": summary, "content": body}, cites)),
     ]
+    try:
+        # Its creation date and pin stay (the card as the editor read it: any other is a conflict).
+        moved = {1: Moved(stores.read_note(old, filename).meta, edited=True)}
+    except StoreError:
+        moved = {}  # gone or unreadable: the delete below says why
     res = stores.apply(ops, source=MANUAL_SOURCE, expected={key(old, filename): expected_sha},
-                       label=f"card edited and moved to {to}", all_or_nothing=True)
+                       label=f"card edited and moved to {to}", all_or_nothing=True, moved=moved)
     return _result(stores, res, old, filename)
 
 

@@ -362,6 +362,7 @@ class MemoryStores:
         rejected: Sequence[Rejection] = (),
         label: str = "",
         all_or_nothing: bool = False,
+        moved: Mapping[int, transaction.Moved] | None = None,
     ) -> BatchResult:
         """Apply a batch to both stores in one transaction; every op is validated here again.
 
@@ -369,7 +370,8 @@ class MemoryStores:
         ``expected`` maps ``"<level>/<filename>"`` to the hash the proposer saw: an update or
         delete of a note whose hash differs (or that it never saw) is a recorded conflict.
         ``jobs`` are spool files this commit completes and removes. ``all_or_nothing``: any
-        rejection or conflict and nothing is written.
+        rejection or conflict and nothing is written. ``moved``: the creates (by op index) that
+        move a card the batch deletes, with what they keep of it (``transaction.Moved``).
         """
         with self.locked():
             journal.recover_locked(self.layout)
@@ -382,6 +384,7 @@ class MemoryStores:
                 rejected=rejected,
                 label=label,
                 all_or_nothing=all_or_nothing,
+                moved=moved,
             )
 
     def confirm(self, level: Level | str, filename: str, expected_sha: str | None = None) -> tuple[BatchResult, list[str]]:

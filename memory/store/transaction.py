@@ -43,6 +43,7 @@ from memory.text.redact import redact
 
 __all__ = [
     "JobAlreadyDone",
+    "Moved",
     "TransactionError",
     "apply_locked",
     "confirm_locked",
@@ -57,6 +58,18 @@ class TransactionError(Exception):
 
 class JobAlreadyDone(TransactionError):
     """A job this batch would complete was completed by an earlier commit."""
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What a create that continues a card the same batch deletes at the other level (a move)
+    keeps of that card: when it was ``created`` and whether it is ``pinned``. A plain move
+    changes no word, so the card also keeps its ``source`` (who wrote the words) and ``author``;
+    an edit-and-move (``edited``) is the person's change, like an update: ``source: manual``,
+    their git name when git knows it, else the card's author stays named."""
+
+    meta: NoteMeta
+    edited: bool = False
 
 
 def _dump_op(op: Operation) -> dict[str, object]:
@@ -86,6 +99,7 @@ def apply_locked(
     rejected: Sequence[Rejection],
     label: str,
     all_or_nothing: bool = False,
+    moved: Mapping[int, Moved] | None = None,
 ) -> BatchResult:
     pairs = op_pairs(ops)
     for job in jobs:
@@ -95,7 +109,8 @@ def apply_locked(
     # The model never writes into a project store the person has not trusted (it did not see it
     # either); a person's own edit (card, `memory apply`) may.
     closed = source != MANUAL_SOURCE and not trust.project_trusted(layout)
-    batch = _Batch(layout, Plan(layout.stores), source, expected, now, BatchResult(rejected=list(rejected)), closed)
+    batch = _Batch(layout, Plan(layout.stores), source, expected, now, BatchResult(rejected=list(rejected)), closed,
+                   moved or {})
     for index, raw in pairs:
         op, rejection = _validated(index, _without_home(raw))
         if rejection is not None:
@@ -154,6 +169,7 @@ class _Batch:
     now: str
     result: BatchResult
     project_closed: bool
+    moved: Mapping[int, Moved]  # by op index: the creates that are moves (see Moved)
 
     def reject(self, index: int, op: Operation, reason: str) -> None:
         self.result.rejected.append(Rejection(index=index, reason=f"op {index}: {reason}", op=_dump_op(op)))
@@ -223,15 +239,26 @@ def _plan_create(batch: _Batch, index: int, op: Operation, level: Level) -> None
     name = plan.unique_name(level, note_filename(op.type, slug))
     plan.remember_created(level, op.title, op.content, name)
     now = batch.now
+    created, source, author, pinned = now, batch.source, batch.layout.author(level), False
+    moved = batch.moved.get(index)
+    if moved is not None:
+        # A move is not a new card: its history stays, only ``updated`` says it changed.
+        old = moved.meta
+        created, pinned = old.created or now, old.pinned
+        if moved.edited:
+            author = author or old.author
+        else:
+            source, author = old.source or source, old.author or author
     meta = NoteMeta(
         title=op.title,
         summary=op.summary or "",
         type=op.type,
-        created=now,
+        created=created,
         updated=now,
-        source=batch.source,
-        author=batch.layout.author(level),
+        source=source,
+        author=author,
         cites=batch.cites(index, op, level) or (),
+        pinned=pinned,
     )
     plan.writes[level][name] = dump_note(meta, op.content)
     batch.result.applied.append(AppliedOp(index=index, action=op.action, level=level, filename=name, title=op.title))

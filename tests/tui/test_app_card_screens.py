@@ -340,6 +340,24 @@ async def test_move_a_card_to_the_other_level_with_m(make_app, ws: Path) -> None
         assert [c.title for c in app.panel.state.project] == ["Beta deploy"]
 
 
+async def test_a_card_moved_with_m_keeps_its_creation_date(make_app, ws: Path) -> None:
+    stores = MemoryStores(ws.resolve())
+    write_note(stores, Level.PROJECT, "project_knowledge_old-card.md", "Old card", "Written long ago.")
+    trust_workspace(ws)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        browser = await open_cards(pilot, app, 1)
+        browser.select("project", "project_knowledge_old-card.md")
+        await wait_until(pilot, lambda: browser.selected is not None, what="the card selected")
+        await pilot.press("m")
+        moved = user_store() / "project_knowledge_old-card.md"
+        await wait_until(pilot, moved.exists, what="the card moved to the user store")
+        meta = MemoryStores(ws.resolve()).read_note("user", "project_knowledge_old-card.md").meta
+        assert meta.created == "2026-01-01T00:00:00Z" and meta.updated != meta.created
+        assert meta.source == "seed"  # who wrote the words: a move changes none of them
+
+
 # -- 5. validation -----------------------------------------------------------------------------
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from memory.constants import INDEX_FILE, Level
+from memory.model import NoteMeta, rfc3339
 from memory.store import cards
-from memory.store.frontmatter import split_note
+from memory.store.frontmatter import dump_note, split_note
 from memory.store.store import StoreError
 from memory.store.stores import MemoryStores
-from tests.support.memtools import make_env, write_note
+from tests.support.memtools import FIXED, make_env, write_note
 
 KEY = "sk-ant-api03-" + "Zq7xW2vB9nK4mP8rT1yU6iO3aS5dF0gH" * 2
 
@@ -86,6 +87,48 @@ def test_move_card_conflict_or_rejection_writes_nothing(env: MemoryStores) -> No
     assert res.status == "rejected" and "larger" in res.reason
     assert p.exists() and not env.user.dir.exists() and env.history() == []
 
+
+def _aged_card(env: MemoryStores, level: Level, filename: str, **meta: object) -> str:
+    """A card written long before the test's clock, as a model's job wrote it; returns its hash."""
+    fields: dict[str, object] = {"title": "Tabs", "summary": "s", "type": "project_knowledge",
+                                 "created": "2025-03-04T05:06:07Z", "updated": "2025-06-07T08:09:10Z",
+                                 "source": "job-1234", "author": "Ann Lee", "pinned": True, **meta}
+    folder = env.store(level).dir
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / filename).write_bytes(dump_note(NoteMeta.model_validate(fields), "use tabs"))
+    return env.read_note(level, filename).sha256
+
+
+@pytest.mark.parametrize(("start", "to"), [(Level.PROJECT, Level.USER), (Level.USER, Level.PROJECT)])
+def test_a_moved_card_keeps_its_creation_date_source_author_and_pin(env: MemoryStores, start: Level, to: Level) -> None:
+    sha = _aged_card(env, start, "project_knowledge_tabs.md")
+    res = env.move_card(start, "project_knowledge_tabs.md", to, sha)
+    assert res.status == "applied"
+    meta = env.read_note(to, res.filename).meta
+    assert meta.created == "2025-03-04T05:06:07Z"
+    assert meta.updated == rfc3339(FIXED)  # the move is a change: now
+    assert (meta.source, meta.author, meta.pinned) == ("job-1234", "Ann Lee", True)
+    # Undone, the card is back as it was, dates included.
+    env.undo()
+    assert env.read_note(start, "project_knowledge_tabs.md").sha256 == sha
+
+
+def test_a_card_edited_and_moved_keeps_its_creation_date_and_pin_and_is_the_persons(env: MemoryStores) -> None:
+    sha = _aged_card(env, Level.PROJECT, "project_knowledge_tabs.md")
+    res = env.save_card("user", "user_preference", "Tabs", "", "I use tabs.", filename="project_knowledge_tabs.md",
+                        expected_sha=sha, original_level="project")
+    assert res.status == "applied"
+    meta = env.read_note("user", res.filename).meta
+    assert (meta.created, meta.updated) == ("2025-03-04T05:06:07Z", rfc3339(FIXED))
+    assert meta.pinned and meta.source == "manual"
+    # git knows no name here: whoever wrote it stays named.
+    assert meta.author == "Ann Lee"
+
+
+def test_a_new_card_is_still_created_now(env: MemoryStores) -> None:
+    res = env.create_card("user", "user_preference", "Fresh", "", "new")
+    meta = env.read_note("user", res.filename).meta
+    assert meta.created == meta.updated == rfc3339(FIXED) and not meta.pinned
 
 # -- the editor's checks and Ctrl+S ----------------------------------------------------------
 
