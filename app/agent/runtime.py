@@ -24,7 +24,7 @@ from app.agent.settings import Settings
 from app.agent.system_prompt import build_system
 from app.agent.tools import PermissionGate, ToolContext
 from app.agent.worker_process import WorkerProcess, worker_argv
-from memory.constants import MEMORY_MODES, MemoryMode
+from memory.constants import MEMORY_MODES, Level, MemoryMode
 from memory.events import JobQueued, MemoryEvent
 from memory.extract.completion import Completion
 from memory.jobs import pipeline
@@ -311,6 +311,11 @@ class Runtime:
         system prompt is rebuilt, so the first Run sees the project index; after it, the next
         Run gets the project notes as a ``<memory-update>`` (the cached prefix stays valid)."""
         await asyncio.to_thread(self.stores.trust_project)
+        if self.search.recall_wait is not None:
+            # The app: the store's search index was never built (untrusted at start), and a Run's
+            # recall does not wait for a first build. Built in the background now, so the next
+            # Run recalls from it; print mode's recall builds what it needs itself.
+            await asyncio.to_thread(self.search.warm_soon, [Level.PROJECT])
         runner, session = self.runner, self.session
         if session is None or runner.running or session.messages:
             return

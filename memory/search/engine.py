@@ -81,14 +81,21 @@ class MemorySearch:
         # frame): None waits, as print mode and the CLI do; seconds: a Run does not wait longer
         # and goes without recall from that store this once.
         self.recall_wait: float | None = None
+        # The background builds in flight (``warm_soon``), one per level; closed meanwhile: the
+        # build closes its cache when it ends.
+        self._building: dict[Level, threading.Thread] = {}
+        self._closed = False
 
     def cache(self, level: Level | str) -> SearchCache:
-        lv = Level(level)
         with self._lock:
-            cache = self._caches.get(lv)
-            if cache is None or cache.store is not self.stores.store(lv):
-                cache = self._caches[lv] = SearchCache(self.stores.paths.home, self.stores.store(lv))
-            return cache
+            return self._cache_locked(Level(level))
+
+    def _cache_locked(self, lv: Level) -> SearchCache:
+        """``cache`` with this object's lock already held."""
+        cache = self._caches.get(lv)
+        if cache is None or cache.store is not self.stores.store(lv):
+            cache = self._caches[lv] = SearchCache(self.stores.paths.home, self.stores.store(lv))
+        return cache
 
     def levels(self, level: Level | str | None = None) -> list[Level]:
         """The levels search may look at: the trusted ones (project first), or the one asked for
@@ -118,8 +125,12 @@ class MemorySearch:
         return out
 
     def close(self) -> None:
+        """Close the caches; one still being built in the background is closed by its build
+        (quitting never waits for a first build of a big store)."""
         with self._lock:
-            caches, self._caches = list(self._caches.values()), {}
+            self._closed = True
+            building = {self._caches[lv] for lv in self._building if lv in self._caches}
+            caches, self._caches = [c for c in self._caches.values() if c not in building], {}
         for cache in caches:
             cache.close()
 
@@ -224,6 +235,9 @@ class MemorySearch:
         found: list[Hit] = []
         for lv in self.levels():
             if self.recall_wait is not None and not self.cache(lv).ready_within(self.recall_wait):
+                # Never built in this process (a store trusted since start, by this window or
+                # another): built now in the background, so the next Run recalls from it.
+                self.warm_soon([lv])
                 log.info("memory recall skipped the %s store this time: its search cache is being built", lv)
                 continue
             try:
@@ -244,6 +258,37 @@ class MemorySearch:
                 self.cache(lv).count()
             except _FAILURES as e:
                 log.warning("memory search cache of the %s store not built: %s", lv, e)
+
+    def warm_soon(self, levels: Collection[Level] | None = None) -> None:
+        """Build the caches of the searchable ``levels`` (default: all) not built in this process
+        yet, each in a background thread of its own, and return at once: a store trusted while
+        the app runs is recalled from the next Run on, and a search meanwhile waits for the
+        build rather than starting its own."""
+        for lv in self.levels():
+            if levels is not None and lv not in levels:
+                continue
+            with self._lock:
+                if self._closed or lv in self._building:
+                    continue
+                cache = self._cache_locked(lv)
+                if cache.ready_within(0):
+                    continue
+                thread = threading.Thread(target=self._build, args=(lv, cache), name=f"search-build-{lv}",
+                                          daemon=True)
+                self._building[lv] = thread
+            thread.start()
+
+    def _build(self, level: Level, cache: SearchCache) -> None:
+        try:
+            cache.count()
+        except _FAILURES as e:
+            log.warning("memory search cache of the %s store not built: %s", level, e)
+        finally:
+            with self._lock:
+                self._building.pop(level, None)
+                closed = self._closed
+            if closed:
+                cache.close()
 
     def filter_keys(self, text: str, level: Level | str) -> set[str] | None:
         """The ``level/filename`` of the cards holding every word of ``text`` as a prefix (the

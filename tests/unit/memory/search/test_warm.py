@@ -28,11 +28,45 @@ def _search(tmp_path: Path) -> MemorySearch:
 def test_a_cold_cache_is_skipped_not_built_by_a_runs_recall(tmp_path: Path) -> None:
     search = _search(tmp_path)
     search.recall_wait = 0.3
-    assert search.recall(QUESTION, ()) == []
-    assert not cache_path(search.stores.paths.home, search.stores.project.dir).exists()  # nothing was built
+    cache = search.cache(Level.PROJECT)
+    with cache._lock:  # the Run's recall itself never builds: it is skipped while nothing is built
+        assert search.recall(QUESTION, ()) == []
     search.warm()
     assert [h.filename for h in search.recall(QUESTION, ())] == ["project_knowledge_lab.md"]
     search.close()
+
+
+def test_a_cold_cache_a_recall_skipped_is_built_in_the_background_for_the_next(tmp_path: Path) -> None:
+    """A store trusted since start (this window or another): nobody warmed its cache, and a Run
+    does not wait for a first build; the skipped recall starts it, so the next Run recalls."""
+    search = _search(tmp_path)
+    search.recall_wait = 0.0
+    cache = search.cache(Level.PROJECT)
+    with cache._lock:
+        assert search.recall(QUESTION, ()) == []
+        assert Level.PROJECT in search._building  # started, waiting for the cache
+    deadline = time.monotonic() + 30
+    while not cache.ready_within(0.05) and time.monotonic() < deadline:
+        pass
+    assert cache_path(search.stores.paths.home, search.stores.project.dir).exists()
+    assert [h.filename for h in search.recall(QUESTION, ())] == ["project_knowledge_lab.md"]
+    search.close()
+
+
+def test_warm_soon_builds_in_a_thread_and_close_does_not_wait_for_it(tmp_path: Path) -> None:
+    search = _search(tmp_path)
+    cache = search.cache(Level.PROJECT)
+    with cache._lock:  # a build that takes long
+        search.warm_soon()
+        thread = search._building[Level.PROJECT]
+        start = time.monotonic()
+        search.close()
+        assert time.monotonic() - start < 1.0
+        assert thread.is_alive()
+    thread.join(30)
+    assert not thread.is_alive() and cache._db is None  # closed by the build once it ended
+    search.warm_soon()  # closed: nothing more starts
+    assert search._building == {}
 
 
 def test_without_recall_wait_recall_builds_what_it_needs(tmp_path: Path) -> None:
