@@ -105,6 +105,12 @@ class ScaleFlow:
         if isinstance(event, JobApplied):
             self.job_applied()
 
+    def started(self) -> None:
+        """The runtime is ready: a first look at each store (the growth while the app was closed
+        counts, and a store never looked at is counted from now), once no turn runs."""
+        self.auto_due = True
+        self.when_idle()
+
     def job_applied(self) -> None:
         """A job applied: the Manager may consolidate a grown store, but only while no turn runs
         and none waits (a consolidation must not compete with the person's work)."""

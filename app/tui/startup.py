@@ -228,6 +228,7 @@ class Startup:
         app._refresh_panel()
         app.queue.show_notice()
         app.queue.drain_soon()
+        app.scale.started()
 
     def failed(self, message: RuntimeFailed) -> None:
         app = self.app

@@ -3,12 +3,13 @@
 A consolidation cleans one store: clusters of likely duplicates are found locally
 (memory/search/clusters.py), spooled as one job, and the pipeline asks the memory model with
 the clusters' current bodies. Its answer is ordinary operations, kept to the job's store and
-the clusters' cards. The automatic trigger counts each store's cards against the count at its
-last consolidation, kept per store folder in ``$PSEUDOCLAUDE_HOME/state/consolidate.json``.
+the clusters' cards. The automatic trigger counts each store's new cards since its last
+consolidation (``Baselines``), kept per store folder in ``$PSEUDOCLAUDE_HOME/state/``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ from memory.model import Operation, Rejection, dump_op
 from memory.search.clusters import find_clusters
 from memory.search.engine import MemorySearch
 from memory.store.fs import FS
+from memory.store.locks import file_lock
 from memory.store.store import StoreError
 from memory.store.stores import MemoryStores
 from memory.store.trust import UNTRUSTED_REASON
@@ -43,8 +45,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-STATE_FILE = "consolidate.json"
+STATE_FILE = "consolidate.json"  # the older one-file state, read once to carry its counts over
 _MAX_STATE_BYTES = 1 << 20
+_LOCK_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -129,50 +132,88 @@ def consolidation_scope(
 
 
 class Baselines:
-    """Each store folder's card count at its last consolidation (first sight: the count then)."""
+    """Per store folder, the new cards counted since its last consolidation (the automatic
+    trigger's count), kept in that store's own state file under ``$PSEUDOCLAUDE_HOME/state/``.
+
+    Each look adds how much the store grew since the look before (its size then is kept too):
+    cards from this app, its worker, another window, a ``memory`` command or ``git pull`` all
+    count, and a card deleted never takes a count back. The first look at a store counts from
+    its size then; a count kept in the older one-file state (``consolidate.json``: the size at
+    the last consolidation) carries over."""
 
     def __init__(self, home: Path, fs: FS) -> None:
-        self.path = Path(home) / "state" / STATE_FILE
+        self.dir = Path(home) / "state"
+        self.legacy = self.dir / STATE_FILE
+        self.locks = Path(home) / "locks"
         self.fs = fs
         self._lock = threading.Lock()
 
-    def _read(self) -> dict[str, int]:
+    def path(self, store_dir: Path) -> Path:
+        return self.dir / f"consolidate-{_digest(store_dir)}.json"
+
+    def _read(self, path: Path, key: str) -> tuple[int, int] | None:
+        """(cards at the last look, new cards since the last consolidation), None when unknown."""
         try:
-            raw = json.loads(self.fs.read_bytes(self.path, max_bytes=_MAX_STATE_BYTES))
+            raw = json.loads(self.fs.read_bytes(path, max_bytes=_MAX_STATE_BYTES))
         except FileNotFoundError:
-            return {}
+            return self._legacy(key)
         except (OSError, ValueError) as e:
-            # Derived state: a damaged file only restarts the counts.
-            log.warning("memory: %s is unreadable (%s); counting from now", self.path, e)
-            return {}
-        if not isinstance(raw, dict):
-            return {}
-        return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)}
+            # Derived state: a damaged file only restarts the count.
+            log.warning("memory: %s is unreadable (%s); counting new cards from now", path, e)
+            return None
+        got = raw if isinstance(raw, dict) and raw.get("store") == key else {}
+        seen, new = got.get("seen"), got.get("new")
+        if not (isinstance(seen, int) and isinstance(new, int) and _count(seen) and _count(new)):
+            return None
+        return seen, new
 
-    def _write(self, data: dict[str, int]) -> None:
-        self.fs.makedirs(self.path.parent, 0o700)
-        self.fs.atomic_write(self.path, json.dumps(data, sort_keys=True, indent=1).encode(), 0o600)
+    def _legacy(self, key: str) -> tuple[int, int] | None:
+        try:
+            raw = json.loads(self.fs.read_bytes(self.legacy, max_bytes=_MAX_STATE_BYTES))
+        except (OSError, ValueError):
+            return None
+        base = raw.get(key) if isinstance(raw, dict) else None
+        return (int(base), 0) if isinstance(base, int) and _count(base) else None
 
-    def growth(self, store_dir: Path, count: int) -> int:
-        """Cards added since the last consolidation; the first look records ``count`` (and a
-        store that shrank counts from its new size)."""
-        key = os.path.realpath(store_dir)
-        with self._lock:
-            data = self._read()
-            base = data.get(key)
-            if base is None or base > count:
-                data[key] = count
-                self._write(data)
-                return 0
-            return count - base
+    def _write(self, path: Path, key: str, seen: int, new: int) -> None:
+        self.fs.makedirs(path.parent, 0o700)
+        data = {"store": key, "seen": seen, "new": new}
+        self.fs.atomic_write(path, json.dumps(data, sort_keys=True, indent=1).encode(), 0o600)
+
+    def _update(self, store_dir: Path, fn: Callable[[tuple[int, int] | None], tuple[int, int]]) -> int:
+        """``fn`` of the kept (seen, new), written back when it changed; returns the new count.
+        Two processes on one store take turns (a file lock), so no look is lost."""
+        key, path = os.path.realpath(store_dir), self.path(store_dir)
+        self.fs.makedirs(self.locks, 0o700)
+        with self._lock, file_lock(self.locks / f"{path.stem}.lock", _LOCK_S):
+            old = self._read(path, key)
+            seen, new = fn(old)
+            if (seen, new) != old or not self.fs.exists(path):
+                self._write(path, key, seen, new)
+            return new
+
+    def new_cards(self, store_dir: Path, count: int) -> int:
+        """Look at a store of ``count`` cards now: its new cards since the last consolidation."""
+
+        def look(old: tuple[int, int] | None) -> tuple[int, int]:
+            if old is None:
+                return count, 0  # first look: counted from now
+            seen, new = old
+            return count, new + max(0, count - seen)
+
+        return self._update(store_dir, look)
 
     def reset(self, store_dir: Path, count: int) -> None:
         """A consolidation was made (or found nothing) at ``count`` cards."""
-        key = os.path.realpath(store_dir)
-        with self._lock:
-            data = self._read()
-            data[key] = count
-            self._write(data)
+        self._update(store_dir, lambda _: (count, 0))
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _digest(store_dir: Path) -> str:
+    return hashlib.sha256(os.path.realpath(store_dir).encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
 def spool_consolidations(
@@ -218,8 +259,6 @@ def due_levels(search: MemorySearch, spool: Spool, baselines: Baselines, after: 
         for e in spool.list(stores.paths.workspace, include_orphans=False)
         if e.job is not None and e.job.purpose == "consolidate"
     }
-    return [
-        lv
-        for lv in search.levels()
-        if lv not in spooled and baselines.growth(stores.store(lv).dir, store_size(stores, lv)) >= after
-    ]
+    # Every store is looked at, one with a job spooled too: its growth meanwhile still counts.
+    new = {lv: baselines.new_cards(stores.store(lv).dir, store_size(stores, lv)) for lv in search.levels()}
+    return [lv for lv, n in new.items() if lv not in spooled and n >= after]

@@ -40,9 +40,10 @@ def consolidations(m: Manager) -> list[str]:
 async def test_below_the_threshold_nothing_then_one_job_after_n_new_cards(stores: MemoryStores) -> None:
     m = manager(stores, consolidate_after=5)
     assert await m.maybe_consolidate() == [], "first sight records the count"
-    state = stores.paths.home / "state" / "consolidate.json"
-    assert stat.S_IMODE(state.stat().st_mode) == 0o600
-    assert sorted(json.loads(state.read_text()).values()) == [0, 2], "each store folder: its count (user: none)"
+    states = sorted((stores.paths.home / "state").glob("consolidate-*.json"))
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in states)
+    kept = sorted((json.loads(p.read_text())["seen"], json.loads(p.read_text())["new"]) for p in states)
+    assert kept == [(0, 0), (2, 0)], "each store folder: its own file, its count (user: none)"
     for k in range(4):
         dup(stores, k)
     assert await m.maybe_consolidate() == [], "4 new cards, 5 needed"
@@ -67,13 +68,50 @@ async def test_a_second_call_while_the_job_is_spooled_adds_none(stores: MemorySt
     assert consolidations(m) == [o.job_id]
 
 
+async def test_the_count_survives_a_restart_and_a_delete_never_takes_it_back(stores: MemoryStores) -> None:
+    m = manager(stores, consolidate_after=3)
+    await m.maybe_consolidate()  # the first look: 2 cards
+    dup(stores, 0)
+    dup(stores, 1)
+    assert await m.maybe_consolidate() == []  # 2 new
+    for name in ("project_knowledge_base0.md", "project_knowledge_base1.md"):
+        (stores.project.dir / name).unlink()  # the store is back to 2 cards: still 2 new
+    assert await m.maybe_consolidate() == []
+    again = manager(stores, consolidate_after=3)  # a restart: the count is read back
+    dup(stores, 2)
+    (o,) = await again.maybe_consolidate()
+    assert o.level is Level.PROJECT and o.job_id is not None and o.cards == 3
+
+
+async def test_cards_added_while_nobody_looked_count_at_the_next_look(stores: MemoryStores) -> None:
+    """Another process, a `memory` command or `git pull` added them: the store's growth counts."""
+    await manager(stores, consolidate_after=3).maybe_consolidate()
+    for k in range(3):
+        dup(stores, k)
+    (o,) = await manager(stores, consolidate_after=3).maybe_consolidate()
+    assert o.job_id is not None
+
+
+async def test_the_older_one_file_state_carries_its_count_over(stores: MemoryStores) -> None:
+    import os
+
+    state = stores.paths.home / "state"
+    state.mkdir(parents=True)
+    # Written by the older trigger: the project store's size at its last consolidation.
+    (state / "consolidate.json").write_text(json.dumps({os.path.realpath(stores.project.dir): 1}))
+    dup(stores, 0)
+    dup(stores, 1)
+    (o,) = await manager(stores, consolidate_after=3).maybe_consolidate()  # 4 cards: 3 new since then
+    assert o.level is Level.PROJECT and o.job_id is not None and o.cards == 2
+
+
 async def test_zero_means_never(stores: MemoryStores) -> None:
     m = manager(stores, consolidate_after=0)
     for k in range(60):
         dup(stores, k)
     assert await m.maybe_consolidate() == []
     assert consolidations(m) == []
-    assert not (stores.paths.home / "state" / "consolidate.json").exists()
+    assert not list((stores.paths.home / "state").glob("consolidate*"))
 
 
 async def test_review_off_follows_the_managers_mode(stores: MemoryStores) -> None:
