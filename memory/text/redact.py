@@ -3,7 +3,8 @@
 Everything a model or a cloned repository writes passes through ``redact`` before it reaches a
 store, the index or a prompt. Idempotent, and ordinary prose and code are kept. Tokens known by
 their shape are in memory/text/tokens.py; the context rules (private keys, URL credentials,
-headers, command lines, ``key = value``) and the whole pass are here.
+headers, command lines, ``key = value``, prose like "my password is hunter2") and the whole pass
+are here.
 """
 
 from __future__ import annotations
@@ -361,6 +362,108 @@ def _redact_assign(m: re.Match[str]) -> str:
     return f"{head}{mark(kind)}"
 
 
+# -- prose: "my password is hunter2", "the token: abc123" --
+
+# A keyword that names a secret, then "is"/"was" (a colon may follow), ": " or "=", then one word,
+# bare or quoted. Whether that word is a secret is judged by ``_prose_secret``: prose about
+# code says "the token is refreshed every hour", and that must stay as it is.
+_PROSE_RE = re.compile(
+    r"(?i)(?<![A-Za-z0-9_.$@/\\-])"
+    r"(?P<key>pass(?:word|wd|phrase)|pwd|secret|token|api[ _-]?key|(?:secret|access|private)[ _-]key)"
+    r"(?P<sep>[ \t]+(?:is|was)(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+|[ \t]*=(?![=>~])[ \t]*)"
+    r"(?:(?P<q>[\"'`])(?P<inner>[^\s\"'`]{1,200})(?P=q)|(?P<bare>[^\s\"'`,;()\[\]{}<>]{1,200}+)(?![(\[{]))"
+)
+# Words a prose value often is, none a secret (the value judged is one word).
+_PROSE_WORDS = frozenset(
+    "a an the this that these those it its my your our their his her one some any each every no none "
+    "here there now then also still only just never always already too very so as at by for from in into "
+    "of on onto to with without within via and or but if when where which who what why how because "
+    "is are was were be been being has have had do does did can could will would shall should may might "
+    "must used using use set unset same different wrong right correct incorrect invalid valid expired "
+    "missing optional needed necessary mandatory stored saved kept sent read written generated created "
+    "rotated refreshed revoked encrypted hashed salted masked hidden secret private public secure insecure "
+    "unsafe safe weak strong short long good bad fine ok okay current default temporary permanent static "
+    "random unique shared global local available unknown known visible sensitive empty blank given "
+    "passed ignored plaintext cleartext lowercase uppercase readonly writable something anything nothing "
+    "everything somewhere elsewhere anywhere nowhere whatever otherwise together different important "
+    "obsolete deprecated disabled enabled".split()
+)
+# A lower-case word of 8+ letters is a secret only when it is not shaped like an English word
+# ("required", "refreshed", "rotating", "sensitive", "mandatory", "internal", "elsewhere").
+_ENGLISH_SUFFIX_RE = re.compile(
+    r"(?:ed|ing|ings|able|ible|ive|ous|ful|less|al|ary|ory|ent|ant|ence|ance|tion|tions|sion|ment|ness"
+    r"|ity|ies|ly|ure|ate|ect|ic|ics|ise|ize|ere|ism|ist|ship|ward|wards|wise)$"
+)
+# Digits that are not a secret: versions, sizes and durations, algorithm and encoding names.
+_NOT_SECRET_DIGITS_RE = re.compile(
+    r"v?\d+(?:\.\d+)+|v\d+|\d+(?:ms|s|m|h|d|w|min|mins|sec|secs|hours?|days?|bytes?|b|kb|mb|gb|k|chars?|bits?)"
+    r"|(?:[a-z]+\d+|\d+)-[a-z]+"
+    r"|sha\d+|md\d|base\d+(?:url)?|utf-?\d+|ucs-?\d|hs\d+|rs\d+|es\d+|ps\d+|aes-?\d*|rsa-?\d*|ed\d+|x\d+"
+    r"|oauth\d|ipv\d|https?\d|tls\d*|ssl\d*|pbkdf\d|argon\d\w*|pkcs\d+|uuid\d|u?int\d+|float\d+|k8s|s3|ec2|2fa",
+    re.IGNORECASE,
+)
+_PROSE_SYMBOLS = frozenset("!@#$%^&*+=~|\\?")
+_CLAUSE_GOES_ON_RE = re.compile(r"[ \t]+(?!(?:and|or|but|so|then)\b)[A-Za-z0-9]")
+
+
+def _case_flips(word: str) -> int:
+    """Single-letter runs of one case ("hUnTeR": 6; "McDonald": 3; "PostgreSQL": 1)."""
+    runs = re.findall(r"[a-z]+|[A-Z]+", word)
+    return sum(1 for r in runs if len(r) == 1) if len(runs) > 2 else 0
+
+
+def _prose_secret(word: str, key: str, quote_char: str | None, sep: str, goes_on: bool) -> bool:
+    """Whether ``word``, the value after ``key`` in prose, is a secret. The rule (README's
+    redaction paragraph): one word that is not a placeholder, a path, a URL, a name in code or a
+    common word, and that has a digit (a letter too, or 4+ digits for a password; not a version,
+    a size or an algorithm's name), a symbol inside it, many case flips, or is quoted, or is a
+    lower-case word of 8+ letters ending its clause (``goes_on``: a word follows, not "and"/"or"…)
+    that is not shaped like an English word."""
+    if is_marker(word) or _is_reference(word) or "://" in word or word.startswith(("/", "~", "./", "../")):
+        return False
+    low = word.lower()
+    if low in _NOT_A_VALUE or low in _PROSE_WORDS or _UPPER_SNAKE_RE.fullmatch(word) or _names_the_key(word, key):
+        return False
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+", word):
+        return False  # an attribute path or a file name (``config.token``, ``secrets.yaml``)
+    code = quote_char == "`" or not sep.strip(" \t").lower().startswith(("is", "was"))
+    if code and (_SNAKE_NAME_RE.fullmatch(word) or (_CAMEL_TYPE_RE.fullmatch(word) and not re.search(r"\d", word))):
+        return False  # a variable or a type in code (``token = new_token``)
+    if any(ch.isdigit() for ch in word):
+        if _NOT_SECRET_DIGITS_RE.fullmatch(word):
+            return False
+        if word.isdigit():
+            return len(word) >= 4 and _key_kind(key.replace(" ", "_")) == "password"
+        return len(word) >= 4 and any(ch.isalpha() for ch in word)
+    if any(ch in _PROSE_SYMBOLS for ch in word[1:]):
+        return True
+    if random_looking(word) or _case_flips(word) >= 4:
+        return True
+    if quote_char is not None:
+        return len(word) >= 3
+    return re.fullmatch(r"[a-z]{8,}", word) is not None and not _ENGLISH_SUFFIX_RE.search(word) and not goes_on
+
+
+def _redact_prose(m: re.Match[str]) -> str:
+    key, sep = m.group("key"), m.group("sep")
+    kind = _key_kind(re.sub(r"[ -]", "_", key)) or "secret"
+    head = f"{key}{sep}"
+    inner = m.group("inner")
+    if inner is not None:
+        q = m.group("q")
+        return f"{head}{q}{mark(kind)}{q}" if _prose_secret(inner, key, q, sep, False) else m.group(0)
+    bare = m.group("bare")
+    word = bare.rstrip(".,;:!?")  # closing punctuation stays
+    if not word:
+        return m.group(0)
+    tail = bare[len(word) :]
+    # Matched in place, never on a slice of the rest: a text of many matches stays linear.
+    goes_on = not tail and _CLAUSE_GOES_ON_RE.match(m.string, m.end()) is not None
+    if not _prose_secret(word, key, None, sep, goes_on):
+        return m.group(0)
+    return f"{head}{mark(kind)}{tail}"
+
+
 # -- the whole pass --
 
 # Invisible characters inside an ASCII token only serve to hide it from these patterns
@@ -394,6 +497,7 @@ def _redact_visible(text: str) -> str:
             text = pattern.sub(_redact_cmd_password, text)
     if names_secret:
         text = _ASSIGN_RE.sub(_redact_assign, text)
+        text = _PROSE_RE.sub(_redact_prose, text)
     return text
 
 
