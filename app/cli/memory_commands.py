@@ -500,6 +500,8 @@ def _doctor(stores: MemoryStores, args: argparse.Namespace) -> int:
     for f in report.findings:
         hint = " (doctor --fix repairs this)" if f.fixable and not args.fix else ""
         print(f"problem: {f.message}{hint}")
+    for line in report.notes:
+        print(f"note: {line}")  # information: an untrusted store is left as it came
     for name, reason in report.stale:
         # Information: the exit status and --fix leave stale cards alone.
         print(f"stale: project/{name}: {reason} (check it; `pseudoclaude memory confirm project {name}` "

@@ -2,7 +2,10 @@
 
 Nothing a person wrote is ever removed: broken notes, symlinks and hard links are reported
 with what to do, never "fixed" away. Safe repairs are finishing or dropping an interrupted
-transaction and rebuilding ``MEMORY.md`` from the notes. Stale cards (DESIGN §14) are reported
+transaction and rebuilding ``MEMORY.md`` from the notes. ``MEMORY.md`` is derived data: one out of
+step with the cards in a trusted store (a forged line, a hand edit) is rebuilt by the diagnosis
+itself and said in one line, never a problem; an untrusted store is never written, so there it
+is only said (it is rebuilt once the store is trusted). Stale cards (DESIGN §14) are reported
 as information, not problems: a card whose code moved on may still hold, and only a person (or
 the memory model, from a turn that showed the code) can say; nothing is deleted for it.
 
@@ -21,10 +24,12 @@ from memory.constants import INDEX_FILE, Level
 from memory.jobs.spool import DAMAGED_DIR, Spool, SpoolError
 from memory.model import Change, HistoryEntry, Note
 from memory.sharing.log import last_author
+from memory.store import journal
 from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
 from memory.store.noteparse import sha256
 from memory.store.store import GIT_FILES, TRASH_DIR, filename_problem, render_index
 from memory.store.stores import MemoryStores
+from memory.store.transaction import TransactionError, rebuild_indexes_locked
 from memory.text.names import quote, sanitize_summary, sanitize_title
 
 
@@ -40,6 +45,8 @@ class DoctorReport:
     fixed: list[str] = field(default_factory=list)
     # (filename, reason) of each stale project card: said, never a finding (``ok`` ignores it).
     stale: list[tuple[str, str]] = field(default_factory=list)
+    # What an untrusted store holds that doctor leaves as it came: said, never a finding.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -68,9 +75,8 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
             # A committed symlink would make every delete of this store fail; the fix replaces
             # the link (never what it points to) with a real folder.
             add(Finding(trash, "symlink" in trash))
+        trusted = level is Level.USER or stores.project_trusted
         index_problem = st.index_file_problem()
-        if index_problem is not None:
-            add(Finding(f"{index_problem} (it is rebuilt from the notes)", True))
         notes = []
         for name in st.entries():
             if name in (INDEX_FILE, TRASH_DIR, ".git", *GIT_FILES) or name.startswith(".pc-"):
@@ -93,10 +99,14 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
                 add(Finding(conflict_message(note), False))
             elif note.broken:
                 add(Finding(f"{level} store: {name}: {note.broken} (edit the file; it is listed by filename)", False))
-        if index_problem is None and st.read_index_file() != render_index(notes):
-            add(Finding(f"{level} store: {INDEX_FILE} does not match the notes", True))
+        if index_problem is not None or st.read_index_file() != render_index(notes):
+            derived_index(stores, report, level, trusted, index_problem, notes)
         report.findings += deleted_here(stores, level, notes, history)
-        report.findings += git_file_findings(stores, level)
+        git_files = git_file_findings(stores, level)
+        if trusted:
+            report.findings += git_files
+        else:
+            report.notes += [f"{f.message}; {_LEFT_AS_IT_CAME}" for f in git_files]
     for entry in Spool(stores.paths, stores.fs).list(None):
         if entry.problem is not None:
             add(Finding(f"spool: {entry.problem} (--fix moves it, bytes kept, to spool/{DAMAGED_DIR}/)", True))
@@ -104,6 +114,36 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
             add(Finding(f"spool: job {entry.id} belongs to a workspace that no longer exists", False))
     report.stale = stale_cards(stores)
     return report
+
+
+_LEFT_AS_IT_CAME = "left as it came: the store is not trusted yet (set right once you trust it)"
+
+
+def derived_index(
+    stores: MemoryStores, report: DoctorReport, level: Level, trusted: bool, problem: str | None, notes: list[Note]
+) -> None:
+    """A ``MEMORY.md`` out of step with the cards (``problem``: not even a regular file). It is
+    derived, so in a trusted store it is rebuilt from the cards now (through the fs layer, no
+    history entry, as every command does before it reads) and said as fixed; an untrusted store
+    is never written, so there it is said and left. Only a rebuild that cannot happen (a batch
+    waiting for its recovery, the stores locked, an I/O error) is a problem."""
+    what = problem or f"{level} store: {INDEX_FILE} does not match the cards"
+    if not trusted:
+        report.notes.append(f"{what}; {_LEFT_AS_IT_CAME}")
+        return
+    why = "an interrupted transaction must be finished first"
+    if not journal.needs_recovery(stores.layout):
+        try:
+            with stores.locked():
+                rebuild_indexes_locked(stores.layout, None, [level])
+            st = stores.store(level)
+            if st.index_file_problem() is None and st.read_index_file() == render_index(notes):
+                report.fixed.append(f"{level} store: rebuilt {INDEX_FILE} from the cards")
+                return
+            why = "the rebuilt file still differs"
+        except (TransactionError, OSError) as e:
+            why = str(e) or type(e).__name__
+    report.findings.append(Finding(f"{what} and was not rebuilt from the cards: {why}", True))
 
 
 def git_file_findings(stores: MemoryStores, level: Level) -> list[Finding]:
@@ -177,10 +217,11 @@ def fix(stores: MemoryStores) -> DoctorReport:
     fixed = stores.recover()
     fixed += fix_spool(stores)
     fixed += stores.repair_trash()
-    rebuilt = stores.rebuild_indexes()
+    # An untrusted project store is never written: its MEMORY.md waits for the person's trust.
+    rebuilt = stores.rebuild_indexes([lv for lv in stores.stores if lv is Level.USER or stores.project_trusted])
     fixed += [f"{lv} store: rebuilt {INDEX_FILE}" for lv in rebuilt]
     report = diagnose(stores)
-    report.fixed = fixed
+    report.fixed = fixed + report.fixed
     return report
 
 

@@ -399,11 +399,12 @@ class MemoryStores:
             journal.recover_locked(self.layout)
             return transaction.pin_locked(self.layout, Level(level), filename, pinned, expected_sha)
 
-    def rebuild_indexes(self) -> list[Level]:
-        """Rewrite each ``MEMORY.md`` (and the project ``.gitignore``) that differs from its notes."""
+    def rebuild_indexes(self, levels: Collection[Level] | None = None) -> list[Level]:
+        """Rewrite each ``MEMORY.md`` (and the project ``.gitignore``) that differs from its notes
+        (of ``levels`` only, when given)."""
         with self.locked():
             journal.recover_locked(self.layout)
-            return transaction.rebuild_indexes_locked(self.layout)
+            return transaction.rebuild_indexes_locked(self.layout, levels=levels)
 
     def refresh_indexes(self, timeout: float = LOCK_TIMEOUT) -> list[Level]:
         """The derived-index rule (DESIGN §16): each ``MEMORY.md`` that no longer matches its
