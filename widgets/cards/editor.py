@@ -51,6 +51,12 @@ CITES_PLACEHOLDER = "files it rests on, comma-separated: Makefile, src/app.py:10
 WIDE = 100
 
 
+def _line_field(value: str, id: str, placeholder: str) -> Input:
+    """A one-line field. It opens with the cursor at the end of its text, nothing selected
+    (Input's default selects it all: the first key typed would replace the card's title)."""
+    return Input(value, id=id, compact=True, placeholder=placeholder, select_on_focus=False)
+
+
 def _options(values: Iterable[str]) -> list[tuple[Text, str]]:
     # Text, not str: a Select prompt given as str would be parsed as markup.
     return [(Text(as_typed(v)), v) for v in values]
@@ -211,19 +217,15 @@ class CardEditor(Screen[str | None]):
         draft = self._loaded
         yield Static(self._heading_content(), id="heading")
         yield Label(Content(""), id="general-error")
-        # A field opens with the cursor at the end of its text, nothing selected (Input's default
-        # selects it all: the first key typed would replace the card's title).
         with Vertical(classes="field", id="title-field"):
             with Horizontal(classes="row"):
                 yield Label("Title", classes="field-label")
-                yield Input(draft.title, id="title", compact=True, placeholder="one line: what this card is",
-                            select_on_focus=False)
+                yield _line_field(draft.title, "title", "one line: what this card is")
             yield Label(Content(""), id="title-error", classes="error")
         with Vertical(classes="field", id="summary-field"):
             with Horizontal(classes="row"):
                 yield Label("Summary", classes="field-label")
-                yield Input(draft.summary, id="summary", compact=True, placeholder="one line: when it matters",
-                            select_on_focus=False)
+                yield _line_field(draft.summary, "summary", "one line: when it matters")
             yield Label(Content(""), id="summary-error", classes="error")
         with Horizontal(id="meta"):
             with Vertical(classes="field", id="type-field"):
@@ -252,8 +254,7 @@ class CardEditor(Screen[str | None]):
         with Vertical(classes="field", id="cites-field"):
             with Horizontal(classes="row"):
                 yield Label("Cites", classes="field-label")
-                yield Input(format_cites(draft.cites), id="cites", compact=True, placeholder=CITES_PLACEHOLDER,
-                            select_on_focus=False)
+                yield _line_field(format_cites(draft.cites), "cites", CITES_PLACEHOLDER)
             yield Label(Content(""), id="cites-error", classes="error")
         yield Checkbox(PINNED_LABEL, draft.pinned, id="pinned", compact=True)
         with Vertical(id="body-field"):
