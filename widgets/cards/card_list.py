@@ -25,6 +25,7 @@ from textual.strip import Strip
 from memory.text.lines import one_line
 from widgets.cards.draft import CardConflict
 from widgets.panel.memory_panel import TYPE_TAGS
+from widgets.segments import styled
 
 __all__ = ["CONFLICT_TAG", "CardList", "CardRow", "CiteLine", "card_date", "conflict_line"]
 
@@ -271,7 +272,7 @@ class CardList(ScrollView, can_focus=True):
             style = base + self.get_component_rich_style(component)
         text = _row_text(self.rows[index], width)
         text.stylize_before(style, 0, len(text))
-        strip = Strip(list(text.render(self.app.console)), cell_len(text.plain))
+        strip = Strip(styled(text.render(self.app.console), style), cell_len(text.plain))
         strip = strip.adjust_cell_length(width, style)
         self._cache[key] = strip
         return strip

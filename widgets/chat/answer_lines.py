@@ -28,6 +28,8 @@ from rich.syntax import Syntax, SyntaxTheme
 from rich.text import Text
 from textual.strip import Strip
 
+from widgets.segments import styled
+
 __all__ = ["AnswerLines", "block_starts"]
 
 # Rich's Markdown parser (CommonMark with tables and strikethrough): the blocks are cut where
@@ -170,7 +172,9 @@ def _draw(console: Console, options: ConsoleOptions, source: str, *, growing: bo
         first += 1
     while last > first and _empty(rows[last - 1]):
         last -= 1
-    return [Strip(Segment.simplify(row), width) for row in rows[first:last]]
+    # Rich leaves its padding and plain runs unstyled: every segment gets a style, or NO_COLOR's
+    # filter fails on the line wherever it is drawn without the block's style over it.
+    return [Strip(styled(Segment.simplify(row)), width) for row in rows[first:last]]
 
 
 def _empty(row: list[Segment]) -> bool:
@@ -233,7 +237,7 @@ class AnswerLines:
                 consumed = end
             else:
                 drawn = _draw(console, options, block, growing=True)
-                self.tail = ([Strip.blank(self.width)] if self.finished and drawn else []) + drawn
+                self.tail = ([Strip.blank(self.width, Style.null())] if self.finished and drawn else []) + drawn
                 break
         else:
             self.tail = []
@@ -244,5 +248,5 @@ class AnswerLines:
         if not lines:
             return
         if self.finished:
-            self.finished.append(Strip.blank(self.width))
+            self.finished.append(Strip.blank(self.width, Style.null()))
         self.finished.extend(lines)

@@ -13,6 +13,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from widgets.pending.rows import Row
+from widgets.segments import styled
 
 __all__ = ["PendingList"]
 
@@ -110,7 +111,8 @@ class PendingList(ScrollView, can_focus=True):
             text.stylize(self.get_component_rich_style("pending-list--cursor"))
             # The highlight spans the whole line, not just the text.
             text.truncate(width, overflow="ellipsis", pad=True)
-        strip = Strip(text.render(self.app.console), text.cell_len)
+        # Rich leaves a text without spans unstyled (``text.style`` ignored): given it here.
+        strip = Strip(styled(text.render(self.app.console), base), text.cell_len)
         return strip.crop_extend(0, width, base)
 
     # -- moving the cursor ---------------------------------------------------------------------
