@@ -106,6 +106,33 @@ async def test_a_large_paste_shows_as_one_placeholder_and_is_submitted_whole() -
         assert app.prompt.text == ""
 
 
+async def test_a_large_paste_with_cr_line_ends_counts_its_lines_and_is_sent_with_lf() -> None:
+    # What a terminal sends: each line ended by CR (tmux paste-buffer -p turns every LF into CR).
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        app.prompt.focus()
+        pasted = "".join(f"line {i} " + "x" * 60 + "\r" for i in range(3000))
+        app.post_message(events.Paste(pasted))
+        lf = pasted.replace("\r", "\n")
+        label = f"[pasted 3,000 lines, {len(lf.encode()) / 1024:.1f} KiB]"
+        await wait_until(pilot, lambda: app.prompt.text == label)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(app.submitted) == 1)
+        [sent] = app.submitted
+        assert "\r" not in sent and sent.count("\n") == 2999
+        assert sent == lf.rstrip("\n")
+
+
+async def test_a_small_paste_with_cr_or_crlf_line_ends_is_inserted_with_lf() -> None:
+    app = PromptHost()
+    async with app.run_test() as pilot:
+        app.prompt.focus()
+        app.post_message(events.Paste("one\rtwo\r\nthree"))
+        await wait_until(pilot, lambda: app.prompt.text == "one\ntwo\nthree")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.submitted == ["one\ntwo\nthree"])
+
+
 async def test_pastes_up_to_the_thresholds_are_inserted_as_they_are() -> None:
     app = PromptHost()
     async with app.run_test() as pilot:

@@ -9,6 +9,8 @@ and decides what a submitted text means.
 A large paste (more than ``LARGE_PASTE_LINES`` lines or ``LARGE_PASTE_CHARS`` characters) shows as
 one placeholder such as ``[pasted 3,000 lines, 195.3 KiB]``; the pasted text is kept and put back in
 place of its placeholder when the prompt is sent, so ``Submitted.text`` is the whole message.
+Every paste, of any size, has its line ends made LF first (terminals and ``tmux paste-buffer``
+send CR): the placeholder counts those lines and the model gets them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 from textual.widgets.text_area import Document
 
-from memory.text.terminal import strip_terminal
+from memory.text.terminal import line_count, strip_terminal
 from widgets.chat.sizes import size_label
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "Suggestion",
     "expand_pastes",
     "is_large_paste",
+    "lf_line_ends",
     "paste_label",
 ]
 
@@ -51,15 +54,21 @@ LARGE_PASTE_LINES = 10
 LARGE_PASTE_CHARS = 1_000
 
 
+def lf_line_ends(text: str) -> str:
+    """``text`` with each CR LF and lone CR made a LF: a terminal's paste ends its lines in CR
+    (``tmux paste-buffer -p`` turns every LF into one), which no model reads as a line break."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
 def is_large_paste(text: str) -> bool:
     """More than ``LARGE_PASTE_LINES`` lines or ``LARGE_PASTE_CHARS`` characters."""
-    return len(text) > LARGE_PASTE_CHARS or text.count("\n") + 1 > LARGE_PASTE_LINES
+    return len(text) > LARGE_PASTE_CHARS or line_count(text) > LARGE_PASTE_LINES
 
 
 def paste_label(text: str, taken: Mapping[str, str] | None = None) -> str:
     """The placeholder of a collapsed paste, e.g. ``[pasted 3,000 lines, 195.3 KiB]``; numbered
     (``[pasted #2 · …]``) when that label is in ``taken`` already."""
-    lines = text.count("\n") + 1
+    lines = max(1, line_count(text))  # a line break at the very end starts no further line
     size = size_label(len(text.encode("utf-8", "surrogatepass")))
     what = f"{lines:,} line{'s' if lines != 1 else ''}, {size}"
     label = f"[pasted {what}]"
@@ -229,7 +238,7 @@ class PromptInput(TextArea):
 
     def expanded_text(self) -> str:
         """The prompt's text with every paste placeholder replaced by its pasted text."""
-        return expand_pastes(self.text, self.pastes)
+        return lf_line_ends(expand_pastes(self.text, self.pastes))
 
     def submit(self) -> bool:
         """Send the text (as Enter does); False when empty or ``disabled_reason`` is set."""
@@ -246,19 +255,24 @@ class PromptInput(TextArea):
         self._draft = ""
         self._loaded_text = ""
         pastes = {label: pasted for label, pasted in self._pastes.items() if label in typed}
-        text = expand_pastes(typed, pastes)
+        # LF line ends (a recalled prompt may hold CRs: the document keeps the line ends it was
+        # loaded with); no trailing blank lines a paste brought, as the typed text has none.
+        text = lf_line_ends(expand_pastes(typed, pastes)).rstrip()
         self.clear()
         self.post_message(self.Submitted(text, typed if pastes else "", pastes))
         return True
 
     async def _on_paste(self, event: events.Paste) -> None:
-        if self.read_only or not is_large_paste(event.text):
-            return  # TextArea inserts it as it is
+        if self.read_only:
+            return
         event.prevent_default()  # not TextArea's insert as well
         event.stop()
-        label = paste_label(event.text, self._pastes)
-        self._pastes[label] = event.text
-        if result := self._replace_via_keyboard(label, *self.selection):
+        text = lf_line_ends(event.text)  # before the lines are counted, whatever the size
+        if is_large_paste(text):
+            label = paste_label(text, self._pastes)
+            self._pastes[label] = text
+            text = label
+        if result := self._replace_via_keyboard(text, *self.selection):
             self.move_cursor(result.end_location)
         self.focus()
 
