@@ -98,7 +98,7 @@ def build_panel_state(
 
     # The split at a glance (DESIGN §15): the cards the prompt's budget left out, reachable by
     # search_memory and recall; nothing when everything fits.
-    cut_note = cut_text(len(prompt.left_out)) if prompt.left_out else None
+    cut_note = cut_text(len(prompt.left_out), len(prompt.pinned_left_out)) if prompt.left_out else None
     return PanelState(
         project=cards("project", project_lines, trusted_project),
         user=cards("user", entries["user"], True),
@@ -148,9 +148,13 @@ def _conflicted(stores: MemoryStores, level: str, prompt: PromptIndex, trusted: 
     return tuple(out)
 
 
-def cut_text(left_out: int) -> str:
-    """The panel's line for a cut index: "312 cards not in the prompt"."""
-    return f"{left_out:,} {'card' if left_out == 1 else 'cards'} not in the prompt"
+def cut_text(left_out: int, pinned: int = 0) -> str:
+    """The panel's line for a cut index: "312 cards not in the prompt", and when more cards are
+    pinned than the budget holds, "; 12 pinned cards did not fit"."""
+    text = f"{left_out:,} {'card' if left_out == 1 else 'cards'} not in the prompt"
+    if pinned:
+        text += f"; {pinned:,} pinned {'card' if pinned == 1 else 'cards'} did not fit"
+    return text
 
 
 def index_files(merged: str) -> frozenset[Key]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from pydantic import BaseModel
 
@@ -139,13 +139,17 @@ def parse_index_lines(md_text: str) -> list[str]:
     return out
 
 
-def _overflow_line(hidden: dict[str, int]) -> str:
+def _overflow_line(hidden: dict[str, int], pinned: int = 0) -> str:
+    """The cut index's last line. ``pinned``: how many of the hidden notes are pinned (more
+    pins than the budget holds); said in a clause of its own at the end, "" when none."""
     total = sum(hidden.values())
     parts = ", ".join(f"{n} {level}" for level, n in hidden.items() if n)
     noun = "note" if total == 1 else "notes"
+    pins = f"; {pinned} pinned {'note' if pinned == 1 else 'notes'} did not fit" if pinned else ""
     return (
         f"({total} more {noun} not shown ({parts}); search_memory finds them by topic, and read_memory "
-        f'with filename "{INDEX_FILE}" and level "project" or "user" lists them all, paged with offset and limit.)'
+        f'with filename "{INDEX_FILE}" and level "project" or "user" lists them all, paged with offset and limit'
+        f"{pins}.)"
     )
 
 
@@ -212,16 +216,20 @@ def merge_index_lines(
     project_lines: Sequence[str],
     user_lines: Sequence[str],
     ranks: tuple[Sequence[int], Sequence[int]] | None = None,
+    pinned: tuple[Collection[int], Collection[int]] = ((), ()),
 ) -> str:
     """``merge_index`` of lines already filtered by ``parse_index_lines``.
 
     ``ranks``: per section, the positions of its lines in rank order (best first,
     memory/store/ranking.py). When the lines do not all fit, each section keeps its best-ranked
-    lines (without ``ranks``: its first ones), shown in file order (DESIGN §15)."""
+    lines (without ``ranks``: its first ones), shown in file order (DESIGN §15). ``pinned``: per
+    section, the positions of its pinned cards' lines; the overflow line says how many of them
+    did not fit."""
     named = [
         ("project", PROJECT_HEADER, list(project_lines), None if ranks is None else list(ranks[0])),
         ("user", USER_HEADER, list(user_lines), None if ranks is None else list(ranks[1])),
     ]
+    pins = [set(p) for p, (_, _, ls, _) in zip(pinned, named, strict=True) if ls]
     named = [s for s in named if s[2]]
     if not named:
         return ""
@@ -232,8 +240,8 @@ def merge_index_lines(
     orders = [order if order is not None and sorted(order) == list(range(len(ls))) else list(range(len(ls)))
               for _, _, ls, order in named]
 
-    # Reserve room for the overflow line at its longest (every note hidden).
-    worst = _overflow_line({level: len(ls) for level, _, ls, _ in named})
+    # Reserve room for the overflow line at its longest (every note hidden, every pin too).
+    worst = _overflow_line({level: len(ls) for level, _, ls, _ in named}, sum(len(p) for p in pins))
     n = len(named)
     # Every line costs its bytes + 1 ("\n"); the text has no trailing newline, hence the -1.
     # Fixed lines: headers, blank lines between sections, the blank line and the overflow line.
@@ -249,7 +257,8 @@ def merge_index_lines(
         (h, [ls[j] for j in sorted(order[:k])])
         for (_, h, ls, _), order, k in zip(named, orders, kept, strict=True)
     ]
-    return _render(sections, _overflow_line(hidden))
+    pins_out = sum(len(p.difference(order[:k])) for p, order, k in zip(pins, orders, kept, strict=True))
+    return _render(sections, _overflow_line(hidden, pins_out))
 
 
 SYSTEM_INDEX_FRAMING = f"""\

@@ -61,6 +61,8 @@ class PromptIndex(BaseModel):
     # (level, filename, why) of each card no prompt gets at all (does not parse, symlink, ...),
     # from the same listing (``memory index`` says them without listing the folder again).
     unindexed: tuple[tuple[Level, str, str], ...] = ()
+    # The pinned cards among ``left_out``: more pins than the budget holds (said, never silent).
+    pinned_left_out: tuple[str, ...] = ()
 
 
 class MemoryStores:
@@ -298,10 +300,14 @@ class MemoryStores:
             return PromptIndex(text=merge_index_lines(p_lines, u_lines), shown=frozenset(every), left_out=(),
                                unindexed=tuple(unindexed))
         ranks = (self._ranks(Level.PROJECT, project, keep), self._ranks(Level.USER, user, keep))
-        text = merge_index_lines(p_lines, u_lines, ranks)
+        pins = ([i for i, (_, c) in enumerate(project) if c[1] is not None and c[1].pinned],
+                [i for i, (_, c) in enumerate(user) if c[1] is not None and c[1].pinned])
+        text = merge_index_lines(p_lines, u_lines, ranks, pins)
         shown = frozenset(index_keys(text))
-        return PromptIndex(text=text, shown=shown, left_out=tuple(k for k in every if k not in shown),
-                           unindexed=tuple(unindexed))
+        pinned = {f"project/{project[i][1][0]}" for i in pins[0]} | {f"user/{user[i][1][0]}" for i in pins[1]}
+        left_out = tuple(k for k in every if k not in shown)
+        return PromptIndex(text=text, shown=shown, left_out=left_out, unindexed=tuple(unindexed),
+                           pinned_left_out=tuple(k for k in left_out if k in pinned))
 
     def _ranks(self, level: Level, section: Sequence[tuple[str, CardKey]], keep: Collection[str]) -> list[int]:
         if not section:

@@ -409,6 +409,10 @@ class CardBrowser(Screen[None]):
             out = sum(1 for row in self._rows if not row.in_prompt)
             if out:
                 parts.append(f" · {out:,} not in the prompt")
+        # More pins than the prompt's budget holds: said, never dropped silently.
+        pins = sum(1 for r in self._rows if r.pinned and not r.in_prompt and not r.untrusted and r.broken is None)
+        if pins:
+            parts.append((f" · {pins:,} pinned {'card' if pins == 1 else 'cards'} did not fit", "bold $text-warning"))
         if self.sort_by != SORTS[0]:
             parts.append(f" · sort: {self.sort_by}")
         if self.filter_text.strip():
