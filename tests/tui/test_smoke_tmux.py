@@ -24,6 +24,7 @@ import pytest
 
 from tests.support.clitools import MEMORY_MODEL, MODEL, ROOT, cli_env, create_op, ops_answer
 from tests.support.fakeapi import FakeAnthropic, text
+from widgets.dialogs.decision import QUIET_S, SETTLE_S
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -140,6 +141,16 @@ def start_app(tmux: Tmux, server: FakeAnthropic, workspace: Path, *flags: str, e
                          "the app to be ready")
 
 
+def colour_env(server: FakeAnthropic, no_color: bool) -> dict[str, str]:
+    """The app's environment with NO_COLOR (https://no-color.org) set, or surely unset."""
+    env = {k: v for k, v in cli_env(server).items() if k != "NO_COLOR"}
+    return env | {"NO_COLOR": "1"} if no_color else env
+
+
+# Each drawing path once in colour and once as NO_COLOR's monochrome (Textual filters every segment).
+COLOURS = pytest.mark.parametrize("no_color", [False, True], ids=["colour", "NO_COLOR"])
+
+
 def ask(tmux: Tmux, server: FakeAnthropic, prompt: str) -> None:
     tmux.send_text(prompt)
     tmux.wait_for(lambda s: prompt in s, "the typed prompt to show")
@@ -158,14 +169,15 @@ def quit_app(tmux: Tmux) -> None:
     assert state[1] == "0", f"exit status {state[1]}; screen:\n{tmux.screen()}"
 
 
+@COLOURS
 def test_typed_prompt_streams_answer_and_panel_shows_the_card_the_turn_created(
-    tmux: Tmux, workspace: Path
+    tmux: Tmux, workspace: Path, no_color: bool
 ) -> None:
     with FakeAnthropic() as server:
         server.script(MODEL, text(ANSWER))
         server.script(MEMORY_MODEL, text(ops_answer(create_op(
             CARD_TITLE, "Run `make build` at the repository root.", summary="make build builds it"))))
-        start_app(tmux, server, workspace)
+        start_app(tmux, server, workspace, env=colour_env(server, no_color))
         ask(tmux, server, PROMPT)
         tmux.wait_for(lambda s: ANSWER in s, "the answer on screen")
         # The answer never names the card: seeing its title means the panel re-read the store.
@@ -195,18 +207,46 @@ def test_escape_sequences_in_an_answer_never_reach_the_real_terminal(tmux: Tmux,
         quit_app(tmux)
 
 
+def test_a_bracketed_paste_with_cr_line_ends_is_collapsed_and_sent_with_lf(
+    tmux: Tmux, workspace: Path, tmp_path: Path
+) -> None:
+    # A terminal's paste ends each line in CR: `paste-buffer -p` sends the buffer bracketed, its
+    # LFs made CRs (this buffer has CRs only already).
+    lines = [f"pasted line {i:04d} " + "x" * 40 for i in range(3000)]
+    buffer = tmp_path / "paste.txt"
+    buffer.write_bytes("".join(f"{line}\r" for line in lines).encode())
+    with FakeAnthropic() as server:
+        server.script(MODEL, text(ANSWER))
+        server.script(MEMORY_MODEL, text("[]"))
+        start_app(tmux, server, workspace)
+        tmux.run("load-buffer", "-b", "crpaste", str(buffer))
+        tmux.run("paste-buffer", "-p", "-d", "-b", "crpaste", "-t", tmux.target)
+        tmux.wait_for(lambda s: "[pasted 3,000 lines," in s, "the paste's placeholder")
+        tmux.send_key("Enter")
+        server.wait_for_requests(1, model=MODEL, timeout=15)
+        screen = tmux.wait_for(lambda s: ANSWER in s, "the answer")
+        assert "Traceback" not in screen
+        [request] = server.requests_for(MODEL)
+        sent = request.body["messages"][-1]["content"][-1]["text"]
+        assert "\r" not in sent and sent.count("\n") == 2999
+        assert sent == "\n".join(lines)
+        quit_app(tmux)
+        assert not server.errors, server.errors[0]
+
+
 def _cards(workspace: Path) -> list[Path]:
     return [p for p in (workspace / ".PseudoClaude" / "memory").glob("*.md") if p.name != "MEMORY.md"]
 
 
-def test_pending_screen_in_review_mode_approves_a_held_op(tmux: Tmux, workspace: Path) -> None:
+@COLOURS
+def test_pending_screen_in_review_mode_approves_a_held_op(tmux: Tmux, workspace: Path, no_color: bool) -> None:
     with FakeAnthropic() as server:
         server.script(MODEL, text(ANSWER))
         server.script(MEMORY_MODEL, text(ops_answer(
             create_op(CARD_TITLE, "Run `make build` at the repository root.", summary="make build builds it"),
             create_op("Tests need Docker", "The integration suite starts containers.", summary="docker needed"),
         )))
-        start_app(tmux, server, workspace, "--memory", "review")
+        start_app(tmux, server, workspace, "--memory", "review", env=colour_env(server, no_color))
         ask(tmux, server, PROMPT)
         tmux.wait_for(lambda s: "held for review" in s, "the held job in the panel")
         tmux.send_text("/pending")
@@ -216,6 +256,8 @@ def test_pending_screen_in_review_mode_approves_a_held_op(tmux: Tmux, workspace:
         tmux.wait_for(lambda s: f"[held] create · project · {CARD_TITLE}" in s, "the held operations")
         tmux.send_key("Down")
         tmux.wait_for(lambda s: "New card:" in s, "the first op's detail")
+        # A person reads it first: a key is an answer only after the typing paused (DecisionGate).
+        time.sleep(SETTLE_S + QUIET_S)
         tmux.send_text("a")
         screen = tmux.wait_for(lambda s: "wrote 1 change(s)" in s, "the approval's outcome")
         assert "Traceback" not in screen
