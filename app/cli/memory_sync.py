@@ -17,7 +17,10 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
 def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    cmd("sync", "pull the user store from user_memory_remote (rebase), rebuild its index, commit and push")
+    p = cmd("sync", "pull the user store from user_memory_remote (rebase), rebuild its index, commit and push")
+    p.add_argument("--accept-rewrite", action="store_true",
+                   help="take a remote whose history was rewritten (refused otherwise): this machine's changes "
+                        "since the last sync are replayed on it")
 
 
 def sync(stores: MemoryStores, args: argparse.Namespace) -> int:
@@ -35,7 +38,7 @@ def sync(stores: MemoryStores, args: argparse.Namespace) -> int:
         print(f"pseudoclaude: no user_memory_remote is set in {config_file_path()}; set it to a git URL or a "
               "local bare repository", file=sys.stderr)
         return EXIT_ERROR
-    result = sync_user_store(stores, settings.user_memory_remote)
+    result = sync_user_store(stores, settings.user_memory_remote, accept_rewrite=args.accept_rewrite)
     if result.ok:
         print(result.line)
         return EXIT_OK

@@ -161,9 +161,10 @@ def merge_draft(conflict: CardConflict) -> CardDraft:
     """"Edit the merge": the fields of our side (of theirs when ours does not parse); the body
     that side's, then, when anything differs, the other version under ``MERGE_MARK`` (its
     differing fields, then its body) for the person to merge by hand. Never git's markers."""
-    first, second, which = conflict.ours, conflict.theirs, "theirs"
+    names = conflict.names()
+    first, second, which = conflict.ours, conflict.theirs, names[1]
     if conflict.ours.problem and not conflict.theirs.problem:
-        first, second, which = conflict.theirs, conflict.ours, "ours"
+        first, second, which = conflict.theirs, conflict.ours, names[0]
     a, b = first.draft, second.draft
     fields: list[str] = []
     if not second.problem:  # an unparsed side's fields are borrowed: only its text is its own
@@ -173,7 +174,7 @@ def merge_draft(conflict: CardConflict) -> CardDraft:
                 fields.append(f"{name}: {other}")
     if not fields and a.body == b.body:
         return a
-    label = f"{which} · {second.label}" if second.label else which
+    label = f"{which.name} · {which.detail}" if which.detail else which.name
     head = f"{MERGE_MARK} ({label}): merge it into the text above, then delete from this line down ▼▼▼"
     block = "\n".join([head, *fields])
     body = f"{a.body.rstrip()}\n\n{block}\n\n{b.body}" if a.body.strip() else f"{block}\n\n{b.body}"

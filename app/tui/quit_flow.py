@@ -3,8 +3,9 @@
 Nothing here waits on the store or a thread without a bound: the drain gets at most
 ``QUIT_DRAIN_S`` and the close ``QUIT_CLOSE_S`` more; then the app exits whatever still runs (a job
 cut off stays spooled, a transaction recovers at next start). With ``user_memory_remote`` set,
-one last sync of the user store follows (at most ``sync_flow.QUIT_SYNC_S``); its failure is said
-in the terminal after the app exits. A second Ctrl+Q leaves at once.
+one last sync of the user store follows (at most ``sync_flow.QUIT_SYNC_S``, a sync still running
+then included; cut off, its git is killed with what it started); its failure is said in the
+terminal after the app exits. A second Ctrl+Q leaves at once.
 """
 
 from __future__ import annotations

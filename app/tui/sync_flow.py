@@ -8,7 +8,9 @@ The user store's sync with ``user_memory_remote``: once after the first frame (a
 never on the event loop and never in a turn's way (a thread; the sync takes the stores' lock
 only for its own writes). A failure is one line in the panel, replaced by the next outcome, and
 is retried on a timer and after a batch applied to the user store; a retry never overlaps a
-running sync. At quit one last sync pushes the session's batches, cut off after ``QUIT_SYNC_S``.
+running sync. At quit one last sync pushes the session's batches, cut off after ``QUIT_SYNC_S``
+(a sync still running then included): cut off, or when the app ends any other way, every git a
+sync started is killed with its process group, so no ssh it started outlives the app.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from textual.timer import Timer
 
     from app.tui.app import PseudoClaudeApp
+    from memory.sharing.git import GitCancel
     from memory.sharing.sync import SyncResult
 
 __all__ = ["QUIT_SYNC_S", "RETRY_S", "SYNC_TIMEOUT_S", "SharingFlow", "in_daemon_thread"]
@@ -36,7 +39,7 @@ T = TypeVar("T")
 
 RETRY_S = 300.0  # a failed sync is tried again this much later (and after a user-store batch)
 SYNC_TIMEOUT_S = 60.0  # each git call of a sync while the app runs
-QUIT_SYNC_S = 10.0  # the sync at quit, all of it: then the app leaves (local cards stay)
+QUIT_SYNC_S = 4.0  # the sync at quit, a running one's end included: then the app leaves (local cards stay)
 
 
 async def in_daemon_thread(fn: Callable[[], T]) -> T:
@@ -82,6 +85,8 @@ class SharingFlow:
         self.syncs = 0  # syncs finished (tests wait on it)
         self.last: SyncResult | None = None
         self._sync_lock: asyncio.Lock | None = None
+        self._cancels: set[GitCancel] = set()  # one per sync running or waiting for its turn
+        self._stopped = False
 
     # -- outside changes -------------------------------------------------------------------------
 
@@ -131,21 +136,40 @@ class SharingFlow:
         """Sync the user store with ``user_memory_remote`` (DESIGN §16), in a daemon thread: a
         remote that hangs past every bound must not keep the process from ending. One sync at a
         time (a second waits for the first). Never raises: a failure is a failed SyncResult."""
+        from memory.sharing.git import GitCancel
+        from memory.sharing.sync import SyncResult
+
         bridge = self.app.bridge
         if self._sync_lock is None:
             self._sync_lock = asyncio.Lock()
-        async with self._sync_lock:
-            result = await in_daemon_thread(lambda: self._sync_in_thread(timeout))
+        cancel = GitCancel()
+        self._cancels.add(cancel)
+        if self._stopped:
+            cancel.cancel()
+        try:
+            async with self._sync_lock:
+                if cancel.cancelled:  # the app is leaving: no git started any more
+                    return SyncResult(ok=False, line="memory sync: cancelled (the app is leaving)")
+                result = await in_daemon_thread(lambda: self._sync_in_thread(timeout, cancel))
+        finally:
+            self._cancels.discard(cancel)
         bridge.sync_status = (result.line, not result.ok)
         return result
 
-    def _sync_in_thread(self, timeout: float) -> SyncResult:
+    def stop(self) -> None:
+        """The app is leaving: each sync's git is killed with its process group (no ssh it started
+        outlives the app), and no sync starts a git any more."""
+        self._stopped = True
+        for cancel in list(self._cancels):
+            cancel.cancel()
+
+    def _sync_in_thread(self, timeout: float, cancel: GitCancel) -> SyncResult:
         from memory.sharing.sync import SyncResult, sync_user_store
 
         bridge = self.app.bridge
         sync = bridge.sync_user_store or sync_user_store
         try:
-            return sync(bridge.stores, bridge.sync_remote, timeout=timeout)
+            return sync(bridge.stores, bridge.sync_remote, timeout=timeout, cancel=cancel)
         except Exception as e:  # the sync promises not to raise; a bug must still not crash the app
             log.warning("user store sync failed: %s", e)
             return SyncResult(ok=False, line=f"user store not synced: {type(e).__name__}: {e}")
@@ -179,8 +203,13 @@ class SharingFlow:
             self._retry.stop()
         task = asyncio.ensure_future(self.sync_user(QUIT_SYNC_S))
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        finished, _ = await asyncio.wait({task}, timeout=QUIT_SYNC_S)
+        try:
+            finished, _ = await asyncio.wait({task}, timeout=QUIT_SYNC_S)
+        except asyncio.CancelledError:  # Ctrl+Q again: leaving at once
+            self.stop()
+            raise
         if not finished:
+            self.stop()
             return f"user store not synced at quit: no answer within {QUIT_SYNC_S:g} s (local cards are kept)"
         result = task.result()
         return None if result.ok else one_line(f"user store not synced at quit: {result.line}", 300)

@@ -30,6 +30,7 @@ from memory.store.noteparse import sha256
 from memory.store.store import GIT_FILES, TRASH_DIR, filename_problem, render_index
 from memory.store.stores import MemoryStores
 from memory.store.transaction import TransactionError, rebuild_indexes_locked
+from memory.text.conflict_sides import by_machine, side_names
 from memory.text.names import quote, sanitize_summary, sanitize_title
 
 
@@ -173,9 +174,12 @@ def _side(text: str) -> str:
 def conflict_message(note: Note) -> str:
     """A conflicted card's finding, naming both versions (DESIGN §16)."""
     assert note.conflict is not None
+    sides = note.conflict
+    first, second = side_names(sides.ours_label, sides.theirs_label)
+    where = f"on {first.name} and on {second.name}" if by_machine((first, second)) else "on two branches"
     return (
-        f"{note.level} store: {note.filename} is conflicted (changed on two branches): "
-        f"ours: {_side(note.conflict.ours)}, theirs: {_side(note.conflict.theirs)}; "
+        f"{note.level} store: {note.filename} is conflicted (changed {where}): "
+        f"{first.name}: {_side(sides.ours)}, {second.name}: {_side(sides.theirs)}; "
         "resolve it in the card editor or with `memory apply` of an update"
     )
 

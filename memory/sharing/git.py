@@ -4,17 +4,23 @@ A project store sits in a repository someone else may have written (a clone): it
 name hooks, an fsmonitor, a pager or an ssh command. Every call here turns those off on the
 command line, never asks on the terminal (a sync must fail with one line, not hang on a
 password prompt), and reads output as bytes decoded leniently.
+
+Each git runs in a process group of its own: a call that outlives its bound, is cancelled
+(``GitCancel``) or is interrupted kills that whole group, so no ssh or helper git started is left
+behind it.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["GitError", "GitResult", "git", "git_available", "repo_root"]
+__all__ = ["GitCancel", "GitError", "GitResult", "git", "git_available", "repo_root"]
 
 # What a repository's own config may not do to us.
 _SAFE = (
@@ -29,6 +35,7 @@ _SAFE = (
     "-c", "color.ui=false",
 )
 DEFAULT_TIMEOUT = 60.0
+REAP_S = 2.0  # after its group was killed, reading what git wrote gets this long
 
 
 class GitError(Exception):
@@ -52,6 +59,58 @@ class GitResult:
             if lines:
                 return lines[-1].removeprefix("fatal: ").removeprefix("error: ")[:300]
         return f"git exited with {self.code}"
+
+
+class GitCancel:
+    """Stops the git calls of one job from another thread: ``cancel()`` kills the process group
+    of each call running (git and what it started: ssh, a credential helper), and every later
+    call fails at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._running: set[subprocess.Popen[bytes]] = set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            running = list(self._running)
+        for proc in running:
+            _kill_group(proc)
+
+    def _enter(self, proc: subprocess.Popen[bytes]) -> bool:
+        with self._lock:
+            if self._cancelled:
+                return False
+            self._running.add(proc)
+            return True
+
+    def _leave(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._running.discard(proc)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL to git's process group (git leads it): whatever git started dies with it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for a killed git, bounded: a child that left the group may hold its pipes open."""
+    try:
+        proc.communicate(timeout=REAP_S)
+    except subprocess.TimeoutExpired:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()
 
 
 def git_available() -> bool:
@@ -88,29 +147,48 @@ def git(
     timeout: float = DEFAULT_TIMEOUT,
     env: dict[str, str] | None = None,
     input: bytes | None = None,
+    cancel: GitCancel | None = None,
 ) -> GitResult:
     """``git <args>`` in ``cwd``. ``check``: a non-zero exit raises GitError with git's reason.
-    Raises GitError when git is missing or the command outlives ``timeout``."""
+    Raises GitError when git is missing, the command outlives ``timeout`` or ``cancel`` stops it
+    (its whole process group killed)."""
+    name = args[0] if args else ""
     try:
-        done = subprocess.run(
+        proc = subprocess.Popen(
             ["git", *_SAFE, *args],
             cwd=cwd,
             env=_env(env),
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-            input=input,
-            stdin=None if input is not None else subprocess.DEVNULL,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group, killed whole (and no terminal to ask on)
         )
     except FileNotFoundError:
         raise GitError("git is not installed (or not on PATH)") from None
-    except subprocess.TimeoutExpired:
-        raise GitError(f"git {args[0] if args else ''} did not finish within {timeout:g} s") from None
     except OSError as e:
         raise GitError(f"cannot run git: {e.strerror or e}") from None
-    result = GitResult(done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
+    if cancel is not None and not cancel._enter(proc):
+        _kill_group(proc)
+        _reap(proc)
+        raise GitError(f"git {name} was cancelled")
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        _reap(proc)
+        raise GitError(f"git {name} did not finish within {timeout:g} s") from None
+    except BaseException:  # interrupted (Ctrl+C does not reach git's own group): no git left running
+        _kill_group(proc)
+        _reap(proc)
+        raise
+    finally:
+        if cancel is not None:
+            cancel._leave(proc)
+    if cancel is not None and cancel.cancelled and proc.returncode < 0:
+        raise GitError(f"git {name} was cancelled")
+    result = GitResult(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
     if check and not result.ok:
-        raise GitError(f"git {args[0] if args else ''}: {result.reason()}")
+        raise GitError(f"git {name}: {result.reason()}")
     return result
 
 

@@ -1,18 +1,21 @@
 """``memory sync``: the user store as a git repository kept in step with ``user_memory_remote``
 (DESIGN §16).
 
-One sync: commit this machine's changes, fetch, refuse a remote whose history was rewritten to
-lose cards this machine has, rebase the local commits onto the remote (a card changed on both
-machines is left conflicted, with both versions, for a person), rebuild ``MEMORY.md``, push, and
-record the remote commit it is now in step with. The store's lock is held while the work tree
-changes, never over the network. Nothing here raises for a git or I/O failure: the result says
-what happened in one line, and every local card is in a local commit before anything else runs.
+One sync: commit this machine's changes, fetch, refuse a remote whose history was rewritten (it
+no longer holds the commit this machine last synced with) unless the person said to take it,
+rebase the local commits onto the remote (a card changed on both machines is left conflicted,
+with both versions, for a person), rebuild ``MEMORY.md``, push, and record the remote commit it
+is now in step with. No card with conflict-marker lines is committed, and no commit holding
+one is pushed. The store's lock is held while the work tree changes, never over the network.
+Nothing here raises for a git or I/O failure: the result says what happened in one line, and
+every local card is in a local commit before anything else runs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,13 +25,14 @@ from pathlib import Path
 import filelock
 
 from memory.constants import INDEX_FILE, Level
-from memory.sharing.git import GitError, GitResult, git, git_available
+from memory.sharing.git import GitCancel, GitError, GitResult, git, git_available
 from memory.store import journal
 from memory.store.conflict import has_conflict
 from memory.store.locks import file_lock
 from memory.store.store import GIT_FILES, StoreError
 from memory.store.stores import MemoryStores
 from memory.store.transaction import TransactionError, rebuild_indexes_locked
+from memory.text.conflict_sides import local_label, remote_label
 from memory.text.lines import one_line
 from memory.text.redact import redact_url_credentials
 
@@ -52,6 +56,10 @@ REMOTE_REF = "refs/remotes/origin/main"
 SYNCED_REFS = "refs/pseudoclaude/synced"
 FALLBACK_NAME, FALLBACK_EMAIL = "PseudoClaude", "pseudoclaude@localhost"
 _UNMERGED = ("UU", "AA", "DU", "UD", "AU", "UA", "DD")
+# git's conflict markers at their default size, one line each, as git grep and git log -G read
+# them (ERE). ``=======`` exactly: a longer run of "=" underlines a Markdown heading.
+MARKER_REGEX = r"^((<{7}|>{7}|\|{7})([[:space:]].*)?|={7}[[:space:]]*)$"
+_CARD_SPECS = (":(glob)*.md", ":(exclude)MEMORY.md")
 MAX_REBASE_STEPS = 10_000  # one per replayed commit; a bound, not a limit anyone reaches
 # What a user's or the repository's config may not change about a sync: where conflict
 # markers look the way conflict.py reads them, no recorded resolutions replayed, no stash
@@ -170,11 +178,13 @@ def _plural(n: int, word: str) -> str:
 class _Repo:
     dir: Path
     timeout: float
+    cancel: GitCancel | None = None
 
     def run(
         self, *args: str, check: bool = True, env: dict[str, str] | None = None, input: bytes | None = None
     ) -> GitResult:
-        res = git(self.dir, *_CFG, *args, check=False, timeout=self.timeout, env=env, input=input)
+        res = git(self.dir, *_CFG, *args, check=False, timeout=self.timeout, env=env, input=input,
+                  cancel=self.cancel)
         if check and not res.ok:
             # Named by its subcommand (git.py would name the first ``-c``).
             raise GitError(f"git {args[0] if args else ''}: {_reason(res)}")
@@ -212,6 +222,17 @@ class _Repo:
         out = self.run("diff", "--name-only", "-z", "--no-renames", old, new).out
         return [p for p in out.split("\0") if p]
 
+    def with_markers(self, paths: list[str], rev: str | None) -> list[str]:
+        """The files among ``paths`` holding a conflict-marker line: as staged (``rev`` None) or at ``rev``."""
+        found: list[str] = []
+        for i in range(0, len(paths), 500):  # a command line of bounded length
+            res = self.run("grep", "-l", "-z", "-a", "-E", "-e", MARKER_REGEX, "--cached" if rev is None else rev,
+                           "--", *paths[i:i + 500], check=False, env={"GIT_LITERAL_PATHSPECS": "1"})
+            if res.code not in (0, 1):
+                raise GitError(f"git grep: {_reason(res)}")
+            found += [p.removeprefix(f"{rev}:") if rev else p for p in res.out.split("\0") if p]
+        return sorted(found)
+
 
 def _host() -> str:
     try:
@@ -224,13 +245,15 @@ def _host() -> str:
 
 
 class _Sync:
-    def __init__(self, stores: MemoryStores, remote: str, timeout: float) -> None:
+    def __init__(self, stores: MemoryStores, remote: str, timeout: float, *, accept_rewrite: bool = False,
+                 cancel: GitCancel | None = None) -> None:
         self.stores = stores
         self.remote = remote
         self.short = short_remote(remote)
         self.synced = synced_ref(remote)
         self.timeout = timeout
-        self.repo = _Repo(stores.user.dir, timeout)
+        self.accept_rewrite = accept_rewrite
+        self.repo = _Repo(stores.user.dir, timeout, cancel)
         self.host = _host()
         self.pulled: set[str] = set()
         self.pushed = 0
@@ -309,6 +332,12 @@ class _Sync:
         self.repo.run("add", "-A")
         staged = self.repo.run("diff", "--cached", "--name-only", "-z", "--no-renames").out
         paths = [p for p in staged.split("\0") if p]
+        marked = self.repo.with_markers([p for p in paths if is_card_path(p)], None)
+        if marked:
+            it = "it" if len(marked) == 1 else "each"
+            raise _Fail(f"memory sync: refused to commit {_plural(len(marked), 'card')} with conflict-marker lines "
+                        f"(<<<<<<<, =======, >>>>>>>): {_names(marked)}; keep one version in {it} and delete "
+                        "the marker lines, the next sync commits and pushes")
         if paths:
             message = commit_message(paths, self.host).encode()
             self.repo.run("commit", "-q", "--no-verify", "-F", "-", env=self.repo.identity_env(), input=message)
@@ -323,30 +352,45 @@ class _Sync:
         return self.repo.rev(REMOTE_REF)
 
     def check_rewrite(self, remote_head: str | None) -> str | None:
-        """Refuse a remote that lost cards since the last sync in a rewritten history (before
-        the work tree is touched). The commit to replay local work from, or None for all of it."""
+        """Refuse a remote whose history no longer holds the commit this machine last synced
+        with (before the work tree is touched), unless ``accept_rewrite``. The commit to replay
+        local work from, or None for all of it."""
         synced = self.repo.rev(self.synced)
         if synced is None:
             return None
         if remote_head is not None and self.repo.is_ancestor(synced, remote_head):
             return None  # a normal descendant: deletions there are someone's edits, and sync
-        local = {p for p in self.stores.user.note_names()}
-        lost = lost_cards(self.repo.tree(synced), self.repo.tree(remote_head) if remote_head else [], local)
-        if lost:
-            raise _Fail(
-                f"memory sync: refused: {self.short} lost {_plural(len(lost), 'card')} this machine has "
-                f"({_names(lost)}); its history was rewritten. Nothing was changed here; fix the remote "
-                "or push from here with git"
-            )
-        # Rewritten without loss: only this machine's commits since that sync are replayed.
+        if not self.accept_rewrite:
+            raise _Fail(self.rewrite_line(synced, remote_head))
+        # Taken as the person said: only this machine's commits since that sync are replayed.
         head = self.repo.rev("HEAD")
         return synced if head is not None and self.repo.is_ancestor(synced, head) else None
+
+    def rewrite_line(self, synced: str, remote_head: str | None) -> str:
+        """Why a rewritten remote is refused, the cards taking it would change here, and what to do."""
+        remote_tree = self.repo.tree(remote_head) if remote_head else []
+        local = set(self.stores.user.note_names())
+        lost = lost_cards(self.repo.tree(synced), remote_tree, local)
+        there = set(remote_tree)
+        changed = [p for p in self.repo.changed(synced, remote_head)
+                   if is_card_path(p) and p not in lost and (p in local or p in there)]
+        what = []
+        if changed:
+            what.append(f"taking it would change {_plural(len(changed), 'card')} here ({_names(changed)})")
+        if lost:
+            what.append(f"it lost {_plural(len(lost), 'card')} this machine has ({_names(lost)})")
+        store = shlex.quote(str(self.repo.dir))
+        return (f"memory sync: refused: the remote's history was rewritten ({self.short} no longer holds the commit "
+                f"this machine last synced with); {'; '.join(what) or 'no card differs'}. Nothing was changed here: "
+                "`pseudoclaude memory sync --accept-rewrite` takes the remote's history (this machine's changes "
+                f"since are replayed on it), `git -C {store} push --force origin {BRANCH}` puts this machine's back")
 
     def push(self, remote_head: str | None) -> None:
         for attempt in (1, 2):
             head = self.repo.rev("HEAD")
             if head is None or head == remote_head:
                 return
+            head = self.without_markers(remote_head, head)
             ahead = self.repo.run("rev-list", "--count", head if remote_head is None else f"{remote_head}..{head}")
             res = self.repo.run("push", "-q", "--no-verify", "origin", f"{head}:refs/heads/{BRANCH}", check=False)
             if res.ok:
@@ -365,6 +409,26 @@ class _Sync:
                 raise _Fail(f"memory sync: {_plural(len(conflicted), 'card')} changed on two machines now "
                             f"conflicted ({_names(conflicted)}); resolve them, the next sync pushes", conflicted)
         raise _Fail(f"memory sync: push to {self.short} refused: {_reason(res)}")
+
+    def without_markers(self, remote_head: str | None, head: str) -> str:
+        """Refuse to push a card holding a conflict-marker line; the commits a conflict left
+        its markers in (resolved since) go as one commit of where they led. The head to push."""
+        cards = [p for p in self.repo.changed(remote_head, head) if is_card_path(p)]
+        marked = self.repo.with_markers(cards, head)
+        if marked:
+            raise _Fail(f"memory sync: refused to push: {_plural(len(marked), 'card')} committed with "
+                        f"conflict-marker lines ({_names(marked)}); keep one version and delete the marker "
+                        "lines, the next sync pushes")
+        span = head if remote_head is None else f"{remote_head}..{head}"
+        if not self.repo.run("log", "--format=%H", "-G", MARKER_REGEX, span, "--", *_CARD_SPECS).out.strip():
+            return head
+        parents = [] if remote_head is None else ["-p", remote_head]
+        message = commit_message(cards, self.host).encode()
+        one = self.repo.run("commit-tree", f"{head}^{{tree}}", *parents, "-F", "-", env=self.repo.identity_env(),
+                            input=message).out.strip()
+        self.repo.run("update-ref", "-m", "memory sync: a resolved conflict's commits in one",
+                      f"refs/heads/{BRANCH}", one, head)
+        return one
 
     # -- integration -----------------------------------------------------------------------------
 
@@ -449,17 +513,19 @@ class _Sync:
             if 1 not in temps:  # added on both machines: no common version
                 temps[1] = self.repo.dir / f"{temps[2].name}.base"
                 temps[1].write_bytes(b"")
-            remote_label, local_label = f"remote {self.short}", f"this machine {one_line(self.host, 40)}".strip()
-            ours, theirs = temps[2].read_bytes(), temps[3].read_bytes()
+            # This machine's version above the markers' ``=======`` (git's "ours" in a merge),
+            # the remote's below; each labelled by machine, which is how the app names them.
+            mine_label, remote = local_label(one_line(self.host, 40)), remote_label(self.short)
+            mine, theirs = temps[3].read_bytes(), temps[2].read_bytes()
             # In place: the result replaces the first file.
-            res = self.repo.run("merge-file", "-L", remote_label, "-L", "base", "-L", local_label,
-                                str(temps[2]), str(temps[1]), str(temps[3]), check=False)
-            result = temps[2].read_bytes()
+            res = self.repo.run("merge-file", "-L", mine_label, "-L", "base", "-L", remote,
+                                str(temps[3]), str(temps[1]), str(temps[2]), check=False)
+            result = temps[3].read_bytes()
             if res.code == 0 or (0 < res.code < 128 and has_conflict(result.decode("utf-8", "replace"))):
                 return result
             # merge-file could not (binary content): both versions whole.
-            return (f"<<<<<<< {remote_label}\n".encode() + _with_newline(ours) + b"=======\n"
-                    + _with_newline(theirs) + f">>>>>>> {local_label}\n".encode())
+            return (f"<<<<<<< {mine_label}\n".encode() + _with_newline(mine) + b"=======\n"
+                    + _with_newline(theirs) + f">>>>>>> {remote}\n".encode())
         finally:
             for f in temps.values():
                 f.unlink(missing_ok=True)
@@ -492,9 +558,12 @@ def _sync_lock(stores: MemoryStores, timeout: float) -> Iterator[None]:
         lock.release()
 
 
-def sync_user_store(stores: MemoryStores, remote: str, *, timeout: float = 60.0) -> SyncResult:
+def sync_user_store(stores: MemoryStores, remote: str, *, timeout: float = 60.0, accept_rewrite: bool = False,
+                    cancel: GitCancel | None = None) -> SyncResult:
     """Keep the user store in step with ``remote`` (see the module's docstring). Never raises
-    for a git, lock or I/O failure: ``ok`` False and one line."""
+    for a git, lock or I/O failure: ``ok`` False and one line. ``accept_rewrite``: take a remote
+    whose history was rewritten (this machine's commits since the last sync replayed on it).
+    ``cancel``: stops the sync from another thread (each git's process group killed)."""
     remote = remote.strip()
     problem = remote_problem(remote)
     if problem is not None:
@@ -503,7 +572,7 @@ def sync_user_store(stores: MemoryStores, remote: str, *, timeout: float = 60.0)
         return SyncResult(ok=False, line="memory sync: git is not installed (or not on PATH)")
     try:
         with _sync_lock(stores, timeout):
-            return _Sync(stores, remote, timeout).run()
+            return _Sync(stores, remote, timeout, accept_rewrite=accept_rewrite, cancel=cancel).run()
     except _Fail as e:
         return SyncResult(ok=False, line=e.line, pulled=e.pulled, conflicted=e.conflicted)
     except (GitError, TransactionError, StoreError) as e:

@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 
 def git(cwd: Path, *args: str) -> str:
     """Run ``git *args`` in ``cwd``; its stdout (asserts it succeeded)."""
@@ -63,3 +65,28 @@ def commit_all(repo: Path, message: str) -> str:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", message)
     return git(repo, "rev-parse", "HEAD").strip()
+
+
+def hanging_ssh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``GIT_SSH_COMMAND`` as a transport that never answers: a script that starts a child and
+    waits, both PIDs appended to the returned file. No network: the host is never looked up."""
+    pids = tmp_path / "ssh-pids"
+    script = tmp_path / "hanging-ssh"
+    script.write_text(f"#!/bin/sh\nsleep 120 &\necho $! >> '{pids}'\necho $$ >> '{pids}'\nwait\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("GIT_SSH_COMMAND", str(script))
+    return pids
+
+
+def started(pids: Path) -> list[int]:
+    """The PIDs ``hanging_ssh``'s script wrote so far."""
+    return [int(n) for n in pids.read_text().split()] if pids.exists() else []
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"

@@ -13,23 +13,27 @@ import json
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Button, Static
 
 from app.tui import sync_flow
 from app.tui.messages import MemoryEventMessage
 from memory.constants import Level
 from memory.events import JobApplied
 from memory.model import Action, AppliedOp
-from memory.sharing.sync import SyncResult
+from memory.sharing.sync import SyncResult, sync_user_store
 from memory.store.store import StoreError
 from memory.store.stores import MemoryStores
 from tests.support.fakeapi import FakeAnthropic, text
-from tests.support.gittools import clone, commit_all, git, git_run, new_repo
+from tests.support.gittools import alive, clone, commit_all, git, git_run, hanging_ssh, new_repo, started
 from tests.support.memtools import create, trust_workspace, write_note
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
+from tests.tui.test_app_card_screens import open_cards
+from widgets.cards.resolve import ResolveModal
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -206,7 +210,7 @@ class FakeSync:
         self.most = 0
         self._lock = threading.Lock()
 
-    def __call__(self, stores: MemoryStores, remote: str, *, timeout: float) -> SyncResult:
+    def __call__(self, stores: MemoryStores, remote: str, *, timeout: float, cancel: Any = None) -> SyncResult:
         with self._lock:
             self.running += 1
             self.most = max(self.most, self.running)
@@ -347,3 +351,106 @@ async def test_the_app_syncs_the_user_store_with_a_real_bare_remote(make_app, se
     tree = git(Path(remote_set), "ls-tree", "-r", "--name-only", "main")
     assert "user_preference_tabs.md" in tree.split()
 
+
+def _bare(path: str) -> None:
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", path], check=True,
+                   env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"})
+
+
+def _synced(stores: MemoryStores, remote: str) -> None:
+    result = sync_user_store(stores, remote)
+    assert result.ok, result.line
+
+
+async def test_a_rewritten_remote_is_refused_in_one_line_in_the_panel_and_nothing_here_changes(
+    make_app, remote_set: str, ws: Path, tmp_path: Path
+) -> None:
+    _bare(remote_set)
+    stores = MemoryStores(ws.resolve())
+    card = write_note(stores, Level.USER, "user_preference_editor.md", "Editor", "Uses vim.\n", summary="vim")
+    write_note(stores, Level.USER, "user_preference_shell.md", "Shell", "Uses zsh.\n", summary="zsh")
+    _synced(stores, remote_set)
+    write_note(stores, Level.USER, "user_preference_shell.md", "Shell", "Uses zsh 5.\n", summary="zsh")
+    _synced(stores, remote_set)
+    # Another machine resets the remote (no card lost), changes the editor card, force-pushes.
+    other = clone(Path(remote_set), tmp_path / "other", "Mallory")
+    git(other, "reset", "-q", "--hard", "HEAD~1")
+    (other / card.name).write_text((other / card.name).read_text().replace("Uses vim.", "Uses nano."))
+    commit_all(other, "rewritten")
+    git(other, "push", "-q", "--force", "origin", "main")
+    before = card.read_bytes()
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: app.sharing.syncs == 1, timeout=30, what="the sync")
+        last = app.sharing.last
+        assert last is not None and not last.ok and "\n" not in last.line
+        assert "history was rewritten" in last.line and card.name in last.line and "--accept-rewrite" in last.line
+        await wait_until(pilot, lambda: app.panel.state.sync_note == last.line and app.panel.state.sync_failed,
+                         what="the refusal in the panel")
+        assert "memory sync: refused" in panel_text(app)
+    assert card.read_bytes() == before
+
+
+async def test_a_sync_conflict_names_this_machine_and_the_remote_and_m_keeps_this_machines(
+    make_app, ws: Path, tmp_path: Path
+) -> None:
+    remote = str(tmp_path / "remote.git")
+    _bare(remote)
+    here = MemoryStores(ws.resolve())  # this machine: the app's home
+    there = MemoryStores(ws.resolve(), tmp_path / "other-home")
+    for stores in (there, here):
+        stores.user.dir.mkdir(parents=True, exist_ok=True)
+    card = write_note(there, Level.USER, "user_preference_editor.md", "Editor", "Uses vim.\n", summary="vim")
+    _synced(there, remote)
+    _synced(here, remote)
+    write_note(there, Level.USER, card.name, "Editor", "Uses emacs, on the other machine.\n", summary="vim")
+    _synced(there, remote)
+    mine = write_note(here, Level.USER, card.name, "Editor", "Uses helix, on this machine.\n", summary="vim")
+    result = sync_user_store(here, remote)
+    assert not result.ok and result.conflicted == (card.name,), result.line
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        browser = await open_cards(pilot, app, 1)
+        browser.select("user", card.name)
+        await wait_until(pilot, lambda: browser.selected is not None and browser.selected.conflict is not None)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResolveModal), what="the resolution view")
+        modal = app.screen
+        assert isinstance(modal, ResolveModal)
+        titles = [str(modal.query_one(f"#{pane}").border_title) for pane in ("ours-pane", "theirs-pane")]
+        assert titles[0].startswith("this machine") and titles[1].startswith("the remote · "), titles
+        assert "helix" in str(modal.query_one("#ours-pane-text", Static).content)
+        assert "emacs" in str(modal.query_one("#theirs-pane-text", Static).content)
+        buttons = [str(b.label) for b in modal.query(Button)]
+        assert "Take this machine's [m]" in buttons and "Take the remote's [r]" in buttons
+        assert not any("ours" in b or "theirs" in b for b in buttons), buttons
+        await pilot.press("m")
+        await wait_until(pilot, lambda: "<<<<<<<" not in mine.read_text(), what="the card resolved")
+        await wait_until(pilot, lambda: "took this machine's" in browser.flash_text, what="the outcome")
+    note = MemoryStores(ws.resolve()).read_note("user", card.name)
+    assert note.conflict is None and note.body == "Uses helix, on this machine.\n"
+
+
+async def test_ctrl_q_with_a_remote_that_hangs_leaves_within_the_bound_and_leaves_no_ssh_behind(
+    make_app, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pids = hanging_ssh(tmp_path, monkeypatch)
+    monkeypatch.setenv("PSEUDOCLAUDE_USER_MEMORY_REMOTE", "ssh://nohost.invalid/x.git")  # no network: the script
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: len(started(pids)) == 2, timeout=30, what="the start-up sync's ssh")
+        t0 = time.monotonic()
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: not app.is_running, timeout=sync_flow.QUIT_SYNC_S + 10,
+                         what="the app to quit")
+        took = time.monotonic() - t0
+    # The bound, and the drain and the close of an app with nothing to drain.
+    assert took < sync_flow.QUIT_SYNC_S + 2.5 <= 7.5, took
+    ssh = started(pids)
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in ssh) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert [p for p in ssh if alive(p)] == []

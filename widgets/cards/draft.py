@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.constants import NoteType
+from memory.text.conflict_sides import SideName, side_names
 from memory.text.terminal import strip_terminal
 
 __all__ = [
@@ -46,10 +47,15 @@ class ConflictSide:
 
 @dataclass(frozen=True)
 class CardConflict:
-    """Both versions of a conflicted card: ours (this checkout's) and theirs (the merged-in one)."""
+    """Both versions of a conflicted card: ours (above git's ``=======``) and theirs (below)."""
 
     ours: ConflictSide
     theirs: ConflictSide
+
+    def names(self) -> tuple[SideName, SideName]:
+        """What a person calls each version: "this machine" and "the remote" for a conflict
+        ``memory sync`` left (whichever side git put them on), else git's "ours" and "theirs"."""
+        return side_names(self.ours.label, self.theirs.label)
 
 
 def as_typed(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
+from memory.text.conflict_sides import SideName
 from memory.text.lines import format_bytes, one_line
 from memory.text.terminal import strip_terminal
 from widgets.cards.card_list import CardRow, card_date, conflict_line
@@ -82,9 +83,9 @@ def preview_body(body: str) -> str:
     return text
 
 
-def _side_parts(name: str, side: ConflictSide) -> list[Part]:
+def _side_parts(name: SideName, side: ConflictSide) -> list[Part]:
     """One version of a conflicted card: a rule with its name and git's label, its fields, its body."""
-    label = f"{name} · {one_line(side.label, 60)}" if side.label else name
+    label = f"{name.name} · {one_line(name.detail, 60)}" if name.detail else name.name
     draft = side.draft
     parts: list[Part] = [(f"\n\n── {label} ──", "bold $text-accent")]
     if side.problem:
@@ -112,9 +113,13 @@ def preview_conflict(row: CardRow) -> Content:
         ("\n" + " · ".join([one_line(row.level), "conflicted", one_line(row.filename)]), "$foreground-muted"),
         ("\nconflicted: " + (conflict_line(conflict) if conflict is not None else "changed on two branches"),
          "bold $text-error"),
-        ("\n" + CONFLICT_HELP, "$text-warning"),
     ]
-    if conflict is not None:
-        parts += _side_parts("ours", conflict.ours)
-        parts += _side_parts("theirs", conflict.theirs)
+    if conflict is None:
+        parts.append(("\n" + CONFLICT_HELP, "$text-warning"))
+    else:
+        first, second = conflict.names()
+        parts.append((f"\nIn no prompt until it is resolved. Enter: take {first.possessive}, take "
+                      f"{second.possessive}, or edit the merge.", "$text-warning"))
+        parts += _side_parts(first, conflict.ours)
+        parts += _side_parts(second, conflict.theirs)
     return Content.assemble(*parts)

@@ -1,6 +1,9 @@
 """The resolution view of a conflicted card (DESIGN §16): git left the card with conflict markers
 (both branches changed it); both versions side by side (stacked on a narrow screen), what
-differs, and the person's choice: take ours, take theirs, or edit the merge in the card editor.
+differs, and the person's choice: take one version, or edit the merge in the card editor. The
+versions of a conflict ``memory sync`` left are "this machine" and "the remote" (keys m and r),
+named from git's labels whichever side of the markers each is on; any other is git's "ours" and
+"theirs" (o and t).
 
 Pure drawing: it dismisses with the choice and the App saves it (one ``source: manual`` update).
 Both versions come from a repository anyone could write: already sanitized by the App, and drawn
@@ -19,6 +22,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from memory.text.conflict_sides import SideName, by_machine
 from memory.text.terminal import strip_terminal
 from widgets.cards.draft import CardConflict, ConflictSide, as_typed
 from widgets.cards.editor import WIDE
@@ -30,8 +34,10 @@ CHOICES = ("ours", "theirs", "edit", "cancel")
 COMPARED = ("title", "summary", "type", "cites", "pinned", "body")
 
 
-def side_title(name: str, side: ConflictSide) -> str:
-    """"ours · HEAD": the side and what git called it."""
+def side_title(name: str | SideName, side: ConflictSide) -> str:
+    """"ours · HEAD", "this machine · laptop": the version's name and the rest of git's label."""
+    if isinstance(name, SideName):
+        return f"{name.name} · {as_typed(name.detail)}" if name.detail else name.name
     return f"{name} · {as_typed(side.label)}" if side.label else name
 
 
@@ -67,11 +73,15 @@ def differing(conflict: CardConflict) -> list[str]:
 
 
 class ResolveModal(DecisionGate, ModalScreen[str]):
-    """Dismisses with "ours", "theirs", "edit" (the card editor on the merge) or "cancel"."""
+    """Dismisses with "ours" or "theirs" (the version above or below git's ``=======``, whatever
+    it is called), "edit" (the card editor on the merge) or "cancel"."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("o", "choose('ours')", "Take ours"),
-        Binding("t", "choose('theirs')", "Take theirs"),
+        # Each key takes the version it names (a conflict has either o/t or m/r).
+        Binding("o", "take('o')", "Take ours"),
+        Binding("t", "take('t')", "Take theirs"),
+        Binding("m", "take('m')", "Take this machine's", show=False),
+        Binding("r", "take('r')", "Take the remote's", show=False),
         Binding("e", "choose('edit')", "Edit the merge"),
         Binding("c,escape", "choose('cancel')", "Cancel"),
     ]
@@ -132,8 +142,10 @@ class ResolveModal(DecisionGate, ModalScreen[str]):
 
     def compose(self) -> ComposeResult:
         conflict = self.conflict
+        names = conflict.names()
+        where = f"on {names[0].name} and on {names[1].name}" if by_machine(names) else "on two branches"
         with Vertical(id="dialog"):
-            yield Static(Content.styled("This card was changed on two branches: choose what it says", "bold"),
+            yield Static(Content.styled(f"This card was changed {where}: choose what it says", "bold"),
                          id="resolve-title")
             yield Static(Content(f"{as_typed(self.where)} · in no prompt until resolved"), id="where")
             differs = differing(conflict)
@@ -142,12 +154,13 @@ class ResolveModal(DecisionGate, ModalScreen[str]):
             drafts = (conflict.ours.draft, conflict.theirs.draft)
             extra = tuple(name for name in ("cites", "pinned") if any(getattr(d, name) for d in drafts))
             with Horizontal(id="panes"):
-                yield self._pane("ours-pane", side_title("ours", conflict.ours), _version(conflict.ours, extra))
-                yield self._pane("theirs-pane", side_title("theirs", conflict.theirs), _version(conflict.theirs, extra))
+                yield self._pane("ours-pane", side_title(names[0], conflict.ours), _version(conflict.ours, extra))
+                yield self._pane("theirs-pane", side_title(names[1], conflict.theirs),
+                                 _version(conflict.theirs, extra))
             yield typed_ahead_line()
             with Horizontal(id="keys"):
-                yield Button(Content("Take ours [o]"), id="ours", compact=True)
-                yield Button(Content("Take theirs [t]"), id="theirs", compact=True)
+                for side_id, name in zip(("ours", "theirs"), names, strict=True):
+                    yield Button(Content(f"Take {name.possessive} [{name.key}]"), id=side_id, compact=True)
                 yield Button(Content("Edit the merge [e]"), id="edit", variant="primary", compact=True)
                 yield Button(Content("Cancel [Esc]"), id="cancel", compact=True)
 
@@ -163,6 +176,12 @@ class ResolveModal(DecisionGate, ModalScreen[str]):
 
     def action_choose(self, choice: str) -> None:
         self.dismiss(choice)
+
+    def action_take(self, key: str) -> None:
+        """The version named by ``key``; a key that names neither does nothing."""
+        for side_id, name in zip(("ours", "theirs"), self.conflict.names(), strict=True):
+            if name.key == key:
+                self.dismiss(side_id)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from app.tui.screens.memory import MemoryScreens
     from memory.model import Conflict, Rejection
     from memory.store.cards import CardResult
+    from memory.text.conflict_sides import SideName
 
 __all__ = ["MERGE_LEFT", "CardsScreen", "EditorScreen", "flash_lines"]
 
@@ -144,21 +145,23 @@ class CardsScreen(CardBrowser):
 
         def chosen(choice: str | None) -> None:
             if choice in ("ours", "theirs"):
-                side = conflict.ours if choice == "ours" else conflict.theirs
-                self._memory.run(self._take_side, row, choice, side, group="cards-edit")
+                # Named as the view named it: "this machine" / "the remote" after a sync.
+                first, second = conflict.names()
+                side, name = (conflict.ours, first) if choice == "ours" else (conflict.theirs, second)
+                self._memory.run(self._take_side, row, name, side, group="cards-edit")
             elif choice == "edit":
                 self._memory.open_editor(merge_draft(conflict), filename=row.filename, sha256=row.sha256,
                                          resolving=row)
 
         self._memory.host.push_screen(ResolveModal(conflict, where=f"{row.level}/{row.filename}"), callback=chosen)
 
-    async def _take_side(self, row: CardRow, name: str, side: ConflictSide) -> None:
+    async def _take_side(self, row: CardRow, name: SideName, side: ConflictSide) -> None:
         memory = self._memory
         try:
             errors = await memory.bridge.check_card(side.draft)
             if errors:
                 problems = " · ".join(f"{field}: {why}" for field, why in errors.items())
-                memory.flash(f"not resolved: {name}'s version cannot be saved as it is ({problems}); "
+                memory.flash(f"not resolved: the version of {name.name} cannot be saved as it is ({problems}); "
                              "edit the merge instead", error=True)
                 return
             result = await save_resolution(memory, row, side.draft, row.sha256)
@@ -175,9 +178,9 @@ class CardsScreen(CardBrowser):
             memory.flash(f"not resolved: {result.reason}", error=True)
             memory.after_change()
             return
-        label = f" ({side.label})" if side.label else ""
+        label = f" ({name.detail})" if name.detail else ""
         undo = "u undoes its pin, then it" if side.draft.pinned != row.pinned else "u undoes"
-        memory.flash(f"resolved {row.level} card {result.filename}: took {name}{label} ({undo})")
+        memory.flash(f"resolved {row.level} card {result.filename}: took {name.possessive}{label} ({undo})")
         memory.after_change((row.level, result.filename))
 
     @on(SideNotTaken)

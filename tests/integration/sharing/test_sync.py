@@ -6,6 +6,9 @@ test needs to act between a sync's steps (then in-process, with the same functio
 from __future__ import annotations
 
 import json
+import shlex
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +17,11 @@ import pytest
 from memory.constants import MANUAL_SOURCE
 from memory.extract.parser import parse_and_validate
 from memory.sharing import sync as sync_mod
+from memory.sharing.git import GitCancel
 from memory.sharing.sync import SyncResult, short_remote, sync_user_store
 from memory.store.stores import MemoryStores
 from tests.support.clitools import Result, run_cli
-from tests.support.gittools import clone, commit_all, git, git_run, set_user
+from tests.support.gittools import alive, clone, commit_all, git, git_run, hanging_ssh, set_user, started
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -94,6 +98,12 @@ def remote_cards(remote: Path) -> list[str]:
 
 def body(machine: Machine, name: str) -> str:
     return (machine.store / name).read_text()
+
+
+def marker_lines_added(repo: Path) -> list[str]:
+    """Every conflict-marker line any commit of ``repo``'s main added."""
+    patch = git(repo, "log", "-p", "--format=commit %H", "main")
+    return [ln for ln in patch.splitlines() if ln.startswith(("+<<<<<<<", "+=======", "+>>>>>>>"))]
 
 
 def healthy(machine: Machine) -> None:
@@ -174,6 +184,8 @@ def test_a_card_edited_on_both_machines_is_conflicted_until_a_person_resolves_it
     a.synced()
     assert a.files() == b.files()
     assert "<<<<<<<" not in body(a, card) and "Uses helix; A agrees." in body(a, card)
+    # The commit the rebase left the markers in stayed on B: no commit the remote has holds one.
+    assert marker_lines_added(remote) == []
     for m in (a, b):
         healthy(m)
         assert "Editor choice" in m.cli("memory", "index").out
@@ -257,7 +269,76 @@ def test_a_remote_rewritten_to_drop_cards_is_refused(tmp_path: Path, remote: Pat
     assert remote_cards(remote) == sorted([first, "new.md"])
 
 
-def test_a_rewritten_remote_that_lost_nothing_here_syncs(tmp_path: Path, remote: Path) -> None:
+def local_log(machine: Machine) -> str:
+    """The user store's branch as ``memory log user`` reads it: every commit id and subject."""
+    return git(machine.store, "log", "--format=%H %s", "main")
+
+
+def rewrite_remote(tmp_path: Path, remote: Path, card: str, new_body: str) -> None:
+    """Another machine resets the remote one commit back, changes ``card``'s body, force-pushes."""
+    scratch = clone(remote, tmp_path / "scratch", "Mallory")
+    git(scratch, "reset", "-q", "--hard", "HEAD~1")
+    path = scratch / card
+    path.write_text(path.read_text().replace(path.read_text().split("---\n")[-1], new_body + "\n"))
+    commit_all(scratch, "rewritten")
+    git(scratch, "push", "-q", "--force", "origin", "main")
+
+
+def test_a_remote_rewritten_to_change_a_card_is_refused_and_git_push_force_puts_ours_back(tmp_path: Path,
+                                                                                        remote: Path) -> None:
+    a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
+    editor = a.add("Editor", "Uses vim.")
+    shell = a.add("Shell", "Uses zsh.")
+    a.synced()
+    a.update(shell, "Uses zsh 5.")
+    a.synced()
+    b.synced()
+    # Back to before the shell's update (no card lost), the editor's body changed.
+    rewrite_remote(tmp_path, remote, editor, "Uses nano, rewritten.")
+    rewritten = remote_head(remote)
+    files, log = a.files(), local_log(a)
+    res = a.sync()
+    assert res.code == 1 and res.out == "" and res.err.count("\n") == 1, res
+    assert "refused" in res.err and "history was rewritten" in res.err
+    assert f"taking it would change 2 cards here ({editor}, {shell}). Nothing was changed here" in res.err
+    assert "memory sync --accept-rewrite" in res.err
+    # Nothing here moved: the files, the branch's commits (memory log user), the remote.
+    assert a.files() == files and local_log(a) == log and remote_head(remote) == rewritten
+    assert "Uses vim." in body(a, editor) and "Uses zsh 5." in body(a, shell)
+    commits = [ln for ln in a.cli("memory", "log", "user").out.splitlines() if " user store commit " in ln]
+    assert len(commits) == 2
+    # Refused again, and on the other machine too.
+    assert a.sync().code == 1 and b.sync().code == 1 and remote_head(remote) == rewritten
+    # The line's other way out: this machine's history pushed back over the rewrite.
+    command = res.err.split("`")[3]
+    assert command.startswith("git -C ") and command.endswith(" push --force origin main")
+    git(tmp_path, *shlex.split(command)[1:])
+    assert a.synced(cli=True).endswith("(0 cards pulled, 0 commits pushed)\n")
+    assert b.synced(cli=True).endswith("(0 cards pulled, 0 commits pushed)\n")
+    assert "Uses vim." in body(b, editor) and local_log(a) == log
+
+
+def test_accept_rewrite_takes_the_rewritten_remote_with_this_machines_changes_replayed(tmp_path: Path,
+                                                                                     remote: Path) -> None:
+    a = Machine(tmp_path, "a", remote)
+    editor = a.add("Editor", "Uses vim.")
+    shell = a.add("Shell", "Uses zsh.")
+    a.synced()
+    a.update(shell, "Uses zsh 5.")
+    a.synced()
+    rewrite_remote(tmp_path, remote, editor, "Uses nano, rewritten.")
+    later = a.add("Later", "Made after the rewrite.")
+    assert a.sync().code == 1 and (a.store / later).exists() and "Uses vim." in body(a, editor)
+    res = a.cli("memory", "sync", "--accept-rewrite")
+    assert res.code == 0 and res.out.startswith("memory sync: in step with "), res
+    # The remote's history as it is now, this machine's card made since on top of it.
+    assert "Uses nano, rewritten." in body(a, editor) and "Uses zsh 5." not in body(a, shell)
+    assert (a.store / later).exists() and remote_cards(remote) == sorted([editor, later, shell])
+    # From then on an ordinary sync, without the flag.
+    a.synced(cli=True)
+
+
+def test_a_reworded_remote_history_is_refused_too(tmp_path: Path, remote: Path) -> None:
     a = Machine(tmp_path, "a", remote)
     first = a.add("First", "1")
     a.synced()
@@ -267,7 +348,11 @@ def test_a_rewritten_remote_that_lost_nothing_here_syncs(tmp_path: Path, remote:
     git(scratch, "commit", "-q", "--amend", "-m", "reworded")
     git(scratch, "push", "-q", "--force", "origin", "main")
     third = a.add("Third", "3")
-    a.synced()
+    result = sync_user_store(a.stores(), str(remote))
+    assert not result.ok and "history was rewritten" in result.line and "no card differs" in result.line
+    assert remote_cards(remote) == sorted([first, second])
+    result = sync_user_store(a.stores(), str(remote), accept_rewrite=True)
+    assert result.ok, result.line
     assert remote_cards(remote) == sorted([first, second, third])
 
 
@@ -297,6 +382,49 @@ def test_a_hostile_remote_is_refused_by_the_settings(tmp_path: Path, remote: Pat
     result = sync_user_store(a.stores(), hostile)
     assert not result.ok and result.line.startswith("memory sync: refused") and "\n" not in result.line
     assert not (a.store / ".git").exists()
+
+
+HALF_RESOLVED = "Uses helix, says B.\n=======\nUses emacs, says A.\n>>>>>>> the remote\n"
+
+
+def test_a_card_with_conflict_marker_lines_is_never_committed(tmp_path: Path, remote: Path) -> None:
+    a = Machine(tmp_path, "a", remote)
+    card = a.add("Editor choice", "Uses vim.")
+    ok = a.add("Shell", "Uses zsh.")
+    a.synced()
+    pushed = remote_head(remote)
+    # Half resolved by hand: the opening marker gone, so no longer a whole conflict hunk.
+    path = a.store / card
+    path.write_text(path.read_text().replace("Uses vim.\n", HALF_RESOLVED))
+    a.update(ok, "Uses fish.")
+    head, files = git(a.store, "rev-parse", "HEAD"), a.files()
+    res = a.sync()
+    assert res.code == 1 and res.out == "" and res.err.count("\n") == 1, res
+    assert "refused to commit 1 card with conflict-marker lines" in res.err and card in res.err
+    assert ok not in res.err
+    assert git(a.store, "rev-parse", "HEAD") == head and a.files() == files and remote_head(remote) == pushed
+    path.write_text(path.read_text().replace(HALF_RESOLVED, "Uses helix.\n"))
+    a.synced(cli=True)
+    assert marker_lines_added(remote) == [] and "Uses fish." in git(remote, "show", f"main:{ok}")
+
+
+def test_a_card_committed_with_conflict_marker_lines_is_never_pushed(tmp_path: Path, remote: Path) -> None:
+    a = Machine(tmp_path, "a", remote)
+    card = a.add("Editor choice", "Uses vim.")
+    a.synced()
+    pushed = remote_head(remote)
+    path = a.store / card
+    path.write_text(path.read_text().replace("Uses vim.\n", HALF_RESOLVED))
+    commit_all(a.store, "by hand, with git")
+    res = a.sync()
+    assert res.code == 1 and res.err.count("\n") == 1, res
+    assert "refused to push: 1 card committed with conflict-marker lines" in res.err and card in res.err
+    assert remote_head(remote) == pushed and marker_lines_added(remote) == []
+    # Resolved: the commit that held the markers is not pushed, one commit of the result is.
+    path.write_text(path.read_text().replace(HALF_RESOLVED, "Uses helix.\n"))
+    assert "1 commit pushed" in a.synced(cli=True)
+    assert marker_lines_added(remote) == [] and "Uses helix." in git(remote, "show", f"main:{card}")
+    assert git(a.store, "rev-parse", "HEAD").strip() == remote_head(remote)
 
 
 # -- in-process: acting between a sync's steps -----------------------------------------------------
@@ -421,3 +549,52 @@ def test_memory_log_user_shows_the_user_stores_git_history(tmp_path: Path, remot
     # Both machines' sync commits, newest first, next to this machine's own batch.
     assert len(commits) >= 2 and "PseudoClaude: 1 card changed on" in commits[0]
     assert any("batch" in ln and "(manual)" in ln for ln in res.out.splitlines())
+
+
+# -- a remote whose transport hangs ------------------------------------------------------------------
+
+UNREACHABLE = "ssh://nohost.invalid/x.git"  # its "ssh" is the test's script: no network
+
+
+def gone(pids: list[int], timeout: float = 5.0) -> list[int]:
+    """The processes of ``pids`` still alive after at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+def test_a_remote_that_hangs_is_cut_off_with_every_process_git_started(tmp_path: Path, remote: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    pids = hanging_ssh(tmp_path, monkeypatch)
+    a = Machine(tmp_path, "a", remote)
+    a.add("Kept", "k")
+    t0 = time.monotonic()
+    result = sync_user_store(a.stores(), UNREACHABLE, timeout=1.0)
+    assert time.monotonic() - t0 < 10
+    assert not result.ok and "did not finish within 1 s" in result.line and "\n" not in result.line
+    ssh = started(pids)
+    assert len(ssh) == 2  # the fake ssh and the child it started
+    assert gone(ssh) == []
+
+
+def test_a_cancelled_sync_kills_the_git_it_runs_and_its_ssh(tmp_path: Path, remote: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    pids = hanging_ssh(tmp_path, monkeypatch)
+    a = Machine(tmp_path, "a", remote)
+    a.add("Kept", "k")
+    cancel = GitCancel()
+    out: list[SyncResult] = []
+    worker = threading.Thread(target=lambda: out.append(sync_user_store(a.stores(), UNREACHABLE, cancel=cancel)))
+    worker.start()
+    deadline = time.monotonic() + 30
+    while len(started(pids)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ssh = started(pids)
+    assert len(ssh) == 2 and all(alive(p) for p in ssh)
+    cancel.cancel()
+    worker.join(5)
+    assert not worker.is_alive()
+    [result] = out
+    assert not result.ok and "cancelled" in result.line
+    assert gone(ssh) == []

@@ -12,6 +12,7 @@ from memory.sharing.sync import (
     short_remote,
     synced_ref,
 )
+from memory.text.conflict_sides import side_names
 
 
 @pytest.mark.parametrize("remote", ["-uupload-pack=touch x", "ext::sh -c x", "fd::3", "a b", "x\x1b[31m", "", "  "])
@@ -57,3 +58,18 @@ def test_lost_cards_are_those_synced_before_still_here_and_missing_from_the_remo
     # c.md was deleted here too: not lost. MEMORY.md and the git files are no cards.
     assert lost_cards(synced, remote, {"a.md", "b.md", "d.md"}) == ["b.md"]
     assert lost_cards(synced, synced, {"a.md", "b.md", "c.md"}) == []
+
+
+@pytest.mark.parametrize(("ours", "theirs", "want"), [
+    # What the sync writes now: this machine above the markers' =======, the remote below.
+    ("this machine laptop", "the remote /srv/m.git", [("this machine", "m", "laptop"), ("the remote", "r", "/srv/m.git")]),
+    # What it wrote before: the remote above (git's "ours" during a rebase).
+    ("remote /srv/m.git", "this machine laptop", [("the remote", "r", "/srv/m.git"), ("this machine", "m", "laptop")]),
+    # Any other conflict keeps git's names.
+    ("HEAD", "feature/ninja", [("ours", "o", "HEAD"), ("theirs", "t", "feature/ninja")]),
+    ("this machine a", "this machine b", [("ours", "o", "this machine a"), ("theirs", "t", "this machine b")]),
+])
+def test_a_conflicts_versions_are_named_by_machine_whichever_side_they_are_on(
+    ours: str, theirs: str, want: list[tuple[str, str, str]]
+) -> None:
+    assert [(n.name, n.key, n.detail) for n in side_names(ours, theirs)] == want
