@@ -35,7 +35,7 @@ from textual.widgets import Input, Markdown, Static
 
 from memory.text.lines import one_line
 from widgets.cards.card_list import CardList, CardRow
-from widgets.cards.draft import CARD_TYPES, LEVELS, CardConflict
+from widgets.cards.draft import CARD_TYPES, LEVELS
 from widgets.cards.preview import preview_body, preview_conflict, preview_meta
 from widgets.dialogs.confirm import ConfirmModal
 
@@ -60,18 +60,9 @@ PREVIEW_DELAY = 0.06
 WIDE_MIN_COLUMNS = 100
 
 
-def conflict_key_hints(conflict: CardConflict) -> str:
-    """The key line of a conflicted card: its versions by their names ("this machine's" after a sync)."""
-    first, second = conflict.names()
-    return KEY_HINTS.replace("e edit", f"e/Enter resolve ({first.possessive}, {second.possessive} or a merge)")
-
-
-def conflict_refusal(what: str, conflict: CardConflict | None = None) -> str:
-    """Why a key refuses a conflicted card, in one line."""
-    first, second = conflict.names() if conflict is not None else (None, None)
-    take = (f"take {first.possessive}, take {second.possessive}" if first is not None and second is not None
-            else "take ours, take theirs")
-    return f"a conflicted card cannot be {what}: resolve it first (Enter: {take} or edit the merge)"
+def conflict_refusal(what: str, versions: str = "ours, theirs") -> str:
+    """Why a key refuses a conflicted card, in one line (``versions``: "this machine's, the remote's" after a sync)."""
+    return f"a conflicted card cannot be {what}: resolve it first (Enter: take {versions} or edit the merge)"
 
 
 
@@ -481,7 +472,9 @@ class CardBrowser(Screen[None]):
         if key == self._preview_key:
             return
         self._preview_key = key
-        self._show_keys(conflict_key_hints(row.conflict) if row is not None and row.conflict is not None else KEY_HINTS)
+        conflict = row.conflict if row is not None else None
+        self._show_keys(KEY_HINTS if conflict is None else
+                        KEY_HINTS.replace("e edit", f"e/Enter resolve ({conflict.versions()} or a merge)"))
         if row is None:
             self._meta.update(Content.assemble((empty, "italic $foreground-muted")))
             await self._markdown.update("")
@@ -559,7 +552,7 @@ class CardBrowser(Screen[None]):
         """The selected card unless it is conflicted (then one line says why not)."""
         row = self._selected_or_flash()
         if row is not None and row.conflict is not None:
-            self.flash(conflict_refusal(what, row.conflict), error=True)
+            self.flash(conflict_refusal(what, row.conflict.versions()), error=True)
             return None
         return row
 

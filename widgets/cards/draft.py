@@ -57,6 +57,11 @@ class CardConflict:
         ``memory sync`` left (whichever side git put them on), else git's "ours" and "theirs"."""
         return side_names(self.ours.label, self.theirs.label)
 
+    def versions(self) -> str:
+        """"ours, theirs" or "this machine's, the remote's": its two versions, for a line of keys."""
+        first, second = self.names()
+        return f"{first.possessive}, {second.possessive}"
+
 
 def as_typed(text: str) -> str:
     """One line of card text safe to show, its spaces as typed (an edit field shows what it saves)."""
