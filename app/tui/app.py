@@ -55,6 +55,7 @@ from app.tui.messages import (
     TurnDone,
     TurnEvent,
 )
+from app.tui.prompt_typing import MainScreen, PromptTyping
 from app.tui.quit_flow import QUIT_CLOSE_S, Quitter, wait_bounded
 from app.tui.screens.memory import MemoryScreens
 from app.tui.send_queue import WAIT_GROUPS, SendQueue, with_attachments
@@ -67,7 +68,6 @@ from memory.text.lines import one_line
 from widgets.chat.log import ChatPane
 from widgets.chat.prompt import PromptInput, Suggestion
 from widgets.chat.status import StatusLine
-from widgets.dialogs import decision
 from widgets.dialogs.permission import PermissionAnswer, PermissionModal, PermissionRequest
 from widgets.panel.memory_panel import MemoryPanel
 
@@ -86,19 +86,7 @@ QUIT_HINT = "Ctrl+Q quits (Ctrl+C cancels a running turn)"
 QUIT_HINT_S = 4.0  # how long the hint shows; Ctrl+C again meanwhile does not stack another
 
 
-class MainScreen(Screen[None]):
-    """The chat's screen. Whenever it is on top again — a modal answered, a screen closed,
-    however it was opened — the focus goes back to the prompt."""
-
-    AUTO_FOCUS = "#prompt"  # from its first compose: keys typed before the first frame go there
-
-    def on_screen_resume(self) -> None:
-        prompt = getattr(self.app, "_prompt", None)
-        if isinstance(prompt, PromptInput) and prompt.is_attached:
-            self.set_focus(prompt)
-
-
-class PseudoClaudeApp(App[int]):
+class PseudoClaudeApp(PromptTyping, App[int]):
     TITLE = "PseudoClaude"
     CSS_PATH = str(CSS_FILE)
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -137,7 +125,6 @@ class PseudoClaudeApp(App[int]):
         self._waiting = self.queue.items  # the same list: the commands read it
         self._awaiting_trust = False  # the trust question is open: nothing is sent before its answer
         self._quit_hint_at = float("-inf")
-        self.last_key_at = float("-inf")  # when the last key arrived (deciding windows read it)
         self.exit_code = 0
         self._turn: Worker[Any] | None = None
         self._run_start_files: frozenset[tuple[str, str]] | None = None
@@ -263,7 +250,9 @@ class PseudoClaudeApp(App[int]):
         self.post_message(PanelStateReady(state, pending))
         # Cards changed a moment ago cannot be stamped yet: the snapshot the next start shows
         # is written once they can (one try per refresh).
-        if (delay := self.bridge.snapshot_retry_in()) is not None:
+        from app.tui.panel_snapshot import recorder  # loaded by the start-up's snapshot read
+
+        if (delay := recorder(self.bridge.home, self.workspace).retry_in()) is not None:
             self.set_timer(delay, self._record_panel_snapshot)
 
     @work(exclusive=True, group="panel-snapshot-retry", exit_on_error=False)
@@ -455,58 +444,6 @@ class PseudoClaudeApp(App[int]):
             return bool(self.screen.get_selected_text())
         except Exception:  # no screen yet, a widget removed mid-selection: nothing to copy
             return False
-
-    # -- typing reaches the prompt ---------------------------------------------------------------
-
-    def _stray_input(self, *, key: bool = False) -> bool:
-        """On the chat's screen with the focus somewhere that takes no text (the panel, a tool
-        block, the chat): typed and pasted text that reached the App belong to the prompt.
-
-        A printable ``key`` that reaches the App while the prompt has the focus does too: the
-        prompt takes every one it gets, so this one was delivered to the panel before the focus
-        moved (a burst typed on the panel, whose first key gave the prompt the focus). A paste
-        is not so: the prompt lets a small one go on after inserting it."""
-        if not isinstance(self.screen, MainScreen) or not self._prompt.is_attached:
-            return False
-        focused = self.focused
-        if focused is self._prompt:
-            return key and not self._prompt.read_only
-        return not isinstance(focused, (Input, TextArea))
-
-    async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key) and not event.is_forwarded:
-            self.last_key_at = decision.clock()  # a deciding window asks when the typing paused
-        await super().on_event(event)
-
-    def take_typed_ahead(self, text: str, backspaces: int) -> bool:
-        """Keys a deciding window did not take as answers: into the prompt, when the window is
-        over the chat (the prompt they were typed for); False over another screen."""
-        stack = self.screen_stack
-        prompt = self._prompt
-        if len(stack) < 2 or not isinstance(stack[-2], MainScreen) or not prompt.is_attached:
-            return False
-        for _ in range(backspaces):
-            prompt.action_delete_left()
-        if text:
-            prompt.insert(text)
-        return True
-
-    def on_key(self, event: events.Key) -> None:
-        # A key no widget took. Printable ones go to the prompt (focused from now on), so text
-        # typed after a Tab or a closed screen is never lost and Enter then sends it.
-        if event.is_printable and event.character and self._stray_input(key=True):
-            event.stop()
-            event.prevent_default()  # not the App's bindings as well
-            self.screen.set_focus(self._prompt)
-            # Forwarded (not posted): were it to bubble back up, the App would not take it for a
-            # new key and deliver it a second time.
-            self._prompt._forward_event(events.Key(event.key, event.character))
-
-    def on_paste(self, event: events.Paste) -> None:
-        if self._stray_input():
-            event.stop()
-            self.screen.set_focus(self._prompt)
-            self._prompt._forward_event(events.Paste(event.text))  # once: see on_key
 
     @on(TurnDone)
     async def _on_turn_done(self, message: TurnDone) -> None:

@@ -295,53 +295,31 @@ class Bridge:
             self.excerpts[v.id] = v.excerpt
         return views
 
+    def _kept_panel_state(self, stores: MemoryStores, jobs: list[JobView] | None = None,
+                          files: frozenset[tuple[str, str]] | None = None,
+                          sync: tuple[str, bool] | None = None) -> PanelState:
+        """A panel state built from ``stores`` (blocking), kept as the next start's snapshot."""
+        from app.tui.panel_snapshot import recorder
+        from app.tui.panel_state import build_panel_state
+
+        with self._card_reads:
+            return recorder(self.home, self.workspace).record(
+                lambda: build_panel_state(stores, jobs or [], files, sync=sync))
+
     async def panel_state(self, run_start_files: frozenset[tuple[str, str]] | None) -> tuple[PanelState, int]:
         """(PanelState, number of this workspace's spooled jobs), read off the loop."""
-        from app.tui.panel_snapshot import recorder
-        from app.tui.panel_state import build_panel_state
-
         jobs = await self.jobs()
-
-        sync = self.sync_status
-
-        def build() -> PanelState:
-            with self._card_reads:
-                return recorder(self.home, self.workspace).record(
-                    lambda: build_panel_state(self.stores, jobs, run_start_files, sync=sync))
-
-        state = await asyncio.to_thread(build)
+        state = await asyncio.to_thread(self._kept_panel_state, self.stores, jobs, run_start_files, self.sync_status)
         return state, len(jobs)  # pending: in flight, failed or held (what `memory pending` lists)
 
-    def snapshot_retry_in(self) -> float | None:
-        """Seconds until the panel snapshot, refused a moment ago for stores changed just then,
-        can be written; None: nothing to write again."""
-        from app.tui.panel_snapshot import recorder
-
-        return recorder(self.home, self.workspace).retry_in()
-
     async def record_panel_snapshot(self) -> None:
-        """Build the panel's cards again only to keep them for the next start (off the loop)."""
-        from app.tui.panel_snapshot import recorder
-        from app.tui.panel_state import build_panel_state
-
-        def build() -> None:
-            with self._card_reads:
-                recorder(self.home, self.workspace).record(lambda: build_panel_state(self.stores, [], None))
-
-        await asyncio.to_thread(build)
+        """The panel's cards built again only for the next start's snapshot (off the loop)."""
+        await asyncio.to_thread(self._kept_panel_state, self.stores)
 
     async def early_panel_state(self) -> PanelState | None:
         """The panel's cards before the runtime, from the trust question's stores (no jobs; trust
         read from disk as always). None once the runtime is built: its own state comes."""
-        from app.tui.panel_snapshot import recorder
-        from app.tui.panel_state import build_panel_state
-
-        def build() -> PanelState | None:
-            with self._card_reads:
-                return None if self.runtime else recorder(self.home, self.workspace).record(
-                    lambda: build_panel_state(self.trust_stores(), [], None))
-
-        return await asyncio.to_thread(build)
+        return await asyncio.to_thread(lambda: None if self.runtime else self._kept_panel_state(self.trust_stores()))
 
     async def refresh_indexes(self) -> list[str]:
         """The derived-index rule after an outside change (``git pull``, an editor): each

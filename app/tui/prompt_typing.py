@@ -1,0 +1,91 @@
+"""Typing reaches the prompt: keys and pastes that land where no text is taken, and keys that a
+deciding window did not take as answers (widgets.dialogs.decision), go to the prompt."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual import events
+from textual.screen import Screen
+from textual.widgets import Input, TextArea
+
+from widgets.chat.prompt import PromptInput
+from widgets.dialogs import decision
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    _Base = App[int]
+else:
+    _Base = object
+
+__all__ = ["MainScreen", "PromptTyping"]
+
+
+class MainScreen(Screen[None]):
+    """The chat's screen. Whenever it is on top again — a modal answered, a screen closed,
+    however it was opened — the focus goes back to the prompt."""
+
+    AUTO_FOCUS = "#prompt"  # from its first compose: keys typed before the first frame go there
+
+    def on_screen_resume(self) -> None:
+        prompt = getattr(self.app, "_prompt", None)
+        if isinstance(prompt, PromptInput) and prompt.is_attached:
+            self.set_focus(prompt)
+
+
+class PromptTyping(_Base):
+    """Mixed into the App before Textual's ``App``: it owns ``_prompt`` on a ``MainScreen``."""
+
+    _prompt: PromptInput
+    last_key_at: float = float("-inf")  # when the last key arrived (deciding windows read it)
+
+    def _stray_input(self, *, key: bool = False) -> bool:
+        """On the chat's screen with the focus somewhere that takes no text (the panel, a tool
+        block, the chat): typed and pasted text that reached the App belong to the prompt.
+
+        A printable ``key`` that reaches the App while the prompt has the focus does too: the
+        prompt takes every one it gets, so this one was delivered to the panel before the focus
+        moved (a burst typed on the panel, whose first key gave the prompt the focus). A paste
+        is not so: the prompt lets a small one go on after inserting it."""
+        if not isinstance(self.screen, MainScreen) or not self._prompt.is_attached:
+            return False
+        focused = self.focused
+        if focused is self._prompt:
+            return key and not self._prompt.read_only
+        return not isinstance(focused, (Input, TextArea))
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            self.last_key_at = decision.clock()  # a deciding window asks when the typing paused
+        await super().on_event(event)
+
+    def take_typed_ahead(self, text: str, backspaces: int) -> bool:
+        """Keys a deciding window did not take as answers: into the prompt, when the window is
+        over the chat (the prompt they were typed for); False over another screen."""
+        stack = self.screen_stack
+        prompt = self._prompt
+        if len(stack) < 2 or not isinstance(stack[-2], MainScreen) or not prompt.is_attached:
+            return False
+        for _ in range(backspaces):
+            prompt.action_delete_left()
+        if text:
+            prompt.insert(text)
+        return True
+
+    def on_key(self, event: events.Key) -> None:
+        # A key no widget took. Printable ones go to the prompt (focused from now on), so text
+        # typed after a Tab or a closed screen is never lost and Enter then sends it.
+        if event.is_printable and event.character and self._stray_input(key=True):
+            event.stop()
+            event.prevent_default()  # not the App's bindings as well
+            self.screen.set_focus(self._prompt)
+            # Forwarded (not posted): were it to bubble back up, the App would not take it for a
+            # new key and deliver it a second time.
+            self._prompt._forward_event(events.Key(event.key, event.character))
+
+    def on_paste(self, event: events.Paste) -> None:
+        if self._stray_input():
+            event.stop()
+            self.screen.set_focus(self._prompt)
+            self._prompt._forward_event(events.Paste(event.text))  # once: see on_key
