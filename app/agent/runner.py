@@ -336,17 +336,14 @@ class Runner:
     def _asks(self, name: str, tool_input: Any) -> bool:
         """Whether the gate will ask the person about this call (a gate that can ask says so
         through ``will_ask``); a call refused before the gate is never waiting."""
-        if name not in self.tool_names or not isinstance(tool_input, dict):
-            return False
-        if TOOL_SPECS[name].kind not in ("write", "execute"):
+        if name not in self.tool_names or not isinstance(tool_input, dict) or TOOL_SPECS[name].kind not in (
+                "write", "execute"):
             return False
         will_ask = getattr(self.gate, "will_ask", None)
         return bool(will_ask(name)) if callable(will_ask) else False
 
-    async def _run_one(
-        self, name: str, tool_input: Any, call_id: str, emit: OnEvent, waiting: bool = False,
-        refused: str | None = None,
-    ) -> tuple[ToolResult, bool]:
+    async def _run_one(self, name: str, tool_input: Any, call_id: str, emit: OnEvent, waiting: bool = False,
+                       refused: str | None = None) -> tuple[ToolResult, bool]:
         if name not in self.tool_names:
             return ToolResult(content=f"unknown or unavailable tool {name!r}", is_error=True), False
         if not isinstance(tool_input, dict):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from memory.constants import INDEX_FILE, Level
@@ -27,7 +28,7 @@ from memory.sharing.log import last_author
 from memory.store import journal
 from memory.store.frontmatter import FrontMatterError, parse_meta, split_note
 from memory.store.noteparse import sha256
-from memory.store.store import GIT_FILES, TRASH_DIR, filename_problem, render_index
+from memory.store.store import GIT_FILES, TRASH_DIR, Store, filename_problem, render_index
 from memory.store.stores import MemoryStores
 from memory.store.transaction import TransactionError, rebuild_indexes_locked
 from memory.text.conflict_sides import by_machine, side_names
@@ -54,6 +55,33 @@ class DoctorReport:
         return not self.findings
 
 
+def _store_notes(st: Store, level: Level, add: Callable[[Finding], None]) -> list[Note]:
+    """The notes of one store folder, as the index reads them; what is not a note is a finding."""
+    notes: list[Note] = []
+    for name in st.entries():
+        if name in (INDEX_FILE, TRASH_DIR, ".git", *GIT_FILES) or name.startswith(".pc-"):
+            continue
+        path = st.dir / name
+        lst = path.lstat()
+        if stat.S_ISLNK(lst.st_mode):
+            add(Finding(f"{level} store: {quote(name)} is a symlink; it is ignored (replace it with a regular file)", False))
+            continue
+        if not name.endswith(".md") or stat.S_ISDIR(lst.st_mode):
+            add(Finding(f"{level} store: {quote(name)} is not a note (*.md file); it is ignored", False))
+            continue
+        reason = filename_problem(name) or st.regular_file_problem(name)
+        if reason is not None:
+            add(Finding(f"{level} store: {reason}; it is ignored (rename or copy it)", False))
+            continue
+        note = st.read_note(name)
+        notes.append(note)
+        if note.conflict is not None:
+            add(Finding(conflict_message(note), False))
+        elif note.broken:
+            add(Finding(f"{level} store: {name}: {note.broken} (edit the file; it is listed by filename)", False))
+    return notes
+
+
 def diagnose(stores: MemoryStores) -> DoctorReport:
     report = DoctorReport()
     add = report.findings.append
@@ -78,28 +106,7 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
             add(Finding(trash, "symlink" in trash))
         trusted = level is Level.USER or stores.project_trusted
         index_problem = st.index_file_problem()
-        notes = []
-        for name in st.entries():
-            if name in (INDEX_FILE, TRASH_DIR, ".git", *GIT_FILES) or name.startswith(".pc-"):
-                continue
-            path = st.dir / name
-            lst = path.lstat()
-            if stat.S_ISLNK(lst.st_mode):
-                add(Finding(f"{level} store: {quote(name)} is a symlink; it is ignored (replace it with a regular file)", False))
-                continue
-            if not name.endswith(".md") or stat.S_ISDIR(lst.st_mode):
-                add(Finding(f"{level} store: {quote(name)} is not a note (*.md file); it is ignored", False))
-                continue
-            reason = filename_problem(name) or st.regular_file_problem(name)
-            if reason is not None:
-                add(Finding(f"{level} store: {reason}; it is ignored (rename or copy it)", False))
-                continue
-            note = st.read_note(name)
-            notes.append(note)
-            if note.conflict is not None:
-                add(Finding(conflict_message(note), False))
-            elif note.broken:
-                add(Finding(f"{level} store: {name}: {note.broken} (edit the file; it is listed by filename)", False))
+        notes = _store_notes(st, level, add)
         if index_problem is not None or st.read_index_file() != render_index(notes):
             derived_index(stores, report, level, trusted, index_problem, notes)
         report.findings += deleted_here(stores, level, notes, history)
