@@ -89,7 +89,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("in /memory", "/ filter · 1-4 type · 0 all · l level · s stale only · Esc back"),
     ("", "i in/not in prompt · r sort: name/use"),
     ("on a card", "n new · e/Enter edit · p pin · c still true · d delete · m move"),
-    ("", "o $EDITOR · u undo"),
+    ("", "o $EDITOR · v raw/rendered · u undo"),
     ("in the editor", "Ctrl+S save · Esc cancel"),
 )
 

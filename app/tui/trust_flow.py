@@ -34,6 +34,7 @@ def trust_cards(preview: TrustPreview) -> list[TrustCard]:
     from memory.store.index import INDEX_LINE_RE
 
     cards = []
+    markup = preview.markup
     for line in preview.lines:
         m = INDEX_LINE_RE.match(line)
         if m is None:
@@ -41,8 +42,11 @@ def trust_cards(preview: TrustPreview) -> list[TrustCard]:
         text = m.group("text")
         # " — " inside a title or a summary: the line's text is shown whole, as the model reads it.
         title, summary = text.split(" — ") if text.count(" — ") == 1 else (text, "")
+        filename = m.group("filename")
+        what, fragment = markup.get(filename, ("", ""))
         cards.append(TrustCard(type=m.group("type"), title=one_line(title, 120), summary=one_line(summary, 120),
-                               filename=one_line(m.group("filename"), 120)))
+                               filename=one_line(filename, 120), markup=one_line(what, 60),
+                               fragment=one_line(fragment, 160)))
     for filename, reason in preview.left_out:
         name = one_line(filename, 120)
         cards.append(TrustCard(type="", title=name, summary="", filename=name,

@@ -70,6 +70,9 @@ class TrustPreview(BaseModel):
 
     lines: list[str]  # every index line the model would get from the store, in file order
     left_out: list[tuple[str, str]]  # (filename, one-line reason) of cards a prompt will not get
+    # filename -> (what, its first fragment as one printable line) of each card the model would
+    # get whose text holds what a rendered view hides (memory.text.markup): a comment, a tag…
+    markup: dict[str, tuple[str, str]] = {}
 
 
 def index_line(type: NoteType | str, title: str, summary: str | None, filename: str) -> str:

@@ -33,11 +33,27 @@ from memory.store.ranking import CardKey, rank_order
 from memory.store.stamp import folder_stamp, read_stamp, stamp_path, write_stamp
 from memory.store.store import Store, StoreError
 from memory.store.transaction import TransactionError
+from memory.text.markup import KIND_LABELS, excerpt, first_markup
 from memory.text.names import quote
 
 __all__ = ["CITES_HEAD", "STALE_LINE", "MemoryStores", "PromptIndex", "Snapshot", "cites_header", "untrusted_cards"]
 
 LOCK_TIMEOUT = 60.0
+
+
+def _markup_of(notes: Sequence[Note]) -> dict[str, tuple[str, str]]:
+    """``TrustPreview.markup`` of these notes: the first fragment of its body, else of its title
+    or summary, of each card a prompt would get."""
+    out: dict[str, tuple[str, str]] = {}
+    for note in notes:
+        if note.unparsed:
+            continue  # left out of every prompt: listed with its problem
+        for text in (note.body, note.meta.title, note.meta.summary or ""):
+            fragment = first_markup(text)
+            if fragment is not None:
+                out[note.filename] = (KIND_LABELS[fragment.kind], excerpt(text, fragment))
+                break
+    return out
 
 
 class Snapshot(BaseModel):
@@ -251,7 +267,8 @@ class MemoryStores:
             return TrustPreview(lines=[], left_out=[])
         self._recover_first()
         lines, left_out = self.project.index_entries()
-        return TrustPreview(lines=lines, left_out=left_out)
+        # The bodies were just parsed (an untrusted store has no card cache): no file read again.
+        return TrustPreview(lines=lines, left_out=left_out, markup=_markup_of(self.project.notes()))
 
     def snapshot(self) -> Snapshot:
         """What an extraction request sees; an untrusted project store is left out whole."""

@@ -14,6 +14,7 @@ import unicodedata
 
 __all__ = [
     "BIDI",
+    "ESCAPE_SEQUENCE_RE",
     "ZERO_WIDTH",
     "TerminalStreamStripper",
     "is_strict_utf8",
@@ -59,6 +60,8 @@ _TERMINAL_SEQ_RE = re.compile(
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]*[0-~]?"
 )
+# The same pattern for those who mark where sequences are (memory.text.markup) rather than drop them.
+ESCAPE_SEQUENCE_RE = _TERMINAL_SEQ_RE
 # Joiners that scripts and emoji sequences need; harmless on a terminal.
 _DISPLAY_KEEP = frozenset("\u200c\u200d")
 

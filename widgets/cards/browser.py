@@ -8,8 +8,9 @@ rows. Nothing here reads a store or a file.
 The list is a Line API ``ScrollView`` (:class:`~widgets.cards.card_list.CardList`): one line
 per card, only the lines on screen are rendered, so 10,000 cards scroll and filter as fast as
 ten. Filtering is a list comprehension over a haystack each row computes once. The preview of
-the selected card is a Textual ``Markdown`` widget, re-rendered only for the latest selection
-after a short pause so a held arrow key does not queue a render per row passed.
+the selected card shows its body raw, as the model reads it, with what a rendered view would hide
+marked (``v`` switches to a Textual ``Markdown`` rendering and back); it is re-rendered only for
+the latest selection after a short pause so a held arrow key does not queue a render per row passed.
 
 Card text comes from repositories anyone could write: every string drawn passes through
 ``one_line`` (or ``strip_terminal``) and is drawn as plain text (``Content``/``Text`` spans, never markup).
@@ -36,7 +37,7 @@ from textual.widgets import Input, Markdown, Static
 from memory.text.lines import one_line
 from widgets.cards.card_list import CardList, CardRow
 from widgets.cards.draft import CARD_TYPES, LEVELS
-from widgets.cards.preview import preview_body, preview_conflict, preview_meta
+from widgets.cards.preview import preview_body, preview_conflict, preview_meta, preview_raw, preview_view_line
 from widgets.dialogs.confirm import ConfirmModal
 
 __all__ = ["CONFLICT_KEY_HINTS", "KEY_HINTS", "NO_CARDS", "NO_MATCH", "CardBrowser", "conflict_refusal"]
@@ -44,7 +45,7 @@ __all__ = ["CONFLICT_KEY_HINTS", "KEY_HINTS", "NO_CARDS", "NO_MATCH", "CardBrows
 
 KEY_HINTS = (
     "/ filter · 1-4 type · 0 all · l level · s stale only · i in/not in prompt · r sort: name/use · "
-    "n new · e edit · p pin · c still true · d delete · m move · o $EDITOR · u undo · Esc back"
+    "n new · e edit · p pin · c still true · d delete · m move · o $EDITOR · v raw/rendered · u undo · Esc back"
 )
 # While a conflicted card is selected: Enter and e open its resolution (DESIGN §16).
 CONFLICT_KEY_HINTS = KEY_HINTS.replace("e edit", "e/Enter resolve (ours, theirs or a merge)")
@@ -113,6 +114,12 @@ class CardBrowser(Screen[None]):
         #cb-body {
             margin: 1 0 0 0;
         }
+        #cb-raw {
+            width: 1fr;
+            height: auto;
+            margin: 1 0 0 0;
+            padding: 0 1;
+        }
         #cb-flash {
             height: auto;
             padding: 0 1;
@@ -151,6 +158,7 @@ class CardBrowser(Screen[None]):
         Binding("d", "delete", "Delete", show=False),
         Binding("m", "move", "Move", show=False),
         Binding("o", "open_external", "$EDITOR", show=False),
+        Binding("v", "toggle_view", "Raw / rendered", show=False),
         Binding("u", "undo", "Undo", show=False),
         Binding("escape", "back", "Back", show=False),
     ]
@@ -159,7 +167,7 @@ class CardBrowser(Screen[None]):
     # key is text). The Input consumes printable keys first anyway; this is the second lock.
     _LIST_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         {"type_filter", "cycle_level", "new", "edit", "delete", "move", "open_external", "undo", "focus_filter",
-         "toggle_stale", "cycle_sort", "confirm", "cycle_prompt_filter", "pin"}
+         "toggle_stale", "cycle_sort", "confirm", "cycle_prompt_filter", "pin", "toggle_view"}
     )
 
     @dataclass
@@ -226,6 +234,8 @@ class CardBrowser(Screen[None]):
         self.stale_only = False
         self.sort_by: str = SORTS[0]  # "name": the App's order; "use": most read first
         self.prompt_filter: str = PROMPT_FILTERS[0]
+        # The body as the model reads it (raw, hidden markup marked), or rendered Markdown (v).
+        self.raw_view = True
         # The search index's answer for a filter text: per level the matching filenames
         # ("level/filename"), None for a level it cannot search (the substring filter then).
         self.search: tuple[str, dict[str, frozenset[str] | None]] | None = None
@@ -244,8 +254,10 @@ class CardBrowser(Screen[None]):
         self._note = Static(id="cb-note", classes="-hidden")
         self._filter = Input(placeholder=FILTER_PLACEHOLDER, id="cb-filter", compact=True)
         self._meta = Static(id="cb-meta")
+        self._raw = Static(id="cb-raw")
         # Links in a card are not followed: a click must not open what a repository planted.
-        self._markdown = Markdown(id="cb-body", open_links=False)
+        self._markdown = Markdown(id="cb-body", open_links=False, classes="-hidden")
+        self._markdown_empty = True
         self._flash = Static(id="cb-flash", classes="-hidden")
         self._keys = Static(Content(KEY_HINTS), id="cb-keys")
         self.key_hints = KEY_HINTS
@@ -260,6 +272,7 @@ class CardBrowser(Screen[None]):
             yield self._list
             with VerticalScroll(id="cb-preview"):
                 yield self._meta
+                yield self._raw
                 yield self._markdown
         yield self._flash
         yield self._keys
@@ -468,23 +481,32 @@ class CardBrowser(Screen[None]):
     async def _render_preview(self) -> None:
         row = self.selected
         empty = NO_CARDS if not self._rows else NO_MATCH
-        key = (row, None if row is not None else empty)
+        raw = self.raw_view
+        key = (row, None if row is not None else empty, raw)
         if key == self._preview_key:
             return
         self._preview_key = key
         conflict = row.conflict if row is not None else None
         self._show_keys(KEY_HINTS if conflict is None else
                         KEY_HINTS.replace("e edit", f"e/Enter resolve ({conflict.versions()} or a merge)"))
+        body = ""
         if row is None:
             self._meta.update(Content.assemble((empty, "italic $foreground-muted")))
-            await self._markdown.update("")
         elif row.conflict is not None:
             # Both versions as plain text: git's markers never reach the Markdown renderer.
             self._meta.update(preview_conflict(row))
-            await self._markdown.update("")
         else:
-            self._meta.update(preview_meta(row))
-            await self._markdown.update(preview_body(row.body))
+            self._meta.update(Content.assemble(preview_meta(row), preview_view_line(row.body, raw=raw)))
+            body = row.body
+        self._raw.update(preview_raw(body) if raw and body else "")
+        self._raw.set_class(not raw or not body, "-hidden")
+        self._markdown.set_class(raw, "-hidden")
+        if not raw and body:
+            self._markdown_empty = False
+            await self._markdown.update(preview_body(body))
+        elif not self._markdown_empty:
+            self._markdown_empty = True
+            await self._markdown.update("")
         try:
             self.query_one("#cb-preview", VerticalScroll).scroll_home(animate=False)
         except NoMatches:
@@ -529,6 +551,10 @@ class CardBrowser(Screen[None]):
         at = PROMPT_FILTERS.index(self.prompt_filter) if self.prompt_filter in PROMPT_FILTERS else 0
         self.prompt_filter = PROMPT_FILTERS[(at + 1) % len(PROMPT_FILTERS)]
         self._refilter()
+
+    def action_toggle_view(self) -> None:
+        self.raw_view = not self.raw_view
+        self._schedule_preview()
 
     def action_pin(self) -> None:
         if (row := self._resolved_or_flash("pinned or unpinned")) is not None:

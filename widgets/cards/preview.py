@@ -2,7 +2,8 @@
 its use, its citations with their states (DESIGN §14), and the body cut to a bounded size.
 
 Card text comes from repositories anyone could write: every string passes through ``one_line``
-or ``strip_terminal`` and is drawn as plain text (``Content`` spans, never markup).
+or ``strip_terminal`` and is drawn as plain text (``Content`` spans, never markup). The body is
+shown raw by default, its hidden markup marked (``widgets.marked``); rendered Markdown on request.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from memory.text.lines import format_bytes, one_line
 from memory.text.terminal import strip_terminal
 from widgets.cards.card_list import CardRow, card_date, conflict_line
 from widgets.cards.draft import ConflictSide
+from widgets.marked import marked, markup_counts
 
 __all__ = [
     "CONFLICT_HELP", "FRESH_TEXT", "PREVIEW_MAX_BYTES", "UNTRUSTED_NOTE", "preview_body", "preview_conflict",
-    "preview_meta",
+    "preview_meta", "preview_raw", "preview_view_line",
 ]
 
 UNTRUSTED_NOTE = "untrusted — not used until you trust the project store"
@@ -81,6 +83,34 @@ def preview_body(body: str) -> str:
     if cut:
         text += f"\n\n*… cut: the body is {format_bytes(len(data))}, the preview shows the first 64 KiB*"
     return text
+
+
+def preview_raw(body: str) -> Content:
+    """The body as the model reads it (``read_memory`` gives it raw), cut like ``preview_body``:
+    what a rendered view would hide (comments, tags, invisible characters) shown and marked."""
+    data = body.encode("utf-8", "surrogatepass")
+    if len(data) <= PREVIEW_MAX_BYTES:
+        return marked(body)
+    return Content.assemble(
+        marked(data[:PREVIEW_MAX_BYTES].decode("utf-8", "ignore")),
+        (f"\n\n… cut: the body is {format_bytes(len(data))}, the preview shows the first 64 KiB",
+         "italic $foreground-muted"),
+    )
+
+
+def preview_view_line(body: str, *, raw: bool) -> Content:
+    """Under the card's fields: which view of the body is shown (``v`` switches), and what the
+    model reads that a rendered view hides."""
+    hides = markup_counts(body)
+    if raw:
+        parts: list[Part] = [("\nraw text, as the model reads it · v: rendered Markdown", "$foreground-muted")]
+        if hides:
+            parts.append((f"\n⚠ hidden when rendered: {hides} (marked below)", "bold $text-warning"))
+    else:
+        parts = [("\nrendered Markdown · v: the raw text the model reads", "$foreground-muted")]
+        if hides:
+            parts.append((f"\n⚠ this view hides what the model reads: {hides} (v shows it)", "bold $text-warning"))
+    return Content.assemble(*parts)
 
 
 def _side_parts(name: SideName, side: ConflictSide) -> list[Part]:

@@ -11,10 +11,23 @@ from textual.content import Content
 
 from memory.text.terminal import strip_terminal
 
-__all__ = ["DIALOG_CSS", "PREVIEW_MAX_LINES", "PREVIEW_MAX_LINE_CHARS", "render_preview"]
+__all__ = ["DIALOG_CSS", "PREVIEW_MAX_LINES", "PREVIEW_MAX_LINE_CHARS", "diff_style", "render_preview"]
 
 PREVIEW_MAX_LINES = 400
 PREVIEW_MAX_LINE_CHARS = 400
+
+
+def diff_style(line: str) -> str:
+    """The style of one line of a unified diff: its file names, an added, a removed line, a hunk."""
+    if line.startswith(("+++", "---")):
+        return "bold"
+    if line.startswith("+"):
+        return "$text-success"
+    if line.startswith("-"):
+        return "$text-error"
+    if line.startswith("@@"):
+        return "$text-accent"
+    return ""
 
 
 def render_preview(preview: str, kind: str) -> Content:
@@ -30,17 +43,7 @@ def render_preview(preview: str, kind: str) -> Content:
     for i, line in enumerate(lines):
         end = "\n" if i < len(lines) - 1 else ""
         if kind == "diff":
-            if line.startswith(("+++", "---")):
-                style = "bold"
-            elif line.startswith("+"):
-                style = "$text-success"
-            elif line.startswith("-"):
-                style = "$text-error"
-            elif line.startswith("@@"):
-                style = "$text-accent"
-            else:
-                style = ""
-            parts.append((line + end, style))
+            parts.append((line + end, diff_style(line)))
         elif kind == "command":
             prefix = "$ " if i == 0 else "  "
             parts.append((prefix, "$foreground-muted"))

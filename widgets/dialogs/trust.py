@@ -2,7 +2,10 @@
 
 Keys are a contract: ``y`` trusts, ``n`` or Esc is "not now". What a cloned repository wrote is
 shown stripped of terminal escapes, and however many cards the store holds the window lists at
-most ``TRUST_SHOWN`` of them in one widget (a clone can bring ten thousand).
+most ``TRUST_SHOWN`` of them in one widget (a clone can bring ten thousand). Cards whose text
+holds what the model reads but a rendered view hides (an HTML comment, a hidden element, a tag,
+invisible characters) are counted and listed right after those that do not parse, each with
+that text raw.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from textual.widgets import Button, Static
 from memory.text.lines import one_line
 from widgets.dialogs.decision import DecisionGate, typed_ahead_line
 from widgets.dialogs.frame import DIALOG_CSS
+from widgets.marked import LABEL_STYLE, MARK_STYLE
 
 __all__ = ["TRUST_SHOWN", "TrustCard", "TrustModal"]
 
@@ -35,13 +39,18 @@ TRUST_SHOWN = 200
 @dataclass(frozen=True)
 class TrustCard:
     """One card of a project store waiting for trust; ``problem``: why a prompt would leave it
-    out even once trusted (it does not parse), "" when the model would get its line."""
+    out even once trusted (it does not parse), "" when the model would get its line.
+    ``markup``: what its text holds that a rendered view hides (an HTML comment, a hidden
+    element, a tag, invisible characters…), with ``fragment``, the first of them raw on one
+    printable line; "" for none."""
 
     type: str
     title: str
     summary: str
     filename: str
     problem: str = ""
+    markup: str = ""
+    fragment: str = ""
 
 
 class _Listing(Static):
@@ -165,7 +174,13 @@ class TrustModal(DecisionGate, ModalScreen[bool]):
                 f" {left:,} of them {'do' if left != 1 else 'does'} not parse and would be left out "
                 "even then (listed first, with why)."
             )
-        return Content(text)
+        hiding = sum(1 for c in cards if c.markup and not c.problem)
+        if not hiding:
+            return Content(text)
+        return Content.assemble(text, (
+            f" {hiding:,} card{'s hold' if hiding != 1 else ' holds'} HTML comments, hidden markup or "
+            "tag-like text that the model reads and a rendered view hides "
+            f"(listed {'next' if left else 'first'}, with the text).", "bold $text-warning"))
 
     def _listing(self) -> Content:
         cards = self.cards
@@ -175,8 +190,9 @@ class TrustModal(DecisionGate, ModalScreen[bool]):
             return Content.styled("reading the cards…", "italic $foreground-muted")
         if not cards:
             return Content("(no cards)")
-        # The ones a prompt would leave out first: they are what a person should look at.
-        ordered = sorted(cards, key=lambda c: not c.problem)
+        # The ones a prompt would leave out first, then those hiding text from a rendered view:
+        # they are what a person should look at.
+        ordered = sorted(cards, key=lambda c: (not c.problem, not c.markup))
         shown = ordered[:TRUST_SHOWN]
         parts: list[Content] = [_card_line(c) for c in shown]
         rest = len(cards) - len(shown)
@@ -221,6 +237,10 @@ def _card_line(card: TrustCard) -> Content:
     summary = one_line(card.summary)
     details = f"{summary} · {one_line(card.filename)}" if summary else one_line(card.filename)
     parts.append(("\n  " + details, "$foreground-muted"))
+    if card.markup:
+        # The fragment came printable (invisible characters named) and cut to one line.
+        parts += ["\n  ", (f"⚠ {one_line(card.markup)}", LABEL_STYLE), " ",
+                  (one_line(card.fragment) or "(no text)", MARK_STYLE)]
     return Content.assemble(*parts)
 
 

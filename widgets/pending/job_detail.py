@@ -3,7 +3,9 @@ change (a diff for an update, the card for a create or a delete), with the keys 
 
 Bounded: difflib is quadratic in the worst case, so a diff sees at most ``DIFF_MAX_LINES`` lines
 of each side, and a turn's text at most ``DETAIL_MAX_CHARS`` characters. Everything that came
-from a turn, a model or a card is stripped of terminal sequences and never parsed as markup.
+from a turn, a model or a card is stripped of terminal sequences and never parsed as markup; a
+card's text is shown raw, as the model would read it, with what a rendered view hides (comments,
+tags, invisible characters) marked (``widgets.marked``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from textual.widget import Widget
 
 from memory.text.lines import ELLIPSIS, one_line
 from memory.text.terminal import strip_terminal
-from widgets.dialogs.frame import render_preview
+from widgets.marked import marked_preview
 from widgets.pending.job_text import (
     DOCTOR_HINT,
     OP_STATUS_STYLES,
@@ -92,16 +94,16 @@ def _change(op: PendingOp) -> list[str | Content | tuple[str, str]]:
         )
         if not diff:
             return [("(the text is unchanged)", "italic $foreground-muted")]
-        return [("Change:\n", "bold"), render_preview(diff, "diff")]
+        return [("Change:\n", "bold"), marked_preview(diff, "diff")]
     if op.action == "delete":
         if op.before is None:
             return [gone]
         return [("Would delete: moves to .trash/ (undo restores it)\n", "bold $text-error"),
-                render_preview(op.before, "text")]
+                marked_preview(op.before)]
     if op.action == "create":
-        return [("New card:\n", "bold $text-success"), render_preview(op.after or "", "text")]
+        return [("New card:\n", "bold $text-success"), marked_preview(op.after or "")]
     text = op.after if op.after is not None else op.before
-    return [render_preview(text, "text")] if text else []
+    return [marked_preview(text)] if text else []
 
 
 def _op_keys(job_state: str, op: PendingOp) -> str:
