@@ -86,7 +86,9 @@ async def test_not_trusting_leaves_the_project_store_out_and_marks_it(make_app, 
     server.script(MODEL, text("noted"))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal), what="the trust modal")
+        # Answered once the cards are listed: while they are read, no key answers the window.
+        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
+                         what="the trust modal with its cards")
         await pilot.press("n")
         await wait_until(pilot, lambda: any("not trusted" in t for t in chat_texts(app)))
         await wait_until(pilot, lambda: app.panel.state.project_note is not None)
