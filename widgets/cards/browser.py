@@ -35,6 +35,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Markdown, Static
 
 from memory.text.lines import one_line
+from widgets.cards.browser_style import BROWSER_CSS
 from widgets.cards.card_list import CardList, CardRow
 from widgets.cards.draft import CARD_TYPES, LEVELS
 from widgets.cards.preview import preview_body, preview_conflict, preview_meta, preview_raw, preview_view_line
@@ -72,73 +73,7 @@ class CardBrowser(Screen[None]):
     """Every memory card, filterable, with a preview. See the module docstring for the split of
     work with the App; keys are a contract (the hint line at the bottom lists them)."""
 
-    DEFAULT_CSS = """
-    CardBrowser {
-        layout: vertical;
-        #cb-header {
-            height: 1;
-            padding: 0 1;
-            background: $panel;
-            text-style: bold;
-        }
-        #cb-note {
-            height: auto;
-            padding: 0 1;
-            color: $text-warning;
-        }
-        #cb-filter {
-            margin: 0 1;
-        }
-        #cb-main {
-            height: 1fr;
-            layout: vertical;
-        }
-        #cb-preview {
-            width: 1fr;
-            height: 1fr;
-            border-top: hkey $secondary;
-            scrollbar-size-vertical: 1;
-        }
-        &.-wide #cb-main {
-            layout: horizontal;
-        }
-        &.-wide #cb-preview {
-            border-top: none;
-            border-left: vkey $secondary;
-        }
-        #cb-meta {
-            width: 1fr;
-            height: auto;
-            padding: 0 1;
-        }
-        #cb-body {
-            margin: 1 0 0 0;
-        }
-        #cb-raw {
-            width: 1fr;
-            height: auto;
-            margin: 1 0 0 0;
-            padding: 0 1;
-        }
-        #cb-flash {
-            height: auto;
-            padding: 0 1;
-            color: $text-success;
-            &.-error {
-                color: $text-error;
-            }
-        }
-        #cb-keys {
-            height: auto;
-            padding: 0 1;
-            color: $foreground-muted;
-            background: $panel;
-        }
-        .-hidden {
-            display: none;
-        }
-    }
-    """
+    DEFAULT_CSS = BROWSER_CSS
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_filter", "Filter", show=False),
