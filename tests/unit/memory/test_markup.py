@@ -175,18 +175,18 @@ def test_a_16_kib_body_is_fast_whatever_it_holds() -> None:
               ("[x]: y\n" * size)[:size], "\u200b" * size, "a\u200d" * (size // 2), "<div hidden>" * (size // 12),
               "<b>" * (size // 3), "\x1b[" * (size // 2), ('<a b="' + "x" * 50) * (size // 57)]
     for body in bodies:
-        started = time.perf_counter()
+        started = time.thread_time()  # this thread's CPU: a loaded machine's waits do not count
         find_markup(body)
         has_markup(body)
         excerpt(body, find_markup(body)[0]) if find_markup(body) else None
-        assert time.perf_counter() - started < 0.25, body[:20]
+        assert time.thread_time() - started < 0.25, body[:20]
 
 
 def test_ten_thousand_card_bodies_are_checked_in_a_fraction_of_a_second() -> None:
     bodies = [f"Body of card {i}: run `make part-{i}` before the release — see [docs](d/{i}.md).\n" * 3
               for i in range(10_000)]
     bodies[::100] = [body + HOSTILE["comment"] for body in bodies[::100]]
-    started = time.perf_counter()
+    started = time.thread_time()
     flagged = sum(1 for body in bodies if first_markup(body) is not None)
     assert flagged == 100
-    assert time.perf_counter() - started < 1.0
+    assert time.thread_time() - started < 1.0
