@@ -86,7 +86,7 @@ QUIT_HINT = "Ctrl+Q quits (Ctrl+C cancels a running turn)"
 QUIT_HINT_S = 4.0  # how long the hint shows; Ctrl+C again meanwhile does not stack another
 
 
-class PseudoClaudeApp(PromptTyping, App[int]):
+class PseudoClaudeApp(App[int]):
     TITLE = "PseudoClaude"
     CSS_PATH = str(CSS_FILE)
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -116,6 +116,7 @@ class PseudoClaudeApp(PromptTyping, App[int]):
         self.startup = Startup(self, flags, resume=resume, continue_latest=continue_latest)
         self.trust = TrustQuestion(self)
         self.quitter = Quitter(self)
+        self.typing = PromptTyping(self, lambda: self._prompt)
         self.ready = False  # the runtime is open: prompts can be sent (with credentials)
         self.built = False  # the runtime object exists: memory features work
         self.connecting = True  # start-up is not over (neither RuntimeReady nor RuntimeFailed yet)
@@ -444,6 +445,25 @@ class PseudoClaudeApp(PromptTyping, App[int]):
             return bool(self.screen.get_selected_text())
         except Exception:  # no screen yet, a widget removed mid-selection: nothing to copy
             return False
+
+    # -- typing reaches the prompt (app.tui.prompt_typing) ------------------------------------------
+
+    @property
+    def last_key_at(self) -> float:
+        return self.typing.last_key_at
+
+    async def on_event(self, event: events.Event) -> None:
+        self.typing.saw(event)
+        await super().on_event(event)
+
+    def take_typed_ahead(self, text: str, backspaces: int) -> bool:
+        return self.typing.take_typed_ahead(text, backspaces)
+
+    def on_key(self, event: events.Key) -> None:
+        self.typing.stray_key(event)
+
+    def on_paste(self, event: events.Paste) -> None:
+        self.typing.stray_paste(event)
 
     @on(TurnDone)
     async def _on_turn_done(self, message: TurnDone) -> None:

@@ -3,7 +3,8 @@ deciding window did not take as answers (widgets.dialogs.decision), go to the pr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.screen import Screen
@@ -14,10 +15,6 @@ from widgets.dialogs import decision
 
 if TYPE_CHECKING:
     from textual.app import App
-
-    _Base = App[int]
-else:
-    _Base = object
 
 __all__ = ["MainScreen", "PromptTyping"]
 
@@ -34,11 +31,20 @@ class MainScreen(Screen[None]):
             self.set_focus(prompt)
 
 
-class PromptTyping(_Base):
-    """Mixed into the App before Textual's ``App``: it owns ``_prompt`` on a ``MainScreen``."""
+class PromptTyping:
+    """Where typing that reached the App goes (the App calls it from its key, paste and event
+    handlers); ``prompt()`` is the App's prompt, composed after this is made."""
 
-    _prompt: PromptInput
-    last_key_at: float = float("-inf")  # when the last key arrived (deciding windows read it)
+    def __init__(self, app: App[Any], prompt: Callable[[], PromptInput]) -> None:
+        self._app = app
+        self._prompt = prompt
+        self.last_key_at = float("-inf")  # when the last key arrived (deciding windows read it)
+
+    def saw(self, event: events.Event) -> None:
+        """Every event the App gets: a key's time is kept (a deciding window asks when the
+        typing paused)."""
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            self.last_key_at = decision.clock()
 
     def _stray_input(self, *, key: bool = False) -> bool:
         """On the chat's screen with the focus somewhere that takes no text (the panel, a tool
@@ -48,23 +54,19 @@ class PromptTyping(_Base):
         prompt takes every one it gets, so this one was delivered to the panel before the focus
         moved (a burst typed on the panel, whose first key gave the prompt the focus). A paste
         is not so: the prompt lets a small one go on after inserting it."""
-        if not isinstance(self.screen, MainScreen) or not self._prompt.is_attached:
+        prompt = self._prompt()
+        if not isinstance(self._app.screen, MainScreen) or not prompt.is_attached:
             return False
-        focused = self.focused
-        if focused is self._prompt:
-            return key and not self._prompt.read_only
+        focused = self._app.focused
+        if focused is prompt:
+            return key and not prompt.read_only
         return not isinstance(focused, (Input, TextArea))
-
-    async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key) and not event.is_forwarded:
-            self.last_key_at = decision.clock()  # a deciding window asks when the typing paused
-        await super().on_event(event)
 
     def take_typed_ahead(self, text: str, backspaces: int) -> bool:
         """Keys a deciding window did not take as answers: into the prompt, when the window is
         over the chat (the prompt they were typed for); False over another screen."""
-        stack = self.screen_stack
-        prompt = self._prompt
+        stack = self._app.screen_stack
+        prompt = self._prompt()
         if len(stack) < 2 or not isinstance(stack[-2], MainScreen) or not prompt.is_attached:
             return False
         for _ in range(backspaces):
@@ -73,19 +75,21 @@ class PromptTyping(_Base):
             prompt.insert(text)
         return True
 
-    def on_key(self, event: events.Key) -> None:
-        # A key no widget took. Printable ones go to the prompt (focused from now on), so text
-        # typed after a Tab or a closed screen is never lost and Enter then sends it.
+    def stray_key(self, event: events.Key) -> None:
+        """A key no widget took. Printable ones go to the prompt (focused from now on), so text
+        typed after a Tab or a closed screen is never lost and Enter then sends it."""
         if event.is_printable and event.character and self._stray_input(key=True):
             event.stop()
             event.prevent_default()  # not the App's bindings as well
-            self.screen.set_focus(self._prompt)
+            prompt = self._prompt()
+            self._app.screen.set_focus(prompt)
             # Forwarded (not posted): were it to bubble back up, the App would not take it for a
             # new key and deliver it a second time.
-            self._prompt._forward_event(events.Key(event.key, event.character))
+            prompt._forward_event(events.Key(event.key, event.character))
 
-    def on_paste(self, event: events.Paste) -> None:
+    def stray_paste(self, event: events.Paste) -> None:
         if self._stray_input():
             event.stop()
-            self.screen.set_focus(self._prompt)
-            self._prompt._forward_event(events.Paste(event.text))  # once: see on_key
+            prompt = self._prompt()
+            self._app.screen.set_focus(prompt)
+            prompt._forward_event(events.Paste(event.text))  # once: see stray_key

@@ -385,6 +385,7 @@ def test_a_cloned_10001_card_store_asks_at_once_then_y_typed_keys_echo_and_ctrl_
         tmux.wait_for(lambda s: "Trust this project's memory?" in s, "the trust window", timeout=10)
         screen = tmux.wait_for(lambda s: "10,001 cards" in s, "the cards counted in the trust window", timeout=60)
         assert "Traceback" not in screen
+        time.sleep(SETTLE_S + QUIET_S)  # the person reads the list: a key at once is not an answer
         tmux.send_text("y")
         tmux.wait_for(lambda s: "Trust this project's memory?" not in s, "the trust window answered")
         tmux.send_text("typed while the store loads")
