@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: run test lint stress bench clean
+.PHONY: run test lint stress bench eval-recall clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 2; }
@@ -36,6 +36,11 @@ stress: $(STAMP)
 # Not part of `test`: every figure of the README's Performance table (under 10 minutes on 2 cores).
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench
+
+# Not part of `test`: memory search and recall on the labelled eval sets, dev and held-out apart
+# (README "Retrieval quality"; under a minute on 2 cores). `make test` runs a fixed subset of it.
+eval-recall: $(STAMP)
+	$(BIN)/python -m tests.eval.recall $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check app widgets memory tests
