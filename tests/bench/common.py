@@ -57,6 +57,18 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def trimmed_mean(values: Sequence[float], cut: float = 0.1) -> float:
+    """The mean of ``values`` without the lowest and the highest ``cut`` of them. For times that
+    fall on a screen's frames (bimodal: a turn ends in this frame or the next) the median jumps
+    from one mode to the other on a few samples; this moves with the share in each."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = int(len(ordered) * cut)
+    kept = ordered[k:len(ordered) - k] or ordered
+    return statistics.fmean(kept)
+
+
 def timed(fn: Callable[[], object]) -> float:
     """Wall seconds of one call."""
 

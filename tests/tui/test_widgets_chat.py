@@ -604,3 +604,25 @@ async def test_a_stream_faster_than_anyone_reads_is_written_less_often() -> None
         await answer.append("x")
         await wait_until(pilot, lambda: answer.source.endswith("x"), what="the third write")
         assert delays[2] == answer.FLUSH_INTERVAL  # the stream slowed down: fluid again
+
+
+async def test_drawn_returns_after_a_frame_that_shows_the_answers_end_was_written() -> None:
+    # What follows drawn() (the turn's memory job) must not land between the flush and the frame
+    # that paints it: the person sees the end first.
+    app = ChatHost()
+    written: list[str] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        display = app._display
+
+        def recording(screen: Any, renderable: Any) -> None:
+            display(screen, renderable)
+            written.append("\n".join(strip.text for strip in app.screen._compositor.render_strips()))
+
+        app._display = recording  # type: ignore[method-assign]
+        answer = app.pane.start_answer()
+        await wait_until(pilot, lambda: answer._ready)
+        for i in range(12):
+            await answer.append(f"word{i} ")
+            await answer.append("and then the very last words.\n\n")
+            await answer.drawn()
+            assert written and f"word{i} and then the very last words." in written[-1], i
