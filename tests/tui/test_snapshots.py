@@ -181,9 +181,9 @@ def test_first_start_without_credentials_says_how_to_configure(snap_compare: Sna
     assert snap_compare(app, terminal_size=DEFAULT, run_before=run(configure_note_shown, settle))
 
 
-def test_streamed_answer_with_code_block_and_the_card_it_created(
-    snap_compare: SnapCompare, make_app: Any, server: FakeAnthropic, stores: MemoryStores
-) -> None:
+def streamed_answer_app(make_app: Any, server: FakeAnthropic, stores: MemoryStores) -> tuple[Any, Any]:
+    """The app of a streamed answer with a code block whose turn creates a card, and the
+    conversation that ends with both on the screen."""
     seed_few(stores)
     server.script(MODEL, text(ANSWER, chunk_size=5))
     server.script(MEMORY_MODEL, text(ops_answer(create_op(
@@ -196,6 +196,13 @@ def test_streamed_answer_with_code_block_and_the_card_it_created(
         await wait_until(pilot, lambda: answers_rendered(app), what="the answer on screen")
         await wait_until(pilot, lambda: "Config via tomllib" in panel_titles(app), what="the new card in the panel")
 
+    return app, converse
+
+
+def test_streamed_answer_with_code_block_and_the_card_it_created(
+    snap_compare: SnapCompare, make_app: Any, server: FakeAnthropic, stores: MemoryStores
+) -> None:
+    app, converse = streamed_answer_app(make_app, server, stores)
     assert snap_compare(app, terminal_size=WIDE, run_before=run(converse, settle))
 
 

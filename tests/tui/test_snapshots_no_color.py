@@ -16,13 +16,12 @@ import pytest
 from textual.app import App
 from textual.pilot import Pilot
 
-from tests.support.clitools import create_op, ops_answer
-from tests.support.fakeapi import FakeAnthropic, text
+from tests.support.fakeapi import FakeAnthropic
 from tests.tui import test_snapshots as colour
-from tests.tui.conftest import MEMORY_MODEL, MODEL, send, wait_ready, wait_until
+from tests.tui.conftest import wait_until
 from tests.tui.snapshot_apps import memory_hosts as mh
-from tests.tui.snapshot_apps.hosts import ANSWER, PANEL_STATE, QUESTION, ChatHost, PanelHost
-from tests.tui.test_snapshots import answers_rendered, panel_titles, run, seed_few, settle
+from tests.tui.snapshot_apps.hosts import PANEL_STATE, ChatHost, PanelHost
+from tests.tui.test_snapshots import run, settle, streamed_answer_app
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -101,17 +100,6 @@ async def test_no_color_panel_with_new_cards_an_untrusted_note_and_job_lines() -
 async def test_no_color_app_streamed_answer_with_code_block_and_the_card_it_created(
     make_app: Any, server: FakeAnthropic, stores: Any
 ) -> None:
-    seed_few(stores)
-    server.script(MODEL, text(ANSWER, chunk_size=5))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op(
-        "Config via tomllib", "Use tomllib (3.11+).", summary="config.toml is read with the stdlib tomllib"))))
-    app = make_app(server)
-
-    async def converse(pilot: Pilot[Any]) -> None:
-        await wait_ready(pilot)
-        await send(pilot, QUESTION)
-        await wait_until(pilot, lambda: answers_rendered(app), what="the answer on screen")
-        await wait_until(pilot, lambda: "Config via tomllib" in panel_titles(app), what="the new card in the panel")
-
+    app, converse = streamed_answer_app(make_app, server, stores)
     shown = await monochrome(app, WIDE, run(converse, settle))
     assert "def load_config(path: Path) -> dict:" in shown and "Config via tomllib" in shown
