@@ -11,6 +11,7 @@ disk or draws anything.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -79,35 +80,48 @@ _SOFT_MAX = 3
 # An attribute list that stops at the next "<": a tag left open costs a scan to the next tag only.
 _TAG_REST = r"""(?:\s(?:[^<>"']|"[^"<]*"|'[^'<]*')*)?/?>"""
 _TAG_NAME = r"[A-Za-z][A-Za-z0-9:_.-]*"
-_MARKUP_RE = re.compile(
-    rf"(?P<escape>{ESCAPE_SEQUENCE_RE.pattern})"
-    r"|(?P<comment><!--.*?(?:-->|\Z))"
-    # CDATA, processing instructions, declarations, chat-template tokens: to their end or the text's.
-    r"|(?P<special><!\[CDATA\[.*?(?:\]\]>|\Z)|<\?.*?(?:\?>|\Z)|<![A-Za-z][^<>]*>|<\|[^|<>\n]{1,64}\|>)"
-    rf"|(?P<tag></?(?P<name>{_TAG_NAME}){_TAG_REST})"
-    r"|(?P<linkdef>^ {0,3}\[(?!\^)[^\]\n]{1,999}\]:[ \t]*\S[^\n]*)"
-    rf"|(?P<invisible>[{_HARD}{_SOFT}]+)",
-    re.DOTALL | re.IGNORECASE | re.MULTILINE,
-)
-# Inside a hiding element: its nested tags of the same name and its comments (a "</div>" in a
-# comment ends nothing).
-_NEST_RE = re.compile(rf"<!--.*?(?:-->|\Z)|<(/?)({_TAG_NAME}){_TAG_REST}", re.DOTALL | re.IGNORECASE)
-_HIDING_RE = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|(?:font-size|opacity|max-height|height)\s*:\s*0(?![.\d]*[1-9])"
-    r"|\shidden(?=[\s/>=])",
-    re.IGNORECASE,
-)
 # Elements whose content is not shown, or only after a click.
 _HIDING_ELEMENTS = frozenset({"script", "style", "template", "details", "noscript"})
 # Elements without content: one that hides is just its tag.
 _VOID_ELEMENTS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
                             "source", "track", "wbr"})
-_HARD_RE = re.compile(f"[{_HARD}]")
-# Where a fragment can start: one character class, which the regex engine scans for in C (the
-# whole pattern tried at every character took ten times as long). A link definition starts at
-# its line's start, up to three spaces before its "[".
-_START_RE = re.compile(rf"[<\[{_HARD}{_SOFT}]")
-_REVEAL_RE = re.compile(rf"(?P<escape>{ESCAPE_SEQUENCE_RE.pattern})|(?P<invisible>[{_HARD}{_SOFT}]+)", re.DOTALL)
+
+
+class _Patterns:
+    """The scanner's regexes, compiled at first use: importing this module (the App does, before
+    its first frame) costs nothing, a first scan a few milliseconds."""
+
+    def __init__(self) -> None:
+        self.markup = re.compile(
+            rf"(?P<escape>{ESCAPE_SEQUENCE_RE.pattern})"
+            r"|(?P<comment><!--.*?(?:-->|\Z))"
+            # CDATA, processing instructions, declarations, chat-template tokens: to their end or the text's.
+            r"|(?P<special><!\[CDATA\[.*?(?:\]\]>|\Z)|<\?.*?(?:\?>|\Z)|<![A-Za-z][^<>]*>|<\|[^|<>\n]{1,64}\|>)"
+            rf"|(?P<tag></?(?P<name>{_TAG_NAME}){_TAG_REST})"
+            r"|(?P<linkdef>^ {0,3}\[(?!\^)[^\]\n]{1,999}\]:[ \t]*\S[^\n]*)"
+            rf"|(?P<invisible>[{_HARD}{_SOFT}]+)",
+            re.DOTALL | re.IGNORECASE | re.MULTILINE,
+        )
+        # Inside a hiding element: its nested tags of the same name and its comments (a "</div>" in a
+        # comment ends nothing).
+        self.nest = re.compile(rf"<!--.*?(?:-->|\Z)|<(/?)({_TAG_NAME}){_TAG_REST}", re.DOTALL | re.IGNORECASE)
+        self.hiding = re.compile(
+            r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|(?:font-size|opacity|max-height|height)\s*:\s*0(?![.\d]*[1-9])"
+            r"|\shidden(?=[\s/>=])",
+            re.IGNORECASE,
+        )
+        self.hard = re.compile(f"[{_HARD}]")
+        # Where a fragment can start: one character class, which the regex engine scans for in C (the
+        # whole pattern tried at every character took ten times as long). A link definition starts at
+        # its line's start, up to three spaces before its "[".
+        self.start = re.compile(rf"[<\[{_HARD}{_SOFT}]")
+        self.reveal = re.compile(rf"(?P<escape>{ESCAPE_SEQUENCE_RE.pattern})|(?P<invisible>[{_HARD}{_SOFT}]+)", re.DOTALL)
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    return _Patterns()
+
 
 _NAMES = {
     "\u00ad": "SHY", "\u034f": "CGJ", "\u061c": "ALM", "\u180e": "MVS", "\u200b": "ZWSP", "\u200c": "ZWNJ",
@@ -121,7 +135,7 @@ def _soft_only_needed(text: str, start: int, end: int) -> bool:
     """Whether a run of joiners / variation selectors alone sits where a script or an emoji
     needs it: short, after a character that is not ASCII (or a keycap's digit), and for a joiner
     before one too."""
-    if end - start > _SOFT_MAX or start == 0 or _HARD_RE.search(text, start, end):
+    if end - start > _SOFT_MAX or start == 0 or _patterns().hard.search(text, start, end):
         return False
     before, after = text[start - 1], text[end] if end < len(text) else ""
     if after == "\u20e3":
@@ -140,12 +154,12 @@ def _hiding_end(text: str, m: re.Match[str]) -> int | None:
     if tag.startswith("</") or tag.endswith("/>"):
         return None
     name = m.group("name").lower()
-    if name not in _HIDING_ELEMENTS and not _HIDING_RE.search(tag):
+    if name not in _HIDING_ELEMENTS and not _patterns().hiding.search(tag):
         return None
     if name in _VOID_ELEMENTS:
         return m.end()
     depth = 1
-    for inner in _NEST_RE.finditer(text, m.end()):
+    for inner in _patterns().nest.finditer(text, m.end()):
         found = inner.group(2)
         if found is None or found.lower() != name or inner.group(0).endswith("/>"):
             continue  # a comment, another element, a self-closed one
@@ -158,7 +172,7 @@ def _hiding_end(text: str, m: re.Match[str]) -> int | None:
 def _fragments(text: str, limit: int | None) -> Iterator[Fragment]:
     pos = 0
     found = 0
-    scan, match = _START_RE.search, _MARKUP_RE.match
+    scan, match = _patterns().start.search, _patterns().markup.match
     while limit is None or found < limit:
         hit = scan(text, pos)
         if hit is None:
@@ -244,7 +258,7 @@ def reveal(text: str) -> list[tuple[str, bool]]:
     it is (``strip_terminal`` it before drawing: a line break can still be a CR)."""
     pieces: list[tuple[str, bool]] = []
     pos = 0
-    for m in _REVEAL_RE.finditer(text):
+    for m in _patterns().reveal.finditer(text):
         start, end = m.span()
         if m.lastgroup == "invisible":
             if _soft_only_needed(text, start, end):
