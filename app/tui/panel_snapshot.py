@@ -184,8 +184,8 @@ class PanelSnapshot:
         self._retry_at: float | None = None
 
     def retry_in(self) -> float | None:
-        """Seconds until a build refused for fresh stores could be stamped (0: now); None when
-        the last build was stamped (or failed for another reason)."""
+        """Seconds until a build refused for a store folder changed a moment ago could be stamped
+        (0: now); None when the last build was stamped or failed for another reason."""
         return None if self._retry_at is None else max(0.0, self._retry_at - time.monotonic())
 
     def _just_changed(self) -> bool:
@@ -209,9 +209,9 @@ class PanelSnapshot:
             before = None if fresh else compute_stamp(self.fs, self.home, self.workspace)
         except OSError:
             fresh, before = False, None
-        # compute_stamp is None for an entry changed within the racy window too (or for a store
-        # it cannot stamp at all: a retry then fails once more and is not asked for again).
-        self._retry_at = time.monotonic() + RACY_NS / 1e9 + 0.1 if before is None else None
+        # Only a store folder that changed a moment ago is worth a later try: a store that cannot
+        # be stamped at all (a worktree's .git file) would be built again after every refresh.
+        self._retry_at = time.monotonic() + RACY_NS / 1e9 + 0.1 if fresh else None
         state = build()
         if before is None:
             return state
