@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from memory.store.index import TrustPreview
     from memory.store.stores import MemoryStores
     from memory.store.watch import StoresWatcher
-    from widgets.cards.card_list import CardRow
+    from widgets.cards.card_list import CardRow, FilterAnswer
     from widgets.cards.draft import CardDraft
     from widgets.panel.memory_panel import PanelState
     from widgets.pending.state import PendingState
@@ -526,17 +526,14 @@ class Bridge:
                               filename=filename, reason=reasons[0])
         return CardResult(status="applied", level=Level(level), filename=filename, txid=result.txid)
 
-    async def filter_keys(self, text: str) -> dict[str, frozenset[str] | None]:
+    async def filter_keys(self, text: str) -> FilterAnswer:
         """The card browser's filter through the search index: per level the ``level/filename``
-        of the cards holding every word, None for a level it cannot search (untrusted)."""
+        of the cards holding every word with its search score, best first, None for a level it
+        cannot search (untrusted)."""
         search = self.require().search
 
-        def look() -> dict[str, frozenset[str] | None]:
-            out: dict[str, frozenset[str] | None] = {}
-            for level in self.levels:
-                keys = search.filter_keys(text, level)
-                out[level] = None if keys is None else frozenset(keys)
-            return out
+        def look() -> FilterAnswer:
+            return {level: search.filter_keys(text, level) for level in self.levels}
 
         return await asyncio.to_thread(look)
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from app.agent.events import RunEvent
     from app.agent.provider import Usage
     from memory.events import MemoryEvent
-    from widgets.cards.card_list import CardRow
+    from widgets.cards.card_list import CardRow, FilterAnswer
     from widgets.cards.draft import CardDraft
     from widgets.cards.editor import CardEditor
     from widgets.dialogs.trust import TrustCard
@@ -164,10 +164,10 @@ class CardsLoaded(Message):
 @dataclass
 class SearchFound(Message):
     """The search index's answer for the card browser's filter text: per level the matching
-    ``level/filename`` keys, None for a level it cannot search."""
+    ``level/filename`` -> score, best first, None for a level it cannot search."""
 
     text: str
-    keys: dict[str, frozenset[str] | None]
+    keys: FilterAnswer
 
 
 @dataclass

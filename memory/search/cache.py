@@ -1,4 +1,4 @@
-"""The search cache of one store folder: SQLite FTS5 under ``$PSEUDOCLAUDE_HOME/cache/`` (DESIGN §15).
+"""The search cache of one store folder: SQLite FTS5 under ``$PSEUDOCLAUDE_HOME/cache/``.
 
 Derived and disposable. It holds, per card, its stat key (to notice a change), the sha256 of
 its bytes (recall's "changed since recalled"), its index line, and the words of its title,
@@ -50,6 +50,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, summary, body, filename
 """
 # Column order of the fts table: the head columns (a match there weighs more).
 HEAD_COLUMNS = "{title summary filename}"
+# bm25 column weights (title, summary, body, filename), tuned on the eval's dev questions.
+BM25_WEIGHTS = "3.0, 2.0, 1.0, 2.0"
 
 CacheRow = tuple[int, str, str, str]  # id, filename, sha, line
 _T = TypeVar("_T")
@@ -327,10 +329,12 @@ class SearchCache:
 
         return self._run(run)
 
-    def bm25(self, match: str, limit: int) -> list[int]:
-        """Ids best first by FTS5's bm25, title and summary weighing most."""
-        sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts, 4.0, 2.0, 1.0, 3.0) LIMIT ?"
-        return self._run(lambda db: [r for (r,) in db.execute(sql, (match, limit))])
+    def bm25(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """(id, score) best first by FTS5's bm25 (term frequency, card length), a match in the
+        title weighing three times one in the body, in the summary or filename twice; the score
+        is bm25's negated (higher is better)."""
+        sql = f"SELECT rowid, -bm25(fts, {BM25_WEIGHTS}) FROM fts WHERE fts MATCH ? ORDER BY 2 DESC LIMIT ?"
+        return self._run(lambda db: [(int(r), float(s)) for r, s in db.execute(sql, (match, limit))])
 
     def _chunked(self, sql: str, keys: Iterable[object]) -> list[tuple[Any, ...]]:
         """``sql`` (with one ``{marks}``) over ``keys`` 500 at a time, in one sync."""

@@ -1,4 +1,4 @@
-"""Clusters of likely duplicates or contradictions in one store, found locally (DESIGN §15).
+"""Clusters of likely duplicates or contradictions in one store, found locally.
 
 A consolidation job sends the memory model only these clusters' bodies, so they are found
 without a model call, over the search cache. A card's terms are the query words of its title,
@@ -32,6 +32,16 @@ _MUTUAL = 0.55  # each covers at least this share of the other …
 _ONE_WAY = 0.8  # … or one covers this much of the other, …
 _ONE_WAY_MIN = 0.35  # … and the other at least this much of it
 _MIN_SHARED_TERMS = 3
+# Words search keeps but a duplicate is not judged by: negations, modal and filler words say how
+# a card puts its point, and two cards stating one fact put it differently ("not npm", "npm
+# would break"); the memory model, not this count, reads what they mean.
+_FILLER = frozenset(
+    """about above after again against all also any because before below between both can could
+    done down during each few further get got here just let like more most no not now off once
+    only other out over own same should some such then there through too under until up use used
+    using very want when where while will would yes ok okay know tell make need see look one two
+    way thing things something anything""".split()
+)
 
 
 def _idf(n: int, df: int) -> float:
@@ -58,7 +68,8 @@ class _Finder:
     def terms_of(self, ids: Iterable[int]) -> None:
         todo = [i for i in ids if i not in self._terms]
         for rid, (title, summary, body) in self.cache.texts(todo).items():
-            self._terms[rid] = query_terms(f"{title} {summary} {body[:BODY_HEAD_CHARS]}")
+            terms = query_terms(f"{title} {summary} {body[:BODY_HEAD_CHARS]}")
+            self._terms[rid] = [t for t in terms if t not in _FILLER]
         for rid in todo:
             self._terms.setdefault(rid, [])
         self.rows_of(t for rid in todo for t in self._terms[rid])

@@ -1,4 +1,4 @@
-"""Words of a query or a card, as the search cache indexes and matches them (DESIGN §15).
+"""Words of a query or a card, as the search cache indexes and matches them.
 
 The cache's FTS5 tokenizer (``porter unicode61``) splits on anything but letters and digits and
 stems English words, so "calibrate" finds "calibration". A CJK run has no spaces to split on:
@@ -12,23 +12,27 @@ import itertools
 import re
 import unicodedata
 
-__all__ = ["MAX_QUERY_TERMS", "STOPWORDS", "fts_phrase", "query_terms", "spaced", "valid_text"]
+__all__ = ["MAX_QUERY_TERMS", "STOPWORDS", "exact_words", "fts_phrase", "query_terms", "spaced", "valid_text"]
 
 MAX_QUERY_TERMS = 32
 
-# Words that say nothing about what a card is about (a user message is mostly these).
+# True function words only (articles, pronouns, be/have/do, conjunctions, the commonest
+# prepositions, question words, the chat's fillers: "again", "just", "ok"): they say nothing about what a card is about. Content words that
+# merely look small ("like", "make", "would", "up", "during") stay: a word in many cards weighs
+# little anyway (its inverse document frequency).
 STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before
-    being below between both but by can could did do does doing done down during each few for from
-    further get got had has have having he her here hers him his how i if in into is it its itself
-    just let like me more most my no nor not now of off on once only or other our ours out over own
-    please same she should so some such than thank thanks that the their them then there these they
-    this those through to too under until up us use used using very want was we were what when where
-    which while who whom why will with would you your yours yes ok okay know tell make need see look
-    one two way thing things something anything""".split()
+    """a an the i me my mine myself we us our ours you your yours he him his she her hers it its
+    itself they them their theirs this that these those who whom whose which what how when where
+    why am is are was
+    were be been being do does did doing have has had having and or but nor if so than as of to
+    in on at by for from with into about please thanks thank again also just very too really ok
+    okay yes hi hello hey""".split()
 )
 
 _WORD_RE = re.compile(r"[^\W_]+")
+# A name or code identifier: words joined by _ . - / : (snake_case, dotted.path, --flag-name,
+# file.name, a 3.14 version). Matched as such too: the phrase of its words, rarer than each word.
+_IDENT_RE = re.compile(r"[^\W_]+(?:[_.\-/:]+[^\W_]+)+")
 _CJK_RE = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff])")
 
 
@@ -48,9 +52,11 @@ def spaced(text: str) -> str:
 
 
 def query_terms(text: str) -> list[str]:
-    """The distinct words of a query worth matching, in order, at most MAX_QUERY_TERMS: lower
-    case, without stop words and one-letter words; a CJK run gives its character pairs, each a
-    two-character phrase (``"配 置"``), or its one character."""
+    """The distinct words of a query worth matching, in order, at most MAX_QUERY_TERMS: first
+    each name or identifier as the phrase of its words (``max_length`` -> ``"max length"``,
+    ``3.9`` -> ``"3 9"``), then the words, lower case, without stop words and one-letter words;
+    a CJK run gives its character pairs, each a two-character phrase (``"配 置"``), or its one
+    character."""
     norm = unicodedata.normalize("NFKC", valid_text(text)).lower()
     out: list[str] = []
     run: list[str] = []
@@ -66,6 +72,10 @@ def query_terms(text: str) -> list[str]:
             add(f"{a} {b}")
         run.clear()
 
+    for ident in _IDENT_RE.findall(norm):
+        parts = _WORD_RE.findall(spaced(ident))
+        if not any(_is_cjk(p) for p in parts) and any(len(p) > 1 or p.isdigit() for p in parts):
+            add(" ".join(parts))
     for word in _WORD_RE.findall(spaced(norm)):
         if _is_cjk(word):
             run.append(word)
@@ -75,6 +85,12 @@ def query_terms(text: str) -> list[str]:
             add(word)
     flush()
     return out
+
+
+def exact_words(words: list[str]) -> re.Pattern[str]:
+    """A pattern finding any of ``words`` (a query's, lower case) in a text as written, not a
+    longer word holding it nor only its stem: ``{m.lower() for m in p.findall(text)}``."""
+    return re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, words)) + r")(?![^\W_])", re.IGNORECASE)
 
 
 def fts_phrase(term: str, *, prefix: bool = False) -> str:

@@ -5,6 +5,7 @@ posts and their payloads, filtering (10,000 rows too), selection keeping, layout
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -591,3 +592,44 @@ async def test_invisible_characters_are_named_in_the_preview() -> None:
         await wait_until(pilot, lambda: "run⟨ZWSP⟩this ⟨RLO⟩evil⟨PDF⟩ and" in screen_text(app))
         assert "⚠ hidden when rendered: 3 invisible characters" in screen_text(app)
         assert "\u200b" not in screen_text(app) and "\u202e" not in screen_text(app)
+
+
+async def test_the_index_answer_orders_the_filtered_rows_best_first_ties_as_search_breaks_them() -> None:
+    def scored(name: str, **kw: Any) -> CardRow:
+        return row("project", name, title=f"zeta {name}", **kw)
+
+    low, high = scored("low"), scored("high")
+    tie_stale = replace(scored("tie_stale"), stale="src/a.py changed")
+    tie_read = replace(scored("tie_read", updated="2026-01-01T00:00:00Z"), reads=3)
+    tie_new = scored("tie_new", updated="2026-12-01T00:00:00Z")
+    tie_old = scored("tie_old", updated="2026-02-01T00:00:00Z")
+    user_tie = row("user", "tie_user", title="zeta user", updated="2026-12-01T00:00:00Z")
+    unscored = row("user", "zeta_other", title="zeta other")
+    rows = [low, tie_stale, tie_old, unscored, tie_new, user_tie, tie_read, high]
+    browser = CardBrowser(rows)
+    app = Host(browser)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await start(pilot, browser)
+        filter_box(browser).value = "zeta"
+        await wait_until(pilot, lambda: browser.filter_text == "zeta")
+        # Before the index answers: every row holding the word, in the App's order.
+        assert list(browser.visible_rows) == rows
+        scores = {"project/high.md": 9.0, "project/low.md": 1.0}
+        scores |= {f"project/{r.filename}": 5.0 for r in (tie_stale, tie_read, tie_new, tie_old)}
+        # The index holds one of the user rows: the other is no match.
+        browser.set_search("zeta", {"project": scores, "user": {"user/tie_user.md": 5.0}})
+        await wait_until(pilot, lambda: browser.visible_rows[0] == high)
+        assert list(browser.visible_rows) == [high, tie_read, tie_new, user_tie, tie_old, tie_stale, low]
+        assert "best match first" in screen_text(app)
+        # A level the index cannot search (None): its rows follow, substring-matched, in the
+        # App's order.
+        browser.set_search("zeta", {"project": scores, "user": None})
+        await wait_until(pilot, lambda: len(browser.visible_rows) == 8)
+        assert list(browser.visible_rows) == [high, tie_read, tie_new, tie_old, tie_stale, low, unscored, user_tie]
+        # An answer for other words than the box's now is dropped.
+        browser.set_search("zet", {"project": {"project/low.md": 99.0}, "user": None})
+        assert browser.visible_rows[0] == high
+        # The person's own sort wins over the ranking.
+        await pilot.press("enter", "r")
+        await wait_until(pilot, lambda: browser.sort_by == "use")
+        assert browser.visible_rows[0] == tie_read and "best match first" not in screen_text(app)

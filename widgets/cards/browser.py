@@ -36,7 +36,7 @@ from textual.widgets import Input, Markdown, Static
 
 from memory.text.lines import one_line
 from widgets.cards.browser_style import BROWSER_CSS
-from widgets.cards.card_list import CardList, CardRow
+from widgets.cards.card_list import CardList, CardRow, FilterAnswer
 from widgets.cards.draft import CARD_TYPES, LEVELS
 from widgets.cards.preview import preview_body, preview_conflict, preview_meta, preview_raw, preview_view_line
 from widgets.dialogs.confirm import ConfirmModal
@@ -171,9 +171,10 @@ class CardBrowser(Screen[None]):
         self.prompt_filter: str = PROMPT_FILTERS[0]
         # The body as the model reads it (raw, hidden markup marked), or rendered Markdown (v).
         self.raw_view = True
-        # The search index's answer for a filter text: per level the matching filenames
-        # ("level/filename"), None for a level it cannot search (the substring filter then).
-        self.search: tuple[str, dict[str, frozenset[str] | None]] | None = None
+        # The search index's answer for a filter text: per level the matching cards
+        # ("level/filename" -> score, best first), None for a level it cannot search (the
+        # substring filter then).
+        self.search: tuple[str, FilterAnswer] | None = None
         self.last_filter_ms: float = 0.0
         self.note: str | None = None
         self.flash_text: str = ""
@@ -275,7 +276,7 @@ class CardBrowser(Screen[None]):
 
     # -- filtering -----------------------------------------------------------------------------
 
-    def set_search(self, text: str, keys: dict[str, frozenset[str] | None]) -> None:
+    def set_search(self, text: str, keys: FilterAnswer) -> None:
         """The search index's answer for the filter text ``text``; dropped when the box says
         something else by now."""
         if text != self.filter_text:
@@ -306,6 +307,32 @@ class CardBrowser(Screen[None]):
 
         return indexed
 
+    def _ranked(self) -> FilterAnswer | None:
+        """The index's answer for the filter box's words now (None: no words, or not in yet)."""
+        if not self.filter_text.strip() or self.search is None or self.search[0] != self.filter_text:
+            return None
+        return self.search[1]
+
+    def _relevance(self) -> Callable[[CardRow], tuple[object, ...]]:
+        """The filtered rows as search ranks them: best score first; equal scores fresh before
+        stale, then the most read, then the newest, then the project's, then by filename. A
+        row the index could not score (a level it cannot search, a conflicted card) follows,
+        in the App's order."""
+        scores: dict[str, float] = {}
+        for found in (self._ranked() or {}).values():
+            scores.update(found or {})
+        order = {id(row): i for i, row in enumerate(self._visible)}
+
+        def key(row: CardRow) -> tuple[object, ...]:
+            score = scores.get(f"{row.level}/{row.filename}")
+            if score is None:
+                return (1, order[id(row)])
+            newest = tuple(-ord(c) for c in row.updated) or (1,)  # newest first, undated last
+            return (0, -round(score, 9), row.stale is not None, -row.reads, newest, row.level != "project",
+                    row.filename)
+
+        return key
+
     def _apply_filters(self, *, keep: tuple[str, str] | None, fallback: int) -> None:
         started = time.perf_counter()
         kind = self.type_filter
@@ -325,6 +352,8 @@ class CardBrowser(Screen[None]):
         if self.sort_by == "use":
             # Stable: cards read as often and as lately keep the App's order.
             self._visible.sort(key=lambda r: (r.reads, r.last_read), reverse=True)
+        elif self._ranked() is not None:
+            self._visible.sort(key=self._relevance())
         self.last_filter_ms = (time.perf_counter() - started) * 1000
         cursor = fallback
         if keep is not None:
@@ -363,6 +392,8 @@ class CardBrowser(Screen[None]):
             parts.append((f" · {pins:,} pinned {'card' if pins == 1 else 'cards'} did not fit", "bold $text-warning"))
         if self.sort_by != SORTS[0]:
             parts.append(f" · sort: {self.sort_by}")
+        elif self._ranked() is not None:
+            parts.append(" · best match first")
         if self.filter_text.strip():
             parts.append(" · filter: ")
             parts.append((one_line(self.filter_text), "italic"))

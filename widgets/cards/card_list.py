@@ -27,12 +27,16 @@ from widgets.cards.draft import CardConflict
 from widgets.panel.memory_panel import TYPE_TAGS
 from widgets.segments import styled
 
-__all__ = ["CONFLICT_TAG", "CardList", "CardRow", "CiteLine", "card_date", "conflict_line"]
+__all__ = ["CONFLICT_TAG", "CardList", "CardRow", "CiteLine", "FilterAnswer", "card_date", "conflict_line"]
 
 STALE_TAG = "stale"
 PIN_TAG = "pin"
 CONFLICT_TAG = "conflicted"
 
+
+# The search index's answer for the browser's filter words: per level, "level/filename" -> score
+# of the matching cards, best first; None for a level it cannot search (untrusted).
+FilterAnswer = dict[str, dict[str, float] | None]
 
 @dataclass(frozen=True)
 class CiteLine:

@@ -1,8 +1,10 @@
-"""The ``search_memory`` tool (DESIGN §9, §15): the cards of both stores that hold a query's
+"""The ``search_memory`` tool: the cards of both stores that hold a query's
 words, best first, as index lines, so the model can look beyond the prompt's index on purpose.
 
 Output: one line per card, ``<level>: <index line>`` (``project: - [type] Title — summary
-(file.md)``), best first across both levels, or ``no notes match``. One flat list rather than
+(file.md)``), best first across both levels, or ``no card matches``: a card whose matched words
+carry less than a fifth of the query's weight (``SEARCH_FLOOR``) is no match, not a weak one.
+One flat list rather than
 ``## Project Memory`` / ``## User Memory`` sections: the order is the ranking, and the level the
 model needs for read_memory is on the line it reads. An untrusted project store is never
 searched: asked for by name it is an error with read_memory's reason; searched with both levels
@@ -25,6 +27,7 @@ from app.agent.tools.base import (
     quote,
     req_str,
 )
+from memory.search.engine import SEARCH_FLOOR
 from memory.store.trust import UNTRUSTED_REASON
 
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "NO_MATCH", "NO_PROJECT_LEVEL", "UNTRUSTED_NOTE", "search_memory"]
@@ -33,7 +36,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50  # memory.search.engine.SEARCH_LIMIT_MAX: the engine would cut a larger one silently
-NO_MATCH = "no notes match"
+NO_MATCH = "no card matches"
 UNTRUSTED_NOTE = "[the project store was not searched: it came with this workspace and is not trusted yet]"
 NO_PROJECT_LEVEL = "this workspace has no project level (its project store is the user store): search level 'user'"
 _LEVELS = ("project", "user")
@@ -65,7 +68,7 @@ def found_lines(search: MemorySearcher, query: str, level: str | None, limit: in
         if project_left_out:
             raise ToolError(UNTRUSTED_REASON)
     try:
-        hits = search.search(query, level, limit)
+        hits = search.search(query, level, limit, floor=SEARCH_FLOOR)
     finally:
         # A rebuilt cache is the program's business, not the model's: logged, never in the result.
         for notice in search.notices():

@@ -192,11 +192,12 @@ _SPECS = [
             "Search every long-term memory note by topic: its title, summary, body and filename, "
             "including the notes the memory index in the system prompt leaves out when there are many. "
             "Returns the matching notes' index lines, best first, one per line as "
-            "`<level>: - [type] title — summary (filename)`, or `no notes match`. Read a note's body "
+            "`<level>: - [type] title — summary (filename)`, or `no card matches` when no note holds "
+            "enough of the query's words. Read a note's body "
             "with read_memory (that level and the filename in parentheses). Words are matched whole, "
-            "English endings aside (`calibrate` finds `calibration`); common words are ignored, and a "
-            "note holding more of the query's rarer words ranks higher, so name the topic in a few "
-            "specific words. `level` searches one store only; `limit` is how many lines to return "
+            "English endings aside (`calibrate` finds `calibration`, the exact word ranking first); "
+            "names like `max_length` or `3.9` match as written; a note holding more of the query's "
+            "rarer words, more often, ranks higher, so name the topic in a few specific words. `level` searches one store only; `limit` is how many lines to return "
             "(default 10, at most 50). A project store that is not trusted yet is not searched."
         ),
         input_schema=_schema(

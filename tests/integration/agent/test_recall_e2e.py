@@ -21,7 +21,7 @@ import pytest
 from app.agent.runtime import Runtime
 from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
-from app.agent.tools.search_memory import UNTRUSTED_NOTE
+from app.agent.tools.search_memory import NO_MATCH, UNTRUSTED_NOTE
 from memory.constants import Level
 from memory.store.index import index_keys, recall_block
 from memory.store.stores import MemoryStores
@@ -153,7 +153,7 @@ async def test_the_model_finds_the_card_with_search_memory(server: FakeAnthropic
     await _turn(runtime, "Look through the memory for the lab hardware.")
     found, user_only, bad = tool_results(server.requests_for(MODEL)[3])
     assert result_text(found).split("\n")[0] == f"project: {TOPIC_LINE}" and not found.get("is_error")
-    assert result_text(user_only) == "no notes match"
+    assert result_text(user_only) == NO_MATCH
     assert bad.get("is_error") and "'limit' must be at most 50" in result_text(bad)
 
 
@@ -169,7 +169,7 @@ async def test_an_untrusted_project_store_is_never_recalled_nor_searched(
     await _turn(untrusted, ASK)
     assert _user_texts(server, 0) == [ASK]
     both, project = tool_results(server.requests_for(MODEL)[2])
-    assert result_text(both) == f"no notes match\n{UNTRUSTED_NOTE}"
+    assert result_text(both) == f"{NO_MATCH}\n{UNTRUSTED_NOTE}"
     assert project.get("is_error") and result_text(project) == UNTRUSTED_REASON
     for req in server.requests_for(MODEL):
         sent = json.dumps(req.body)
