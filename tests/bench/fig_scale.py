@@ -1,4 +1,4 @@
-"""`make bench`: memory at scale (issue 18): recall per turn, the search cache's rebuild, and
+"""`make bench`: memory at scale: recall and search per turn, the search cache's rebuild, and
 recall quality on a generated labelled set.
 
 The labelled set (``labelled_set``, fixed seed; the unit tests use a small one): a store of
@@ -10,6 +10,8 @@ amid filler; and **unrelated** queries (common words, words no card holds) shoul
 
 * recall per turn at 10,000 cards, warm: ``MemorySearch.recall`` of the queries, one after another
   in one process (the runtime keeps one), median ms; target ≤ 20;
+* search per query at 10,000 cards, warm: ``MemorySearch.search`` of the same messages, median
+  ms; target ≤ 10;
 * cache rebuild at 10,000 cards: ``SearchCache.rebuild()`` (every card read and indexed), median s;
 * recall quality: the share of targets in recall's top 5 (target ≥ 0.9) and the share of
   unrelated queries that recalled anything (target ≤ 0.05).
@@ -36,6 +38,7 @@ CARDS = 10_000
 TARGETS = 200
 UNRELATED = 100
 RECALL_TARGET_MS = 20.0
+SEARCH_TARGET_MS = 10.0
 QUALITY_TARGET = 0.9
 FALSE_POSITIVE_TARGET = 0.05
 SEED = 18
@@ -161,6 +164,7 @@ def figures(runs: int = 5) -> list[Figure]:
         shown = stores.prompt_index().shown
         rebuilds: list[float] = []
         per_turn: list[float] = []
+        per_search: list[float] = []
         turns = [q for q, _ in data.queries[:20]] + data.unrelated[:10]
         for run in range(runs):
             # Side by side: a rebuild, then warm turns against the rebuilt cache.
@@ -174,6 +178,9 @@ def figures(runs: int = 5) -> list[Figure]:
                 t = time.perf_counter()
                 search.recall(q, shown)
                 per_turn.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                search.search(q)  # memory search / search_memory: bm25, the exact-word raise, the lines
+                per_search.append(time.perf_counter() - t)
             _log(f"run {run + 1}/{runs}: rebuild {rebuilds[-1]:.1f} s, recall median {1000 * median(per_turn):.1f} ms")
         share, false = quality(search, data)
         search.close()
@@ -183,6 +190,9 @@ def figures(runs: int = 5) -> list[Figure]:
         at_most("memory recall per turn, 10,000 cards, warm", recall_ms, RECALL_TARGET_MS, "ms",
                 f"MemorySearch.recall of a user message, median of {len(per_turn)} turns; {size}; "
                 f"max {1000 * max(per_turn):.1f} ms"),
+        at_most("memory search per query, 10,000 cards, warm", 1000 * median(per_search), SEARCH_TARGET_MS, "ms",
+                f"MemorySearch.search (limit 10) of the same messages, median of {len(per_search)}; {size}; "
+                f"max {1000 * max(per_search):.1f} ms"),
         Figure("memory search cache rebuild, 10,000 cards", median(rebuilds), "s", "reported", True,
                f"SearchCache.rebuild(): every card read and indexed in SQLite FTS5, median of {len(rebuilds)}"),
         at_least("memory recall quality: targets in the top 5", share, QUALITY_TARGET, "",
