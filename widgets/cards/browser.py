@@ -392,11 +392,11 @@ class CardBrowser(Screen[None]):
             parts.append((f" · {pins:,} pinned {'card' if pins == 1 else 'cards'} did not fit", "bold $text-warning"))
         if self.sort_by != SORTS[0]:
             parts.append(f" · sort: {self.sort_by}")
-        elif self._ranked() is not None:
-            parts.append(" · best match first")
         if self.filter_text.strip():
             parts.append(" · filter: ")
             parts.append((one_line(self.filter_text), "italic"))
+        if self.sort_by == SORTS[0] and self._ranked() is not None:
+            parts.append(" · best match first")
         self._header.update(Content.assemble(*parts))
 
     @on(Input.Changed, "#cb-filter")
