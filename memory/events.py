@@ -40,7 +40,7 @@ class JobApplied(_Event):
 
     ``created``: when the job was spooled (RFC 3339 UTC), kept through retries, coalescing and
     review; empty when the job was never seen by this process. ``dropped_cites``: the
-    citations of applied ops that were not kept, each with its reason (DESIGN §14)."""
+    citations of applied ops that were not kept, each with its reason."""
 
     kind: Literal["applied"] = "applied"
     job_id: str
@@ -112,7 +112,7 @@ class JobHeld(_Event):
     job_id: str
     ops: tuple[HeldOpView, ...] = ()
     rejected: tuple[Rejection, ...] = ()
-    purpose: Literal["extract", "consolidate"] = "extract"  # a consolidation's ops (DESIGN §15)
+    purpose: Literal["extract", "consolidate"] = "extract"  # a consolidation's ops
 
 
 class IndexChanged(_Event):

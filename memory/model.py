@@ -63,7 +63,7 @@ class Conflict(BaseModel):
 
 class Cite(BaseModel):
     """One file a project card rests on, as the app recorded it when the card was written or
-    last confirmed (DESIGN §14). ``blob``: the git blob id when the file was tracked, else
+    last confirmed. ``blob``: the git blob id when the file was tracked, else
     ``sha256:<hex>``; never a value the model gave."""
 
     model_config = ConfigDict(frozen=True)
@@ -98,10 +98,10 @@ class NoteMeta(BaseModel):
     source: str = MANUAL_SOURCE
     cites: tuple[Cite, ...] = ()
     confirmed: str = ""  # when a person last said "still true" (RFC 3339), or ""
-    # A person's "always in the prompt": ranked first when the index does not fit (DESIGN §15).
+    # A person's "always in the prompt": ranked first when the index does not fit.
     pinned: bool = False
     # Who wrote or last changed the card: their git ``user.name`` when set, nothing else about
-    # them (DESIGN §16); "" when unknown.
+    # them; "" when unknown.
     author: str = ""
 
 
@@ -133,14 +133,14 @@ class Note(BaseModel):
     # (a type typo alone still parses, and is listed under the type its name implies).
     unparsed: bool = False
     # Set when the file holds git conflict markers: never parsed into a prompt (``unparsed``
-    # is set too), shown with both versions until a person resolves it (DESIGN §16). ``meta``
+    # is set too), shown with both versions until a person resolves it. ``meta``
     # is then our side's front matter when it parses (for its title), and ``body`` the raw text.
     conflict: ConflictSides | None = None
 
 
 class Turn(BaseModel):
     """One completed user turn as extraction sees it: role + text only, and the workspace paths
-    its tool calls read, listed, searched or changed (paths only, DESIGN §14)."""
+    its tool calls read, listed, searched or changed (paths only)."""
 
     messages: list[TurnMessage]
     session: str = ""

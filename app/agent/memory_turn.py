@@ -2,7 +2,7 @@
 
 Tool calls, tool results, the index-update blocks and the app's own notes are left out:
 extraction learns from what was said, not from tool output or from what memory itself sent.
-Of a tool call only the path of the file tools is kept (DESIGN §14), so the memory model can
+Of a tool call only the path of the file tools is kept, so the memory model can
 cite what a card rests on; patterns, contents, edit strings and commands never are.
 """
 

@@ -15,7 +15,7 @@ from memory.model import Turn
 
 class IndexSource(Protocol):
     """Where the merged memory index comes from (read off the event loop). ``keep``: the
-    ``level/filename`` of the cards the session's index shows, kept first when cut (DESIGN §15)."""
+    ``level/filename`` of the cards the session's index shows, kept first when cut."""
 
     def merged_index(self, *, keep: Collection[str] = ...) -> str: ...
 

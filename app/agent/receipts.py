@@ -1,4 +1,4 @@
-"""Receipts: what memory a turn used, kept in its ``turn_end`` record of the session log (DESIGN §14).
+"""Receipts: what memory a turn used, kept in its ``turn_end`` record of the session log.
 
 ``{"shown": [...], "read": [...], "stale": [...]}``, each card as ``level/filename``:
 
@@ -72,7 +72,7 @@ class Receipt:
         seen = set(stale)
         stale += [key for key, was_stale in self._read.items() if was_stale and key not in seen]
         out = {"shown": shown, "read": list(self._read), "stale": stale}
-        if self.recalled:  # the cards of the Run's <memory-recall> block (DESIGN §15)
+        if self.recalled:  # the cards of the Run's <memory-recall> block
             out["recalled"] = list(self.recalled[:RECEIPT_MAX])
         return out
 

@@ -1,5 +1,5 @@
 """What memory adds at the head of a Run's user message: the ``<memory-update>`` block (index
-changes since the model last saw it, DESIGN §4) and the ``<memory-recall>`` block (§15).
+changes since the model last saw it) and the ``<memory-recall>`` block.
 
 Before each Run the user's message (``@``-attached file names are in its text) is matched
 against the cards not in the index the model has; up to five are named at the head of the

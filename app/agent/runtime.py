@@ -71,7 +71,7 @@ class Runtime:
         self.fs = fs if fs is not None else DEFAULT_FS
         # Constructors only compute paths; nothing here reads or writes a file.
         self.stores = MemoryStores(workspace, home, fs=self.fs)
-        # Search and recall beyond the prompt's index (DESIGN §15): its caches open on first use.
+        # Search and recall beyond the prompt's index: its caches open on first use.
         self.search = MemorySearch(self.stores)
         self.memory_mode: MemoryMode = settings.memory_mode
         self._completion = completion
@@ -85,7 +85,7 @@ class Runtime:
                                consolidate_review=settings.consolidate_review, search=self.search,
                                runs_jobs=not worker_process)
         # worker_process: the jobs run in a child process (`pseudoclaude memory worker`); this
-        # process spools, reviews and watches (issue 20: an apply never shares the screen's
+        # process spools, reviews and watches (an apply never shares the screen's
         # interpreter). Print mode keeps the worker in-process: its one job is faster there than
         # in a child that must first import the SDK.
         self.on_worker_note: Callable[[str], None] | None = None
@@ -145,7 +145,7 @@ class Runtime:
         if self._started:
             return
         self._started = True
-        # MEMORY.md is derived (DESIGN §16): a `git pull` or merge since the last run may have
+        # MEMORY.md is derived: a `git pull` or merge since the last run may have
         # left it out of step with the cards; rebuilt before anything reads the stores.
         await asyncio.to_thread(self.refresh_indexes)
         if self.memory_enabled and worker:

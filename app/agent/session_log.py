@@ -7,7 +7,7 @@ One JSON object per line, ASCII only (``\\n`` is the only line separator)::
     {"type":"message","message":{"role":"user","content":...}}                    # as the turn goes
     {"type":"message","message":{...},"repair":"interrupted"}                     # written by us
     {"type":"turn_end","turn":1,"status":"completed","time":...,...,
-     "memory":{"shown":["project/a.md",...],"read":[...],"stale":[...]}}      # the turn's receipt (§14)
+     "memory":{"shown":["project/a.md",...],"read":[...],"stale":[...]}}      # the turn's receipt
     {"type":"turn_end","turn":2,"status":"error","message":...,"dropped":true}   # left out on replay
     {"type":"usage","tokens":N,"chars":C}          # the usage anchor of a request (app/agent/compaction.py)
     {"type":"offload","tool_use_id":...,"content":"<stub>"}   # a result moved to sessions/<id>/results/

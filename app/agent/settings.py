@@ -98,14 +98,14 @@ class Settings(BaseSettings):
     context_window: int = Field(default=200_000, ge=2_000)
     compact_at: float = Field(default=0.8, gt=0.1, le=1.0, allow_inf_nan=False)
     offload_bytes: int = Field(default=32 * 1024, ge=1024)
-    # Consolidation (DESIGN §15): automatic after this many new cards in a store (0 = never);
+    # Consolidation: automatic after this many new cards in a store (0 = never);
     # its operations held for review, also in auto mode, unless consolidate_review is false.
     consolidate_after: int = Field(default=50, ge=0)
     consolidate_review: bool = True
-    # DESIGN §16: a git URL (or a local bare repository) that makes the user store a git
+    # A git URL (or a local bare repository) that makes the user store a git
     # repository kept in step by `memory sync`; "" = the user store stays on this machine.
     user_memory_remote: str = ""
-    # Where the memory worker runs (issue 20): "process" = a child process (`pseudoclaude memory
+    # Where the memory worker runs: "process" = a child process (`pseudoclaude memory
     # worker`) elected by the workspace's worker lock, so an apply never shares the screen's
     # interpreter; "thread" = in this process (print mode's one job, and tests with an in-process
     # memory model).

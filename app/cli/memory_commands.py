@@ -237,7 +237,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _refresh(stores: MemoryStores) -> list[str]:
-    """The derived-index rule (DESIGN §16): a ``MEMORY.md`` out of step with its cards (a
+    """The derived-index rule: a ``MEMORY.md`` out of step with its cards (a
     union merge, ``git checkout``, an editor) is rebuilt before the command reads anything.
     Quietly (``doctor`` says it): the rebuilt file is what the cards say, nothing was lost."""
     from memory.store.transaction import TransactionError

@@ -1,4 +1,4 @@
-"""``pseudoclaude memory consolidate [--level L] [--yes]`` (DESIGN §15): one consolidation job
+"""``pseudoclaude memory consolidate [--level L] [--yes]``: one consolidation job
 now, through the memory model, like ``flush``.
 
 Imported by app/cli/main.py's parser on every start: the manager is imported by the command

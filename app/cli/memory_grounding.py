@@ -1,4 +1,4 @@
-"""The grounded-cards side of ``pseudoclaude memory`` (DESIGN §14): ``list --stale``,
+"""The grounded-cards side of ``pseudoclaude memory``: ``list --stale``,
 ``list --unused DAYS``, ``confirm LEVEL FILE``, and the one-line report of a dropped citation
 (shared with print mode's report of a memory job).
 

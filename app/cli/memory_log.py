@@ -1,4 +1,4 @@
-"""``pseudoclaude memory log [LEVEL] [FILE]`` (DESIGN §16): the history of a store's cards, the
+"""``pseudoclaude memory log [LEVEL] [FILE]``: the history of a store's cards, the
 app's batches and the git commits that touched the store, newest first.
 
 Imported by app/cli/main.py's parser on every start: what the command reads is imported when it runs.

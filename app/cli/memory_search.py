@@ -1,4 +1,4 @@
-"""The memory-at-scale side of ``pseudoclaude memory`` (DESIGN §15): ``search QUERY``,
+"""The memory-at-scale side of ``pseudoclaude memory``: ``search QUERY``,
 ``pin LEVEL FILE``, ``unpin LEVEL FILE``.
 
 ``memory search`` prints what the ``search_memory`` tool gives the model: one line per card,

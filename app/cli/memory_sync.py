@@ -1,4 +1,4 @@
-"""``pseudoclaude memory sync`` (DESIGN §16): the user store kept in step with ``user_memory_remote``.
+"""``pseudoclaude memory sync``: the user store kept in step with ``user_memory_remote``.
 
 Imported by app/cli/main.py's parser on every start: git and the settings are used when it runs.
 """

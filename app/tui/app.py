@@ -144,8 +144,8 @@ class PseudoClaudeApp(App[int]):
         self.turn_view = TurnRenderer(lambda: self.chat, self.status_model, self._gc, lambda: self._cost,
                                       lambda: self.settings.model if self.settings is not None else "")
         self.memory_screens = MemoryScreens(self, refresh_panel=self._refresh_panel)
-        self.scale = ScaleFlow(self)  # /consolidate, the automatic one, the search caches (DESIGN §15)
-        self.sharing = SharingFlow(self, self._refresh_panel)  # outside changes, the user store's sync (§16)
+        self.scale = ScaleFlow(self)  # /consolidate, the automatic one, the search caches
+        self.sharing = SharingFlow(self, self._refresh_panel)  # outside changes, the user store's sync
         self.slash = SlashCommands(self)  # the slash commands' table and handlers
         # Stale marks follow the cited files while the app runs (after turns, and on a timer).
         self.grounding = GroundingWatch(self, busy=self.turn_running)

@@ -130,7 +130,7 @@ class Bridge:
         self._card_reads = threading.Lock()
         self._early_stores: MemoryStores | None = None  # the trust question's, until the runtime exists
         self._early_lock = threading.Lock()
-        # The user store's sync (DESIGN §16): memory.sharing.sync.sync_user_store unless a test
+        # The user store's sync: memory.sharing.sync.sync_user_store unless a test
         # sets another; its last outcome (line, failed) is what the panel shows.
         self.sync_user_store: Callable[..., SyncResult] | None = None
         self.sync_status: tuple[str, bool] | None = None
@@ -168,7 +168,7 @@ class Bridge:
             completion=completion,
             home=self.home,
             fs=self._fs,
-            # A child process, unless a test hands the App an in-process memory model (issue 20).
+            # A child process, unless a test hands the App an in-process memory model.
             worker_process=settings.memory_worker == "process" and self._completion is None,
         )
         self.runtime.on_worker_note, self.runtime.on_worker_wrote = self._on_worker_note, lambda: self.post(ChildWrote())
@@ -461,7 +461,7 @@ class Bridge:
                               filename=filename, expected_sha=sha256, original_level=original_level, cites=cites)
         )
 
-    # -- grounded cards (DESIGN §14) ---------------------------------------------------------------
+    # -- grounded cards ---------------------------------------------------------------
 
     async def stale_cards(self) -> frozenset[tuple[str, str]]:
         """(filename, reason) of each stale project card now: a stat per cited file while
@@ -507,7 +507,7 @@ class Bridge:
     async def undo(self) -> BatchResult:
         return await asyncio.to_thread(self.stores.undo)
 
-    # -- memory at scale (DESIGN §15) ----------------------------------------------------------------
+    # -- memory at scale ----------------------------------------------------------------
 
     async def pin_card(self, level: str, filename: str, pinned: bool, sha256: str | None) -> BatchResult:
         """Pin or unpin a card: its own manual, undoable batch (empty when it already was)."""

@@ -1,4 +1,4 @@
-"""Memory at scale in the App (DESIGN §15): ``/consolidate``, the automatic consolidation after a
+"""Memory at scale in the App: ``/consolidate``, the automatic consolidation after a
 job applied while nothing else runs, and the search caches following watched changes.
 
 The App holds one :class:`ScaleFlow`; its slow parts are the App's workers calling the bridge, and

@@ -1,4 +1,4 @@
-"""Keeping the stale marks fresh while the app runs (DESIGN §14).
+"""Keeping the stale marks fresh while the app runs.
 
 Cited files change under a running app: the agent edits them, the person does, a ``git pull``
 does. After each turn ends and every ``interval`` seconds while no turn runs, the project cards'

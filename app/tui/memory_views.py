@@ -103,7 +103,7 @@ def _row(
     )
 
 
-# -- conflicted cards (DESIGN §16) -------------------------------------------------------------
+# -- conflicted cards -------------------------------------------------------------
 
 # Opens the other version in a merge draft. The editor refuses a body that still holds it
 # (app/tui/screens/cards.py): the person merges the two and deletes it, or takes one side.

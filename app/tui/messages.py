@@ -190,7 +190,7 @@ class MemoryFlash(Message):
 class EditorOutcome(Message):
     """What a Ctrl+S in the card editor came to.
 
-    ``status``: "saved" (``result`` is the memory.cards.CardResult), "invalid" (``errors`` by field,
+    ``status``: "saved" (``result`` is the memory.store.cards.CardResult), "invalid" (``errors`` by field,
     ``general``), or "conflict" (``disk``: the card on disk now as (CardDraft, sha256), or None
     when it is gone)."""
 

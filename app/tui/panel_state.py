@@ -7,7 +7,7 @@ the panel. The cards come from the merged index exactly as the system prompt wou
 untrusted project store is not in that index, so its cards are listed from its card files
 with a note saying they are not used. ``MEMORY.md`` is never read here.
 
-Sharing through git (DESIGN §16): a card written by someone else (its front matter's ``author``
+Sharing through git: a card written by someone else (its front matter's ``author``
 differs from this person's git ``user.name``) says who; a card git left with conflict markers is
 in no index, so it is found among the files no index line stands for and listed apart.
 """
@@ -96,7 +96,7 @@ def build_panel_state(
     if stores.has_project_level:
         conflicted = _conflicted(stores, "project", project_prompt, trusted_project) + conflicted
 
-    # The split at a glance (DESIGN §15): the cards the prompt's budget left out, reachable by
+    # The split at a glance: the cards the prompt's budget left out, reachable by
     # search_memory and recall; nothing when everything fits.
     cut_note = cut_text(len(prompt.left_out), len(prompt.pinned_left_out)) if prompt.left_out else None
     return PanelState(
@@ -213,7 +213,7 @@ def _card(stores: MemoryStores, level: str, line: str, me: str = "") -> PanelCar
         title=strip_terminal(title, keep_newlines=False),
         summary=strip_terminal(summary, keep_newlines=False),
         filename=strip_terminal(filename, keep_newlines=False),
-        # The index line's stale mark (DESIGN §14), apart from the title and summary.
+        # The index line's stale mark, apart from the title and summary.
         stale=None if m.group("stale") is None else strip_terminal(m.group("stale"), keep_newlines=False),
         # Only someone else's name: a card of one's own needs no "by".
         author="" if author == me else strip_terminal(author, keep_newlines=False),

@@ -1,4 +1,4 @@
-"""Sharing through git in the App (DESIGN §16).
+"""Sharing through git in the App.
 
 Outside changes: a store changed by someone else (``git pull``, a merge, a checkout, an editor)
 has its derived ``MEMORY.md`` rebuilt from the cards (``MemoryStores.refresh_indexes``) before the
@@ -71,7 +71,7 @@ async def in_daemon_thread(fn: Callable[[], T]) -> T:
 
 
 class SharingFlow:
-    """The App's part of DESIGN §16; ``refresh_panel`` rebuilds the panel's state (a worker)."""
+    """The App's part of sharing through git; ``refresh_panel`` rebuilds the panel's state (a worker)."""
 
     def __init__(self, app: PseudoClaudeApp, refresh_panel: Callable[[], object]) -> None:
         self.app = app
@@ -133,7 +133,7 @@ class SharingFlow:
         return True
 
     async def sync_user(self, timeout: float) -> SyncResult:
-        """Sync the user store with ``user_memory_remote`` (DESIGN §16), in a daemon thread: a
+        """Sync the user store with ``user_memory_remote``, in a daemon thread: a
         remote that hangs past every bound must not keep the process from ending. One sync at a
         time (a second waits for the first). Never raises: a failure is a failed SyncResult."""
         from memory.sharing.git import GitCancel

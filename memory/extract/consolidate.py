@@ -1,10 +1,10 @@
 """The consolidation request: one store's clusters of likely duplicates, for the memory model
-to merge or correct (DESIGN §15).
+to merge or correct.
 
 Only the clusters' cards are sent whole (bounded: ``BODIES_CAP_BYTES`` of bodies in all, each
 body cut with a marker past its share), with the store's index for context (64 KiB, like
 extraction's). Everything from the store is untrusted data: redacted, inside delimiters it
-cannot forge. The answer is ordinary operations (§5); its updates replace bodies as given (the
+cannot forge. The answer is ordinary operations; its updates replace bodies as given (the
 model saw them), so a card whose body was cut must not be updated (the pipeline refuses it).
 """
 

@@ -1,4 +1,4 @@
-"""Consolidation jobs (DESIGN §15): what the manager and the pipeline need beyond extraction.
+"""Consolidation jobs: what the manager and the pipeline need beyond extraction.
 
 A consolidation cleans one store: clusters of likely duplicates are found locally
 (memory/search/clusters.py), spooled as one job, and the pipeline asks the memory model with

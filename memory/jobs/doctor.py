@@ -5,11 +5,11 @@ with what to do, never "fixed" away. Safe repairs are finishing or dropping an i
 transaction and rebuilding ``MEMORY.md`` from the notes. ``MEMORY.md`` is derived data: one out of
 step with the cards in a trusted store (a forged line, a hand edit) is rebuilt by the diagnosis
 itself and said in one line, never a problem; an untrusted store is never written, so there it
-is only said (it is rebuilt once the store is trusted). Stale cards (DESIGN §14) are reported
+is only said (it is rebuilt once the store is trusted). Stale cards are reported
 as information, not problems: a card whose code moved on may still hold, and only a person (or
 the memory model, from a turn that showed the code) can say; nothing is deleted for it.
 
-Stores shared through git (DESIGN §16): a conflicted card is a finding naming both versions, and
+Stores shared through git: a conflicted card is a finding naming both versions, and
 a card this workspace deleted that is back (a merge kept another branch's change) is one for a
 person to decide; neither is ever "fixed" by taking a side.
 """
@@ -179,7 +179,7 @@ def _side(text: str) -> str:
 
 
 def conflict_message(note: Note) -> str:
-    """A conflicted card's finding, naming both versions (DESIGN §16)."""
+    """A conflicted card's finding, naming both versions."""
     assert note.conflict is not None
     sides = note.conflict
     first, second = side_names(sides.ours_label, sides.theirs_label)
@@ -193,7 +193,7 @@ def conflict_message(note: Note) -> str:
 
 def deleted_here(stores: MemoryStores, level: Level, notes: list[Note], history: list[HistoryEntry]) -> list[Finding]:
     """A card present now whose last change by this workspace's batches was a delete: it came
-    back from outside (a merge kept another branch's change of it, DESIGN §16). A person
+    back from outside (a merge kept another branch's change of it). A person
     decides; any later batch of ours writing it (an edit, a confirm) settles it."""
     last: dict[str, tuple[HistoryEntry, Change]] = {}
     for entry in history:

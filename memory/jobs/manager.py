@@ -128,7 +128,7 @@ class Manager:
 
     def _init_consolidation(self, stores: MemoryStores, fs: FS, after: int, review: bool,
                             search: MemorySearch | None) -> None:
-        # DESIGN §15: automatic after ``after`` new cards in a store (0: never); its ops held
+        # Consolidation: automatic after ``after`` new cards in a store (0: never); its ops held
         # for review whatever the mode, unless ``review`` is off.
         self.consolidate_after, self.consolidate_review = max(0, int(after)), review
         self._own_search, self.search = search is None, search or MemorySearch(stores)
@@ -234,7 +234,7 @@ class Manager:
         self.signal(wake=True)
         return job
 
-    # -- consolidation (DESIGN §15) ----------------------------------------------------------------
+    # -- consolidation ----------------------------------------------------------------
 
     async def consolidate(self, level: Level | str | None = None) -> list[ConsolidateOutcome]:
         """Spool one consolidation job per store (``level``, or every store search may look at)

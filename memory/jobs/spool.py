@@ -55,7 +55,7 @@ JobPhase = Literal["extracting", "applying", "retrying"]
 # A spooled job as listings show it: its state or phase, or what its file's place says of it.
 JobViewState = Literal["queued", "extracting", "applying", "retrying", "failed", "held", "orphaned", "damaged"]
 JobMode = Literal["auto", "review"]
-# What a job asks the memory model: to learn from turns, or to clean one store (DESIGN §15).
+# What a job asks the memory model: to learn from turns, or to clean one store.
 JobPurpose = Literal["extract", "consolidate"]
 ErrorKind = Literal["provider", "unparseable", "merge", "apply", "internal"]
 
@@ -204,7 +204,7 @@ def make_job(workspace: Path | str, turns: list[Turn], *, session: str = "", mod
 def make_consolidation_job(
     workspace: Path | str, level: Level, clusters: list[list[str]], *, session: str = "", mode: JobMode = "review"
 ) -> Job:
-    """A job that asks the memory model to clean the ``level`` store's ``clusters`` (DESIGN §15)."""
+    """A job that asks the memory model to clean the ``level`` store's ``clusters``."""
     job = make_job(workspace, [], session=session, mode=mode)
     job.purpose = "consolidate"
     job.level = level

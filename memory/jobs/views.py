@@ -52,7 +52,7 @@ class JobView(BaseModel):
     rejected: tuple[Rejection, ...] = ()
     merged_from: tuple[str, ...] = ()
     split_from: str | None = None  # the job whose other ops an approval left held here
-    # A consolidation (DESIGN §15): the store it cleans and its clusters' sizes (the pending screen).
+    # A consolidation: the store it cleans and its clusters' sizes (the pending screen).
     purpose: str = "extract"
     level: str | None = None
     clusters: tuple[int, ...] = ()

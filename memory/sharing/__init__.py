@@ -1,1 +1,1 @@
-"""Memory shared through git (DESIGN §16): the git runner, the store's history, the user store's sync."""
+"""Memory shared through git: the git runner, the store's history, the user store's sync."""

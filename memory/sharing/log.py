@@ -1,4 +1,4 @@
-"""The history of a store's cards (``memory log``, DESIGN §16): this workspace's batches from the
+"""The history of a store's cards (``memory log``): this workspace's batches from the
 app's own history, and the git commits that touched the store, merged newest first.
 
 Commit subjects and author names come from whoever wrote the repository (a clone is hostile):

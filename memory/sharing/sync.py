@@ -1,5 +1,4 @@
-"""``memory sync``: the user store as a git repository kept in step with ``user_memory_remote``
-(DESIGN §16).
+"""``memory sync``: the user store as a git repository kept in step with ``user_memory_remote``.
 
 One sync: commit this machine's changes, fetch, refuse a remote whose history was rewritten (it
 no longer holds the commit this machine last synced with) unless the person said to take it,

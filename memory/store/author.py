@@ -1,4 +1,4 @@
-"""Who writes a card, and what a shared card must not say about them (DESIGN §16).
+"""Who writes a card, and what a shared card must not say about them.
 
 ``author`` is the person's git ``user.name`` (nothing else: no e-mail), read with ``git config``
 where the card is written: the workspace for a project card, the user store's home for a user

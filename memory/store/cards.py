@@ -70,7 +70,7 @@ class CardResult(BaseModel):
     ``conflict``: the card changed since it was read; ``rejected``: the input is invalid.
     ``level``/``filename``/``sha256`` name the card as it is now (after a move: its new place;
     after a delete, or when nothing was written: as given, ``sha256`` None). ``dropped``: the
-    citations the edit gave that were not kept, each with why (DESIGN §14)."""
+    citations the edit gave that were not kept, each with why."""
 
     model_config = ConfigDict(frozen=True)
 

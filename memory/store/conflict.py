@@ -1,4 +1,4 @@
-"""Git conflict markers in a card file (DESIGN §16): found, and split into the two versions.
+"""Git conflict markers in a card file: found, and split into the two versions.
 
 A merge that changed the same card on both branches leaves ``<<<<<<<``/``=======``/``>>>>>>>``
 hunks in it. Such a file is no card: parsing it would hand a prompt one side's front matter

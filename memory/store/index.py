@@ -46,7 +46,7 @@ INDEX_LINE_MAX_BYTES = 2048
 
 _TYPES = "|".join(re.escape(t.value) for t in NoteType)
 # The title is greedy, so the filename is the text in the last parentheses of the line but a
-# stale mark (DESIGN §14), which only the app adds, for the prompt, never to ``MEMORY.md``.
+# stale mark, which only the app adds, for the prompt, never to ``MEMORY.md``.
 INDEX_LINE_RE = re.compile(
     rf"^- \[(?P<type>{_TYPES})\] (?P<text>\S.*) \((?P<filename>(?!stale: )(?:(?!\) \(stale: )[^/\\]){{1,252}}\.md)\)"
     r"(?: \(stale: (?P<stale>[^\n]{1,400})\))?$"
@@ -225,7 +225,7 @@ def merge_index_lines(
 
     ``ranks``: per section, the positions of its lines in rank order (best first,
     memory/store/ranking.py). When the lines do not all fit, each section keeps its best-ranked
-    lines (without ``ranks``: its first ones), shown in file order (DESIGN §15). ``pinned``: per
+    lines (without ``ranks``: its first ones), shown in file order. ``pinned``: per
     section, the positions of its pinned cards' lines; the overflow line says how many of them
     did not fit."""
     named = [
@@ -329,7 +329,7 @@ RECALL_CLOSE = "</memory-recall>"
 
 
 def recall_block(lines: Sequence[str]) -> str:
-    """The ``<memory-recall>`` block at the head of a Run's user message (DESIGN §15): one
+    """The ``<memory-recall>`` block at the head of a Run's user message: one
     index line per recalled card, tags a note could use to close the block escaped; "" for none."""
     if not lines:
         return ""

@@ -80,7 +80,7 @@ class StoreLayout:
 
     @property
     def user_in_git(self) -> bool:
-        """Whether the user store is a git repository (``user_memory_remote``, DESIGN §16): it
+        """Whether the user store is a git repository (``user_memory_remote``): it
         then carries the same ``.gitignore`` and ``.gitattributes`` as a project store."""
         try:
             return stat.S_ISDIR(self.fs.lstat(self.paths.user_store / ".git").st_mode)
@@ -88,7 +88,7 @@ class StoreLayout:
             return False  # an I/O error is no answer: it aborts the batch like any other
 
     def author(self, level: Level | str) -> str:
-        """The git ``user.name`` a card of ``level`` is written by (DESIGN §16), or "": the
+        """The git ``user.name`` a card of ``level`` is written by, or "": the
         workspace's for a project card, the user store's home's for a user card."""
         if Level(level) is Level.PROJECT:
             return git_user_name(self.paths.workspace)

@@ -1,4 +1,4 @@
-"""Which cards the prompt's index keeps when they do not all fit (DESIGN §15).
+"""Which cards the prompt's index keeps when they do not all fit.
 
 Best first: pinned cards; then cards the session already shows (``keep``: the index of one
 session stays stable, a read does not push another card out mid-session); then fresh before

@@ -1,5 +1,5 @@
 """A store folder's stat stamp: whether anything in it changed since ``MEMORY.md`` was last
-checked against the cards (DESIGN §16's derived-index rule, at the price of a listing).
+checked against the cards (the rule that MEMORY.md is derived from the cards, at the price of a listing).
 
 Every ``memory`` command rebuilds ``MEMORY.md`` when it no longer matches the cards; checking that
 means parsing every card, seconds for a cold process over 10,000 cards. The stamp is a digest of

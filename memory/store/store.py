@@ -26,7 +26,7 @@ MAX_NOTE_FILE_BYTES = 1024 * 1024 + MAX_CONTENT_BYTES
 
 GITIGNORE = b"# Written by PseudoClaude: deleted notes and temporary files stay out of git.\n.trash/\n.pc-*\n"
 TRASH_DIR = ".trash"
-# MEMORY.md is rebuilt from the cards (DESIGN §16): two branches that both add a card each add a
+# MEMORY.md is rebuilt from the cards: two branches that both add a card each add a
 # line, and a union merge keeps both instead of conflicting; order and duplicates never matter.
 GITATTRIBUTES = (
     b"# Written by PseudoClaude: MEMORY.md is rebuilt from the cards, so a merge keeps both sides' lines.\n"

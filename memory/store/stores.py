@@ -99,7 +99,7 @@ class MemoryStores:
         cache = self.project.card_cache
         if cache is not None:
             cache.gate = self._project_cache_open
-        # Reads of cards by the model, per user (never in a card file: DESIGN §14).
+        # Reads of cards by the model, per user (never in a card file: a read must not change a shared card).
         self.usage = UsageLog(self.layout.paths.home)
 
     @property
@@ -191,7 +191,7 @@ class MemoryStores:
         self, level: Level, levels: Mapping[Level, Store] | None = None, *, marks: bool = False
     ) -> list[str]:
         """A level's index lines, built from its card files (never read from ``MEMORY.md``);
-        with ``marks``, a stale card's line ends with its stale mark (DESIGN §14)."""
+        with ``marks``, a stale card's line ends with its stale mark."""
         return [line for line, _ in self._section(level, levels, marks=marks)]
 
     def _section(
@@ -358,7 +358,7 @@ class MemoryStores:
             return self._index_md(st.level, marks=True)
         note = st.read_note(filename)
         if note.conflict is not None:
-            # Neither side, and never the markers: a person resolves it first (DESIGN §16).
+            # Neither side, and never the markers: a person resolves it first.
             raise StoreError(f"{quote(filename)} is {note.broken}")
         check = self.layout.grounding.check(note.level, filename, note.meta) if note.meta.cites else None
         return cites_header(check) + note.body
@@ -430,7 +430,7 @@ class MemoryStores:
             return transaction.rebuild_indexes_locked(self.layout, levels=levels)
 
     def refresh_indexes(self, timeout: float = LOCK_TIMEOUT) -> list[Level]:
-        """The derived-index rule (DESIGN §16): each ``MEMORY.md`` that no longer matches its
+        """The derived-index rule: each ``MEMORY.md`` that no longer matches its
         cards (``git pull``/``merge``/``checkout``, an editor) is rebuilt from them, with no
         history entry; so are the git files a store in git lacks. Run by the app at start and
         after each outside change, and by every ``memory`` command before it reads. An untrusted

@@ -176,7 +176,7 @@ class _Batch:
 
     def cites(self, index: int, op: Operation, level: Level) -> tuple[Cite, ...] | None:
         """The op's citations as the card records them (None: the op gave none); each one
-        not kept is recorded with why (DESIGN §14)."""
+        not kept is recorded with why."""
         if op.cites is None:
             return None
         if level is not Level.PROJECT:
@@ -346,7 +346,7 @@ def confirm_locked(
 def pin_locked(
     layout: StoreLayout, level: Level, filename: str, pinned: bool, expected_sha: str | None = None
 ) -> BatchResult:
-    """Set or clear a card's ``pinned`` (DESIGN §15), body and the rest unchanged; a ``source:
+    """Set or clear a card's ``pinned``, body and the rest unchanged; a ``source:
     manual`` batch, undoable. A card already in that state is left as it is (an empty result)."""
     note = _card_for_meta(layout, level, filename, expected_sha, "pinned" if pinned else "unpinned")
     if note.meta.pinned is pinned:
@@ -394,7 +394,7 @@ def rebuild_indexes_locked(
     """Rewrite each ``MEMORY.md`` that differs from its cards (a union merge's order, duplicated
     lines, conflict markers, a hand edit), and the git files a store in git lacks. ``label``
     None: no history entry (the app and every ``memory`` command do this before they read a
-    store, DESIGN §16; it is no batch of anyone's)."""
+    store; it is no batch of anyone's)."""
     fs = layout.fs
     due: set[Level] = set()
     for lv, st in layout.stores.items():

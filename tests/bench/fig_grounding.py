@@ -1,4 +1,4 @@
-"""`make bench`: checking grounded cards for staleness (issue 17).
+"""`make bench`: checking grounded cards for staleness.
 
 A git workspace of 300 committed files and a trusted project store of 1,000 cards, each citing
 3 of those files with the ids the app records (written directly with ``dump_note``: fast, and

@@ -65,7 +65,7 @@ RELEASE_AFTER = TOKENS - 2_000
 NAIVE_SLICES = 5  # prefixes of the naive re-render, at the midpoints of equal slices of the stream
 LAST_TOKEN_MS = 100.0
 ECHO_MS = 50.0
-CPU_PER_1K_MS = 150.0  # issue 20: 2,000 tokens/s in under a third of a core
+CPU_PER_1K_MS = 150.0  # 2,000 tokens/s in under a third of a core
 CHEAPER = 10.0
 # For one's own runs: PSEUDOCLAUDE_BENCH_ROUNDS=n rounds, PSEUDOCLAUDE_BENCH_A_ONLY=1 the A rounds only
 # (no B stream, no naive samples; only the A figures are printed).

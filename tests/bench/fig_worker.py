@@ -1,4 +1,4 @@
-"""`make bench`: the memory worker in its own process (issue 20) — the screen while it applies, and
+"""`make bench`: the memory worker in its own process — the screen while it applies, and
 its deaths.
 
 One headless ``PseudoClaudeApp`` (the real SDK against the fake Messages API, memory on, a user store

@@ -1,4 +1,4 @@
-"""A conflicted card (git left conflict markers in it, DESIGN §16) in the running App's card browser:
+"""A conflicted card (git left conflict markers in it) in the running App's card browser:
 listed and marked, previewed with both versions, refused by the keys that need a card, and
 resolved in the resolution view (take ours, take theirs, or edit the merge in the card editor)
 as ONE ``source: manual`` update that ``u`` undoes. Never in a prompt while conflicted.

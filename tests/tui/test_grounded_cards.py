@@ -1,4 +1,4 @@
-"""Grounded cards in the running App (DESIGN §14): stale marks in the side panel and the card
+"""Grounded cards in the running App: stale marks in the side panel and the card
 browser, kept fresh while the app runs; the browser's stale filter, its sort by use and each
 card's use line; "still true" (c) and its undo; the editor's citations field.
 

@@ -1,4 +1,4 @@
-"""The side panel lists the index before the runtime exists (issue 20): the cards are read from the
+"""The side panel lists the index before the runtime exists: the cards are read from the
 trust question's stores right after the first frame; the runtime's own state replaces them."""
 
 from __future__ import annotations

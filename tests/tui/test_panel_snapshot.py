@@ -1,4 +1,4 @@
-"""The side panel's cards in the first frames (issue 20): the last start's panel snapshot, shown
+"""The side panel's cards in the first frames: the last start's panel snapshot, shown
 before the runtime and before the early read of the stores while its stamp matches; the early read
 and the runtime's state replace it; a changed store or a hostile file shows nothing."""
 

@@ -1,4 +1,4 @@
-"""Memory at scale in the app (DESIGN §15): the panel's "N cards not in the prompt", the card
+"""Memory at scale in the app: the panel's "N cards not in the prompt", the card
 browser's in/not-in-the-prompt filter and its filter box through the search index, pinning (a key
 and the editor's box), the search caches following watched changes, ``/consolidate`` and the
 automatic consolidation, and a consolidation job reviewed on the pending screen."""

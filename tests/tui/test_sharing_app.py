@@ -1,4 +1,4 @@
-"""Sharing through git in the running app (DESIGN §16), with real git and local repositories:
+"""Sharing through git in the running app, with real git and local repositories:
 a ``git pull`` that brings a card shows it in the panel with its author within 5 s and hands it
 to the next request's ``<memory-update>``; a card conflicted by a merge is listed as conflicted
 and reaches no request; ``MEMORY.md`` is rebuilt from the cards after an outside change; the user

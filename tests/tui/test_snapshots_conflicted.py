@@ -1,4 +1,4 @@
-"""Snapshots of a conflicted card (DESIGN §16): the card browser with it selected (its mark, both
+"""Snapshots of a conflicted card: the card browser with it selected (its mark, both
 versions in the preview, the resolve keys) and the resolution view, wide (side by side) and at
 80×24 (stacked). Fixed rows on a bare host: a frame depends on nothing but the code. Regenerate
 after a deliberate visual change with ``--snapshot-update`` and look at the SVGs."""

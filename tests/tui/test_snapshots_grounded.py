@@ -1,4 +1,4 @@
-"""Snapshots of grounded cards (DESIGN §14): the card browser with a stale card selected — its
+"""Snapshots of grounded cards: the card browser with a stale card selected — its
 mark and reason in the list, its citations with their states and its use in the detail (the
 README's picture, copied to assets/stale.svg) — and the side panel with a stale card, wide and
 at 80 columns.

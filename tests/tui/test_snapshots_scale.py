@@ -1,4 +1,4 @@
-"""Snapshots of memory at scale (DESIGN §15): the panel with the split ("312 cards not in the
+"""Snapshots of memory at scale: the panel with the split ("312 cards not in the
 prompt"), the card browser filtered to the cards not in the prompt (pinned ones marked), and the
 pending screen with a consolidation job and the diff of its update — at 80×24 and wide.
 

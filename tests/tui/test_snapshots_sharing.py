@@ -1,4 +1,4 @@
-"""Snapshots of the side panel with shared cards (DESIGN §16): a card pulled from a teammate with
+"""Snapshots of the side panel with shared cards: a card pulled from a teammate with
 its author, a card conflicted by a merge listed apart with how to resolve it, an untrusted
 conflicted card, and a failed sync of the user store as one line; wide and at 80×24.
 

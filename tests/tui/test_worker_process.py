@@ -1,4 +1,4 @@
-"""The App with its memory worker in a child process (issue 20): the card reaches the panel, a
+"""The App with its memory worker in a child process: the card reaches the panel, a
 child killed mid-apply is survived (the job finishes once, said once), two windows share one
 worker, and quitting with a job in flight leaves the child to finish it and exit.
 

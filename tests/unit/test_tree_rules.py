@@ -8,6 +8,7 @@ the types mypy's: `make test` runs both.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,3 +67,19 @@ def test_each_exception_is_still_needed() -> None:
         if not needed:
             stale.append(key)
     assert not stale, f"within the rules now, drop their exceptions: {stale}"
+
+
+# A comment or docstring states the rule itself: a section of a design document or an issue
+# number is nothing a reader of this repository can open.
+_CITATION = re.compile(r"DESIGN(?:\.md)?\s*§|§\s*\d|\bissues?\s+#?\d+")
+
+
+def test_no_comment_cites_a_design_section_or_an_issue() -> None:
+    found = []
+    for path in sorted(p for top in (*PACKAGES, "tests") for p in (ROOT / top).rglob("*.py")):
+        if path == Path(__file__).resolve():
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _CITATION.search(line):
+                found.append(f"{path.relative_to(ROOT).as_posix()}:{number}: {line.strip()[:100]}")
+    assert not found, "state the rule itself:\n" + "\n".join(found)

@@ -48,7 +48,7 @@ KEY_HINTS = (
     "/ filter · 1-4 type · 0 all · l level · s stale only · i in/not in prompt · r sort: name/use · "
     "n new · e edit · p pin · c still true · d delete · m move · o $EDITOR · v raw/rendered · u undo · Esc back"
 )
-# While a conflicted card is selected: Enter and e open its resolution (DESIGN §16).
+# While a conflicted card is selected: Enter and e open its resolution.
 CONFLICT_KEY_HINTS = KEY_HINTS.replace("e edit", "e/Enter resolve (ours, theirs or a merge)")
 FILTER_PLACEHOLDER = "/ to filter: title, summary, body…"
 NO_MATCH = "No card matches."

@@ -65,7 +65,7 @@ class CardRow:
     reads: int = 0  # how often the model read it (read_memory), for this user
     last_read: str = ""  # RFC 3339 UTC, "" when never read
     use: str = ""  # "read 12× · last 3 days ago" / "never read", as of the read
-    pinned: bool = False  # ``pinned: true``: ranked first into the prompt's index (DESIGN §15)
+    pinned: bool = False  # ``pinned: true``: ranked first into the prompt's index
     in_prompt: bool = True  # in the index a new Run's prompt gets (False: cut by the budget)
     # Both versions of a card git left with conflict markers (``broken`` says why it is in no
     # prompt); None for every other card.

@@ -30,13 +30,13 @@ class CardDraft:
     title: str
     summary: str
     body: str
-    cites: tuple[str, ...] = ()  # the card's citations as specs ("path", "path:10-40"), DESIGN §14
-    pinned: bool = False  # ``pinned: true``: first into the prompt's index (DESIGN §15)
+    cites: tuple[str, ...] = ()  # the card's citations as specs ("path", "path:10-40")
+    pinned: bool = False  # ``pinned: true``: first into the prompt's index
 
 
 @dataclass(frozen=True)
 class ConflictSide:
-    """One branch's version of a card git left with conflict markers (DESIGN §16), sanitized.
+    """One branch's version of a card git left with conflict markers, sanitized.
     A side whose front matter does not parse is offered as body text only: ``draft.body`` is its
     whole text (nothing of it is lost), its title and type come from the other side or the file."""
 

@@ -1,5 +1,5 @@
 """What the card browser's preview shows above and as the body of the selected card: its fields,
-its use, its citations with their states (DESIGN §14), and the body cut to a bounded size.
+its use, its citations with their states, and the body cut to a bounded size.
 
 Card text comes from repositories anyone could write: every string passes through ``one_line``
 or ``strip_terminal`` and is drawn as plain text (``Content`` spans, never markup). The body is
@@ -133,7 +133,7 @@ def _side_parts(name: SideName, side: ConflictSide) -> list[Part]:
 
 
 def preview_conflict(row: CardRow) -> Content:
-    """A conflicted card (DESIGN §16): what it is, how to resolve it, then both versions whole
+    """A conflicted card: what it is, how to resolve it, then both versions whole
     (each body cut like a preview's), as plain sanitized text: a card's Markdown could not
     blur where one version ends."""
     conflict = row.conflict

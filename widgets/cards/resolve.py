@@ -1,4 +1,4 @@
-"""The resolution view of a conflicted card (DESIGN §16): git left the card with conflict markers
+"""The resolution view of a conflicted card: git left the card with conflict markers
 (both branches changed it); both versions side by side (stacked on a narrow screen), what
 differs, and the person's choice: take one version, or edit the merge in the card editor. The
 versions of a conflict ``memory sync`` left are "this machine" and "the remote" (keys m and r),

@@ -63,7 +63,7 @@ class PanelState:
     jobs: tuple[PanelJob, ...]
     # Cards git left with conflict markers (both stores): in no index, a person resolves them.
     conflicted: tuple[PanelCard, ...] = ()
-    sync_note: str | None = None  # the user store's last sync (DESIGN §16): one line
+    sync_note: str | None = None  # the user store's last sync: one line
     sync_failed: bool = False
 
 

@@ -61,7 +61,7 @@ class PendingJob:
     turns: int = 1  # several turns coalesced into one job
     # applied: each citation the transaction did not keep, one line with its reason
     dropped: tuple[str, ...] = ()
-    # a consolidation (DESIGN §15): "Consolidation · project store · 3 clusters" ("" for a turn's job)
+    # a consolidation: "Consolidation · project store · 3 clusters" ("" for a turn's job)
     title: str = ""
 
 

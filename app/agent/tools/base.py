@@ -113,7 +113,7 @@ class ToolContext:
     grep_timeout: float = 20.0  # wall-clock bound of one grep call (a runaway regex ends there)
     # The session's offloaded tool results, for read_result; None without a session.
     results: StoredResults | None = None
-    # search_memory's search over both stores (DESIGN §15); None: memory search is not available.
+    # search_memory's search over both stores; None: memory search is not available.
     search: MemorySearcher | None = None
     # How much of a command's output bash keeps (head and tail, per stream pair). With a session
     # the runtime raises it: a result over the offload bound is kept whole on disk, so output is

@@ -133,7 +133,7 @@ class CardsScreen(CardBrowser):
                           cites=tuple(c.spec for c in row.cites), pinned=row.pinned)
         self._memory.open_editor(draft, filename=row.filename, sha256=row.sha256)
 
-    # -- a conflicted card (DESIGN §16): take a side, or edit the merge ---------------------------
+    # -- a conflicted card: take a side, or edit the merge ---------------------------
 
     def _open_resolution(self, row: CardRow) -> None:
         from app.tui.memory_views import merge_draft
@@ -222,7 +222,7 @@ class CardsScreen(CardBrowser):
         message.stop()
         self._memory.undo()
 
-    # -- "still true" (DESIGN §14) ----------------------------------------------------------------
+    # -- "still true" ----------------------------------------------------------------
 
     @on(CardBrowser.ConfirmCard)
     def _confirm_asked(self, message: CardBrowser.ConfirmCard) -> None:
@@ -236,7 +236,7 @@ class CardsScreen(CardBrowser):
             memory.flash(problem, error=True)
             memory.after_change()
 
-    # -- pin (DESIGN §15) and the filter box through the search index ------------------------------
+    # -- pin and the filter box through the search index ------------------------------
 
     @on(CardBrowser.PinCard)
     def _pin_asked(self, message: CardBrowser.PinCard) -> None:

@@ -1,4 +1,4 @@
-"""A memory model that sends nothing for the idle timeout fails that attempt (issue 20), through
+"""A memory model that sends nothing for the idle timeout fails that attempt, through
 the real SDK against the fake Messages API: the job retries, then fails with the idle reason on
 the pending screen; a slow stream that keeps sending is never cut."""
 

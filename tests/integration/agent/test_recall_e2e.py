@@ -1,4 +1,4 @@
-"""Recall beyond the prompt's index, end to end (DESIGN §15): the real Runtime and Runner, the real
+"""Recall beyond the prompt's index, end to end: the real Runtime and Runner, the real
 SDK against the fake Messages API, 2,000 cards and one about a topic named only in its body.
 
 A turn about something else recalls nothing; a turn about the topic carries the card's index line

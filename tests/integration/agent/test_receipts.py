@@ -1,4 +1,4 @@
-"""Receipts (DESIGN §14): a turn's read_memory of a card counts a read under $PSEUDOCLAUDE_HOME
+"""Receipts: a turn's read_memory of a card counts a read under $PSEUDOCLAUDE_HOME
 without touching the card file, and the session log's turn_end records the cards shown, read and
 stale, for every way a turn ends (the real SDK against the fake Messages API)."""
 

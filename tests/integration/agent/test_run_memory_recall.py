@@ -1,4 +1,4 @@
-"""Where the Runner puts ``<memory-recall>`` and what it asks recall with (DESIGN §15), through the
+"""Where the Runner puts ``<memory-recall>`` and what it asks recall with, through the
 real SDK against the fake Messages API, with a scripted recall source standing in for the search."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A card that goes stale or fresh during a session reaches the next Run as a ``<memory-update>``,
-and the cached system prompt stays byte-identical (DESIGN §14); a session opened after the
+and the cached system prompt stays byte-identical; a session opened after the
 change marks the card's line in its system prompt, which tells the model to re-check it."""
 
 from __future__ import annotations

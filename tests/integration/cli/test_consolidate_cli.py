@@ -1,4 +1,4 @@
-"""``pseudoclaude memory consolidate [--level L] [--yes]`` (DESIGN §15), the real CLI against the
+"""``pseudoclaude memory consolidate [--level L] [--yes]``, the real CLI against the
 fake Messages API: the job id and its proposed ops, held; ``--yes`` applies them; it needs a
 configured model like ``flush``; nothing alike is one line, exit 0; a failed job says why, exit 1."""
 

@@ -1,4 +1,4 @@
-"""Grounded cards from the command line, with real git (DESIGN §14): a card citing the Makefile
+"""Grounded cards from the command line, with real git: a card citing the Makefile
 goes stale when the Makefile changes, says so in `memory list --stale`, the index, `memory show`,
 `memory doctor`, the next session's prompt and `read_memory`; `memory confirm` makes it fresh
 and `memory undo` reverts that. Renames and deletions are said as such; citations leading out of

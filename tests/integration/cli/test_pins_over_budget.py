@@ -1,4 +1,4 @@
-"""More pinned cards than the prompt's index holds (DESIGN §15): the pins that fit are shown, and
+"""More pinned cards than the prompt's index holds: the pins that fit are shown, and
 the overflow line says how many pinned notes did not fit, in a clause of its own at its end (the
 rest of the line, its count and its split, stay as they were); nothing is said when every pin fits.
 `memory index` prints exactly that line."""

@@ -1,4 +1,4 @@
-"""Print mode and the search cache (DESIGN §15): a damaged cache is rebuilt, said in one line on
+"""Print mode and the search cache: a damaged cache is rebuilt, said in one line on
 stderr, and the turn goes on; recall works from a cold process."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Memory at scale from the command line, each command its own process (DESIGN §15): 400 cards
+"""Memory at scale from the command line, each command its own process: 400 cards
 and one pinned card whose filename sorts last are in `memory index` with an exact overflow count;
 `memory unpin` and `memory undo` take it out again; `memory search` finds a card among 2,000 by a
 word of its body, and leaves an untrusted project store out, saying so on stderr."""

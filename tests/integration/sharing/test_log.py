@@ -1,4 +1,4 @@
-"""``memory log`` with real git (DESIGN §16): the app's batches (job, turn excerpt, reasons) and
+"""``memory log`` with real git: the app's batches (job, turn excerpt, reasons) and
 the commits that touched the store (author, date, subject), merged newest first, filtered by level
 and card, with a hostile commit subject shown as one plain line."""
 

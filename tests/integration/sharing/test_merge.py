@@ -1,4 +1,4 @@
-"""The project store through git, with real git (DESIGN §16): two clones that add cards merge
+"""The project store through git, with real git: two clones that add cards merge
 without a conflict (MEMORY.md is union-merged, then rebuilt from the cards), a card both branches
 changed is conflicted until a person resolves it, and a card deleted here but changed on another
 branch is reported by ``memory doctor``."""

@@ -1,4 +1,4 @@
-"""``memory sync`` with real git: two homes (two machines) and a local bare remote (DESIGN §16).
+"""``memory sync`` with real git: two homes (two machines) and a local bare remote.
 
 Each machine is its own ``PSEUDOCLAUDE_HOME``; the CLI runs as its own process, except where a
 test needs to act between a sync's steps (then in-process, with the same function)."""

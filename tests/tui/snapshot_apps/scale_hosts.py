@@ -1,4 +1,4 @@
-"""Fixed states for the memory-at-scale snapshots (DESIGN §15): the panel with the split, the card
+"""Fixed states for the memory-at-scale snapshots: the panel with the split, the card
 browser filtered to the cards not in the prompt (a pinned one among them), the pending screen with
 a consolidation job and its diff. No clock, disk or network."""
 

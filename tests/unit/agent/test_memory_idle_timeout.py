@@ -1,4 +1,4 @@
-"""The memory model's idle timeout (issue 20): the setting, its validation, the constructor's
+"""The memory model's idle timeout: the setting, its validation, the constructor's
 keyword, the faces that pass it on, and the one-line reason of an idle attempt."""
 
 from __future__ import annotations

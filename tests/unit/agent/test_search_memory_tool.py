@@ -1,4 +1,4 @@
-"""The ``search_memory`` tool (DESIGN §9, §15) over real stores and the real search engine: its
+"""The ``search_memory`` tool over real stores and the real search engine: its
 contract, its output (``<level>: <index line>`` per card, best first), input checks, an untrusted
 project store, the cache's notices kept out of the result, and hostile queries."""
 

@@ -1,5 +1,5 @@
 """`memory list --stale / --unused DAYS`, `memory confirm`, `memory show` of a cited card, dropped
-citations in `memory apply`, and `memory doctor` on stale cards (DESIGN §14), in process, in a
+citations in `memory apply`, and `memory doctor` on stale cards, in process, in a
 workspace that is no git repository (content ids are ``sha256:``)."""
 
 from __future__ import annotations

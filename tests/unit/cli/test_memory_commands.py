@@ -138,7 +138,7 @@ def test_hand_broken_note_and_index_are_reported_and_fixed(cli, ws: Path) -> Non
     code, out, _ = cli("doctor")
     assert code == 1
     assert "project_knowledge_a.md: front matter is not valid YAML" in out
-    # MEMORY.md is derived: rebuilt before doctor reads (DESIGN §16), said as fixed, not a problem.
+    # MEMORY.md is derived: rebuilt before doctor reads, said as fixed, not a problem.
     assert "fixed: project store: rebuilt MEMORY.md from the cards" in out
     assert "does not match" not in out
     code, out, _ = cli("doctor", "--fix")
@@ -311,7 +311,7 @@ def test_doctor_reports_corrupt_spool_file_and_missing_gitignore(cli, ws: Path) 
     bad = spool_dir / "00000000000000000001-deadbeef.json"
     bad.write_text("{not json")
     code, out, _ = cli("doctor")
-    # A missing .gitignore is put back before any command reads the store (DESIGN §16), and said.
+    # A missing .gitignore is put back before any command reads the store, and said.
     assert code == 1 and "fixed: project store: rebuilt MEMORY.md" in out and "spool:" in out
     assert (ws / ".PseudoClaude" / "memory" / ".gitignore").exists()
     code, out, _ = cli("doctor", "--fix")

@@ -1,5 +1,5 @@
 """`memory search QUERY [--level L] [--limit N]`, `memory pin LEVEL FILE` and `memory unpin LEVEL
-FILE` (DESIGN §15), in process: the lines search_memory gives the model, grep's exit codes, an
+FILE`, in process: the lines search_memory gives the model, grep's exit codes, an
 untrusted project store left out (said on stderr), a rebuilt cache's notice, one-line errors."""
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def test_pin_of_a_bad_file_is_one_line_exit_1_and_changes_nothing(cli: Cli, plai
                                                                   want: str) -> None:
     stores = seed(plain_ws)
     (stores.project.dir / "project_knowledge_broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
-    # The first command brings the derived MEMORY.md and the git files up to date (DESIGN §16).
+    # The first command brings the derived MEMORY.md and the git files up to date.
     assert cli("list")[0] == 0
     files = {p.name: p.read_bytes() for p in stores.project.dir.iterdir() if p.is_file()}
     code, out, err = cli("pin", level, name)

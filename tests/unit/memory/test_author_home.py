@@ -1,5 +1,5 @@
 """Who wrote a card, and what a shared card must not say about them (memory/store/transaction.py,
-memory/store/author.py, DESIGN §16): ``author`` is the git ``user.name`` where the card is
+memory/store/author.py): ``author`` is the git ``user.name`` where the card is
 written (the repository for a project card, the user store's home for a user card), on create and
 on update; a project card has the person's home path written ``~``, a user card keeps it."""
 

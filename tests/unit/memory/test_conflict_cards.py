@@ -1,4 +1,4 @@
-"""Cards with git conflict markers (DESIGN §16): recognised only in git's own shape, split into the
+"""Cards with git conflict markers: recognised only in git's own shape, split into the
 two whole versions, and never parsed into a prompt."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Clusters of likely duplicates found locally, over the search cache (DESIGN §15)."""
+"""Clusters of likely duplicates found locally, over the search cache."""
 
 from __future__ import annotations
 

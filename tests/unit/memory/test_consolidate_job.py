@@ -1,4 +1,4 @@
-"""Consolidation as a job (DESIGN §15): three duplicate cards and a scripted memory model
+"""Consolidation as a job: three duplicate cards and a scripted memory model
 through the real SDK against the fake Messages API → one held job; approve, undo, partial
 review; a failing or hanging model fails the job visibly and changes nothing."""
 

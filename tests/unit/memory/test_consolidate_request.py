@@ -1,5 +1,5 @@
 """The consolidation request (bounded, redacted, delimiters defused), the scope of its answer,
-and its way through the pipeline: trust, replay, never coalesced (DESIGN §15)."""
+and its way through the pipeline: trust, replay, never coalesced."""
 
 from __future__ import annotations
 

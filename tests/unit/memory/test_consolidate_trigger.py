@@ -1,4 +1,4 @@
-"""The automatic consolidation trigger (DESIGN §15): a store grown by ``consolidate_after``
+"""The automatic consolidation trigger: a store grown by ``consolidate_after``
 cards since its last consolidation gets one job; 0 = never; never a second while one is spooled."""
 
 from __future__ import annotations

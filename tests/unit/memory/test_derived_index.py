@@ -1,4 +1,4 @@
-"""MEMORY.md is derived (DESIGN §16): whatever a merge, a checkout or an editor left in it, it is
+"""MEMORY.md is derived: whatever a merge, a checkout or an editor left in it, it is
 rebuilt from the cards before it is used, with no history entry; a store in git carries the
 ``.gitattributes`` that makes a merge of it conflict-free."""
 

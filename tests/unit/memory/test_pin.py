@@ -1,4 +1,4 @@
-"""Pinned cards (DESIGN §15): ``pinned`` in the front matter (the fast reader and YAML agree),
+"""Pinned cards: ``pinned`` in the front matter (the fast reader and YAML agree),
 ``MemoryStores.pin`` as an undoable manual batch, conflicts and unparsable cards refused, and an
 update op keeping the pin."""
 

@@ -1,4 +1,4 @@
-"""The panel's cards read before the runtime (issue 20): the bridge's early read, from the trust
+"""The panel's cards read before the runtime: the bridge's early read, from the trust
 question's stores, with the same trust rules as the runtime's state."""
 
 from __future__ import annotations

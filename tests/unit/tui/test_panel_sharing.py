@@ -1,4 +1,4 @@
-"""The side panel and sharing through git (DESIGN §16): a card's author when it is not this
+"""The side panel and sharing through git: a card's author when it is not this
 person, conflicted cards listed apart (both stores, untrusted ones marked), the user store's sync
 line; built from real stores on disk (app/tui/panel_state.py) and laid out at the panel's width
 (widgets/panel/memory_panel.py)."""

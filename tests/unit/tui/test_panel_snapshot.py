@@ -1,4 +1,4 @@
-"""The panel snapshot (issue 20): the last panel state's cards, shown at the next start only while
+"""The panel snapshot: the last panel state's cards, shown at the next start only while
 the stores' stat stamp (both folders, the trust record) is what it was built from."""
 
 from __future__ import annotations

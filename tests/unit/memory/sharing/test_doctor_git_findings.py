@@ -1,4 +1,4 @@
-"""Doctor's findings for stores shared through git (memory/jobs/doctor.py, DESIGN §16): a
+"""Doctor's findings for stores shared through git (memory/jobs/doctor.py): a
 conflicted card names both versions; a card deleted here that is back (a merge kept another
 branch's change) is reported with who changed it until a batch of ours settles it; a store in git
 without its .gitattributes is a fixable finding. And a conflicted card never reaches the search
