@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import sqlite3
 import threading
 from collections.abc import Collection, Mapping
@@ -63,7 +64,7 @@ SEARCH_FLOOR = 0.2  # search_memory: a card carrying less of the query's weight 
 EXACT_BONUS = 0.4  # search: a card holding all the query's words as written scores 40 % more
 _EXACT_BODY = 2048  # the body's first bytes looked at for exact words (a card's point is early)
 SEARCH_LIMIT_MAX = 50
-_BM25_POOL = 200  # the bm25-ranked cards recall reads per store
+_BM25_POOL = 200  # the bm25-ranked cards recall ranks, and the filter raises for exact words, per store
 _COMMON_SHARE = 5  # a word in more than N / 5 cards is common for recall (never for fewer than 50)
 _HEAD_BONUS = 1.4  # tuned on the labelled set (tests/bench/fig_scale.py): 1.5 let a rare title word alone pass
 # What a broken cache or store can raise: search, recall and the filter never let it out.
@@ -87,11 +88,10 @@ class Hit:
         return f"{self.level}/{self.filename}"
 
 
-def recall_threshold(n: int, total: float) -> float:
+def recall_threshold(n: int) -> float:
     """The score a card needs to be recalled in a store of ``n`` cards (about one distinctive
-    word's weight: ``ln(1 + n)`` is nearly a word no card holds); ``total``, the query's weight,
-    is judged by ``RECALL_COVER`` instead."""
-    del total
+    word's weight: ``ln(1 + n)`` is nearly a word no card holds); how much of the query it covers
+    is ``RECALL_COVER``'s to judge."""
     return 0.8 * math.log(1.0 + n)
 
 
@@ -118,6 +118,11 @@ def _order(h: Hit, reads: Mapping[str, int] | None = None) -> tuple[float, bool,
     then the project store, then the filename."""
     used = reads.get(h.key, 0) if reads else 0
     return (-round(h.score, 9), h.stale, -used, _Newest(h.updated), h.level is not Level.PROJECT, h.filename)
+
+
+def _exact_in(rx: re.Pattern[str], title: str, summary: str, body: str) -> set[str]:
+    """The query's words (``exact_words``' pattern) a card holds as written."""
+    return {m.lower() for m in rx.findall(f"{title}\n{summary}\n{body}")}
 
 
 class _Newest(str):
@@ -235,7 +240,6 @@ class MemorySearch:
         """The cards behind ``ranked`` ids, read from their files, at most ``limit``."""
         cache = self.cache(level)
         rows = cache.rows([rid for rid, _ in ranked[: max(limit * 4, 20)]])
-        store = self.stores.store(level)
         out: list[Hit] = []
         for rid, score in ranked:
             if len(out) >= limit:
@@ -251,7 +255,7 @@ class MemorySearch:
             key = f"{level}/{name}"
             if key in skip:
                 continue
-            hit = self._hit(level, store, name, score)
+            hit = self._hit(level, name, score)
             if hit is None:
                 cache.mark_changed()
                 continue
@@ -260,7 +264,7 @@ class MemorySearch:
             out.append(hit)
         return out
 
-    def _hit(self, level: Level, store: object, name: str, score: float) -> Hit | None:
+    def _hit(self, level: Level, name: str, score: float) -> Hit | None:
         try:
             note = self.stores.store(level).read_note(name)
         except (StoreError, FileNotFoundError, OSError):
@@ -321,7 +325,7 @@ class MemorySearch:
         out = []
         for rid, score in ranked:
             title, summary, body = texts.get(rid, ("", "", ""))
-            exact = len({m.lower() for m in rx.findall(f"{title}\n{summary}\n{body[:_EXACT_BODY]}")}) / len(words)
+            exact = len(_exact_in(rx, title, summary, body[:_EXACT_BODY])) / len(words)
             out.append((rid, score * (1.0 + EXACT_BONUS * exact)))
         out.sort(key=lambda kv: -kv[1])
         return out
@@ -358,7 +362,7 @@ class MemorySearch:
                   seen: Mapping[str, str] | None) -> list[tuple[float, Hit]]:
         """(share of the query covered, hit) of the cards of one store recall names."""
         scored = self._scores(level, terms, recall=True)
-        bar = recall_threshold(scored.n, scored.total)
+        bar = recall_threshold(scored.n)
         able = {r for r, s in scored.scores.items() if s >= bar and scored.share(r) >= RECALL_COVER}
         if not able:
             return []  # most messages: no card could be named, no ranking needed
@@ -387,7 +391,7 @@ class MemorySearch:
         rx = exact_words(words)
         out = set()
         for rid, (title, summary, body) in self.cache(level).texts(able).items():
-            exact = {m.lower() for m in rx.findall(f"{title}\n{summary}\n{body}")}
+            exact = _exact_in(rx, title, summary, body)
             got = sum(w * (1.0 if " " in t or t in exact else RECALL_STEM_ONLY)
                       for t, w, rows in scored.held if rid in rows)
             if scored.total > 0 and got / scored.total >= RECALL_COVER:

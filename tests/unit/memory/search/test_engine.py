@@ -98,11 +98,11 @@ def test_the_quality_test_catches_a_broken_threshold(tmp_path: Path, monkeypatch
     found, false = quality(search, data)
     assert found >= 0.9 and false <= 0.05
     # Every match recalled: no score bar, no share of the query to cover, no best card to be near.
-    monkeypatch.setattr(engine, "recall_threshold", lambda n, total: 0.0)
+    monkeypatch.setattr(engine, "recall_threshold", lambda n: 0.0)
     monkeypatch.setattr(engine, "RECALL_COVER", 0.0)
     monkeypatch.setattr(engine, "RECALL_NEAR_BEST", 0.0)
     assert quality(search, data)[1] > 0.5
-    monkeypatch.setattr(engine, "recall_threshold", lambda n, total: 1e9)  # no card ever passes
+    monkeypatch.setattr(engine, "recall_threshold", lambda n: 1e9)  # no card ever passes
     assert quality(search, data)[0] == 0.0
     search.close()
 

@@ -85,7 +85,7 @@ def test_the_ceilings_notice_a_recall_that_names_every_match(monkeypatch: pytest
     # and the off-topic ceiling must both trip.
     import memory.search.engine as engine
 
-    monkeypatch.setattr(engine, "recall_threshold", lambda n, total: 0.0)
+    monkeypatch.setattr(engine, "recall_threshold", lambda n: 0.0)
     monkeypatch.setattr(engine, "RECALL_COVER", 0.0)
     monkeypatch.setattr(engine, "RECALL_NEAR_BEST", 0.0)
     missed = shortfalls(_guard_figures())
