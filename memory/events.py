@@ -115,13 +115,6 @@ class JobHeld(_Event):
     purpose: Literal["extract", "consolidate"] = "extract"  # a consolidation's ops
 
 
-class IndexChanged(_Event):
-    """The merged index after a commit: what the next Run should see."""
-
-    kind: Literal["index"] = "index"
-    index: str
-
-
 # A plain union: usable in annotations and in ``isinstance`` checks alike.
 MemoryEvent = (
     JobQueued
@@ -133,12 +126,10 @@ MemoryEvent = (
     | JobApplied
     | JobFailed
     | JobHeld
-    | IndexChanged
 )
 
 __all__ = [
     "HeldOpView",
-    "IndexChanged",
     "JobApplied",
     "JobDismissed",
     "JobFailed",

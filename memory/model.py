@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -138,6 +139,34 @@ class Note(BaseModel):
     conflict: ConflictSides | None = None
 
 
+class IndexEntry(NamedTuple):
+    """One card of the prompt's index: what its line says, and whether the line is in the prompt.
+
+    The index text is rendered from these (memory/store/index.py ``render_entries``), so whoever
+    needs a card's title, stale reason or place reads it here, never back out of the text. A
+    named tuple, not a model: a 10,000-card index makes this many at every Run."""
+
+    level: Level
+    filename: str
+    type: NoteType
+    title: str  # sanitized, one line: the front matter's title, else the filename
+    summary: str  # sanitized, one line; "" when the card has none
+    stale: str | None  # why a cited file no longer matches (the line's stale mark); None: fresh or uncited
+    author: str  # the front matter's author ("" unknown)
+    pinned: bool
+    in_prompt: bool  # False: the budget left its line out (search and recall still find it)
+    line: str  # the line the prompt gets, stale mark included
+
+
+@dataclass(frozen=True)
+class MemoryText:
+    """What read_memory gives the model: the text (a card's citations and body, or a level's
+    whole index), and whether the card read was stale (said in the text's header too)."""
+
+    text: str
+    stale: bool = False
+
+
 class Turn(BaseModel):
     """One completed user turn as extraction sees it: role + text only, and the workspace paths
     its tool calls read, listed, searched or changed (paths only)."""
@@ -182,14 +211,23 @@ class Change(BaseModel):
     after_sha: str | None = None  # None: the batch removed it
 
 
+# What made a history entry: a turn's memory job, a consolidation job, a person's review
+# (approve, reject, dismiss), a person's own edit, an undo; "batch": not recorded (old entries).
+HistoryKind = Literal["turn", "consolidation", "approve", "reject", "dismiss", "manual", "undo", "batch"]
+
+
 class HistoryEntry(BaseModel):
-    """One committed batch (or undo) of a workspace, as kept under the history folder."""
+    """One committed batch (or undo) of a workspace, as kept under the history folder.
+
+    ``label`` is for people (``memory log``); code reads ``kind`` and ``took_over`` (the queued
+    jobs a memory job coalesced: a process waiting for one of them learns it was done here)."""
 
     txid: str
     time: str
     workspace: str
-    kind: Literal["batch", "undo"] = "batch"
+    kind: HistoryKind = "batch"
     label: str = ""
+    took_over: list[str] = Field(default_factory=list)
     source: str = ""
     jobs: list[str] = Field(default_factory=list)
     applied: list[AppliedOp] = Field(default_factory=list)

@@ -223,6 +223,7 @@ class AnthropicCompletion:
             if self._share is not None:
                 self._client = self._share().with_options(max_retries=0)
             else:
+                # The SDK takes seconds to load: only when the memory model is first asked.
                 import anthropic
 
                 self._client = anthropic.AsyncAnthropic(max_retries=0)
@@ -238,6 +239,7 @@ class AnthropicCompletion:
                 await client.close()
 
     async def __call__(self, request: CompletionRequest) -> str:
+        # The SDK takes seconds to load: only when the memory model is asked.
         import anthropic
 
         if self._client is None and not has_credentials():
@@ -270,6 +272,7 @@ class AnthropicCompletion:
         return "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
 
     def _timeout(self) -> Any:
+        # The SDK takes seconds to load: only when the memory model is asked.
         import anthropic
 
         # Connecting keeps the SDK's own bound (5 s) when the idle timeout is longer.
@@ -278,6 +281,7 @@ class AnthropicCompletion:
 
     def _failure(self, err: Exception) -> CompletionError:
         """The one-line reason of a failed attempt; an idle stream's names the idle timeout."""
+        # The SDK and its HTTP client take seconds to load: only after a request to the model failed.
         import anthropic
         import httpx2
 

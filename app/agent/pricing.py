@@ -11,7 +11,7 @@ the current public Claude models; ``prices`` in ``config.toml`` overrides or add
 
 A model with no price (unknown, a local server) shows tokens only: guessing a price would show a
 wrong number with the authority of a right one. Memory-model calls are counted like main-model
-calls (``AnthropicCompletion(on_usage=...)``), so the total is what the session really cost.
+calls (the memory model's ``on_usage``), so the total is what the session really cost.
 """
 
 from __future__ import annotations

@@ -179,6 +179,7 @@ def describe_error(
 
 
 def _describe_error(err: BaseException, *, model: str, base_url: str, model_switch: str) -> tuple[str, bool]:
+    # The SDK takes seconds to load: only once a model was asked (its error is in hand).
     import anthropic
 
     where = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
@@ -384,6 +385,7 @@ class AnthropicProvider:
     @property
     def client(self) -> Any:
         if self._client is None:
+            # The SDK takes seconds to load: only when a model is first asked, not at start-up.
             import anthropic
 
             # The SDK's own environment handling (key, token, base URL) stays in charge.
@@ -413,6 +415,7 @@ class AnthropicProvider:
                     msg, retryable = describe_error(
                         e, model=request.model, base_url=self._base_url(), model_switch=self.model_switch
                     )
+                    # The SDK takes seconds to load: loaded here only after a request was made.
                     import anthropic
 
                     in_stream = isinstance(e, anthropic.APIStatusError) and getattr(e, "status_code", 0) == 200

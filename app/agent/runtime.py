@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from app.agent.compaction import ResultStore
-from app.agent.memory_model import AnthropicCompletion
-from app.agent.provider import AnthropicProvider, Provider, Usage, retry_base_delay
+from app.agent.memory_parts import build_manager, memory_completion
+from app.agent.provider import AnthropicProvider, Provider, Usage
 from app.agent.runner import Runner
 from app.agent.session import Session, SessionStore
 from app.agent.session_log import SessionError
@@ -27,8 +27,6 @@ from app.agent.worker_process import WorkerProcess, worker_argv
 from memory.constants import MEMORY_MODES, Level, MemoryMode
 from memory.events import JobQueued, MemoryEvent
 from memory.extract.completion import Completion
-from memory.jobs import pipeline
-from memory.jobs.manager import Manager
 from memory.search.engine import MemorySearch
 from memory.store.fs import DEFAULT_FS, FS
 from memory.store.journal import OWN_WRITES, OwnWrites
@@ -76,21 +74,15 @@ class Runtime:
         self.memory_mode: MemoryMode = settings.memory_mode
         self._completion = completion
         if completion is None and self.memory_mode != MemoryMode.OFF:
-            completion = AnthropicCompletion(settings.memory_model, home=home, idle_timeout=settings.memory_idle_timeout)
-        # The memory worker's backoff (1 s, 2 s, ...) in units of the runtime's retry delay; the
-        # retry time a job shows is the one it waits.
-        backoff = pipeline.BACKOFF_BASE * retry_base_delay()
-        self.manager = Manager(self.stores, completion, mode=settings.memory_mode, fs=self.fs, backoff_base=backoff,
-                               consolidate_after=settings.consolidate_after,
-                               consolidate_review=settings.consolidate_review, search=self.search,
-                               runs_jobs=not worker_process)
+            completion = memory_completion(settings, home=home)
+        self.manager = build_manager(self.stores, completion, settings, fs=self.fs, search=self.search,
+                                     runs_jobs=not worker_process)
         # worker_process: the jobs run in a child process (`pseudoclaude memory worker`); this
         # process spools, reviews and watches (an apply never shares the screen's
         # interpreter). Print mode keeps the worker in-process: its one job is faster there than
         # in a child that must first import the SDK.
         self.on_worker_note: Callable[[str], None] | None = None
         self.on_worker_usage: Callable[[str, Usage], None] | None = None
-        self.on_worker_wrote: Callable[[], object] | None = None
         self.child = self._worker_child(settings, workspace, home) if worker_process else None
         self._home = home
         self.provider: Provider = provider or AnthropicProvider()
@@ -114,7 +106,6 @@ class Runtime:
             env=env,
             on_note=lambda line: self.on_worker_note(line) if self.on_worker_note is not None else None,
             on_usage=lambda m, u: self.on_worker_usage(m, u) if self.on_worker_usage is not None else None,
-            on_wrote=lambda: self.on_worker_wrote() if self.on_worker_wrote is not None else None,
         )
 
         def wake(event: MemoryEvent) -> None:
@@ -335,9 +326,7 @@ class Runtime:
             raise ValueError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, not {mode!r}")
         mode = MemoryMode(mode)
         if self.manager.completion is None and mode != MemoryMode.OFF:
-            self.manager.completion = self._completion or AnthropicCompletion(
-                self.settings.memory_model, home=self._home, idle_timeout=self.settings.memory_idle_timeout
-            )
+            self.manager.completion = self._completion or memory_completion(self.settings, home=self._home)
         self.manager.set_mode(mode)
         if self.child is not None:
             self.child.set_mode(mode)

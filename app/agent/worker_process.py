@@ -14,9 +14,13 @@ so an extraction's parsing and an apply on a big store never take the screen's i
 - ``wake()`` (a job was spooled) and ``set_mode()`` are lines on the child's stdin; ``stop()``
   closes it: the child drains its runnable jobs for a few seconds and exits by itself. The pipe
   also closes when the app dies, so no child outlives its app for longer than its drain.
+- the child's stdout is read line by line: ``usage`` (a memory-model request's cost), ``wrote``
+  (a store file its commit is about to move into place: the app's store watcher takes it for its
+  own) and ``outcome`` (a job applied, failed, held or retrying: announced to the app's manager
+  exactly as its own worker's, once). A line that is not one of these is ignored and logged.
 
 The child runs in a session of its own (the terminal's Ctrl+C and hang-up are the app's), with
-stdout discarded and stderr appended to ``$PSEUDOCLAUDE_HOME/logs/memory-worker.log``.
+stdout read by the app and stderr appended to ``$PSEUDOCLAUDE_HOME/logs/memory-worker.log``.
 """
 
 from __future__ import annotations
@@ -31,23 +35,29 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.agent.provider import Usage
 from memory.constants import WORKER_EXIT_BUSY as EXIT_BUSY
 from memory.constants import MemoryMode
+from memory.events import JobApplied, JobFailed, JobHeld, JobRetrying, MemoryEvent
 from memory.jobs.manager import Manager
 from memory.store.journal import OWN_WRITES, OwnWrites
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.5
-WROTE_QUIET_S = 0.2  # a batch's files are reported together: one panel refresh for them
 MAX_RESTARTS = 5  # deaths within RESTART_WINDOW_S before the restarts pause for that long
 RESTART_WINDOW_S = 60.0
 LOG_MAX_BYTES = 1 << 20  # the log is started afresh past this size
+# A job's outcome line at most (its rejected ops' records are shortened): a longer one is
+# ignored, and the app's look at the spool announces that job instead.
+MAX_OUTCOME_BYTES = 1 << 20
+OUTCOME = b"outcome "
 
 
 def worker_argv(workspace: Path, memory_model: str, mode: MemoryMode, drain: float) -> list[str]:
@@ -97,6 +107,49 @@ def parse_usage(raw: bytes) -> tuple[str, Usage] | None:
 
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
+Outcome = JobApplied | JobFailed | JobHeld | JobRetrying
+
+
+class OutcomeLine(BaseModel):
+    """The wire form of a job's outcome on the child's stdout: ``outcome {json}``, one line."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    event: Annotated[Outcome, Field(discriminator="kind")]
+
+
+def outcome_line(event: MemoryEvent) -> str | None:
+    """The child's line for a job's outcome (None: not an outcome, or too long to be read)."""
+    if not isinstance(event, Outcome):
+        return None
+    line = OUTCOME.decode() + OutcomeLine(event=event).model_dump_json()
+    return line if len(line.encode()) + 1 < MAX_OUTCOME_BYTES else None  # + its newline
+
+
+def parse_outcome(raw: bytes) -> Outcome | None:
+    """An ``outcome {json}`` line of the child's stdout; None for anything else (said in the log
+    when it is a broken outcome line)."""
+    if not raw.startswith(OUTCOME):
+        return None
+    if len(raw) >= MAX_OUTCOME_BYTES:
+        log.warning("memory worker process: an outcome line of %d bytes ignored", len(raw))
+        return None
+    try:
+        return OutcomeLine.model_validate_json(raw[len(OUTCOME):], strict=True).event
+    except ValidationError as e:
+        log.warning("memory worker process: a broken outcome line ignored (%d bytes): %.200s", len(raw),
+                    " ".join(str(e).split()))
+        return None
+
+
+def read_lines(out: IO[bytes], limit: int) -> Iterator[bytes]:
+    """The lines of ``out`` until its end; a line longer than ``limit`` comes as its first
+    ``limit`` bytes (no newline), its rest is read and dropped a limit's worth at a time."""
+    while raw := out.readline(limit):
+        yield raw
+        while not raw.endswith(b"\n") and len(raw) == limit:
+            raw = out.readline(limit)  # the rest of a long line: dropped
+
 
 class WorkerProcess:
     """Keeps this workspace's memory worker child running (see the module's doc)."""
@@ -110,7 +163,6 @@ class WorkerProcess:
         env: Mapping[str, str] | None = None,
         on_note: Callable[[str], None] | None = None,
         on_usage: Callable[[str, Usage], None] | None = None,
-        on_wrote: Callable[[], object] | None = None,
         poll: float = POLL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -120,10 +172,6 @@ class WorkerProcess:
         self._env = dict(env) if env is not None else None
         self.on_note = on_note
         self.on_usage = on_usage
-        # After a burst of the child's store writes: the app's panel follows them (its watcher
-        # takes them for its own, and a job another window submitted sends this app no event).
-        self.on_wrote = on_wrote
-        self._wrote_timer: threading.Timer | None = None
         self._poll = poll
         self._clock = clock
         self.proc: subprocess.Popen[bytes] | None = None
@@ -274,38 +322,33 @@ class WorkerProcess:
             threading.Thread(target=self._read_reports, args=(proc.stdout,), name="memory-worker-reports",
                              daemon=True).start()
 
-    def _wrote_soon(self) -> None:
-        # One call per batch, WROTE_QUIET_S after its first file (a batch writes several).
-        if self.on_wrote is not None and self._wrote_timer is None:
-            self._wrote_timer = threading.Timer(WROTE_QUIET_S, self._wrote_now)
-            self._wrote_timer.daemon = True
-            self._wrote_timer.start()
-
-    def _wrote_now(self) -> None:
-        self._wrote_timer = None
-        if self.on_wrote is not None:
-            try:
-                self.on_wrote()
-            except Exception:
-                log.exception("memory worker process: the writes callback failed")
-
     def _read_reports(self, out: IO[bytes]) -> None:
-        """The child's ``usage {json}`` lines (its stdout, in a daemon thread, until it closes)."""
+        """The child's stdout, in a daemon thread, until it closes (see the module's doc)."""
         with contextlib.suppress(OSError, ValueError):
-            for raw in out:
-                wrote = parse_write(raw)
-                if wrote is not None:
-                    self.writes.record(*wrote)
-                    self._wrote_soon()
-                    continue
-                usage = parse_usage(raw)
-                if usage is not None and self.on_usage is not None:
-                    try:
-                        self.on_usage(*usage)
-                    except Exception:
-                        log.exception("memory worker process: the usage callback failed")
+            for raw in read_lines(out, MAX_OUTCOME_BYTES):
+                try:
+                    self._report(raw)
+                except Exception:
+                    log.exception("memory worker process: a line of the child's failed")
         with contextlib.suppress(OSError):
             out.close()
+
+    def _report(self, raw: bytes) -> None:
+        wrote = parse_write(raw)
+        if wrote is not None:
+            # Only the watcher's: the batch reaches the panel as its outcome, after its commit.
+            self.writes.record(*wrote)
+            return
+        outcome = parse_outcome(raw)
+        if outcome is not None:
+            self.manager.announce(outcome)
+            return
+        usage = parse_usage(raw)
+        if usage is not None:
+            if self.on_usage is not None:
+                self.on_usage(*usage)
+        elif not raw.startswith(OUTCOME) and raw.strip():
+            log.warning("memory worker process: a line of the child's ignored: %.80r", raw)
 
     def _open_log(self) -> int | None:
         try:
@@ -319,4 +362,4 @@ class WorkerProcess:
             return None
 
 
-__all__ = ["EXIT_BUSY", "WorkerProcess", "describe_exit", "worker_argv"]
+__all__ = ["EXIT_BUSY", "OutcomeLine", "WorkerProcess", "describe_exit", "outcome_line", "parse_outcome", "worker_argv"]

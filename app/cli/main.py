@@ -7,6 +7,7 @@ line: the full-screen app's start-up needs none of them."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ DIST_NAME = "pseudoclaude"
 def package_version() -> str:
     """The installed distribution's version: `[project] version` in pyproject.toml is its one source
     (an editable install's metadata carries it too); "unknown" where no metadata is installed."""
+    # Only for --version: the metadata reader loads zipfile and the email parser.
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -106,6 +108,7 @@ def build_parser(*, memory_commands: bool = True) -> argparse.ArgumentParser:
     mem = sub.add_parser("memory", help="inspect and edit long-term memory")
     _common(mem, suppress=True)
     if memory_commands:
+        # Only when the command line names `memory` (see the module's docstring).
         from app.cli import memory_commands as memory_cli
 
         memory_cli.add_commands(mem, lambda p: _common(p, suppress=True))
@@ -122,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(memory_commands="memory" in argv)
     args = parser.parse_args(argv)
     if args.command == "memory":
-        from app.cli import memory_commands as memory_cli
+        from app.cli import memory_commands as memory_cli  # loaded by build_parser already
 
         code = memory_cli.run(args)
         _ends_at_once = memory_cli.ends_at_once(args)
@@ -137,8 +140,6 @@ def entry() -> NoReturn:
     and such a command leaves no thread, file or child to finish."""
     code = main()
     if _ends_at_once:
-        import os
-
         for stream in (sys.stdout, sys.stderr):
             try:
                 if stream is not None:  # (None: started with the descriptor closed)
@@ -161,6 +162,7 @@ def _settings_flags(args: argparse.Namespace) -> dict[str, object]:
 
 def _status(settings: Settings, workspace: Path) -> str:
     """What `pseudoclaude --status` (or without a terminal) shows: where things are, what to do."""
+    # The stores (pydantic, YAML), the spool and the provider's module: only for the status.
     from app.agent.provider import NO_CREDENTIALS, has_credentials
     from memory.jobs.spool import Spool
     from memory.store.stores import MemoryStores
@@ -195,12 +197,13 @@ def _prompt_text(arg: str) -> str:
     try:
         return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:  # a surrogate that is no escaped byte
-        from app.agent.conversation import scrub_text
+        from app.agent.conversation import scrub_text  # (rare: not loaded for every prompt)
 
         return scrub_text(arg)
 
 
 def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    # Not for --version or --help: the paths' dataclasses load inspect, ast and tokenize.
     from memory.store.paths import resolve_workspace
 
     if not Path(args.workspace).is_dir():
@@ -227,12 +230,14 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
 
         hold_start_up()
         try:
+            # Textual and the app: only when the full-screen app is chosen (not for print mode, memory).
             from app.tui.app import run_app
 
             return run_app(_settings_flags(args), workspace, resume=args.resume,
                            continue_latest=args.continue_latest)
         finally:
             release_start_up()  # an app that ended before its first frame
+    # Print mode and --status only: the settings (pydantic-settings) and print mode's runtime.
     from app.agent.settings import SettingsError, load_settings
 
     try:
@@ -251,6 +256,7 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     prompt = _prompt_text(args.prompt)
     if not prompt.strip():
         parser.error("the prompt is empty")
+    # Print mode's runtime (the model, the tools, the session log): only for a prompt given here.
     from app.cli.print_mode import main_print
 
     return main_print(prompt, settings, workspace, allow_tools=allow, resume=args.resume,

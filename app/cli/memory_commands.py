@@ -1,13 +1,15 @@
-"""``pseudoclaude memory ...``: the memory commands that never call a model.
+"""``pseudoclaude memory ...``: the memory commands.
 
-Each command imports what it uses when it runs: app/cli/main.py builds its parser with these
-commands on every start, the full-screen app's included, and the stores, the spool and the job
-manager are no part of that app's first frame (it must draw before they load).
+This module and the command modules it imports are loaded whenever the command line names
+``memory`` (app/cli/main.py), ``--help`` and a usage error included: what a command reads (the
+stores with pydantic and YAML, the spool, the job manager, the SDK) is imported when that command
+runs, never here. A command that only reads the cards never loads the job manager or the SDK.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import sys
 from collections.abc import Callable
@@ -20,24 +22,18 @@ from app.cli import memory_log as history_log
 from app.cli import memory_search as scale
 from app.cli import memory_sync as user_sync
 from app.cli import memory_worker as child_worker
+from app.cli.common import EXIT_ERROR, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, err, memory_completion, report
 from app.cli.output import closed_pipe, silence
 from memory.constants import INDEX_FILE, MANUAL_SOURCE, Level, MemoryMode
+from memory.store.paths import resolve_workspace
 from memory.text.names import quote
 from memory.text.terminal import strip_terminal
 
 if TYPE_CHECKING:
-    from app.agent.memory_model import AnthropicCompletion
-    from memory.model import BatchResult, Conflict, Rejection
     from memory.store.stores import MemoryStores
-
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 
 # Reading a patch from a file or stdin: far more than 50 ops of 16 KiB, far less than a hang.
 MAX_APPLY_INPUT = 4 * 1024 * 1024
-
-
-def _err(msg: str) -> None:
-    print(f"pseudoclaude: {msg}", file=sys.stderr)
 
 
 def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -152,17 +148,17 @@ class _SafeStream:
 
 
 def run(args: argparse.Namespace) -> int:
-    out, err = _SafeStream(sys.stdout), _SafeStream(sys.stderr)
+    out, diagnostics = _SafeStream(sys.stdout), _SafeStream(sys.stderr)
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
+    sys.stdout, sys.stderr = out, diagnostics
     try:
         code = _run(args)
         try:
             out.flush()
         except OSError as e:  # a full disk behind `> file`: said, not a traceback
-            _err(f"cannot write the output: {e.strerror or e}")
+            err(f"cannot write the output: {e.strerror or e}")
             code = EXIT_ERROR
-        err.flush()
+        diagnostics.flush()
         return code
     finally:
         sys.stdout, sys.stderr = saved
@@ -199,12 +195,13 @@ def ends_at_once(args: argparse.Namespace) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from memory.store.paths import resolve_workspace
+    # The stores' modules (pydantic, YAML) load when a command runs: not for `memory --help` or a
+    # usage error. Each command's own further imports below load after these, for the same reason.
     from memory.store.stores import MemoryStores
 
     workspace = getattr(args, "workspace", ".")
     if not Path(workspace).is_dir():
-        _err(f"workspace {workspace} is not a folder")
+        err(f"workspace {workspace} is not a folder")
         return EXIT_USAGE
     stores = MemoryStores(resolve_workspace(workspace))
     handler = _HANDLERS[args.memory_command]
@@ -224,10 +221,10 @@ def _run(args: argparse.Namespace) -> int:
         return handler(stores, args)
     except Exception as e:
         if _reported(e):
-            _err(str(e))
+            err(str(e))
             return EXIT_ERROR
         if isinstance(e, OSError):
-            _err(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
+            err(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
             return EXIT_ERROR
         raise
     finally:
@@ -240,17 +237,17 @@ def _refresh(stores: MemoryStores) -> list[str]:
     """The derived-index rule: a ``MEMORY.md`` out of step with its cards (a
     union merge, ``git checkout``, an editor) is rebuilt before the command reads anything.
     Quietly (``doctor`` says it): the rebuilt file is what the cards say, nothing was lost."""
-    from memory.store.transaction import TransactionError
+    from memory.store.transaction import TransactionError  # (loaded with the stores: see _run)
 
     try:
         return [str(lv) for lv in stores.refresh_indexes()]
     except (TransactionError, OSError) as e:
-        _err(f"{INDEX_FILE} not rebuilt from the cards: {getattr(e, 'strerror', None) or e}")
+        err(f"{INDEX_FILE} not rebuilt from the cards: {getattr(e, 'strerror', None) or e}")
         return []
 
 
 def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
-    from memory.store.index import index_as_prompted
+    from memory.store.index import index_as_prompted  # (with the stores: see _run)
     from memory.store.stores import untrusted_cards
 
     # The same function the system prompt uses, so this is exactly what a new session gets.
@@ -260,12 +257,12 @@ def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
         print(text)
     # From the same listing (an untrusted project store has no cards in it).
     for level, name, reason in prompt.unindexed:
-        _err(f"left out {level} card {name}: {reason}")
+        err(f"left out {level} card {name}: {reason}")
     left_out = untrusted_cards(stores)
     if left_out:
         # Said on stderr: stdout stays exactly what a new session gets.
-        _err(f"left out {len(left_out)} note(s) of the project store {stores.project.dir}: it came with this "
-             "workspace and is not trusted yet (`pseudoclaude -p --trust-project-memory ...` or the app trusts it)")
+        err(f"left out {len(left_out)} note(s) of the project store {stores.project.dir}: it came with this "
+            "workspace and is not trusted yet (`pseudoclaude -p --trust-project-memory ...` or the app trusts it)")
     return EXIT_OK
 
 
@@ -281,7 +278,7 @@ def _list(stores: MemoryStores, args: argparse.Namespace) -> int:
         # The marks are extra: a store locked by a recovering process still gets listed.
         if not (_reported(e) or isinstance(e, OSError)):
             raise
-        _err(f"stale cards not checked: {e}")
+        err(f"stale cards not checked: {e}")
         stale = {}
     for level, st in stores.stores.items():
         problem = st.folder_problem()
@@ -310,16 +307,16 @@ def _show(stores: MemoryStores, args: argparse.Namespace) -> int:
         return EXIT_OK
     reason = st.target_problem(args.file)
     if reason is not None:
-        _err(reason)
+        err(reason)
         return EXIT_ERROR
-    from memory.store.noteparse import parse_note
+    from memory.store.noteparse import parse_note  # (with the stores: see _run)
     from memory.store.stores import cites_header
 
     data = st.fs.read_bytes(st.dir / args.file)
     note = parse_note(st.level, args.file, data)
     if note.conflict is not None:
         # Like read_memory: neither side as the card (`memory doctor` names both versions).
-        _err(f"{args.file} is {note.broken}")
+        err(f"{args.file} is {note.broken}")
         return EXIT_ERROR
     # A cited card's citations as they stand now, above the file (what read_memory shows the model).
     sys.stdout.write(cites_header(stores.grounding_of(args.level, args.file)))
@@ -339,35 +336,22 @@ def _read_input(name: str) -> str:
 
 
 def _apply(stores: MemoryStores, args: argparse.Namespace) -> int:
-    from memory.extract.parser import parse_and_validate
+    from memory.extract.parser import parse_and_validate  # the model's response parser: only for apply
 
     try:
         text = _read_input(args.file)
     except (OSError, ValueError) as e:
-        _err(f"cannot read {args.file}: {getattr(e, 'strerror', None) or e}")
+        err(f"cannot read {args.file}: {getattr(e, 'strerror', None) or e}")
         return EXIT_USAGE if isinstance(e, FileNotFoundError) else EXIT_ERROR
     parsed = parse_and_validate(text)
     if not parsed.found:
-        _err("no operations found: expected a JSON array or an object with an \"operations\" array")
+        err("no operations found: expected a JSON array or an object with an \"operations\" array")
         return EXIT_REJECTED
     return report(stores.apply(parsed.ops, source=MANUAL_SOURCE, rejected=parsed.rejected, label="memory apply"))
 
 
-def report(result: BatchResult) -> int:
-    """Applied ops on stdout, each rejection, conflict or dropped citation as one line on
-    stderr; exit 3 if any op was refused (a dropped citation leaves its op applied)."""
-    for a in result.applied:
-        print(f"{a.action} {a.level}/{a.filename}")
-    problems: list[Rejection | Conflict] = [*result.rejected, *result.conflicts]
-    lines = [(r.index, r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}") for r in problems]
-    lines += [(d.index, grounding.dropped_line(d)) for d in result.dropped_cites]
-    for _, line in sorted(lines, key=lambda x: x[0]):
-        _err(line)
-    return EXIT_REJECTED if problems else EXIT_OK
-
-
 def _pending(stores: MemoryStores, args: argparse.Namespace) -> int:
-    from memory.jobs.spool import DAMAGED_DIR, Spool
+    from memory.jobs.spool import DAMAGED_DIR, Spool  # the spool: only for the commands about jobs
 
     spool = Spool(stores.paths, stores.fs)
     entries = spool.list(None if args.all else stores.paths.workspace, include_orphans=args.all)
@@ -386,22 +370,23 @@ def _pending(stores: MemoryStores, args: argparse.Namespace) -> int:
 
 
 def _review(stores: MemoryStores, args: argparse.Namespace) -> int:
-    import asyncio
-
-    from memory.jobs.manager import Manager
+    # The job manager and the jobs service load only for the commands that run or review jobs.
+    from app.agent.memory_parts import build_manager
+    from app.services.jobs import JobsService
     from memory.jobs.spool import Spool
 
-    manager = Manager(stores, None)
+    manager = build_manager(stores, None)
     spool = Spool(stores.paths, stores.fs)
     job_id = spool.resolve(args.job)
-    ops = args.ops or None
+    ops = tuple(args.ops) or None
     if args.memory_command == "approve":
         # The result names only the approved ops' rejections: an op rejected earlier is not repeated.
-        result = asyncio.run(manager.approve(job_id, ops))
+        result = asyncio.run(JobsService(manager, stores, lambda: manager.mode).approve(job_id, ops))
         for e in spool.list(stores.paths.workspace, include_orphans=False):
             if e.job is not None and e.job.held_ops and e.job.split_from == job_id:
                 print(f"still held: ops {', '.join(str(h.index) for h in e.job.held_ops)} (job {e.id})")
         return report(result)
+    # The manager's own reject: the command names the job that still holds the other ops.
     left = asyncio.run(manager.reject(job_id, ops))
     print(f"rejected {'all held ops' if ops is None else 'ops ' + ', '.join(map(str, ops))} of job {job_id}")
     if left is not None:
@@ -409,26 +394,10 @@ def _review(stores: MemoryStores, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def memory_completion() -> tuple[AnthropicCompletion | None, int]:
-    """The configured memory model, for the commands that call it (flush, consolidate); None
-    and the exit code once the reason is said when the settings are bad."""
-    from app.agent.memory_model import AnthropicCompletion
-    from app.agent.settings import SettingsError, load_settings
-
-    try:
-        settings = load_settings({})
-    except SettingsError as e:
-        _err(str(e))
-        return None, EXIT_USAGE
-    return AnthropicCompletion(settings.memory_model, idle_timeout=settings.memory_idle_timeout), EXIT_OK
-
-
 def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
-    import asyncio
-
-    from app.agent.provider import retry_base_delay
-    from memory.jobs import pipeline
-    from memory.jobs.manager import Manager
+    # The job manager loads only for the commands that run or review jobs (the stores' class is
+    # loaded already: see _run).
+    from app.agent.memory_parts import build_manager
     from memory.jobs.spool import Spool
     from memory.store.stores import MemoryStores
 
@@ -452,8 +421,7 @@ def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
         for ws in workspaces:
             ws_stores = MemoryStores(ws, stores.paths.home, fs=stores.fs)
             # Flush applies jobs whatever the configured mode: each job keeps the mode it was made with.
-            manager = Manager(ws_stores, completion, mode=MemoryMode.AUTO,
-                              backoff_base=pipeline.BACKOFF_BASE * retry_base_delay())
+            manager = build_manager(ws_stores, completion, mode=MemoryMode.AUTO)
             try:
                 result = await manager.flush(args.timeout)
             finally:
@@ -464,9 +432,9 @@ def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
             for job_id in result.held:
                 print(f"{prefix}held for review {job_id}")
             for job_id, reason in result.failed.items():
-                _err(f"{prefix}job {job_id} failed: {reason}")
+                err(f"{prefix}job {job_id} failed: {reason}")
             for job_id in result.unfinished:
-                _err(f"{prefix}job {job_id} unfinished after {args.timeout:g}s; it stays spooled")
+                err(f"{prefix}job {job_id} unfinished after {args.timeout:g}s; it stays spooled")
             if result.failed or result.unfinished:
                 code = EXIT_ERROR
             if not (result.done or result.held or result.failed or result.unfinished):
@@ -477,12 +445,14 @@ def _flush(stores: MemoryStores, args: argparse.Namespace) -> int:
 
 
 def _undo(stores: MemoryStores, args: argparse.Namespace) -> int:
+    # The cards service (the card editors) loads only for an edit; the undo's error with the stores.
+    from app.services.cards import CardsService
     from memory.store.history import UndoError
 
     try:
-        result = stores.undo()
+        result = asyncio.run(CardsService(stores, None).undo())
     except UndoError as e:
-        _err(str(e))
+        err(str(e))
         return EXIT_ERROR
     for a in result.applied:
         print(f"reverted {a.level}/{a.filename}")
@@ -490,7 +460,7 @@ def _undo(stores: MemoryStores, args: argparse.Namespace) -> int:
 
 
 def _doctor(stores: MemoryStores, args: argparse.Namespace) -> int:
-    from memory.jobs.doctor import diagnose, fix
+    from memory.jobs.doctor import diagnose, fix  # the spool's and the stores' checks: only for doctor
 
     report = fix(stores) if args.fix else diagnose(stores)
     # Done before any command reads a store: a repair no one has to ask for.

@@ -1,31 +1,28 @@
 """``pseudoclaude memory consolidate [--level L] [--yes]``: one consolidation job
 now, through the memory model, like ``flush``.
 
-Imported by app/cli/main.py's parser on every start: the manager is imported by the command
-when it runs, never here.
+Loaded with the other ``memory`` commands' parsers: the job manager and the SDK load when the
+command runs, never here.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from memory.constants import Action, Level
+from app.cli.common import EXIT_ERROR, EXIT_OK, err, memory_completion, report
+from memory.constants import Action, Level, MemoryMode
 from memory.text.names import sanitize_line
 
 if TYPE_CHECKING:
     from memory.jobs.manager import Manager
+    from memory.model import Operation
     from memory.store.stores import MemoryStores
 
-EXIT_OK, EXIT_ERROR = 0, 1
 MAX_TIMEOUT = 86_400.0
-
-
-def _err(msg: str) -> None:
-    print(f"pseudoclaude: {msg}", file=sys.stderr)
 
 
 def _timeout(v: str) -> float:
@@ -48,25 +45,21 @@ def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
 
 
 def consolidate(stores: MemoryStores, args: argparse.Namespace) -> int:
-    import asyncio
-
-    from app.agent.provider import NO_CREDENTIALS, has_credentials, retry_base_delay
-    from app.cli.memory_commands import memory_completion
-    from memory.constants import MemoryMode
-    from memory.jobs import pipeline
-    from memory.jobs.manager import Manager
+    # The job manager and the provider's module load only when a consolidation runs.
+    from app.agent.memory_parts import build_manager
+    from app.agent.provider import NO_CREDENTIALS, has_credentials
 
     completion, code = memory_completion()
     if completion is None:
         return code
     if not has_credentials():
         # Said before any job is made: a job that could only fail would stay spooled.
-        _err(NO_CREDENTIALS)
+        err(NO_CREDENTIALS)
         return EXIT_ERROR
 
     async def run() -> int:
-        manager = Manager(stores, completion, mode=MemoryMode.AUTO, consolidate_review=True,
-                          backoff_base=pipeline.BACKOFF_BASE * retry_base_delay())
+        # consolidate_review: the manager's own default (held for review), whatever the settings say.
+        manager = build_manager(stores, completion, mode=MemoryMode.AUTO)
         try:
             await manager.start()
             return await _consolidate(manager, args)
@@ -90,26 +83,22 @@ async def _consolidate(manager: Manager, args: argparse.Namespace) -> int:
         elif done.status == "done":
             print(f"job {o.job_id}: the memory model proposed no change to the {o.level.value} store")
         elif done.status == "failed":
-            _err(f"consolidation job {o.job_id} failed: {done.reason or 'failed'}")
+            err(f"consolidation job {o.job_id} failed: {done.reason or 'failed'}")
             code = EXIT_ERROR
         else:
-            _err(f"consolidation job {o.job_id} unfinished after {args.timeout:g}s; it stays spooled "
-                 "(`memory flush` runs it)")
+            err(f"consolidation job {o.job_id} unfinished after {args.timeout:g}s; it stays spooled "
+                "(`memory flush` runs it)")
             code = EXIT_ERROR
     return code
 
 
 async def _held(manager: Manager, job_id: str, yes: bool) -> int:
-    import asyncio
-
-    from app.cli.memory_commands import report
-
     job = await asyncio.to_thread(manager.spool.peek, job_id)
     print(f"job {job.id}: {job.excerpt()}")
     for h in job.held_ops:
         print(await asyncio.to_thread(_op_line, manager, h.index, h.op))
     for r in job.rejected:
-        _err(r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}")
+        err(r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}")
     if not yes:
         print(f"held for review: `pseudoclaude memory approve {job.id}` applies them (give op numbers to "
               f"choose), `pseudoclaude memory reject {job.id}` drops them")
@@ -117,11 +106,8 @@ async def _held(manager: Manager, job_id: str, yes: bool) -> int:
     return report(await manager.approve(job.id))
 
 
-def _op_line(manager: Manager, index: int, op: object) -> str:
+def _op_line(manager: Manager, index: int, op: Operation) -> str:
     """``0 update project/x.md — <title>``, ``1 delete project/y.md``."""
-    from memory.model import Operation
-
-    assert isinstance(op, Operation)
     where = f"{op.level.value if op.level else '?'}/{op.filename or op.slug or '(new)'}"
     line = f"{index} {op.action.value} {where}"
     if op.action is Action.DELETE:

@@ -2,13 +2,14 @@
 ``list --unused DAYS``, ``confirm LEVEL FILE``, and the one-line report of a dropped citation
 (shared with print mode's report of a memory job).
 
-Imported by app/cli/main.py's parser on every start (the full-screen app's included): the stores
-and the grounding checker are imported by the commands when they run, never here.
+Loaded with the other ``memory`` commands' parsers: the stores and the grounding checker load
+when a command runs, never here.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as _dt
 import sys
 from typing import TYPE_CHECKING
@@ -90,6 +91,7 @@ def stale_checks(stores: MemoryStores) -> dict[str, CardCheck]:
 
 def list_filtered(stores: MemoryStores, args: argparse.Namespace) -> int:
     """One line per card that passes the filters: ``LEVEL  FILE  Title — reason · use``."""
+    # Loaded with the stores when the command runs (pydantic): not with the parsers.
     from memory.grounding.usage import use_text
 
     stale = stale_checks(stores) if args.stale else {}
@@ -134,7 +136,10 @@ def confirm(stores: MemoryStores, args: argparse.Namespace) -> int:
     """``memory confirm LEVEL FILE``: the card's citations taken again from the workspace, in a
     manual batch (``memory undo`` reverts it). Errors are StoreError/TransactionError: the
     caller reports them in one line, exit 1."""
-    result, said = stores.confirm(args.level, args.file)
+    # The cards service (the card editors) loads only for an edit.
+    from app.services.cards import CardsService
+
+    result, said = asyncio.run(CardsService(stores, None).confirm_card(args.level, args.file, None))
     for a in result.applied:
         print(f"confirmed {a.level}/{a.filename}")
     for line in said:

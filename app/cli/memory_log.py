@@ -1,12 +1,14 @@
 """``pseudoclaude memory log [LEVEL] [FILE]``: the history of a store's cards, the
 app's batches and the git commits that touched the store, newest first.
 
-Imported by app/cli/main.py's parser on every start: what the command reads is imported when it runs.
+Loaded with the other ``memory`` commands' parsers: the sharing service (git) loads when the
+log is asked for.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -39,24 +41,24 @@ def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
 
 
 def log(stores: MemoryStores, args: argparse.Namespace) -> int:
-    from memory.sharing.log import format_entry, store_log
-    from memory.store.store import filename_problem
+    # Git's helpers load only when the log is asked for: no other command needs them.
+    from app.services.sharing import SharingService, format_entry
 
     level = Level(args.level) if args.level else None
-    if args.file is not None:
-        reason = filename_problem(args.file)
-        if reason is not None:
-            print(f"pseudoclaude: {reason}", file=sys.stderr)
-            return EXIT_ERROR
-    entries, problems = store_log(stores, level, args.file, limit=args.limit)
-    for line in problems:
+    service = SharingService(stores, None)  # the log reads no setting
+    try:
+        history = asyncio.run(service.log(level, args.file, limit=args.limit))
+    except ValueError as e:  # a filename that cannot name a card
+        print(f"pseudoclaude: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    for line in history.problems:
         # Said, not fatal: the app's own batches are still shown.
         print(f"pseudoclaude: {line}", file=sys.stderr)
-    if not entries:
+    if not history.entries:
         what = f"{level} card {args.file}" if args.file else (f"the {level} store" if level else "the memory stores")
         print(f"no history of {what} in this workspace")
         return EXIT_OK
-    for entry in entries:
+    for entry in history.entries:
         print(format_entry(entry))
     return EXIT_OK
 

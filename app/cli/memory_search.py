@@ -6,13 +6,14 @@
 when not; what is not a card (an untrusted project store left out, a rebuilt cache, "no notes
 match") goes to stderr, so stdout holds only cards.
 
-Imported by app/cli/main.py's parser on every start: the stores and the search engine are
-imported by the commands when they run, never here.
+Loaded with the other ``memory`` commands' parsers: the stores and the search engine load when
+a command runs, never here.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -63,6 +64,7 @@ def add_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
 
 
 def search(stores: MemoryStores, args: argparse.Namespace) -> int:
+    # The search engine loads only for a search; the trust rule with the stores, not the parsers.
     from memory.search.engine import MemorySearch
     from memory.store.trust import UNTRUSTED_REASON
 
@@ -93,8 +95,11 @@ def search(stores: MemoryStores, args: argparse.Namespace) -> int:
 def pin(stores: MemoryStores, args: argparse.Namespace) -> int:
     """``memory pin|unpin LEVEL FILE``: one manual batch (``memory undo`` reverts it). A bad file
     is a StoreError: the caller says it in one line, exit 1."""
+    # The cards service (the card editors) loads only for an edit.
+    from app.services.cards import CardsService
+
     pinned = args.memory_command == "pin"
-    result = stores.pin(args.level, args.file, pinned=pinned)
+    result = asyncio.run(CardsService(stores, None).pin_card(args.level, args.file, pinned, None))
     key = f"{args.level}/{args.file}"
     if result.applied:
         print(f"{'pinned' if pinned else 'unpinned'} {key}")

@@ -1,6 +1,6 @@
 """``pseudoclaude memory sync``: the user store kept in step with ``user_memory_remote``.
 
-Imported by app/cli/main.py's parser on every start: git and the settings are used when it runs.
+Loaded with the other ``memory`` commands' parsers: git and the settings load when it runs.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
 
 
 def sync(stores: MemoryStores, args: argparse.Namespace) -> int:
-    from app.agent.settings import SettingsError, config_file_path, load_settings
-    from memory.sharing.sync import sync_user_store
+    # The settings (pydantic-settings) and git's helpers load only when a sync runs.
+    from app.agent.settings import SettingsError, load_settings
+    from app.services.sharing import SharingService
 
     try:
         settings = load_settings()
@@ -34,11 +35,12 @@ def sync(stores: MemoryStores, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     for warning in settings.warnings:
         print(f"pseudoclaude: {warning}", file=sys.stderr)
-    if not settings.user_memory_remote:
-        print(f"pseudoclaude: no user_memory_remote is set in {config_file_path()}; set it to a git URL or a "
-              "local bare repository", file=sys.stderr)
+    service = SharingService(stores, settings)
+    missing = service.remote_missing()
+    if missing is not None:
+        print(f"pseudoclaude: {missing}", file=sys.stderr)
         return EXIT_ERROR
-    result = sync_user_store(stores, settings.user_memory_remote, accept_rewrite=args.accept_rewrite)
+    result = service.sync(accept_rewrite=args.accept_rewrite)
     if result.ok:
         print(result.line)
         return EXIT_OK

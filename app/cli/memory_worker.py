@@ -4,11 +4,13 @@ The full-screen app starts this child after its first frame (app/agent/worker_pr
 an extraction's parsing and a 50-op apply on 10,000 cards never share the screen's interpreter.
 It is elected by the same worker lock as every other worker: when another process already runs
 this workspace's jobs it exits at once with ``EXIT_BUSY``. It reads commands from stdin, one per
-line (``wake``: a job was just spooled; ``mode auto|review|off``), writes one ``usage {json}`` line
-per memory-model request on stdout (the app adds it to the session's cost) and one ``wrote
-{json}`` line per store file a commit writes (the app's watcher takes it for its own), and at end of input (the app
-quit, or died: the pipe closes either way) or on SIGTERM/SIGHUP it drains the runnable jobs for
-at most ``--drain`` seconds, then exits by itself. What it cuts off stays spooled.
+line (``wake``: a job was just spooled; ``mode auto|review|off``), and writes on stdout one
+``usage {json}`` line per memory-model request (the app adds it to the session's cost), one
+``wrote {json}`` line per store file a commit writes, before the file is moved into place (the
+app's watcher takes it for its own), and one ``outcome {json}`` line per outcome of a job it ran
+(applied, failed, held, retrying: the app announces it as its own worker's). At the end of input
+(the app quit, or died: the pipe closes either way) or on SIGTERM/SIGHUP it drains the runnable
+jobs for at most ``--drain`` seconds, then exits by itself. What it cuts off stays spooled.
 
 Imported by app/cli/main.py's parser on every start: the manager and the SDK load when it runs.
 """
@@ -18,6 +20,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
+import json
 import logging
 import os
 import signal
@@ -28,10 +32,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from app.agent.provider import Usage
+    from memory.events import MemoryEvent
     from memory.jobs.manager import Manager
     from memory.store.stores import MemoryStores
 
 from memory.constants import WORKER_EXIT_BUSY as EXIT_BUSY
+from memory.constants import MemoryMode
 
 EXIT_OK, EXIT_USAGE = 0, 2
 DEFAULT_DRAIN_S = 15.0
@@ -60,10 +66,9 @@ def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
 
 
 def worker(stores: MemoryStores, args: argparse.Namespace) -> int:
-    from app.agent.provider import retry_base_delay
+    # The parser imports this module for `memory --help`: the settings (pydantic), the manager,
+    # the stores and the SDK load only when the worker runs.
     from app.agent.settings import SettingsError, load_settings
-    from memory.jobs import pipeline
-    from memory.jobs.manager import Manager
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s memory worker %(process)d: %(message)s")
     # Background work: on a busy machine the screen and the keyboard of the app come first (the
@@ -80,17 +85,16 @@ def worker(stores: MemoryStores, args: argparse.Namespace) -> int:
     except SettingsError as e:
         print(f"pseudoclaude: {e}", file=sys.stderr)
         return EXIT_USAGE
-    from app.agent.memory_model import AnthropicCompletion
+    # Only when the worker runs (not for `memory --help`): the manager, the stores, the SDK's face.
+    from app.agent.memory_parts import build_manager, memory_completion
 
-    completion = AnthropicCompletion(settings.memory_model, on_usage=_report_usage,
-                                     idle_timeout=settings.memory_idle_timeout)
-    manager = Manager(stores, completion, mode=settings.memory_mode,
-                      backoff_base=pipeline.BACKOFF_BASE * retry_base_delay(),
-                      consolidate_after=settings.consolidate_after,
-                      consolidate_review=settings.consolidate_review)
+    completion = memory_completion(settings, on_usage=_report_usage)
+    manager = build_manager(stores, completion, settings)
+    # The stores' modules: only when the worker runs, not for `memory --help`.
     from memory.store.journal import OWN_WRITES
 
     OWN_WRITES.listeners.append(_report_write)
+    manager.on_outcome = _report_outcome
     try:
         return asyncio.run(_serve(manager, args.drain, completion.aclose))
     except KeyboardInterrupt:  # never the app's: the child runs in a session of its own
@@ -119,22 +123,38 @@ async def _serve(manager: Manager, drain: float, aclose: Callable[[], object]) -
     return EXIT_OK
 
 
+_OUT = threading.Lock()  # one line at a time: the loop, the transaction's thread and the SDK's all report
+
+
+def _say(line: str) -> None:
+    with _OUT, contextlib.suppress(OSError, ValueError):  # the app is gone: nobody reads
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
 def _report_usage(model: str, usage: Usage) -> None:
     """One line per memory-model request on stdout: the app counts it in the session's cost."""
-    import dataclasses
-    import json
-
-    with contextlib.suppress(OSError, ValueError):
-        print("usage " + json.dumps({"model": model, **dataclasses.asdict(usage)}), flush=True)
+    _say("usage " + json.dumps({"model": model, **dataclasses.asdict(usage)}))
 
 
 def _report_write(path: str, digest: str | None) -> None:
     """Each store file a commit writes, on stdout before it is moved into place: the app's store
     watcher then knows it for its own worker's change, not someone else's."""
-    import json
+    _say("wrote " + json.dumps({"path": path, "sha": digest}))
 
-    with contextlib.suppress(OSError, ValueError):
-        print("wrote " + json.dumps({"path": path, "sha": digest}), flush=True)
+
+def _report_outcome(event: MemoryEvent) -> None:
+    """Each outcome of a job this child ran, on stdout after its commit: the app announces it (a
+    line too long to be read is left out: the app's look at the spool announces that job)."""
+    # Not at the top: the parser imports this module for `memory --help`, and worker_process
+    # brings pydantic and the jobs' manager (already loaded once a job has run).
+    from app.agent.worker_process import outcome_line
+
+    line = outcome_line(event)
+    if line is not None:
+        _say(line)
+    else:
+        log.warning("the outcome of memory job %s is too long to report", getattr(event, "job_id", "?"))
 
 
 def _read_commands(manager: Manager, loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
@@ -145,8 +165,6 @@ def _read_commands(manager: Manager, loop: asyncio.AbstractEventLoop, stop: asyn
         if word == "wake":
             manager.signal(wake=True)
         elif word == "mode" and rest in WORKER_MODES:
-            from memory.constants import MemoryMode
-
             manager.set_mode(MemoryMode(rest))
         elif word:
             log.warning("unknown command on stdin: %.80r", line)

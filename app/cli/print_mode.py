@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from app.agent.events import Compacted, MemorySubmitted, RunEvent, RunStop, ToolCallFinished, ToolCallStarted
-from app.agent.memory_model import AnthropicCompletion
+from app.agent.memory_parts import memory_completion
 from app.agent.provider import (
     NO_CREDENTIALS,
     AnthropicProvider,
@@ -284,8 +284,7 @@ async def run_print(
     # The memory model's client shares the main model's: one TLS set-up before the answer, not two.
     provider = AnthropicProvider()
     completion = (
-        AnthropicCompletion(settings.memory_model, share=lambda: provider.client,
-                            idle_timeout=settings.memory_idle_timeout)
+        memory_completion(settings, share=lambda: provider.client)
         if settings.memory_mode != MemoryMode.OFF
         else None
     )

@@ -1,7 +1,11 @@
 """The full-screen app: chat pane, prompt, memory side panel, status line.
 
 The App owns all UI state. Workers do the slow parts and tell the App by messages
-(app/tui/messages.py); the App talks to the runtime only through ``app.bridge.Bridge``.
+(app/tui/messages.py). The Bridge (app/tui/bridge.py) builds the runtime and posts what it hears;
+every feature is a call on the runtime's services (app/services). The flows the App composes
+(start-up, the send queue, the trust question, quitting, sharing, the grounding watch) see it
+through small host Protocols (app/tui/host.py) and never import this module. Where start-up is
+is one value, ``phase`` (app/tui/phase.py).
 
 Start-up keeps the first frame fast: this module imports Textual and the widgets only. The runtime
 (pydantic, the stores) and the ``anthropic`` SDK (about 3 s) are imported by a worker after the
@@ -26,19 +30,18 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
-from app.tui import commands
+from app.tui import commands, permission_window
 from app.tui.bridge import Bridge
 from app.tui.commands import Parsed, SlashCommands
+from app.tui.completion import complete
 from app.tui.consolidate_flow import ScaleFlow
 from app.tui.gc_hold import GcHold, release_start_up
 from app.tui.grounding_watch import GroundingWatch
 from app.tui.history_view import HistoryView
 from app.tui.messages import (
     ChatNote,
-    ChildWrote,
     FilesLoaded,
     HistoryLoaded,
     MemoryEventMessage,
@@ -55,7 +58,9 @@ from app.tui.messages import (
     TurnDone,
     TurnEvent,
 )
-from app.tui.prompt_typing import MainScreen, PromptTyping
+from app.tui.panel_feed import PanelFeed
+from app.tui.phase import Phase
+from app.tui.prompt_typing import MainScreen, PromptTyping, selection_to_copy
 from app.tui.quit_flow import QUIT_CLOSE_S, Quitter, wait_bounded
 from app.tui.screens.memory import MemoryScreens
 from app.tui.send_queue import WAIT_GROUPS, SendQueue, with_attachments
@@ -68,13 +73,14 @@ from memory.text.lines import one_line
 from widgets.chat.log import ChatPane
 from widgets.chat.prompt import PromptInput, Suggestion
 from widgets.chat.status import StatusLine
-from widgets.dialogs.permission import PermissionAnswer, PermissionModal, PermissionRequest
+from widgets.dialogs.permission import PermissionAnswer, PermissionRequest
 from widgets.panel.memory_panel import MemoryPanel
 
 if TYPE_CHECKING:
     from app.agent.pricing import CostMeter
     from app.agent.settings import Settings
-    from app.tui.prompt_history import PromptHistory
+    from app.services.bundle import Services
+    from app.services.prompt_history import PromptHistory
 
 # assets/ in the tree, app/assets/ in a wheel: the package app.assets either way (setup.py), by its spec.
 CSS_FILE = Path(str(find_spec("app.assets").origin)).parent / "app.tcss"  # type: ignore[union-attr]
@@ -113,27 +119,26 @@ class PseudoClaudeApp(App[int]):
         self.settings: Settings | None = None if isinstance(settings, Mapping) else settings
         self.workspace = workspace
         self.bridge = Bridge(self.settings, workspace, self.post_message, self.ask_permission)
+        self._panel_feed: PanelFeed | None = None
+        self.phase = Phase.STARTING
         self.startup = Startup(self, flags, resume=resume, continue_latest=continue_latest)
-        self.trust = TrustQuestion(self)
-        self.quitter = Quitter(self)
         self.typing = PromptTyping(self, lambda: self._prompt)
-        self.ready = False  # the runtime is open: prompts can be sent (with credentials)
-        self.built = False  # the runtime object exists: memory features work
-        self.connecting = True  # start-up is not over (neither RuntimeReady nor RuntimeFailed yet)
+        self.slash = SlashCommands(self)  # the slash commands' table and handlers
         # Sent before they could run, oldest first: prompts (and /clear, /resume, /compact) wait
         # for the session; commands that need only the stores wait for the runtime object.
-        self.queue = SendQueue(self)
-        self._waiting = self.queue.items  # the same list: the commands read it
-        self._awaiting_trust = False  # the trust question is open: nothing is sent before its answer
+        self.queue = SendQueue(self, run_command=self.slash.run_command, trust_pending=lambda: self.trust.pending,
+                               configure_help=self.startup.show_configure_help)
+        self._waiting = self.queue.items  # the same list: the automatic consolidation reads it
+        self.trust: TrustQuestion = TrustQuestion(self, lambda: self.bridge.trust, connect=self.startup.connect,
+                                   early_panel=self.startup.early_panel, drain=self.queue.drain_soon)
         self._quit_hint_at = float("-inf")
         self.exit_code = 0
-        self._turn: Worker[Any] | None = None
+        self.turn: Worker[Any] | None = None  # the running turn (or /compact)
         self._run_start_files: frozenset[tuple[str, str]] | None = None
-        self._cost: CostMeter | None = None
+        self.cost: CostMeter | None = None
         self._files: list[str] = []
         self._files_set: frozenset[str] = frozenset()
-        self._history: PromptHistory | None = None
-        self._quitting = False
+        self.history: PromptHistory | None = None
         self._last_worker_error = ""
         self.panel_shows = 0  # how many panel states were shown (tests wait on it)
         # What the status line shows: it follows this state (each change redraws it).
@@ -141,17 +146,54 @@ class PseudoClaudeApp(App[int]):
         self.show_settings()
         self._gc = GcHold()
         self.history_view = HistoryView(lambda: self.chat, self.call_later)
-        self.turn_view = TurnRenderer(lambda: self.chat, self.status_model, self._gc, lambda: self._cost,
+        self.turn_view = TurnRenderer(lambda: self.chat, self.status_model, self._gc, lambda: self.cost,
                                       lambda: self.settings.model if self.settings is not None else "")
-        self.memory_screens = MemoryScreens(self, refresh_panel=self._refresh_panel)
+        self.memory_screens = MemoryScreens(self, refresh_panel=self.refresh_panel)
         self.scale = ScaleFlow(self)  # /consolidate, the automatic one, the search caches
-        self.sharing = SharingFlow(self, self._refresh_panel)  # outside changes, the user store's sync
-        self.slash = SlashCommands(self)  # the slash commands' table and handlers
+        self.sharing = SharingFlow(self, self.refresh_panel)  # outside changes, the user store's sync
+        self.quitter = Quitter(self, self.sharing)
         # Stale marks follow the cited files while the app runs (after turns, and on a timer).
         self.grounding = GroundingWatch(self, busy=self.turn_running)
 
+    @property
+    def services(self) -> Services:
+        """The runtime's feature services (RuntimeError before the runtime is built)."""
+        return self.bridge.services
+
+    @property
+    def panel_feed(self) -> PanelFeed:
+        """The side panel's reads, over the bridge's home and lock (a test hands the App its own bridge)."""
+        feed = self._panel_feed
+        if feed is None or feed.card_reads is not self.bridge.card_reads:
+            feed = self._panel_feed = PanelFeed(self.bridge.home, self.workspace, self.bridge.card_reads)
+        return feed
+
+    # -- where start-up is (one phase; these read it) ---------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """The session is open with a model: prompts can be sent."""
+        return self.phase.ready
+
+    @property
+    def connecting(self) -> bool:
+        """Start-up is not over (neither open nor failed)."""
+        return self.phase.connecting
+
+    @property
+    def built(self) -> bool:
+        """The runtime object exists: memory features work (also while quitting, once it did)."""
+        if self.phase is Phase.QUITTING:
+            return self.bridge.runtime is not None
+        return self.phase not in (Phase.STARTING, Phase.FAILED)
+
+    @property
+    def waiting(self) -> bool:
+        """Something waits before a new command: the trust question's answer, queued prompts."""
+        return self.trust.pending or bool(self.queue.items)
+
     def turn_running(self) -> bool:
-        return self._turn is not None and self._turn.is_running
+        return self.turn is not None and self.turn.is_running
 
     # -- layout --------------------------------------------------------------------------------
 
@@ -211,16 +253,23 @@ class PseudoClaudeApp(App[int]):
     @on(RuntimeBuilt)
     def _on_built(self, message: RuntimeBuilt) -> None:
         self.startup.built()
+        self.refresh_panel()
+        self.queue.run_after_built()  # the commands typed meanwhile that need only the stores
         self.grounding.start()
 
     @on(RuntimeReady)
     def _on_ready(self, message: RuntimeReady) -> None:
         self.startup.ready(message)
+        self.refresh_panel()
+        self.queue.show_notice()
+        self.queue.drain_soon()
+        self.scale.started()
         self.sharing.start()
 
     @on(RuntimeFailed)
     def _on_failed(self, message: RuntimeFailed) -> None:
         self.startup.failed(message)
+        self.queue.fail_all()
 
     @on(HistoryLoaded)
     def _on_history(self, message: HistoryLoaded) -> None:
@@ -243,23 +292,28 @@ class PseudoClaudeApp(App[int]):
 
     # -- the memory side panel -------------------------------------------------------------------
 
+    def refresh_panel(self) -> None:
+        """Read the side panel's state again (a worker; the panel shows it when it comes)."""
+        self._refresh_panel()
+
+    def refresh_screens(self) -> None:
+        self.memory_screens.refresh()
+
     @work(exclusive=True, group="panel", exit_on_error=False)
     async def _refresh_panel(self) -> None:
         if not self.built:
             return
-        state, pending = await self.bridge.panel_state(self._run_start_files)
+        state, pending = await self.panel_feed.state(self.services, self._run_start_files)
         self.post_message(PanelStateReady(state, pending))
         # Cards changed a moment ago cannot be stamped yet: the snapshot the next start shows
         # is written once they can (one try per refresh).
-        from app.tui.panel_snapshot import recorder  # loaded by the start-up's snapshot read
-
-        if (delay := recorder(self.bridge.home, self.workspace).retry_in()) is not None:
+        if (delay := self.panel_feed.retry_in()) is not None:
             self.set_timer(delay, self._record_panel_snapshot)
 
     @work(exclusive=True, group="panel-snapshot-retry", exit_on_error=False)
     async def _record_panel_snapshot(self) -> None:
-        if self.built and not self._quitting:
-            await self.bridge.record_panel_snapshot()
+        if self.built and self.phase is not Phase.QUITTING:
+            await self.panel_feed.record(self.services)
 
     @on(PanelStateReady)
     def _on_panel_state(self, message: PanelStateReady) -> None:
@@ -295,16 +349,11 @@ class PseudoClaudeApp(App[int]):
         self.memory_screens.refresh()
         self.scale.stores_changed()
 
-    @on(ChildWrote)
-    def _on_child_wrote(self, message: ChildWrote) -> None:
-        self._refresh_panel()  # the child's batch (maybe another window's job): the watcher takes it for ours
-        self.memory_screens.refresh()
-
     @on(MemoryUsage)
     def _on_memory_usage(self, message: MemoryUsage) -> None:
-        if self._cost is not None:
-            self._cost.add(message.model, message.usage)
-            self.status_model.update(cost=self._cost.describe())
+        if self.cost is not None:
+            self.cost.add(message.model, message.usage)
+            self.status_model.update(cost=self.cost.describe())
 
     def on_resize(self, event: events.Resize) -> None:
         # Crossing the threshold resets the panel to that size's default; F2 still toggles it.
@@ -342,19 +391,7 @@ class PseudoClaudeApp(App[int]):
     # -- completion ------------------------------------------------------------------------------
 
     def complete(self, text: str, cursor: int) -> list[Suggestion]:
-        """The prompt's completer: slash commands at the start, ``@path`` anywhere."""
-        before = text[:cursor]
-        word = before.split()[-1] if before and not before[-1].isspace() else ""
-        if word.startswith("/") and before.lstrip() == word:
-            return [
-                Suggestion(label=c.usage, insert=f"/{c.name} ", kind="command", detail=c.help)
-                for c in commands.completions(word)
-            ]
-        if word.startswith("@"):
-            from app.tui.filecomplete import fuzzy
-
-            return [Suggestion(label=p, insert=f"@{p} ", kind="file") for p in fuzzy(word[1:], self._files)]
-        return []
+        return complete(text, cursor, self._files)
 
     # -- sending ---------------------------------------------------------------------------------
 
@@ -366,7 +403,7 @@ class PseudoClaudeApp(App[int]):
         parsed = commands.parse(text)
         if parsed is not None:
             await self.slash.run_command(parsed)
-        elif not self._quitting:
+        elif self.phase is not Phase.QUITTING:
             self.queue.submit(text, message.typed, message.pastes)
 
     def defer_command(self, parsed: Parsed, needs: str) -> None:
@@ -376,12 +413,12 @@ class PseudoClaudeApp(App[int]):
     def start_turn(self, text: str) -> None:
         self.turn_view.start()
         self.prompt.disabled_reason = "a turn is running (Esc cancels)"
-        self._turn = self._run_turn(text)
+        self.turn = self._run_turn(text)
 
     def remember_prompt(self, text: str) -> None:
         """Into the prompt history (Up), once it is open."""
-        if self._history is not None:
-            self._remember_prompt(self._history, text)
+        if self.history is not None:
+            self._remember_prompt(self.history, text)
 
     @work(group="history", exit_on_error=False)
     async def _remember_prompt(self, history: PromptHistory, text: str) -> None:
@@ -390,15 +427,16 @@ class PseudoClaudeApp(App[int]):
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def _run_turn(self, text: str) -> None:
         status = "error"
-        # While the turn runs, the memory worker's threads make room for the screen (memory.pace).
+        # While the turn runs, the memory worker's threads make room for the screen (memory.jobs.pace).
         self.bridge.pacer.busy(float("inf"))
         try:
             message, notes = await with_attachments(text, self.workspace, self._files_set)
             for n in notes:
                 self.post_message(ChatNote(one_line(n, 300)))
             # Beside the Run, not before it: the cards cannot change until its job is applied.
-            asyncio.ensure_future(asyncio.to_thread(self.bridge.note_files)).add_done_callback(self._noted_start_files)
-            stop = await self.bridge.run_turn(message)
+            asyncio.ensure_future(asyncio.to_thread(self.services.index.note_files)).add_done_callback(
+                self._noted_start_files)
+            stop = await self.bridge.run_turn(self.services.turn, message)
             status = stop.status
         except asyncio.CancelledError:
             status = "cancelled"
@@ -414,14 +452,14 @@ class PseudoClaudeApp(App[int]):
 
     def action_cancel_turn(self) -> None:
         """Esc and Ctrl+C: cancel the running turn (or /compact), and take back what is queued."""
-        if self._turn is not None and self._turn.is_running:
-            self._turn.cancel()
-        if self._waiting:
+        if self.turn is not None and self.turn.is_running:
+            self.turn.cancel()
+        if self.queue.items:
             self.queue.cancel()
 
     def action_interrupt(self) -> None:
         """Ctrl+C: as Esc while a turn runs or something is queued; else a hint how to quit."""
-        if (self._turn is not None and self._turn.is_running) or self._waiting:
+        if self.turn_running() or self.queue.items:
             self.action_cancel_turn()
             return
         now = time.monotonic()
@@ -432,19 +470,9 @@ class PseudoClaudeApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # With text selected (in the prompt, an input, or on the screen with the mouse), Ctrl+C
         # is not ours: the binding falls through to the widget's or the screen's copy.
-        if action == "interrupt" and self._selection_to_copy():
+        if action == "interrupt" and selection_to_copy(self):
             return False
         return True
-
-    def _selection_to_copy(self) -> bool:
-        focused = self.focused
-        # The prompt and inputs (TextArea, Input) say what of their text is selected.
-        if isinstance(focused, (Input, TextArea)) and focused.selected_text:
-            return True
-        try:
-            return bool(self.screen.get_selected_text())
-        except Exception:  # no screen yet, a widget removed mid-selection: nothing to copy
-            return False
 
     # -- typing reaches the prompt (app.tui.prompt_typing) ------------------------------------------
 
@@ -468,7 +496,7 @@ class PseudoClaudeApp(App[int]):
     @on(TurnDone)
     async def _on_turn_done(self, message: TurnDone) -> None:
         await self.turn_view.end()
-        if self.bridge.opened and not self._quitting:
+        if self.phase.opened:
             self.prompt.disabled_reason = None
         self._refresh_panel()
         self.grounding.recheck()  # the turn's tools may have changed cited files
@@ -504,10 +532,10 @@ class PseudoClaudeApp(App[int]):
         done = event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED)
         if done and event.worker.group in WAIT_GROUPS:
             if event.worker.group == "trust":
-                self._awaiting_trust = False
+                self.trust.pending = False
             self.queue.drain_soon()  # the next queued prompt or command
         # A failed background worker is one line in the chat, never a crashed app.
-        if event.state is WorkerState.ERROR and not self._quitting:
+        if event.state is WorkerState.ERROR and self.phase is not Phase.QUITTING:
             error = event.worker.error
             what = f"{type(error).__name__}: {error}" if error is not None else "unknown error"
             line = one_line(f"{event.worker.group or 'background'} task failed: {what}", 400)
@@ -525,8 +553,7 @@ class PseudoClaudeApp(App[int]):
     # -- a resumed session's history ---------------------------------------------------------------
 
     def show_history(self, messages: list[dict[str, Any]]) -> None:
-        rt = self.bridge.runtime
-        self.history_view.show(messages, rt.session if rt is not None else None)
+        self.history_view.show(messages, self.services.session if self.built else None)
 
     @on(SessionSwitched)
     def _on_session_switched(self, message: SessionSwitched) -> None:
@@ -544,24 +571,7 @@ class PseudoClaudeApp(App[int]):
     # -- permission modal ------------------------------------------------------------------------
 
     async def ask_permission(self, request: PermissionRequest) -> PermissionAnswer:
-        """Show the PermissionModal for a tool call; its answer ("once", "session" or "deny",
-        a denial maybe with the person's note)."""
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[PermissionAnswer] = loop.create_future()
-
-        def done(result: PermissionAnswer | None) -> None:
-            if not answer.done():
-                answer.set_result(result or PermissionAnswer("deny"))
-
-        modal = PermissionModal(request)
-        await self.push_screen(modal, callback=done)
-        try:
-            return await answer
-        except asyncio.CancelledError:
-            # The turn was cancelled while asking: take the question away.
-            if modal.is_attached and self.screen is modal:
-                modal.dismiss(PermissionAnswer("deny"))
-            raise
+        return await permission_window.ask(self, request)
 
     # -- quit ------------------------------------------------------------------------------------
 

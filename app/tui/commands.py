@@ -3,7 +3,7 @@
 ``parse``/``completions``/``help_text`` are plain functions (tested without a terminal). The
 handlers are the coroutines of ``SlashCommands``, an object the App holds: ``run_command``
 dispatches a parsed command through its table. They reach the App only through ``CommandHost``
-(what they need of it) and the runtime only through the bridge; slow work runs in the App's
+(what they need of it) and the runtime only through its services; slow work runs in the App's
 workers that report back with messages.
 """
 
@@ -24,7 +24,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from app.tui.messages import ChatNote, SessionSwitched, TurnDone
+from app.tui.messages import ChatNote, SessionSwitched, SettingsChanged, TurnDone, TurnEvent
+from app.tui.phase import Phase
 from app.tui.workers import RunsWorkers
 from memory.constants import MEMORY_MODES, MemoryMode
 from memory.text.lines import one_line
@@ -33,9 +34,10 @@ if TYPE_CHECKING:
     from textual.message import Message
     from textual.worker import Worker
 
+    from app.agent.events import RunEvent
     from app.agent.pricing import CostMeter
     from app.agent.settings import Settings
-    from app.tui.bridge import Bridge
+    from app.services.bundle import Services
     from app.tui.consolidate_flow import ScaleFlow
     from app.tui.screens.memory import MemoryScreens
     from widgets.chat.log import ChatPane
@@ -183,17 +185,23 @@ class SessionPicker(ModalScreen[str | None]):
 class CommandHost(RunsWorkers, Protocol):
     """What the commands need of the App."""
 
-    bridge: Bridge
     settings: Settings | None
-    ready: bool  # the runtime is open: prompts can be sent
-    built: bool  # the runtime object exists: the memory stores can be reached
-    connecting: bool  # start-up is not over
+    phase: Phase
     memory_screens: MemoryScreens
     scale: ScaleFlow
-    _awaiting_trust: bool
-    _waiting: list[Any]  # prompts and commands queued until what they need is there
-    _turn: Worker[Any] | None  # the running turn (or /compact): Esc cancels it
-    _cost: CostMeter | None
+    turn: Worker[Any] | None  # the running turn (or /compact): Esc cancels it
+    cost: CostMeter | None
+
+    @property
+    def services(self) -> Services: ...
+
+    @property
+    def built(self) -> bool:
+        """The runtime object exists: the memory stores can be reached."""
+
+    @property
+    def waiting(self) -> bool:
+        """Something waits before a new command: the trust question's answer, queued prompts."""
 
     @property
     def chat(self) -> ChatPane: ...
@@ -212,7 +220,7 @@ class CommandHost(RunsWorkers, Protocol):
 
 class SlashCommands:
     """The commands' handlers, one per name of ``COMMANDS``, for the App ``host``. The status
-    line follows the settings by itself (the bridge says when they change)."""
+    line follows the settings by itself (the commands say when they change)."""
 
     def __init__(self, host: CommandHost) -> None:
         self.host = host
@@ -254,11 +262,11 @@ class SlashCommands:
             self.chat.add_note(f"unknown command /{one_line(parsed.name, 40)}: /help lists the commands")
             return
         name = parsed.command.name
-        if name in NEEDS_SESSION and not queued and (host.connecting or host._awaiting_trust or host._waiting):
+        if name in NEEDS_SESSION and not queued and (host.phase.connecting or host.waiting):
             host.defer_command(parsed, "session")
             return
         if name in NEEDS_STORES and not host.built:
-            if host.connecting:
+            if host.phase.connecting:
                 host.defer_command(parsed, "stores")
             else:
                 self.chat.add_note(f"/{name} is not available: the app could not start (see the error above)")
@@ -266,7 +274,7 @@ class SlashCommands:
         await self.handlers[name](parsed.arg)
 
     def _turn_running(self) -> bool:
-        turn = self.host._turn
+        turn = self.host.turn
         if turn is not None and turn.is_running:
             self.chat.add_note("a turn is running: wait for it, or press Esc to cancel it first")
             return True
@@ -279,16 +287,16 @@ class SlashCommands:
     async def cmd_clear(self, arg: str) -> None:
         if self._turn_running():
             return
-        if not self.host.ready:
+        if not self.host.phase.ready:
             self.chat.clear_blocks()
             return
         self._run(self._new_session, group="session")
 
     async def _new_session(self) -> None:
-        bridge = self.host.bridge
+        session = self.host.services.session
         async with self._switching:
             try:
-                note = await bridge.new_session()
+                note = await session.new()
             except (ValueError, RuntimeError) as e:
                 self.host.post_message(ChatNote(one_line(e, 300), error=True))
                 return
@@ -323,29 +331,31 @@ class SlashCommands:
         if len(name.split()) != 1:
             self.chat.add_note("usage: /model NAME")
             return
-        self.host.bridge.set_model(name)
+        self.host.services.session.set_model(name)
+        self.host.post_message(SettingsChanged())
         self.chat.add_note(f"model: {one_line(name, 80)} (from the next request)")
 
     async def cmd_mode(self, arg: str) -> None:
         host = self.host
         wanted = arg.strip().lower()
         if wanted not in MEMORY_MODES:
-            runtime, settings = host.bridge.runtime, host.settings
-            current = runtime.memory_mode if runtime is not None else settings.memory_mode if settings else ""
+            settings = host.settings
+            current = host.services.session.memory_mode if host.built else settings.memory_mode if settings else ""
             self.chat.add_note(f"memory mode: {current} (usage: /mode {'|'.join(MEMORY_MODES)})")
             return
         mode = MemoryMode(wanted)
         try:
-            await host.bridge.set_memory_mode(mode)
+            await host.services.session.set_memory_mode(mode)
         except Exception as e:
             self.chat.add_error(one_line(e, 300))
             return
+        host.post_message(SettingsChanged())
         self.chat.add_note(f"memory mode: {mode}")
 
     async def cmd_resume(self, arg: str) -> None:
         if self._turn_running():
             return
-        if self.host.bridge.runtime is None:
+        if not self.host.built:
             # Sessions are files: browsing and resuming one needs no model, only the runtime.
             self.chat.add_note("sessions are not open yet (see the note above)")
             return
@@ -356,27 +366,27 @@ class SlashCommands:
             await self._switch_to(wanted)
 
     async def _switch_to(self, wanted: str) -> None:
-        host, bridge = self.host, self.host.bridge
+        host, session = self.host, self.host.services.session
         if wanted:
             chosen: str | None = wanted
         else:
             # A session opened and closed without a prompt has nothing to go back to.
-            sessions = [s for s in await bridge.sessions() if s.has_prompt]
+            sessions = [s for s in await session.list() if s.has_prompt]
             if not sessions:
                 host.post_message(ChatNote("no sessions to resume in this workspace yet"))
                 return
-            chosen = await host.push_screen_wait(SessionPicker(sessions, bridge.session_id))
+            chosen = await host.push_screen_wait(SessionPicker(sessions, session.id))
         if not chosen:
             return
         try:
-            note = await bridge.resume(chosen)
+            note = await session.resume(chosen)
         except (ValueError, RuntimeError) as e:
             host.post_message(ChatNote(one_line(e, 300), error=True))
             return
-        host.post_message(SessionSwitched(note, bridge.messages))
+        host.post_message(SessionSwitched(note, session.messages))
 
     async def cmd_cost(self, arg: str) -> None:
-        cost = self.host._cost
+        cost = self.host.cost
         if cost is None:
             self.chat.add_note("no cost yet")
             return
@@ -385,17 +395,21 @@ class SlashCommands:
     async def cmd_compact(self, arg: str) -> None:
         if self._turn_running():
             return
-        if not self.host.ready:
+        if not self.host.phase.ready:
             self.chat.add_note("compacting needs a configured model (see the note above)")
             return
         # Run as the turn: Esc cancels it like one, and what is queued waits for it.
-        self.host._turn = self._run(self._compact, arg.strip(), group="turn", exclusive=True)
+        self.host.turn = self._run(self._compact, arg.strip(), group="turn", exclusive=True)
 
     async def _compact(self, focus: str) -> None:
         host = self.host
         host.prompt.disabled_reason = "compacting… (Esc cancels)"
+
+        def emit(event: RunEvent) -> None:
+            host.post_message(TurnEvent(event))
+
         try:
-            done = await host.bridge.compact(focus)
+            done = await host.services.turn.compact(focus, emit)
         except asyncio.CancelledError:
             host.post_message(ChatNote("compaction cancelled: the conversation is as it was"))
             raise

@@ -1,8 +1,8 @@
 """Memory at scale in the App: ``/consolidate``, the automatic consolidation after a
 job applied while nothing else runs, and the search caches following watched changes.
 
-The App holds one :class:`ScaleFlow`; its slow parts are the App's workers calling the bridge, and
-what they learn comes back as chat notes or notifications (posted or called on the loop).
+The App holds one :class:`ScaleFlow`; its slow parts are the App's workers calling the memory
+services, and what they learn comes back as chat notes or notifications (posted or called on the loop).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from textual.message import Message
     from textual.worker import Worker
 
+    from app.services.bundle import Services
+    from app.services.jobs import Consolidation
     from app.tui.bridge import Bridge
 
 __all__ = ["NEEDS_MODEL", "ScaleFlow", "outcome_line"]
@@ -29,8 +31,13 @@ LEVELS = ("project", "user")
 
 class ScaleHost(RunsWorkers, Protocol):
     bridge: Bridge
-    built: bool
     _waiting: list[Any]
+
+    @property
+    def built(self) -> bool: ...
+
+    @property
+    def services(self) -> Services: ...
 
     def turn_running(self) -> bool: ...
 
@@ -44,15 +51,15 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def outcome_line(outcome: Any, review: bool) -> str:
-    """One ConsolidateOutcome as the chat says it: the job queued, or why there is none."""
-    level = str(getattr(outcome.level, "value", outcome.level) or "")
-    job_id = getattr(outcome, "job_id", None)
+def outcome_line(outcome: Consolidation, review: bool) -> str:
+    """One consolidation as the chat says it: the job queued, or why there is none."""
+    level = outcome.level
+    job_id = outcome.job_id
     if not job_id:
-        reason = one_line(getattr(outcome, "reason", "") or "nothing to consolidate", 200)
+        reason = one_line(outcome.reason or "nothing to consolidate", 200)
         return f"{level} store: {reason}" if level and level not in reason else reason
     then = "its changes wait for your review (/pending)" if review else "its changes apply when the memory model answers"
-    counts = f"{_plural(int(outcome.clusters), 'cluster')}, {_plural(int(outcome.cards), 'card')}"
+    counts = f"{_plural(outcome.clusters, 'cluster')}, {_plural(outcome.cards, 'card')}"
     where = f" ({level} store)" if level else ""
     return f"consolidation job {one_line(job_id, 40)}{where} queued: {counts}; {then}"
 
@@ -80,14 +87,14 @@ class ScaleFlow:
         bridge = self.host.bridge
         if not bridge.credentials:
             return NEEDS_MODEL
-        if wanted is not None and wanted not in bridge.levels:
+        if wanted is not None and wanted not in self.host.services.cards.levels:
             return "this workspace has no project level: /consolidate user cleans the user store"
         self._run(self._consolidate, wanted, group="consolidate")
         return None
 
     async def _consolidate(self, level: str | None) -> None:
         try:
-            outcomes = await self.host.bridge.consolidate(level)
+            outcomes = await self.host.services.jobs.consolidate(level)
         except Exception as e:
             self.host.post_message(ChatNote(one_line(f"not consolidated: {e}", 300), error=True))
             return
@@ -130,13 +137,13 @@ class ScaleFlow:
 
     async def _maybe(self) -> None:
         try:
-            outcomes = await self.host.bridge.maybe_consolidate()
+            outcomes = await self.host.services.jobs.maybe_consolidate()
         except Exception as e:
             self.host.post_message(ChatNote(one_line(f"automatic consolidation failed: {e}", 300), error=True))
             return
         review = self._review()
         for outcome in outcomes or []:
-            if getattr(outcome, "job_id", None):  # a store that needs nothing stays quiet
+            if outcome.job_id:  # a store that needs nothing stays quiet
                 self.host.post_message(ChatNote(outcome_line(outcome, review)))
 
     # -- the search caches follow watched changes ---------------------------------------------------
@@ -146,5 +153,5 @@ class ScaleFlow:
             self._run(self._search_changed, group="search-changed")
 
     async def _search_changed(self) -> None:
-        for line in await self.host.bridge.search_changed():
+        for line in await self.host.services.cards.search_changed():
             self.host.notify(one_line(line, 200), severity="warning", markup=False)

@@ -14,8 +14,9 @@ import os
 import re
 import stat
 import subprocess
-from functools import lru_cache
 from pathlib import Path
+
+import pathspec
 
 from memory.text.lines import format_bytes
 from memory.text.terminal import strip_terminal
@@ -76,11 +77,13 @@ def _git_files(workspace: Path, limit: int) -> list[str] | None:
 
 def _walk_files(workspace: Path, limit: int) -> list[str]:
     out: list[str] = []
-    # (folder, its path relative to the workspace, the ignore rules in force there)
-    stack: list[tuple[Path, str, tuple[_Rule, ...]]] = [(workspace, "", ())]
+    # (folder, its path relative to the workspace, the .gitignore files in force there, outermost first)
+    stack: list[tuple[Path, str, tuple[_Ignore, ...]]] = [(workspace, "", ())]
     while stack and len(out) < limit:
-        folder, rel, rules = stack.pop()
-        rules = rules + _read_gitignore(folder / ".gitignore", rel)
+        folder, rel, ignores = stack.pop()
+        spec = _read_gitignore(folder / ".gitignore")
+        if spec is not None:
+            ignores = (*ignores, (rel, spec))
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -97,9 +100,9 @@ def _walk_files(workspace: Path, limit: int) -> list[str]:
             if is_dir:
                 if entry.name.startswith(".") or entry.name in SKIP_DIRS or _is_venv(entry.path):
                     continue
-                if not _ignored(rules, path, is_dir=True):
-                    subdirs.append((Path(entry.path), path + "/", rules))
-            elif is_file and not _ignored(rules, path, is_dir=False):
+                if not _ignored(ignores, path, is_dir=True):
+                    subdirs.append((Path(entry.path), path + "/", ignores))
+            elif is_file and not _ignored(ignores, path, is_dir=False):
                 out.append(path)
                 if len(out) >= limit:
                     break
@@ -111,85 +114,30 @@ def _is_venv(path: str) -> bool:
     return os.path.exists(os.path.join(path, "pyvenv.cfg"))
 
 
-# A .gitignore rule: its pattern compiled, whether it re-includes (!), applies to folders only.
-_Rule = tuple[re.Pattern[str], bool, bool]
+# One .gitignore file: the folder it sits in (workspace-relative, "" or ending in "/") and its rules.
+_Ignore = tuple[str, pathspec.GitIgnoreSpec]
 
 
-def _read_gitignore(path: Path, base: str) -> tuple[_Rule, ...]:
+def _read_gitignore(path: Path) -> pathspec.GitIgnoreSpec | None:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read(256 * 1024)
     except OSError:
-        return ()
-    rules: list[_Rule] = []
-    for line in text.splitlines():
-        line = line.rstrip()
-        if not line or line.startswith("#"):
-            continue
-        negate = line.startswith("!")
-        if negate:
-            line = line[1:]
-        line = line.removeprefix("\\")
-        dir_only = line.endswith("/")
-        line = line.rstrip("/")
-        if not line:
-            continue
-        rules.append((_compile_rule(line, base), negate, dir_only))
-    return tuple(rules)
+        return None
+    spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+    return spec if len(spec.patterns) else None
 
 
-@lru_cache(maxsize=1024)
-def _compile_rule(pattern: str, base: str) -> re.Pattern[str]:
-    """A gitignore pattern (relative to folder ``base``) as a regex over workspace paths."""
-    anchored = "/" in pattern  # a slash anywhere but the end anchors it to its folder
-    pattern = pattern.lstrip("/")
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
-            out.append("/.*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[":
-            j = pattern.find("]", i + 1)
-            if j == -1:
-                out.append(re.escape("["))
-                i += 1
-            else:
-                body = pattern[i + 1 : j].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = j + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    body = "".join(out)
-    prefix = re.escape(base) if anchored else re.escape(base) + "(?:.*/)?"
-    return re.compile(f"{prefix}{body}")
-
-
-def _ignored(rules: tuple[_Rule, ...], path: str, *, is_dir: bool) -> bool:
-    # The last matching rule wins, as in git (an ignored folder is never entered, so a later
-    # "!" cannot bring back a file below it: git behaves the same).
-    ignored = False
-    for rx, negate, dir_only in rules:
-        if dir_only and not is_dir:
-            continue
-        if rx.fullmatch(path):
-            ignored = not negate
-    return ignored
+def _ignored(ignores: tuple[_Ignore, ...], path: str, *, is_dir: bool) -> bool:
+    # The last matching rule wins, as in git: a deeper .gitignore decides before the ones above
+    # it. An ignored folder is never entered, so a later "!" cannot bring back a file below it
+    # (git behaves the same).
+    for base, spec in reversed(ignores):
+        # A trailing "/" is how pathspec tells a folder (which "name/" rules match) from a file.
+        decided = spec.check_file(path[len(base) :] + ("/" if is_dir else "")).include
+        if decided is not None:
+            return decided
+    return False
 
 
 # -- matching --------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Cited files change under a running app: the agent edits them, the person does, a ``git pull``
 does. After each turn ends and every ``interval`` seconds while no turn runs, the project cards'
-citations are checked again in a thread through the bridge — a stat per cited file while
+citations are checked again in a thread by the cards service — a stat per cited file while
 nothing changed (the checker caches by stat key), never on the event loop and never before the
 first frame (the timer starts once the runtime object exists). When the set of stale cards or
 any reason changed, the side panel and an open card browser read again what they show.
@@ -21,7 +21,7 @@ from app.tui.workers import start
 if TYPE_CHECKING:
     from textual.timer import Timer
 
-    from app.tui.app import PseudoClaudeApp
+    from app.tui.host import Host
 
 __all__ = ["RECHECK_S", "GroundingWatch"]
 
@@ -36,7 +36,7 @@ class GroundingWatch:
     """``start()`` once the runtime is built; ``recheck()`` after a turn (and from the timer).
     ``busy()``: whether a turn runs now (the timer's check waits for the turn's end)."""
 
-    def __init__(self, app: PseudoClaudeApp, *, busy: Callable[[], bool], interval: float = RECHECK_S) -> None:
+    def __init__(self, app: Host, *, busy: Callable[[], bool], interval: float = RECHECK_S) -> None:
         self._app = app
         self._busy = busy
         self.interval = interval  # tests shorten it before the app starts
@@ -60,7 +60,7 @@ class GroundingWatch:
 
     async def _check(self) -> None:
         try:
-            stale = await self._app.bridge.stale_cards()
+            stale = await self._app.services.cards.stale_cards()
         except Exception as e:  # a store that cannot be read now: the next check tries again
             log.warning("re-checking the cards' citations failed: %s: %s", type(e).__name__, e)
             return
@@ -69,5 +69,5 @@ class GroundingWatch:
         self.checks += 1
         if changed:
             self.changes += 1
-            self._app._refresh_panel()
-            self._app.memory_screens.refresh()
+            self._app.refresh_panel()
+            self._app.refresh_screens()

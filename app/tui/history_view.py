@@ -15,6 +15,7 @@ from app.tui.turn_view import display_keys, widget_view
 from memory.constants import UPDATE_TAG
 from memory.text.lines import one_line
 from memory.text.terminal import strip_terminal, strip_terminal_deep
+from widgets.chat.prompt import is_large_paste, paste_label
 
 if TYPE_CHECKING:
     from widgets.chat.answer_block import AnswerBlock
@@ -30,8 +31,11 @@ Later = Callable[[Callable[..., Coroutine[Any, Any, None]], Any, Any], object]
 class SessionLike(Protocol):
     """What is read of the open session: the messages before its compaction boundaries."""
 
-    earlier: list[Message]
-    earlier_left_out: int
+    @property
+    def earlier(self) -> list[Message]: ...
+
+    @property
+    def earlier_left_out(self) -> int: ...
 
 
 def _tool_results(items: list[Message]) -> dict[str, Message]:
@@ -58,6 +62,7 @@ class HistoryView:
 
     def show(self, messages: list[Message], session: SessionLike | None) -> None:
         """Draw the session's ``messages``, preceded by its ``earlier`` ones."""
+        # The app loads this module before its first frame: the session log's modules only for a resume.
         from app.agent.session_log import COMPACTION_MARK
 
         chat = self._chat()
@@ -80,6 +85,7 @@ class HistoryView:
                 self._message(m, results)
 
     def _message(self, m: Message, results: dict[str, Message]) -> None:
+        # The app loads this module before its first frame: the conversation's modules only for a resume.
         from app.agent.conversation import is_app_note
 
         content = m.get("content")
@@ -118,8 +124,6 @@ class HistoryView:
     def _user_text(self, text: str) -> None:
         """An earlier user message; a large one collapsed as a paste would be (its typed form
         is not in the log, so the whole message is the paste)."""
-        from widgets.chat.prompt import is_large_paste, paste_label
-
         chat = self._chat()
         if is_large_paste(text):
             label = paste_label(text)

@@ -115,11 +115,6 @@ class MemoryUsage(Message):
 
 
 @dataclass
-class ChildWrote(Message):
-    """The memory worker child committed a batch (maybe another window's job): the panel follows."""
-
-
-@dataclass
 class FilesLoaded(Message):
     """The workspace's file list for ``@path`` completion."""
 

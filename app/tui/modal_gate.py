@@ -22,6 +22,7 @@ from app.agent.tools.gate import PermissionDecision
 from app.agent.tools.paths import resolve
 from app.agent.tools.specs import needs_permission
 from memory.text.terminal import line_count, split_lines, strip_terminal
+from widgets.dialogs.permission import PermissionRequest, clean_note
 
 PREVIEW_LINES = 40
 PREVIEW_READ_MAX = 1_000_000  # a larger file is not diffed: the preview says so
@@ -109,8 +110,6 @@ class ModalGate:
         if not needs_permission(name) or name in self.session_allowed:
             return PermissionDecision(True)
         summary, preview, kind = await asyncio.to_thread(build_preview, self.workspace, name, tool_input)
-        from widgets.dialogs.permission import PermissionRequest, clean_note
-
         request = PermissionRequest(call_id=call_id, name=name, summary=summary, preview=preview, preview_kind=kind)
         answer = await self.ask(request)
         choice = getattr(answer, "choice", answer)

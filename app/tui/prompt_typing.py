@@ -16,7 +16,19 @@ from widgets.dialogs import decision
 if TYPE_CHECKING:
     from textual.app import App
 
-__all__ = ["MainScreen", "PromptTyping"]
+__all__ = ["MainScreen", "PromptTyping", "selection_to_copy"]
+
+
+def selection_to_copy(app: App[Any]) -> bool:
+    """Whether text is selected: in the prompt or an input (they say what of their text is), or
+    on the screen with the mouse. Ctrl+C then copies it rather than cancelling the turn."""
+    focused = app.focused
+    if isinstance(focused, (Input, TextArea)) and focused.selected_text:
+        return True
+    try:
+        return bool(app.screen.get_selected_text())
+    except Exception:  # no screen yet, a widget removed mid-selection: nothing to copy
+        return False
 
 
 class MainScreen(Screen[None]):

@@ -11,14 +11,15 @@ terminal after the app exits. A second Ctrl+Q leaves at once.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.text import Text
 
+from app.tui.host import Host
+from app.tui.phase import Phase
+
 if TYPE_CHECKING:
     from textual.worker import Worker
-
-    from app.tui.app import PseudoClaudeApp
 
 QUIT_DRAIN_S = 3.0
 # After the drain, closing the session file and the clients gets this long; then the app exits.
@@ -32,16 +33,37 @@ async def wait_bounded(task: asyncio.Future[Any], timeout: float) -> None:
     await asyncio.wait({task}, timeout=max(timeout, 0.0))
 
 
+class LastSync(Protocol):
+    """The user store's sync at quit (the sharing flow)."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    async def at_quit(self) -> str | None: ...
+
+
+class QuitHost(Host, Protocol):
+    exit_code: int
+
+    @property
+    def turn(self) -> Worker[Any] | None:
+        """The running turn (or /compact), if any."""
+
+    @property
+    def is_running(self) -> bool: ...
+
+
 class Quitter:
     """The App's way out (``quit``: Ctrl+Q and /quit)."""
 
-    def __init__(self, app: PseudoClaudeApp) -> None:
+    def __init__(self, app: QuitHost, sharing: LastSync) -> None:
         self.app = app
+        self._sharing = sharing
         self._drain: Worker[None] | None = None
 
     def quit(self) -> None:
         app = self.app
-        if app._quitting:
+        if app.phase is Phase.QUITTING:
             # Second Ctrl+Q: leave now (on_unmount stops the worker without waiting for the
             # model); what is left stays spooled for the next start.
             if self._drain is not None and self._drain.is_running:
@@ -49,17 +71,17 @@ class Quitter:
             else:
                 app.exit(app.exit_code)
             return
-        app._quitting = True
+        app.phase = Phase.QUITTING
         app.prompt.disabled_reason = "quitting…"
         # The memory worker's threads no longer make room for the screen: the drain gets the CPU.
         app.bridge.pacer.idle()
-        if app._turn is not None and app._turn.is_running:
-            app._turn.cancel()
+        if app.turn is not None and app.turn.is_running:
+            app.turn.cancel()
         self._drain = app.run_worker(self._leave, group="quit", exit_on_error=False)
 
     def _say_saving(self, n: int) -> None:
         app = self.app
-        if app._quitting and app.is_running:
+        if app.phase is Phase.QUITTING and app.is_running:
             note = f"saving {n} memory update{'s' if n != 1 else ''}… (Ctrl+Q again leaves at once)"
             app.status_model.update(note=note)
             app.notify(note, title="Quitting")
@@ -70,23 +92,23 @@ class Quitter:
         deadline = loop.time() + QUIT_DRAIN_S
         note: str | None = None
         try:
-            task = getattr(app._turn, "_task", None)
+            task = getattr(app.turn, "_task", None)
             if task is not None and not task.done():
                 # The cancelled turn closes its session record first (the runner shields it).
                 await asyncio.wait({task}, timeout=QUIT_DRAIN_S)
             n = 0
             if app.built:
-                counted = asyncio.ensure_future(app.bridge.in_flight())  # never raises: 0 on errors
+                counted = asyncio.ensure_future(app.services.jobs.in_flight())  # never raises: 0 on errors
                 await wait_bounded(counted, max(deadline - loop.time(), 0.0))
                 n = counted.result() if counted.done() else 0
             if n:
                 app.call_later(self._say_saving, n)
             drain = max(deadline - loop.time(), 0.0) if n else 0.0
             await wait_bounded(asyncio.ensure_future(app.bridge.close(drain)), drain + QUIT_CLOSE_S)
-            if app.sharing.enabled:
+            if self._sharing.enabled:
                 # After the drain: the batches it applied are in this push.
                 app.status_model.update(note="syncing the user store… (Ctrl+Q again leaves at once)")
-                note = await app.sharing.at_quit()
+                note = await self._sharing.at_quit()
         finally:
             # Plain text (no markup): the line may quote git and the remote.
             app.exit(app.exit_code, message=Text(f"pseudoclaude: {note}") if note else None)

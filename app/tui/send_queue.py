@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from app.tui.commands import Parsed
+from app.tui.host import Host
+from app.tui.phase import Phase
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
-    from app.tui.app import PseudoClaudeApp
     from widgets.chat.user_block import UserBlock
 
 CONNECTING = "connecting… (Enter queues the prompt)"
@@ -40,11 +42,25 @@ class Queued:
     block: UserBlock | None = None
 
 
-class SendQueue:
-    """The App's line of waiting prompts and commands (``items``, oldest first)."""
+class QueueHost(Host, Protocol):
+    def remember_prompt(self, text: str) -> None:
+        """Into the prompt history (Up)."""
 
-    def __init__(self, app: PseudoClaudeApp) -> None:
+    def start_turn(self, text: str) -> None:
+        """Send ``text`` to the model: a turn starts."""
+
+
+class SendQueue:
+    """The App's line of waiting prompts and commands (``items``, oldest first). ``run_command``
+    runs a slash command; ``trust_pending`` says whether the trust question waits for its answer;
+    ``configure_help`` shows how to configure a model."""
+
+    def __init__(self, app: QueueHost, *, run_command: Callable[..., Awaitable[None]],
+                 trust_pending: Callable[[], bool], configure_help: Callable[[], None]) -> None:
         self.app = app
+        self._run_command = run_command
+        self._trust_pending = trust_pending
+        self._configure_help = configure_help
         self.items: list[Queued | Parsed] = []  # wait for the session, in order with the prompts
         self.after_built: list[Parsed] = []  # wait for the runtime object (the stores)
         self._draining = False
@@ -53,7 +69,7 @@ class SendQueue:
         """Nothing that a queued prompt or command waits for: start-up, the trust question, a
         turn, a session switch."""
         app = self.app
-        if app.connecting or app._awaiting_trust or app._quitting:
+        if app.phase.connecting or app.phase is Phase.QUITTING or self._trust_pending():
             return False
         return not any(w.group in WAIT_GROUPS and not w.is_finished for w in app.workers)
 
@@ -61,9 +77,9 @@ class SendQueue:
         """A prompt: sent now, or queued (never dropped) behind what it waits for."""
         app = self.app
         item = Queued(text, typed or text, dict(pastes))
-        if app.connecting or self.items or not self.can_send():
+        if app.phase.connecting or self.items or not self.can_send():
             item.block = app.chat.add_user(item.typed, item.pastes)
-            item.block.set_note(QUEUED_NOTE if app.connecting else "queued: sent after what runs now (Esc cancels)")
+            item.block.set_note(QUEUED_NOTE if app.phase.connecting else "queued: sent after what runs now (Esc cancels)")
             self.items.append(item)
             self.show_notice()
             self.drain_soon()
@@ -79,7 +95,7 @@ class SendQueue:
             chat.add_note(f"/{parsed.name} runs in a moment (the memory stores are being opened)")
         else:
             self.items.append(parsed)
-            when = "once the model is connected" if self.app.connecting else "after what runs or waits before it"
+            when = "once the model is connected" if self.app.phase.connecting else "after what runs or waits before it"
             chat.add_note(f"/{parsed.name} runs {when} (Esc cancels)")
             self.drain_soon()
         self.show_notice()
@@ -98,7 +114,7 @@ class SendQueue:
             while self.items and self.can_send():
                 item = self.items.pop(0)
                 if isinstance(item, Parsed):
-                    await self.app.slash.run_command(item, queued=True)
+                    await self._run_command(item, queued=True)
                 else:
                     self._send(item)
         finally:
@@ -109,17 +125,17 @@ class SendQueue:
         """The runtime object exists: the commands typed meanwhile run, in order."""
         waiting, self.after_built = self.after_built, []
         for parsed in waiting:
-            self.app.call_later(self.app.slash.run_command, parsed)
+            self.app.call_later(self._run_command, parsed)
 
     def _send(self, item: Queued) -> None:
         app = self.app
         if item.block is not None:
             item.block.remove()  # drawn again below what came meanwhile (notes, a resumed history)
             item.block = None
-        if not app.ready:
+        if not app.phase.ready:
             # No model (or no connection): the prompt is kept — in the chat, and in the history.
             self.not_sent(item, "not sent: no model is configured (see the setup note below)")
-            app.startup.show_configure_help()
+            self._configure_help()
             return
         app.remember_prompt(item.text)
         app.chat.add_user(item.typed, item.pastes)
@@ -165,15 +181,16 @@ class SendQueue:
         app = self.app
         prompts = sum(1 for item in self.items if isinstance(item, Queued))
         if prompts:
-            when = "once connected" if app.connecting else "in turn"
+            when = "once connected" if app.phase.connecting else "in turn"
             app.prompt.notice = f"{prompts} queued: sent {when} (Esc cancels)"
         else:
-            app.prompt.notice = CONNECTING if app.connecting else None
+            app.prompt.notice = CONNECTING if app.phase.connecting else None
 
 
 async def with_attachments(text: str, workspace: Path, files: frozenset[str]) -> tuple[str, list[str]]:
     """The message with each ``@path`` file appended (bounded), and notes for the user.
     ``files``: the workspace's files as listed (empty: not listed yet, every path is tried)."""
+    # Only for a message with an @path: the file lister's modules stay out of the first frame.
     from app.tui.filecomplete import attach
 
     wanted: list[str] = []

@@ -17,11 +17,11 @@ import logging
 import threading
 from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.content import Content
 
-from app.tui.bridge import CONFIGURE_HELP
+from app.tui.host import Host
 from app.tui.messages import (
     ChatNote,
     FilesLoaded,
@@ -31,15 +31,47 @@ from app.tui.messages import (
     RuntimeFailed,
     RuntimeReady,
 )
+from app.tui.phase import Phase
 from app.tui.workers import start
 from memory.text.lines import one_line
 
 log = logging.getLogger(__name__)
 
+# One item per line and no column alignment: the chat beside the panel is about 52 cells wide at
+# 100 columns, and aligned columns wrapped into stray lines there. The first line is the heading
+# (drawn bold, in a setup block).
+CONFIGURE_HELP = (
+    "Setup: no model is configured\n"
+    "Chatting is off; memory browsing and editing work.\n"
+    "To chat, set credentials and restart:\n"
+    "  export ANTHROPIC_API_KEY=sk-ant-…\n"
+    "  or: export ANTHROPIC_AUTH_TOKEN=…\n"
+    "Optional (an Anthropic-compatible endpoint):\n"
+    "  export ANTHROPIC_BASE_URL=https://…\n"
+    "Settings go in $PSEUDOCLAUDE_HOME/config.toml\n"
+    "(default ~/.PseudoClaude/config.toml):\n"
+    '  model = "claude-sonnet-5-5"\n'
+    '  memory_model = "claude-haiku-5-5"\n'
+    '  memory_mode = "auto"'
+)
+
 if TYPE_CHECKING:
-    from app.tui.app import PseudoClaudeApp
-    from app.tui.prompt_history import PromptHistory
+    from app.agent.pricing import CostMeter
+    from app.services.prompt_history import PromptHistory
+    from app.tui.panel_feed import PanelFeed
     from widgets.panel.memory_panel import PanelState
+
+
+class StartupHost(Host, Protocol):
+    @property
+    def panel_feed(self) -> PanelFeed: ...
+
+    cost: CostMeter | None
+    history: PromptHistory | None
+
+    def show_settings(self) -> None: ...
+
+    def show_history(self, messages: list[dict[str, Any]]) -> None: ...
 
 
 def _could_not_start(e: BaseException) -> RuntimeFailed:
@@ -50,7 +82,7 @@ class Startup:
     """Connects the App; ``flags``: the command line's setting flags when the settings are still
     to be loaded (None: the App was given them)."""
 
-    def __init__(self, app: PseudoClaudeApp, flags: Mapping[str, object] | None, *,
+    def __init__(self, app: StartupHost, flags: Mapping[str, object] | None, *,
                  resume: str | None, continue_latest: bool) -> None:
         self.app = app
         self._flags = dict(flags) if flags is not None else None
@@ -104,7 +136,7 @@ class Startup:
 
     async def _early_panel(self) -> None:
         try:
-            state = await self.app.bridge.early_panel_state()
+            state = None if self.app.bridge.runtime else await self.app.panel_feed.early(self.app.bridge.trust.stores)
         except Exception as e:  # a store that cannot be read: the runtime's start-up says why, once
             log.warning("panel cards not read early: %s", one_line(e, 300))
             return
@@ -167,6 +199,7 @@ class Startup:
         app = self.app
         # Imported in a thread: a first import on the loop held the screen and the keys.
         await asyncio.to_thread(importlib.import_module, "app.agent.settings")
+        # Not at the top: the settings bring pydantic, after the first frame (already loaded above).
         from app.agent.settings import SettingsError, load_settings
 
         try:
@@ -184,19 +217,20 @@ class Startup:
     # -- the App's messages, routed here ------------------------------------------------------------
 
     def built(self) -> None:
-        from app.tui.prompt_history import PromptHistory
-        from memory.store.paths import pseudoclaude_home
+        """The runtime object exists: the prompt history and the workspace's files load, and the
+        stores are watched. (The App then reads the panel and runs what waited for the stores.)"""
+        # After the first frame: this module loads before it, the history's modules need not.
+        from app.services.prompt_history import PromptHistory
 
         app = self.app
-        app.built = True
-        home = app.bridge.home
-        app._history = PromptHistory(home if home is not None else pseudoclaude_home(), app.workspace)
-        start(app, partial(self._load_side_data, app._history), group="side")
-        app._refresh_panel()
+        if app.phase is Phase.STARTING:
+            app.phase = Phase.BUILT
+        app.history = PromptHistory(app.bridge.home, app.workspace)
+        start(app, partial(self._load_side_data, app.history), group="side")
         start(app, app.bridge.watch_stores, group="watch", exclusive=True)
-        app.queue.run_after_built()
 
     async def _load_side_data(self, history: PromptHistory) -> None:
+        # After the first frame: the file lister (pathspec) stays out of it.
         from app.tui.filecomplete import workspace_files
 
         app = self.app
@@ -206,37 +240,37 @@ class Startup:
             app.post_message(FilesLoaded(await asyncio.to_thread(workspace_files, app.workspace)))
 
     def ready(self, message: RuntimeReady) -> None:
+        """The session is open (or, without credentials, memory only). (The App then reads the
+        panel and sends what waited.)"""
+        # After the first frame: the prices are a pydantic model.
         from app.agent.pricing import CostMeter
 
         app = self.app
-        app._cost = CostMeter(getattr(app.settings, "prices", None))
-        app.ready = message.credentials
-        app.connecting = False
+        app.cost = CostMeter(getattr(app.settings, "prices", None))
+        if app.phase is not Phase.QUITTING:
+            app.phase = Phase.READY if message.credentials else Phase.OFFLINE
         # Without credentials commands still work offline (/remember, /memory, /undo): the prompt
         # is enabled and a message gets the configuration help again.
         app.status_model.update(note="" if message.credentials else "no model configured",
-                                cost=app._cost.describe())
-        if not app._quitting:
+                                cost=app.cost.describe())
+        if app.phase is not Phase.QUITTING:
             app.prompt.disabled_reason = None
         if not message.credentials:
             self.show_configure_help()
         if message.note:
             app.chat.add_note(one_line(message.note, 300))
-        messages = app.bridge.messages
+        messages = app.services.session.messages
         if messages:
             app.show_history(messages)
-        app._refresh_panel()
-        app.queue.show_notice()
-        app.queue.drain_soon()
-        app.scale.started()
 
     def failed(self, message: RuntimeFailed) -> None:
+        """Start-up failed, said once. (The App then says so on what waited.)"""
         app = self.app
-        app.connecting = False
+        if app.phase is not Phase.QUITTING:
+            app.phase = app.phase.after_failure()
         app.status_model.update(note="not connected")
         app.prompt.disabled_reason = "not connected"
         app.chat.add_error(message.message)
-        app.queue.fail_all()
 
     def show_configure_help(self) -> None:
         """The setup note: why chatting is off, and how to configure a model."""

@@ -22,15 +22,15 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from app.tui.host import Host
+from app.tui.phase import Phase
 from app.tui.workers import start
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
     from textual.timer import Timer
 
-    from app.tui.app import PseudoClaudeApp
-    from memory.sharing.git import GitCancel
-    from memory.sharing.sync import SyncResult
+    from app.services.sharing import GitCancel, SyncResult
 
 __all__ = ["QUIT_SYNC_S", "RETRY_S", "SYNC_TIMEOUT_S", "SharingFlow", "in_daemon_thread"]
 
@@ -73,7 +73,7 @@ async def in_daemon_thread(fn: Callable[[], T]) -> T:
 class SharingFlow:
     """The App's part of sharing through git; ``refresh_panel`` rebuilds the panel's state (a worker)."""
 
-    def __init__(self, app: PseudoClaudeApp, refresh_panel: Callable[[], object]) -> None:
+    def __init__(self, app: Host, refresh_panel: Callable[[], object]) -> None:
         self.app = app
         self._refresh_panel = refresh_panel
         self._dirty = False
@@ -102,7 +102,7 @@ class SharingFlow:
         try:
             while self._dirty:
                 self._dirty = False
-                await self.app.bridge.refresh_indexes()
+                await self.app.services.sharing.refresh_indexes()
                 self.refreshes += 1
                 self._refresh_panel()
         finally:
@@ -112,7 +112,7 @@ class SharingFlow:
 
     @property
     def enabled(self) -> bool:
-        return self.app.built and bool(self.app.bridge.sync_remote)
+        return self.app.built and bool(self.app.services.sharing.remote)
 
     def start(self) -> None:
         """After RuntimeReady (so after the first frame): the first sync, if a remote is set."""
@@ -123,7 +123,7 @@ class SharingFlow:
 
     def sync_now(self) -> bool:
         """Start a sync unless one runs (or the app is leaving: the quit's sync is its own)."""
-        if self._syncing or self.app._quitting or not self.enabled:
+        if self._syncing or self.app.phase is Phase.QUITTING or not self.enabled:
             return False
         self._syncing = True
         if self._retry is not None:
@@ -136,10 +136,9 @@ class SharingFlow:
         """Sync the user store with ``user_memory_remote``, in a daemon thread: a
         remote that hangs past every bound must not keep the process from ending. One sync at a
         time (a second waits for the first). Never raises: a failure is a failed SyncResult."""
-        from memory.sharing.git import GitCancel
-        from memory.sharing.sync import SyncResult
+        from app.services.sharing import GitCancel, SyncResult  # loaded with the runtime's services
 
-        bridge = self.app.bridge
+        sharing = self.app.services.sharing
         if self._sync_lock is None:
             self._sync_lock = asyncio.Lock()
         cancel = GitCancel()
@@ -149,12 +148,13 @@ class SharingFlow:
         try:
             async with self._sync_lock:
                 if cancel.cancelled:  # the app is leaving: no git started any more
-                    return SyncResult(ok=False, line="memory sync: cancelled (the app is leaving)")
-                result = await in_daemon_thread(lambda: self._sync_in_thread(timeout, cancel))
+                    result = SyncResult(ok=False, line="memory sync: cancelled (the app is leaving)")
+                    sharing.last_sync = result
+                    return result
+                # The service's sync never raises: a failure (a bug included) is a failed result.
+                return await in_daemon_thread(lambda: sharing.sync(timeout=timeout, cancel=cancel))
         finally:
             self._cancels.discard(cancel)
-        bridge.sync_status = (result.line, not result.ok)
-        return result
 
     def stop(self) -> None:
         """The app is leaving: each sync's git is killed with its process group (no ssh it started
@@ -163,17 +163,6 @@ class SharingFlow:
         for cancel in list(self._cancels):
             cancel.cancel()
 
-    def _sync_in_thread(self, timeout: float, cancel: GitCancel) -> SyncResult:
-        from memory.sharing.sync import SyncResult, sync_user_store
-
-        bridge = self.app.bridge
-        sync = bridge.sync_user_store or sync_user_store
-        try:
-            return sync(bridge.stores, bridge.sync_remote, timeout=timeout, cancel=cancel)
-        except Exception as e:  # the sync promises not to raise; a bug must still not crash the app
-            log.warning("user store sync failed: %s", e)
-            return SyncResult(ok=False, line=f"user store not synced: {type(e).__name__}: {e}")
-
     async def _sync(self) -> None:
         try:
             result = await self.sync_user(SYNC_TIMEOUT_S)
@@ -181,7 +170,7 @@ class SharingFlow:
             self._syncing = False
         self.last = result
         self.syncs += 1
-        if not result.ok and not self.app._quitting:
+        if not result.ok and self.app.phase is not Phase.QUITTING:
             self._retry = self.app.set_timer(RETRY_S, self.sync_now)
         self._refresh_panel()  # the line, and the cards it pulled
 

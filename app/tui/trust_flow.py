@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable, Iterable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from app.tui.host import Host
 from app.tui.messages import ChatNote, TrustCardsRead, TrustChecked
+from app.tui.phase import Phase
 from app.tui.workers import start
 from memory.text.lines import one_line
 from widgets.dialogs.trust import TrustCard, TrustModal
@@ -24,46 +27,40 @@ from widgets.dialogs.trust import TrustCard, TrustModal
 WINDOW_WAIT_S = 1.0
 
 if TYPE_CHECKING:
-    from app.tui.app import PseudoClaudeApp
-    from memory.store.index import TrustPreview
+    from app.services.trust import TrustCardView, TrustService
 
 
-def trust_cards(preview: TrustPreview) -> list[TrustCard]:
-    """The trust window's cards: one per index line the model would get, then one per card it
-    would leave out (with why). Blocking: call in a thread."""
-    from memory.store.index import INDEX_LINE_RE
+def trust_cards(views: Iterable[TrustCardView]) -> list[TrustCard]:
+    """The trust window's cards, each field one line and bounded (the service gives them whole).
+    Blocking on a big store: call in a thread."""
+    return [TrustCard(type=v.type, title=one_line(v.title, 120), summary=one_line(v.summary, 120),
+                      filename=one_line(v.filename, 120), markup=one_line(v.markup, 60),
+                      fragment=one_line(v.fragment, 160), problem=one_line(v.problem, 300))
+            for v in views]
 
-    cards = []
-    markup = preview.markup
-    for line in preview.lines:
-        m = INDEX_LINE_RE.match(line)
-        if m is None:
-            continue
-        text = m.group("text")
-        # " — " inside a title or a summary: the line's text is shown whole, as the model reads it.
-        title, summary = text.split(" — ") if text.count(" — ") == 1 else (text, "")
-        filename = m.group("filename")
-        what, fragment = markup.get(filename, ("", ""))
-        cards.append(TrustCard(type=m.group("type"), title=one_line(title, 120), summary=one_line(summary, 120),
-                               filename=one_line(filename, 120), markup=one_line(what, 60),
-                               fragment=one_line(fragment, 160)))
-    for filename, reason in preview.left_out:
-        name = one_line(filename, 120)
-        cards.append(TrustCard(type="", title=name, summary="", filename=name,
-                               problem=one_line(reason, 300) or "left out"))
-    return cards
+
+class TrustHost(Host, Protocol):
+    def push_screen(self, screen: TrustModal, callback: Callable[[bool | None], None] | None = None) -> object: ...
 
 
 class TrustQuestion:
-    """Asks, shows the window, records the answer. The App routes the two messages here."""
+    """Asks, shows the window, records the answer. The App routes the two messages here.
+    ``service`` gives the trust service (the bridge's); ``connect`` starts the runtime, ``early_panel`` reads the panel's cards before it, ``drain``
+    sends what waited for the answer."""
 
-    def __init__(self, app: PseudoClaudeApp) -> None:
+    def __init__(self, app: TrustHost, service: Callable[[], TrustService], *, connect: Callable[[], None],
+                 early_panel: Callable[[], None], drain: Callable[[], None]) -> None:
         self.app = app
+        self._service = service
+        self._connect = connect
+        self._early_panel = early_panel
+        self._drain = drain
+        self.pending = False  # the question is open: nothing is sent before its answer
         self._modal: TrustModal | None = None  # the question, until answered
         self._window_drawn = asyncio.Event()  # the question is on the screen, or not asked
 
     def ask(self) -> None:
-        self.app._awaiting_trust = True
+        self.pending = True
         start(self.app, self._ask, group="trust-ask", exclusive=True)
 
     async def _ask(self) -> None:
@@ -71,30 +68,30 @@ class TrustQuestion:
         the connection is started in between."""
         app = self.app
         try:
-            needed, where = await app.bridge.trust_needed()
+            check = await self._service().check()
         except Exception:
             # Nothing to ask on; the stores still leave an untrusted store out of every prompt.
             app.post_message(TrustChecked(False))
-            app.startup.connect()
+            self._connect()
             raise
         # The window first: the check loaded none of the stores' modules (pydantic, YAML: a tenth
         # of a second and more), and the window needs none of them: they wait for it to be drawn.
         self._window_drawn = asyncio.Event()
-        app.post_message(TrustChecked(needed, where=where))
+        app.post_message(TrustChecked(check.needed, where=check.where))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._window_drawn.wait(), WINDOW_WAIT_S)
         # Then those modules, in one thread before the two below, not beside them: they are the
         # runtime's too, and two threads importing at once under one interpreter lock each take
         # twice as long. The panel's cards first, from the same stores (trust read from disk as always).
         with contextlib.suppress(Exception):  # said by what uses them: the list below, the start-up
-            await asyncio.to_thread(app.bridge.trust_stores)
-        app.startup.early_panel()
-        app.startup.connect()
-        if not needed:
+            await asyncio.to_thread(self._service().stores)
+        self._early_panel()
+        self._connect()
+        if not check.needed:
             return
         try:
-            preview = await app.bridge.trust_preview()
-            cards = await asyncio.to_thread(trust_cards, preview)
+            views = await self._service().preview()
+            cards = await asyncio.to_thread(trust_cards, views)  # 10,000 cards: not on the loop
         except Exception as e:
             app.post_message(TrustCardsRead([], error=one_line(f"{type(e).__name__}: {e}", 300)))
             raise
@@ -102,10 +99,10 @@ class TrustQuestion:
 
     def checked(self, message: TrustChecked) -> None:
         app = self.app
-        if not message.needed or app._quitting:
+        if not message.needed or app.phase is Phase.QUITTING:
             self._window_drawn.set()
-            app._awaiting_trust = False
-            app.queue.drain_soon()
+            self.pending = False
+            self._drain()
             return
         # Up at once, "reading the cards…"; ``y`` waits for the list (TrustCardsRead).
         self._modal = TrustModal(None, where=message.where)
@@ -133,8 +130,8 @@ class TrustQuestion:
             starting = {t for w in app.workers if w.group == "connect" and (t := getattr(w, "_task", None))}
             if starting:
                 await asyncio.wait(starting)
-            await app.bridge.trust_project()
+            await self._service().trust()
             app.post_message(ChatNote("project memory trusted: its cards are used from now on"))
         else:
             app.post_message(ChatNote("project memory not trusted for now: it is left out (asked again next start)"))
-        app._refresh_panel()
+        app.refresh_panel()

@@ -76,6 +76,8 @@ class TurnRenderer:
 
     def _table(self) -> dict[type, Handler]:
         if self._handlers is None:
+            # At the first turn: the runner's events bring the tools and pydantic, which this module
+            # (loaded before the app's first frame) must not.
             from app.agent import events as runner
             from app.agent import provider
 
@@ -229,6 +231,7 @@ class TurnRenderer:
             # here, where keys queue behind this handler.
             self.answer.flush()
         if self._usage is None:
+            # Loaded by the first turn already; not with this module, before the app's first frame.
             from app.agent.provider import Usage
 
             self._usage = Usage()
@@ -272,6 +275,7 @@ class TurnRenderer:
     async def _run_stop(self, ev: RunStop) -> None:
         await self.finish_answer()
         if self._usage is not None:
+            # After a turn: pricing brings pydantic, which the app's first frame must not load.
             from app.agent.pricing import format_usage
 
             self._status.update(last_turn=format_usage(self._usage))
@@ -283,6 +287,7 @@ class TurnRenderer:
 
 def display_keys(tool_name: str) -> DisplayKeys:
     """The tool's telling inputs with their formats, as its spec gives them (none: unknown tool)."""
+    # For a tool call: the tools bring pydantic and the stores, which the app's first frame must not load.
     from app.agent.tools import TOOL_SPECS
 
     spec = TOOL_SPECS.get(tool_name)
@@ -293,6 +298,7 @@ def widget_view(view: tools.ResultView | None) -> ResultView | None:
     """The tool's structured result as the tool block takes it."""
     if view is None:
         return None
+    # For a tool's result: the tool block's module is not among the first frame's.
     from widgets.chat.tool_block import ResultView
 
     return ResultView(status=view.status, output=view.output, failed=view.failed)

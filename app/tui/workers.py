@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
-from textual.dom import DOMNode
 from textual.worker import Worker
 
 __all__ = ["RunsWorkers", "start"]
@@ -31,7 +30,7 @@ class RunsWorkers(Protocol):
     ) -> Worker[Any]: ...
 
 
-def start(node: DOMNode, work: Callable[[], Coroutine[Any, Any, None]], *, group: str,
+def start(node: RunsWorkers, work: Callable[[], Coroutine[Any, Any, None]], *, group: str,
           exclusive: bool = False) -> Worker[None]:
     worker: Worker[None] = node.run_worker(work, group=group, exclusive=exclusive, exit_on_error=False)
     return worker

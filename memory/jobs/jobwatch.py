@@ -6,16 +6,20 @@ held, was taken over by a coalesced job, or is gone (its outcome read from the h
 becomes an event. The manager's own writes are recorded with ``touch`` as they happen, so they
 are never echoed back; a generation counter keeps a listing taken before an own write from
 being compared with the state after it.
+
+The worker child reports each job's outcome itself (``announce``): the spool is then only the
+fallback (a child killed between its commit and its report), and whichever of the two sees an
+outcome first announces it, the other never.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from memory.events import (
     HeldOpView,
-    IndexChanged,
     JobApplied,
     JobDismissed,
     JobFailed,
@@ -27,19 +31,32 @@ from memory.events import (
     JobTakenOver,
     MemoryEvent,
 )
-from memory.jobs.pipeline import EXCERPT_SEP, TOOK_OVER, merged_index
-from memory.jobs.spool import Job, JobViewState, Spool, SpoolEntry
+from memory.jobs.spool import Job, JobNotFound, JobViewState, Spool, SpoolEntry, SpoolError
+from memory.jobs.views import JobOutcome
 from memory.model import HistoryEntry
+from memory.store.history import entry_from_json
 from memory.store.stores import MemoryStores
 
 RECENT_HISTORY = 50  # history entries searched for the outcome of a job another process ran
+MAX_DONE = 4096  # ids of jobs announced done that are remembered (a job is done once, soon after)
 
 
 @dataclass(frozen=True)
 class _Seen:
     status: JobViewState
     attempt: int
-    job: Job
+    job: Job | None  # None: known only from an announcement, never listed
+
+
+def _announced(event: MemoryEvent) -> _Seen | None:
+    """The state of a still-spooled job that an outcome announces (None: not such an outcome)."""
+    if isinstance(event, JobFailed):
+        return _Seen("failed", 0, None)
+    if isinstance(event, JobHeld):
+        return _Seen("held", 0, None)
+    if isinstance(event, JobRetrying):
+        return _Seen("retrying", event.attempt, None)
+    return None
 
 
 def status_of(job: Job) -> JobViewState:
@@ -67,6 +84,8 @@ class JobWatch:
         self.taken_over: dict[str, str] = {}
         # job id -> its created time, for a job gone until its outcome is reported.
         self._gone_created: dict[str, str] = {}
+        # Jobs whose end (applied or dismissed) was announced, oldest first: never a second time.
+        self._done: dict[str, None] = {}
 
     def touch(self, job_id: str, job: Job | None) -> None:
         """This process changed the job (None: it is gone): not an event for the watch."""
@@ -77,6 +96,40 @@ class JobWatch:
                 self._known.pop(job_id, None)
             else:
                 self._known[job_id] = _seen(job)
+
+    def claim(self, event: MemoryEvent) -> bool:
+        """False for the end of a job (``JobApplied``, ``JobDismissed``) already announced; any
+        other event is the caller's to emit."""
+        if not isinstance(event, JobApplied | JobDismissed):
+            return True
+        with self._lock:
+            if event.job_id in self._done:
+                return False
+            self._done[event.job_id] = None
+            if len(self._done) > MAX_DONE:
+                del self._done[next(iter(self._done))]
+            return True
+
+    def announce(self, event: MemoryEvent) -> bool:
+        """An outcome the process that ran the job reported (the worker child's line): True when
+        it is news, and from now on the spool's listing does not announce it again."""
+        if isinstance(event, JobApplied | JobDismissed):
+            if not self.claim(event):
+                return False
+            self.touch(event.job_id, None)
+            return True
+        state = _announced(event)
+        if state is None:
+            return False
+        job_id = event.job_id
+        with self._lock:
+            old = self._known.get(job_id)
+            if old is not None and (old.status, old.attempt) == (state.status, state.attempt):
+                return False  # the listing saw it first, and said so
+            self.gen += 1
+            self._touched[job_id] = self.gen
+            self._known[job_id] = _Seen(state.status, state.attempt, old.job if old is not None else None)
+        return True
 
     def mine(self, e: SpoolEntry) -> bool:
         return e.workspace is None or self.spool.same_workspace(e.workspace, self.real_workspace)
@@ -108,7 +161,7 @@ class JobWatch:
                     if not job.merged_from and not job.split_from:
                         events.append(JobQueued(job_id=job_id, workspace=job.workspace))
                     old = _Seen("queued", 0, job)
-                events += _transition(old, seen)
+                events += _transition(old, seen, job)
             for job_id in [i for i in self._known if i not in current and i not in touched]:
                 last = self._known.pop(job_id)
                 successor = next((j.id for j in current.values() if job_id in j.merged_from), None)
@@ -118,7 +171,7 @@ class JobWatch:
                         events.append(JobTakenOver(job_id=job_id, successor=successor))
                 elif primed:
                     gone.append(job_id)
-                    self._gone_created[job_id] = last.job.created
+                    self._gone_created[job_id] = last.job.created if last.job is not None else ""
             self._touched = {i: g for i, g in self._touched.items() if g > gen0}
             for e in entries:
                 if e.orphaned and e.id not in self._orphans:
@@ -141,7 +194,7 @@ class JobWatch:
         out: list[HistoryEntry] = []
         for name in reversed(names[-RECENT_HISTORY:]):
             try:
-                out.append(HistoryEntry.model_validate_json(fs.read_bytes(hdir / name)))
+                out.append(entry_from_json(fs.read_bytes(hdir / name)))
             except (ValueError, OSError):
                 continue
         return out
@@ -152,9 +205,7 @@ class JobWatch:
         for entry in history:
             if job_id in entry.jobs:
                 return entry, None
-            # The excerpt after EXCERPT_SEP is a person's text: it may say " took over " too.
-            _, sep, took = entry.label.partition(EXCERPT_SEP)[0].partition(TOOK_OVER)
-            if sep and job_id in took.split() and entry.jobs:
+            if job_id in entry.took_over and entry.jobs:
                 return entry, entry.jobs[0]
         return None, None
 
@@ -175,7 +226,7 @@ class JobWatch:
                 if job_id in reported:
                     continue
             reported.add(job_id)
-            if entry is not None and entry.label.startswith("dismiss "):
+            if entry is not None and entry.kind == "dismiss":
                 events.append(JobDismissed(job_id=job_id))
             elif entry is None:
                 events.append(JobApplied(job_id=job_id, created=created))
@@ -191,15 +242,48 @@ class JobWatch:
                         created=created,
                     )
                 )
-        if any(entry is not None and entry.applied for entry, _ in found.values()):
-            index = merged_index(self.stores)
-            if index is not None:
-                events.append(IndexChanged(index=index))
         return events
 
+    def _outcome(self, job_id: str, active: Set[str], successors: dict[str, str],
+                 history: list[list[HistoryEntry]]) -> JobOutcome:
+        """Where a job is, following the jobs that took it over (``active``: jobs running here)."""
+        cur, seen = job_id, {job_id}
+        while True:
+            nxt = successors.get(cur) or self.taken_over.get(cur)
+            if nxt is None or nxt in seen:
+                break
+            seen.add(nxt)
+            cur = nxt
+        by = cur if cur != job_id else None
+        if by is not None:
+            self.taken_over[job_id] = by
+        if active & {job_id, cur}:
+            return JobOutcome(job_id=job_id, status="pending", taken_over_by=by)
+        try:
+            job = self.spool.peek(cur)
+        except JobNotFound:
+            if by is None:
+                # Gone before this process saw who took it over: the history entry says.
+                if not history:
+                    history.append(self.recent_history())  # read once per look, only when needed
+                by = self.entry_for(history[0], job_id)[1]
+                if by is not None:
+                    self.taken_over[job_id] = by
+            return JobOutcome(job_id=job_id, status="done", taken_over_by=by)
+        except SpoolError as e:
+            return JobOutcome(job_id=job_id, status="failed", reason=str(e), taken_over_by=by)
+        if job.state == "queued":
+            return JobOutcome(job_id=job_id, status="pending", taken_over_by=by)
+        return JobOutcome(job_id=job_id, status=job.state, reason=job.error or "", taken_over_by=by)
 
-def _transition(old: _Seen, new: _Seen) -> list[MemoryEvent]:
-    job = new.job
+    def outcomes(self, job_ids: Sequence[str], active: Set[str]) -> dict[str, JobOutcome]:
+        """Where each job is now (blocking: reads the spool, and the history when needed)."""
+        successors = self.spool.successors()
+        history: list[list[HistoryEntry]] = []
+        return {job_id: self._outcome(job_id, active, successors, history) for job_id in job_ids}
+
+
+def _transition(old: _Seen, new: _Seen, job: Job) -> list[MemoryEvent]:
     if new.status == old.status and new.attempt == old.attempt:
         return []
     if new.status in ("extracting", "applying") and old.status == "queued":

@@ -42,13 +42,12 @@ from memory.jobs.pipeline import (
     REQUEST_TIMEOUT,
     Pipeline,
     emit_result,
-    merged_index,
 )
 from memory.jobs.review import Review, ReviewError, requeue
-from memory.jobs.spool import Job, JobMode, JobNotFound, Spool, SpoolEntry, SpoolError, make_job
+from memory.jobs.spool import Job, JobMode, Spool, SpoolEntry, SpoolError, make_job
 from memory.jobs.views import FlushResult, JobOutcome, JobView, job_views
 from memory.jobs.worker import MAX_BATCH_BYTES, MAX_BATCH_TURNS, Worker
-from memory.model import BatchResult, HistoryEntry, Turn
+from memory.model import BatchResult, Turn
 from memory.search.engine import MemorySearch
 from memory.store.fs import DEFAULT_FS, FS
 from memory.store.paths import workspace_key
@@ -97,21 +96,21 @@ class Manager:
         self.spool = Spool(self.paths, fs)
         self._poll = poll_interval
         self._subscribers: list[Subscriber] = []
+        # Each outcome of a job this process runs, after the subscribers (a worker child's report).
+        self.on_outcome: Subscriber | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._wake: asyncio.Event | None = None
         self._changed: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._threads: set[asyncio.Future[Any]] = set()
-        self._started = False
-        self.closing = False
-        self._closed = False
+        self._started = self.closing = self._closed = False
         # This workspace's jobs as last seen: other processes' changes become events.
         self.watch = JobWatch(stores, self.spool, self._real_workspace)
         self.pipeline = Pipeline(
             stores=stores,
             spool=self.spool,
-            emit=self.emit,
+            emit=self._emit_outcome,
             in_thread=self.in_thread,
             save=self.save,
             gone=lambda job_id: self.touch(job_id, None),
@@ -183,6 +182,29 @@ class Manager:
             except Exception:
                 log.exception("memory event subscriber %r failed on %s", cb, type(event).__name__)
         self.signal()
+
+    def _emit_outcome(self, event: MemoryEvent) -> None:
+        self.emit(event)
+        if self.on_outcome is not None:
+            try:
+                self.on_outcome(event)
+            except Exception:
+                log.exception("reporting the outcome of memory job failed (%s)", type(event).__name__)
+
+    def announce(self, event: MemoryEvent) -> None:
+        """An outcome of a job another process ran, as that process reported it (the worker
+        child's line): emitted to the subscribers unless the spool's listing already announced
+        it, and never announced by the listing after. Safe from any thread."""
+        loop = self._loop
+        if self._in_loop() or loop is None:
+            self._announce_in_loop(event)
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody listens any more
+                loop.call_soon_threadsafe(self._announce_in_loop, event)
+
+    def _announce_in_loop(self, event: MemoryEvent) -> None:
+        if self.watch.announce(event):
+            self.emit(event)
 
     def _in_loop(self) -> bool:
         return self._loop is not None and threading.get_ident() == self._loop_thread
@@ -357,46 +379,14 @@ class Manager:
         if gone:
             events += await self.in_thread(self.watch.report_gone, gone)
         for event in events:
-            self.emit(event)
+            if self.watch.claim(event):  # a job's end the worker child announced: not twice
+                self.emit(event)
         return mine
 
     # -- waiting ---------------------------------------------------------------------------------
 
-    def _outcome(self, job_id: str, successors: dict[str, str], history: list[list[HistoryEntry]]) -> JobOutcome:
-        """Where a job is, following the jobs that took it over."""
-        cur, seen = job_id, {job_id}
-        while True:
-            nxt = successors.get(cur) or self.watch.taken_over.get(cur)
-            if nxt is None or nxt in seen:
-                break
-            seen.add(nxt)
-            cur = nxt
-        by = cur if cur != job_id else None
-        if by is not None:
-            self.watch.taken_over[job_id] = by
-        if self.worker.active & {job_id, cur}:
-            return JobOutcome(job_id=job_id, status="pending", taken_over_by=by)
-        try:
-            job = self.spool.peek(cur)
-        except JobNotFound:
-            if by is None:
-                # Gone before this process saw who took it over: the history's label says.
-                if not history:
-                    history.append(self.watch.recent_history())  # read once per look, only when needed
-                by = self.watch.entry_for(history[0], job_id)[1]
-                if by is not None:
-                    self.watch.taken_over[job_id] = by
-            return JobOutcome(job_id=job_id, status="done", taken_over_by=by)
-        except SpoolError as e:
-            return JobOutcome(job_id=job_id, status="failed", reason=str(e), taken_over_by=by)
-        if job.state == "queued":
-            return JobOutcome(job_id=job_id, status="pending", taken_over_by=by)
-        return JobOutcome(job_id=job_id, status=job.state, reason=job.error or "", taken_over_by=by)
-
     def _outcomes(self, job_ids: Sequence[str]) -> dict[str, JobOutcome]:
-        successors = self.spool.successors()
-        history: list[list[HistoryEntry]] = []
-        return {job_id: self._outcome(job_id, successors, history) for job_id in job_ids}
+        return self.watch.outcomes(job_ids, self.worker.active)
 
     async def _wait_change(self, timeout: float) -> None:
         if timeout <= 0:
@@ -531,15 +521,15 @@ class Manager:
         rejections are those of the approved ops only.
         """
 
-        def run() -> tuple[Any, str | None]:
+        def run() -> Any:
             done = self._review().approve(job_id, op_indexes)
             self.touch(done.job_id, None)
             if done.child is not None:
                 self.touch(done.child.id, done.child)
-            return done, merged_index(self.stores) if done.result.applied else None
+            return done
 
-        done, index = await asyncio.to_thread(run)
-        emit_result(self.emit, done.job_id, done.result, index, created=done.created)
+        done = await asyncio.to_thread(run)
+        emit_result(self.emit, done.job_id, done.result, created=done.created)
         if done.child is not None:
             ops = tuple(HeldOpView(index=h.index, op=h.op) for h in done.child.held_ops)
             self.emit(JobHeld(job_id=done.child.id, ops=ops, purpose=done.child.purpose))
@@ -559,7 +549,7 @@ class Manager:
             self.emit(JobHeld(job_id=done.job_id, ops=ops, purpose=done.remaining.purpose))
             return done.remaining
         if done.result is not None:
-            emit_result(self.emit, done.job_id, done.result, None, created=done.created)
+            emit_result(self.emit, done.job_id, done.result, created=done.created)
         return None
 
     async def retry(self, job_id: str) -> Job:

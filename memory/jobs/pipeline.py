@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from memory.constants import MAX_CONTENT_BYTES, Action, Level
-from memory.events import HeldOpView, IndexChanged, JobApplied, JobFailed, JobHeld, JobRetrying, MemoryEvent
+from memory.events import HeldOpView, JobApplied, JobFailed, JobHeld, JobRetrying, MemoryEvent
 from memory.extract.completion import Completion, CompletionError, CompletionRequest
 from memory.extract.consolidate import build_consolidation_request
 from memory.extract.parser import find_json, parse_and_validate
@@ -439,6 +439,8 @@ class Pipeline:
                 jobs=[path],
                 rejected=rejected,
                 label=job_label(job),
+                kind="consolidation" if job.purpose == "consolidate" else "turn",
+                took_over=job.merged_from,
             )
         except JobAlreadyDone:
             log.info("memory job %s was committed before; dropped", job.id)
@@ -447,20 +449,18 @@ class Pipeline:
         except (TransactionError, OSError) as e:
             raise JobFailure(f"could not commit the batch: {e}", kind="apply", retryable=True) from None
         self._gone(job.id)
-        index = await self._in_thread(merged_index, self.stores) if result.applied else None
-        emit_result(self._emit, job.id, result, index, created=job.created)
+        emit_result(self._emit, job.id, result, created=job.created)
 
 
 TOOK_OVER = " took over "
-# What follows it in a label is the turn's excerpt (a person's words, for ``memory log``): read
-# past, never parsed (the part before it holds no ": ").
+# What follows it in a label is the turn's excerpt (a person's words, for ``memory log``).
 EXCERPT_SEP = ": "
 
 
 def job_label(job: Job) -> str:
-    """The history label of a job's batch; it names the jobs it took over, so that a process
-    waiting for one of those learns what became of it (``Manager.wait_for``), then the turn's
-    excerpt (``memory log`` shows which turn a batch came from)."""
+    """The history label of a job's batch, for people (``memory log``): the job, the jobs it took
+    over, then the turn's excerpt (which turn a batch came from). Code reads the entry's
+    ``kind`` and ``took_over`` instead."""
     label = f"memory job {job.id}{consolidation_label(job)}"
     if job.merged_from:
         label += f"{TOOK_OVER}{' '.join(job.merged_from)}"
@@ -468,19 +468,8 @@ def job_label(job: Job) -> str:
     return f"{label}{EXCERPT_SEP}{excerpt}" if excerpt else label
 
 
-def merged_index(stores: MemoryStores) -> str | None:
-    try:
-        return stores.merged_index()
-    except Exception:
-        log.exception("memory: cannot read the merged index")
-        return None
-
-
-def emit_result(
-    emit: Callable[[MemoryEvent], None], job_id: str, result: BatchResult, index: str | None, *, created: str = ""
-) -> None:
-    """``JobApplied`` for a committed job (``created``: when it was spooled), then
-    ``IndexChanged`` when notes changed."""
+def emit_result(emit: Callable[[MemoryEvent], None], job_id: str, result: BatchResult, *, created: str = "") -> None:
+    """``JobApplied`` for a committed job (``created``: when it was spooled)."""
     emit(
         JobApplied(
             job_id=job_id,
@@ -492,9 +481,6 @@ def emit_result(
             created=created,
         )
     )
-    if result.applied and index is not None:
-        emit(IndexChanged(index=index))
-
 
 
 def _merged_bodies(job_id: str, parts: list[MergePart], all_keys: list[str]) -> dict[str, str]:
@@ -546,6 +532,5 @@ __all__ = [
     "emit_result",
     "job_label",
     "merge_chunks",
-    "merged_index",
     "revalidate",
 ]

@@ -154,6 +154,7 @@ class Review:
                     jobs=[self.spool.path(job.id)],
                     rejected=[*earlier, *mine],
                     label=f"approve {job.id}{consolidation_label(job)}",
+                    kind="approve",
                 )
             except JobAlreadyDone:
                 if child is not None:
@@ -185,13 +186,14 @@ class Review:
                     jobs=[self.spool.path(job.id)],
                     rejected=[*job.rejected, *refused],
                     label=f"reject {job.id}",
+                    kind="reject",
                 )
             except JobAlreadyDone:
                 raise ReviewError(f"job {job.id} was already completed") from None
         return Rejected(job_id=job.id, remaining=None, result=result, created=job.created)
 
     def dismiss(self, job_ref: str) -> BatchResult:
-        """Remove a failed or orphaned job for good; the history records it (label ``dismiss <id>``)."""
+        """Remove a failed or orphaned job for good; the history records it (kind ``dismiss``)."""
         with self._lock():
             job = self._load(job_ref)
             orphaned = not Path(job.workspace).is_dir()
@@ -201,7 +203,8 @@ class Review:
                 raise ReviewError(f"job {job.id} belongs to workspace {job.workspace}")
             try:
                 return self.stores.apply(
-                    [], source=self._source(job), jobs=[self.spool.path(job.id)], label=f"dismiss {job.id}"
+                    [], source=self._source(job), jobs=[self.spool.path(job.id)], label=f"dismiss {job.id}",
+                    kind="dismiss",
                 )
             except JobAlreadyDone:
                 raise ReviewError(f"job {job.id} was already completed") from None

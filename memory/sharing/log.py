@@ -126,7 +126,7 @@ def batch_entries(history: Iterable[HistoryEntry], level: Level | None, filename
         out.append(
             LogEntry(
                 time=e.time,
-                kind=e.kind,
+                kind="undo" if e.kind == "undo" else "batch",  # the log's two kinds of a batch
                 ref=_line(e.txid, 80),
                 head=_line(e.label or ("undo" if e.kind == "undo" else "batch")),
                 who=_line(e.source, 80),

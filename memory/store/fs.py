@@ -42,7 +42,7 @@ class FS:
         self.hook = hook
         self.log: list[tuple[str, str, str]] | None = [] if record else None
         # A checkpoint run before every operation: background work makes room for a busy
-        # foreground there (memory.pace.Pacer; the app sets one).
+        # foreground there (memory.jobs.pace.Pacer; the app sets one).
         self.pace = pace
         # How many changes this object made in each folder (every operation but a read, by the
         # folder of the path it names): a listing made since can still be taken as the folder's

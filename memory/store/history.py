@@ -9,10 +9,12 @@ the stores' lock held by the caller (``MemoryStores``).
 from __future__ import annotations
 
 import base64
+import json
 import logging
+from typing import Any
 
-from memory.constants import Action
-from memory.model import AppliedOp, BatchResult, HistoryEntry, rfc3339
+from memory.constants import MANUAL_SOURCE, Action
+from memory.model import AppliedOp, BatchResult, HistoryEntry, HistoryKind, rfc3339
 from memory.store.journal import commit
 from memory.store.layout import StoreLayout
 from memory.store.plan import Plan
@@ -25,6 +27,42 @@ class UndoError(Exception):
     """Why ``undo`` refused, in one line."""
 
 
+# What the labels of entries written before ``kind`` and ``took_over`` were fields began with.
+_OLD_PREFIXES: tuple[tuple[str, HistoryKind], ...] = (("approve ", "approve"), ("reject ", "reject"),
+                                                       ("dismiss ", "dismiss"))
+_OLD_JOB, _OLD_CONSOLIDATION, _OLD_TOOK_OVER, _OLD_EXCERPT_SEP = (
+    "memory job ", " (consolidation of the ", " took over ", ": ")
+
+
+def _derive_old(data: dict[str, Any]) -> dict[str, Any]:
+    """An entry written before ``kind`` and ``took_over`` were fields (every entry written now
+    has ``took_over``): both are derived from its label here, once at read, so that such a history
+    still says which batch completed a coalesced job and which removed a dismissed one. Nothing
+    else reads a label."""
+    label = data.get("label")
+    label = label if isinstance(label, str) else ""
+    # The excerpt after the first ": " is a person's text: it may say " took over " too.
+    head = label.partition(_OLD_EXCERPT_SEP)[0]
+    kind: HistoryKind = "undo" if data.get("kind") == "undo" else "batch"
+    took: list[str] = []
+    if kind == "batch":
+        if head.startswith(_OLD_JOB):
+            kind = "consolidation" if _OLD_CONSOLIDATION in head else "turn"
+            took = head.partition(_OLD_TOOK_OVER)[2].split()
+        else:
+            kind = next((k for prefix, k in _OLD_PREFIXES if label.startswith(prefix)),
+                        "manual" if data.get("source") == MANUAL_SOURCE else "batch")
+    return {**data, "kind": kind, "took_over": took}
+
+
+def entry_from_json(raw: bytes) -> HistoryEntry:
+    """One history file's entry (ValueError: not one)."""
+    data = json.loads(raw)
+    if isinstance(data, dict) and "took_over" not in data:
+        data = _derive_old(data)
+    return HistoryEntry.model_validate(data)
+
+
 def read_history(layout: StoreLayout) -> list[HistoryEntry]:
     """This workspace's batches, oldest first (unreadable entries are skipped)."""
     hdir = layout.paths.history_dir
@@ -35,7 +73,7 @@ def read_history(layout: StoreLayout) -> list[HistoryEntry]:
     out = []
     for name in sorted(names):
         try:
-            out.append(HistoryEntry.model_validate_json(layout.fs.read_bytes(hdir / name)))
+            out.append(entry_from_json(layout.fs.read_bytes(hdir / name)))
         except (ValueError, OSError):
             log.warning("unreadable history entry %s", name)
     return out
@@ -43,7 +81,7 @@ def read_history(layout: StoreLayout) -> list[HistoryEntry]:
 
 def undo_locked(layout: StoreLayout) -> BatchResult:
     """Revert the last applied batch of this workspace, refusing if a note changed since."""
-    candidates = [e for e in read_history(layout) if e.kind == "batch" and e.changes and not e.undone_by]
+    candidates = [e for e in read_history(layout) if e.kind != "undo" and e.changes and not e.undone_by]
     if not candidates:
         raise UndoError("nothing to undo: no applied batch in this workspace's history")
     target = candidates[-1]

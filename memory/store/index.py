@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 
 from pydantic import BaseModel
 
-from memory.constants import INDEX_FILE, INDEX_MAX_BYTES, INDEX_MAX_LINES, NoteType
+from memory.constants import INDEX_FILE, INDEX_MAX_BYTES, INDEX_MAX_LINES, Level, NoteType
+from memory.model import IndexEntry, NoteMeta
 from memory.text.names import check_filename, defuse_tags, sanitize_line, sanitize_summary, sanitize_title
 from memory.text.terminal import BIDI, ZERO_WIDTH, is_strict_utf8, is_unsafe_char
 
@@ -24,10 +27,13 @@ __all__ = [
     "RECALL_OPEN",
     "SYSTEM_INDEX_FRAMING",
     "USER_HEADER",
+    "MergedIndex",
+    "SectionLine",
     "TrustPreview",
     "format_index_line",
     "frame_index",
     "index_as_prompted",
+    "index_cut",
     "index_diff",
     "index_fits",
     "index_keys",
@@ -36,7 +42,10 @@ __all__ = [
     "merge_index_lines",
     "parse_index_lines",
     "recall_block",
+    "render_entries",
+    "section_entries",
     "stale_mark",
+    "stale_text",
 ]
 
 PROJECT_HEADER = "## Project Memory"
@@ -54,21 +63,27 @@ INDEX_LINE_RE = re.compile(
 STALE_MARK_MAX = 120
 
 
-def stale_mark(line: str, reason: str) -> str:
-    """An index line with its card's stale mark: `` (stale: <reason>)``, the reason one line
-    and at most STALE_MARK_MAX characters."""
+def stale_text(reason: str) -> str:
+    """A stale card's reason as its mark says it: one line, at most STALE_MARK_MAX characters."""
     text = sanitize_line(reason, STALE_MARK_MAX * 2)
     if len(text) > STALE_MARK_MAX:
         text = text[: STALE_MARK_MAX - 1].rstrip() + "…"
-    return f"{line} (stale: {text or 'a cited file changed'})"
+    return text or "a cited file changed"
+
+
+def stale_mark(line: str, reason: str) -> str:
+    """An index line with its card's stale mark: `` (stale: <reason>)`` (``stale_text``)."""
+    return f"{line} (stale: {stale_text(reason)})"
 
 _TAGS = ("memory-index", "memory-update", "memory-recall")
+_LEVELS = ("project", "user")  # the sections' order in the merged index
 
 
 class TrustPreview(BaseModel):
     """What trusting a project store would let into a prompt: built from its card files."""
 
     lines: list[str]  # every index line the model would get from the store, in file order
+    entries: list[IndexEntry] = []  # the same cards as data (no stale marks: a store not yet checked)
     left_out: list[tuple[str, str]]  # (filename, one-line reason) of cards a prompt will not get
     # filename -> (what, its first fragment as one printable line) of each card the model would
     # get whose text holds what a rendered view hides (memory.text.markup): a comment, a tag…
@@ -228,40 +243,129 @@ def merge_index_lines(
     lines (without ``ranks``: its first ones), shown in file order. ``pinned``: per
     section, the positions of its pinned cards' lines; the overflow line says how many of them
     did not fit."""
-    named = [
-        ("project", PROJECT_HEADER, list(project_lines), None if ranks is None else list(ranks[0])),
-        ("user", USER_HEADER, list(user_lines), None if ranks is None else list(ranks[1])),
-    ]
-    pins = [set(p) for p, (_, _, ls, _) in zip(pinned, named, strict=True) if ls]
-    named = [s for s in named if s[2]]
-    if not named:
+    sections = [(PROJECT_HEADER, list(project_lines)), (USER_HEADER, list(user_lines))]
+    if not project_lines and not user_lines:
         return ""
-    full = _render([(h, ls) for _, h, ls, _ in named], None)
+    full = _render([(h, ls) for h, ls in sections if ls], None)
     if _fits(full):
         return full
+    kept = index_cut(project_lines, user_lines, ranks, pinned)
+    hidden = {level: len(ls) - len(k) for level, (_, ls), k in zip(_LEVELS, sections, kept, strict=True) if ls}
+    pins_out = sum(len(set(p).difference(k)) for p, (_, ls), k in zip(pinned, sections, kept, strict=True) if ls)
+    shown = [(h, [ls[j] for j in k]) for (h, ls), k in zip(sections, kept, strict=True) if ls]
+    return _render(shown, _overflow_line(hidden, pins_out))
+
+
+def index_cut(
+    project_lines: Sequence[str],
+    user_lines: Sequence[str],
+    ranks: tuple[Sequence[int], Sequence[int]] | None = None,
+    pinned: tuple[Collection[int], Collection[int]] = ((), ()),
+) -> tuple[list[int], list[int]]:
+    """The positions (file order) of each section's lines the budget keeps, for sections that do
+    not all fit (``index_fits`` False); ``ranks`` and ``pinned`` as ``merge_index_lines`` takes them."""
+    named = [
+        ("project", PROJECT_HEADER, list(project_lines), None if ranks is None else list(ranks[0]), pinned[0]),
+        ("user", USER_HEADER, list(user_lines), None if ranks is None else list(ranks[1]), pinned[1]),
+    ]
+    present = [s for s in named if s[2]]
+    if not present:
+        return [], []
     # Each section's lines in the order they compete for the budget.
     orders = [order if order is not None and sorted(order) == list(range(len(ls))) else list(range(len(ls)))
-              for _, _, ls, order in named]
+              for _, _, ls, order, _ in present]
 
     # Reserve room for the overflow line at its longest (every note hidden, every pin too).
-    worst = _overflow_line({level: len(ls) for level, _, ls, _ in named}, sum(len(p) for p in pins))
-    n = len(named)
+    worst = _overflow_line({level: len(ls) for level, _, ls, _, _ in present}, sum(len(set(p)) for *_, p in present))
+    n = len(present)
     # Every line costs its bytes + 1 ("\n"); the text has no trailing newline, hence the -1.
     # Fixed lines: headers, blank lines between sections, the blank line and the overflow line.
     fixed_lines = n + (n - 1) + 2
-    fixed_bytes = sum(len(h.encode()) + 1 for _, h, _, _ in named) + (n - 1) + 1 + len(worst.encode()) + 1 - 1
+    fixed_bytes = sum(len(h.encode()) + 1 for _, h, _, _, _ in present) + (n - 1) + 1 + len(worst.encode()) + 1 - 1
     avail_lines = INDEX_MAX_LINES - fixed_lines
     avail_bytes = INDEX_MAX_BYTES - fixed_bytes
-    costs = [[len(ls[j].encode("utf-8")) + 1 for j in order] for (_, _, ls, _), order in zip(named, orders, strict=True)]
+    costs = [[len(ls[j].encode("utf-8")) + 1 for j in order]
+             for (_, _, ls, _, _), order in zip(present, orders, strict=True)]
+    shares = iter(zip(orders, _shares(costs, avail_lines, avail_bytes), strict=True))
+    kept: list[list[int]] = []
+    for _, _, ls, _, _ in named:
+        if ls:
+            order, k = next(shares)
+            kept.append(sorted(order[:k]))
+        else:
+            kept.append([])
+    return kept[0], kept[1]
 
-    kept = _shares(costs, avail_lines, avail_bytes)
-    hidden = {level: len(ls) - k for (level, _, ls, _), k in zip(named, kept, strict=True)}
-    sections = [
-        (h, [ls[j] for j in sorted(order[:k])])
-        for (_, h, ls, _), order, k in zip(named, orders, kept, strict=True)
-    ]
-    pins_out = sum(len(p.difference(order[:k])) for p, order, k in zip(pins, orders, kept, strict=True))
-    return _render(sections, _overflow_line(hidden, pins_out))
+
+def render_entries(entries: Iterable[IndexEntry]) -> str:
+    """The merged index text of these entries (project first, each level in file order): each
+    level's header and the lines in the prompt, then, when the budget left some out, the
+    overflow line saying how many (and how many pinned ones)."""
+    lines: dict[str, list[str]] = {}
+    hidden: dict[str, int] = {}
+    pins_out = 0
+    for e in entries:
+        level = str(e.level)
+        if level not in lines:
+            lines[level], hidden[level] = [], 0
+        if e.in_prompt:
+            lines[level].append(e.line)
+        else:
+            hidden[level] += 1
+            pins_out += e.pinned
+    sections = [(header, lines[level]) for level, header in zip(_LEVELS, (PROJECT_HEADER, USER_HEADER), strict=True)
+                if level in lines]
+    if not sections:
+        return ""
+    cut = {level: hidden[level] for level in _LEVELS if level in hidden}
+    return _render(sections, _overflow_line(cut, pins_out) if any(cut.values()) else None)
+
+
+# One card of a level's section, as the stores list it for the index: its line (stale mark
+# included), what ranking needs of it (a ``ranking.CardKey`` whose front matter is known), and its
+# stale reason as the mark says it (None: fresh or unchecked).
+SectionLine = tuple[str, tuple[str, NoteMeta, bool], str | None]
+
+
+def section_entries(level: Level, section: Sequence[SectionLine], kept: Collection[int] | None) -> Iterator[IndexEntry]:
+    """The index entries of a level's section; ``kept``: the positions the budget kept (None: all)."""
+    for i, (line, (name, meta, _), why) in enumerate(section):
+        yield IndexEntry(level, name, meta.type, meta.title or name, meta.summary, why, meta.author, meta.pinned,
+                         kept is None or i in kept, line)
+
+
+@dataclass(frozen=True)
+class MergedIndex:
+    """The prompt's index as data: every card with an index line, in or out of the prompt."""
+
+    entries: tuple[IndexEntry, ...]  # project first, each level in file order
+    # (level, filename, why) of each card no prompt gets at all (does not parse, symlink, git
+    # conflict markers...), from the same listing.
+    unindexed: tuple[tuple[Level, str, str], ...] = ()
+
+    @cached_property
+    def text(self) -> str:
+        """The merged index exactly as the system prompt embeds it (``render_entries``)."""
+        return render_entries(self.entries)
+
+    @property
+    def shown(self) -> tuple[IndexEntry, ...]:
+        """The entries whose lines the prompt gets."""
+        return tuple(e for e in self.entries if e.in_prompt)
+
+    @property
+    def left_out(self) -> int:
+        """How many cards the budget left out of the prompt."""
+        return sum(not e.in_prompt for e in self.entries)
+
+    @property
+    def pinned_left_out(self) -> int:
+        """How many of them are pinned: more pins than the budget holds (said, never silent)."""
+        return sum(e.pinned and not e.in_prompt for e in self.entries)
+
+    def level(self, level: Level | str) -> tuple[IndexEntry, ...]:
+        """One level's entries, in file order."""
+        return tuple(e for e in self.entries if e.level == level)
 
 
 SYSTEM_INDEX_FRAMING = f"""\

@@ -518,7 +518,7 @@ def _head_line(name: str, head: CardHead) -> tuple[str | None, str, NoteMeta | N
 
 def render_index(notes: list[Note], pace: Callable[[], None] | None = None) -> str:
     """``MEMORY.md``: exactly one line per note, sorted by filename, rebuilt, never patched.
-    ``pace`` (``FS.pace``) is a checkpoint every few hundred notes (memory.pace)."""
+    ``pace`` (``FS.pace``) is a checkpoint every few hundred notes (memory.jobs.pace)."""
     # Notes come from parse_note, which sanitized title and summary already: a large store's
     # rebuild after each batch need not sanitize ten thousand titles again.
     lines = []

@@ -21,15 +21,24 @@ from pydantic import BaseModel, ConfigDict
 from memory.constants import INDEX_FILE, Level, NoteType
 from memory.grounding.staleness import CardCheck
 from memory.grounding.usage import CardUse, UsageLog
-from memory.model import BatchResult, HistoryEntry, Note, Rejection, utcnow
+from memory.model import BatchResult, HistoryEntry, HistoryKind, MemoryText, Note, Rejection, utcnow
 from memory.store import cards, history, journal, transaction, trust
 from memory.store.fs import DEFAULT_FS, FS
-from memory.store.index import TrustPreview, index_fits, index_keys, merge_index_lines, stale_mark
+from memory.store.index import (
+    MergedIndex,
+    SectionLine,
+    TrustPreview,
+    index_cut,
+    index_fits,
+    section_entries,
+    stale_mark,
+    stale_text,
+)
 from memory.store.layout import StoreLayout
 from memory.store.locks import file_lock
 from memory.store.paths import Paths
 from memory.store.plan import key
-from memory.store.ranking import CardKey, rank_order
+from memory.store.ranking import rank_order
 from memory.store.stamp import folder_stamp, read_stamp, stamp_path, write_stamp
 from memory.store.store import Store, StoreError
 from memory.store.transaction import TransactionError
@@ -192,7 +201,7 @@ class MemoryStores:
     ) -> list[str]:
         """A level's index lines, built from its card files (never read from ``MEMORY.md``);
         with ``marks``, a stale card's line ends with its stale mark."""
-        return [line for line, _ in self._section(level, levels, marks=marks)]
+        return [line for line, _, _ in self._section(level, levels, marks=marks)]
 
     def _section(
         self,
@@ -201,22 +210,25 @@ class MemoryStores:
         *,
         marks: bool = False,
         unindexed: list[tuple[Level, str, str]] | None = None,
-    ) -> list[tuple[str, CardKey]]:
-        """A level's index lines with what ranking needs of each card, in file order; the cards
-        without a line are added to ``unindexed`` with why."""
+    ) -> list[SectionLine]:
+        """A level's index lines with what ranking needs of each card (a ``CardKey``) and its
+        stale reason as the mark says it, in file order; the cards without a line are added to
+        ``unindexed`` with why."""
         if level not in (self.stores if levels is None else levels):
             return []
         cards = self.store(level).index_cards()
         checks = self._checks(level, cards) if marks and level is Level.PROJECT else {}
-        out = []
+        out: list[SectionLine] = []
         for name, line, reason, meta in cards:
-            if line is None:
+            if line is None or meta is None:  # (a card with a line always has its front matter)
                 if unindexed is not None:
-                    unindexed.append((level, name, reason))
+                    unindexed.append((level, name, reason or "unreadable"))
                 continue
             check = checks.get(name)
-            stale = check is not None and check.stale
-            out.append((stale_mark(line, check.reason) if stale and check is not None else line, (name, meta, stale)))
+            if check is not None and check.stale:
+                out.append((stale_mark(line, check.reason), (name, meta, True), stale_text(check.reason)))
+            else:
+                out.append((line, (name, meta, False), None))
         return out
 
     def _checks(self, level: Level, cards: Sequence[tuple[str, str | None, str, Any]]) -> dict[str, CardCheck]:
@@ -266,9 +278,13 @@ class MemoryStores:
         if not self.has_project_level:
             return TrustPreview(lines=[], left_out=[])
         self._recover_first()
-        lines, left_out = self.project.index_entries()
+        cards = self.project.index_cards()
+        section: list[SectionLine] = [(line, (name, meta, False), None) for name, line, _, meta in cards
+                                if line is not None and meta is not None]
+        left_out = [(name, reason) for name, line, reason, meta in cards if line is None or meta is None]
         # The bodies were just parsed (an untrusted store has no card cache): no file read again.
-        return TrustPreview(lines=lines, left_out=left_out, markup=_markup_of(self.project.notes()))
+        return TrustPreview(lines=[line for line, _, _ in section], entries=list(section_entries(Level.PROJECT, section, None)),
+                            left_out=left_out, markup=_markup_of(self.project.notes()))
 
     def snapshot(self) -> Snapshot:
         """What an extraction request sees; an untrusted project store is left out whole."""
@@ -299,34 +315,43 @@ class MemoryStores:
         An untrusted project store is left out unless ``include_untrusted`` (a person's view:
         the panel, ``memory list``), never for a prompt.
         """
-        return self.prompt_index(include_untrusted=include_untrusted, marks=marks, keep=keep).text
+        return self.merged_entries(include_untrusted=include_untrusted, marks=marks, keep=keep).text
+
+    def merged_entries(
+        self, *, include_untrusted: bool = False, marks: bool = True, keep: Collection[str] = ()
+    ) -> MergedIndex:
+        """``merged_index`` as data: one entry per card with an index line (its type, title,
+        summary, stale reason, author, pin, and whether the budget kept its line), and the cards
+        no prompt gets; its ``text`` is the merged index, rendered from the entries."""
+        self._recover_first()
+        levels = self._levels_for_model(include_untrusted)
+        unindexed: list[tuple[Level, str, str]] = []
+        project = self._section(Level.PROJECT, levels, marks=marks, unindexed=unindexed)
+        user = self._section(Level.USER, levels, unindexed=unindexed)
+        p_lines, u_lines = [line for line, _, _ in project], [line for line, _, _ in user]
+        kept: tuple[Collection[int] | None, Collection[int] | None] = (None, None)  # None: all fit
+        if not index_fits(p_lines, u_lines):
+            ranks = (self._ranks(Level.PROJECT, project, keep), self._ranks(Level.USER, user, keep))
+            pins = ([i for i, (_, c, _) in enumerate(project) if c[1].pinned],
+                    [i for i, (_, c, _) in enumerate(user) if c[1].pinned])
+            p_kept, u_kept = index_cut(p_lines, u_lines, ranks, pins)
+            kept = (set(p_kept), set(u_kept))
+        entries = (*section_entries(Level.PROJECT, project, kept[0]), *section_entries(Level.USER, user, kept[1]))
+        return MergedIndex(entries=entries, unindexed=tuple(unindexed))
 
     def prompt_index(
         self, *, include_untrusted: bool = False, marks: bool = True, keep: Collection[str] = ()
     ) -> PromptIndex:
         """``merged_index`` with which cards it shows and which it leaves out (the panel's
         "N cards not in the prompt", the browser's filter, recall's candidates)."""
-        self._recover_first()
-        levels = self._levels_for_model(include_untrusted)
-        unindexed: list[tuple[Level, str, str]] = []
-        project = self._section(Level.PROJECT, levels, marks=marks, unindexed=unindexed)
-        user = self._section(Level.USER, levels, unindexed=unindexed)
-        p_lines, u_lines = [line for line, _ in project], [line for line, _ in user]
-        every = [f"project/{c[0]}" for _, c in project] + [f"user/{c[0]}" for _, c in user]
-        if index_fits(p_lines, u_lines):
-            return PromptIndex(text=merge_index_lines(p_lines, u_lines), shown=frozenset(every), left_out=(),
-                               unindexed=tuple(unindexed))
-        ranks = (self._ranks(Level.PROJECT, project, keep), self._ranks(Level.USER, user, keep))
-        pins = ([i for i, (_, c) in enumerate(project) if c[1] is not None and c[1].pinned],
-                [i for i, (_, c) in enumerate(user) if c[1] is not None and c[1].pinned])
-        text = merge_index_lines(p_lines, u_lines, ranks, pins)
-        shown = frozenset(index_keys(text))
-        pinned = {f"project/{project[i][1][0]}" for i in pins[0]} | {f"user/{user[i][1][0]}" for i in pins[1]}
-        left_out = tuple(k for k in every if k not in shown)
-        return PromptIndex(text=text, shown=shown, left_out=left_out, unindexed=tuple(unindexed),
-                           pinned_left_out=tuple(k for k in left_out if k in pinned))
+        merged = self.merged_entries(include_untrusted=include_untrusted, marks=marks, keep=keep)
+        shown = frozenset(f"{e.level}/{e.filename}" for e in merged.entries if e.in_prompt)
+        left_out = tuple(f"{e.level}/{e.filename}" for e in merged.entries if not e.in_prompt)
+        pinned = tuple(f"{e.level}/{e.filename}" for e in merged.entries if e.pinned and not e.in_prompt)
+        return PromptIndex(text=merged.text, shown=shown, left_out=left_out, unindexed=merged.unindexed,
+                           pinned_left_out=pinned)
 
-    def _ranks(self, level: Level, section: Sequence[tuple[str, CardKey]], keep: Collection[str]) -> list[int]:
+    def _ranks(self, level: Level, section: Sequence[SectionLine], keep: Collection[str]) -> list[int]:
         if not section:
             return []
         prefix = f"{level}/"
@@ -335,7 +360,7 @@ class MemoryStores:
             use = self.usage_of(level)
         except Exception:  # the counts only order the cards: without them, rank without use
             use = {}
-        return rank_order([c for _, c in section], use, kept)
+        return rank_order([c for _, c, _ in section], use, kept)
 
     def read_note(self, level: Level | str, filename: str) -> Note:
         self._recover_first()
@@ -347,6 +372,10 @@ class MemoryStores:
         An untrusted project store is refused (the tool's result enters the conversation)
         unless ``include_untrusted`` (a person's ``memory show``).
         """
+        return self.read_memory_text(level, filename, include_untrusted=include_untrusted).text
+
+    def read_memory_text(self, level: Level | str, filename: str, *, include_untrusted: bool = False) -> MemoryText:
+        """``read_memory``'s text, and whether the card it read is stale (its header says so)."""
         self._recover_first()
         st = self.store(level)
         if st.level is Level.PROJECT and not include_untrusted and not self.project_trusted:
@@ -355,13 +384,13 @@ class MemoryStores:
             problem = st.folder_problem()
             if problem is not None:
                 raise StoreError(problem)
-            return self._index_md(st.level, marks=True)
+            return MemoryText(self._index_md(st.level, marks=True))
         note = st.read_note(filename)
         if note.conflict is not None:
             # Neither side, and never the markers: a person resolves it first.
             raise StoreError(f"{quote(filename)} is {note.broken}")
         check = self.layout.grounding.check(note.level, filename, note.meta) if note.meta.cites else None
-        return cites_header(check) + note.body
+        return MemoryText(cites_header(check) + note.body, stale=_says_stale(check))
 
     def notes(self, level: Level | str) -> list[Note]:
         """Every note of a level (sorted by filename); [] for a level the workspace lacks."""
@@ -386,6 +415,8 @@ class MemoryStores:
         label: str = "",
         all_or_nothing: bool = False,
         moved: Mapping[int, transaction.Moved] | None = None,
+        kind: HistoryKind | None = None,
+        took_over: Sequence[str] = (),
     ) -> BatchResult:
         """Apply a batch to both stores in one transaction; every op is validated here again.
 
@@ -395,6 +426,7 @@ class MemoryStores:
         ``jobs`` are spool files this commit completes and removes. ``all_or_nothing``: any
         rejection or conflict and nothing is written. ``moved``: the creates (by op index) that
         move a card the batch deletes, with what they keep of it (``transaction.Moved``).
+        ``kind``/``took_over``: the history entry's (by default ``manual`` for a person's edit).
         """
         with self.locked():
             journal.recover_locked(self.layout)
@@ -408,6 +440,8 @@ class MemoryStores:
                 label=label,
                 all_or_nothing=all_or_nothing,
                 moved=moved,
+                kind=kind,
+                took_over=took_over,
             )
 
     def confirm(self, level: Level | str, filename: str, expected_sha: str | None = None) -> tuple[BatchResult, list[str]]:
@@ -527,11 +561,16 @@ CITES_HEAD = "Cites (checked now):"
 STALE_LINE = "This card is STALE: check it against the code before relying on it."
 
 
+def _says_stale(check: CardCheck | None) -> bool:
+    """Whether ``cites_header(check)`` says the card is stale."""
+    return check is not None and bool(check.cites) and check.stale
+
+
 def cites_header(check: CardCheck | None) -> str:
     """What ``read_memory`` prints above a cited card's body: each citation and its state."""
     if check is None or not check.cites:
         return ""
-    head = STALE_LINE if check.stale else ""
+    head = STALE_LINE if _says_stale(check) else ""
     lines = [f"- {c.spec}: {c.reason if c.state != 'fresh' else 'unchanged since the card was written'}" for c in check.cites]
     return "\n".join(filter(None, [CITES_HEAD, *lines, head])) + "\n\n"
 

@@ -23,6 +23,7 @@ from memory.model import (
     Conflict,
     DroppedCite,
     HistoryEntry,
+    HistoryKind,
     Note,
     NoteMeta,
     Operation,
@@ -100,6 +101,8 @@ def apply_locked(
     label: str,
     all_or_nothing: bool = False,
     moved: Mapping[int, Moved] | None = None,
+    kind: HistoryKind | None = None,
+    took_over: Sequence[str] = (),
 ) -> BatchResult:
     pairs = op_pairs(ops)
     for job in jobs:
@@ -129,7 +132,9 @@ def apply_locked(
         txid="",
         time=now,
         workspace=str(layout.paths.workspace),
+        kind=kind or ("manual" if source == MANUAL_SOURCE else "batch"),
         label=label,
+        took_over=list(took_over),
         source=source,
         jobs=[Path(j).stem for j in jobs],
         applied=result.applied,
@@ -380,6 +385,7 @@ def _commit_meta(layout: StoreLayout, note: Note, meta: NoteMeta, label: str, no
         txid="",
         time=now,
         workspace=str(layout.paths.workspace),
+        kind="manual",
         label=label,
         source=MANUAL_SOURCE,
         applied=applied,
@@ -414,6 +420,7 @@ def rebuild_indexes_locked(
             txid="",
             time=rfc3339(layout.clock()),
             workspace=str(layout.paths.workspace),
+            kind="manual",
             label=label or "",
             source="manual",
         )

@@ -202,7 +202,8 @@ def card_workspace(root: Path, name: str, project: int, user: int) -> tuple[Path
 def snapshot_ready(ws: Path, home: Path, *, cold: bool = False) -> None:
     """Before a timed panel run: the snapshot the previous start left is there and valid (warm),
     or (``cold``) deleted. An invalid one is an error: the run would not measure what it says."""
-    from app.tui.panel_snapshot import read_snapshot, snapshot_path
+    from app.services.panel_snapshot import snapshot_path
+    from app.tui.panel_snapshot import read_snapshot
 
     if cold:
         snapshot_path(home, ws).unlink(missing_ok=True)

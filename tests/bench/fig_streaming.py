@@ -456,7 +456,7 @@ async def session(runs: int) -> tuple[list[Turn], list[tuple[int, float]], dict[
         rng = random.Random(3)
         rng.shuffle(slices)
         async with app.run_test(size=SIZE) as pilot:
-            await sleep_until(lambda: app.bridge.opened and app.prompt.disabled_reason is None, 60, "the app")
+            await sleep_until(lambda: app.phase.opened and app.prompt.disabled_reason is None, 60, "the app")
             probe = Probe(app, provider)
 
             def on_event(ev: Any) -> None:

@@ -343,7 +343,7 @@ async def session(runs: int) -> Result:
             provider = PacedProvider(AnthropicProvider())
             app = build_app(load_settings({"memory_mode": "auto"}), ws, provider=provider, watch_debounce_ms=300)
             async with app.run_test(size=SIZE):
-                await sleep_until(lambda: app.bridge.opened and app.prompt.disabled_reason is None, 60, "the app")
+                await sleep_until(lambda: app.phase.opened and app.prompt.disabled_reason is None, 60, "the app")
                 b = Bench(app, server, memory, provider, ws, DriverLog(logfile), arm)
                 await sleep_until(lambda: b.child is not None and b.child.pid is not None, CHILD_START_S,
                                   "the worker child")

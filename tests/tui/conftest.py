@@ -74,7 +74,7 @@ async def wait_ready(pilot: Pilot[Any], timeout: float = 20.0) -> None:
     """Until the runtime is open (the prompt sends, or says how to configure a model)."""
     app = pilot.app
     assert isinstance(app, PseudoClaudeApp)
-    await wait_until(pilot, lambda: app.bridge.opened and app.panel_shows > 0, timeout, "the runtime to open")
+    await wait_until(pilot, lambda: app.phase.opened and app.panel_shows > 0, timeout, "the runtime to open")
     await wait_until(pilot, lambda: not app.connecting, timeout, "connecting… to end")
 
 

@@ -79,13 +79,13 @@ async def test_the_panels_run_start_read_does_not_hold_the_answers_request(
     release = threading.Event()
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
-        note_files = app.bridge.note_files
+        note_files = app.services.index.note_files
 
         def slow() -> Any:
             release.wait(30)
             return note_files()
 
-        app.bridge.note_files = slow
+        app.services.index.note_files = slow  # type: ignore[method-assign]
         await send(pilot, "question")
         await wait_until(pilot, lambda: _on_screen(app, END), 30, "the answer while the read is held")
         assert app._run_start_files is None

@@ -33,7 +33,7 @@ async def test_a_streamed_answer_appears_as_it_arrives_and_the_status_shows_the_
         [block] = [b for b in app.chat.blocks if isinstance(b, AnswerBlock)]
         assert block.text == answer and block.finished
         assert "cached" in app.status_model.info.last_turn and "in" in app.status_model.info.last_turn
-        assert app.bridge.messages[-1]["role"] == "assistant"
+        assert app.services.session.messages[-1]["role"] == "assistant"
 
 
 async def test_escape_cancels_a_turn_mid_stream_and_the_next_turn_works(make_app, server: FakeAnthropic) -> None:
@@ -237,12 +237,12 @@ async def test_ctrl_c_with_text_selected_in_the_prompt_copies_it_and_cancels_not
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         await send(pilot, "go")
-        await wait_until(pilot, lambda: app._turn is not None and app._turn.is_running)
+        await wait_until(pilot, lambda: app.turn is not None and app.turn.is_running)
         app.prompt.text = "copy these words"
         app.prompt.select_all()
         await pilot.press("ctrl+c")
         await wait_until(pilot, lambda: app.clipboard == "copy these words", what="the copy")
-        assert app._turn.is_running and "cancelled" not in chat_texts(app)
+        assert app.turn.is_running and "cancelled" not in chat_texts(app)
         app.prompt.move_cursor((0, 0))  # no selection: Ctrl+C cancels again
         await pilot.press("ctrl+c")
         await wait_until(pilot, lambda: "cancelled" in chat_texts(app), what="the cancel note")

@@ -79,11 +79,11 @@ async def test_clear_starts_a_new_session_that_keeps_memory(make_app, server: Fa
     app = make_app(server)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_ready(pilot)
-        first_session = app.bridge.session_id
+        first_session = app.services.session.id
         await send(pilot, "How do I build?")
         await wait_until(pilot, lambda: any(c.title == "Build with make" for c in app.panel.state.project))
         await send(pilot, "/clear")
-        await wait_until(pilot, lambda: app.bridge.session_id != first_session, what="a new session")
+        await wait_until(pilot, lambda: app.services.session.id != first_session, what="a new session")
         await wait_until(pilot, lambda: not any(isinstance(b, UserBlock) for b in app.chat.blocks))
         await send(pilot, "and again?")
         await wait_until(pilot, lambda: "Still make build." in chat_texts(app))
@@ -148,9 +148,9 @@ async def test_resume_picks_an_earlier_session_and_shows_its_history(make_app, s
         await wait_ready(pilot)
         await send(pilot, "first session question")
         await wait_until(pilot, lambda: "First session answer." in chat_texts(app))
-        first = app.bridge.session_id
+        first = app.services.session.id
         await send(pilot, "/clear")
-        await wait_until(pilot, lambda: app.bridge.session_id != first)
+        await wait_until(pilot, lambda: app.services.session.id != first)
         await send(pilot, "/resume")
         from app.tui.commands import SessionPicker
 
@@ -159,7 +159,7 @@ async def test_resume_picks_an_earlier_session_and_shows_its_history(make_app, s
         # The current session has no prompt yet: it is not offered, so the first row is the earlier one.
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.screen is not picker)
-        await wait_until(pilot, lambda: app.bridge.session_id == first)
+        await wait_until(pilot, lambda: app.services.session.id == first)
         await wait_until(pilot, lambda: "First session answer." in chat_texts(app))
         assert "first session question" in chat_texts(app)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from app.tui.phase import Phase
 from memory.jobs.spool import Spool
 from memory.store.stores import MemoryStores
 from tests.support.clitools import create_op, ops_answer, system_text
@@ -49,7 +50,7 @@ async def test_the_side_panel_shows_a_card_marked_new_after_the_turns_job_applie
         assert card.new and card.summary == "make build"
         await wait_until(pilot, lambda: app.status_model.info.pending == 0 and not app.panel.state.jobs)
         # The session's cost counts the memory model's request too.
-        assert set(app._cost.by_model) == {MODEL, MEMORY_MODEL}
+        assert set(app.cost.by_model) == {MODEL, MEMORY_MODEL}
 
 
 async def test_the_side_panel_follows_a_hand_edit_on_disk(make_app, server: FakeAnthropic) -> None:
@@ -128,7 +129,7 @@ async def test_ctrl_c_does_not_quit(make_app) -> None:
         app.screen.focus_next()  # away from the prompt, where Ctrl+C copies
         await pilot.press("ctrl+c")
         await pilot.press("ctrl+c")
-        assert app.is_running and not app._quitting
+        assert app.is_running and app.phase is not Phase.QUITTING
 
 
 async def test_quit_with_nothing_in_flight_leaves_at_once_and_closes_the_session(make_app, server: FakeAnthropic) -> None:

@@ -28,7 +28,7 @@ from tests.support.clitools import create_op, ops_answer
 from tests.support.fakeapi import FakeAnthropic, http_error, text
 from tests.support.memtools import trust_workspace, write_note
 from tests.tui.conftest import MEMORY_MODEL, MODEL, send, wait_ready, wait_until
-from tests.unit.memory.test_manager import merge_answer
+from tests.unit.memory.jobs.test_manager import merge_answer
 from widgets.dialogs.confirm import ConfirmModal
 from widgets.panel.memory_panel import MemoryPanel
 from widgets.pending.screen import PendingScreen

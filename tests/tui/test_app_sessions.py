@@ -63,7 +63,7 @@ async def test_resume_offers_only_sessions_that_had_a_prompt(make_app, server: F
         assert isinstance(picker, SessionPicker)
         assert [s.id for s in picker.sessions] == [real]
         await _pick_first(pilot)
-        await wait_until(pilot, lambda: app.bridge.session_id == real, what="the resumed session")
+        await wait_until(pilot, lambda: app.services.session.id == real, what="the resumed session")
         await wait_until(pilot, lambda: "the real answer" in chat_texts(app), what="its history")
 
 
@@ -115,12 +115,12 @@ async def test_resuming_a_compacted_session_shows_the_turns_before_the_boundary(
     app = make_app(server, memory_mode="off", context_window=20_000)
     async with app.run_test(size=(120, 60)) as pilot:
         await _compacted_session(pilot, app)
-        compacted = app.bridge.session_id
+        compacted = app.services.session.id
         await send(pilot, "/clear")
-        await wait_until(pilot, lambda: app.bridge.session_id != compacted, what="a new session")
+        await wait_until(pilot, lambda: app.services.session.id != compacted, what="a new session")
         await send(pilot, "/resume")
         await _pick_first(pilot)  # the cleared session has no prompt: the compacted one is first
-        await wait_until(pilot, lambda: app.bridge.session_id == compacted, what="the resumed session")
+        await wait_until(pilot, lambda: app.services.session.id == compacted, what="the resumed session")
         await wait_until(pilot, lambda: "answer two" in chat_texts(app), what="its history")
         _assert_whole_transcript_shown(app)
         # The model still gets the compacted conversation: the summary, not turn one.
@@ -143,7 +143,7 @@ async def test_continuing_a_compacted_session_shows_the_turns_before_the_boundar
         await wait_ready(pilot)
         await wait_until(pilot, lambda: "answer two" in chat_texts(again), what="the history")
         _assert_whole_transcript_shown(again)
-        assert len(again.bridge.messages) == 2  # the model's view: the verbatim turn only
+        assert len(again.services.session.messages) == 2  # the model's view: the verbatim turn only
 
 
 async def test_an_unknown_model_in_the_app_names_the_model_command(make_app, server: FakeAnthropic) -> None:
@@ -166,7 +166,7 @@ async def test_resume_works_with_no_model_configured_and_shows_the_history(make_
         assert not app.ready
         await send(pilot, "/resume")
         await _pick_first(pilot)
-        await wait_until(pilot, lambda: app.bridge.session_id == real, what="the resumed session")
+        await wait_until(pilot, lambda: app.services.session.id == real, what="the resumed session")
         await wait_until(pilot, lambda: "the offline answer" in chat_texts(app), what="its history")
 
 
@@ -237,7 +237,7 @@ async def test_resume_typed_while_clear_is_still_closing_the_session_waits_for_i
     monkeypatch.setattr(Session, "close", slow_close)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
-        assert app.bridge.session_id == first
+        assert app.services.session.id == first
         await send(pilot, "/clear")
         await wait_until(pilot, closing.is_set, what="the clear closing the session")
         await send(pilot, "/resume")
@@ -254,6 +254,6 @@ async def test_resume_typed_while_clear_is_still_closing_the_session_waits_for_i
         held.set()
         if not raced:
             await _pick_first(pilot)
-        await wait_until(pilot, lambda: app.bridge.session_id == first, what="the resumed session")
+        await wait_until(pilot, lambda: app.services.session.id == first, what="the resumed session")
         await wait_until(pilot, lambda: "the first answer" in chat_texts(app), what="its history")
         assert not any("in use" in t or "cannot" in t for t in chat_texts(app))

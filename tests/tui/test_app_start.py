@@ -48,7 +48,7 @@ _FIRST_FRAME_PROBE = textwrap.dedent(
         async with app.run_test(size=(120, 40)) as pilot:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 30
-            while not (app.bridge.opened and app.ready):
+            while not (app.phase.opened and app.ready):
                 assert loop.time() < deadline, "the runtime never opened"
                 await pilot.pause(0.02)
             seen["anthropic_when_ready"] = "anthropic" in sys.modules
@@ -141,7 +141,7 @@ def test_pseudoclaude_without_p_opens_the_app_on_a_terminal_and_prints_the_statu
 
 
 async def test_the_setup_help_is_one_short_item_per_line_in_a_setup_block_with_a_bold_heading(make_app) -> None:
-    from app.tui.bridge import CONFIGURE_HELP
+    from app.tui.startup import CONFIGURE_HELP
 
     lines = CONFIGURE_HELP.splitlines()
     assert all(len(line) <= 56 for line in lines)
@@ -351,11 +351,11 @@ async def test_esc_takes_back_a_queued_prompt_into_the_prompt_and_nothing_is_sen
         release.set()
         await wait_ready(pilot)
         await pilot.pause()
-        assert app._turn is None and server.requests_for(MODEL) == []
+        assert app.turn is None and server.requests_for(MODEL) == []
 
 
 async def test_without_credentials_a_queued_prompt_is_kept_and_answered_with_the_setup_help(make_app) -> None:
-    from app.tui.prompt_history import PromptHistory
+    from app.services.prompt_history import PromptHistory
 
     app = make_app()  # no key
     release = _hold_open(app)
@@ -408,7 +408,7 @@ async def test_a_prompt_queued_before_the_trust_question_waits_for_its_answer(
         await wait_until(pilot, lambda: not app.connecting, what="the runtime open, the question unanswered")
         await pilot.pause()
         assert isinstance(app.screen, TrustModal)
-        assert app._turn is None and len(app._waiting) == 1  # still queued: not before the answer
+        assert app.turn is None and len(app._waiting) == 1  # still queued: not before the answer
         await pilot.press("y")
         await wait_until(pilot, lambda: "noted" in chat_texts(app), what="the answer")
         assert "Deploy on Fridays" in system_text(server.requests_for(MODEL)[0])

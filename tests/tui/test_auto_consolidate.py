@@ -86,7 +86,7 @@ async def test_three_new_cards_make_one_held_consolidation_and_the_count_survive
         store = MemoryStores(ws).project.dir
         assert (store / card(2)).exists(), "held: nothing applied before the review"
         [held] = consolidations(ws)
-        await app.bridge.approve(held.id, None)
+        await app.services.jobs.approve(held.id, None)
         await wait_until(pilot, lambda: not (store / card(2)).exists(), what="the approved consolidation applied")
         # Two more new cards: not yet.
         for k in (4, 5):

@@ -131,7 +131,7 @@ async def test_a_failing_check_is_logged_not_shown(make_app, ws: Path, caplog: A
         async def broken() -> frozenset[tuple[str, str]]:
             raise OSError("disk on fire")
 
-        app.bridge.stale_cards = broken  # type: ignore[method-assign]
+        app.services.cards.stale_cards = broken  # type: ignore[method-assign]
         blocks = len(app.chat.blocks)
         app.grounding.recheck()
         await wait_until(pilot, lambda: "disk on fire" in caplog.text, what="the logged failure")

@@ -6,6 +6,8 @@ tests/tui/test_widgets_card_browser.py.)"""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
+from app.services.trust import TrustService
 from app.tui.trust_flow import trust_cards
 from memory.store.stores import MemoryStores
 from tests.support.fakeapi import FakeAnthropic
@@ -69,7 +72,8 @@ def test_the_trust_preview_names_what_each_card_hides_with_its_text(tmp_path: Pa
         "project_knowledge_closing.md": ("tag", "</memory-index>"),
         "project_knowledge_zw.md": ("invisible character", "⟨ZWSP⟩"),
     }
-    cards = {c.filename: c for c in trust_cards(preview)}
+    service = TrustService(tmp_path / "repo", None, fs=None, pacer=None, card_reads=threading.Lock())
+    cards = {c.filename: c for c in trust_cards(asyncio.run(service.preview()))}
     assert (cards["project_knowledge_comment.md"].markup, cards["project_knowledge_comment.md"].fragment) == \
         ("HTML comment", COMMENT)
     assert cards["project_knowledge_plain.md"].markup == "" and cards["project_knowledge_broken.md"].problem

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 import app.tui.panel_snapshot as panel_snapshot
+from app.services.index import index_view
+from app.services.panel_snapshot import snapshot_path
 from app.tui.app import PseudoClaudeApp
 from app.tui.messages import PanelStateReady
-from app.tui.panel_snapshot import PanelSnapshot, snapshot_path
+from app.tui.panel_snapshot import PanelSnapshot
 from app.tui.panel_state import build_panel_state
 from memory.constants import Level
 from memory.store.stores import MemoryStores
@@ -37,18 +39,18 @@ def _hold(app: PseudoClaudeApp) -> threading.Event:
     """The runtime's construction and the early read of the stores wait for the returned event."""
     release = threading.Event()
     build: Callable[[], None] = app.bridge.build
-    early = app.bridge.early_panel_state
+    early = app.panel_feed.early
 
     def held_build() -> None:
         assert release.wait(30), "the test never released the build"
         build()
 
-    async def held_early() -> PanelState | None:
+    async def held_early(stores: Callable[[], Any]) -> PanelState:
         await asyncio.to_thread(release.wait, 30)
-        return await early()
+        return await early(stores)
 
     app.bridge.build = held_build  # type: ignore[method-assign]
-    app.bridge.early_panel_state = held_early  # type: ignore[method-assign]
+    app.panel_feed.early = held_early  # type: ignore[method-assign]
     return release
 
 
@@ -72,7 +74,7 @@ def _setup(ws: Path, home: Path) -> MemoryStores:
     write_note(stores, Level.USER, "project_knowledge_tabs.md", "Tabs not spaces", "always tabs")
     trust_workspace(ws)
     settle(ws, home)
-    PanelSnapshot(home, ws).record(lambda: build_panel_state(stores, [], None))  # the last start's
+    PanelSnapshot(home, ws).record(lambda: build_panel_state(index_view(stores), [], None))  # the last start's
     assert snapshot_path(home, ws).exists()
     return stores
 

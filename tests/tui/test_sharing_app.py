@@ -216,7 +216,7 @@ class FakeSync:
             self.most = max(self.most, self.running)
             n = len(self.calls)
             rt = self.app.bridge.runtime
-            self.calls.append({"remote": remote, "timeout": timeout, "opened": self.app.bridge.opened,
+            self.calls.append({"remote": remote, "timeout": timeout, "opened": self.app.phase.opened,
                                "session_open": rt is not None and rt.session is not None})
         try:
             if self.gate is not None:

@@ -109,14 +109,14 @@ async def test_the_trust_window_is_drawn_before_the_stores_are_loaded(make_app, 
         "updated: '2026-01-01T00:00:00Z'\nsource: manual\n---\nBody.\n")
     app = make_app()
     first_load: list[bool] = []
-    load = app.bridge.trust_stores
+    load = app.bridge.trust.stores
 
     def trust_stores() -> Any:
         if not first_load:
             first_load.append(isinstance(app.screen, TrustModal) and app.screen.is_mounted)
         return load()
 
-    app.bridge.trust_stores = trust_stores  # type: ignore[method-assign]
+    app.bridge.trust.stores = trust_stores  # type: ignore[method-assign]
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, TrustModal), what="the trust window")
         await wait_until(pilot, lambda: bool(first_load), what="the stores loaded")
@@ -131,4 +131,4 @@ async def test_no_trust_window_and_a_connection_for_a_store_that_needs_none(
     app = make_app(server)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.ready, what="connected")
-        assert not isinstance(app.screen, TrustModal) and not app._awaiting_trust
+        assert not isinstance(app.screen, TrustModal) and not app.trust.pending

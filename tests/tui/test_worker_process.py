@@ -1,6 +1,7 @@
-"""The App with its memory worker in a child process: the card reaches the panel, a
-child killed mid-apply is survived (the job finishes once, said once), two windows share one
-worker, and quitting with a job in flight leaves the child to finish it and exit.
+"""The App with its memory worker in a child process: the card reaches the panel, the child's
+batch is one job event and one panel refresh (its outcome line), a child killed mid-apply is
+survived (the job finishes once, said once, announced once), two windows share one worker, and
+quitting with a job in flight leaves the child to finish it and exit.
 
 The children run the real `pseudoclaude memory worker` (the SDK against the fake API) — or
 tests/support/worker_driver.py, which is that command killing itself once mid-apply.
@@ -21,6 +22,7 @@ import pytest
 
 import app.agent.runtime as runtime_module
 from memory.constants import MemoryMode
+from memory.events import JobApplied, JobQueued, MemoryEvent
 from memory.jobs.spool import Spool
 from memory.store.stores import MemoryStores
 from tests.support.clitools import create_op, ops_answer
@@ -121,7 +123,41 @@ async def test_a_turns_card_reaches_the_panel_from_the_worker_child(
         await pilot.pause(0.5)
         assert app.sharing.refreshes == 0
         # The child's request counts in the session's cost (its usage line on the pipe).
-        await wait_until(pilot, lambda: set(app._cost.by_model) == {MODEL, MEMORY_MODEL}, what="the memory cost")
+        await wait_until(pilot, lambda: set(app.cost.by_model) == {MODEL, MEMORY_MODEL}, what="the memory cost")
+
+
+async def test_the_childs_batch_is_one_job_event_and_one_panel_refresh(
+    process_worker: None, make_app, server: FakeAnthropic, ws: Path
+) -> None:
+    gate = Gate("memory answer", timeout=60)
+    server.script(MODEL, text("Use make build."))
+    server.script(MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.")), hold_before=gate))
+    app = make_app(server)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_ready(pilot, CHILD_START_S)
+        rt = app.bridge.runtime
+        await wait_until(pilot, lambda: rt.child.pid is not None, CHILD_START_S, "the worker child")
+        await send(pilot, "How do I build?")
+        await wait_until(pilot, lambda: gate.reached, CHILD_START_S, "the memory request, held")
+        await pilot.pause(1.5)  # the turn's end and the job's start have reached the panel
+        events: list[MemoryEvent] = []
+        rt.manager.subscribe(events.append)
+        refreshes: list[int] = []
+        refresh = app._refresh_panel
+
+        def counted() -> object:
+            refreshes.append(1)
+            return refresh()
+
+        app._refresh_panel = counted
+        gate.release()
+        await wait_until(pilot, lambda: "Build with make" in _titles(app.panel.state.project), CHILD_START_S,
+                         "the new card in the panel")
+        await pilot.pause(2.0)  # several looks at the spool: none may announce the batch again
+        assert [type(e) for e in events] == [JobApplied]
+        assert [a.filename for a in events[0].applied] == [c.name for c in _project_cards(ws)]  # type: ignore[union-attr]
+        assert refreshes == [1]
+        assert app.sharing.refreshes == 0  # and the watcher took the child's writes for the app's own
 
 
 async def test_a_child_killed_mid_apply_is_said_once_replaced_and_the_job_applies_once(
@@ -143,6 +179,8 @@ async def test_a_child_killed_mid_apply_is_said_once_replaced_and_the_job_applie
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_ready(pilot, CHILD_START_S)
         rt = app.bridge.runtime
+        events: list[MemoryEvent] = []
+        rt.manager.subscribe(events.append)
         await wait_until(pilot, lambda: rt.child.pid is not None, CHILD_START_S, "the worker child")
         first = rt.child.pid
         await send(pilot, "How do I deploy?")
@@ -159,6 +197,10 @@ async def test_a_child_killed_mid_apply_is_said_once_replaced_and_the_job_applie
         assert len(server.requests_for(MEMORY_MODEL)) == 1
         await wait_until(pilot, lambda: not Spool(MemoryStores(ws).paths).list(ws, include_orphans=False),
                          what="the spool to empty")
+        # The killed child never said the job's outcome: the app's look at the spool did, once.
+        await pilot.pause(1.5)
+        [queued] = [e for e in events if isinstance(e, JobQueued)]
+        assert [e.job_id for e in events if isinstance(e, JobApplied)] == [queued.job_id]
 
 
 async def test_two_windows_on_one_workspace_have_one_worker_process(

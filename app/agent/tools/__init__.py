@@ -41,7 +41,6 @@ from app.agent.tools.shell import run_bash
 from app.agent.tools.specs import READ_ONLY_TOOLS, TOOL_SPECS, ToolKind, ToolSpec, api_tools, needs_permission
 from memory.constants import INDEX_FILE
 from memory.store.store import StoreError
-from memory.store.stores import CITES_HEAD, STALE_LINE
 from memory.text.lines import one_line
 
 __all__ = [
@@ -79,12 +78,13 @@ async def _read_memory(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
         raise ToolError("memory is not available")
     memory = ctx.memory
 
-    def read() -> ToolResult:
+    def run() -> ToolResult:
         # One worker thread for the read, the page and the count (SQLite: never on the loop).
         try:
-            text = memory.read_memory(level, filename)
+            read = memory.read_memory_text(level, filename)
         except (StoreError, ValueError, OSError) as e:
             raise ToolError(str(e) or f"cannot read {quote(filename)} from the {level} store") from None
+        text = read.text
         if not text.strip():
             content = f"[the {level} store has no notes]" if filename == INDEX_FILE else "[this note has an empty body]"
         else:
@@ -92,20 +92,10 @@ async def _read_memory(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
         if filename == INDEX_FILE:
             return ToolResult(content=content)
         _count_read(memory, level, filename)  # only once the read gave the model something
-        return ToolResult(content=content, card=CardRead(level=level, filename=filename, stale=_is_stale(text)))
+        # Stale as the stores found it for this text, whichever page of it the model asked for.
+        return ToolResult(content=content, card=CardRead(level=level, filename=filename, stale=read.stale))
 
-    return await asyncio.to_thread(read)
-
-
-
-
-def _is_stale(text: str) -> bool:
-    """Whether a card's read_memory text says it is stale: a line of the header above the body,
-    which the whole text has even when the model asked for a later page."""
-    if not text.startswith(CITES_HEAD + "\n"):
-        return False
-    head = text.split("\n\n", 1)[0]
-    return STALE_LINE in head.split("\n")
+    return await asyncio.to_thread(run)
 
 
 def _count_read(memory: MemoryReader, level: str, filename: str) -> None:

@@ -8,9 +8,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, model_validator
+
+from memory.model import MemoryText
 
 MAX_REASON_CHARS = 400
 
@@ -57,7 +59,7 @@ class MemoryReader(Protocol):
     """What read_memory needs of the memory stores: the read, and counting it (``record_read``
     never raises: a count is a signal, and a failing one must not fail the read)."""
 
-    def read_memory(self, level: str, filename: str) -> str: ...
+    def read_memory_text(self, level: str, filename: str) -> MemoryText: ...
 
     def record_read(self, level: str, filename: str) -> None: ...
 
@@ -157,7 +159,105 @@ def display_name(name: str) -> str:
     return _NAME_CONTROL_RE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
-# -- input checks (required keys, types; unknown keys are ignored) -----------------------------
+# -- tool inputs -------------------------------------------------------------------------------
+
+
+class ToolInput(BaseModel):
+    """A tool's input, as the model sent it: the fields of a subclass are the tool's inputs, and
+    ``specs.input_schema`` turns them into the JSON schema the model is given. Validate with
+    ``parse_input``: any wrong input becomes one ToolError naming it.
+
+    Unknown keys are ignored rather than refused (the schema tells the model there are none, but
+    a stray key costs nothing), and a null counts as an absent key (models send null for an
+    input they leave out). The field checks below (``text``, ``integer``, …) check the type
+    themselves, in the words of the errors, and never coerce (``"5"`` is not a number, ``true``
+    is not 1)."""
+
+    # Built on first use: most tools of a session are never called.
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None}
+        return data
+
+
+InputT = TypeVar("InputT", bound=ToolInput)
+
+
+def parse_input(model: type[InputT], inp: dict[str, Any]) -> InputT:
+    """``inp`` validated as ``model``; ToolError with the first wrong input's reason (inputs are
+    checked in the order the model declares them)."""
+    try:
+        return model.model_validate(inp)
+    except ValidationError as e:
+        raise ToolError(_reason(e.errors(include_url=False)[0])) from None
+
+
+def _reason(error: Any) -> str:
+    loc = error["loc"]
+    key = loc[0] if loc else "input"
+    kind = error["type"]
+    if kind == "value_error":  # a field check's own words (``refuse``)
+        return str(error["ctx"]["error"])
+    if kind == "missing":
+        return f"missing required input {key!r}"
+    if kind == "greater_than_equal":
+        return f"input {key!r} must be at least {error['ctx']['ge']} (got {error['input']})"
+    if kind == "less_than_equal":
+        return f"input {key!r} must be at most {error['ctx']['le']} (got {error['input']})"
+    return f"input {key!r}: {error['msg']}"
+
+
+def refuse(reason: str) -> ValueError:
+    """The error a field check raises: ``reason`` is the whole one-line message."""
+    return ValueError(reason)
+
+
+def text(value: object, info: ValidationInfo) -> str:
+    """A string (may be empty)."""
+    if not isinstance(value, str):
+        raise refuse(f"input {info.field_name!r} must be a string, not {_type_name(value)}")
+    return value
+
+
+def filled_text(value: object, info: ValidationInfo) -> str:
+    """A string that is not empty."""
+    v = text(value, info)
+    if v == "":
+        raise refuse(f"input {info.field_name!r} must not be empty")
+    return v
+
+
+def integer(value: object, info: ValidationInfo) -> int:
+    """An integer; a whole float (``2.0``) counts as one, a boolean does not. Bounds are the
+    field's ``ge``/``le`` (they are in the schema too)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise refuse(f"input {info.field_name!r} must be an integer, not {_type_name(value)}")
+    return value
+
+
+def positive_number(value: object, info: ValidationInfo) -> float:
+    """A finite number greater than 0. Checked here rather than by ``gt=0``: the schema states
+    no bound for it."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise refuse(f"input {info.field_name!r} must be a number, not {_type_name(value)}")
+    if value <= 0:
+        raise refuse(f"input {info.field_name!r} must be greater than 0 (got {value:g})")
+    return float(value)
+
+
+def flag(value: object, info: ValidationInfo) -> bool:
+    if not isinstance(value, bool):
+        raise refuse(f"input {info.field_name!r} must be true or false, not {_type_name(value)}")
+    return value
+
+
+# -- input checks by key (read_memory and read_result; unknown keys are ignored) ---------------
 
 
 def req_str(inp: dict[str, Any], key: str, *, allow_empty: bool = False) -> str:
@@ -171,15 +271,6 @@ def req_str(inp: dict[str, Any], key: str, *, allow_empty: bool = False) -> str:
     return v
 
 
-def opt_str(inp: dict[str, Any], key: str) -> str | None:
-    v = inp.get(key)
-    if v is None:
-        return None
-    if not isinstance(v, str):
-        raise ToolError(f"input {key!r} must be a string, not {_type_name(v)}")
-    return v
-
-
 def opt_int(inp: dict[str, Any], key: str, *, minimum: int) -> int | None:
     v = inp.get(key)
     if v is None:
@@ -190,26 +281,6 @@ def opt_int(inp: dict[str, Any], key: str, *, minimum: int) -> int | None:
         raise ToolError(f"input {key!r} must be an integer, not {_type_name(v)}")
     if v < minimum:
         raise ToolError(f"input {key!r} must be at least {minimum} (got {v})")
-    return v
-
-
-def opt_number(inp: dict[str, Any], key: str) -> float | None:
-    v = inp.get(key)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise ToolError(f"input {key!r} must be a number, not {_type_name(v)}")
-    if v <= 0:
-        raise ToolError(f"input {key!r} must be greater than 0 (got {v:g})")
-    return float(v)
-
-
-def opt_bool(inp: dict[str, Any], key: str) -> bool:
-    v = inp.get(key)
-    if v is None:
-        return False
-    if not isinstance(v, bool):
-        raise ToolError(f"input {key!r} must be true or false, not {_type_name(v)}")
     return v
 
 

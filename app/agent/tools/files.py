@@ -18,11 +18,8 @@ from app.agent.tools.base import (
     ToolContext,
     ToolError,
     ToolResult,
-    opt_bool,
-    opt_int,
-    opt_str,
+    parse_input,
     quote,
-    req_str,
 )
 from app.agent.tools.globs import compile_glob, glob_depth, named_skip_dirs
 from app.agent.tools.paths import (
@@ -34,6 +31,7 @@ from app.agent.tools.paths import (
     resolve,
     resolve_write,
 )
+from app.agent.tools.specs import EditFileInput, ListFilesInput, ReadFileInput, WriteFileInput
 from memory.text.lines import format_bytes
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -142,9 +140,8 @@ def _count_rest(f: BinaryIO) -> tuple[int, bool]:
 
 
 def read_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
-    raw = req_str(inp, "path")
-    offset = opt_int(inp, "offset", minimum=0)
-    limit = opt_int(inp, "limit", minimum=1)
+    args = parse_input(ReadFileInput, inp)
+    raw, offset, limit = args.path, args.offset, args.limit
     r = resolve(ctx.workspace, raw)
     fd, st = _open_regular(r, raw)
     with os.fdopen(fd, "rb") as f:
@@ -257,8 +254,8 @@ def _folder(ctx: ToolContext, raw: str | None) -> Resolved:
 
 
 def list_files(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
-    raw = opt_str(inp, "path")
-    pattern = opt_str(inp, "pattern")
+    args = parse_input(ListFilesInput, inp)
+    raw, pattern = args.path, args.pattern
     pattern = pattern.strip() if pattern and pattern.strip() else None
     r = _folder(ctx, raw)
     if not os.path.isdir(r.real):
@@ -366,8 +363,8 @@ def _encode(text: str, what: str) -> bytes:
 
 
 def _write_input(ctx: ToolContext, inp: dict[str, Any]) -> tuple[str, bytes, Resolved]:
-    raw = req_str(inp, "path")
-    content = req_str(inp, "content", allow_empty=True)
+    args = parse_input(WriteFileInput, inp)
+    raw, content = args.path, args.content
     data = _encode(content, "content")
     if raw.endswith(("/", os.sep)):
         raise ToolError(f"{quote(raw)} names a folder; give a file path")
@@ -375,10 +372,8 @@ def _write_input(ctx: ToolContext, inp: dict[str, Any]) -> tuple[str, bytes, Res
 
 
 def _edit_input(ctx: ToolContext, inp: dict[str, Any]) -> tuple[str, str, str, bool, Resolved]:
-    raw = req_str(inp, "path")
-    old = req_str(inp, "old_string", allow_empty=True)
-    new = req_str(inp, "new_string", allow_empty=True)
-    replace_all = opt_bool(inp, "replace_all")
+    args = parse_input(EditFileInput, inp)
+    raw, old, new, replace_all = args.path, args.old_string, args.new_string, args.replace_all
     if old == "":
         raise ToolError("old_string is empty; to create a file or replace all of it use write_file")
     if old == new:

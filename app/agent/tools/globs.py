@@ -3,6 +3,12 @@
 ``*`` and ``?`` stay inside one path component, ``**`` spans any number of folders (``**/``
 also matches none), ``[abc]``/``[!abc]`` are classes, ``{a,b}`` alternatives. ``*`` matches
 names starting with a dot too.
+
+Hand-written rather than pathspec's gitignore patterns, which differ where the tools' tests rely
+on it: gitignore has no ``{a,b}``; a pattern without ``/`` there matches at any depth (``*.py``
+would list every Python file, here only those directly in the folder); and pathspec compiles
+``*`` to a backtracking stdlib regex, so a model's ``*a*a*a*a*a*a*ab`` takes seconds per long
+name, where matching here stays linear (one component at a time, ``**`` by dynamic programming).
 """
 
 from __future__ import annotations

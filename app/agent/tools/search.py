@@ -22,7 +22,7 @@ from typing import Any
 # hangs the call nor freezes the app's event loop.
 import regex
 
-from app.agent.tools.base import ToolContext, ToolError, ToolResult, opt_str, quote, req_str
+from app.agent.tools.base import ToolContext, ToolError, ToolResult, parse_input, quote
 from app.agent.tools.files import (
     _O_CLOEXEC,
     _O_NONBLOCK,
@@ -38,6 +38,7 @@ from app.agent.tools.files import (
 )
 from app.agent.tools.globs import compile_glob, named_skip_dirs
 from app.agent.tools.paths import SKIP_DIRS, Resolved, inside, rel_display
+from app.agent.tools.specs import GrepInput
 from memory.text.lines import format_bytes
 from memory.text.names import quote as redacted_quote
 
@@ -180,9 +181,9 @@ class _Search:
 
 
 def _grep(ctx: ToolContext, inp: dict[str, Any], cancel: threading.Event) -> ToolResult:
-    pattern = req_str(inp, "pattern")
-    raw = opt_str(inp, "path")
-    glob = (opt_str(inp, "glob") or "").strip() or None
+    args = parse_input(GrepInput, inp)
+    pattern, raw = args.pattern, args.path
+    glob = (args.glob or "").strip() or None
     limit = max(ctx.grep_timeout, 0.001)
     deadline = time.monotonic() + limit  # compiling the pattern counts too
     rx = _compile_pattern(pattern)

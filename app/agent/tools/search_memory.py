@@ -22,11 +22,9 @@ from app.agent.tools.base import (
     ToolContext,
     ToolError,
     ToolResult,
-    opt_int,
-    opt_str,
-    quote,
-    req_str,
+    parse_input,
 )
+from app.agent.tools.specs import SEARCH_MEMORY_MAX_LIMIT, SearchMemoryInput
 from memory.search.engine import SEARCH_FLOOR
 from memory.store.trust import UNTRUSTED_REASON
 
@@ -35,25 +33,16 @@ __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "NO_MATCH", "NO_PROJECT_LEVEL", "UNTRUS
 log = logging.getLogger(__name__)
 
 DEFAULT_LIMIT = 10
-MAX_LIMIT = 50  # memory.search.engine.SEARCH_LIMIT_MAX: the engine would cut a larger one silently
+MAX_LIMIT = SEARCH_MEMORY_MAX_LIMIT
 NO_MATCH = "no card matches"
 UNTRUSTED_NOTE = "[the project store was not searched: it came with this workspace and is not trusted yet]"
 NO_PROJECT_LEVEL = "this workspace has no project level (its project store is the user store): search level 'user'"
-_LEVELS = ("project", "user")
 
 
 def check_input(inp: dict[str, Any]) -> tuple[str, str | None, int]:
     """(query, level or None, limit) from the tool's input, or a ToolError with one reason."""
-    query = req_str(inp, "query")
-    if not query.strip():
-        raise ToolError("input 'query' must name what to look for, not only spaces")
-    level = opt_str(inp, "level")
-    if level is not None and level not in _LEVELS:
-        raise ToolError(f"level must be 'project' or 'user', not {quote(level)}")
-    limit = opt_int(inp, "limit", minimum=1)
-    if limit is not None and limit > MAX_LIMIT:
-        raise ToolError(f"input 'limit' must be at most {MAX_LIMIT} (got {limit})")
-    return query, level, DEFAULT_LIMIT if limit is None else limit
+    args = parse_input(SearchMemoryInput, inp)
+    return args.query, args.level, DEFAULT_LIMIT if args.limit is None else args.limit
 
 
 def found_lines(search: MemorySearcher, query: str, level: str | None, limit: int) -> tuple[list[str], bool]:

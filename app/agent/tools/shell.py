@@ -18,7 +18,8 @@ import signal
 from dataclasses import dataclass
 from typing import Any
 
-from app.agent.tools.base import ResultView, ToolContext, ToolError, ToolResult, opt_number, req_str
+from app.agent.tools.base import ResultView, ToolContext, ToolError, ToolResult, parse_input
+from app.agent.tools.specs import BashInput
 
 TERM_GRACE = 2.0  # seconds between SIGTERM and SIGKILL on a timeout
 CANCEL_GRACE = 0.5  # the same on cancellation (the person is waiting)
@@ -118,17 +119,6 @@ def _fmt_seconds(t: float) -> str:
     return f"{t:g}"
 
 
-def _checked_command(inp: dict[str, Any]) -> str:
-    command = req_str(inp, "command")
-    if "\x00" in command:
-        raise ToolError("command contains a NUL character")
-    try:
-        command.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ToolError("command is not valid UTF-8 text (it holds a lone surrogate)") from None
-    return command
-
-
 @dataclass
 class _Outcome:
     """What became of one command: its exit, its output, and the notes the result carries."""
@@ -143,8 +133,8 @@ class _Outcome:
 
 
 async def run_bash(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
-    command = _checked_command(inp)
-    asked = opt_number(inp, "timeout")
+    args = parse_input(BashInput, inp)
+    command, asked = args.command, args.timeout
     timeout = asked if asked is not None else ctx.bash_timeout_default
     capped = timeout > ctx.bash_timeout_max
     timeout = min(timeout, ctx.bash_timeout_max)

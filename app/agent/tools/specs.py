@@ -6,7 +6,22 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+
+from app.agent.tools.base import (
+    ToolInput,
+    filled_text,
+    flag,
+    integer,
+    positive_number,
+    quote,
+    refuse,
+    text,
+)
 
 ToolKind = Literal["read", "write", "execute", "agent"]
 
@@ -15,17 +30,176 @@ ToolKind = Literal["read", "write", "execute", "agent"]
 class ToolSpec:
     name: str
     description: str
-    input_schema: dict[str, Any]
+    input: type[ToolInput]
     kind: ToolKind
     # The telling inputs of a call, in order, each with how it reads on one line ("in {}").
     display: tuple[tuple[str, str], ...] = ()
 
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON schema of ``input`` as the model is given it (shared: copy before changing)."""
+        return input_schema(self.input)
 
-def _schema(properties: dict[str, dict[str, Any]], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
+# -- the inputs ----------------------------------------------------------------------------------
 
 _PATH_NOTE = "relative to the workspace root (an absolute path must be inside the workspace)"
+_LEVELS = ("project", "user")
+# memory.search.engine.SEARCH_LIMIT_MAX: the engine would cut a larger one silently.
+SEARCH_MEMORY_MAX_LIMIT = 50
+
+Text = Annotated[str, BeforeValidator(text)]
+FilledText = Annotated[str, BeforeValidator(filled_text)]
+Flag = Annotated[bool, BeforeValidator(flag)]
+PositiveNumber = Annotated[float, BeforeValidator(positive_number)]
+# A bound sits on the int, before the type check wraps it, so the schema shows it as minimum/maximum.
+Count = Annotated[int, Field(ge=1), BeforeValidator(integer)]
+# A 1-based line: the schema asks for 1 or more, but 0 is taken as the first line rather than
+# refused (models count from 0 now and then).
+Line = Annotated[int, Field(ge=0, json_schema_extra={"minimum": 1}), BeforeValidator(integer)]
+
+
+def _unknown_level(level: str) -> ValueError:
+    return refuse(f"level must be 'project' or 'user', not {quote(level)}")
+
+
+def _level(value: object, info: ValidationInfo) -> str:
+    v = text(value, info)
+    if v not in _LEVELS:
+        raise _unknown_level(v)
+    return v
+
+
+Level = Annotated[Literal["project", "user"], BeforeValidator(_level)]
+
+
+def _command(value: str) -> str:
+    if "\x00" in value:
+        raise refuse("command contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise refuse("command is not valid UTF-8 text (it holds a lone surrogate)") from None
+    return value
+
+
+def _topic(value: str) -> str:
+    if not value.strip():
+        raise refuse("input 'query' must name what to look for, not only spaces")
+    return value
+
+
+class ReadFileInput(ToolInput):
+    path: FilledText = Field(description=f"The file to read, {_PATH_NOTE}.")
+    offset: Line | None = Field(None, description="First line to read, 1-based (default 1).")
+    limit: Count | None = Field(None, description="How many lines to read (default 2000).")
+
+
+class ListFilesInput(ToolInput):
+    path: Text | None = Field(None, description=f"The folder to list, {_PATH_NOTE} (default: the root).")
+    pattern: Text | None = Field(None, description="Glob to match, relative to path, e.g. `**/*.py`.")
+
+
+class GrepInput(ToolInput):
+    pattern: FilledText = Field(description="Python regular expression to search for.")
+    path: Text | None = Field(None, description=f"File or folder to search, {_PATH_NOTE} (default: the root).")
+    glob: Text | None = Field(None, description="Only search files matching this glob, e.g. `*.py`.")
+
+
+class WriteFileInput(ToolInput):
+    path: FilledText = Field(description=f"The file to write, {_PATH_NOTE}.")
+    content: Text = Field(description="The complete new content of the file.")
+
+
+class EditFileInput(ToolInput):
+    path: FilledText = Field(description=f"The file to edit, {_PATH_NOTE}.")
+    old_string: Text = Field(description="The exact text to replace.")
+    new_string: Text = Field(description="The text to put in its place (may be empty).")
+    replace_all: Flag = Field(False, description="Replace every occurrence instead of requiring exactly one (default false).")
+
+
+class BashInput(ToolInput):
+    command: Annotated[FilledText, AfterValidator(_command)] = Field(description="The command line to run.")
+    timeout: PositiveNumber | None = Field(None, description="Timeout in seconds (default 120, at most 600).")
+
+
+class ReadMemoryInput(ToolInput):
+    # The store is checked after the other inputs: a malformed input is named before a wrong level.
+    level: FilledText = Field(description="Which store: project or user.", json_schema_extra={"enum": list(_LEVELS)})
+    filename: FilledText = Field(description="The note's filename, e.g. `project_knowledge_build.md`, or `MEMORY.md`.")
+    offset: Line | None = Field(None, description="First line to read, 1-based (default 1).")
+    limit: Count | None = Field(None, description="How many lines to read (default 2000).")
+
+    @model_validator(mode="after")
+    def _known_level(self) -> ReadMemoryInput:
+        if self.level not in _LEVELS:
+            raise _unknown_level(self.level)
+        return self
+
+
+class SearchMemoryInput(ToolInput):
+    query: Annotated[FilledText, AfterValidator(_topic)] = Field(
+        description="A few words naming the topic, e.g. `frobnicator calibration`."
+    )
+    level: Level | None = Field(None, description="Search only this store (default: both).")
+    limit: Annotated[int, Field(ge=1, le=SEARCH_MEMORY_MAX_LIMIT), BeforeValidator(integer)] | None = Field(
+        None, description="How many lines to return (default 10)."
+    )
+
+
+class ReadResultInput(ToolInput):
+    id: FilledText = Field(description="The stored result's id, e.g. `r0123456789abcdef`.")
+    offset: Line | None = Field(None, description="First line to read, 1-based (default 1).")
+    limit: Count | None = Field(None, description="How many lines to read (default 2000).")
+
+
+class TaskInput(ToolInput):
+    """The task tool's schema. The runner starts a task (run_tool does not) and checks only that
+    its prompt is not blank."""
+
+    description: FilledText = Field(description="A short (3-6 words) label for the task, shown to the user.")
+    prompt: FilledText = Field(description="The complete, self-contained instructions for the sub-agent.")
+
+
+class _ToolSchema(GenerateJsonSchema):
+    """Pydantic's JSON schema without what the tool contract leaves out: an optional input is
+    its type alone (no ``anyOf`` with null, no ``default``), and nothing has a title."""
+
+    # The schemas given are pydantic-core's typed dicts (not imported: pydantic is the dependency).
+    def nullable_schema(self, schema: Any) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def default_schema(self, schema: Any) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+# Each input's keys in this order; any other key is a contract change and fails loudly.
+_PROPERTY_KEYS = ("type", "enum", "minimum", "maximum", "description")
+
+
+@cache  # generated on first use rather than at import: importing the tools stays cheap
+def input_schema(model: type[ToolInput]) -> dict[str, Any]:
+    """The ``input_schema`` the Messages API gets for ``model``: an object of its fields in
+    order, the required ones listed (an empty list too), no other keys allowed."""
+    generated = model.model_json_schema(schema_generator=_ToolSchema)
+    properties: dict[str, dict[str, Any]] = {}
+    for name, prop in generated["properties"].items():
+        extra = set(prop) - set(_PROPERTY_KEYS)
+        if extra:
+            raise ValueError(f"{model.__name__}.{name}: schema keys outside the contract: {sorted(extra)}")
+        properties[name] = {key: prop[key] for key in _PROPERTY_KEYS if key in prop}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(generated.get("required", [])),
+        "additionalProperties": False,
+    }
+
+
+# -- the tools ------------------------------------------------------------------------------------
 
 _SPECS = [
     ToolSpec(
@@ -40,14 +214,7 @@ _SPECS = [
             "over 10 MB can only be read in parts (give offset/limit). Use list_files or grep to find "
             "files first; read a file before editing it."
         ),
-        input_schema=_schema(
-            {
-                "path": {"type": "string", "description": f"The file to read, {_PATH_NOTE}."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to read, 1-based (default 1)."},
-                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)."},
-            },
-            ["path"],
-        ),
+        input=ReadFileInput,
     ),
     ToolSpec(
         name="list_files",
@@ -62,13 +229,7 @@ _SPECS = [
             "node_modules and __pycache__ are skipped unless the pattern names them. At most 1000 "
             "entries are shown, with a note saying how many more there were."
         ),
-        input_schema=_schema(
-            {
-                "path": {"type": "string", "description": f"The folder to list, {_PATH_NOTE} (default: the root)."},
-                "pattern": {"type": "string", "description": "Glob to match, relative to path, e.g. `**/*.py`."},
-            },
-            [],
-        ),
+        input=ListFilesInput,
     ),
     ToolSpec(
         name="grep",
@@ -85,14 +246,7 @@ _SPECS = [
             "with an error after 20 s (a pattern with nested repeats like `(a+)+` can backtrack "
             "for ever on some lines)."
         ),
-        input_schema=_schema(
-            {
-                "pattern": {"type": "string", "description": "Python regular expression to search for."},
-                "path": {"type": "string", "description": f"File or folder to search, {_PATH_NOTE} (default: the root)."},
-                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.py`."},
-            },
-            ["pattern"],
-        ),
+        input=GrepInput,
     ),
     ToolSpec(
         name="write_file",
@@ -104,13 +258,7 @@ _SPECS = [
             "prefer edit_file. Paths must be inside the workspace; writing inside .git/ or the memory "
             "stores (.PseudoClaude/memory) is refused. May need the user's permission."
         ),
-        input_schema=_schema(
-            {
-                "path": {"type": "string", "description": f"The file to write, {_PATH_NOTE}."},
-                "content": {"type": "string", "description": "The complete new content of the file."},
-            },
-            ["path", "content"],
-        ),
+        input=WriteFileInput,
     ),
     ToolSpec(
         name="edit_file",
@@ -123,18 +271,7 @@ _SPECS = [
             "occurrence. If it occurs more than once, include more surrounding lines to make it unique. "
             "Read the file before editing it. May need the user's permission."
         ),
-        input_schema=_schema(
-            {
-                "path": {"type": "string", "description": f"The file to edit, {_PATH_NOTE}."},
-                "old_string": {"type": "string", "description": "The exact text to replace."},
-                "new_string": {"type": "string", "description": "The text to put in its place (may be empty)."},
-                "replace_all": {
-                    "type": "boolean",
-                    "description": "Replace every occurrence instead of requiring exactly one (default false).",
-                },
-            },
-            ["path", "old_string", "new_string"],
-        ),
+        input=EditFileInput,
     ),
     ToolSpec(
         name="bash",
@@ -151,13 +288,7 @@ _SPECS = [
             "Prefer read_file, list_files and grep for reading and searching files. May need the "
             "user's permission."
         ),
-        input_schema=_schema(
-            {
-                "command": {"type": "string", "description": "The command line to run."},
-                "timeout": {"type": "number", "description": "Timeout in seconds (default 120, at most 600)."},
-            },
-            ["command"],
-        ),
+        input=BashInput,
     ),
     ToolSpec(
         name="read_memory",
@@ -174,15 +305,7 @@ _SPECS = [
             "before relying on them. Memory cannot be written with tools; it is updated automatically "
             "after the turn."
         ),
-        input_schema=_schema(
-            {
-                "level": {"type": "string", "enum": ["project", "user"], "description": "Which store: project or user."},
-                "filename": {"type": "string", "description": "The note's filename, e.g. `project_knowledge_build.md`, or `MEMORY.md`."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to read, 1-based (default 1)."},
-                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)."},
-            },
-            ["level", "filename"],
-        ),
+        input=ReadMemoryInput,
     ),
     ToolSpec(
         name="search_memory",
@@ -200,14 +323,7 @@ _SPECS = [
             "rarer words, more often, ranks higher, so name the topic in a few specific words. `level` searches one store only; `limit` is how many lines to return "
             "(default 10, at most 50). A project store that is not trusted yet is not searched."
         ),
-        input_schema=_schema(
-            {
-                "query": {"type": "string", "description": "A few words naming the topic, e.g. `frobnicator calibration`."},
-                "level": {"type": "string", "enum": ["project", "user"], "description": "Search only this store (default: both)."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "How many lines to return (default 10)."},
-            },
-            ["query"],
-        ),
+        input=SearchMemoryInput,
     ),
     ToolSpec(
         name="read_result",
@@ -220,14 +336,7 @@ _SPECS = [
             "(default 2000, and about 24,000 characters at most); a cut output ends with the "
             "`offset` to read on from."
         ),
-        input_schema=_schema(
-            {
-                "id": {"type": "string", "description": "The stored result's id, e.g. `r0123456789abcdef`."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to read, 1-based (default 1)."},
-                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)."},
-            },
-            ["id"],
-        ),
+        input=ReadResultInput,
     ),
     ToolSpec(
         name="task",
@@ -240,13 +349,7 @@ _SPECS = [
             "(read_file, list_files, grep, read_memory, search_memory, read_result), and returns its final answer as the result. "
             "Write `prompt` so it stands alone: say exactly what to find and what to report back."
         ),
-        input_schema=_schema(
-            {
-                "description": {"type": "string", "description": "A short (3-6 words) label for the task, shown to the user."},
-                "prompt": {"type": "string", "description": "The complete, self-contained instructions for the sub-agent."},
-            },
-            ["description", "prompt"],
-        ),
+        input=TaskInput,
     ),
 ]
 

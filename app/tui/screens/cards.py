@@ -15,19 +15,21 @@ from typing import TYPE_CHECKING
 from textual import on
 from textual.message import Message
 
-from app.tui.memory_views import MERGE_MARK
+from app.tui.memory_views import MERGE_MARK, disk_draft, merge_draft
 from app.tui.messages import CardsLoaded, ChatNote, EditorOutcome, MemoryFlash, SearchFound
-from app.tui.screens.memory import FLASH_WIDTH
+from app.tui.screens.common import FLASH_WIDTH
 from memory.text.lines import one_line
 from widgets.cards.browser import CardBrowser
 from widgets.cards.card_list import CardRow
+from widgets.cards.conflict import ConflictModal
 from widgets.cards.draft import CardDraft, ConflictSide
 from widgets.cards.editor import CardEditor
+from widgets.cards.resolve import ResolveModal
 
 if TYPE_CHECKING:
-    from app.tui.screens.memory import MemoryScreens
+    from app.services.cards import CardChange
+    from app.tui.screens.common import MemoryControl
     from memory.model import Conflict, Rejection
-    from memory.store.cards import CardResult
     from memory.text.conflict_sides import SideName
 
 __all__ = ["MERGE_LEFT", "CardsScreen", "EditorScreen", "flash_lines"]
@@ -41,26 +43,25 @@ def cites_of(row: CardRow) -> tuple[str, ...]:
     return tuple(c.spec for c in row.cites)
 
 
-async def save_resolution(memory: MemoryScreens, row: CardRow, draft: CardDraft, sha256: str) -> CardResult:
+async def save_resolution(memory: MemoryControl, row: CardRow, draft: CardDraft, sha256: str) -> CardChange:
     """A conflicted card's resolution as ONE manual update of it (``sha256``: the file as read).
     The chosen version's citations replace the card's when they differ; its pin, when it differs,
     follows as its own batch (an update op carries no pin)."""
-    bridge = memory.bridge
+    cards = memory.services.cards
     cites = draft.cites if draft.cites != cites_of(row) else None
-    result = await bridge.save_card(draft, row.filename, sha256, row.level, cites)
+    result = await cards.save_card(draft, row.filename, sha256, row.level, cites)
     if result.status == "applied" and draft.pinned != row.pinned:
-        level = str(getattr(result.level, "value", result.level))
-        await bridge.pin_card(level, result.filename, draft.pinned, None)
+        await cards.pin_card(result.level, result.filename, draft.pinned, None)
     return result
 
 
 async def confirm_and_say(
-    memory: MemoryScreens, level: str, filename: str, sha256: str | None, *, before: Callable[[], None] | None = None
+    memory: MemoryControl, level: str, filename: str, sha256: str | None, *, before: Callable[[], None] | None = None
 ) -> str | None:
     """A person's "still true" for a card: confirmed off the loop, then said (with what changed)
     and the views refreshed; ``before`` runs first on success. The one-line problem, or None."""
     try:
-        _, said = await memory.bridge.confirm_card(level, filename, sha256)
+        _, said = await memory.services.cards.confirm_card(level, filename, sha256)
     except Exception as e:  # StoreError: one line (changed since read, does not parse, …)
         return f"not confirmed: {e}"
     if before is not None:
@@ -70,7 +71,7 @@ async def confirm_and_say(
     return None
 
 
-def flash_lines(memory: MemoryScreens, head: str, more: list[str], *, error: bool = False) -> None:
+def flash_lines(memory: MemoryControl, head: str, more: list[str], *, error: bool = False) -> None:
     """An outcome and its detail lines (one line each): on the open browser, else in the chat.
     Posted, so a worker may call it."""
     lines = [one_line(m, FLASH_WIDTH) for m in more[:MAX_MORE_LINES]]
@@ -95,7 +96,7 @@ class SideNotTaken(Message):
 
 
 class CardsScreen(CardBrowser):
-    def __init__(self, memory: MemoryScreens, *, levels: tuple[str, ...]) -> None:
+    def __init__(self, memory: MemoryControl, *, levels: tuple[str, ...]) -> None:
         super().__init__(levels=levels)
         self._memory = memory
 
@@ -117,7 +118,7 @@ class CardsScreen(CardBrowser):
     @on(CardBrowser.NewCard)
     def _new_asked(self, message: CardBrowser.NewCard) -> None:
         message.stop()
-        levels = self._memory.bridge.levels
+        levels = self._memory.services.cards.levels
         level = message.level if message.level in levels else levels[0]
         draft = CardDraft(level=level, type=message.type or DEFAULT_TYPE, title="", summary="", body="")
         self._memory.open_editor(draft)
@@ -136,9 +137,6 @@ class CardsScreen(CardBrowser):
     # -- a conflicted card: take a side, or edit the merge ---------------------------
 
     def _open_resolution(self, row: CardRow) -> None:
-        from app.tui.memory_views import merge_draft
-        from widgets.cards.resolve import ResolveModal
-
         conflict = row.conflict
         if conflict is None:
             return
@@ -158,7 +156,7 @@ class CardsScreen(CardBrowser):
     async def _take_side(self, row: CardRow, name: SideName, side: ConflictSide) -> None:
         memory = self._memory
         try:
-            errors = await memory.bridge.check_card(side.draft)
+            errors = await memory.services.cards.check_card(side.draft)
             if errors:
                 problems = " · ".join(f"{field}: {why}" for field, why in errors.items())
                 memory.flash(f"not resolved: the version of {name.name} cannot be saved as it is ({problems}); "
@@ -166,7 +164,7 @@ class CardsScreen(CardBrowser):
                 return
             result = await save_resolution(memory, row, side.draft, row.sha256)
             if result.status == "conflict":
-                disk = await memory.bridge.read_draft(row.level, row.filename)
+                disk = disk_draft(await memory.services.cards.read_card(row.level, row.filename))
                 if disk is None or disk[1] != row.sha256:
                     self.post_message(SideNotTaken(row, side.draft, disk))
                     return
@@ -185,8 +183,6 @@ class CardsScreen(CardBrowser):
 
     @on(SideNotTaken)
     def _side_not_taken(self, message: SideNotTaken) -> None:
-        from widgets.cards.conflict import ConflictModal
-
         row, disk = message.row, message.disk
 
         def chosen(choice: str | None) -> None:
@@ -247,7 +243,7 @@ class CardsScreen(CardBrowser):
         memory = self._memory
         what = "pinned" if pinned else "unpinned"
         try:
-            result = await memory.bridge.pin_card(row.level, row.filename, pinned, row.sha256)
+            result = await memory.services.cards.pin_card(row.level, row.filename, pinned, row.sha256)
         except Exception as e:  # StoreError: one line (changed since read, gone, …)
             memory.flash(f"not {what}: {e}", error=True)
             memory.after_change()
@@ -270,7 +266,7 @@ class CardsScreen(CardBrowser):
 
     async def _search(self, text: str) -> None:
         try:
-            keys = await self._memory.bridge.filter_keys(text)
+            keys = await self._memory.services.cards.filter_keys(text)
         except Exception as e:  # the substring filter stays: say once why the index did not answer
             self._memory.flash(f"the search index did not answer: {e}", error=True)
             return
@@ -290,7 +286,7 @@ class CardsScreen(CardBrowser):
     async def _delete(self, row: CardRow) -> None:
         memory = self._memory
         try:
-            result = await memory.bridge.delete_card(row.level, row.filename, row.sha256)
+            result = await memory.services.cards.delete_card(row.level, row.filename, row.sha256)
         except Exception as e:
             memory.flash(f"not deleted: {e}", error=True)
             return
@@ -304,7 +300,7 @@ class CardsScreen(CardBrowser):
     def _move_asked(self, message: CardBrowser.MoveCard) -> None:
         message.stop()
         row = message.row
-        if row.level == "user" and "project" not in self._memory.bridge.levels:
+        if row.level == "user" and "project" not in self._memory.services.cards.levels:
             self._memory.flash("this workspace has no project level to move the card to", error=True)
             return
         self._memory.run(self._move, row, group="cards-edit")
@@ -312,14 +308,13 @@ class CardsScreen(CardBrowser):
     async def _move(self, row: CardRow) -> None:
         memory = self._memory
         try:
-            result = await memory.bridge.move_card(row.level, row.filename, row.sha256)
+            result = await memory.services.cards.move_card(row.level, row.filename, row.sha256)
         except Exception as e:
             memory.flash(f"not moved: {e}", error=True)
             return
         if result.status == "applied":
-            level = str(getattr(result.level, "value", result.level))
-            memory.flash(f"moved to {level}: {result.filename} (u undoes)")
-            memory.after_change((level, result.filename))
+            memory.flash(f"moved to {result.level}: {result.filename} (u undoes)")
+            memory.after_change((result.level, result.filename))
         else:
             memory.flash(f"not moved: {result.reason}", error=True)
             memory.after_change()
@@ -330,7 +325,7 @@ class EditorScreen(CardEditor):
 
     def __init__(
         self,
-        memory: MemoryScreens,
+        memory: MemoryControl,
         draft: CardDraft,
         *,
         filename: str | None = None,
@@ -378,9 +373,9 @@ class EditorScreen(CardEditor):
         self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None,
         cites: tuple[str, ...] | None, pinned: bool | None,
     ) -> None:
-        bridge, post = self._memory.bridge, self.post_message
+        cards, post = self._memory.services.cards, self.post_message
         try:
-            errors = await bridge.check_card(draft)
+            errors = await cards.check_card(draft)
             if MERGE_MARK in draft.body:
                 errors = {**errors, "body": MERGE_LEFT}
             if errors:
@@ -390,18 +385,17 @@ class EditorScreen(CardEditor):
                     and draft.level == original_level and self.resolving is None:
                 # Only the Pinned box changed: the pin alone, its own undoable batch (never while
                 # merging: a conflicted card takes no pin, the merge itself must be saved).
-                post(EditorOutcome(self, "saved", result=await bridge.pin_as_edit(draft.level, filename, pinned, sha256)))
+                post(EditorOutcome(self, "saved", result=await cards.pin_as_edit(draft.level, filename, pinned, sha256)))
                 return
-            result = await bridge.save_card(draft, filename, sha256, original_level, cites)
+            result = await cards.save_card(draft, filename, sha256, original_level, cites)
             if result.status == "applied":
                 if pinned is not None:  # after the card's own batch: u undoes the pin first
-                    level = str(getattr(result.level, "value", result.level))
-                    await bridge.pin_card(level, result.filename, pinned, None)
+                    await cards.pin_card(result.level, result.filename, pinned, None)
                 post(EditorOutcome(self, "saved", result=result))
                 return
             if filename is not None:
                 # Changed or gone on disk since the editor read it: both versions are shown.
-                disk = await bridge.read_draft(original_level or draft.level, filename)
+                disk = disk_draft(await cards.read_card(original_level or draft.level, filename))
                 if disk is None or disk[1] != sha256:
                     post(EditorOutcome(self, "conflict", disk=disk))
                     return
@@ -447,8 +441,6 @@ class EditorScreen(CardEditor):
             self._show_conflict(message.disk)
 
     def _show_conflict(self, disk: tuple[CardDraft, str] | None) -> None:
-        from widgets.cards.conflict import ConflictModal
-
         where = f"{self.original_level}/{self.filename}"
 
         def chosen(choice: str | None) -> None:

@@ -15,17 +15,21 @@ import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from textual.app import SuspendNotSupported
 
+from app.services.cards import CardText, EditBack
+from app.tui.memory_views import disk_draft
 from memory.text.lines import one_line
+from widgets.cards.conflict import ConflictModal
+from widgets.cards.draft import CardDraft
+from widgets.cards.edit_problem import EditProblemModal
 
 if TYPE_CHECKING:
-    from app.tui.screens.memory import MemoryScreens
-    from memory.store.cards import ExternalEdit, ExternalEditResult
+    from app.services.cards import EditCopy
+    from app.tui.screens.common import MemoryControl
     from widgets.cards.card_list import CardRow
-    from widgets.cards.draft import CardDraft
 
 __all__ = ["ExternalEditOutcome", "ExternalEdits", "editor_argv"]
 
@@ -56,14 +60,14 @@ class ExternalEditOutcome:
     editor again; ``disk`` (a conflict) is the card on disk now as (CardDraft, sha256), None when
     it is gone."""
 
-    edit: ExternalEdit
-    outcome: ExternalEditResult
+    edit: EditCopy
+    outcome: EditBack
     argv: list[str]
     disk: tuple[CardDraft, str] | None = None
 
 
 class ExternalEdits:
-    def __init__(self, memory: MemoryScreens) -> None:
+    def __init__(self, memory: MemoryControl) -> None:
         self._memory = memory
         self.busy = False  # a card is out in the editor (or its outcome is being decided)
 
@@ -83,36 +87,34 @@ class ExternalEdits:
         self._memory.run(self._start, row, argv, group=GROUP)
 
     async def _start(self, row: CardRow, argv: list[str]) -> None:
-        from memory.store.store import StoreError
-
         try:
-            edit = await self._memory.bridge.start_external_edit(row.level, row.filename)
-        except (StoreError, OSError, ValueError) as e:
+            edit = await self._memory.services.cards.start_external_edit(row.level, row.filename)
+        except Exception as e:  # the store's one line (not a regular file, gone, too big), OSError
             self._fail(f"not opened: {e}")
             return
         await self._round(edit, argv)
 
-    async def _round(self, edit: ExternalEdit, argv: list[str]) -> None:
+    async def _round(self, edit: EditCopy, argv: list[str]) -> None:
         """The editor on the private copy, then the copy checked and applied; the outcome is
         handed to ``_decide``."""
-        bridge = self._memory.bridge
+        cards = self._memory.services.cards
         name = os.path.basename(argv[0])
         try:
             try:
                 code = await self._run_editor([*argv, str(edit.path)])
             except SuspendNotSupported:
-                await bridge.discard_external_edit(edit)
+                await cards.discard_external_edit(edit)
                 self._fail("this terminal cannot hand over to an editor: use e to edit the card here")
                 return
             except OSError as e:
-                await bridge.discard_external_edit(edit)
+                await cards.discard_external_edit(edit)
                 self._fail(f"could not run {name}: {e}")
                 return
             refuse = None if code == 0 else f"{name} exited with {code}: nothing was applied"
-            outcome = await bridge.finish_external_edit(edit, refuse=refuse)
+            outcome = await cards.finish_external_edit(edit, refuse=refuse)
             disk = None
             if outcome.status == "conflict":
-                disk = await bridge.read_draft(str(edit.level), edit.filename)
+                disk = disk_draft(await cards.read_card(edit.level, edit.filename))
         except Exception as e:  # the copy is kept: the person's text is not lost to an I/O error
             self._fail(f"not applied: {type(e).__name__}: {e} (your text is in {edit.path})")
             return
@@ -134,18 +136,16 @@ class ExternalEdits:
         if outcome.status == "unchanged":
             self._end(edit, f"back from {name}: no changes")
         elif outcome.status == "applied":
-            result: Any = outcome.result
-            level = str(getattr(result.level, "value", result.level))
-            self._end(edit, f"saved {level} card {result.filename} from {name} (u undoes)")
-            self._memory.after_change((level, result.filename))
+            result = outcome.result
+            assert result is not None  # an applied copy carries its edit's outcome
+            self._end(edit, f"saved {result.level} card {result.filename} from {name} (u undoes)")
+            self._memory.after_change((result.level, result.filename))
         elif outcome.status == "invalid":
             self._ask_edit_again(edit, argv, outcome.problem, outcome.text, where)
         elif outcome.status == "conflict":
             self._show_conflict(message)
 
-    def _ask_edit_again(self, edit: ExternalEdit, argv: list[str], problem: str, text: str, where: str) -> None:
-        from widgets.cards.edit_problem import EditProblemModal
-
+    def _ask_edit_again(self, edit: EditCopy, argv: list[str], problem: str, text: str, where: str) -> None:
         def chosen(choice: str | None) -> None:
             if choice == "edit":
                 self._memory.run(self._round, edit, argv, group=GROUP)
@@ -156,9 +156,6 @@ class ExternalEdits:
         self._memory.host.push_screen(modal, callback=chosen)
 
     def _show_conflict(self, message: ExternalEditOutcome) -> None:
-        from widgets.cards.conflict import ConflictModal
-        from widgets.cards.draft import CardDraft
-
         edit, outcome, argv, disk = message.edit, message.outcome, message.argv, message.disk
         f = outcome.fields
         assert f is not None  # a conflict carries the fields read from the copy
@@ -178,36 +175,34 @@ class ExternalEdits:
         self._memory.host.push_screen(modal, callback=chosen)
 
     async def _keep_mine(
-        self, edit: ExternalEdit, argv: list[str], mine: CardDraft, disk: tuple[CardDraft, str] | None, text: str
+        self, edit: EditCopy, argv: list[str], mine: CardDraft, disk: tuple[CardDraft, str] | None, text: str
     ) -> None:
         """The person's version over the disk's (or as a new card, when the card was deleted)."""
-        from memory.store.cards import CardFields, ExternalEditResult
-
-        bridge = self._memory.bridge
-        fields = CardFields(level=mine.level, type=mine.type, title=mine.title, summary=mine.summary, body=mine.body)
+        cards = self._memory.services.cards
+        fields = CardText(level=mine.level, type=mine.type, title=mine.title, summary=mine.summary, body=mine.body)
         try:
             if disk is None:
-                result = await bridge.save_card(mine, None, None, None)
+                result = await cards.save_card(mine, None, None, None)
             else:
-                result = await bridge.save_card(mine, edit.filename, disk[1], str(edit.level))
+                result = await cards.save_card(mine, edit.filename, disk[1], edit.level)
             now = None
             if result.status == "conflict":
-                now = await bridge.read_draft(str(edit.level), edit.filename)
+                now = disk_draft(await cards.read_card(edit.level, edit.filename))
         except Exception as e:
             self._fail(f"not applied: {type(e).__name__}: {e} (your text is in {edit.path})")
             return
         status: Literal["applied", "conflict", "invalid"] = (
             "invalid" if result.status == "rejected" else result.status
         )
-        outcome = ExternalEditResult(status=status, problem=result.reason, fields=fields, result=result, text=text)
+        outcome = EditBack(status=status, problem=result.reason, fields=fields, result=result, text=text)
         self._memory.host.call_later(self._decide, ExternalEditOutcome(edit, outcome, argv, now))
 
-    def _end(self, edit: ExternalEdit, text: str) -> None:
+    def _end(self, edit: EditCopy, text: str) -> None:
         """The edit is over: its private copy goes, the outcome is said."""
         self.busy = False
         self._memory.run(self._discard_copy, edit, group=GROUP)
         self._memory.say(text)
 
-    async def _discard_copy(self, edit: ExternalEdit) -> None:
+    async def _discard_copy(self, edit: EditCopy) -> None:
         with contextlib.suppress(OSError):
-            await self._memory.bridge.discard_external_edit(edit)
+            await self._memory.services.cards.discard_external_edit(edit)

@@ -1,6 +1,6 @@
-"""What the memory screens' controller needs of the App, as a Protocol: the bridge to the
-runtime, the chat (for outcomes when no screen is open) and Textual's screen, worker and message
-calls. The App is one; a test can pass anything that has these."""
+"""What the memory screens' controller needs of the App, as a Protocol: the runtime's feature
+services, the chat (for outcomes when no screen is open) and Textual's screen, worker and
+message calls. The App is one; a test can pass anything that has these."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ if TYPE_CHECKING:
     from textual.message import Message
     from textual.screen import Screen
 
-    from app.tui.bridge import Bridge
+    from app.services.bundle import Services
     from widgets.chat.log import ChatPane
 
 
 class ScreensHost(RunsWorkers, Protocol):
-    bridge: Bridge
+    @property
+    def services(self) -> Services: ...
 
     @property
     def chat(self) -> ChatPane: ...

@@ -13,17 +13,19 @@ opened.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from app.tui.messages import CardsLoaded, ChatNote, MemoryFlash, PendingLoaded
+from app.tui.screens.common import FLASH_WIDTH
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
     from textual.worker import Worker
 
-    from app.tui.bridge import Bridge
+    from app.services.bundle import Services
     from app.tui.memory_views import AppliedRecord
     from app.tui.screens.cards import CardsScreen
     from app.tui.screens.external import ExternalEdits
@@ -36,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["FLASH_WIDTH", "MAX_APPLIED_SHOWN", "MemoryScreens"]
 
 MAX_APPLIED_SHOWN = 200  # jobs applied this session kept for the pending screen
-FLASH_WIDTH = 300  # characters of an action's outcome line
 
 
 class MemoryScreens:
@@ -52,13 +53,15 @@ class MemoryScreens:
         self._external: ExternalEdits | None = None
 
     @property
-    def bridge(self) -> Bridge:
-        return self.host.bridge
+    def services(self) -> Services:
+        """The runtime's feature services (RuntimeError before the runtime is built)."""
+        return self.host.services
 
     @property
     def external(self) -> ExternalEdits:
         """Cards out in ``$EDITOR`` (one at a time)."""
         if self._external is None:
+            # First use, after the first frame: the editor round brings the card services (pydantic, YAML).
             from app.tui.screens.external import ExternalEdits
 
             self._external = ExternalEdits(self)
@@ -76,6 +79,7 @@ class MemoryScreens:
     def open_pending(self) -> None:
         if self.pending is not None:
             return
+        # The screens load when first opened, not with this module before the app's first frame.
         from app.tui.screens.pending import PendingJobsScreen
 
         screen = PendingJobsScreen(self)
@@ -89,9 +93,10 @@ class MemoryScreens:
     def open_browser(self, select: tuple[str, str] | None = None) -> None:
         if self.browser is not None:
             return
+        # The screens load when first opened, not with this module before the app's first frame.
         from app.tui.screens.cards import CardsScreen
 
-        screen = CardsScreen(self, levels=self.bridge.levels)
+        screen = CardsScreen(self, levels=self.services.cards.levels)
         self.browser = screen
         self.host.push_screen(screen, callback=self._browser_closed)
         self.refresh_cards(select)
@@ -104,14 +109,18 @@ class MemoryScreens:
         resolving: CardRow | None = None,
     ) -> None:
         """The card editor on ``draft``; ``resolving``: the conflicted card whose merge it is."""
+        # The screens load when first opened, not with this module before the app's first frame.
         from app.tui.screens.cards import EditorScreen
 
-        self.host.push_screen(EditorScreen(self, draft, filename=filename, sha256=sha256, levels=self.bridge.levels,
-                                           resolving=resolving))
+        self.host.push_screen(EditorScreen(self, draft, filename=filename, sha256=sha256,
+                                           levels=self.services.cards.levels, resolving=resolving))
 
     def remember(self, text: str) -> None:
         """/remember TEXT: the editor, prefilled; Ctrl+S saves (nothing is written before)."""
-        self.open_editor(self.bridge.remember_draft(text))
+        # memory_views brings pydantic (memory.model): not before the app's first frame.
+        from app.tui.memory_views import draft_from
+
+        self.open_editor(draft_from(self.services.cards.remember_draft(text)))
 
     # -- keeping them live -----------------------------------------------------------------------
 
@@ -124,11 +133,12 @@ class MemoryScreens:
 
     def record(self, event: object) -> None:
         """Keep the jobs applied while the app runs (the pending screen lists them for the session)."""
+        # Both bring pydantic (memory.model): not with this module before the app's first frame.
         from app.tui.memory_views import applied_record
         from memory.events import JobApplied, JobDismissed
 
         if isinstance(event, JobApplied):
-            excerpt = self.bridge.excerpts.get(event.job_id, "")
+            excerpt = self.services.jobs.excerpt(event.job_id)
             self.applied[event.job_id] = applied_record(event, excerpt)
             while len(self.applied) > MAX_APPLIED_SHOWN:
                 self.applied.pop(next(iter(self.applied)))
@@ -139,8 +149,13 @@ class MemoryScreens:
         self.run(self._load_cards, select, group="cards-view", exclusive=True)
 
     async def _load_cards(self, select: tuple[str, str] | None) -> None:
+        # memory_views brings pydantic (memory.model): not before the app's first frame.
+        from app.tui.memory_views import card_rows
+
         try:
-            rows, note = await self.bridge.card_rows()
+            listing = await self.services.cards.list_cards()
+            # Each row folds its text for the filter: thousands of them are built off the loop.
+            rows, note = await asyncio.to_thread(card_rows, listing)
         except Exception as e:
             self.flash(f"could not read the cards: {e}", error=True)
             return
@@ -151,8 +166,11 @@ class MemoryScreens:
         self.run(self._load_pending, group="pending-view", exclusive=True)
 
     async def _load_pending(self) -> None:
+        # memory_views brings pydantic (memory.model): not before the app's first frame.
+        from app.tui.memory_views import pending_state
+
         try:
-            state = await self.bridge.pending_state(list(self.applied.values()))
+            state = pending_state(await self.services.jobs.pending(), list(self.applied.values()))
         except Exception as e:
             self.flash(f"could not read the pending jobs: {e}", error=True, where="pending")
             return
@@ -192,7 +210,7 @@ class MemoryScreens:
 
     async def _undo(self) -> None:
         try:
-            result = await self.bridge.undo()
+            result = await self.services.cards.undo()
         except Exception as e:  # nothing to undo, or a note changed since
             self.flash(e, error=True)
             return

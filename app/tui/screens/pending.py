@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 from textual import on
 
 from app.tui.messages import DismissAsk, MemoryFlash, PendingLoaded
+from widgets.dialogs.confirm import ConfirmModal
 from widgets.pending.screen import PendingScreen
 
 if TYPE_CHECKING:
-    from app.tui.screens.memory import MemoryScreens
+    from app.tui.screens.common import MemoryControl
     from memory.model import Conflict, Rejection
 
 __all__ = ["PendingJobsScreen", "change_counts"]
@@ -35,7 +36,7 @@ def change_counts(applied: Any) -> str:
 
 
 class PendingJobsScreen(PendingScreen):
-    def __init__(self, memory: MemoryScreens) -> None:
+    def __init__(self, memory: MemoryControl) -> None:
         super().__init__()
         self._memory = memory
 
@@ -61,7 +62,7 @@ class PendingJobsScreen(PendingScreen):
 
     async def _approve(self, job_id: str, ops: tuple[int, ...] | None) -> None:
         try:
-            result = await self._memory.bridge.approve(job_id, ops)
+            result = await self._memory.services.jobs.approve(job_id, ops)
         except Exception as e:
             self._outcome(f"not approved: {e}", error=True)
             self._memory.after_change()
@@ -86,13 +87,13 @@ class PendingJobsScreen(PendingScreen):
 
     async def _reject(self, job_id: str, ops: tuple[int, ...] | None) -> None:
         try:
-            remaining = await self._memory.bridge.reject(job_id, ops)
+            held = await self._memory.services.jobs.reject(job_id, ops)
         except Exception as e:
             self._outcome(f"not rejected: {e}", error=True)
             self._memory.after_change()
             return
         n = "all held ops" if ops is None else f"{len(ops)} op(s)"
-        left = f"; {len(remaining.held_ops)} still held" if remaining is not None else ""
+        left = f"; {held} still held" if held is not None else ""
         self._outcome(f"rejected {n}: nothing written{left}")
         self._memory.after_change()
 
@@ -103,7 +104,7 @@ class PendingJobsScreen(PendingScreen):
 
     async def _retry(self, job_id: str) -> None:
         try:
-            await self._memory.bridge.retry(job_id)
+            await self._memory.services.jobs.retry(job_id)
         except Exception as e:
             self._outcome(f"not retried: {e}", error=True)
         else:
@@ -119,7 +120,7 @@ class PendingJobsScreen(PendingScreen):
 
     async def _ask_dismiss(self, job_id: str) -> None:
         try:
-            text = await self._memory.bridge.turn_text(job_id)
+            text = await self._memory.services.jobs.turn_text(job_id)
         except Exception as e:
             self._outcome(f"cannot dismiss: {e}", error=True)
             return
@@ -133,8 +134,6 @@ class PendingJobsScreen(PendingScreen):
             if yes:
                 self._memory.run(self._dismiss, job_id, group="review")
 
-        from widgets.dialogs.confirm import ConfirmModal
-
         modal = ConfirmModal(
             "Dismiss this memory job?",
             "Nothing from this turn will be remembered. The dismissal is kept in the memory history. "
@@ -146,7 +145,7 @@ class PendingJobsScreen(PendingScreen):
 
     async def _dismiss(self, job_id: str) -> None:
         try:
-            await self._memory.bridge.dismiss(job_id)
+            await self._memory.services.jobs.dismiss(job_id)
         except Exception as e:
             self._outcome(f"not dismissed: {e}", error=True)
         else:

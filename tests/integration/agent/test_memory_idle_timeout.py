@@ -16,7 +16,6 @@ from app.agent.memory_model import AnthropicCompletion
 from app.agent.runtime import Runtime
 from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
-from app.tui.memory_views import pending_state
 from memory.jobs.manager import Manager
 from memory.jobs.views import JobView
 from memory.model import Turn, TurnMessage
@@ -24,6 +23,7 @@ from memory.store.stores import MemoryStores
 from tests.support.clitools import MEMORY_MODEL
 from tests.support.fakeapi import FakeAnthropic, Gate, Reply, drop_connection, text
 from tests.support.memtools import make_env
+from tests.support.memviews import pending_state
 from widgets.pending.job_detail import job_detail
 from widgets.pending.job_text import state_text
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from app.agent.receipts import RECEIPT_MAX, Receipt, shown_cards
 from app.agent.tools import CardRead, ToolContext, run_tool
+from memory.model import MemoryText
 from memory.store.index import merge_index_lines, stale_mark
 from memory.store.store import StoreError
 
@@ -18,17 +19,18 @@ HEADER = (
 
 
 class CountingMemory:
-    def __init__(self, bodies: dict[str, str], *, fail_count: bool = False) -> None:
+    def __init__(self, bodies: dict[str, str], *, fail_count: bool = False, stale: frozenset[str] = frozenset()) -> None:
         self.bodies = bodies
+        self.stale = stale  # the cards the stores find stale
         self.fail_count = fail_count
         self.counted: list[tuple[str, str]] = []
         self.threads: set[int] = set()
 
-    def read_memory(self, level: str, filename: str) -> str:
+    def read_memory_text(self, level: str, filename: str) -> MemoryText:
         self.threads.add(threading.get_ident())
         if filename not in self.bodies:
             raise StoreError(f"no note named {filename!r} in the {level} store")
-        return self.bodies[filename]
+        return MemoryText(self.bodies[filename], stale=filename in self.stale)
 
     def record_read(self, level: str, filename: str) -> None:
         self.threads.add(threading.get_ident())
@@ -70,7 +72,7 @@ async def test_a_failing_count_never_fails_the_read(tmp_path: Path) -> None:
 
 async def test_a_stale_card_is_said_stale_even_when_a_later_page_is_read(tmp_path: Path) -> None:
     body = "".join(f"line {i}\n" for i in range(1, 11))
-    mem = CountingMemory({"s.md": HEADER + body, "f.md": body, "e.md": HEADER})
+    mem = CountingMemory({"s.md": HEADER + body, "f.md": body, "e.md": HEADER}, stale=frozenset({"s.md", "e.md"}))
     ctx = _ctx(tmp_path, mem)
     page = await run_tool("read_memory", {"level": "project", "filename": "s.md", "offset": 8}, ctx)
     assert "STALE" not in page.content and page.card is not None and page.card.stale

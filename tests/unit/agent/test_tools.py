@@ -34,6 +34,7 @@ from app.agent.tools import (
     shell,
 )
 from memory.constants import Level
+from memory.model import MemoryText
 from memory.store.store import StoreError
 from tests.support.memtools import make_env, write_note
 
@@ -621,8 +622,8 @@ async def test_bash_refuses_a_command_with_a_lone_surrogate_by_name(ctx: ToolCon
 
 async def test_read_memory_text_with_surrogates_is_repaired(ws: Path) -> None:
     class Odd:
-        def read_memory(self, level: str, filename: str) -> str:
-            return "body \udcff end\n"
+        def read_memory_text(self, level: str, filename: str) -> MemoryText:
+            return MemoryText("body \udcff end\n")
 
     r = await run(ToolContext(workspace=ws, memory=Odd()), "read_memory", level="user", filename="a.md")
     assert r.content == "body \ufffd end\n"
@@ -850,13 +851,13 @@ class FakeMemory:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
 
-    def read_memory(self, level: str, filename: str) -> str:
+    def read_memory_text(self, level: str, filename: str) -> MemoryText:
         self.calls.append((level, filename))
         if filename == "gone.md":
             raise StoreError(f"no note named {filename!r} in the {level} store")
         if filename == "bad":
             raise ValueError("filename 'bad' does not end in .md")
-        return "- [project_knowledge] A (a.md)\n" if filename == "MEMORY.md" else "the body\n"
+        return MemoryText("- [project_knowledge] A (a.md)\n" if filename == "MEMORY.md" else "the body\n")
 
 
 async def test_read_memory_delegates_and_reports_errors(ws: Path) -> None:
@@ -890,8 +891,8 @@ class BigIndexMemory:
     def __init__(self, n: int) -> None:
         self.lines = [f"- [project_knowledge] Note {i} — summary {i} (project_knowledge_note-{i}.md)" for i in range(1, n + 1)]
 
-    def read_memory(self, level: str, filename: str) -> str:
-        return "".join(line + "\n" for line in self.lines)
+    def read_memory_text(self, level: str, filename: str) -> MemoryText:
+        return MemoryText("".join(line + "\n" for line in self.lines))
 
 
 def _next_offset(content: str) -> int | None:

@@ -1,6 +1,6 @@
 """``WorkerProcess``, the app's supervisor of its memory worker child, with stand-in children:
 a death is said once and replaced, a busy child is not a death, restarts pause when a child keeps
-dying, the child's usage lines are read and anything else on its stdout is not."""
+dying, the child's usage, wrote and outcome lines are read and anything else on its stdout is not."""
 
 from __future__ import annotations
 
@@ -12,8 +12,18 @@ from typing import Any
 import pytest
 
 from app.agent.provider import Usage
-from app.agent.worker_process import MAX_RESTARTS, WROTE_QUIET_S, WorkerProcess, describe_exit, parse_usage
-from memory.constants import WORKER_EXIT_BUSY, MemoryMode
+from app.agent.worker_process import (
+    MAX_OUTCOME_BYTES,
+    MAX_RESTARTS,
+    WorkerProcess,
+    describe_exit,
+    outcome_line,
+    parse_outcome,
+    parse_usage,
+)
+from memory.constants import WORKER_EXIT_BUSY, Action, Level, MemoryMode
+from memory.events import JobApplied, JobFailed, JobHeld, JobQueued, JobRetrying, MemoryEvent
+from memory.model import AppliedOp, Rejection
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -31,6 +41,10 @@ class _Manager:
         self.mode = MemoryMode.AUTO
         self.completion: object | None = object()
         self.worker = _Worker()
+        self.announced: list[MemoryEvent] = []
+
+    def announce(self, event: MemoryEvent) -> None:
+        self.announced.append(event)
 
 
 def _child(code: str) -> list[str]:
@@ -186,20 +200,84 @@ async def test_the_childs_store_writes_become_the_apps_own(tmp_path: Path) -> No
     assert sup.writes.is_own(tmp_path / "mine.md", "def")  # and the process's own too
 
 
-async def test_a_batch_of_the_childs_writes_tells_the_app_once(tmp_path: Path) -> None:
-    # The app's watcher takes the child's writes for its own, and a job another window submitted
-    # sends this app no job event: this call is what makes its panel follow the child's batch.
-    calls: list[float] = []
-    lines = "; ".join(
-        f"print('wrote ' + json.dumps({{'path': {str(tmp_path / n)!r}, 'sha': 'abc'}}), flush=True)"
-        for n in ("a.md", "b.md", "MEMORY.md"))
-    sup = _supervisor(tmp_path, f"import json; {lines}", [], on_wrote=lambda: calls.append(1))
+APPLIED = JobApplied(job_id="00000000000000000000-aaaaaaaa", txid="tx1", created="2025-01-01T00:00:00Z",
+                     applied=(AppliedOp(index=0, action=Action.CREATE, level=Level.PROJECT, filename="p.md", title="P"),
+                              AppliedOp(index=1, action=Action.DELETE, level=Level.USER, filename="u.md")),
+                     rejected=(Rejection(index=2, reason="op 2: no title", op={"action": "create"}),))
+OUTCOMES: list[MemoryEvent] = [
+    APPLIED,
+    JobFailed(job_id="j2", reason="extraction request failed: 401", retryable=False),
+    JobHeld(job_id="j3"),
+    JobRetrying(job_id="j4", attempt=1, max_attempts=3, next_try_at="2025-01-01T00:00:01Z", reason="timeout"),
+]
+
+
+def _printing(tmp_path: Path, lines: list[str]) -> str:
+    """A stand-in child printing ``lines`` on its stdout."""
+    out = tmp_path / "stdout"
+    out.write_text("".join(line + "\n" for line in lines))
+    return f"import sys; sys.stdout.buffer.write(open({str(out)!r}, 'rb').read())"
+
+
+async def _run_to_end(sup: WorkerProcess) -> None:
     await sup.check()
     await _exited(sup)
-    await _until(lambda: bool(calls))
-    await asyncio.sleep(3 * WROTE_QUIET_S)
-    assert calls == [1]  # one call for the batch's three files
+    assert sup.proc is not None and sup.proc.stdout is not None
+    await _until(lambda: sup.proc.stdout.closed)  # type: ignore[union-attr]  # the reader read to the end
+
+
+async def test_a_batch_of_the_childs_writes_is_the_watchers_only(tmp_path: Path) -> None:
+    # The child's writes silence the app's watcher; the batch reaches the app as its outcome line.
+    lines = [f'wrote {{"path": "{tmp_path / n}", "sha": "abc"}}' for n in ("a.md", "b.md", "MEMORY.md")]
+    sup = _supervisor(tmp_path, _printing(tmp_path, lines), [])
+    await _run_to_end(sup)
     assert sup.writes.is_own(tmp_path / "b.md", "abc")
+    assert sup.manager.announced == []  # type: ignore[attr-defined]
+
+
+async def test_each_outcome_line_of_the_child_is_announced_once_as_the_same_event(tmp_path: Path) -> None:
+    lines = [line for e in OUTCOMES if (line := outcome_line(e)) is not None]
+    assert len(lines) == len(OUTCOMES)
+    sup = _supervisor(tmp_path, _printing(tmp_path, lines), [])
+    await _run_to_end(sup)
+    assert sup.manager.announced == OUTCOMES  # type: ignore[attr-defined]
+
+
+async def test_malformed_and_oversized_outcome_lines_are_ignored_and_the_next_line_still_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = outcome_line(APPLIED)
+    assert good is not None
+    lines = ["outcome {not json", "outcome " + "x" * (MAX_OUTCOME_BYTES + 10), 'outcome {"event": {"kind": "queued", "job_id": "x"}}',
+             "outcome " + good[len("outcome "):-1] + ', "extra": 1}', good]
+    sup = _supervisor(tmp_path, _printing(tmp_path, lines), [])
+    await _run_to_end(sup)
+    assert sup.manager.announced == [APPLIED]  # type: ignore[attr-defined]
+    said = [r.getMessage() for r in caplog.records if "outcome line" in r.getMessage()]
+    assert len(said) == 4 and any("ignored" in m and str(MAX_OUTCOME_BYTES) in m for m in said)
+    assert all(len(m) < 400 for m in said)  # the log says it in a line, never the line itself
+
+
+@pytest.mark.parametrize("raw", [
+    b"outcome ", b"outcome {}", b"outcome null", b"outcome []", b'outcome {"event": null}',
+    b'outcome {"event": {"kind": "queued", "job_id": "x"}}',  # not an outcome
+    b'outcome {"event": {"kind": "failed", "job_id": 7, "reason": "r"}}',
+    b'outcome {"event": {"kind": "failed", "job_id": "x"}}',
+    b'outcome {"event": {"kind": "retrying", "job_id": "x", "attempt": "1", "max_attempts": 3, "next_try_at": "", "reason": ""}}',
+    b'outcome {"event": {"kind": "applied", "job_id": "x", "applied": [{"index": 0, "action": "explode", "level": "project", "filename": "a"}]}}',
+    b'outcome {"event": {"kind": "failed", "job_id": "x", "reason": "r"}, "more": 1}',
+    b"outcome \xff\xfe", b"outcome " + b"[" * 5000, b"outcome " + b"x" * MAX_OUTCOME_BYTES,
+])
+def test_hostile_outcome_lines_are_ignored(raw: bytes) -> None:
+    assert parse_outcome(raw) is None
+
+
+def test_only_outcomes_have_a_line_and_never_one_the_app_would_refuse() -> None:
+    assert outcome_line(JobQueued(job_id="x")) is None
+    huge = JobFailed(job_id="x", reason="r" * MAX_OUTCOME_BYTES)
+    assert outcome_line(huge) is None
+    line = outcome_line(APPLIED)
+    assert line is not None and "\n" not in line and parse_outcome(line.encode() + b"\n") == APPLIED
 
 
 @pytest.mark.parametrize("raw", [b"wrote {}", b'wrote {"path": 1, "sha": "x"}', b'wrote {"path": "a\\u0000b", "sha": "x"}',

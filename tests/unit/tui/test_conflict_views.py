@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.tui.memory_views import MERGE_MARK, card_rows, draft_of, merge_draft, read_draft
+from app.tui.memory_views import MERGE_MARK, merge_draft
 from memory.constants import Level
 from memory.store.cards import finish_external_edit, move_card, save_card, start_external_edit
 from memory.store.conflict import has_conflict
 from memory.store.stores import MemoryStores
 from tests.support.memtools import make_env, write_note
+from tests.support.memviews import card_rows, draft_of, read_draft
 
 NAME = "project_knowledge_build.md"
 

@@ -174,3 +174,25 @@ def test_attach_refuses_an_empty_or_nul_name(ws: Path, rel: str) -> None:
 def test_attach_notes_show_a_hostile_name_without_terminal_escapes(ws: Path) -> None:
     block, note = attach(ws, "\x1b]0;pwned\x07x.py")
     assert block == "" and note is not None and "\x1b" not in note and "\x07" not in note
+
+
+def test_the_walk_ignores_exactly_what_git_ignores(ws: Path) -> None:
+    # Rules the walk must read as git does: "**" at either end and between folders, a deeper
+    # .gitignore re-including what an outer one ignores, classes, anchoring by an inner "/",
+    # escaped "#" and "!", trailing spaces, and folder-only rules that leave same-named files.
+    _files(
+        ws,
+        "a/gen/x.py", "a/b/gen/y.py", "gen", "logs/deep/z.txt", "src/keep.tmp", "src/drop.tmp",
+        "src/v1.bak", "src/vx.bak", "lib/sub/only.md", "sub/only.md", "#hash", "!bang", "spaced",
+        "notes.md", "src/notes.md",
+    )
+    (ws / ".gitignore").write_text(
+        "**/gen/\nlogs/**\n*.tmp\nsrc/v[0-9].bak\nlib/**/only.md\n\\#hash\n\\!bang\nspaced   \n/notes.md\n"
+    )
+    (ws / "src" / ".gitignore").write_text("!keep.tmp\n")
+    walked = workspace_files(ws)
+    _git(ws, "init", "-q")
+    assert walked == workspace_files(ws)
+    assert walked == [
+        ".gitignore", "gen", "src/.gitignore", "src/keep.tmp", "src/notes.md", "src/vx.bak", "sub/only.md",
+    ]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.cells import cell_len
 
+from app.services.index import index_view
 from app.tui.panel_state import build_panel_state
 from memory.constants import Level, NoteType
 from memory.model import NoteMeta
@@ -63,21 +64,21 @@ def test_a_card_by_someone_else_carries_their_name_and_ones_own_cards_none(tmp_p
     _card(stores, Level.PROJECT, "project_knowledge_build.md", "Build", author="Bea", summary="make build")
     _card(stores, Level.PROJECT, "project_knowledge_mine.md", "Mine", author="Ann")
     _card(stores, Level.PROJECT, "project_knowledge_old.md", "Old card")  # before authors existed
-    state = build_panel_state(stores, [], None)
+    state = build_panel_state(index_view(stores), [], None)
     assert {c.title: c.author for c in state.project} == {"Build": "Bea", "Mine": "", "Old card": ""}
     # This person's name is the workspace's git user.name: another name there, another view.
     set_user(stores.paths.workspace, "Bea")
     from memory.store import author as author_module
 
     author_module._NAMES.clear()  # the 30-second cache of the name
-    state = build_panel_state(stores, [], None)
+    state = build_panel_state(index_view(stores), [], None)
     assert {c.title: c.author for c in state.project} == {"Build": "", "Mine": "Ann", "Old card": ""}
 
 
 def test_a_user_card_is_compared_with_the_name_where_user_cards_are_written(tmp_path: Path) -> None:
     stores = _stores(tmp_path, user="Ann")  # no git name for the user store's home
     _card(stores, Level.USER, "user_preference_tabs.md", "Tabs", author="Ann")
-    [card] = build_panel_state(stores, [], None).user
+    [card] = build_panel_state(index_view(stores), [], None).user
     assert card.author == "Ann"  # the home has no user.name: "Ann" is not known to be this person
 
 
@@ -110,7 +111,7 @@ def test_conflicted_cards_of_both_stores_are_listed_apart_and_in_no_section(tmp_
     write_note(stores, Level.PROJECT, "project_knowledge_fine.md", "Fine", "body")
     _conflicted(stores, Level.PROJECT, "project_knowledge_deploy.md", "Deploy steps")
     _conflicted(stores, Level.USER, "user_preference_tabs.md", "Tabs")
-    state = build_panel_state(stores, [], frozenset())
+    state = build_panel_state(index_view(stores), [], frozenset())
     assert [(c.level, c.filename, c.title) for c in state.conflicted] == [
         ("project", "project_knowledge_deploy.md", "Deploy steps"),
         ("user", "user_preference_tabs.md", "Tabs"),
@@ -119,14 +120,14 @@ def test_conflicted_cards_of_both_stores_are_listed_apart_and_in_no_section(tmp_
     assert not any(c.untrusted or c.new for c in state.conflicted)
     # A card that merely does not parse is no conflict: not listed as one.
     (stores.project.dir / "project_knowledge_bad.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
-    assert len(build_panel_state(stores, [], None).conflicted) == 2
+    assert len(build_panel_state(index_view(stores), [], None).conflicted) == 2
 
 
 def test_a_conflicted_card_of_an_untrusted_store_is_listed_and_marked_untrusted(tmp_path: Path) -> None:
     stores = _stores(tmp_path, trusted=False)
     write_note(stores, Level.PROJECT, "project_knowledge_fine.md", "Fine", "body")
     _conflicted(stores, Level.PROJECT, "project_knowledge_deploy.md", "Deploy steps")
-    state = build_panel_state(stores, [], None)
+    state = build_panel_state(index_view(stores), [], None)
     [card] = state.conflicted
     assert (card.title, card.level, card.untrusted) == ("Deploy steps", "project", True)
     lines = _lines(state)
@@ -157,9 +158,9 @@ def test_the_conflicted_section_comes_first_with_how_to_resolve_and_maps_its_lin
 
 def test_the_sync_line_is_passed_through_cleaned_and_drawn_under_the_header(tmp_path: Path) -> None:
     stores = _stores(tmp_path)
-    state = build_panel_state(stores, [], None, sync=("push rejected by \x1b[31mthe remote\x1b[0m", True))
+    state = build_panel_state(index_view(stores), [], None, sync=("push rejected by \x1b[31mthe remote\x1b[0m", True))
     assert (state.sync_note, state.sync_failed) == ("push rejected by the remote", True)
-    assert build_panel_state(stores, [], None).sync_note is None
+    assert build_panel_state(index_view(stores), [], None).sync_note is None
     lines = _lines(state)
     assert lines[1] == "⚠ push rejected by the remote"
     ok = _lines(PanelState(project=(), user=(), cut_note=None, project_note=None, jobs=(),

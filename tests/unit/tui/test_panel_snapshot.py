@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from app.tui.panel_snapshot import MAX_CARDS, PanelSnapshot, compute_stamp, read_snapshot, snapshot_path
+from app.services.index import index_view
+from app.services.panel_snapshot import compute_stamp, snapshot_path
+from app.tui.panel_snapshot import MAX_CARDS, PanelSnapshot, read_snapshot
 from app.tui.panel_state import UNTRUSTED_NOTE, build_panel_state
 from memory.constants import Level
 from memory.store.fs import FS
@@ -49,7 +51,7 @@ def _ws(tmp_path: Path, home: Path, *, trusted: bool = True) -> tuple[Path, Memo
 
 
 def _record(home: Path, ws: Path, stores: MemoryStores) -> PanelState:
-    return PanelSnapshot(home, ws).record(lambda: build_panel_state(stores, [], None))
+    return PanelSnapshot(home, ws).record(lambda: build_panel_state(index_view(stores), [], None))
 
 
 @pytest.mark.parametrize("trusted", [True, False])
@@ -66,7 +68,7 @@ def test_a_recorded_state_reads_back_while_nothing_changed(tmp_path: Path, isola
 
 def test_new_marks_jobs_and_the_sync_line_are_not_kept(tmp_path: Path, isolated_home: Path) -> None:
     ws, stores = _ws(tmp_path, isolated_home)
-    base = build_panel_state(stores, [], frozenset())  # every card new
+    base = build_panel_state(index_view(stores), [], frozenset())  # every card new
     assert all(c.new for c in base.user)
     PanelSnapshot(isolated_home, ws).record(lambda: replace(base, sync_note="synced", sync_failed=True))
     got = read_snapshot(isolated_home, ws)
@@ -120,21 +122,21 @@ def test_a_racy_state_is_neither_written_nor_shown(tmp_path: Path, isolated_home
 def test_the_snapshot_is_rewritten_when_the_state_changes_and_only_then(tmp_path: Path, isolated_home: Path) -> None:
     ws, stores = _ws(tmp_path, isolated_home)
     writer = PanelSnapshot(isolated_home, ws)
-    writer.record(lambda: build_panel_state(stores, [], None))
+    writer.record(lambda: build_panel_state(index_view(stores), [], None))
     path = snapshot_path(isolated_home, ws)
     first = path.stat()
-    writer.record(lambda: build_panel_state(stores, [], None))
+    writer.record(lambda: build_panel_state(index_view(stores), [], None))
     assert path.stat().st_ino == first.st_ino  # the same state: not written again
     write_note(stores, Level.USER, "project_knowledge_uv.md", "Use uv", "not pip")
     settle(ws, isolated_home)
-    writer.record(lambda: build_panel_state(stores, [], None))
+    writer.record(lambda: build_panel_state(index_view(stores), [], None))
     got = read_snapshot(isolated_home, ws)
     assert got is not None and sorted(c.title for c in got.user) == ["Tabs not spaces", "Use uv"]
 
 
 def test_the_cards_kept_are_capped(tmp_path: Path, isolated_home: Path) -> None:
     ws, stores = _ws(tmp_path, isolated_home)
-    base = build_panel_state(stores, [], None)
+    base = build_panel_state(index_view(stores), [], None)
     many = replace(base, user=base.user * (MAX_CARDS + 50))
     PanelSnapshot(isolated_home, ws).record(lambda: many)
     got = read_snapshot(isolated_home, ws)
@@ -233,11 +235,11 @@ def test_a_build_right_after_a_batch_stamps_no_card(tmp_path: Path, isolated_hom
             return super().lstat(path)  # type: ignore[arg-type]
 
     snap = PanelSnapshot(isolated_home, ws, fs=Counting())
-    snap.record(lambda: build_panel_state(stores, [], None))
+    snap.record(lambda: build_panel_state(index_view(stores), [], None))
     assert Counting.lstats <= 2  # the two folders, no card
     assert not snapshot_path(isolated_home, ws).exists()
     settle(ws, isolated_home)
-    snap.record(lambda: build_panel_state(stores, [], None))
+    snap.record(lambda: build_panel_state(index_view(stores), [], None))
     assert read_snapshot(isolated_home, ws) is not None  # a later build, once settled, is kept
 
 
@@ -247,9 +249,9 @@ def test_a_build_refused_for_fresh_stores_asks_to_be_tried_again_once_they_can_b
     ws, stores = _ws(tmp_path, isolated_home)
     recorder = PanelSnapshot(isolated_home, ws)
     write_note(stores, Level.USER, "project_knowledge_uv.md", "Use uv", "not pip")  # just now
-    recorder.record(lambda: build_panel_state(stores, [], None))
+    recorder.record(lambda: build_panel_state(index_view(stores), [], None))
     wait = recorder.retry_in()
     assert wait is not None and 2.0 <= wait <= 2.2  # the racy window and a margin
     settle(ws, isolated_home)  # as the window passing would
-    recorder.record(lambda: build_panel_state(stores, [], None))
+    recorder.record(lambda: build_panel_state(index_view(stores), [], None))
     assert recorder.retry_in() is None and read_snapshot(isolated_home, ws) is not None

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from app.services.index import index_view, note_files
 from app.tui.panel_state import (
     NO_PROJECT_LEVEL,
     UNTRUSTED_NOTE,
     build_panel_state,
-    index_files,
     job_line,
     state_files,
 )
@@ -40,7 +40,7 @@ def test_both_levels_show_type_title_and_summary_as_the_merged_index_has_them(tm
         source="test",
     )
     assert not res.rejected
-    state = build_panel_state(stores, [], None)
+    state = build_panel_state(index_view(stores), [], None)
     assert [(c.type, c.title, c.summary) for c in state.project] == [
         ("project_knowledge", "Build command", "run make build, not npm")
     ]
@@ -58,23 +58,23 @@ def test_a_separator_inside_a_summary_is_split_where_the_note_says(tmp_path: Pat
     stores = make_env(tmp_path)
     stores.apply([(0, create("user", "Style", type_="user_preference", summary="tabs — not spaces — always"))],
                  source="test")
-    [card] = build_panel_state(stores, [], None).user
+    [card] = build_panel_state(index_view(stores), [], None).user
     assert (card.title, card.summary) == ("Style", "tabs — not spaces — always")
 
 
 def test_cards_that_arrived_after_the_run_started_are_marked_new(tmp_path: Path) -> None:
     stores = make_env(tmp_path)
     stores.apply([(0, create("project", "Old fact"))], source="test")
-    at_run_start = index_files(stores.merged_index())
-    assert state_files(build_panel_state(stores, [], None)) == at_run_start
+    at_run_start = note_files(stores)
+    assert state_files(build_panel_state(index_view(stores), [], None)) == at_run_start
     stores.apply([(0, create("project", "New fact")), (1, create("user", "New pref", type_="user_preference"))],
                  source="test")
 
-    state = build_panel_state(stores, [], at_run_start)
+    state = build_panel_state(index_view(stores), [], at_run_start)
     assert {c.title: c.new for c in state.project} == {"Old fact": False, "New fact": True}
     assert [(c.title, c.new) for c in state.user] == [("New pref", True)]
     # Before any Run nothing counts as new.
-    assert not any(c.new for c in build_panel_state(stores, [], None).project)
+    assert not any(c.new for c in build_panel_state(index_view(stores), [], None).project)
 
 
 def test_an_index_cut_by_the_200_line_limit_says_how_many_notes_are_hidden(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_an_index_cut_by_the_200_line_limit_says_how_many_notes_are_hidden(tmp_p
     n = INDEX_MAX_LINES + 20
     res = stores.apply([(k, create("project", f"Fact {k:03}")) for k in range(n)], source="test")
     assert len(res.applied) == n
-    state = build_panel_state(stores, [], None)
+    state = build_panel_state(index_view(stores), [], None)
     hidden = n - len(state.project)
     assert hidden > 20  # headers and the overflow line take lines too
     assert state.cut_note == f"{hidden} cards not in the prompt"
@@ -94,7 +94,7 @@ def test_an_index_cut_by_the_25_kib_limit_says_so(tmp_path: Path) -> None:
     n = 140  # ~140 × 260 bytes > 25 KiB, far fewer than 200 lines
     stores.apply([(k, create("user", f"Pref {k:03}", type_="user_preference", summary=f"{k} {long}"))
                   for k in range(n)], source="test")
-    state = build_panel_state(stores, [], None)
+    state = build_panel_state(index_view(stores), [], None)
     assert 0 < len(state.user) < n
     assert state.cut_note == f"{n - len(state.user)} cards not in the prompt"
 
@@ -104,7 +104,7 @@ def test_a_workspace_whose_project_store_is_the_user_store_says_it_has_no_projec
     ws.mkdir()
     stores = MemoryStores(os.path.realpath(ws), ws / ".PseudoClaude")
     stores.apply([(0, create("user", "Only user", type_="user_preference"))], source="test")
-    state = build_panel_state(stores, [], None)
+    state = build_panel_state(index_view(stores), [], None)
     assert state.project == () and state.project_note == NO_PROJECT_LEVEL
     assert _titles(state.user) == ["Only user"]
 
@@ -125,7 +125,7 @@ def test_an_untrusted_project_store_is_listed_from_disk_with_its_note_and_never_
     write_note(stores, Level.USER, "user_preference_mine.md", "Mine", "b", type_=NoteType.USER_PREFERENCE)
     (stores.user.dir / "MEMORY.md").write_text("- [user_preference] Mine (user_preference_mine.md)\n")
 
-    state = build_panel_state(stores, [], frozenset())
+    state = build_panel_state(index_view(stores), [], frozenset())
     assert state.project_note == UNTRUSTED_NOTE
     assert [(c.title, c.summary, c.new) for c in state.project] == [("Cloned fact", "from the repo", False)]
     assert [(c.title, c.new) for c in state.user] == [("Mine", True)]
@@ -168,5 +168,5 @@ def test_job_lines_strip_terminal_escapes_from_the_excerpt_and_reason(tmp_path: 
     line = job_line(hostile).line
     assert "\x1b" not in line and "\x07" not in line and line.startswith("failed: boom")
     stores = make_env(tmp_path)
-    state = build_panel_state(stores, [hostile, _view("extracting")], None)
+    state = build_panel_state(index_view(stores), [hostile, _view("extracting")], None)
     assert [j.job_id for j in state.jobs] == ["j", "job-extracting"]

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.tui.memory_views import applied_record, pending_state
+from app.tui.memory_views import applied_record
 from memory.constants import Action, Level
 from memory.events import JobApplied
 from memory.model import AppliedOp, DroppedCite
 from memory.store.stores import MemoryStores
+from tests.support.memviews import pending_state
 from widgets.pending.job_detail import DROPPED_SHOWN, job_detail
 
 

@@ -1,9 +1,11 @@
 """The log model (memory/sharing/log.py): git log records read from NUL-separated fields and
 sanitized, batches filtered by level and card, one block per entry; a model batch's label names
-its turn, and that excerpt (a person's words) is never parsed as the jobs a batch took over."""
+its turn, and that excerpt (a person's words) is never read as the jobs a batch took over (an
+entry written before ``took_over`` was a field has it read from its label once)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from memory.constants import Action, Level
@@ -12,6 +14,7 @@ from memory.jobs.pipeline import job_label
 from memory.jobs.spool import Job
 from memory.model import AppliedOp, Change, Conflict, HistoryEntry, Rejection, Turn, TurnMessage
 from memory.sharing.log import batch_entries, format_entry, git_entries, parse_git_log
+from memory.store.history import entry_from_json
 from memory.store.stores import MemoryStores
 from tests.support.gittools import commit_all, git
 from tests.support.memtools import make_env, write_note
@@ -79,19 +82,27 @@ def job(text: str, merged_from: list[str] | None = None) -> Job:
                merged_from=merged_from or [])
 
 
+def _old_entry(label: str) -> HistoryEntry:
+    """A history file's entry as written before ``kind`` named a job's batch and ``took_over`` was a field."""
+    raw = {"txid": "t", "time": "", "workspace": "/w", "kind": "batch", "label": label, "source": "s",
+           "jobs": ["00000000000000000001-aaaaaaaa"]}
+    return entry_from_json(json.dumps(raw).encode())
+
+
 def test_a_model_batch_label_carries_its_turn_excerpt() -> None:
     assert job_label(job("what \x1b[31mcolour is the sky")) == (
         "memory job 00000000000000000001-aaaaaaaa: what colour is the sky")
     took = job_label(job("hi", ["00000000000000000000-bbbbbbbb"]))
     assert took == "memory job 00000000000000000001-aaaaaaaa took over 00000000000000000000-bbbbbbbb: hi"
-    history = [HistoryEntry(txid="t", time="", workspace="/w", label=took, jobs=["00000000000000000001-aaaaaaaa"])]
+    history = [_old_entry(took)]
     assert JobWatch.entry_for(history, "00000000000000000000-bbbbbbbb")[1] == "00000000000000000001-aaaaaaaa"
 
 
 def test_an_excerpt_that_says_took_over_claims_no_job() -> None:
     victim = "00000000000000000000-cccccccc"
     label = job_label(job(f"note: the job took over {victim} yesterday"))
-    history = [HistoryEntry(txid="t", time="", workspace="/w", label=label, jobs=["00000000000000000001-aaaaaaaa"])]
+    history = [_old_entry(label)]
+    assert history[0].took_over == [] and history[0].kind == "turn"
     assert JobWatch.entry_for(history, victim) == (None, None)
 
 

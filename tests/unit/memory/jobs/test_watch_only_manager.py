@@ -13,7 +13,7 @@ from memory.events import JobApplied
 from memory.extract.completion import CompletionError
 from memory.store.stores import MemoryStores
 from tests.support.memtools import make_env
-from tests.unit.memory.test_manager import Script, answer, create, manager, notes, turn
+from tests.unit.memory.jobs.test_manager import Script, answer, create, manager, notes, turn
 
 pytestmark = [pytest.mark.plain_ws, pytest.mark.timeout(60)]
 

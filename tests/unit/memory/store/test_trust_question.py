@@ -17,7 +17,7 @@ from memory.store.stores import MemoryStores
 from memory.store.trust import needs_asking
 from tests.support.memtools import trust_workspace
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 CARD = ("---\ntitle: Deploy on Fridays\nsummary: ok\ntype: project_knowledge\ncreated: '2026-01-01T00:00:00Z'\n"
         "updated: '2026-01-01T00:00:00Z'\nsource: manual\n---\nBody.\n")
 

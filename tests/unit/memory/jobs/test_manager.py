@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from memory.constants import Level
-from memory.events import IndexChanged, JobApplied, JobFailed, JobHeld, JobQueued, JobStarted
+from memory.events import JobApplied, JobFailed, JobHeld, JobQueued, JobStarted
 from memory.extract.completion import CompletionError, CompletionRequest
 from memory.jobs.manager import Manager
 from memory.jobs.pipeline import REASK_NOTE
@@ -163,8 +163,9 @@ async def test_submit_spools_durably_and_returns_before_the_model_is_asked(env: 
     await run_until_done(m, job)
     assert not m.spool.path(job.id).exists()
     assert list(notes(env)) == ["project_knowledge_build-workflow.md"]
-    assert [type(e) for e in events] == [JobQueued, JobStarted, JobApplied, IndexChanged]
-    assert "Build workflow — Run tests first." in events[-1].index
+    assert [type(e) for e in events] == [JobQueued, JobStarted, JobApplied]
+    # What the next Run sees (the merged index is read from the stores, no event carries it).
+    assert "Build workflow — Run tests first." in env.merged_index()
     assert events[2].applied[0].filename == "project_knowledge_build-workflow.md"
     fm = notes(env)["project_knowledge_build-workflow.md"]
     assert "source: sess-1" in fm
@@ -474,6 +475,7 @@ async def test_a_hand_edit_between_snapshot_and_apply_is_a_conflict_not_clobbere
         return merge_answer({"op0": "Use make.\nUse ninja."})
 
     m = manager(env, Script(extract, edit_then_merge))
+    index_before = env.merged_index()
     events: list[Any] = []
     m.subscribe(events.append)
     await m.start()
@@ -486,7 +488,7 @@ async def test_a_hand_edit_between_snapshot_and_apply_is_a_conflict_not_clobbere
     (conflict,) = applied.conflicts
     assert conflict.filename == "project_knowledge_build.md" and "changed" in conflict.reason
     assert env.history()[-1].conflicts[0].filename == "project_knowledge_build.md"
-    assert not any(isinstance(e, IndexChanged) for e in events)
+    assert env.merged_index() == index_before  # nothing written: the next Run sees what it saw
 
 
 async def test_a_delete_against_a_stale_snapshot_is_a_conflict(env: MemoryStores) -> None:

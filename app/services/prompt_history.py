@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from memory.store.locks import file_lock
-from memory.store.paths import workspace_key
+from memory.store.paths import pseudoclaude_home, workspace_key
 
 __all__ = ["MAX_ENTRIES", "MAX_ENTRY_CHARS", "PromptHistory"]
 
@@ -28,8 +28,10 @@ MAX_ENTRY_CHARS = 64_000
 
 
 class PromptHistory:
-    def __init__(self, home: Path, workspace: Path, *, max_entries: int = MAX_ENTRIES) -> None:
-        self.path = Path(home) / "prompts" / f"{workspace_key(Path(workspace))}.jsonl"
+    """``home``: the app's folder (None: ``$PSEUDOCLAUDE_HOME``, default ``~/.PseudoClaude``)."""
+
+    def __init__(self, home: Path | None, workspace: Path, *, max_entries: int = MAX_ENTRIES) -> None:
+        self.path = Path(home if home is not None else pseudoclaude_home()) / "prompts" / f"{workspace_key(Path(workspace))}.jsonl"
         self.max_entries = max_entries
         self._lines: int | None = None  # lines in the file as last seen (None: not counted yet)
 

@@ -360,7 +360,7 @@ def test_memory_modules_do_not_import_textual() -> None:
         "import sys, memory.text.names, memory.text.terminal, memory.extract.parser, memory.store.index, memory.extract.prompt; "
         "assert not any(m == 'textual' or m.startswith('textual.') for m in sys.modules)"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[3])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[4])
 
 
 # -- redaction before the memory model -----------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.services.index import index_view
 from app.tui.panel_state import build_panel_state
 from memory.constants import INDEX_FILE, Level, NoteType
 from memory.store.stores import MemoryStores
@@ -36,7 +37,7 @@ def test_a_forged_line_appended_to_memory_md_reaches_no_prompt_panel_or_extracti
     assert "FORGED" not in stores.read_memory("project", INDEX_FILE)
     snap = stores.snapshot()
     assert "FORGED" not in snap.project_md and "Build workflow" in snap.project_md
-    state = build_panel_state(stores, [], None)
+    state = build_panel_state(index_view(stores), [], None)
     assert [c.filename for c in state.project] == ["project_knowledge_build.md"]
 
 
@@ -64,7 +65,7 @@ def test_an_old_memory_md_copied_in_hides_no_real_card(tmp_path: Path) -> None:
     merged = stores.merged_index()
     assert "Deploy — Ship it. (project_knowledge_deploy.md)" in merged
     assert "project_knowledge_deploy.md" in stores.snapshot().project_md
-    state = build_panel_state(stores, [], None)
+    state = build_panel_state(index_view(stores), [], None)
     assert {c.filename for c in state.project} == {"project_knowledge_build.md", "project_knowledge_deploy.md"}
 
 

@@ -1,4 +1,4 @@
-"""Prompt history (app/tui/prompt_history.py): per workspace, private, bounded, survives restarts."""
+"""Prompt history (app/services/prompt_history.py): per workspace, private, bounded, survives restarts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.tui.prompt_history import MAX_ENTRIES, MAX_ENTRY_CHARS, PromptHistory
+from app.services.prompt_history import MAX_ENTRIES, MAX_ENTRY_CHARS, PromptHistory
 
 # `ws` here is an empty folder, not the shared git work tree.
 pytestmark = pytest.mark.plain_ws

@@ -1,0 +1,24 @@
+"""The prompt's completer: slash commands at the start of the prompt, ``@path`` anywhere."""
+
+from __future__ import annotations
+
+from app.tui import commands
+from widgets.chat.prompt import Suggestion
+
+
+def complete(text: str, cursor: int, files: list[str]) -> list[Suggestion]:
+    """What the word before ``cursor`` may become; ``files``: the workspace's, as listed."""
+    before = text[:cursor]
+    word = before.split()[-1] if before and not before[-1].isspace() else ""
+    if word.startswith("/") and before.lstrip() == word:
+        return [
+            Suggestion(label=c.usage, insert=f"/{c.name} ", kind="command", detail=c.help)
+            for c in commands.completions(word)
+        ]
+    if word.startswith("@"):
+        # Loaded at the first "@": the module brings the file tools' path rules, not needed for
+        # the first frame.
+        from app.tui.filecomplete import fuzzy
+
+        return [Suggestion(label=p, insert=f"@{p} ", kind="file") for p in fuzzy(word[1:], files)]
+    return []
