@@ -20,9 +20,10 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.agent import compaction as cmp
+from app.agent import tool_calls
 from app.agent.conversation import TurnMark, drop_turn, push_message, scrub, scrub_text, turn_closing
 from app.agent.events import (
     AnswerShown,
@@ -35,7 +36,6 @@ from app.agent.events import (
     RunEvent,
     RunStatus,
     RunStop,
-    ToolCallApproved,
     ToolCallFinished,
     ToolCallStarted,
     stop_message,
@@ -60,20 +60,27 @@ from app.agent.provider import (
 )
 from app.agent.receipts import Receipt, end_turn_with
 from app.agent.run_memory import memory_heads, recalled_in
-from app.agent.system_prompt import build_system, subagent_system
+from app.agent.system_prompt import build_system
 from app.agent.tools import (
-    READ_ONLY_TOOLS,
     TOOL_SPECS,
     PermissionGate,
     ToolContext,
     ToolResult,
     api_tools,
     refusal,
-    run_tool,
 )
 from memory.text.redact import redact
 
+if TYPE_CHECKING:
+    from app.agent.extensions import Extensions
+
 log = logging.getLogger(__name__)
+
+MAX_STOP_BLOCKS = 3  # a Stop hook that keeps blocking sends the model on this often in a turn, then the turn ends
+
+
+class PromptRefused(ValueError):
+    """A UserPromptSubmit hook refused the prompt (the message says why); nothing was sent."""
 
 # Stop reasons whose tool calls are complete and must run (``end_turn``: some compatible servers).
 TOOL_CALL_STOPS = COMPLETED_STOPS | {"tool_use"}
@@ -120,12 +127,16 @@ class Runner:
         offload_bytes: int = 32 * 1024,
         results: cmp.ResultStore | None = None,
         recall: RecallSource | None = None,
+        ext: Extensions | None = None,  # MCP tools, hooks (the rules are the gate's)
     ) -> None:
         self.provider, self.model, self.tool_ctx, self.gate = provider, model, tool_ctx, gate
         self.memory, self.manager, self.session = memory, manager, session
         self.max_iterations, self.max_tokens = max_iterations, max_tokens
         self.is_subagent, self.depth = is_subagent, depth
         self.tool_names = list(tools) if tools is not None else list(TOOL_SPECS)
+        self.ext = ext
+        self.session_context = ""  # what SessionStart hooks said: at the head of the next Run
+        self._stop_blocks = 0  # how often a Stop hook sent the model on in this turn
         # With a session, the session's messages are the conversation (one list, one set of rules).
         self._own: list[dict[str, Any]] = []
         for m in (conversation or []) if session is None else []:
@@ -162,6 +173,18 @@ class Runner:
         return self._running
 
     @property
+    def session_id(self) -> str:
+        return str(getattr(self.session, "id", "") or "")
+
+    def subagent(self) -> Runner:
+        return type(self)(**tool_calls.subagent_kwargs(self))  # for ``task``
+
+    def _tools(self) -> list[dict[str, Any]]:
+        """The built-in tools, then the ready MCP servers' (a sub-agent: their read-only ones)."""
+        extra = self.ext.api_tools(read_only=self.is_subagent) if self.ext is not None else []
+        return api_tools(self.tool_names) + extra
+
+    @property
     def threshold(self) -> int:
         """Input tokens past which the conversation is compacted before a request."""
         return int(self.context_window * self.compact_at)
@@ -173,7 +196,7 @@ class Runner:
 
     def estimate(self) -> int:
         """The next request's input tokens (the usage anchor plus what came since, chars / 4)."""
-        tools = api_tools(self.tool_names)
+        tools = self._tools()
         # Kept for the request that follows _fit: a long conversation is serialised once per
         # request to be measured, not twice (hundreds of kilobytes of JSON near the window).
         self._measured_chars = cmp.messages_chars(self.conversation)
@@ -201,13 +224,11 @@ class Runner:
     async def _run(self, user_text: str, emit: OnEvent) -> RunStop:
         usage = Usage()
         content: list[dict[str, Any]] = []
-        self._index_before = self.shown_index
+        self._index_before, self._stop_blocks = self.shown_index, 0
         self._recalled_before = dict(self.recalled)
-        update, recalled = await self._memory_heads(user_text)
-        if update:
-            content.append({"type": "text", "text": update})
-        if recalled:
-            content.append({"type": "text", "text": recalled})
+        hooked = await self._prompt_hooks(user_text)  # first: a refused prompt leaves nothing behind
+        heads = [*(await self._memory_heads(user_text)), *hooked]
+        content.extend({"type": "text", "text": h} for h in heads if h)
         content.append({"type": "text", "text": user_text})
         self._mark = TurnMark(self.conversation)
         # The user message may join a trailing user message (an interrupted turn's results):
@@ -237,7 +258,7 @@ class Runner:
         return stop
 
     async def _loop(self, usage: Usage, emit: OnEvent) -> RunStop:
-        tools = api_tools(self.tool_names)
+        tools = self._tools()
         for iteration in range(1, self.max_iterations + 1):
             emit(RequestStarted(iteration, self.depth))
             chars = None
@@ -266,6 +287,8 @@ class Runner:
             kept = [b for b in blocks if b.get("type") != "tool_use"] or [{"type": "text", "text": "[no text]"}]
             await self._append({"role": "assistant", "content": kept})
             text = text_of(kept)
+            if stop.reason in COMPLETED_STOPS and await self._stop_hook_goes_on(kept):
+                continue
             if stop.reason in COMPLETED_STOPS:
                 if not self.is_subagent:  # the answer's end on screen first, then the spool's fsync
                     await wait_shown(self._answer_shown, self.answer_shown_s)
@@ -334,63 +357,36 @@ class Runner:
         await self._append({"role": "user", "content": results})
 
     def _asks(self, name: str, tool_input: Any) -> bool:
-        """Whether the gate will ask the person about this call (a gate that can ask says so
-        through ``will_ask``); a call refused before the gate is never waiting."""
-        if name not in self.tool_names or not isinstance(tool_input, dict) or TOOL_SPECS[name].kind not in (
-                "write", "execute"):
-            return False
-        will_ask = getattr(self.gate, "will_ask", None)
-        return bool(will_ask(name)) if callable(will_ask) else False
+        return tool_calls.asks(self, name, tool_input)
 
     async def _run_one(self, name: str, tool_input: Any, call_id: str, emit: OnEvent, waiting: bool = False,
                        refused: str | None = None) -> tuple[ToolResult, bool]:
-        if name not in self.tool_names:
-            return ToolResult(content=f"unknown or unavailable tool {name!r}", is_error=True), False
-        if not isinstance(tool_input, dict):
-            return ToolResult(content="tool input must be a JSON object", is_error=True), False
-        if refused is not None:
-            return ToolResult(content=refused, is_error=True), False
-        spec = TOOL_SPECS[name]
-        if spec.kind in ("write", "execute"):
-            decision = await self.gate.decide(name, tool_input, call_id=call_id, depth=self.depth)
-            if not decision.allowed:
-                return ToolResult(content=decision.reason or f"{name} was denied by the user", is_error=True), True
-            if waiting:
-                emit(ToolCallApproved(call_id, name, self.depth))
-        if name == "task":
-            return await self._run_task(tool_input, emit), False
-        return await run_tool(name, tool_input, self.tool_ctx), False
+        return await tool_calls.run_call(self, name, tool_input, call_id, emit, waiting, refused)
 
-    async def _run_task(self, tool_input: dict[str, Any], emit: OnEvent) -> ToolResult:
-        prompt = tool_input.get("prompt")
-        if not isinstance(prompt, str) or not prompt.strip():
-            return ToolResult(content="task needs a non-empty 'prompt'", is_error=True)
-        sub = Runner(
-            provider=self.provider,
-            model=self.model,
-            tool_ctx=self.tool_ctx,
-            gate=self.gate,
-            system=subagent_system(self.tool_ctx.workspace),
-            max_iterations=self.max_iterations,
-            max_tokens=self.max_tokens,
-            is_subagent=True,
-            tools=sorted(READ_ONLY_TOOLS),
-            depth=self.depth + 1,
-            shown_index="",
-            offload_bytes=self.offload_bytes,
-            results=self.results,
-        )
-        sub.receipt = self.receipt  # its reads are the turn's
+    # -- hooks around the turn (app/agent/hooks.py) -------------------------------------------------
 
-        def forward(ev: RunEvent) -> None:
-            # Everything the sub-agent does is shown, marked with its depth; its stop is its result.
-            if not isinstance(ev, RunStop | MemorySubmitted):
-                emit(ev)
+    async def _prompt_hooks(self, user_text: str) -> list[str]:
+        """What SessionStart and UserPromptSubmit hooks add at the head of the message; a
+        UserPromptSubmit hook that exits 2 refuses the prompt (PromptRefused, its reason)."""
+        heads, self.session_context = [self.session_context], ""
+        if self.ext is not None and not self.is_subagent and self.ext.hooks.hooks:
+            out = await self.ext.hook("UserPromptSubmit", session_id=self.session_id, prompt=user_text)
+            if out.blocked:
+                raise PromptRefused(f"the prompt was refused by a hook: {out.reason or 'no reason given'}")
+            heads.append(out.context)
+        return heads
 
-        stop = await sub.run(prompt, forward)
-        if stop.status != "completed":
-            return ToolResult(content=f"the sub-agent did not finish: {stop.message or stop.status}", is_error=True)
-        return ToolResult(content=stop.text or "(the sub-agent gave no text)")
+    async def _stop_hook_goes_on(self, kept: list[dict[str, Any]]) -> bool:
+        """A Stop hook that exits 2 sends the model on with its reason (at most three times a turn)."""
+        if self.ext is None or self.is_subagent or not self.ext.hooks.hooks or self._stop_blocks >= MAX_STOP_BLOCKS:
+            return False
+        out = await self.ext.hook("Stop", session_id=self.session_id)
+        if not out.blocked:
+            return False
+        self._stop_blocks += 1
+        await self._append({"role": "assistant", "content": kept})
+        await self._append({"role": "user", "content": [{"type": "text", "text": f"[Stop hook] {out.reason}"}]})
+        return True
 
     # -- long sessions (app/agent/compaction.py) ----------------------------------------------------
 

@@ -10,11 +10,12 @@ import contextlib
 import logging
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from app.agent.compaction import ResultStore
+from app.agent.extensions import APP_COMMANDS, Extensions
 from app.agent.memory_parts import build_manager, memory_completion
 from app.agent.provider import AnthropicProvider, Provider, Usage
 from app.agent.runner import Runner
@@ -55,17 +56,24 @@ class Runtime:
         settings: Settings,
         workspace: Path,
         *,
-        gate: PermissionGate,
+        gate: PermissionGate | None,
         provider: Provider | None = None,
         completion: Completion | None = None,
         home: Path | None = None,
         fs: FS | None = None,
         worker_process: bool = False,
         history: bool = True,
+        trust_project_mcp: bool = False,
+        commands: Iterable[str] = APP_COMMANDS,
     ) -> None:
         self.settings = settings
         self.workspace = workspace
-        self.gate = gate
+        # MCP servers, permission rules, hooks and custom commands (loaded at start, off the loop).
+        self.ext = Extensions(workspace, home, builtin=commands, trust_project_mcp=trust_project_mcp,
+                              start_timeout=settings.mcp_start_timeout, call_timeout=settings.mcp_call_timeout)
+        # The rules decide first; what they leave to the person goes to ``gate`` (the app's
+        # window), and without one (print mode) is refused.
+        self.gate = self.ext.gate(gate)
         self.fs = fs if fs is not None else DEFAULT_FS
         # Constructors only compute paths; nothing here reads or writes a file.
         self.stores = MemoryStores(workspace, home, fs=self.fs)
@@ -136,6 +144,8 @@ class Runtime:
         if self._started:
             return
         self._started = True
+        await asyncio.to_thread(self.ext.load)
+        self.ext.start()  # the MCP servers, in parallel; a turn never waits for them here
         # MEMORY.md is derived: a `git pull` or merge since the last run may have
         # left it out of step with the cards; rebuilt before anything reads the stores.
         await asyncio.to_thread(self.refresh_indexes)
@@ -183,6 +193,7 @@ class Runtime:
         await asyncio.to_thread(self.search.warm)
 
     async def close(self, timeout: float = 0.0) -> None:
+        await self.ext.close()  # every MCP server shut down: no process is left
         await self.manager.close(timeout)
         if self.child is not None:
             # The child drains what is queued and exits by itself; waited for at most ``timeout``.
@@ -252,6 +263,9 @@ class Runtime:
         self.session = session
         self.manager.session = session.id
         self.runner = await self._make_runner(session)
+        if self.ext.hooks.hooks:
+            out = await self.ext.hook("SessionStart", session_id=session.id)
+            self.runner.session_context = out.context
 
     async def new_session(self) -> str | None:
         """``/clear``: a fresh session with the full index in its system prompt (same Manager)."""
@@ -293,6 +307,7 @@ class Runtime:
             offload_bytes=self.settings.offload_bytes,
             results=results,
             recall=self.search,
+            ext=self.ext,
         )
 
     # -- trust -----------------------------------------------------------------------

@@ -114,6 +114,10 @@ class Settings(BaseSettings):
     memory_idle_timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     # Per-model prices (USD per MTok) over app/agent/pricing.PRICES: `[prices."model"] input = 3.0 ...`
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    # MCP servers: how long a server may take to start (the app never waits for it; print mode
+    # does, up to this), and one tool call.
+    mcp_start_timeout: float = Field(default=10.0, gt=0, le=600, allow_inf_nan=False)
+    mcp_call_timeout: float = Field(default=120.0, gt=0, le=86400, allow_inf_nan=False)
 
     _warnings: list[str] = PrivateAttr(default_factory=list)
 
@@ -148,7 +152,8 @@ class Settings(BaseSettings):
         return v
 
     @field_validator("max_iterations", "memory_wait", "max_tokens", "bash_timeout", "context_window", "compact_at",
-                     "offload_bytes", "consolidate_after", "memory_idle_timeout", mode="before")
+                     "offload_bytes", "consolidate_after", "memory_idle_timeout", "mcp_start_timeout",
+                     "mcp_call_timeout", mode="before")
     @classmethod
     def _no_booleans(cls, v: Any) -> Any:
         # TOML `max_iterations = true` would otherwise quietly become 1.
@@ -182,7 +187,8 @@ class ConfigFileSource(TomlConfigSettingsSource):
         if os.path.lexists(self.path) and not self.path.is_file():
             raise SettingsError(f"{self.path}: not a regular file")
         super().__init__(settings_cls, toml_file=self.path)
-        known = {name.lower() for name in settings_cls.model_fields}
+        # Tables read by their own loaders (app/agent/extensions.py), not settings.
+        known = {name.lower() for name in settings_cls.model_fields} | {"mcp_servers", "permissions", "hooks"}
         self.unknown_keys = [k for k in self.toml_data if k.lower() not in known]
         self.warnings = [f"{self.path}: unknown key {k!r} ignored" for k in self.unknown_keys]
 

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from memory.constants import MEMORY_MODES
 
@@ -98,8 +98,11 @@ def build_parser(*, memory_commands: bool = True) -> argparse.ArgumentParser:
                         help="print mode: bound on model requests in one turn (default 50)")
     parser.add_argument("--status", action="store_true",
                         help="print the workspace, models, credentials and memory state instead of opening the app")
-    parser.add_argument("--allow-tools", metavar="a,b", default="",
-                        help="print mode: writing/executing tools allowed (write_file, edit_file, bash)")
+    parser.add_argument("--allow-tools", metavar="RULE,…", default="",
+                        help="print mode: tools allowed without asking, as permission rules "
+                             "(bash, edit_file(src/**), bash(git status:*), mcp__server)")
+    parser.add_argument("--trust-project-mcp", action="store_true",
+                        help="print mode: start this workspace's .mcp.json servers for this run without a trust record")
     parser.add_argument("--compact", action="store_true",
                         help="print mode: compact the conversation before this turn (with --continue or --resume)")
     parser.add_argument("--trust-project-memory", action="store_true",
@@ -208,14 +211,13 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
 
     if not Path(args.workspace).is_dir():
         parser.error(f"workspace {args.workspace} is not a folder")
-    allow: frozenset[str] = frozenset()
+    allow: tuple[Any, ...] = ()
     if args.allow_tools:
-        # Only when asked: the tools package (and the stores it loads) is no part of the
-        # full-screen app's first frame.
-        from app.agent.tools import parse_allow_tools
+        # Only when asked: the rules (pydantic, pathspec) are no part of the full-screen app's first frame.
+        from app.agent.permissions import parse_rule_list
 
         try:
-            allow = parse_allow_tools(args.allow_tools)
+            allow = parse_rule_list(args.allow_tools)
         except ValueError as e:
             parser.error(str(e))
     workspace = resolve_workspace(args.workspace)
@@ -259,7 +261,8 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     # Print mode's runtime (the model, the tools, the session log): only for a prompt given here.
     from app.cli.print_mode import main_print
 
-    return main_print(prompt, settings, workspace, allow_tools=allow, resume=args.resume,
+    return main_print(prompt, settings, workspace, allow_tools=allow, trust_project_mcp=args.trust_project_mcp,
+                      resume=args.resume,
                       continue_latest=args.continue_latest, trust_project=args.trust_project_memory,
                       compact=args.compact)
 

@@ -15,8 +15,10 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from app.agent.attachments import with_attachments
 from app.agent.events import Compacted, MemorySubmitted, RunEvent, RunStop, ToolCallFinished, ToolCallStarted
 from app.agent.memory_parts import memory_completion
+from app.agent.permissions import Rule
 from app.agent.provider import (
     NO_CREDENTIALS,
     AnthropicProvider,
@@ -25,9 +27,9 @@ from app.agent.provider import (
     UsageEvent,
     has_credentials,
 )
+from app.agent.runner import PromptRefused
 from app.agent.runtime import Runtime
 from app.agent.settings import Settings
-from app.agent.tools import AllowListGate
 from app.cli.memory_grounding import dropped_line
 from app.cli.output import closed_pipe, silence
 from memory.constants import MemoryMode
@@ -265,7 +267,8 @@ async def run_print(
     settings: Settings,
     workspace: Path,
     *,
-    allow_tools: frozenset[str],
+    allow_tools: tuple[Rule, ...] = (),
+    trust_project_mcp: bool = False,
     resume: str | None = None,
     continue_latest: bool = False,
     trust_project: bool = False,
@@ -281,16 +284,7 @@ async def run_print(
     handler = _LogToUI(ui)
     root = logging.getLogger()
     root.addHandler(handler)
-    # The memory model's client shares the main model's: one TLS set-up before the answer, not two.
-    provider = AnthropicProvider()
-    completion = (
-        memory_completion(settings, share=lambda: provider.client)
-        if settings.memory_mode != MemoryMode.OFF
-        else None
-    )
-    # history=False: a --continue reads the session from its last compaction on (nothing shows the rest).
-    runtime = Runtime(settings, workspace, gate=AllowListGate(allow_tools), provider=provider, completion=completion,
-                      history=False)
+    runtime = _runtime(settings, workspace, allow_tools, trust_project_mcp)
     unsubscribe = runtime.manager.subscribe(ui.memory)
     try:
         if not await _open(ui, runtime, resume=resume, continue_latest=continue_latest, trust_project=trust_project):
@@ -301,8 +295,13 @@ async def run_print(
             except RuntimeError as e:  # the summary cannot make it fit: said, and the turn is not run
                 ui.diag(f"pseudoclaude: {e}")
                 return EXIT_ERROR
+        await _extensions_ready(ui, runtime)
+        prompt = await _expand_command(ui, runtime, prompt)
         try:
             stop = await runtime.runner.run(prompt, ui, answer_shown=ui.answer_shown)
+        except PromptRefused as e:  # a UserPromptSubmit hook: nothing was sent
+            ui.diag(f"pseudoclaude: {e}")
+            return EXIT_ERROR
         finally:
             await runtime.start_worker()
         for note in runtime.search.notices():  # a damaged search cache, rebuilt: said once
@@ -315,6 +314,56 @@ async def run_print(
         unsubscribe()
         await runtime.close()
         root.removeHandler(handler)
+
+
+def _runtime(settings: Settings, workspace: Path, allow_tools: tuple[Rule, ...], trust_project_mcp: bool) -> Runtime:
+    # The memory model's client shares the main model's: one TLS set-up before the answer, not two.
+    provider = AnthropicProvider()
+    completion = (
+        memory_completion(settings, share=lambda: provider.client)
+        if settings.memory_mode != MemoryMode.OFF
+        else None
+    )
+    # history=False: a --continue reads the session from its last compaction on (nothing shows the rest).
+    # No one to ask: what the rules (the config files', --allow-tools') do not allow is refused.
+    runtime = Runtime(settings, workspace, gate=None, provider=provider, completion=completion, history=False,
+                      trust_project_mcp=trust_project_mcp)
+    if allow_tools:
+        runtime.ext.allow(allow_tools, "--allow-tools")
+    return runtime
+
+
+async def _extensions_ready(ui: PrintUI, runtime: Runtime) -> None:
+    """The MCP servers ready (in parallel, each within its start bound) so their tools are in the
+    first request; what failed, was refused or waits for trust is said on stderr, a line each."""
+    ext = runtime.ext
+    await ext.wait_ready()
+    for line in ext.notes():
+        ui.diag(f"pseudoclaude: {line}")
+    if ext.servers.waiting:
+        ui.diag("pseudoclaude: the project's .mcp.json servers are not started: --trust-project-mcp starts them "
+                "for this run, or trust them once in the app")
+    for status in ext.mcp.status() if ext.mcp is not None else []:
+        if status.state == "failed":
+            ui.diag(f"pseudoclaude: MCP server {status.name} failed: {status.reason}")
+
+
+async def _expand_command(ui: PrintUI, runtime: Runtime, prompt: str) -> str:
+    """A custom command given as the prompt (``/review src/app.py``) becomes its text with the
+    files its ``@path`` names attached as the app's prompt attaches them; its ``allowed-tools``
+    hold for this run, its ``model`` for this turn."""
+    expanded = runtime.ext.commands.expand_prompt(prompt)
+    if expanded is None:
+        return prompt
+    if expanded.allowed_tools:
+        runtime.ext.allow(expanded.allowed_tools, f"/{expanded.command.name} allowed-tools")
+    if expanded.model:
+        runtime.runner.model = expanded.model
+    ui.diag(f"[command /{expanded.command.name}]")
+    text, notes = await with_attachments(expanded.prompt, runtime.workspace, frozenset())
+    for note in notes:
+        ui.diag(f"pseudoclaude: {note}")
+    return text
 
 
 def main_print(prompt: str, settings: Settings, workspace: Path, **kw: object) -> int:

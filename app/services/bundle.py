@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.services.cards import CardsService
+from app.services.extensions import ExtensionsService
 from app.services.index import IndexService
 from app.services.jobs import JobsService
 from app.services.session import SessionService
@@ -30,6 +31,7 @@ class Services:
     jobs: JobsService
     index: IndexService
     sharing: SharingService
+    extensions: ExtensionsService
 
     @classmethod
     def for_runtime(cls, rt: Runtime, *, card_reads: threading.Lock | None = None) -> Services:
@@ -42,4 +44,5 @@ class Services:
             jobs=JobsService(rt.manager, rt.stores, lambda: rt.memory_mode),
             index=IndexService(rt.stores),
             sharing=SharingService(rt.stores, rt.settings),
+            extensions=ExtensionsService(rt),
         )

@@ -32,6 +32,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from app.agent.attachments import with_attachments
 from app.tui import commands, permission_window
 from app.tui.bridge import Bridge
 from app.tui.commands import Parsed, SlashCommands
@@ -63,7 +64,7 @@ from app.tui.phase import Phase
 from app.tui.prompt_typing import MainScreen, PromptTyping, selection_to_copy
 from app.tui.quit_flow import QUIT_CLOSE_S, Quitter, wait_bounded
 from app.tui.screens.memory import MemoryScreens
-from app.tui.send_queue import WAIT_GROUPS, SendQueue, with_attachments
+from app.tui.send_queue import WAIT_GROUPS, SendQueue
 from app.tui.startup import Startup
 from app.tui.status_model import StatusModel
 from app.tui.sync_flow import SharingFlow
@@ -265,6 +266,7 @@ class PseudoClaudeApp(App[int]):
         self.queue.drain_soon()
         self.scale.started()
         self.sharing.start()
+        self.slash.ext.ready()  # what the workspace adds: its notes, its trust question, the servers' states
 
     @on(RuntimeFailed)
     def _on_failed(self, message: RuntimeFailed) -> None:
@@ -369,8 +371,7 @@ class PseudoClaudeApp(App[int]):
     # -- status line -----------------------------------------------------------------------------
 
     def show_settings(self) -> None:
-        """The status line's settings fields, from the settings and the runtime (its memory mode
-        is the one in force once it exists)."""
+        """The status line's settings fields (the runtime's memory mode once it exists)."""
         settings, rt = self.settings, self.bridge.runtime
         if settings is None:
             return
@@ -391,7 +392,7 @@ class PseudoClaudeApp(App[int]):
     # -- completion ------------------------------------------------------------------------------
 
     def complete(self, text: str, cursor: int) -> list[Suggestion]:
-        return complete(text, cursor, self._files)
+        return complete(text, cursor, self._files, self.slash.ext.listing())
 
     # -- sending ---------------------------------------------------------------------------------
 
@@ -427,11 +428,10 @@ class PseudoClaudeApp(App[int]):
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def _run_turn(self, text: str) -> None:
         status = "error"
-        # While the turn runs, the memory worker's threads make room for the screen (memory.jobs.pace).
-        self.bridge.pacer.busy(float("inf"))
+        self.bridge.pacer.busy(float("inf"))  # the memory worker's threads make room while it runs
         try:
             message, notes = await with_attachments(text, self.workspace, self._files_set)
-            for n in notes:
+            for n in notes:  # a file cut or refused: one line each
                 self.post_message(ChatNote(one_line(n, 300)))
             # Beside the Run, not before it: the cards cannot change until its job is applied.
             asyncio.ensure_future(asyncio.to_thread(self.services.index.note_files)).add_done_callback(
@@ -442,7 +442,7 @@ class PseudoClaudeApp(App[int]):
             status = "cancelled"
             raise
         except Exception as e:
-            self.post_message(ChatNote(one_line(f"the turn failed: {type(e).__name__}: {e}", 400), error=True))
+            self.post_message(ChatNote(self.slash.ext.failed_line(e), error=True))
         finally:
             self.post_message(TurnDone(status))
 

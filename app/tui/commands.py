@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from rich.table import Table
 from rich.text import Text
@@ -24,6 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from app.tui.extension_commands import ExtensionCommands, ExtHost
 from app.tui.messages import ChatNote, SessionSwitched, SettingsChanged, TurnDone, TurnEvent
 from app.tui.phase import Phase
 from app.tui.workers import RunsWorkers
@@ -65,6 +66,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", "/resume", "pick a session of this workspace to resume"),
     Command("cost", "/cost", "show this session's tokens and cost"),
     Command("compact", "/compact [FOCUS]", "compact the conversation now (automatic near the context limit)"),
+    Command("permissions", "/permissions", "the permission rules and their files; /permissions remove RULE"),
+    Command("mcp", "/mcp", "list the MCP servers: state, tools, prompts"),
     Command("quit", "/quit", "quit (pending memory is saved first)"),
 )
 BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
@@ -127,23 +130,25 @@ def completions(prefix: str) -> list[Command]:
     return [c for c in COMMANDS if c.name.startswith(p)]
 
 
-def help_rows() -> list[tuple[str, str]]:
-    """(what to type, what it does) for each command, a blank row, then the keys."""
-    return [*((c.usage, c.help) for c in COMMANDS), ("", ""), *KEYS]
+def help_rows(custom: list[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
+    """(what to type, what it does) for each command, the custom ones (``custom``) after a blank
+    row, a blank row, then the keys."""
+    extra = [("", ""), *custom] if custom else []
+    return [*((c.usage, c.help) for c in COMMANDS), *extra, ("", ""), *KEYS]
 
 
-def help_text() -> str:
+def help_text(custom: list[tuple[str, str]] | None = None) -> str:
     """/help as plain text (the block's ``text``; what tests and copies read)."""
-    return "\n".join(f"{left}  {right}".rstrip() for left, right in help_rows())
+    return "\n".join(f"{left}  {right}".rstrip() for left, right in help_rows(custom))
 
 
-def help_table() -> Table:
+def help_table(custom: list[tuple[str, str]] | None = None) -> Table:
     """/help as drawn: two columns, so a wrapped description stays under its own column (a
     hanging indent) at any chat width instead of running back under the command names."""
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
-    for left, right in help_rows():
+    for left, right in help_rows(custom):
         # Text, not markup: "[pasted …]" would be read as a style tag and vanish.
         table.add_row(Text(left), Text(right))
     return table
@@ -227,6 +232,8 @@ class SlashCommands:
         # One session switch at a time, each to its end: a switch cancelled half-way (/resume
         # typed while /clear still closed the session) left no session open, its lock still held.
         self._switching = asyncio.Lock()
+        # Custom commands, MCP prompts, /permissions, /mcp (the App is their host too).
+        self.ext = ExtensionCommands(cast("ExtHost", host))
         self.handlers: dict[str, Callable[[str], Awaitable[None]]] = {
             "help": self.cmd_help,
             "clear": self.cmd_clear,
@@ -240,6 +247,8 @@ class SlashCommands:
             "resume": self.cmd_resume,
             "cost": self.cmd_cost,
             "compact": self.cmd_compact,
+            "permissions": self.ext.permissions,
+            "mcp": self.ext.mcp,
             "quit": self.cmd_quit,
         }
 
@@ -259,7 +268,10 @@ class SlashCommands:
         ``queued``: it comes from the queue, whose turn it is."""
         host = self.host
         if parsed.command is None:
-            self.chat.add_note(f"unknown command /{one_line(parsed.name, 40)}: /help lists the commands")
+            if not queued and (host.phase.connecting or host.waiting):
+                host.defer_command(parsed, "session")  # a custom command is known once the runtime is open
+            elif not self.ext.run(parsed.name, parsed.arg):
+                self.chat.add_note(f"unknown command /{one_line(parsed.name, 40)}: /help lists the commands")
             return
         name = parsed.command.name
         if name in NEEDS_SESSION and not queued and (host.phase.connecting or host.waiting):
@@ -281,8 +293,9 @@ class SlashCommands:
         return False
 
     async def cmd_help(self, arg: str) -> None:
-        block = self.chat.add_note(help_text())  # ``text`` stays the plain form
-        block.update(help_table())
+        custom = self.ext.help_rows()
+        block = self.chat.add_note(help_text(custom))  # ``text`` stays the plain form
+        block.update(help_table(custom))
 
     async def cmd_clear(self, arg: str) -> None:
         if self._turn_running():

@@ -1,10 +1,10 @@
-"""``@path`` in the prompt: the workspace's files, fuzzy matching, and attaching one to a message.
+"""``@path`` in the prompt: the workspace's files and fuzzy matching (``app.agent.attachments``
+attaches the one picked).
 
 The App lists the files in a worker thread (``workspace_files`` runs git or walks the disk)
 and keeps the list; ``fuzzy`` then runs on each key press against that list, so it must stay
 cheap on 50,000 paths: one compiled regular expression rejects most paths in C before any
-scoring in Python. ``attach`` reads the file the user picked, confined to the workspace the
-same way the file tools are (no ``..``, no symlink out), bounded, text only.
+scoring in Python.
 """
 
 from __future__ import annotations
@@ -12,21 +12,16 @@ from __future__ import annotations
 import heapq
 import os
 import re
-import stat
 import subprocess
 from pathlib import Path
 
 import pathspec
 
-from memory.text.lines import format_bytes
-from memory.text.terminal import strip_terminal
-
-__all__ = ["attach", "fuzzy", "workspace_files"]
+__all__ = ["fuzzy", "workspace_files"]
 
 # Folders a walk never enters: tool caches and dependencies nobody attaches by name.
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "target", "dist", "build"})
 GIT_TIMEOUT = 5.0
-BINARY_SNIFF = 8192
 
 
 # -- listing ---------------------------------------------------------------------------------
@@ -221,62 +216,3 @@ def _tightest(text: str, q: str, start: int) -> int:
         best = min(best, i - start)
         start = text.find(q[0], start + 1)
     return best
-
-
-# -- attaching -------------------------------------------------------------------------------
-
-
-def attach(workspace: Path, rel: str, max_bytes: int = 100_000) -> tuple[str, str | None]:
-    """The text block that carries the file ``rel`` in a message, and a one-line note for the
-    user when the file was cut or refused (refused: the block is "").
-
-    Refused: a path outside the workspace (also through a symlink), not a regular file, not
-    UTF-8 text (binary), unreadable. A longer file is cut at a line boundary before ``max_bytes``.
-    """
-    shown = strip_terminal(rel, keep_newlines=False)
-    root = os.path.realpath(workspace)
-    if not rel or "\0" in rel:
-        return "", f"@{shown}: not a file name"
-    target = os.path.realpath(os.path.join(root, rel))
-    if os.path.commonpath([root, target]) != root:
-        return "", f"@{shown}: outside the workspace, not attached"
-    try:
-        # O_NONBLOCK: a FIFO must not hang the worker; O_NOFOLLOW: the resolved path is final.
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as e:
-        return "", f"@{shown}: cannot read ({e.strerror or e})"
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return "", f"@{shown}: not a regular file, not attached"
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(max_bytes + 1)
-    except OSError as e:
-        return "", f"@{shown}: cannot read ({e.strerror or e})"
-    finally:
-        os.close(fd)
-    if b"\0" in data[:BINARY_SNIFF]:
-        return "", f"@{shown}: a binary file, not attached"
-    cut = len(data) > max_bytes
-    if cut:
-        data = data[:max_bytes]
-        nl = data.rfind(b"\n")
-        if nl > 0:
-            data = data[: nl + 1]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        if not cut or e.start < len(data) - 3:
-            return "", f"@{shown}: not UTF-8 text, not attached"
-        text = data[: e.start].decode("utf-8")  # a character split by the cut
-    # An attribute value: a quote in a file name must not end it.
-    rel_posix = Path(os.path.relpath(target, root)).as_posix().replace('"', "%22")
-    note = None
-    head = f'<attached-file path="{rel_posix}">'
-    if cut:
-        size = format_bytes(st.st_size)
-        note = f"@{shown}: attached the first {format_bytes(len(text.encode('utf-8')))} of {size}"
-        head = f'<attached-file path="{rel_posix}" cut="first {len(text.encode("utf-8"))} of {st.st_size} bytes">'
-    if not text.endswith("\n"):
-        text += "\n"
-    return f"{head}\n{text}</attached-file>", note

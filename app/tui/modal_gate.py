@@ -3,8 +3,9 @@
 ``ModalGate.decide`` builds a preview of what the call would do (off the event loop: it reads the
 file an ``edit_file`` changes), hands a ``PermissionRequest`` to ``ask`` (the App pushes the
 ``PermissionModal`` and awaits its answer) and maps the answer: ``once`` allows this call,
-``session`` allows this tool until the session changes, ``deny`` returns a denied result and the
-turn goes on. A denial's note (the person's reason) is cleaned again here — one line, bounded,
+``session`` allows this tool until the session changes, ``always`` allows it and the App saves the
+rule the person confirmed (see ``permission_window``), ``deny`` returns a denied result and the
+turn goes on. An MCP tool (``mcp__…``) asks like ``bash``: a server's tool may do anything. A denial's note (the person's reason) is cleaned again here — one line, bounded,
 no control characters — and reaches the model in that result's text.
 """
 
@@ -12,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import json
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
+from app.agent.permission_edits import suggest_rules
 from app.agent.tools.base import ToolError
 from app.agent.tools.gate import PermissionDecision
 from app.agent.tools.paths import resolve
@@ -26,6 +29,8 @@ from widgets.dialogs.permission import PermissionRequest, clean_note
 
 PREVIEW_LINES = 40
 PREVIEW_READ_MAX = 1_000_000  # a larger file is not diffed: the preview says so
+MCP_PREVIEW_CHARS = 4_000  # an MCP call's arguments as JSON, cut beyond this
+MCP_PREFIX = "mcp__"
 
 PreviewKind = Literal["diff", "text", "command"]
 # PermissionRequest -> a PermissionAnswer, or just "once" | "session" | "deny"
@@ -84,8 +89,28 @@ def build_preview(workspace: Path, name: str, tool_input: dict[str, Any]) -> tup
             difflib.unified_diff(before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm="")
         )
         return summary, strip_terminal(_cut(diff, PREVIEW_LINES * 2)), "diff"
+    if name.startswith(MCP_PREFIX):
+        return _mcp_preview(name, tool_input)
     args = ", ".join(f"{k}={v!r}" for k, v in tool_input.items())
     return strip_terminal(f"{name}({args})"[:200], keep_newlines=False), "", "text"
+
+
+def _mcp_preview(name: str, tool_input: dict[str, Any]) -> tuple[str, str, PreviewKind]:
+    """An MCP call: its server and tool, and its arguments as JSON (bounded)."""
+    server, _, tool = name[len(MCP_PREFIX):].partition("__")
+    summary = strip_terminal(f"MCP server {server}: call the tool {tool or '?'}", keep_newlines=False)
+    try:
+        text = json.dumps(tool_input, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(tool_input)
+    if len(text) > MCP_PREVIEW_CHARS:
+        text = text[:MCP_PREVIEW_CHARS] + f"\n… {len(text) - MCP_PREVIEW_CHARS} more character(s)"
+    return summary, strip_terminal(_cut(split_lines(text))), "text"
+
+
+def asks_person(name: str) -> bool:
+    """The calls the window asks about: writing and executing tools, and every MCP tool."""
+    return needs_permission(name) or name.startswith(MCP_PREFIX)
 
 
 class ModalGate:
@@ -102,17 +127,21 @@ class ModalGate:
 
     def will_ask(self, name: str) -> bool:
         """Whether ``decide`` would ask about a call of ``name`` now."""
-        return needs_permission(name) and name not in self.session_allowed
+        return asks_person(name) and name not in self.session_allowed
 
     async def decide(
         self, name: str, tool_input: dict[str, Any], *, call_id: str = "", depth: int = 0
     ) -> PermissionDecision:
-        if not needs_permission(name) or name in self.session_allowed:
+        if not asks_person(name) or name in self.session_allowed:
             return PermissionDecision(True)
         summary, preview, kind = await asyncio.to_thread(build_preview, self.workspace, name, tool_input)
-        request = PermissionRequest(call_id=call_id, name=name, summary=summary, preview=preview, preview_kind=kind)
+        rules = await asyncio.to_thread(suggest_rules, name, tool_input, self.workspace)
+        request = PermissionRequest(call_id=call_id, name=name, summary=summary, preview=preview, preview_kind=kind,
+                                    rule=", ".join(rules))
         answer = await self.ask(request)
         choice = getattr(answer, "choice", answer)
+        if choice == "always":  # the App saved the rule (or said why not): this call runs
+            return PermissionDecision(True)
         if choice == "session":
             self.session_allowed.add(name)
             return PermissionDecision(True)

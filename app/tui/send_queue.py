@@ -9,17 +9,13 @@ back what is queued: the prompts' text goes back to an empty prompt.
 
 from __future__ import annotations
 
-import asyncio
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from app.tui.commands import Parsed
 from app.tui.host import Host
 from app.tui.phase import Phase
-from memory.text.lines import one_line
 
 if TYPE_CHECKING:
     from widgets.chat.user_block import UserBlock
@@ -29,7 +25,6 @@ QUEUED_NOTE = "queued: sent once the model is connected (Esc cancels)"
 # Workers that the next queued prompt or command waits for: a turn (or /compact), a session
 # switch (/clear, /resume), the trust question's outcome.
 WAIT_GROUPS = frozenset({"turn", "session", "trust"})
-_ATTACH_RE = re.compile(r"(?<!\S)@(\S+)")
 
 
 @dataclass
@@ -185,28 +180,3 @@ class SendQueue:
             app.prompt.notice = f"{prompts} queued: sent {when} (Esc cancels)"
         else:
             app.prompt.notice = CONNECTING if app.phase.connecting else None
-
-
-async def with_attachments(text: str, workspace: Path, files: frozenset[str]) -> tuple[str, list[str]]:
-    """The message with each ``@path`` file appended (bounded), and notes for the user.
-    ``files``: the workspace's files as listed (empty: not listed yet, every path is tried)."""
-    # Only for a message with an @path: the file lister's modules stay out of the first frame.
-    from app.tui.filecomplete import attach
-
-    wanted: list[str] = []
-    for raw in _ATTACH_RE.findall(text):
-        rel = raw.rstrip(".,;:!?)")
-        if rel and rel not in wanted and (rel in files or not files):
-            wanted.append(rel)
-    blocks, notes = [], []
-    for rel in wanted:
-        try:
-            block, note = await asyncio.to_thread(attach, workspace, rel)
-        except Exception as e:
-            notes.append(f"@{rel}: not attached ({one_line(e, 200)})")
-            continue
-        if block:
-            blocks.append(block)
-        if note:
-            notes.append(note)
-    return (text + "".join(f"\n\n{b}" for b in blocks)) if blocks else text, notes

@@ -44,6 +44,7 @@ __all__ = [
     "project_trusted",
     "record_trust",
     "trust_file",
+    "workspace_id",
     "workspace_marker",
 ]
 
@@ -112,6 +113,11 @@ def _read_id(paths: Paths, fs: FS) -> str | None:
         return None
     text = data.decode("ascii", "replace").strip()
     return text if _ID_RE.fullmatch(text) else None
+
+
+def workspace_id(paths: Paths, fs: FS, *, create: bool = False) -> str | None:
+    """This repository's id (see the module's doc); None while it has none, unless ``create``."""
+    return _ensure_id(paths, fs) if create else _read_id(paths, fs)
 
 
 def trust_file(paths: Paths, fs: FS | None = None) -> Path | None:

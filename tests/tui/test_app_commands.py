@@ -171,7 +171,7 @@ def _block_lines(app, block) -> list[str]:
     return [strips[y].text[region.x : region.right] for y in range(region.y, region.bottom)]
 
 
-@pytest.mark.parametrize("size", [(100, 60), (140, 60)], ids=["chat-58-cols", "chat-about-100-cols"])
+@pytest.mark.parametrize("size", [(100, 66), (140, 66)], ids=["chat-58-cols", "chat-about-100-cols"])
 async def test_help_wraps_descriptions_under_their_own_column_at_58_and_100_columns(make_app, size) -> None:
     # 100 columns: the chat beside the panel is 58 wide; 140: the chat is about 100 wide.
     app = make_app()
@@ -338,3 +338,10 @@ async def test_whichever_way_a_screen_was_opened_its_closing_gives_the_focus_to_
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="back to the chat")
         await wait_until(pilot, lambda: app.focused is app.prompt, what="the prompt focused")
+
+
+def test_the_names_a_custom_command_may_not_take_are_the_apps_own_commands() -> None:
+    from app.agent.extensions import APP_COMMANDS
+    from app.tui.commands import COMMANDS
+
+    assert sorted(APP_COMMANDS) == sorted(c.name for c in COMMANDS)

@@ -178,6 +178,7 @@ class ToolBlock(Widget, can_focus=True):
         self.header_text = ""
         """The header line as shown (glyph, name, arguments, status), plain text."""
         self._nbytes = 0
+        self.hook_s = 0.0  # seconds the call's hooks took (shown in the header when > 0)
         self._children: dict[str, ToolBlock] = {}
         self._header = Static(classes="tool--header")
         self._result = Static(classes="tool--result")
@@ -210,9 +211,12 @@ class ToolBlock(Widget, can_focus=True):
         self.status = "running"
         self._render_header()
 
-    def set_result(self, text: str, is_error: bool, denied: bool, *, view: ResultView | None = None) -> None:
+    def set_result(self, text: str, is_error: bool, denied: bool, *, view: ResultView | None = None,
+                   hook_s: float = 0.0) -> None:
         """The call finished: ``text`` as the model got it; ``view`` (not for a denied call) is
-        what the header and the excerpt show instead of the plain text."""
+        what the header and the excerpt show instead of the plain text; ``hook_s``: the seconds
+        its hooks took."""
+        self.hook_s = hook_s
         self.result_text = strip_terminal(text)
         self.status = "denied" if denied else "error" if is_error else "done"
         self._view = None
@@ -283,6 +287,8 @@ class ToolBlock(Widget, can_focus=True):
             parts.append(("  " + self.args_line, "$foreground-muted"))
         if label:
             parts.append(("  " + label, style))
+        if self.hook_s > 0:
+            parts.append((f"  hooks {self.hook_s:.1f}s", "$foreground-muted"))
         content = Content.assemble(*parts)
         self.header_text = content.plain
         self._header.update(content)

@@ -53,6 +53,7 @@ class ToolResult(BaseModel):
     is_error: bool = False
     view: ResultView | None = None
     card: CardRead | None = None
+    hook_s: float = 0.0  # seconds the call's hooks took (the tool block shows it)
 
 
 class MemoryReader(Protocol):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.agent import runner as runner_module
+from app.agent import tool_calls as tool_calls_module
 from app.agent.events import MemorySubmitted, RequestStarted, RunStop, ToolCallStarted
 from app.agent.memory_model import AnthropicCompletion
 from app.agent.provider import TextDelta, ToolUseArgs, ToolUseStart, UsageEvent
@@ -248,13 +248,13 @@ async def test_failed_turn_is_never_sent_back_as_the_models_words(server: FakeAn
 async def test_undecodable_text_from_any_tool_or_the_user_cannot_break_the_session(
     server: FakeAnthropic, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_run_tool = runner_module.run_tool
+    real_run_tool = tool_calls_module.run_tool
 
     async def surrogate_tool(name: str, tool_input: object, ctx: object) -> ToolResult:
         result = await real_run_tool(name, tool_input, ctx)  # type: ignore[arg-type]
         return ToolResult(content=result.content + "\nbad\udcffname.txt")
 
-    monkeypatch.setattr(runner_module, "run_tool", surrogate_tool)
+    monkeypatch.setattr(tool_calls_module, "run_tool", surrogate_tool)
     # The SDK refuses lone surrogates in tool input JSON, but not in text (stdlib json).
     server.script(MODEL, tool_use("list_files", {}, text_before="Listing \udcff."), text("One odd \udcff name."),
                   text("ok"))

@@ -192,7 +192,7 @@ def test_secrets_and_home_are_not_settings(monkeypatch: pytest.MonkeyPatch, tmp_
     assert set(dumped) == {
         "model", "memory_model", "memory_mode", "max_iterations", "memory_wait", "max_tokens", "bash_timeout",
         "context_window", "compact_at", "offload_bytes", "prices", "consolidate_after", "consolidate_review", "user_memory_remote",
-        "memory_worker", "memory_idle_timeout",
+        "memory_worker", "memory_idle_timeout", "mcp_start_timeout", "mcp_call_timeout",
     }
     assert "sk-ant-secret" not in repr(dumped)
 

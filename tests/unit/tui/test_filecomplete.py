@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.tui.filecomplete import attach, fuzzy, workspace_files
+from app.agent.attachments import attach
+from app.tui.filecomplete import fuzzy, workspace_files
 
 # `ws` here is an empty folder, not the shared git work tree.
 pytestmark = pytest.mark.plain_ws
