@@ -35,7 +35,7 @@ __all__ = ["APP_COMMANDS", "Extensions", "Waiting"]
 # The app's own slash commands: a custom command may not take one of these names (print mode
 # refuses the same ones as the app; a test keeps this list equal to the app's table).
 APP_COMMANDS = ("help", "clear", "memory", "pending", "remember", "undo", "consolidate", "model", "mode", "resume",
-                "cost", "compact", "quit", "permissions", "mcp")
+                "cost", "compact", "quit", "permissions", "mcp", "rewind")
 
 
 @dataclass(frozen=True)

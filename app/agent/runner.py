@@ -295,7 +295,7 @@ class Runner:
                 job_id = await self._submit(self._turn_start or 0)
                 if job_id:
                     emit(MemorySubmitted(job_id))
-                await self._end_turn("completed", stop_reason=stop.reason)
+                await self._end_turn("completed", stop_reason=stop.reason, job=job_id)  # for a rewind to name
                 return RunStop("completed", stop_reason=stop.reason, usage=usage, job_id=job_id, text=text)
             await self._end_turn("stopped", stop_reason=stop.reason)
             return RunStop("stopped", stop_message(stop.reason), stop.reason, usage=usage, text=text)

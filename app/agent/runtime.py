@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from app.agent.checkpoints import CheckpointStore, Recorder
 from app.agent.compaction import ResultStore
 from app.agent.extensions import APP_COMMANDS, Extensions
 from app.agent.memory_parts import build_manager, memory_completion
@@ -97,6 +98,8 @@ class Runtime:
         # history=False: a restored session's part before its compaction boundaries is not read
         # (print mode never shows it).
         self.sessions = SessionStore(home, history=history)
+        # The checkpoints of the agent's file edits (rewind); a plain fs: no pacing of a tool's write.
+        self.checkpoints = CheckpointStore(home)
         self.session: Session | None = None
         # None until open_session (callers check); typed as set because turns only run after it.
         self.runner: Runner = None  # type: ignore[assignment]
@@ -277,6 +280,13 @@ class Runtime:
         except SessionError as e:
             raise ValueError(str(e)) from None
 
+    def _recorder(self, session: Session) -> Recorder:
+        """The tools' hook into the session's checkpoints; the bounds are applied at its first one."""
+        store, s = self.checkpoints, self.settings
+        return Recorder(store.session(session.id, self.workspace), lambda: session.turns,
+                        prune=lambda: store.prune(s.checkpoint_max_mb * 1_000_000, s.checkpoint_max_days,
+                                                  keep=[session.id]))
+
     async def _make_runner(self, session: Session | None) -> Runner:
         index = await asyncio.to_thread(self.stores.merged_index)
         system = await asyncio.to_thread(build_system, self.workspace, index)
@@ -289,6 +299,7 @@ class Runtime:
             bash_timeout_default=self.settings.bash_timeout,
             results=results,
             bash_capture_chars=BASH_CAPTURE_CHARS if session is not None else None,
+            checkpoints=self._recorder(session) if session is not None else None,
         )
         return Runner(
             provider=self.provider,

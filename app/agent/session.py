@@ -295,6 +295,34 @@ class Session:
             self._write(line)
             self._fsync()
 
+    def record_rewind(self, text: str, to_turn: int, state: tuple[list[dict[str, Any]], str | None] | None,
+                      **info: Any) -> int:
+        """A rewind (app/agent/rewind.py), written as a turn-like entry with the next number (so
+        rewinding it undoes it) and, with ``state`` (the messages and summary of the conversation
+        when ``to_turn`` began), a ``rewind`` record replay honours. One write, synced; returns its number."""
+        with self._lock:
+            self._check_open()
+            if self._mark is not None:
+                raise SessionError("a turn is in progress: rewind between turns")
+            n, now = self.turns + 1, now_rfc3339()
+            lines = [dumps({"type": "turn_start", "turn": n, "time": now, "text": scrub_text(text), "kind": "rewind"}),
+                     dumps({"type": "turn_end", "turn": n, "status": "rewind", "time": now, **info})]
+            if state is not None:
+                lines.append(dumps({"type": "rewind", "turn": n, "to": to_turn, "time": now,
+                                    "summary": scrub_text(state[1]) if state[1] else None,
+                                    "messages": scrub(copy.deepcopy(state[0]))[0]}))
+            self._write("\n".join(lines))
+            self.turns, self._lines = n, self._lines + len(lines)
+            if state is not None:
+                rec = json.loads(lines[-1])
+                self.messages[:] = []
+                for m in rec["messages"]:
+                    push_message(self.messages, m)
+                self.summary, self.anchor = rec["summary"], None
+            self.turn_start = len(self.messages)
+            self._fsync()
+            return n
+
     def transcript(self) -> list[dict[str, Any]]:
         """What the person reads of this session: ``earlier`` (the part before the compaction
         boundaries, with their markers), then the conversation the model is sent."""

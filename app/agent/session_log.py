@@ -12,6 +12,8 @@ One JSON object per line, ASCII only (``\\n`` is the only line separator)::
     {"type":"usage","tokens":N,"chars":C}          # the usage anchor of a request (app/agent/compaction.py)
     {"type":"offload","tool_use_id":...,"content":"<stub>"}   # a result moved to sessions/<id>/results/
     {"type":"compaction","summary":...,"turn_start":k,"messages":[...]}   # a boundary: replay goes on from it
+    {"type":"turn_start","turn":5,...,"kind":"rewind"} {"type":"turn_end","turn":5,"status":"rewind",...}
+    {"type":"rewind","turn":5,"to":2,"summary":...,"messages":[...]}   # back to the conversation before turn 2
 
 Replaying a file pushes every message through the conversation rules (app/agent/conversation.py),
 so it gives exactly the conversation that was sent. Files written before the turn rules (an
@@ -342,6 +344,14 @@ class Replayed:
                 replace_result(self.conv, rec["tool_use_id"], scrub_text(rec["content"]))
         elif kind == "compaction" and isinstance(rec.get("messages"), list):
             self.compaction(rec)
+        elif kind == "rewind" and isinstance(rec.get("messages"), list):
+            # A rewind (app/agent/rewind.py): the conversation as it was before an earlier turn.
+            self.conv = []
+            for m in rec["messages"]:
+                push_message(self.conv, m)
+            summary = rec.get("summary")
+            self.summary = scrub_text(summary) if isinstance(summary, str) and summary else None
+            self.anchor = None
         # meta elsewhere and unknown record types carry no conversation
 
     def compaction(self, rec: dict[str, Any]) -> None:

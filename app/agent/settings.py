@@ -118,6 +118,10 @@ class Settings(BaseSettings):
     # does, up to this), and one tool call.
     mcp_start_timeout: float = Field(default=10.0, gt=0, le=600, allow_inf_nan=False)
     mcp_call_timeout: float = Field(default=120.0, gt=0, le=86400, allow_inf_nan=False)
+    # Checkpoints of the agent's file edits (rewind): whole sessions are removed, oldest first,
+    # past this many days after their last checkpoint or while all together pass this many MB.
+    checkpoint_max_mb: int = Field(default=500, ge=1)
+    checkpoint_max_days: float = Field(default=30.0, gt=0, allow_inf_nan=False)
 
     _warnings: list[str] = PrivateAttr(default_factory=list)
 
@@ -153,7 +157,7 @@ class Settings(BaseSettings):
 
     @field_validator("max_iterations", "memory_wait", "max_tokens", "bash_timeout", "context_window", "compact_at",
                      "offload_bytes", "consolidate_after", "memory_idle_timeout", "mcp_start_timeout",
-                     "mcp_call_timeout", mode="before")
+                     "mcp_call_timeout", "checkpoint_max_mb", "checkpoint_max_days", mode="before")
     @classmethod
     def _no_booleans(cls, v: Any) -> Any:
         # TOML `max_iterations = true` would otherwise quietly become 1.

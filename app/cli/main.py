@@ -75,9 +75,10 @@ def _seconds(v: str) -> float:
     return x
 
 
-def build_parser(*, memory_commands: bool = True) -> argparse.ArgumentParser:
+def build_parser(*, memory_commands: bool = True, rewind_commands: bool = True) -> argparse.ArgumentParser:
     """The command line's parser; ``memory_commands`` False: ``memory`` has no sub-commands (the
-    command line does not name it, so argparse cannot choose it: no abbreviation of a sub-command)."""
+    command line does not name it, so argparse cannot choose it: no abbreviation of a sub-command);
+    ``rewind_commands`` False: ``rewind`` and ``doctor`` have no arguments, likewise."""
     parser = _Parser(prog="pseudoclaude", description="A terminal coding assistant with long-term memory.")
     parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     _common(parser, suppress=False)
@@ -115,6 +116,13 @@ def build_parser(*, memory_commands: bool = True) -> argparse.ArgumentParser:
         from app.cli import memory_commands as memory_cli
 
         memory_cli.add_commands(mem, lambda p: _common(p, suppress=True))
+    rewind = sub.add_parser("rewind", help="restore files and/or the conversation to before a turn")
+    doctor = sub.add_parser("doctor", help="report the checkpoints' size")
+    if rewind_commands:
+        # Only when the command line names `rewind` or `doctor`, as for `memory`.
+        from app.cli import rewind as rewind_cli
+
+        rewind_cli.add_arguments(rewind, doctor, lambda p: _common(p, suppress=True))
     return parser
 
 
@@ -125,8 +133,12 @@ _ends_at_once = False
 def main(argv: Sequence[str] | None = None) -> int:
     global _ends_at_once
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(memory_commands="memory" in argv)
+    parser = build_parser(memory_commands="memory" in argv, rewind_commands="rewind" in argv or "doctor" in argv)
     args = parser.parse_args(argv)
+    if args.command in ("rewind", "doctor"):
+        from app.cli import rewind as rewind_cli  # loaded by build_parser already
+
+        return rewind_cli.run(args)
     if args.command == "memory":
         from app.cli import memory_commands as memory_cli  # loaded by build_parser already
 

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, TextIO
 
 from app.cli import memory_consolidate as consolidation
 from app.cli import memory_grounding as grounding
+from app.cli import memory_import as importing
 from app.cli import memory_log as history_log
 from app.cli import memory_search as scale
+from app.cli import memory_serve_mcp as mcp_server
 from app.cli import memory_sync as user_sync
 from app.cli import memory_worker as child_worker
 from app.cli.common import EXIT_ERROR, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, err, memory_completion, report
@@ -71,6 +73,8 @@ def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.Argume
     history_log.add_command(cmd)
     user_sync.add_command(cmd)
     child_worker.add_command(cmd)
+    mcp_server.add_command(cmd)
+    importing.add_command(cmd)
     p = cmd("doctor", "check the stores and the index")
     p.add_argument("--fix", action="store_true", help="repair what can be repaired safely")
 
@@ -183,7 +187,7 @@ def _reported(e: BaseException) -> bool:
 
 
 # The commands that wait on a model or run until told to stop: their collector stays on.
-_LONG_RUNNING = frozenset({"flush", "consolidate", "worker", "sync"})
+_LONG_RUNNING = frozenset({"flush", "consolidate", "worker", "sync", "serve-mcp"})
 # The commands that only read the cards: each answers from one look at a store folder.
 _ONE_LOOK = frozenset({"index", "list", "show", "search"})
 
@@ -499,4 +503,6 @@ _HANDLERS: dict[str, Callable[[MemoryStores, argparse.Namespace], int]] = {
     **history_log.HANDLERS,
     **user_sync.HANDLERS,
     **child_worker.HANDLERS,
+    **mcp_server.HANDLERS,
+    **importing.HANDLERS,
 }

@@ -13,6 +13,7 @@ from app.services.cards import CardsService
 from app.services.extensions import ExtensionsService
 from app.services.index import IndexService
 from app.services.jobs import JobsService
+from app.services.rewind import RewindService
 from app.services.session import SessionService
 from app.services.sharing import SharingService
 from app.services.turn import TurnService
@@ -32,17 +33,20 @@ class Services:
     index: IndexService
     sharing: SharingService
     extensions: ExtensionsService
+    rewind: RewindService
 
     @classmethod
     def for_runtime(cls, rt: Runtime, *, card_reads: threading.Lock | None = None) -> Services:
         """Every service over ``rt``'s parts. ``card_reads``: the lock whole-store card reads take
         turns on (the app's panel and trust window share it)."""
+        cards = CardsService(rt.stores, rt.search, card_reads=card_reads)
         return cls(
             turn=TurnService(rt),
             session=SessionService(rt),
-            cards=CardsService(rt.stores, rt.search, card_reads=card_reads),
+            cards=cards,
             jobs=JobsService(rt.manager, rt.stores, lambda: rt.memory_mode),
             index=IndexService(rt.stores),
             sharing=SharingService(rt.stores, rt.settings),
             extensions=ExtensionsService(rt),
+            rewind=RewindService(rt, cards),
         )

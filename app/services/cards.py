@@ -433,9 +433,10 @@ class CardsService:
         (one line) when it cannot be."""
         return await asyncio.to_thread(self.stores.confirm, level, filename, sha256)
 
-    async def undo(self) -> BatchResult:
-        """The workspace's last batch reverted; refused (an error) when a card changed since."""
-        return await asyncio.to_thread(self.stores.undo)
+    async def undo(self, expect: str | None = None) -> BatchResult:
+        """The workspace's last batch reverted; refused (an error) when a card changed since, or
+        when ``expect`` is given and another batch than that one is the last."""
+        return await asyncio.to_thread(self.stores.undo, expect)
 
     # -- the person's own editor ------------------------------------------------------------
 

@@ -202,8 +202,7 @@ class PseudoClaudeApp(App[int]):
         return MainScreen(id="_default")
 
     def compose(self) -> ComposeResult:
-        # Kept as attributes: while a modal is up, queries go to the modal's screen.
-        self._chat = ChatPane(id="chat")
+        self._chat = ChatPane(id="chat")  # kept: while a modal is up, queries go to the modal's screen
         self._prompt = PromptInput(id="prompt")
         # Keys typed before the first frame were typed blind: their Enter is an Enter.
         self._prompt.typeahead_enter_until = float("inf")
@@ -452,6 +451,7 @@ class PseudoClaudeApp(App[int]):
 
     def action_cancel_turn(self) -> None:
         """Esc and Ctrl+C: cancel the running turn (or /compact), and take back what is queued."""
+        self.slash.rewind.escape()  # with neither: Esc Esc on an empty prompt opens /rewind
         if self.turn is not None and self.turn.is_running:
             self.turn.cancel()
         if self.queue.items:

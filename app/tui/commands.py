@@ -27,6 +27,7 @@ from textual.widgets.option_list import Option
 from app.tui.extension_commands import ExtensionCommands, ExtHost
 from app.tui.messages import ChatNote, SessionSwitched, SettingsChanged, TurnDone, TurnEvent
 from app.tui.phase import Phase
+from app.tui.rewind_flow import RewindFlow, RewindHost
 from app.tui.workers import RunsWorkers
 from memory.constants import MEMORY_MODES, MemoryMode
 from memory.text.lines import one_line
@@ -66,6 +67,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", "/resume", "pick a session of this workspace to resume"),
     Command("cost", "/cost", "show this session's tokens and cost"),
     Command("compact", "/compact [FOCUS]", "compact the conversation now (automatic near the context limit)"),
+    Command("rewind", "/rewind", "files and/or the conversation back to before a turn"),
     Command("permissions", "/permissions", "the permission rules and their files; /permissions remove RULE"),
     Command("mcp", "/mcp", "list the MCP servers: state, tools, prompts"),
     Command("quit", "/quit", "quit (pending memory is saved first)"),
@@ -77,13 +79,14 @@ BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
 # a command typed earlier runs then. The session commands wait, in order with the queued prompts,
 # until the runtime is open. The rest (/help, /cost, /quit) run at once.
 NEEDS_STORES = frozenset({"memory", "pending", "remember", "undo", "mode", "model", "consolidate"})
-NEEDS_SESSION = frozenset({"clear", "resume", "compact"})
+NEEDS_SESSION = frozenset({"clear", "resume", "compact", "rewind"})
 
 KEYS: tuple[tuple[str, str], ...] = (
     ("Enter", "send"),
     ("Shift+Enter, Ctrl+J", "newline"),
     ("Up, Down", "prompt history"),
     ("Esc, Ctrl+C", "cancel the turn (Ctrl+C copies a selection)"),
+    ("Esc Esc", "on an empty prompt, nothing running or queued: /rewind"),
     ("F2", "show or hide the memory panel"),
     ("Ctrl+Q", "quit (twice: at once)"),
     ("@path", "attach a file"),
@@ -96,6 +99,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("on a card", "n new · e/Enter edit · p pin · c still true · d delete · m move"),
     ("", "o $EDITOR · v raw/rendered · u undo"),
     ("in the editor", "Ctrl+S save · Esc cancel"),
+    ("in /rewind", "Enter pick a turn · b files and conversation · f files"),
+    ("", "c conversation · m undo its memory batches · Esc back"),
 )
 
 
@@ -234,6 +239,7 @@ class SlashCommands:
         self._switching = asyncio.Lock()
         # Custom commands, MCP prompts, /permissions, /mcp (the App is their host too).
         self.ext = ExtensionCommands(cast("ExtHost", host))
+        self.rewind = RewindFlow(cast("RewindHost", host), switching=self._switching)  # /rewind, Esc Esc
         self.handlers: dict[str, Callable[[str], Awaitable[None]]] = {
             "help": self.cmd_help,
             "clear": self.cmd_clear,
@@ -247,6 +253,7 @@ class SlashCommands:
             "resume": self.cmd_resume,
             "cost": self.cmd_cost,
             "compact": self.cmd_compact,
+            "rewind": self.cmd_rewind,
             "permissions": self.ext.permissions,
             "mcp": self.ext.mcp,
             "quit": self.cmd_quit,
@@ -433,6 +440,12 @@ class SlashCommands:
                 host.post_message(ChatNote("nothing to compact yet"))
         finally:
             host.post_message(TurnDone("compacted"))
+
+    async def cmd_rewind(self, arg: str) -> None:
+        if arg.strip():
+            self.chat.add_note("usage: /rewind (then pick the turn)")
+            return
+        self.rewind.open()
 
     async def cmd_quit(self, arg: str) -> None:
         await self.host.action_quit()

@@ -155,6 +155,7 @@ class Review:
                     rejected=[*earlier, *mine],
                     label=f"approve {job.id}{consolidation_label(job)}",
                     kind="approve",
+                    sources={h.index: h.source for h in chosen if h.source},
                 )
             except JobAlreadyDone:
                 if child is not None:

@@ -77,6 +77,9 @@ class HeldOp(BaseModel):
 
     index: int
     op: Operation
+    # Where this op's card comes from when that is not the job's own source (an import names each
+    # card's file and section): written as the created card's ``source``.
+    source: str | None = None
 
 
 class RetryInfo(BaseModel):

@@ -79,12 +79,20 @@ def read_history(layout: StoreLayout) -> list[HistoryEntry]:
     return out
 
 
-def undo_locked(layout: StoreLayout) -> BatchResult:
-    """Revert the last applied batch of this workspace, refusing if a note changed since."""
-    candidates = [e for e in read_history(layout) if e.kind != "undo" and e.changes and not e.undone_by]
+def undoable(entries: list[HistoryEntry]) -> list[HistoryEntry]:
+    """The batches an undo can still revert, oldest first: applied, with changes, not undone."""
+    return [e for e in entries if e.kind != "undo" and e.changes and not e.undone_by]
+
+
+def undo_locked(layout: StoreLayout, expect: str | None = None) -> BatchResult:
+    """Revert the last applied batch of this workspace, refusing if a note changed since.
+    ``expect``: that batch's txid; refused when another batch is the last one now."""
+    candidates = undoable(read_history(layout))
     if not candidates:
         raise UndoError("nothing to undo: no applied batch in this workspace's history")
     target = candidates[-1]
+    if expect is not None and target.txid != expect:
+        raise UndoError(f"memory batch {target.txid} came after {expect}; not undoing")
     plan = Plan(layout.stores)
     for ch in target.changes:
         if ch.level not in plan.writes:

@@ -417,6 +417,7 @@ class MemoryStores:
         moved: Mapping[int, transaction.Moved] | None = None,
         kind: HistoryKind | None = None,
         took_over: Sequence[str] = (),
+        sources: Mapping[int, str] | None = None,
     ) -> BatchResult:
         """Apply a batch to both stores in one transaction; every op is validated here again.
 
@@ -427,6 +428,7 @@ class MemoryStores:
         rejection or conflict and nothing is written. ``moved``: the creates (by op index) that
         move a card the batch deletes, with what they keep of it (``transaction.Moved``).
         ``kind``/``took_over``: the history entry's (by default ``manual`` for a person's edit).
+        ``sources``: a create's own ``source`` by op index, where it is not ``source`` (an import).
         """
         with self.locked():
             journal.recover_locked(self.layout)
@@ -442,6 +444,7 @@ class MemoryStores:
                 moved=moved,
                 kind=kind,
                 took_over=took_over,
+                sources=sources,
             )
 
     def confirm(self, level: Level | str, filename: str, expected_sha: str | None = None) -> tuple[BatchResult, list[str]]:
@@ -501,11 +504,12 @@ class MemoryStores:
         """This workspace's batches, oldest first (unreadable entries are skipped)."""
         return history.read_history(self.layout)
 
-    def undo(self) -> BatchResult:
-        """Revert the last applied batch of this workspace, refusing if a note changed since."""
+    def undo(self, expect: str | None = None) -> BatchResult:
+        """Revert the last applied batch of this workspace, refusing if a note changed since
+        (``expect``: that batch's txid; refused when another batch came after it)."""
         with self.locked():
             journal.recover_locked(self.layout)
-            return history.undo_locked(self.layout)
+            return history.undo_locked(self.layout, expect)
 
     # -- a person's card edits (memory/store/cards.py) -------------------------------------------------
 

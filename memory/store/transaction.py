@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,7 @@ def apply_locked(
     moved: Mapping[int, Moved] | None = None,
     kind: HistoryKind | None = None,
     took_over: Sequence[str] = (),
+    sources: Mapping[int, str] | None = None,
 ) -> BatchResult:
     pairs = op_pairs(ops)
     for job in jobs:
@@ -113,7 +114,7 @@ def apply_locked(
     # either); a person's own edit (card, `memory apply`) may.
     closed = source != MANUAL_SOURCE and not trust.project_trusted(layout)
     batch = _Batch(layout, Plan(layout.stores), source, expected, now, BatchResult(rejected=list(rejected)), closed,
-                   moved or {})
+                   moved or {}, sources or {})
     for index, raw in pairs:
         op, rejection = _validated(index, _without_home(raw))
         if rejection is not None:
@@ -175,6 +176,13 @@ class _Batch:
     result: BatchResult
     project_closed: bool
     moved: Mapping[int, Moved]  # by op index: the creates that are moves (see Moved)
+    # By op index: a create's own ``source`` when it is not the batch's (an import's file and
+    # section). Given by the app, never by a model; still one redacted line like any shown value.
+    sources: Mapping[int, str] = field(default_factory=dict)
+
+    def source_of(self, index: int) -> str:
+        given = self.sources.get(index)
+        return (sanitize_line(redact(given), 300) if given else "") or self.source
 
     def reject(self, index: int, op: Operation, reason: str) -> None:
         self.result.rejected.append(Rejection(index=index, reason=f"op {index}: {reason}", op=_dump_op(op)))
@@ -244,7 +252,7 @@ def _plan_create(batch: _Batch, index: int, op: Operation, level: Level) -> None
     name = plan.unique_name(level, note_filename(op.type, slug))
     plan.remember_created(level, op.title, op.content, name)
     now = batch.now
-    created, source, author, pinned = now, batch.source, batch.layout.author(level), False
+    created, source, author, pinned = now, batch.source_of(index), batch.layout.author(level), False
     moved = batch.moved.get(index)
     if moved is not None:
         # A move is not a new card: its history stays, only ``updated`` says it changed.

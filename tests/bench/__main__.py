@@ -34,6 +34,8 @@ MODULES = (
     "fig_scale",
     "fig_footprint",
     "bench_compaction",
+    "fig_checkpoints",
+    "fig_serve_mcp",
     "stress",
 )
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -26,11 +26,11 @@ def test_parse_tells_commands_from_messages() -> None:
 
 
 def test_completion_lists_matching_commands_in_table_order() -> None:
-    assert [c.name for c in commands.completions("/re")] == ["remember", "resume"]
+    assert [c.name for c in commands.completions("/re")] == ["remember", "resume", "rewind"]
     assert len(commands.completions("/")) == len(commands.COMMANDS)
     help_text = commands.help_text()
     for name in ("/help", "/clear", "/memory", "/pending", "/remember", "/undo", "/model", "/mode", "/resume",
-                 "/cost", "/compact", "/quit", "Esc", "Ctrl+Q", "F2"):
+                 "/cost", "/compact", "/rewind", "/quit", "Esc", "Esc Esc", "Ctrl+Q", "F2"):
         assert name in help_text
 
 
@@ -171,9 +171,10 @@ def _block_lines(app, block) -> list[str]:
     return [strips[y].text[region.x : region.right] for y in range(region.y, region.bottom)]
 
 
-@pytest.mark.parametrize("size", [(100, 66), (140, 66)], ids=["chat-58-cols", "chat-about-100-cols"])
+@pytest.mark.parametrize("size", [(100, 80), (140, 80)], ids=["chat-58-cols", "chat-about-100-cols"])
 async def test_help_wraps_descriptions_under_their_own_column_at_58_and_100_columns(make_app, size) -> None:
-    # 100 columns: the chat beside the panel is 58 wide; 140: the chat is about 100 wide.
+    # 100 columns: the chat beside the panel is 58 wide; 140: the chat is about 100 wide. 80 rows: the
+    # whole /help block is on the screen.
     app = make_app()
     async with app.run_test(size=size) as pilot:
         await wait_ready(pilot)

@@ -203,6 +203,8 @@ async def _run_tool(name: str, tool_input: object, ctx: ToolContext) -> ToolResu
         return ToolResult(content=f"{name}: the input must be a JSON object", is_error=True)
     try:
         if name == "bash":
+            if ctx.checkpoints is not None:  # what bash changes is not checkpointed: the turn says it ran
+                await asyncio.to_thread(ctx.checkpoints.ran_bash)
             return await run_bash(ctx, tool_input)
         if name == "read_memory":
             return await _read_memory(ctx, tool_input)

@@ -103,6 +103,17 @@ class StoredResults(Protocol):
     def read(self, rid: str, offset: int | None = None, limit: int | None = None) -> str: ...
 
 
+class WriteRecorder(Protocol):
+    """What the file tools tell the session's checkpoints (app/agent/checkpoints.Recorder, which
+    never raises): a file's real path before a write and the bytes after it, and that bash ran."""
+
+    def before_write(self, real: str) -> None: ...
+
+    def after_write(self, real: str, data: bytes) -> None: ...
+
+    def ran_bash(self) -> None: ...
+
+
 @dataclass
 class ToolContext:
     """What a tool may use. ``workspace`` is the real path every file tool is confined to;
@@ -122,6 +133,8 @@ class ToolContext:
     # the runtime raises it: a result over the offload bound is kept whole on disk, so output is
     # not cut where it can be stored instead (compaction's lossless stage).
     bash_capture_chars: int | None = None
+    # The session's checkpoints of write_file/edit_file (rewind); None without a session.
+    checkpoints: WriteRecorder | None = None
 
 
 class ToolError(Exception):

@@ -396,7 +396,11 @@ def check_write(ctx: ToolContext, name: str, inp: dict[str, Any]) -> None:
 def write_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     raw, data, r = _write_input(ctx, inp)
     st = _existing(r)
+    if ctx.checkpoints is not None:
+        ctx.checkpoints.before_write(r.real)
     _atomic_write(r, raw, data, st.st_mode if st else None)
+    if ctx.checkpoints is not None:
+        ctx.checkpoints.after_write(r.real, data)
     verb = "overwrote" if st else "created"
     return ToolResult(content=f"{verb} {r.display} ({len(data)} bytes)")
 
@@ -433,6 +437,11 @@ def edit_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
             "unique, or set replace_all to true to replace every occurrence"
         )
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    _atomic_write(r, raw, updated.encode("utf-8"), st.st_mode)
+    out = updated.encode("utf-8")
+    if ctx.checkpoints is not None:
+        ctx.checkpoints.before_write(r.real)
+    _atomic_write(r, raw, out, st.st_mode)
+    if ctx.checkpoints is not None:
+        ctx.checkpoints.after_write(r.real, out)
     n = count if replace_all else 1
     return ToolResult(content=f"edited {r.display}: {n} replacement{'s' if n != 1 else ''}")

@@ -37,6 +37,8 @@ LAYERS = [
     ("memory_wait", "0.5", "2.25", 0.0, 0.5, 2.25, 0.0),
     ("max_tokens", "1000", "2000", 3000, 1000, 2000, 3000),
     ("bash_timeout", "1", "2.5", 3.5, 1.0, 2.5, 3.5),
+    ("checkpoint_max_mb", "100", "200", 300, 100, 200, 300),
+    ("checkpoint_max_days", "7", "0.5", 90, 7.0, 0.5, 90.0),
 ]
 
 
@@ -193,6 +195,7 @@ def test_secrets_and_home_are_not_settings(monkeypatch: pytest.MonkeyPatch, tmp_
         "model", "memory_model", "memory_mode", "max_iterations", "memory_wait", "max_tokens", "bash_timeout",
         "context_window", "compact_at", "offload_bytes", "prices", "consolidate_after", "consolidate_review", "user_memory_remote",
         "memory_worker", "memory_idle_timeout", "mcp_start_timeout", "mcp_call_timeout",
+        "checkpoint_max_mb", "checkpoint_max_days",
     }
     assert "sk-ant-secret" not in repr(dumped)
 
@@ -211,3 +214,11 @@ def test_invalid_value_holding_a_secret_is_redacted_in_the_error(monkeypatch: py
     monkeypatch.setenv("PSEUDOCLAUDE_MEMORY_MODE", "http://bob:hunter2secret@example.com\x1b]0;x\x07")
     msg = one_line_error()
     assert "hunter2secret" not in msg and "\x1b" not in msg
+
+
+@pytest.mark.parametrize("line", ["checkpoint_max_mb = 0", "checkpoint_max_mb = true", "checkpoint_max_days = 0",
+                                  "checkpoint_max_days = nan"])
+def test_checkpoint_bounds_must_be_positive_numbers(isolated_home: Path, line: str) -> None:
+    write_config(isolated_home, line + "\n")
+    with pytest.raises(SettingsError, match="checkpoint_max_"):
+        load_settings()

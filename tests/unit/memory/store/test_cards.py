@@ -12,6 +12,7 @@ from memory.constants import INDEX_FILE, Level
 from memory.model import NoteMeta, rfc3339
 from memory.store import cards
 from memory.store.frontmatter import dump_note, split_note
+from memory.store.history import UndoError
 from memory.store.store import StoreError
 from memory.store.stores import MemoryStores
 from tests.support.memtools import FIXED, make_env, write_note
@@ -327,3 +328,13 @@ def test_an_external_edit_refused_because_the_editor_failed_writes_nothing(env: 
     res = cards.finish_external_edit(env, edit, refuse="vi exited with 1")
     assert (res.status, res.problem) == ("invalid", "vi exited with 1") and "mine" in res.text
     assert p.read_bytes() == before and env.history() == []
+
+
+def test_undo_of_an_expected_batch_is_refused_when_another_is_the_last(env: MemoryStores) -> None:
+    first = env.create_card("project", "project_knowledge", "First", "one", "One.").txid
+    second = env.create_card("project", "project_knowledge", "Second", "two", "Two.").txid
+    with pytest.raises(UndoError, match=f"memory batch {second} came after {first}"):
+        env.undo(expect=first)
+    assert [e.undone_by for e in env.history()] == [None, None]
+    assert env.undo(expect=second).txid
+    assert env.undo(expect=first).txid
