@@ -48,6 +48,7 @@ __all__ = [
     "Anchor",
     "ResultStore",
     "SummaryFailed",
+    "does_not_fit",
     "estimate_tokens",
     "messages_chars",
     "offload_old",
@@ -55,6 +56,8 @@ __all__ = [
     "result_stub",
     "split_for_summary",
     "summary_block",
+    "summary_request",
+    "too_large",
     "transcript_chunks",
 ]
 
@@ -84,6 +87,29 @@ the session with only your summary and the most recent turns, so keep everything
 - what is still open or in progress, and the next steps.
 Keep references of the form read_result {"id": "r…"} for tool output that may be needed again.
 Write plain Markdown with short sections. Do not invent anything; do not address the user."""
+
+
+# How to get out of a conversation that no compaction makes fit, in both faces' words.
+WAY_OUT = ("go back to before the turn that made it this large (/rewind in the app, `pseudoclaude rewind N` "
+           "from a shell) or start a new session (/clear in the app; in print mode, leave out --continue "
+           "and --resume)")
+
+
+def does_not_fit(tokens: int, window: int, summary_error: str = "") -> str:
+    """Why a turn ends when even compacting left the conversation over the window."""
+    why = f"; the summary failed: {summary_error}" if summary_error else ""
+    return (f"the conversation does not fit the model's context window ({tokens:,} of {window:,} tokens) "
+            f"even after compacting{why}")
+
+
+def too_large(reason: str, conversation: list[dict[str, Any]], turn_start: int | None, window: int) -> str:
+    """``reason`` (the request cannot be made to fit) with what to do. A turn with no response yet,
+    after a conversation that fits, is left out by the turn rules: a shorter prompt goes. Otherwise
+    the conversation stays this large for every later prompt, and the way out is named."""
+    if (turn_start is not None and not any(m.get("role") == "assistant" for m in conversation[turn_start:])
+            and messages_chars(conversation[:turn_start]) // CHARS_PER_TOKEN < window):
+        return f"{reason}; the prompt was left out: send a shorter one"
+    return f"{reason}; every later prompt would fail the same way: {WAY_OUT}"
 
 
 @dataclass(frozen=True)
@@ -415,6 +441,17 @@ class SummaryFailed(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def summary_request(model: str, max_tokens: int, previous: str | None, chunk: str, focus: str,
+                    part: tuple[int, int]) -> ModelRequest:
+    """One summary request: the chunk (part ``k`` of ``n``) merged into the summary so far."""
+    return ModelRequest(
+        model=model,
+        system=[{"type": "text", "text": SUMMARY_SYSTEM}],
+        messages=[{"role": "user", "content": summary_prompt(previous, chunk, focus, part)}],
+        max_tokens=min(max_tokens, 8_000),
+    )
 
 
 async def request_summary(provider: Provider, request: ModelRequest, on_usage: Callable[[UsageEvent], None]) -> str:

@@ -24,6 +24,11 @@ as written: the prompt's own ``@`` attachment reads it.
 A file that cannot be a command (front matter that is not YAML, not UTF-8, over 256 KiB, a
 symlink leaving its folder, a name that is not a command name or that a built-in command has)
 is listed in ``broken`` with a one-line why; loading never raises for a file.
+
+A text names a command (``parse_invocation``) when it starts with ``/`` and a name of letters,
+digits, ``_``, ``-``, ``.`` and ``:`` (the first a letter, digit or ``_``) followed by whitespace or
+its end. A first word holding a further ``/`` is a path, not a command (``/etc/hosts is odd``,
+``/usr/bin/env python``), and so is one starting with ``//``.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ __all__ = [
     "ExpandedCommand",
     "expand",
     "load_custom_commands",
+    "parse_invocation",
 ]
 
 MAX_COMMAND_BYTES = 256 * 1024
@@ -61,7 +67,14 @@ _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _PLACEHOLDER = re.compile(r"\$(ARGUMENTS|[1-9])")
 _HINT_LINE = re.compile(r"^(argument-hint[ \t]*:[ \t]*)(.*?)[ \t]*$", re.MULTILINE)
 _DESCRIPTION_MAX = 100
-_INVOCATION = re.compile(r"/(\S+)(?:\s+(.*))?", re.DOTALL)
+_INVOCATION = re.compile(r"/([A-Za-z0-9_][A-Za-z0-9_:.-]*)(?:\s+(.*))?", re.DOTALL)
+
+
+def parse_invocation(text: str) -> tuple[str, str] | None:
+    """``"/name args…"`` -> (name, args); None when the text does not start with a command name
+    (plain words, a path such as ``/etc/hosts …``, ``//…``)."""
+    m = _INVOCATION.fullmatch(text.strip())
+    return (m.group(1), m.group(2) or "") if m is not None else None
 
 
 class CustomCommand(BaseModel):
@@ -117,20 +130,27 @@ class CommandCatalog(BaseModel):
         name = name.removeprefix("/")
         return next((c for c in self.commands if c.name == name), None)
 
+    def find(self, name: str) -> CustomCommand | None:
+        """The command of that name; else the one whose name differs only in case (typed names
+        are read as the app's own commands are)."""
+        name = name.removeprefix("/")
+        return self.get(name) or next((c for c in self.commands if c.name.casefold() == name.casefold()), None)
+
+    def broken_named(self, name: str) -> BrokenCommand | None:
+        name = name.removeprefix("/").casefold()
+        return next((b for b in self.broken if b.name is not None and b.name.casefold() == name), None)
+
     def listing(self) -> tuple[tuple[str, str, str], ...]:
         """``("/name", argument hint or "", description)`` for ``/help`` and the completion."""
         return tuple((f"/{c.name}", c.argument_hint or "", c.description) for c in self.commands)
 
     def expand_prompt(self, text: str) -> ExpandedCommand | None:
         """``"/name args…"`` -> the command's prompt; None when ``text`` names no custom command."""
-        m = _INVOCATION.fullmatch(text.strip())
-        if m is None:
+        invoked = parse_invocation(text)
+        command = self.get(invoked[0]) if invoked is not None else None
+        if invoked is None or command is None:
             return None
-        command = self.get(m.group(1))
-        arguments = m.group(2) or ""
-        if command is None:
-            return None
-        return ExpandedCommand(command=command, prompt=expand(command, arguments))
+        return ExpandedCommand(command=command, prompt=expand(command, invoked[1]))
 
 
 # -- expansion --------------------------------------------------------------------------------

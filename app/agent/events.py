@@ -14,12 +14,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from app.agent.provider import Retrying, TextDelta, ToolUseArgs, ToolUseStart, Usage, UsageEvent
 from app.agent.tools import ResultView, ToolResult
 from memory.text.lines import format_bytes
 
+_T = TypeVar("_T")
 log = logging.getLogger(__name__)
 
 RunStatus = Literal["completed", "error", "cancelled", "max_iterations", "stopped"]
@@ -181,6 +182,27 @@ async def wait_shown(hook: AnswerShown | None, timeout: float) -> None:
             task.cancel()
     if task.done() and not task.cancelled() and task.exception() is not None:
         log.debug("the answer_shown hook failed", exc_info=task.exception())
+
+
+async def run_whole(step: Awaitable[_T]) -> _T:
+    """``step``'s result, with every cancel that comes meanwhile waited out and then spent: for a
+    step whose half would leave a contradiction behind (a turn closed as cancelled whose job was
+    spooled, or closed twice). The caller goes on as if no cancel had come."""
+    task = asyncio.ensure_future(step)
+    cancels = 0
+    while True:
+        try:
+            result = await asyncio.shield(task)
+            break
+        except asyncio.CancelledError:
+            if task.cancelled():
+                raise
+            cancels += 1
+    current = asyncio.current_task()
+    if current is not None:
+        for _ in range(cancels):
+            current.uncancel()
+    return result
 
 
 def stop_message(reason: str | None) -> str:

@@ -14,6 +14,7 @@ tools join the next request once they are ready (print mode waits for them first
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +27,14 @@ from app.agent.mcp import LoadedServers, McpManager, load_servers, trust_project
 from app.agent.permissions import PermissionRules, Rule, RulesGate, load_permission_rules
 from app.agent.project_trust import Kind, ProjectTrust
 from app.agent.tools.base import ToolResult
+from memory.text.lines import one_line
 
 if TYPE_CHECKING:
     from app.agent.tools.gate import PermissionGate
 
 __all__ = ["APP_COMMANDS", "Extensions", "Waiting"]
+
+log = logging.getLogger(__name__)
 
 # The app's own slash commands: a custom command may not take one of these names (print mode
 # refuses the same ones as the app; a test keeps this list equal to the app's table).
@@ -45,6 +49,7 @@ class Waiting:
     kind: Kind
     shown: str  # exactly what the person is asked about (a server's command line, the rules…)
     digest: str
+    count: int = 0  # how many of the kind: hooks, servers, allow rules, commands
 
 
 class Extensions:
@@ -68,12 +73,17 @@ class Extensions:
         self.mcp: McpManager | None = None
         # --allow-tools and the custom commands' allowed-tools, as given: kept over a reload.
         self.extra_rules: list[tuple[tuple[Rule, ...], str]] = []
+        # Where a hook's failure (line, True) and a block nothing else shows (line, False) are
+        # said, each time: the app's chat, print mode's stderr. None: the log.
+        self.on_hook_note: Callable[[str, bool], None] | None = None
+        self.start_notes: tuple[tuple[str, bool], ...] = ()  # what the last SessionStart run said
 
     # -- loading (blocking) ---------------------------------------------------------------------
 
     def load(self) -> None:
         """Read every file again: the rules, hooks, commands and the servers' configuration. The
-        servers already started keep running; new ones start with the next ``start()``."""
+        servers already started keep running; new ones (a project's, once trusted, beside the
+        user's running ones) start with the next ``start()``."""
         trust = ProjectTrust(self.workspace, self.home)
         layers = read_layers(self.workspace, self.home)
         rules = load_permission_rules(self.workspace, self.home, trust=trust, layers=layers)
@@ -81,9 +91,12 @@ class Extensions:
             rules = rules.with_rules(extra, scope="flag", source=source)
         self.rules = rules
         self.hooks = load_hooks(self.workspace, self.home, trust=trust, layers=layers)
+        self.start_notes = ()  # of hooks that may be gone
         self.commands = load_custom_commands(self.workspace, self.home, builtin=self._builtin, trust=trust)
         self.servers = load_servers(self.workspace, self.home, trust_project=self._trust_project_mcp)
-        if self.mcp is None and self.servers.servers:
+        if self.mcp is not None:
+            self.mcp.add(self.servers.servers)
+        elif self.servers.servers:
             self.mcp = McpManager(self.servers.servers, workspace=self.workspace, start_timeout=self._start_timeout,
                                   call_timeout=self._call_timeout, on_change=self._on_change)
 
@@ -94,14 +107,20 @@ class Extensions:
         self.rules = self.rules.with_rules(rules, scope="flag", source=source)
 
     def pending(self) -> list[Waiting]:
-        """What the project brings that waits for trust, one entry per kind."""
+        """What the project brings that waits for trust, one entry per kind, riskiest first: what
+        runs without asking (hooks, then MCP servers), what loosens a rule (allow rules), then the
+        commands (text the person sends themselves)."""
         out: list[Waiting] = []
+        hooks, rules, commands = self.hooks.pending_trust, self.rules.pending_trust, self.commands.pending_trust
+        if isinstance(hooks, PendingTrust):
+            out.append(Waiting(hooks.kind, hooks.shown, hooks.digest, len(self.hooks.waiting)))
         project = self.servers.project
         if self.servers.waiting and project.digest:
-            out.append(Waiting("mcp", project.text, project.digest))
-        for p in (self.commands.pending_trust, self.hooks.pending_trust, self.rules.pending_trust):
-            if isinstance(p, PendingTrust):
-                out.append(Waiting(p.kind, p.shown, p.digest))
+            out.append(Waiting("mcp", project.text, project.digest, len(self.servers.waiting)))
+        if isinstance(rules, PendingTrust):
+            out.append(Waiting(rules.kind, rules.shown, rules.digest, len(self.rules.waiting)))
+        if isinstance(commands, PendingTrust):
+            out.append(Waiting(commands.kind, commands.shown, commands.digest, len(self.commands.waiting)))
         return out
 
     def trust(self, waiting: Iterable[Waiting]) -> None:
@@ -115,9 +134,10 @@ class Extensions:
         self.load()
 
     def notes(self) -> list[str]:
-        """One line each: what was refused or waits (a broken command, a bad rule, a server)."""
+        """One line each: what was refused or waits (a bad rule or hook, a server). A broken custom
+        command is not among them: it is said where it is named (typed, or print mode's prompt)
+        and listed in /help, not at every start whatever the prompt."""
         lines = [*self.rules.problems, *self.hooks.problems, *self.servers.warnings]
-        lines += [f"custom command {b.path}: {b.why}" for b in self.commands.broken]
         lines += list(self.commands.notes)
         if self.servers.waiting:
             lines.append(f"MCP servers of the project wait for your trust: {', '.join(self.servers.waiting)}")
@@ -166,7 +186,23 @@ class Extensions:
         return ExtensionGate(self, ask, no_ask)
 
     async def hook(self, event: HookEvent, *, session_id: str, **fields: Any) -> HookOutcome:
-        return await run_hooks(self.hooks, event, session_id=session_id, **fields)
+        """Run the event's hooks; each failure is said, and so is a block of ``PostToolUse`` or
+        ``Stop`` (the model sees its reason; nothing else on screen would)."""
+        out = await run_hooks(self.hooks, event, session_id=session_id, **fields)
+        notes = [(one_line(line, 400), True) for line in out.warnings]
+        if out.blocked and event in ("PostToolUse", "Stop"):
+            notes.append((one_line(f"{event} hook `{out.blocker}` blocked (exit 2): {out.reason}", 300), False))
+        if event == "SessionStart":
+            self.start_notes = tuple(notes)
+        for line, failed in notes:
+            self._hook_note(line, failed)
+        return out
+
+    def _hook_note(self, line: str, failed: bool) -> None:
+        if self.on_hook_note is None:
+            log.warning("%s", line)
+        else:
+            self.on_hook_note(line, failed)
 
 
 class ExtensionGate:

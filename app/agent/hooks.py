@@ -7,6 +7,7 @@ Configured in the same files as the permission rules (``config_layers``), as
     matcher = "bash(git push:*)"      # a rule as in permissions; a list of them; none: every tool
     command = "./scripts/check-push"  # run by /bin/sh -c in the workspace
     timeout = 30                      # seconds, default 60
+    on_error = "block"                # PreToolUse only: a broken guard denies (default "warn": allows)
 
 Events: ``PreToolUse`` and ``PostToolUse`` (their matcher picks the tool calls: a hook runs when
 its rule names the call as a deny rule would, so a ``bash`` pattern fires when any command of
@@ -18,8 +19,11 @@ A run gets the event as JSON on stdin (``session_id``, ``hook_event_name``, ``cw
 UserPromptSubmit), runs in its own process group, and is killed with that group at its timeout.
 When its shell exits, whatever it left running in its group is stopped too. Exit 0 goes on
 (stdout of UserPromptSubmit and SessionStart hooks is ``context`` for the model); exit 2 blocks,
-its stderr being the reason; any other exit, a timeout or a failure to start is a one-line
-warning. Hooks of one event run one after the other in the files' order (user, project,
+its stderr being the reason; any other exit, a timeout or a failure to start is a failure: a
+one-line warning naming the event, the command and the exit code (127: "not found") or the
+timeout, in ``HookOutcome.warnings`` for the face to show each time. A ``PreToolUse`` hook whose
+``on_error`` is ``"block"`` denies the call when it fails (a broken guard never lets a call
+through). Hooks of one event run one after the other in the files' order (user, project,
 local); the first that blocks ends the run. The project's hooks (and a local file's that git
 tracks) run only once the person trusted exactly their tables (kind ``hooks``).
 """
@@ -44,12 +48,14 @@ from pydantic import BaseModel, ConfigDict
 from app.agent.config_layers import ConfigLayer, PendingTrust, Scope, is_trusted, read_layers
 from app.agent.permissions import Rule, RuleError, parse_rule, rule_touches
 from app.agent.project_trust import ProjectTrust
+from memory.text.terminal import strip_terminal
 
 __all__ = [
     "EVENTS",
     "TOOL_EVENTS",
     "HookConfig",
     "HookEvent",
+    "HookFailureMode",
     "HookOutcome",
     "HookRun",
     "HookSpec",
@@ -68,7 +74,11 @@ OUTPUT_LIMIT = 64 * 1024  # bytes kept of each of stdout and stderr
 # After the hook's shell exits and its group is stopped: how long the pipes may stay open (a
 # process that left the group with setsid may hold them).
 _DRAIN_SECONDS = 2.0
-_KEYS = frozenset({"matcher", "command", "timeout"})
+_KEYS = frozenset({"matcher", "command", "timeout", "on_error"})
+# What a failed hook (not exit 2) does: "warn" lets the event go on; "block" (PreToolUse only)
+# denies the call.
+HookFailureMode = Literal["warn", "block"]
+NOT_FOUND_EXIT = 127  # /bin/sh's exit when the command is not found
 
 
 class HookSpec(BaseModel):
@@ -78,6 +88,7 @@ class HookSpec(BaseModel):
     command: str
     matcher: tuple[Rule, ...] = ()  # empty: every tool
     timeout: float = DEFAULT_TIMEOUT
+    on_error: HookFailureMode = "warn"
     scope: Scope
     source: str  # the file as shown
 
@@ -124,6 +135,19 @@ class HookRun:
     truncated: bool = False  # stdout or stderr was longer than OUTPUT_LIMIT
     error: str | None = None  # why it did not start
 
+    def failure(self, event: HookEvent) -> str | None:
+        """Why this run failed, on one line (None: exit 0, or an exit 2 that blocks)."""
+        if self.error is not None:
+            return f"could not start: {self.error}"
+        if self.timed_out:
+            return f"timed out after {self.hook.timeout:g} s and was stopped"
+        if self.exit_code == 0 or (self.exit_code == 2 and event in _BLOCKING_EVENTS):
+            return None
+        if self.exit_code == NOT_FOUND_EXIT:
+            return "not found (exit 127)"
+        why = _first_line(self.stderr)
+        return f"exited with {self.exit_code}" + (f": {why}" if why else "")
+
 
 @dataclass(frozen=True)
 class HookOutcome:
@@ -131,9 +155,14 @@ class HookOutcome:
     blocked: bool = False
     reason: str = ""  # the blocking hook's stderr: for the model (PreToolUse) or the person
     context: str = ""  # stdout of exit-0 UserPromptSubmit / SessionStart hooks
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # one line per hook that failed, in order
     duration: float = 0.0  # seconds, all runs together
     runs: tuple[HookRun, ...] = ()
+    blocker: str = ""  # the blocking hook's label
+
+    @property
+    def failures(self) -> int:
+        return len(self.warnings)
 
     @property
     def decision(self) -> Literal["continue", "block"]:
@@ -173,6 +202,20 @@ def _timeout(value: object, where: str) -> float:
     return float(value)
 
 
+def _on_error(value: object, event: str, where: str, problems: list[str]) -> HookFailureMode:
+    """The hook's ``on_error``, each refusal said on one line. On a PreToolUse hook a value that
+    is not one of the two is read as "block" (a guard with a typo fails closed); on another
+    event, where a failure can only warn, any value but "warn" is ignored."""
+    if value is None or value == "warn":
+        return "warn"
+    if event != "PreToolUse":
+        problems.append(f'{where}: on_error {value!r} ignored (only a PreToolUse hook can deny; it warns)')
+        return "warn"
+    if value != "block":
+        problems.append(f'{where}: on_error must be "warn" or "block", not {value!r}; read as "block"')
+    return "block"
+
+
 def _hooks_of(layer: ConfigLayer, problems: list[str]) -> list[HookSpec]:
     if layer.error and layer.error not in problems:
         problems.append(layer.error)
@@ -197,7 +240,8 @@ def _hooks_of(layer: ConfigLayer, problems: list[str]) -> list[HookSpec]:
                     raise RuleError(f"{where}: not a table")
                 unknown = sorted(set(entry) - _KEYS)
                 if unknown:
-                    raise RuleError(f"{where}: unknown key(s) {', '.join(unknown)} (matcher, command, timeout)")
+                    raise RuleError(f"{where}: unknown key(s) {', '.join(unknown)} "
+                                    "(matcher, command, timeout, on_error)")
                 command = entry.get("command")
                 if not isinstance(command, str) or not command.strip() or "\x00" in command:
                     raise RuleError(f"{where}: command must be a non-empty string")
@@ -207,6 +251,7 @@ def _hooks_of(layer: ConfigLayer, problems: list[str]) -> list[HookSpec]:
                     matcher = ()
                 out.append(HookSpec(event=event, command=command, matcher=matcher,
                                     timeout=_timeout(entry.get("timeout"), where),
+                                    on_error=_on_error(entry.get("on_error"), event, where, problems),
                                     scope=layer.scope, source=layer.label))
             except RuleError as e:
                 problems.append(f"{e}; hook ignored")
@@ -339,17 +384,28 @@ async def _run_one(hook: HookSpec, payload: bytes, workspace: Path) -> HookRun:
 
 
 def _first_line(text: str) -> str:
-    for line in text.splitlines():
+    """The first non-blank line of a hook's output, as it can be shown (no terminal escapes)."""
+    for line in strip_terminal(text).splitlines():
         if line.strip():
             return line.strip()[:200]
     return ""
+
+
+def _warning(event: HookEvent, hook: HookSpec, failure: str) -> str:
+    """The line the person is shown for a failed hook (a PreToolUse one says what became of the call)."""
+    line = f"{event} hook `{hook.label}` {failure}"
+    if event != "PreToolUse":
+        return line
+    return line + ('; the call was denied (on_error = "block")' if hook.on_error == "block"
+                   else '; the call goes on (on_error = "warn")')
 
 
 async def run_hooks(config: HookConfig, event: HookEvent, *, session_id: str, tool_name: str | None = None,
                     tool_input: dict[str, Any] | None = None, tool_response: object = None,
                     prompt: str | None = None, extra: dict[str, Any] | None = None) -> HookOutcome:
     """Run the hooks selected for this event, one after the other; the first exit 2 blocks (for
-    events that can block) and ends the run. Never raises for a hook's failure."""
+    events that can block) and ends the run, as does a failed PreToolUse hook whose ``on_error``
+    is "block". Never raises for a hook's failure: each is a line of ``warnings``."""
     hooks = config.select(event, tool_name, tool_input)
     if not hooks:
         return HookOutcome(event=event)
@@ -370,20 +426,21 @@ async def run_hooks(config: HookConfig, event: HookEvent, *, session_id: str, to
     for hook in hooks:
         run = await _run_one(hook, data, config.workspace)
         runs.append(run)
-        name = f"{event} hook `{hook.label}`"
-        if run.error is not None:
-            warnings.append(f"{name} could not start: {run.error}")
-        elif run.timed_out:
-            warnings.append(f"{name} timed out after {hook.timeout:g} s and was stopped")
+        failure = run.failure(event)
+        reason = ""
+        if failure is not None:
+            warnings.append(_warning(event, hook, failure))
+            if event == "PreToolUse" and hook.on_error == "block":
+                reason = (f"the PreToolUse hook `{hook.label}` failed: {failure}; "
+                          'its on_error = "block" denies the call')
         elif run.exit_code == 0:
             if event in ("UserPromptSubmit", "SessionStart") and run.stdout.strip():
                 context.append(run.stdout.strip())
-        elif run.exit_code == 2 and event in _BLOCKING_EVENTS:
+        else:  # exit 2 of an event that can block
             reason = run.stderr.strip() or f"blocked by the hook `{hook.label}` (exit 2, no reason given)"
+        if reason:
             return HookOutcome(event=event, blocked=True, reason=reason, context="\n".join(context),
-                               warnings=tuple(warnings), duration=time.monotonic() - started, runs=tuple(runs))
-        else:
-            why = _first_line(run.stderr)
-            warnings.append(f"{name} exited with {run.exit_code}" + (f": {why}" if why else ""))
+                               warnings=tuple(warnings), duration=time.monotonic() - started, runs=tuple(runs),
+                               blocker=hook.label)
     return HookOutcome(event=event, context="\n".join(context), warnings=tuple(warnings),
                        duration=time.monotonic() - started, runs=tuple(runs))

@@ -1,4 +1,4 @@
-"""Saving permission rules, and proposing the rule an "always allow" would save.
+"""Saving permission rules (what an "always allow" proposes is ``rule_suggestions``).
 
 Rules are written into a TOML settings file (the personal ``.PseudoClaude/settings.local.toml``,
 or the user's ``config.toml``) with tomlkit, which keeps the rest of the file as it was, comments
@@ -8,92 +8,17 @@ included; the result is checked with tomllib before it replaces the file.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import pathspec
 import tomlkit
 
 from app.agent.config_layers import LOCAL_SETTINGS_REL
-from app.agent.permissions import LISTS, PATH_TOOLS, ListName, parse_rule, path_forms
-from app.agent.shell_split import SimpleCommand, split_command
+from app.agent.permissions import LISTS, ListName, parse_rule
 
-__all__ = ["add_rule", "gitignore_line", "gitignore_line_missing", "remove_rule", "suggest_rules"]
-
-
-# Programs whose first word alone would allow anything at all (they run what follows): the
-# suggestion for them is the exact command.
-_WIDE_PROGRAMS = frozenset({
-    "bash", "sh", "zsh", "dash", "fish", "ksh", "python", "python3", "node", "deno", "bun", "ruby", "perl",
-    "php", "env", "sudo", "doas", "su", "xargs", "eval", "exec", "command", "builtin", "nohup", "nice",
-    "timeout", "time", "watch", "ssh", "rm", "dd", "chmod", "chown", "curl", "wget", "source", ".",
-})
-_SUBCOMMAND = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
-_GITIGNORE_SPECIAL = re.compile(r"([*?\[\]\\])")
-
-
-def _escape_path(rel: str) -> str:
-    escaped = _GITIGNORE_SPECIAL.sub(r"\\\1", rel)
-    if escaped.startswith(("#", "!")):
-        escaped = "\\" + escaped
-    if escaped.endswith(" "):
-        escaped = escaped[:-1] + "\\ "
-    # Without a '/', a pattern matches at any depth: anchor a top-level file.
-    return escaped if "/" in escaped else "/" + escaped
-
-
-def _quote_word(word: str) -> str:
-    if word and re.fullmatch(r"[A-Za-z0-9_./:=@%+,-]+", word):
-        return word
-    return "'" + word.replace("'", "'\\''") + "'"
-
-
-def _suggest_part(part: SimpleCommand) -> str:
-    words = part.words
-    head = [words[0]]
-    for w in words[1:3]:
-        if not _SUBCOMMAND.fullmatch(w) or "/" in w:
-            break
-        head.append(w)
-    if len(head) == 1 and words[0] in _WIDE_PROGRAMS:
-        return f"bash({' '.join(_quote_word(w) for w in words)})"
-    return f"bash({' '.join(_quote_word(w) for w in head)}:*)"
-
-
-def suggest_rules(name: str, tool_input: dict[str, Any], workspace: Path) -> tuple[str, ...]:
-    """The rules an "always allow" would save for this call, or () when no rule could allow it.
-
-    ``bash``: per simple command, its program and up to two sub-command words, then ``:*``
-    (``npm run test -- --watch`` -> ``bash(npm run test:*)``, ``git status -s`` ->
-    ``bash(git status:*)``); a program that runs anything (``python``, ``sudo``, ``rm``…) gets its
-    exact command instead. A command with a substitution, a file redirection, a leading
-    ``NAME=value`` or anything unparsed gets none. File tools: the exact workspace-relative path (``edit_file(src/app.py)``, a
-    top-level file anchored: ``edit_file(/setup.py)``). Other tools: their name."""
-    if name == "bash":
-        command = tool_input.get("command")
-        if not isinstance(command, str):
-            return ()
-        parsed = split_command(command)
-        if parsed.problem is not None or not parsed.parts or any(
-                p.writes_file or not p.words or p.command_words != p.words for p in parsed.parts):
-            return ()
-        out: list[str] = []
-        for p in parsed.parts:
-            rule = _suggest_part(p)
-            if rule not in out:
-                out.append(rule)
-        return tuple(out)
-    if name in PATH_TOOLS:
-        raw = tool_input.get("path")
-        forms, _ = path_forms(workspace, raw)
-        if not forms or not isinstance(raw, str):
-            return ()
-        lexical = forms[0]
-        return (f"{name}({_escape_path(lexical)})",)
-    return (name,)
+__all__ = ["add_rule", "gitignore_line", "gitignore_line_missing", "remove_rule"]
 
 
 def _write_atomic(path: Path, text: str) -> None:

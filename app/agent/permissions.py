@@ -11,12 +11,14 @@ Rules:
   ``mcp__github`` (or ``mcp__github__*``) for every tool of that MCP server. Claude Code's names
   are read as ours (``Bash`` is ``bash``, ``Edit`` ``edit_file``, ``Write`` ``write_file``,
   ``Read`` ``read_file``, ``Grep`` ``grep``, ``Glob``/``LS`` ``list_files``).
-- ``bash(git status)`` covers exactly that command (compared word by word, quotes removed).
+- ``bash(git status)`` covers exactly that command (compared word by word, quotes removed): no
+  extra word and no redirection it does not name (``git status < x``, ``git status 2>&1`` ask).
 - ``bash(npm run test:*)`` covers a command whose words start with the words before ``:*``; the
   last of them may be the start of a longer word, as in Claude Code (``npm run test:unit`` and
   ``npm run tests`` match). End the prefix with a space to require whole words:
   ``bash(git diff :*)`` covers ``git diff HEAD`` but not ``git diff-tree``. Any other ``*`` is
-  a literal character.
+  a literal character. A prefix rule covers no redirection either, unless it names it
+  (``bash(make 2>&1:*)`` covers ``make test 2>&1`` and ``make test``).
 - ``edit_file(src/**)``, ``write_file(docs/*.md)``, ``read_file(.env)``: a ``.gitignore``-style
   pattern over the workspace-relative path the tool is given (``read_file``, ``write_file``,
   ``edit_file``, ``list_files``, ``grep``; for the last two the ``path`` input). A pattern
@@ -26,13 +28,14 @@ Rules:
 
 A ``bash`` pattern rule matches whole simple commands only: the command is split (see
 ``shell_split``) and, for an ``allow``, every part must be allowed, no part may write a file by a
-redirection, and nothing in it may be left unparsed (a substitution, a heredoc…: such a command
+redirection, a part's redirections (input, output and fd duplications alike) must each be named by
+the rule, and nothing in it may be left unparsed (a substitution, a heredoc…: such a command
 asks; so does one that starts with ``NAME=value``). For ``deny`` and ``ask``, any part that
-matches is enough, leading assignments skipped. A bash deny rule matches the command's own
-words: it does not look through ``sudo``, ``env``, ``xargs``, ``bash -c``, ``eval`` or a script,
-and a command it cannot fully read asks rather than being denied. Deny wins over ask over allow;
-a call no rule matches gets the tool's default: ask for writing, executing and MCP tools, allow
-for the read-only ones.
+matches is enough, leading assignments skipped and any redirection the rule does not name
+ignored. A bash deny rule matches the command's own words: it does not look through ``sudo``,
+``env``, ``xargs``, ``bash -c``, ``eval`` or a script, and a command it cannot fully read asks
+rather than being denied. Deny wins over ask over allow; a call no rule matches gets the tool's
+default: ask for writing, executing and MCP tools, allow for the read-only ones.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from app.agent.config_layers import (
     read_layers,
 )
 from app.agent.project_trust import ProjectTrust
-from app.agent.shell_split import ParsedCommand, SimpleCommand, split_command
+from app.agent.shell_split import ParsedCommand, Redirection, SimpleCommand, split_command
 from app.agent.tools.gate import PermissionDecision, PermissionGate
 from app.agent.tools.specs import TOOL_SPECS, needs_permission
 
@@ -116,15 +119,26 @@ class Rule(BaseModel):
             return name.startswith(self.tool + "__")
         return name == self.tool
 
-    def matches_part(self, part: SimpleCommand, *, past_assignments: bool = False) -> bool:
-        """A ``bash`` pattern rule against one simple command. ``past_assignments``: also against
-        the command after its leading ``NAME=value`` words (a deny or ask rule still sees
-        ``FOO=1 rm x`` as ``rm``; an allow never does, the assignments may change what runs)."""
+    def matches_part(self, part: SimpleCommand, *, tightening: bool = False) -> bool:
+        """A ``bash`` pattern rule against one simple command. ``tightening`` (a deny or ask rule):
+        a part holding at least the redirections the rule names, also after its leading
+        ``NAME=value`` words (``FOO=1 rm x 2>&1`` is still ``rm x``). An allow never covers a part
+        that starts with ``NAME=value`` (the assignments may change what runs, and ``make=1 sh x``
+        would otherwise start like ``bash(make:*)``), nor a redirection the rule does not name
+        (``sh < evil.sh`` for ``bash(sh)``: it changes what the command reads or writes)."""
         assert self.pattern is not None
-        if past_assignments and part.command_words != part.words:
-            if self.matches_part(SimpleCommand(part.command_words)):
-                return True
-        words, prefix, whole = _bash_pattern(self.pattern)
+        words, prefix, whole, named = _bash_pattern(self.pattern)
+        if tightening:
+            if not set(named) <= set(part.redirections):
+                return False
+            if part.command_words != part.words:
+                bare = SimpleCommand(part.command_words, redirections=part.redirections)
+                if self.matches_part(bare, tightening=True):
+                    return True
+        elif part.command_words != part.words:
+            return False
+        elif not _names_redirections(part.redirections, named, exact=not prefix):
+            return False
         if not prefix:
             return part.words == words
         n = len(words)
@@ -160,12 +174,19 @@ class RuleDecision(BaseModel):
     rule: SourcedRule | None = None  # None: the tool's default decided
 
 
+def _names_redirections(used: tuple[Redirection, ...], named: tuple[Redirection, ...], *, exact: bool) -> bool:
+    """Whether a rule naming ``named`` covers a part redirecting ``used``: an exact rule the same
+    ones in the same order (``2>&1 >f`` is not ``>f 2>&1``), a prefix rule any of those it names."""
+    return used == named if exact else set(used) <= set(named)
+
+
 # -- parsing ----------------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=1024)
-def _bash_pattern(pattern: str) -> tuple[tuple[str, ...], bool, bool]:
-    """(words, is a prefix, prefix needs whole words); RuleError when it is not one command."""
+def _bash_pattern(pattern: str) -> tuple[tuple[str, ...], bool, bool, tuple[Redirection, ...]]:
+    """(words, is a prefix, prefix needs whole words, the redirections it names); RuleError when
+    it is not one command."""
     prefix = pattern.endswith(":*")
     body = pattern[:-2] if prefix else pattern
     whole = prefix and body[-1:].isspace()
@@ -179,7 +200,7 @@ def _bash_pattern(pattern: str) -> tuple[tuple[str, ...], bool, bool]:
         raise RuleError("a bash rule cannot hold a redirection to a file")
     if not part.words:
         raise RuleError("the command is empty; write `bash` alone to cover every command")
-    return part.words, prefix, whole
+    return part.words, prefix, whole, part.redirections
 
 
 def _normalize_path_pattern(pattern: str) -> str:
@@ -332,7 +353,7 @@ def rule_touches(rule: Rule, name: str, tool_input: dict[str, Any] | None, works
         if not isinstance(command, str):
             return False
         parsed = split_command(command)
-        return parsed.problem is not None or any(rule.matches_part(p, past_assignments=True) for p in parsed.parts)
+        return parsed.problem is not None or any(rule.matches_part(p, tightening=True) for p in parsed.parts)
     forms, _ = path_forms(workspace, tool_input.get("path"))
     return any(rule.matches_path(f) for f in forms)
 
@@ -393,7 +414,7 @@ class PermissionRules(BaseModel):
         checks: tuple[tuple[ListName, list[SourcedRule]], ...] = (("deny", deny), ("ask", ask))
         for list_name, rules in checks:
             for r in rules:
-                if r.rule.pattern is None or any(r.rule.matches_part(p, past_assignments=True) for p in parsed.parts):
+                if r.rule.pattern is None or any(r.rule.matches_part(p, tightening=True) for p in parsed.parts):
                     return _decided(list_name, "bash", r)
         bare = next((r for r in allow if r.rule.pattern is None), None)
         guarded = any(r.rule.pattern is not None for r in deny + ask)
@@ -412,6 +433,13 @@ class PermissionRules(BaseModel):
             first = hits[0]
             if first is not None and all(h is not None for h in hits):
                 return _decided("allow", "bash", first)
+            if any(h is None and p.command_words != p.words for p, h in zip(parsed.parts, hits, strict=True)):
+                return RuleDecision(decision=default("bash"),
+                                    reason="the command starts with NAME=value: a rule never allows that")
+            unnamed = [str(x) for p, h in zip(parsed.parts, hits, strict=True) if h is None for x in p.redirections]
+            if unnamed:
+                return RuleDecision(decision=default("bash"), reason=(
+                    f"the command redirects ({' '.join(unnamed)}): no rule names that redirection"))
             if len(parsed.parts) > 1:
                 return RuleDecision(decision=default("bash"), reason="not every command in it is allowed by a rule")
         return RuleDecision(decision=default("bash"), reason="no rule matches this bash call")

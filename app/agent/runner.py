@@ -38,6 +38,7 @@ from app.agent.events import (
     RunStop,
     ToolCallFinished,
     ToolCallStarted,
+    run_whole,
     stop_message,
     wait_shown,
 )
@@ -61,6 +62,7 @@ from app.agent.provider import (
 from app.agent.receipts import Receipt, end_turn_with
 from app.agent.run_memory import memory_heads, recalled_in
 from app.agent.system_prompt import build_system
+from app.agent.tool_calls import bound_inputs
 from app.agent.tools import (
     TOOL_SPECS,
     PermissionGate,
@@ -177,7 +179,9 @@ class Runner:
         return str(getattr(self.session, "id", "") or "")
 
     def subagent(self) -> Runner:
-        return type(self)(**tool_calls.subagent_kwargs(self))  # for ``task``
+        sub = type(self)(**tool_calls.subagent_kwargs(self))  # for ``task``
+        sub.tool_input_bytes = self.tool_input_bytes
+        return sub
 
     def _tools(self) -> list[dict[str, Any]]:
         """The built-in tools, then the ready MCP servers' (a sub-agent: their read-only ones)."""
@@ -205,6 +209,9 @@ class Runner:
     # -- one Run ------------------------------------------------------------------------------
 
     answer_shown_s = 0.5  # the longest a completed turn's job waits for its answer to be shown
+    # A tool call whose input passes this (bytes of JSON) is refused; the Runtime sets it from the
+    # settings (``tool_calls.input_limit``).
+    tool_input_bytes = 256 * 1024
 
     async def run(self, user_text: str, on_event: OnEvent | None = None,
                   answer_shown: AnswerShown | None = None) -> RunStop:
@@ -271,16 +278,16 @@ class Runner:
                 # The estimate was short (or the window smaller than configured): compact and
                 # send again, once; a second refusal ends the turn with the reason.
                 if self.is_subagent or not await self._fit(emit, reason="overflow", force=True):
-                    raise _Halt("error", e.message) from None
+                    raise _Halt("error", self._too_large(e.message)) from None
                 try:
                     stop = await self._request(tools, usage, emit, self._measured_chars)
                 except _Overflow as again:  # the API's own reason, not an "internal error"
-                    raise _Halt("error", again.message) from None
-            blocks = scrub(stop.content)[0]
+                    raise _Halt("error", self._too_large(again.message)) from None
+            blocks, oversized = bound_inputs(scrub(stop.content)[0], self.tool_input_bytes)
             tool_calls = [b for b in blocks if b.get("type") == "tool_use"]
             if tool_calls and stop.reason in TOOL_CALL_STOPS:
                 await self._append({"role": "assistant", "content": blocks})
-                await self._run_tools(tool_calls, emit)
+                await self._run_tools(tool_calls, emit, oversized)
                 continue
             # No tool calls to run: any tool_use block here is cut short (max_tokens) and
             # must not stay in the conversation without a result.
@@ -292,10 +299,10 @@ class Runner:
             if stop.reason in COMPLETED_STOPS:
                 if not self.is_subagent:  # the answer's end on screen first, then the spool's fsync
                     await wait_shown(self._answer_shown, self.answer_shown_s)
-                job_id = await self._submit(self._turn_start or 0)
+                # The answer is whole: its job and the turn's end are one step a cancel waits out.
+                job_id = await run_whole(self._commit(stop.reason))
                 if job_id:
                     emit(MemorySubmitted(job_id))
-                await self._end_turn("completed", stop_reason=stop.reason, job=job_id)  # for a rewind to name
                 return RunStop("completed", stop_reason=stop.reason, usage=usage, job_id=job_id, text=text)
             await self._end_turn("stopped", stop_reason=stop.reason)
             return RunStop("stopped", stop_message(stop.reason), stop.reason, usage=usage, text=text)
@@ -329,13 +336,14 @@ class Runner:
 
     # -- tools --------------------------------------------------------------------------------
 
-    async def _run_tools(self, calls: list[dict[str, Any]], emit: OnEvent) -> None:
+    async def _run_tools(self, calls: list[dict[str, Any]], emit: OnEvent, oversized: dict[str, str]) -> None:
         results: list[dict[str, Any]] = []
         try:
             for call in calls:
                 name, tool_input, call_id = call.get("name", ""), call.get("input") or {}, call.get("id", "")
-                # A write the tool would refuse anyway is refused before the gate: no one is asked.
-                refused = await refusal(name, tool_input, self.tool_ctx) if name in self.tool_names else None
+                # Refused before the gate (no one is asked): an oversized input, a write the tool would refuse.
+                refused = oversized.get(call_id) or (
+                    await refusal(name, tool_input, self.tool_ctx) if name in self.tool_names else None)
                 waiting = refused is None and self._asks(name, tool_input)
                 emit(ToolCallStarted(call_id, name, tool_input, self.depth, waiting))
                 result, denied = await self._run_one(name, tool_input, call_id, emit, waiting, refused)
@@ -346,7 +354,7 @@ class Runner:
                 # bytes: 24,000 CJK characters pass 32 KiB): storing it again would answer the model
                 # with another stub instead of the part it asked for.
                 kept = result if name == "read_result" else await self._offload_new(result)
-                results.append(_tool_result(call_id, kept))
+                results.append(tool_calls.result_block(call_id, kept))
                 # The person sees what the model sees: a stored result's head, tail and reference.
                 emit(ToolCallFinished(call_id, name, kept, denied, self.depth, kept.view))
         except asyncio.CancelledError:
@@ -410,7 +418,8 @@ class Runner:
         except OSError as e:
             log.warning("could not keep a large tool result on disk: %s", e)
             return result
-        return ToolResult(content=cmp.result_stub(result.content, rid), is_error=result.is_error)
+        return ToolResult(content=cmp.result_stub(result.content, rid), is_error=result.is_error,
+                          hook_s=result.hook_s, hook_failed=result.hook_failed)
 
     async def _fit(self, emit: OnEvent, *, reason: str = "auto", force: bool = False, focus: str = "") -> bool:
         """Before a request: when the estimate passes the threshold (or ``force``), move older tool
@@ -445,13 +454,11 @@ class Runner:
         emit(done)
         emit(ContextUsage(after, self.context_window))
         if after >= self.context_window:
-            why = f"; the summary failed: {error}" if error else ""
-            raise _Halt(
-                "error",
-                f"the conversation does not fit the model's context window ({after:,} of "
-                f"{self.context_window:,} tokens) even after compacting{why}",
-            )
+            raise _Halt("error", self._too_large(cmp.does_not_fit(after, self.context_window, error)))
         return after < self.threshold
+
+    def _too_large(self, reason: str) -> str:
+        return cmp.too_large(reason, self.conversation, self._turn_start, self.context_window)
 
     async def _summarise(self, emit: OnEvent, focus: str, *, keep_recent: bool = True) -> tuple[int, int]:
         """Replace the older turns by a summary (the lossy stage). Returns (messages summarised,
@@ -468,8 +475,9 @@ class Runner:
         summary = self._summary
         requests = 0
         for i, chunk in enumerate(chunks, 1):
+            request = cmp.summary_request(self.model, self.max_tokens, summary, chunk, focus, (i, len(chunks)))
             summary = await cmp.request_summary(
-                self.provider, self._summary_request(summary, chunk, focus, (i, len(chunks))),
+                self.provider, request,
                 lambda ev: emit(dataclasses.replace(ev, depth=self.depth)),  # it costs like any request
             )
             requests += 1
@@ -489,14 +497,6 @@ class Runner:
         self._anchor = None
         self.set_system(new_base)
         return k, requests
-
-    def _summary_request(self, previous: str | None, chunk: str, focus: str, part: tuple[int, int]) -> ModelRequest:
-        return ModelRequest(
-            model=self.model,
-            system=[{"type": "text", "text": cmp.SUMMARY_SYSTEM}],
-            messages=[{"role": "user", "content": cmp.summary_prompt(previous, chunk, focus, part)}],
-            max_tokens=min(self.max_tokens, 8_000),
-        )
 
     async def compact(self, focus: str = "", on_event: OnEvent | None = None) -> Compacted | None:
         """``/compact [focus]`` and print mode's ``--compact``: compact now, between turns."""
@@ -537,6 +537,11 @@ class Runner:
     def reset_index(self, index: str) -> None:
         """The index the model now has in full (a new system prompt)."""
         self.shown_index = index
+
+    async def _commit(self, stop_reason: str | None) -> str | None:
+        job_id = await self._submit(self._turn_start or 0)
+        await self._end_turn("completed", stop_reason=stop_reason, job=job_id)  # for a rewind to name
+        return job_id
 
     async def _submit(self, start_len: int) -> str | None:
         if self.is_subagent or self.manager is None:
@@ -587,10 +592,3 @@ class Runner:
             # next Run says them again.
             self.shown_index = self._index_before
             self.recalled = self._recalled_before
-
-
-def _tool_result(call_id: str, result: ToolResult) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": result.content}
-    if result.is_error:
-        block["is_error"] = True
-    return block

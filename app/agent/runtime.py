@@ -24,6 +24,7 @@ from app.agent.session import Session, SessionStore
 from app.agent.session_log import SessionError
 from app.agent.settings import Settings
 from app.agent.system_prompt import build_system
+from app.agent.tool_calls import input_limit
 from app.agent.tools import PermissionGate, ToolContext
 from app.agent.worker_process import WorkerProcess, worker_argv
 from memory.constants import MEMORY_MODES, Level, MemoryMode
@@ -301,7 +302,7 @@ class Runtime:
             bash_capture_chars=BASH_CAPTURE_CHARS if session is not None else None,
             checkpoints=self._recorder(session) if session is not None else None,
         )
-        return Runner(
+        runner = Runner(
             provider=self.provider,
             model=self.settings.model,
             tool_ctx=ctx,
@@ -320,6 +321,8 @@ class Runtime:
             recall=self.search,
             ext=self.ext,
         )
+        runner.tool_input_bytes = input_limit(self.settings.tool_input_max_bytes, self.settings.context_window)
+        return runner
 
     # -- trust -----------------------------------------------------------------------
 

@@ -98,6 +98,10 @@ class Settings(BaseSettings):
     context_window: int = Field(default=200_000, ge=2_000)
     compact_at: float = Field(default=0.8, gt=0.1, le=1.0, allow_inf_nan=False)
     offload_bytes: int = Field(default=32 * 1024, ge=1024)
+    # A tool call whose input (as JSON) passes this, or half the window, is refused when it
+    # arrives: an input cannot be moved to disk like a result, and one that filled the window
+    # would leave every later request too large.
+    tool_input_max_bytes: int = Field(default=256 * 1024, ge=1024)
     # Consolidation: automatic after this many new cards in a store (0 = never);
     # its operations held for review, also in auto mode, unless consolidate_review is false.
     consolidate_after: int = Field(default=50, ge=0)
@@ -156,8 +160,9 @@ class Settings(BaseSettings):
         return v
 
     @field_validator("max_iterations", "memory_wait", "max_tokens", "bash_timeout", "context_window", "compact_at",
-                     "offload_bytes", "consolidate_after", "memory_idle_timeout", "mcp_start_timeout",
-                     "mcp_call_timeout", "checkpoint_max_mb", "checkpoint_max_days", mode="before")
+                     "offload_bytes", "tool_input_max_bytes", "consolidate_after", "memory_idle_timeout",
+                     "mcp_start_timeout", "mcp_call_timeout", "checkpoint_max_mb", "checkpoint_max_days",
+                     mode="before")
     @classmethod
     def _no_booleans(cls, v: Any) -> Any:
         # TOML `max_iterations = true` would otherwise quietly become 1.

@@ -11,10 +11,11 @@ when every part of it was understood; a part it saw can still be denied.
   ``$NAME`` and ``${NAME}`` stay as written. ``#`` at the start of a word starts a comment.
 - Leading reserved words ``! { } if then elif else fi while until do done time`` introduce the
   command after them and are dropped (``if rm x; then …`` has the part ``rm x``).
-- Redirections: ``N>&M``, ``>&-``, ``<&M``, and ``>``/``>>``/``&>``/``2>`` to ``/dev/null``,
-  ``/dev/stdout`` or ``/dev/stderr``, and ``< file`` (the command could read the file itself)
-  change nothing; any other output redirection (``>``, ``>>``, ``>|``, ``&>``, ``&>>``, ``<>``) to
-  a file marks the part as writing a file.
+- Redirections are kept with their part (``redirections``, each with its fd, operator and target,
+  the default fd left out: ``1>&2`` is ``>&2``, ``< x`` is ``<x``), so a rule can tell ``sh`` from
+  ``sh < evil.sh``. An output redirection (``>``, ``>>``, ``>|``, ``&>``, ``&>>``, ``<>``, ``>&``
+  to a name) to anything but ``/dev/null``, ``/dev/stdout`` or ``/dev/stderr`` also marks the part
+  as writing a file.
 - Not understood (``problem`` says which, one line): command substitution ``$(…)`` and
   backticks, process substitution ``<(…)`` / ``>(…)``, arithmetic ``$((…))``, ``${…}`` other
   than a plain name, ``$'…'`` and ``$"…"`` quoting, heredocs and herestrings (``<<``, ``<<<``),
@@ -28,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ParsedCommand", "SimpleCommand", "split_command"]
+__all__ = ["ParsedCommand", "Redirection", "SimpleCommand", "split_command"]
 
 _RESERVED_LEADING = frozenset({"!", "{", "}", "if", "then", "elif", "else", "fi", "while", "until", "do", "done",
                                "time"})
@@ -41,10 +42,32 @@ _BLANK = " \t"  # bash's blanks: a carriage return is part of a word
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=.*", re.DOTALL)
 
 
+# The fd an operator acts on when none is written before it.
+_DEFAULT_FD = {"<": "0", "<&": "0", "<>": "0", ">": "1", ">>": "1", ">|": "1", ">&": "1"}
+
+
+@dataclass(frozen=True)
+class Redirection:
+    """One redirection as the shell reads it: ``fd`` ("" when the operator's default), the
+    operator, and the target word with its quotes removed."""
+
+    fd: str
+    op: str
+    target: str
+
+    @classmethod
+    def of(cls, fd: str, op: str, target: str) -> Redirection:
+        return cls("" if fd == _DEFAULT_FD.get(op) else fd, op, target)
+
+    def __str__(self) -> str:
+        return f"{self.fd}{self.op}{self.target}"
+
+
 @dataclass(frozen=True)
 class SimpleCommand:
     words: tuple[str, ...]  # quotes removed, reserved leading words dropped
     writes_file: bool = False  # an output redirection to a file
+    redirections: tuple[Redirection, ...] = ()  # in the order written
 
     @property
     def command_words(self) -> tuple[str, ...]:
@@ -73,6 +96,7 @@ class _Scanner:
         self.parts: list[SimpleCommand] = []
         self.words: list[str] = []
         self.writes = False
+        self.redirs: list[Redirection] = []
         self.word: list[str] = []
         self.in_word = False
         self.word_quoted = False
@@ -99,10 +123,11 @@ class _Scanner:
 
     def end_part(self) -> None:
         self.end_word()
-        if self.words or self.writes:
-            self.parts.append(SimpleCommand(tuple(self.words), self.writes))
+        if self.words or self.redirs:
+            self.parts.append(SimpleCommand(tuple(self.words), self.writes, tuple(self.redirs)))
         self.words = []
         self.writes = False
+        self.redirs = []
 
     # -- pieces -------------------------------------------------------------------------------
 
@@ -226,12 +251,16 @@ class _Scanner:
         return text
 
     def redirection(self) -> None:
-        """At ``<``, ``>`` or ``&>`` (outside quotes); a digit-only word before it is its fd."""
-        if self.in_word and not self.word_quoted and "".join(self.word).isdigit():
+        """At ``<``, ``>`` or ``&>`` (outside quotes); a digit-only word right before ``<`` or
+        ``>`` is its fd (before ``&>`` it stays a word, as in bash)."""
+        s = self.s[self.i :]
+        fd = ""
+        if (self.in_word and not self.word_quoted and "".join(self.word).isdigit()
+                and not s.startswith("&")):
+            fd = "".join(self.word)
             self.word, self.in_word = [], False  # the fd number, not a word
         else:
             self.end_word()
-        s = self.s[self.i :]
         if s.startswith(("<(", ">(")):
             self.note("a process substitution <(…) or >(…): a rule never allows one")
             self.i += 2
@@ -246,6 +275,7 @@ class _Scanner:
                 self.i += len(op)
                 break
         target = self.target()
+        self.redirs.append(Redirection.of(fd, op, target))
         if op in (">&", "<&") and (target.isdigit() or target == "-"):
             return
         if op == "<":

@@ -8,11 +8,15 @@ the event loop in their own processes; their time is part of the call's.
 
 from __future__ import annotations
 
+import itertools
+import json
 from typing import TYPE_CHECKING, Any, Protocol
 
+from app.agent.compaction import CHARS_PER_TOKEN
 from app.agent.events import MemorySubmitted, RunStop, ToolCallApproved
 from app.agent.system_prompt import subagent_system
 from app.agent.tools import READ_ONLY_TOOLS, TOOL_SPECS, ToolResult, run_tool
+from memory.text.lines import format_bytes
 
 if TYPE_CHECKING:
     from app.agent.compaction import ResultStore
@@ -21,7 +25,14 @@ if TYPE_CHECKING:
     from app.agent.receipts import Receipt
     from app.agent.tools import ToolContext
 
-__all__ = ["Calling", "asks", "run_call", "run_task", "subagent_kwargs"]
+__all__ = ["Calling", "asks", "bound_inputs", "input_limit", "result_block", "run_call", "run_task", "subagent_kwargs"]
+
+# What a refused input keeps: its fields that are this short (as JSON) as written, at most this
+# many; a longer one becomes a note of its size. The tool_use block stays valid (its input an
+# object) and small whatever the model sent.
+KEPT_FIELD_CHARS = 200
+KEPT_FIELDS = 20
+KEPT_KEY_CHARS = 100
 
 
 class SubRun(Protocol):
@@ -44,6 +55,7 @@ class Calling(Protocol):
     max_iterations: int
     max_tokens: int
     offload_bytes: int
+    tool_input_bytes: int
     results: ResultStore | None
     receipt: Receipt
 
@@ -84,17 +96,19 @@ async def run_call(runner: Calling, name: str, tool_input: Any, call_id: str, em
         return ToolResult(content="tool input must be a JSON object", is_error=True), False
     if refused is not None:
         return ToolResult(content=refused, is_error=True), False
-    took = 0.0
+    took, failed = 0.0, 0  # the call's hooks: seconds, and how many failed (its block shows both)
     if ext is not None and ext.hooks.hooks:
         pre = await ext.hook("PreToolUse", session_id=runner.session_id, tool_name=name, tool_input=tool_input)
-        took += pre.duration
+        took, failed = pre.duration, pre.failures
         if pre.blocked:
             reason = pre.reason or "blocked by a PreToolUse hook"
-            return ToolResult(content=f"{name} was blocked by a hook: {reason}", is_error=True, hook_s=took), True
+            return ToolResult(content=f"{name} was blocked by a hook: {reason}", is_error=True, hook_s=took,
+                              hook_failed=failed), True
     if _needs_gate(runner, name):
         decision = await runner.gate.decide(name, tool_input, call_id=call_id, depth=runner.depth)
         if not decision.allowed:
-            return ToolResult(content=decision.reason or f"{name} was denied by the user", is_error=True), True
+            return ToolResult(content=decision.reason or f"{name} was denied by the user", is_error=True,
+                              hook_s=took, hook_failed=failed), True
         if waiting:
             emit(ToolCallApproved(call_id, name, runner.depth))
     if name == "task":
@@ -106,10 +120,55 @@ async def run_call(runner: Calling, name: str, tool_input: Any, call_id: str, em
     if ext is not None and ext.hooks.hooks:
         post = await ext.hook("PostToolUse", session_id=runner.session_id, tool_name=name, tool_input=tool_input,
                               tool_response={"content": result.content, "is_error": result.is_error})
-        took += post.duration
+        took, failed = took + post.duration, failed + post.failures
         if post.blocked and post.reason:
             result = result.model_copy(update={"content": f"{result.content}\n\n[PostToolUse hook] {post.reason}"})
-    return (result.model_copy(update={"hook_s": took}) if took else result), False
+    return (result.model_copy(update={"hook_s": took, "hook_failed": failed}) if took else result), False
+
+
+def input_limit(max_bytes: int, context_window: int) -> int:
+    """The largest input a tool call may have, in bytes of JSON: ``tool_input_max_bytes``, and
+    never more than half the model's window (at the estimate's characters a token)."""
+    return min(max_bytes, context_window * CHARS_PER_TOKEN // 2)
+
+
+def _json_bytes(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace"))
+
+
+def _kept_input(tool_input: Any) -> dict[str, Any]:
+    """A refused input as the conversation keeps it: the short fields as written, a note of its
+    size for each long one (an input that is not an object becomes an empty one)."""
+    if not isinstance(tool_input, dict):
+        return {}
+    kept: dict[str, Any] = {}
+    for key, value in itertools.islice(tool_input.items(), KEPT_FIELDS):
+        size = _json_bytes(value)
+        kept[str(key)[:KEPT_KEY_CHARS]] = value if size <= KEPT_FIELD_CHARS else f"[not kept: {size:,} bytes]"
+    if len(tool_input) > KEPT_FIELDS:
+        kept["[not kept]"] = f"{len(tool_input) - KEPT_FIELDS:,} more field(s)"
+    return kept
+
+
+def bound_inputs(blocks: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """A response's blocks with each tool call whose input passes ``limit`` bytes (as JSON) cut to
+    ``_kept_input``, and for each such call (by id) the error result the model gets instead of
+    running it: an input cannot be moved to disk like a result, and one that stayed would make
+    every later request too large for the window."""
+    out: list[dict[str, Any]] = []
+    refused: dict[str, str] = {}
+    for block in blocks:
+        size = _json_bytes(block.get("input")) if block.get("type") == "tool_use" else 0
+        if size <= limit:
+            out.append(block)
+            continue
+        name = str(block.get("name", ""))[:KEPT_KEY_CHARS]
+        refused[str(block.get("id", ""))] = (
+            f"{name} was not run: its input is {size:,} bytes ({format_bytes(size)}), over the "
+            f"{format_bytes(limit)} limit for one tool call's input (tool_input_max_bytes); the long fields "
+            "were not kept. Do the work in smaller calls (a large file in parts).")
+        out.append({**block, "input": _kept_input(block.get("input"))})
+    return out, refused
 
 
 def subagent_kwargs(runner: Calling) -> dict[str, Any]:
@@ -150,3 +209,11 @@ async def run_task(runner: Calling, tool_input: dict[str, Any], emit: OnEvent) -
     if stop.status != "completed":
         return ToolResult(content=f"the sub-agent did not finish: {stop.message or stop.status}", is_error=True)
     return ToolResult(content=stop.text or "(the sub-agent gave no text)")
+
+
+def result_block(call_id: str, result: ToolResult) -> dict[str, Any]:
+    """The ``tool_result`` block that answers call ``call_id`` in the conversation."""
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": result.content}
+    if result.is_error:
+        block["is_error"] = True
+    return block

@@ -3,7 +3,9 @@ agents' instruction files (``CLAUDE.md``, ``AGENTS.md``, ``GEMINI.md``: a card p
 memory folders (Claude Code's auto-memory, Codex's memories: a card per note).
 
 Held for review as one job (``memory approve``) unless ``--yes``; ``--dry-run`` shows the cards
-and changes nothing. A card that is already there, or already held for review, is not made
+and changes nothing. Every listing shows a card as it will be written (escapes removed, secrets
+redacted), the cards hiding text from a rendered view first and counted as the trust window
+counts them. A card that is already there, or already held for review, is not made
 again. The sources are only read. Exit 2 when a path does not exist, 1 when a source could not be
 read as notes or the cards could not be stored, 3 when ``--yes`` had a card refused; the other
 paths are imported either way.
@@ -26,6 +28,9 @@ if TYPE_CHECKING:
     from memory.jobs.importing import Gathered, PlannedCard
     from memory.store.stores import MemoryStores
 
+# Said under a card whose source held terminal escapes, control or invisible characters: the card has none.
+STRIPPED = "terminal escapes and control or invisible characters of the source were removed"
+
 
 def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
     p = cmd("import", "make cards from CLAUDE.md / AGENTS.md / GEMINI.md (a card per section), a Claude Code "
@@ -39,15 +44,42 @@ def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
 
 
 def _card_lines(p: PlannedCard, level: Level, lead: str) -> str:
-    """``<lead> project/<file>  [type] Title``, then its source and its first line of text."""
-    card = p.card
-    title = p.op.title if p.op is not None and p.op.title else card.title
-    first = next((ln for ln in card.body.splitlines() if ln.strip()), "")
-    return "\n".join([
-        f"{lead}{level.value}/{p.filename}  [{card.type.value}] {one_line(title, 100)}",
-        f"    source: {card.provenance}",
-        f"    {one_line(first, 100)}",
-    ])
+    """``<lead> project/<file>  [type] Title``, its source, what it hides from a rendered view
+    (the fragment on one line, as the trust window shows it), whether escapes were removed, and
+    its first line of text: all of it as the card will be written (the validated op)."""
+    op = p.op
+    title = op.title if op is not None and op.title else p.card.title
+    body = op.content if op is not None and op.content is not None else p.card.body
+    first = next((ln for ln in body.splitlines() if ln.strip()), "")
+    lines = [f"{lead}{level.value}/{p.filename}  [{p.card.type.value}] {one_line(title, 100)}",
+             f"    source: {p.card.provenance}"]
+    if p.markup is not None:
+        kind, fragment = p.markup
+        lines.append(f"    ⚠ {kind}: {one_line(fragment, 120) or '(no text)'}")
+    if p.card.stripped:
+        lines.append(f"    {STRIPPED}")
+    lines.append(f"    {one_line(first, 100)}")
+    return "\n".join(lines)
+
+
+def _shown_first(todo: Sequence[PlannedCard]) -> list[PlannedCard]:
+    """The cards in the order a person should read them: those hiding text from a rendered view
+    first, then those whose escapes were removed, then the rest (each group in file order)."""
+    return sorted(todo, key=lambda p: (p.markup is None, not p.card.stripped))
+
+
+def _hidden_summary(todo: Sequence[PlannedCard], where: str = "listed first") -> str:
+    """How many of the cards hide text from a rendered view (the trust window's count) and how
+    many had escapes removed; "" when none did."""
+    hiding = sum(1 for p in todo if p.markup is not None)
+    stripped = sum(1 for p in todo if p.card.stripped)
+    parts = []
+    if hiding:
+        parts.append(f"{_count(hiding)} {'hold' if hiding != 1 else 'holds'} HTML comments, hidden markup or "
+                     f"tag-like text that the model reads and a rendered view hides ({where}, with the text)")
+    if stripped:
+        parts.append(f"terminal escapes and control or invisible characters removed from {_count(stripped)}")
+    return "; ".join(parts)
 
 
 def _skip_line(p: PlannedCard) -> str:
@@ -84,25 +116,30 @@ def import_cards(stores: MemoryStores, args: argparse.Namespace) -> int:
     code = _problems(gathered)
     planned = plan_import(stores, gathered.cards, level)
     todo = [p for p in planned if p.op is not None and not p.skip]
-    for p in planned:
-        if p.skip:
-            print(_skip_line(p))
+    skipped = [_skip_line(p) for p in planned if p.skip]
     if args.dry_run:
-        for p in todo:
+        # The cards that hide text come before anything else: they are what to read first.
+        for p in _shown_first(todo):
             print(_card_lines(p, level, "would create "))
-        print(f"dry run: {_count(todo)} would be made, {len(planned) - len(todo)} skipped; nothing was changed")
+        for line in skipped:
+            print(line)
+        hidden = _hidden_summary(todo)
+        print(f"dry run: {_count(len(todo))} would be made, {len(skipped)} skipped; "
+              f"{hidden + '; ' if hidden else ''}nothing was changed")
         return code
+    for line in skipped:
+        print(line)
     if not todo:
         if planned:
-            print(f"nothing to import: {_count(planned)} already there or refused")
+            print(f"nothing to import: {_count(len(planned))} already there or refused")
         return code
     stored = _store(stores, args, todo, planned, gathered.origins, level)
     # A path that failed says so whatever became of the others' cards.
     return code or stored
 
 
-def _count(cards: Sequence[object]) -> str:
-    return f"{len(cards)} card{'s' if len(cards) != 1 else ''}"
+def _count(n: int) -> str:
+    return f"{n} card{'s' if n != 1 else ''}"
 
 
 def _store(stores: MemoryStores, args: argparse.Namespace, todo: list[PlannedCard], planned: list[PlannedCard],
@@ -111,11 +148,21 @@ def _store(stores: MemoryStores, args: argparse.Namespace, todo: list[PlannedCar
     from memory.jobs.importing import apply_import, hold_import
 
     if args.yes:
-        return report(apply_import(stores, planned, origins))
+        code = report(apply_import(stores, planned, origins))
+        hidden = _hidden_summary(todo, "listed below")
+        if hidden:
+            print(f"of these {_count(len(todo))}: {hidden}")
+        for p in todo:
+            if p.markup is not None:
+                print(f"⚠ {level.value}/{p.filename}: {p.markup[0]}: {one_line(p.markup[1], 120) or '(no text)'}")
+        return code
+    hidden = _hidden_summary(todo)
     job = hold_import(stores, planned, origins)
     print(f"job {job.id}: {job.excerpt()}")
-    for p in todo:
+    for p in _shown_first(todo):
         print(_card_lines(p, level, f"{p.index} create "))
+    if hidden:
+        print(f"of these {_count(len(todo))}: {hidden}")
     print(f"held for review: `pseudoclaude memory approve {job.id}` makes them (give op numbers to choose), "
           f"`pseudoclaude memory reject {job.id}` drops them")
     return EXIT_OK

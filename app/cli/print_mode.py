@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from app.agent.attachments import with_attachments
 from app.agent.events import Compacted, MemorySubmitted, RunEvent, RunStop, ToolCallFinished, ToolCallStarted
 from app.agent.memory_parts import memory_completion
 from app.agent.permissions import Rule
@@ -30,8 +29,10 @@ from app.agent.provider import (
 from app.agent.runner import PromptRefused
 from app.agent.runtime import Runtime
 from app.agent.settings import Settings
+from app.cli.interrupt import EXIT_INTERRUPTED, Interrupt, interruptible
 from app.cli.memory_grounding import dropped_line
 from app.cli.output import closed_pipe, silence
+from app.cli.print_commands import apply_command, resolve_prompt
 from memory.constants import MemoryMode
 from memory.events import JobApplied, JobFailed, JobHeld, JobStarted, JobTakenOver, MemoryEvent
 from memory.store.stores import untrusted_cards
@@ -76,6 +77,10 @@ class PrintUI:
             # The reader went away (`| head`): stop printing, finish the turn all the same.
             self.out_closed = True
             silence(self.out)
+
+    def output(self, text: str) -> None:
+        """Text for stdout that is not the model's answer (``-p /help``)."""
+        self._out(strip_terminal(text))
 
     def diag(self, text: str) -> None:
         if self.err_closed:
@@ -275,6 +280,7 @@ async def run_print(
     compact: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    interrupt: Interrupt | None = None,
 ) -> int:
     ui = PrintUI(out or sys.stdout, err or sys.stderr)
     if not has_credentials():
@@ -285,8 +291,12 @@ async def run_print(
     root = logging.getLogger()
     root.addHandler(handler)
     runtime = _runtime(settings, workspace, allow_tools, trust_project_mcp)
+    runtime.ext.on_hook_note = lambda line, _failed: ui.diag(f"pseudoclaude: {line}")  # each time
     unsubscribe = runtime.manager.subscribe(ui.memory)
     try:
+        command = await resolve_prompt(ui, runtime, prompt)  # /help, or a command that cannot run: no session
+        if command.text is None:
+            return command.code
         if not await _open(ui, runtime, resume=resume, continue_latest=continue_latest, trust_project=trust_project):
             return EXIT_ERROR
         if compact:
@@ -296,24 +306,38 @@ async def run_print(
                 ui.diag(f"pseudoclaude: {e}")
                 return EXIT_ERROR
         await _extensions_ready(ui, runtime)
-        prompt = await _expand_command(ui, runtime, prompt)
+        prompt = await apply_command(ui, runtime, command)
+        # A Ctrl+C once the whole answer is out lets the turn commit (its job spooled), then ends the run.
+        shown = ui.answer_shown if interrupt is None else interrupt.committing(ui.answer_shown)
         try:
-            stop = await runtime.runner.run(prompt, ui, answer_shown=ui.answer_shown)
+            stop = await runtime.runner.run(prompt, ui, answer_shown=shown)
         except PromptRefused as e:  # a UserPromptSubmit hook: nothing was sent
             ui.diag(f"pseudoclaude: {e}")
             return EXIT_ERROR
         finally:
             await runtime.start_worker()
-        for note in runtime.search.notices():  # a damaged search cache, rebuilt: said once
-            ui.diag(f"pseudoclaude: {note}")
-        if stop.status == "completed" and stop.job_id:
-            outcome = await runtime.manager.wait_for(stop.job_id, settings.memory_wait)
-            _report_outcome(ui, stop.job_id, outcome, settings.memory_wait)
-        return EXIT_OK if stop.status == "completed" else EXIT_ERROR
+        return await _after_turn(ui, runtime, stop, settings.memory_wait, interrupt)
     finally:
         unsubscribe()
         await runtime.close()
         root.removeHandler(handler)
+
+
+async def _after_turn(ui: PrintUI, runtime: Runtime, stop: RunStop, memory_wait: float,
+                      interrupt: Interrupt | None) -> int:
+    """The exit code, once this turn's memory job is done or ``memory_wait`` seconds passed; a Ctrl+C
+    that came while the turn committed ends the run at once, its job left spooled."""
+    if interrupt is not None and interrupt.committed():
+        if stop.job_id:
+            ui.diag(f"[memory: job {stop.job_id} stays spooled; the next run (or `pseudoclaude memory flush`) "
+                    "applies it]")
+        return EXIT_INTERRUPTED
+    for note in runtime.search.notices():  # a damaged search cache, rebuilt: said once
+        ui.diag(f"pseudoclaude: {note}")
+    if stop.status == "completed" and stop.job_id:
+        outcome = await runtime.manager.wait_for(stop.job_id, memory_wait)
+        _report_outcome(ui, stop.job_id, outcome, memory_wait)
+    return EXIT_OK if stop.status == "completed" else EXIT_ERROR
 
 
 def _runtime(settings: Settings, workspace: Path, allow_tools: tuple[Rule, ...], trust_project_mcp: bool) -> Runtime:
@@ -348,28 +372,15 @@ async def _extensions_ready(ui: PrintUI, runtime: Runtime) -> None:
             ui.diag(f"pseudoclaude: MCP server {status.name} failed: {status.reason}")
 
 
-async def _expand_command(ui: PrintUI, runtime: Runtime, prompt: str) -> str:
-    """A custom command given as the prompt (``/review src/app.py``) becomes its text with the
-    files its ``@path`` names attached as the app's prompt attaches them; its ``allowed-tools``
-    hold for this run, its ``model`` for this turn."""
-    expanded = runtime.ext.commands.expand_prompt(prompt)
-    if expanded is None:
-        return prompt
-    if expanded.allowed_tools:
-        runtime.ext.allow(expanded.allowed_tools, f"/{expanded.command.name} allowed-tools")
-    if expanded.model:
-        runtime.runner.model = expanded.model
-    ui.diag(f"[command /{expanded.command.name}]")
-    text, notes = await with_attachments(expanded.prompt, runtime.workspace, frozenset())
-    for note in notes:
-        ui.diag(f"pseudoclaude: {note}")
-    return text
-
-
 def main_print(prompt: str, settings: Settings, workspace: Path, **kw: object) -> int:
+    async def run(interrupt: Interrupt) -> int:
+        return await run_print(prompt, settings, workspace, interrupt=interrupt, **kw)  # type: ignore[arg-type]  # kw are run_print's own keywords, passed on
+
     try:
-        return asyncio.run(run_print(prompt, settings, workspace, **kw))  # type: ignore[arg-type]  # kw are run_print's own keywords, passed on
-    except KeyboardInterrupt:
+        code = asyncio.run(interruptible(run))
+    except KeyboardInterrupt:  # a second Ctrl+C
+        code = EXIT_INTERRUPTED
+    if code == EXIT_INTERRUPTED:
         with contextlib.suppress(OSError):
             sys.stderr.write("pseudoclaude: interrupted\n")
-        return 130
+    return code

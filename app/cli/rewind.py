@@ -12,18 +12,28 @@ modules load only once a command runs.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memory.text.lines import one_line
+
 if TYPE_CHECKING:
     from app.agent.rewind import RewindPlan, RewindResult, TurnLine
     from app.agent.session import SessionInfo
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+# The "files changed" column of ``--list``: at least as wide as "12 files, bash", at most FILES_MAX,
+# and it leaves PROMPT_ROOM characters of the line to the prompt. Not on a terminal (a pipe, a
+# file), the line is taken to be PLAIN_WIDTH wide unless COLUMNS says otherwise.
 FILES_WIDTH = 14
+FILES_MAX = 60
+PROMPT_ROOM = 24
+PLAIN_WIDTH = 100
+MIN_NAME = 8  # the least of a cut file name worth showing
 
 
 def _turn(v: str) -> int:
@@ -116,17 +126,49 @@ def _when(rfc3339: str) -> str:
         return "????-??-?? ??:??"
 
 
-def files_column(t: TurnLine) -> str:
-    """The "files changed" column: how many, and whether bash ran (what it changed is unknown)."""
-    n = len(t.files)
-    text = "-" if not n else f"{n} file{'s' if n != 1 else ''}"
-    return f"{text}, bash" if t.bash else text
+def files_column(t: TurnLine, width: int = FILES_MAX) -> str:
+    """The "files changed" column in at most ``width`` characters: the files' names, as many as
+    fit, then "+N more"; "-" for none; ", bash" when bash ran (what it changed is unknown). A first
+    name too long for the column keeps its end, the file's own name; with too little of it left,
+    the files are counted ("3 files")."""
+    tail = ", bash" if t.bash else ""
+    names = [one_line(f) for f in t.files]
+    if not names:
+        return "-" + tail
+    room = width - len(tail)
+    shown, used = 0, -2
+    for k, name in enumerate(names, 1):
+        used += 2 + len(name)
+        if used > room:
+            break
+        more = len(names) - k
+        if used + (len(f" +{more} more") if more else 0) <= room:
+            shown = k
+    more = len(names) - max(shown, 1)
+    rest = f" +{more} more" if more else ""
+    if shown:
+        return ", ".join(names[:shown]) + rest + tail
+    keep = room - len(rest) - 1
+    if keep >= MIN_NAME:
+        return "…" + names[0][-keep:] + rest + tail
+    return f"{len(names)} file{'s' if len(names) != 1 else ''}{tail}"
 
 
-def line_of(t: TurnLine) -> str:
-    """``N  <time>  <files changed>  <the prompt's first line>`` (a rewound turn says so)."""
-    note = "  (rewound)" if t.rewound else ""
-    return f"{t.turn}  {_when(t.time)}  {files_column(t):<{FILES_WIDTH}}  {t.text}{note}"
+def list_width() -> int:
+    """The width ``--list`` fits its lines to: the terminal's, COLUMNS, else PLAIN_WIDTH."""
+    return shutil.get_terminal_size((PLAIN_WIDTH, 24)).columns
+
+
+def list_lines(turns: list[TurnLine], width: int) -> list[str]:
+    """``N  <time>  <files changed>  <the prompt's first line>`` per turn (a rewound turn says so),
+    the files' column as wide as its widest entry within what ``width`` leaves it."""
+    heads = [f"{t.turn}  {_when(t.time)}  " for t in turns]
+    lead = max((len(h) for h in heads), default=0)
+    budget = min(max(width - lead - 2 - PROMPT_ROOM, FILES_WIDTH), FILES_MAX)
+    columns = [files_column(t, budget) for t in turns]
+    pad = max((len(c) for c in columns), default=0)
+    return [f"{head}{column:<{pad}}  {t.text}" + ("  (rewound)" if t.rewound else "")
+            for head, column, t in zip(heads, columns, turns, strict=True)]
 
 
 def _list(info: SessionInfo, workspace: Path) -> int:
@@ -135,8 +177,8 @@ def _list(info: SessionInfo, workspace: Path) -> int:
     from app.agent.rewind import list_turns
 
     checkpoints = CheckpointStore().session(info.id, workspace)
-    for t in list_turns(info.path, checkpoints):
-        print(line_of(t))
+    for line in list_lines(list_turns(info.path, checkpoints), list_width()):
+        print(line)
     return EXIT_OK
 
 

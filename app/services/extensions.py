@@ -25,6 +25,7 @@ __all__ = [
     "CommandView",
     "ExtensionsService",
     "McpServerView",
+    "Restarted",
     "RuleView",
     "SavedRule",
     "WaitingView",
@@ -59,10 +60,21 @@ class McpServerView:
     name: str
     source: str
     describe: str  # the command line or URL (secrets redacted)
-    state: str  # starting | ready | failed | closed
-    reason: str
+    state: str  # waiting for trust | starting | ready | failed | stopped
+    reason: str  # why it failed (its secrets masked)
     tools: tuple[str, ...]
     prompts: tuple[str, ...]
+
+
+WAITING = "waiting for trust"
+
+
+@dataclass(frozen=True)
+class Restarted:
+    """How ``/mcp restart NAME`` went: a line for the chat."""
+
+    line: str
+    error: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,7 @@ class WaitingView:
     kind: str  # mcp | commands | hooks | permissions
     title: str
     shown: str
+    tally: str = ""  # how many, said: "2 hooks", "1 MCP server"
 
 
 @dataclass(frozen=True)
@@ -100,12 +113,21 @@ class Expanded:
     model: str | None = None
 
 
+# Each title fits one line of the trust window at 80 columns.
 _TITLES = {
     "mcp": "MCP servers (.mcp.json): these commands would run",
     "commands": "custom commands (.PseudoClaude/commands, .claude/commands)",
-    "hooks": "hooks (.PseudoClaude/settings.toml): these commands would run around tool calls",
+    "hooks": "hooks: these commands would run by themselves, at their events",
     "permissions": "allow rules (.PseudoClaude/settings.toml)",
 }
+_NOUNS = {"mcp": ("MCP server", "MCP servers"), "commands": ("command", "commands"),
+          "hooks": ("hook", "hooks"), "permissions": ("allow rule", "allow rules")}
+
+
+def tally(kind: str, count: int) -> str:
+    """``2 hooks``, ``1 MCP server``: how many of a kind wait (the plural alone when not counted)."""
+    one, many = _NOUNS.get(kind, (kind, kind))
+    return many if count <= 0 else f"{count} {one if count == 1 else many}"
 
 
 def check_rules(text: str) -> str | None:
@@ -178,11 +200,45 @@ class ExtensionsService:
     # -- MCP ----------------------------------------------------------------------------------------
 
     def servers(self) -> list[McpServerView]:
+        """Every server, by name: the client's in their state, and the project's that wait for
+        the person's trust (never started)."""
         mcp = self.ext.mcp
-        if mcp is None:
-            return []
-        return [McpServerView(s.name, s.source, s.describe, s.state, s.reason, s.tools, s.prompts)
-                for s in mcp.status()]
+        views = [McpServerView(s.name, s.source, s.describe, s.state, s.reason, s.tools, s.prompts)
+                 for s in (mcp.status() if mcp is not None else [])]
+        known = {v.name for v in views}
+        waiting = set(self.ext.servers.waiting) - known
+        views += [McpServerView(s.name, s.source, s.describe(), WAITING, "", (), ())
+                  for s in self.ext.servers.project.servers if s.name in waiting]
+        return sorted(views, key=lambda v: v.name)
+
+    def cannot_restart(self, name: str) -> str | None:
+        """Why ``/mcp restart NAME`` cannot restart ``name`` (one line); None: it can."""
+        views = self.servers()
+        view = next((v for v in views if v.name == name), None)
+        if view is not None and view.state == WAITING:
+            return f"MCP server {name} waits for your trust: it is asked about at the next start"
+        if view is None or self.ext.mcp is None:
+            known = ", ".join(v.name for v in views)
+            return f"no MCP server named {name!r}" + (f" (there are: {known})" if known else "")
+        return None
+
+    async def restart(self, name: str) -> Restarted:
+        """``/mcp restart NAME``: the server stopped (what it started with it) and started
+        again; one line of how it went, once it is ready or failed."""
+        refused = self.cannot_restart(name)
+        if refused is not None or self.ext.mcp is None:
+            return Restarted(refused or f"no MCP server named {name!r}", error=True)
+        status = await self.ext.mcp.restart(name)
+        if status.state == "ready":
+            return Restarted(f"MCP server {name} restarted: ready, {len(status.tools)} tool(s)")
+        if status.state == "failed":
+            return Restarted(f"MCP server {name} restarted but failed: {status.reason or 'no reason given'}",
+                             error=True)
+        return Restarted(f"MCP server {name} restarted: {status.state}")
+
+    def left_running(self) -> list[str]:
+        """A line for each process of a stopped MCP server that could not be stopped (its PID)."""
+        return list(self.ext.mcp.left) if self.ext.mcp is not None else []
 
     async def mcp_prompt(self, command: str, arguments: str) -> Expanded | None:
         """``/mcp__server__prompt args`` as the prompt's text; None when no ready server has that
@@ -250,15 +306,25 @@ class ExtensionsService:
     def pending(self) -> list[WaitingView]:
         """What waits for trust now (kept: ``trust()`` records exactly what was shown)."""
         self._waiting = list(self.ext.pending())
-        return [WaitingView(w.kind, _TITLES.get(w.kind, w.kind), w.shown) for w in self._waiting]
+        return [WaitingView(w.kind, _TITLES.get(w.kind, w.kind), w.shown, tally(w.kind, w.count))
+                for w in self._waiting]
 
-    async def trust(self) -> None:
-        """Trust what ``pending()`` showed, read the files again, start the servers it lets in."""
+    async def trust(self) -> list[str]:
+        """Trust what ``pending()`` showed, read the files again, start the servers it lets in
+        (beside those already running); returns their names."""
         waiting, self._waiting = self._waiting, []
         if not waiting:
-            return
+            return []
+        before = {s.name for s in self.ext.mcp.servers} if self.ext.mcp is not None else set()
         await asyncio.to_thread(self.ext.trust, waiting)
         self.ext.start()
+        return sorted({s.name for s in self.ext.mcp.servers} - before) if self.ext.mcp is not None else []
+
+    async def settled(self, names: list[str]) -> list[McpServerView]:
+        """The servers ``names`` once none is still starting (each within its start bound)."""
+        if self.ext.mcp is not None and names:
+            await self.ext.mcp.wait_ready()
+        return [v for v in self.servers() if v.name in names]
 
     def notes(self) -> list[str]:
         return self.ext.notes()

@@ -2,9 +2,9 @@
 
 Why here: the App stays a view over messages, and a Pilot test drives the whole app against the
 local fake Messages API through the real SDK with nothing else faked. What the runtime says —
-memory events, a worker child replaced, memory-model usage, store changes from outside — is
-posted to the App as messages (app/tui/messages.py); nothing here touches a widget. Blocking
-work (importing the SDK, building the runtime) runs in threads.
+memory events, a worker child replaced, a hook that failed, memory-model usage, store changes
+from outside — is posted to the App as messages (app/tui/messages.py); nothing here touches a
+widget. Blocking work (importing the SDK, building the runtime) runs in threads.
 
 Start-up order (the first frame comes first; see app/tui/startup.py): ``build()`` (a thread)
 constructs the Runtime — which computes paths only and does not import ``anthropic`` — and its
@@ -107,6 +107,7 @@ class Bridge:
         )
         rt.on_worker_note = self._on_worker_note
         rt.on_worker_usage = self._on_memory_usage  # the child's requests count in the cost too
+        rt.ext.on_hook_note = self._on_hook_note
         self._unsubscribe = rt.manager.subscribe(self._on_memory_event)
         services = Services.for_runtime(rt, card_reads=self.card_reads)
         if self.sync_user_store is not None:
@@ -167,6 +168,15 @@ class Bridge:
 
     def _on_worker_note(self, line: str) -> None:
         self.post(ChatNote(line, error=True))  # the worker child died and was replaced (one line)
+
+    def _on_hook_note(self, line: str, failed: bool) -> None:
+        self.post(ChatNote(line, error=failed))  # a hook failed (each time), or a block said
+
+    def repeat_start_notes(self) -> None:
+        """Post again what the new session's SessionStart hooks failed with, behind the
+        ``SessionSwitched`` that clears the chat: they were said during the switch, before it."""
+        for line, failed in self.runtime.ext.start_notes if self.runtime is not None else ():
+            self._on_hook_note(line, failed)
 
     def _on_memory_usage(self, model: str, usage: Usage) -> None:
         self.post(MemoryUsage(model, usage))

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from app.agent.pricing import CostMeter
     from app.agent.settings import Settings
     from app.services.bundle import Services
+    from app.tui.bridge import Bridge
     from app.tui.consolidate_flow import ScaleFlow
     from app.tui.screens.memory import MemoryScreens
     from widgets.chat.log import ChatPane
@@ -69,7 +70,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("compact", "/compact [FOCUS]", "compact the conversation now (automatic near the context limit)"),
     Command("rewind", "/rewind", "files and/or the conversation back to before a turn"),
     Command("permissions", "/permissions", "the permission rules and their files; /permissions remove RULE"),
-    Command("mcp", "/mcp", "list the MCP servers: state, tools, prompts"),
+    Command("mcp", "/mcp", "list the MCP servers: state, tools, prompts; /mcp restart NAME"),
     Command("quit", "/quit", "quit (pending memory is saved first)"),
 )
 BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
@@ -85,6 +86,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Enter", "send"),
     ("Shift+Enter, Ctrl+J", "newline"),
     ("Up, Down", "prompt history"),
+    ("PageUp, PageDown", "scroll the chat (from the prompt too)"),
+    ("Ctrl+Home, Ctrl+End", "the chat's top, its bottom"),
     ("Esc, Ctrl+C", "cancel the turn (Ctrl+C copies a selection)"),
     ("Esc Esc", "on an empty prompt, nothing running or queued: /rewind"),
     ("F2", "show or hide the memory panel"),
@@ -201,6 +204,7 @@ class CommandHost(RunsWorkers, Protocol):
     scale: ScaleFlow
     turn: Worker[Any] | None  # the running turn (or /compact): Esc cancels it
     cost: CostMeter | None
+    bridge: Bridge  # says a new session's SessionStart hook failures again, after its switch
 
     @property
     def services(self) -> Services: ...
@@ -278,7 +282,7 @@ class SlashCommands:
             if not queued and (host.phase.connecting or host.waiting):
                 host.defer_command(parsed, "session")  # a custom command is known once the runtime is open
             elif not self.ext.run(parsed.name, parsed.arg):
-                self.chat.add_note(f"unknown command /{one_line(parsed.name, 40)}: /help lists the commands")
+                self.chat.add_note(self.ext.unknown(parsed.name))
             return
         name = parsed.command.name
         if name in NEEDS_SESSION and not queued and (host.phase.connecting or host.waiting):
@@ -321,6 +325,7 @@ class SlashCommands:
                 self.host.post_message(ChatNote(one_line(e, 300), error=True))
                 return
             self.host.post_message(SessionSwitched(note or "new session (memory is kept)", []))
+            self.host.bridge.repeat_start_notes()
 
     async def cmd_memory(self, arg: str) -> None:
         self.host.memory_screens.open_browser()
@@ -404,6 +409,7 @@ class SlashCommands:
             host.post_message(ChatNote(one_line(e, 300), error=True))
             return
         host.post_message(SessionSwitched(note, session.messages))
+        host.bridge.repeat_start_notes()
 
     async def cmd_cost(self, arg: str) -> None:
         cost = self.host.cost

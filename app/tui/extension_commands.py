@@ -46,6 +46,7 @@ class ExtensionCommands:
     def __init__(self, host: ExtHost) -> None:
         self.host = host
         self._states: dict[str, str] = {}  # each server's last state seen
+        self._restarting: set[str] = set()  # said by /mcp restart itself, not by the poll
         self._started = False
 
     def _service(self) -> ExtensionsService | None:
@@ -77,7 +78,7 @@ class ExtensionCommands:
             return
         waiting = service.pending()
         if waiting:
-            kinds = [WaitingKind(w.title, w.shown) for w in waiting]
+            kinds = [WaitingKind(w.title, w.shown, w.tally) for w in waiting]
             host.push_screen(ExtensionTrustModal(kinds), callback=self._answered)
 
     def _answered(self, trusted: bool | None) -> None:
@@ -91,9 +92,12 @@ class ExtensionCommands:
         service = self._service()
         if service is None:
             return
-        await service.trust()
+        started = await service.trust()
         self.host.post_message(ChatNote("trusted: the project's servers start, its commands, hooks and rules are used"))
         self.host.call_later(self._poll)
+        for s in await service.settled(started):
+            if s.state == "ready":  # a failure is said by the poll
+                self.host.post_message(ChatNote(one_line(f"MCP server {s.name} ready: {len(s.tools)} tool(s)", 200)))
 
     def _poll(self) -> None:
         """A server that failed (at start or later) is one line in the chat, once per failure."""
@@ -101,6 +105,8 @@ class ExtensionCommands:
         if service is None:
             return
         for s in service.servers():
+            if s.name in self._restarting:
+                continue
             before = self._states.get(s.name)
             self._states[s.name] = s.state
             if s.state == "failed" and before != "failed":
@@ -132,6 +138,14 @@ class ExtensionCommands:
                 for c in service.commands()]
         rows += [(f"/{b.name}" if b.name else b.path, one_line(f"broken: {b.why}", 200)) for b in service.broken()]
         return rows
+
+    def unknown(self, name: str) -> str:
+        """The chat's line for a typed ``/name`` that runs nothing: a broken command says why."""
+        service = self._service()
+        broken = [b for b in service.broken() if b.name and b.name.casefold() == name.casefold()] if service else []
+        if broken:
+            return one_line(f"/{broken[0].name} is a broken custom command ({broken[0].path}): {broken[0].why}", 400)
+        return f"unknown command /{one_line(name, 40)}: /help lists the commands"
 
     def run(self, name: str, arg: str) -> bool:
         """``/name arg`` as a custom command or an MCP prompt: sent as the prompt. False when no
@@ -197,10 +211,25 @@ class ExtensionCommands:
         chat.add_note("\n".join(one_line(line, 300) for line in lines))
 
     async def mcp(self, arg: str) -> None:
-        """``/mcp``: each server's state (why, when it failed), its tools and prompts."""
+        """``/mcp``: each server's state (why, when it failed), its tools and prompts;
+        ``/mcp restart NAME`` restarts one (in a worker: the line comes once it is up or failed)."""
         chat, service = self.host.chat, self._service()
         if service is None:
             chat.add_note("the MCP servers are read once the runtime is open")
+            return
+        verb, _, name = arg.strip().partition(" ")
+        name = name.strip()
+        if verb == "restart" and name:
+            refused = service.cannot_restart(name)
+            if refused is not None:
+                chat.add_note(one_line(refused, 300))
+                return
+            self._restarting.add(name)
+            chat.add_note(one_line(f"restarting MCP server {name}…", 120))
+            start(self.host, partial(self._restart, service, name), group="mcp-restart")
+            return
+        if verb:
+            chat.add_note("usage: /mcp, or /mcp restart NAME")
             return
         servers = service.servers()
         if not servers:
@@ -208,10 +237,27 @@ class ExtensionCommands:
             return
         lines: list[str] = []
         for s in servers:
-            state = f"failed: {s.reason}" if s.state == "failed" else s.state
+            state = f"failed: {s.reason or 'no reason given'}" if s.state == "failed" else s.state
             lines.append(one_line(f"{s.name} ({s.source}) — {state} — {s.describe}", 300))
             if s.tools:
                 lines.append(one_line("  tools: " + ", ".join(s.tools), 600))
             if s.prompts:
                 lines.append(one_line("  prompts: " + ", ".join(f"/{p}" for p in s.prompts), 600))
+        if any(s.state in ("failed", "stopped") for s in servers):
+            lines.append("/mcp restart NAME starts one again")
         chat.add_note("\n".join(lines))
+
+    async def _restart(self, service: ExtensionsService, name: str) -> None:
+        try:
+            done = await service.restart(name)
+        finally:
+            self.host.call_later(self._restarted, name)
+        self.host.post_message(ChatNote(one_line(done.line, 300), error=done.error))
+
+    def _restarted(self, name: str) -> None:
+        """The restart said how it went: the poll takes the state from here, not saying it again."""
+        self._restarting.discard(name)
+        service = self._service()
+        for s in service.servers() if service is not None else []:
+            if s.name == name:
+                self._states[name] = s.state

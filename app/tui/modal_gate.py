@@ -4,7 +4,8 @@
 file an ``edit_file`` changes), hands a ``PermissionRequest`` to ``ask`` (the App pushes the
 ``PermissionModal`` and awaits its answer) and maps the answer: ``once`` allows this call,
 ``session`` allows this tool until the session changes, ``always`` allows it and the App saves the
-rule the person confirmed (see ``permission_window``), ``deny`` returns a denied result and the
+rule the person confirmed (see ``permission_window``; the window also names the parts of a command
+no proposed rule covers, see ``rule_suggestions``), ``deny`` returns a denied result and the
 turn goes on. An MCP tool (``mcp__…``) asks like ``bash``: a server's tool may do anything. A denial's note (the person's reason) is cleaned again here — one line, bounded,
 no control characters — and reaches the model in that result's text.
 """
@@ -19,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from app.agent.permission_edits import suggest_rules
+from app.agent.rule_suggestions import suggest
 from app.agent.tools.base import ToolError
 from app.agent.tools.gate import PermissionDecision
 from app.agent.tools.paths import resolve
@@ -135,9 +136,9 @@ class ModalGate:
         if not asks_person(name) or name in self.session_allowed:
             return PermissionDecision(True)
         summary, preview, kind = await asyncio.to_thread(build_preview, self.workspace, name, tool_input)
-        rules = await asyncio.to_thread(suggest_rules, name, tool_input, self.workspace)
+        proposed = await asyncio.to_thread(suggest, name, tool_input, self.workspace)
         request = PermissionRequest(call_id=call_id, name=name, summary=summary, preview=preview, preview_kind=kind,
-                                    rule=", ".join(rules))
+                                    rule=", ".join(proposed.rules), still_asks="; ".join(proposed.still_asks))
         answer = await self.ask(request)
         choice = getattr(answer, "choice", answer)
         if choice == "always":  # the App saved the rule (or said why not): this call runs

@@ -10,6 +10,7 @@ from textual import events
 from textual.screen import Screen
 from textual.widgets import Input, TextArea
 
+from widgets.chat.log import ChatPane
 from widgets.chat.prompt import PromptInput
 from widgets.dialogs import decision
 
@@ -41,6 +42,20 @@ class MainScreen(Screen[None]):
         prompt = getattr(self.app, "_prompt", None)
         if isinstance(prompt, PromptInput) and prompt.is_attached:
             self.set_focus(prompt)
+
+    def on_prompt_input_scroll_chat(self, event: PromptInput.ScrollChat) -> None:
+        """PageUp/PageDown, Ctrl+Home/Ctrl+End in the prompt scroll the chat a page, to its top or
+        its bottom (following it again there); at once, so a key held down is a page per key."""
+        event.stop()
+        for chat in self.query(ChatPane):
+            if event.where == "page_up":
+                chat.scroll_page_up(animate=False)
+            elif event.where == "page_down":
+                chat.scroll_page_down(animate=False)
+            elif event.where == "top":
+                chat.scroll_home(animate=False)
+            else:
+                chat.scroll_end(animate=False)
 
 
 class PromptTyping:

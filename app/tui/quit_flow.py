@@ -110,5 +110,8 @@ class Quitter:
                 app.status_model.update(note="syncing the user store… (Ctrl+Q again leaves at once)")
                 note = await self._sharing.at_quit()
         finally:
-            # Plain text (no markup): the line may quote git and the remote.
-            app.exit(app.exit_code, message=Text(f"pseudoclaude: {note}") if note else None)
+            # After the app, in the terminal: the last sync's failure, an MCP server's process
+            # that could not be stopped (by PID). Plain text (no markup): a line may quote git.
+            lines = ([note] if note else []) + (app.services.extensions.left_running() if app.built else [])
+            said = "\n".join(f"pseudoclaude: {line}" for line in lines)
+            app.exit(app.exit_code, message=Text(said) if said else None)

@@ -163,6 +163,7 @@ class RewindFlow:
                 return
         if messages is not None:
             host.post_message(SessionSwitched(None, messages))  # the chat drawn again, as /resume does
+            host.bridge.repeat_start_notes()
             self._prompt_back(preview.prompt)
         for line in done.lines:
             host.post_message(ChatNote(one_line(line, NOTE_WIDTH)))

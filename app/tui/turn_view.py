@@ -204,7 +204,7 @@ class TurnRenderer:
         block = self._block(ev.id, ev.name, ev.depth)
         self._running.discard(ev.id)
         block.set_result(strip_terminal(ev.result.content), is_error=ev.result.is_error, denied=ev.denied,
-                         view=widget_view(ev.view), hook_s=ev.result.hook_s)
+                         view=widget_view(ev.view), hook_s=ev.result.hook_s, hook_failed=ev.result.hook_failed)
         self.tools.pop(ev.id, None)  # finished: nothing changes it any more
         if ev.name == "task":
             self._task_blocks.pop(ev.depth, None)

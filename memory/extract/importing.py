@@ -25,6 +25,7 @@ from memory.constants import MAX_CONTENT_BYTES, MAX_SUMMARY, NoteType
 from memory.text.lines import format_bytes
 from memory.text.names import sanitize_line
 from memory.text.redact import redact
+from memory.text.terminal import strip_terminal
 
 __all__ = [
     "IMPORT_PREFIX",
@@ -38,11 +39,12 @@ __all__ = [
     "normalize_text",
     "note_card",
     "split_front_matter",
+    "written_text",
 ]
 
 IMPORT_PREFIX = "import:"
-# A card's body is at most this many UTF-8 bytes: the op limit less room for the cut note and for
-# redaction markers longer than what they replace.
+# A card's body is at most this many UTF-8 bytes, measured once it is redacted: the op limit less
+# room for the cut note.
 SECTION_BUDGET = MAX_CONTENT_BYTES - 1024
 _MAX_FRONT_MATTER = 64 * 1024
 _MAX_FRAGMENT = 80
@@ -51,8 +53,8 @@ _MAX_PROVENANCE = 300
 
 @dataclass(frozen=True)
 class SourceCard:
-    """One card an import would make, before the store's validation: raw title, summary, type and
-    body, and where it came from (``origin``: the file as shown; ``section``: its heading, "" for
+    """One card an import would make, before the store's validation: title, summary, type and
+    body as the card will hold them (``written_text``: no escape, secrets redacted), and where it came from (``origin``: the file as shown; ``section``: its heading, "" for
     a whole file or the text before the first heading)."""
 
     title: str
@@ -62,6 +64,8 @@ class SourceCard:
     origin: str
     section: str = ""
     cut: bool = False
+    # Its source held terminal escape sequences, control or invisible characters, removed.
+    stripped: bool = False
 
     @property
     def provenance(self) -> str:
@@ -246,14 +250,25 @@ def _section_level(headings: Sequence[_Heading]) -> int:
     return min(repeated) if repeated else min(levels)
 
 
+def written_text(text: str) -> str:
+    """Source text as a card holds it: terminal escape sequences (an OSC 52 clipboard write, a
+    title, a screen clear) and control or invisible characters removed, as any text shown on a
+    terminal is (``strip_terminal``), then secrets redacted as every write redacts them. Done
+    once, when a card is made: every preview, the held job and the written card show this."""
+    return redact(strip_terminal(text))
+
+
 def _card(title: str, body: str, origin: str, section: str, note_type: NoteType | None = None,
           summary: str = "") -> SourceCard | None:
     body = body.strip("\n")
-    if not body.strip():
+    clean = written_text(body)
+    if not clean.strip():
         return None  # an empty section says nothing
-    body, cut = bounded_body(body + "\n", origin)
-    return SourceCard(title=title, summary=summary or _summary(body), type=note_type or card_type(title, body),
-                      body=body, origin=origin, section=section, cut=cut)
+    stripped = strip_terminal(body) != body
+    clean, cut = bounded_body(clean + "\n", origin)
+    title, summary = written_text(title), written_text(summary or _summary(clean))
+    return SourceCard(title=title, summary=summary, type=note_type or card_type(title, clean),
+                      body=clean, origin=origin, section=section, cut=cut, stripped=stripped)
 
 
 def document_cards(text: str, origin: str, *, title: str) -> list[SourceCard]:

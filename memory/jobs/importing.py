@@ -34,6 +34,7 @@ from memory.store.plan import Plan
 from memory.store.stores import MemoryStores
 from memory.store.trust import UNTRUSTED_REASON
 from memory.text.lines import format_bytes
+from memory.text.markup import card_markup
 from memory.text.names import note_filename, sanitize_line, slugify
 from memory.text.redact import redact
 
@@ -247,13 +248,15 @@ def gather(paths: Sequence[str], workspace: Path) -> Gathered:
 class PlannedCard:
     """A source card as the store would take it: the validated create ``op`` and the name it
     would get, or ``skip``, why it will not be made (an identical card, one held for review, or
-    the validation's reason)."""
+    the validation's reason). ``markup``: what the card made would hide from a rendered view
+    (its kind, the fragment on one printable line), as the trust window finds it."""
 
     index: int
     card: SourceCard
     op: Operation | None
     filename: str = ""
     skip: str = ""
+    markup: tuple[str, str] | None = None
 
 
 def level_problem(stores: MemoryStores, level: Level) -> str | None:
@@ -320,7 +323,10 @@ def plan_import(stores: MemoryStores, cards: Sequence[SourceCard], level: Level)
             name = plan.unique_name(level, note_filename(op.type, slugify(op.title, None)))
             plan.remember_created(level, op.title, op.content, name)
             mine.add(name)
-            out.append(PlannedCard(index, card, op, filename=name))
+            # Scanned as written (the op's text), so the count matches what the trust window
+            # and the card browser will find in the card.
+            markup = card_markup(op.content, op.title, op.summary or "")
+            out.append(PlannedCard(index, card, op, filename=name, markup=markup))
     return out
 
 
@@ -335,7 +341,9 @@ def hold_import(stores: MemoryStores, planned: Sequence[PlannedCard], origins: S
     import, for listings: a held job is never sent to a model."""
     todo = [p for p in planned if p.op is not None and not p.skip]
     n = len(todo)
-    text = f"{_label(origins)} ({n} card{'s' if n != 1 else ''})"
+    hiding = sum(1 for p in todo if p.markup)
+    counts = f"{n} card{'s' if n != 1 else ''}" + (f", {hiding} with hidden markup" if hiding else "")
+    text = f"{_label(origins)} ({counts})"
     turn = Turn(messages=[TurnMessage(role="user", text=text)], session=IMPORT_SOURCE)
     job = make_job(stores.paths.workspace, [turn], session=IMPORT_SOURCE, mode="review")
     job.state = "held"

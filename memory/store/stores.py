@@ -42,7 +42,7 @@ from memory.store.ranking import rank_order
 from memory.store.stamp import folder_stamp, read_stamp, stamp_path, write_stamp
 from memory.store.store import Store, StoreError
 from memory.store.transaction import TransactionError
-from memory.text.markup import KIND_LABELS, excerpt, first_markup
+from memory.text.markup import card_markup
 from memory.text.names import quote
 
 __all__ = ["CITES_HEAD", "STALE_LINE", "MemoryStores", "PromptIndex", "Snapshot", "cites_header", "untrusted_cards"]
@@ -57,11 +57,9 @@ def _markup_of(notes: Sequence[Note]) -> dict[str, tuple[str, str]]:
     for note in notes:
         if note.unparsed:
             continue  # left out of every prompt: listed with its problem
-        for text in (note.body, note.meta.title, note.meta.summary or ""):
-            fragment = first_markup(text)
-            if fragment is not None:
-                out[note.filename] = (KIND_LABELS[fragment.kind], excerpt(text, fragment))
-                break
+        found = card_markup(note.body, note.meta.title, note.meta.summary or "")
+        if found is not None:
+            out[note.filename] = found
     return out
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "LINK_DEFINITION",
     "TAG",
     "Fragment",
+    "card_markup",
     "excerpt",
     "find_markup",
     "first_markup",
@@ -284,3 +285,14 @@ def excerpt(text: str, fragment: Fragment, width: int = 120) -> str:
     if len(line) > width or fragment.end > fragment.start + 4 * width:
         line = line[: max(width - 1, 0)].rstrip() + "…"
     return line
+
+
+def card_markup(body: str, *fields: str) -> tuple[str, str] | None:
+    """What a card hides from its reader, as the trust window and every review shows it: the
+    first fragment of its body, else of its other ``fields`` (title, summary) in order, as
+    (its kind's label, ``excerpt``); None when it hides nothing."""
+    for text in (body, *fields):
+        fragment = first_markup(text)
+        if fragment is not None:
+            return KIND_LABELS[fragment.kind], excerpt(text, fragment)
+    return None

@@ -147,7 +147,17 @@ class Live:
     """A CLI process whose stdout and stderr are read as they arrive, with deadlines."""
 
     def __init__(self, server: FakeAnthropic | None, ws: Path, *args: str, **env: str) -> None:
-        self.proc = subprocess.Popen(cli_cmd("-C", str(ws), *args), cwd=ROOT, env=cli_env(server, **env),
+        self._start(cli_cmd("-C", str(ws), *args), cli_env(server, **env))
+
+    @classmethod
+    def command(cls, argv: list[str], env: dict[str, str]) -> Live:
+        """Any command line (a driver around the CLI), read the same way."""
+        live = cls.__new__(cls)
+        live._start(argv, env)
+        return live
+
+    def _start(self, argv: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(argv, cwd=ROOT, env=env,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.out = b""
         self.err = b""

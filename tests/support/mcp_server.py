@@ -11,6 +11,13 @@ Run as ``python -m tests.support.mcp_server [MODE]`` (or by path). Modes:
 - ``child``: starts a grandchild (``sleep``, in the server's process group) first and writes that
   child's PID to the file named by ``MCP_TEST_CHILD_PID``, so a test can see it is gone after
   the client closed the server.
+- ``setsid``: the same, but the grandchild leaves the server's process group and session
+  (``setsid``), keeping the server's stdout and stderr open, as a careless daemon does.
+- ``daemon``: a daemon by double fork (the middle process exits at once, the grandchild in its
+  own session with its stdio on /dev/null): an orphan by the time anyone looks, no longer the
+  server's descendant. Its PID goes to ``MCP_TEST_CHILD_PID`` too.
+- ``leak``: writes ``NAME=value`` to stderr for every variable named in ``MCP_TEST_LEAK``
+  (comma-separated), then exits (code 1) before speaking: a server whose last words hold them.
 
 Besides, ``MCP_TEST_PID_FILE`` (when set) receives this process's PID, and ``MCP_TEST_NAME``
 prefixes the tool names, so two servers can offer different tools.
@@ -62,9 +69,9 @@ def build(prefix: str = "") -> MCPServer:
     def peek() -> str:
         return "peeked"
 
-    @server.tool(name=prefix + "fail", description="Reports an error.")
-    def fail() -> str:
-        raise ToolError("the thing failed")
+    @server.tool(name=prefix + "fail", description="Reports an error (naming a variable: with its value).")
+    def fail(variable: str = "") -> str:
+        raise ToolError(f"the thing failed: {variable}={os.environ.get(variable)}" if variable else "the thing failed")
 
     @server.tool(name=prefix + "picture", description="Returns a text and an image.", structured_output=False)
     def picture() -> list[object]:
@@ -85,6 +92,26 @@ def build(prefix: str = "") -> MCPServer:
     return server
 
 
+def _daemon(pid_file: str) -> None:
+    """Fork a grandchild in a session of its own whose parent exits at once; wait until its PID
+    is written (the grandchild writes it), so the server speaks only once the daemon runs."""
+    middle = os.fork()
+    if middle == 0:
+        os.setsid()
+        if os.fork() == 0:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            with open(pid_file + ".tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.rename(pid_file + ".tmp", pid_file)
+            os.execvp("sleep", ["sleep", "3600"])
+        os._exit(0)
+    os.waitpid(middle, 0)
+    while not os.path.exists(pid_file):
+        time.sleep(0.01)
+
+
 def main(mode: str) -> None:
     if pid_file := os.environ.get("MCP_TEST_PID_FILE"):
         with open(pid_file, "w") as f:
@@ -101,6 +128,17 @@ def main(mode: str) -> None:
         child = subprocess.Popen(["sleep", "3600"])
         with open(os.environ["MCP_TEST_CHILD_PID"], "w") as f:
             f.write(str(child.pid))
+    if mode == "setsid":
+        child = subprocess.Popen(["sleep", "3600"], start_new_session=True)
+        with open(os.environ["MCP_TEST_CHILD_PID"], "w") as f:
+            f.write(str(child.pid))
+    if mode == "daemon":
+        _daemon(os.environ["MCP_TEST_CHILD_PID"])
+    if mode == "leak":
+        for name in os.environ.get("MCP_TEST_LEAK", "").split(","):
+            sys.stderr.write(f"{name}={os.environ.get(name, '')}\n")
+        sys.stderr.flush()
+        sys.exit(1)
     server = build(os.environ.get("MCP_TEST_NAME", ""))
     if mode in ("http", "sse"):
         port = int(os.environ["MCP_TEST_PORT"])

@@ -195,7 +195,7 @@ def _notes_shown(app) -> list[str]:
 
 
 async def test_ctrl_c_cancels_a_running_turn_as_esc_does_and_the_next_turn_works(make_app, server: FakeAnthropic) -> None:
-    gate = server.gate("never released in time")
+    gate = server.gate("never released in time", timeout=100)  # held past every wait: released after the cancel
     server.script(MODEL, text("This answer is cut off by Ctrl+C", chunk_size=4).held(after=gate, at=4),
                   text("Second answer"))
     app = make_app(server, memory_mode="off")
@@ -214,7 +214,11 @@ async def test_ctrl_c_cancels_a_running_turn_as_esc_does_and_the_next_turn_works
         assert not any(isinstance(b, ErrorBlock) for b in app.chat.blocks)
 
 
-async def test_ctrl_c_with_no_turn_says_once_in_one_line_how_to_quit(make_app) -> None:
+async def test_ctrl_c_with_no_turn_says_once_in_one_line_how_to_quit(make_app, monkeypatch) -> None:
+    import app.tui.app as tui_app
+
+    # The second Ctrl+C comes while the hint shows, however slow the machine: not a 4 s race.
+    monkeypatch.setattr(tui_app, "QUIT_HINT_S", 600.0)
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
@@ -231,7 +235,7 @@ async def test_ctrl_c_with_no_turn_says_once_in_one_line_how_to_quit(make_app) -
 async def test_ctrl_c_with_text_selected_in_the_prompt_copies_it_and_cancels_nothing(
     make_app, server: FakeAnthropic
 ) -> None:
-    gate = server.gate("held answer")
+    gate = server.gate("held answer", timeout=100)  # the turn runs until the test releases it
     server.script(MODEL, text("A long answer", chunk_size=2).held(after=gate, at=2))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:

@@ -23,7 +23,7 @@ from widgets.dialogs.permission import PermissionAnswer, PermissionModal, Permis
 
 _UNSET = object()
 GIT = PermissionRequest(call_id="c1", name="bash", summary="run a shell command", preview="git status -s",
-                        preview_kind="command", rule="bash(git status:*)")
+                        preview_kind="command", rule="bash(git status -s)")
 KINDS = [WaitingKind("MCP servers (.mcp.json): these commands would run", "demo: python3 server.py --port 1"),
          WaitingKind("hooks", "PreToolUse bash: ./check.sh")]
 
@@ -58,11 +58,11 @@ async def test_always_shows_the_rule_editable_and_enter_answers_with_it(key: str
         assert not modal.editing_rule
         await pilot.press(key)
         rule = modal.query_one("#rule", Input)
-        assert modal.editing_rule and rule.has_focus and rule.value == "bash(git status:*)"
+        assert modal.editing_rule and rule.has_focus and rule.value == "bash(git status -s)"
         assert app.result is _UNSET  # nothing is answered (or saved) before Enter
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.result is not _UNSET)
-        assert app.result == PermissionAnswer("always", rule="bash(git status:*)")
+        assert app.result == PermissionAnswer("always", rule="bash(git status -s)")
 
 
 async def test_a_bad_rule_is_one_line_and_nothing_is_answered_then_esc_backs_out_without_denying() -> None:
@@ -139,7 +139,7 @@ async def test_typed_ahead_keys_do_not_open_or_save_always_allow(clock: FakeCloc
         assert app.result is NO_ANSWER
         clock.advance(QUIET_S + 0.01)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.result == PermissionAnswer("always", rule="bash(git status:*)"))
+        await wait_until(pilot, lambda: app.result == PermissionAnswer("always", rule="bash(git status -s)"))
 
 
 @pytest.mark.typed_ahead

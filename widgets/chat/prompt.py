@@ -3,8 +3,10 @@
 Keys are a contract (the README's key map lists them): Enter sends; Shift+Enter and Ctrl+J
 insert a newline (many terminals send Shift+Enter as plain Enter; Ctrl+J always works); Up on
 the first line and Down on the last line walk the history. While a completion dropdown is
-open, Up/Down move in it, Tab or Enter accept, Esc closes it. The widget only reacts: the App supplies the history and the completer
-and decides what a submitted text means.
+open, Up/Down move in it, Tab or Enter accept, Esc closes it. PageUp/PageDown (Shift too) and
+Ctrl+Home/Ctrl+End scroll the chat, not the prompt (a few lines, where Up/Down and Home/End
+move): the prompt says so with ``ScrollChat`` and keeps the focus. The widget only reacts: the
+App supplies the history and the completer and decides what a submitted text means.
 
 A large paste (more than ``LARGE_PASTE_LINES`` lines or ``LARGE_PASTE_CHARS`` characters) shows as
 one placeholder such as ``[pasted 3,000 lines, 195.3 KiB]``; the pasted text is kept and put back in
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from textual import events
+from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
@@ -142,6 +145,20 @@ class PromptInput(TextArea):
         """As the prompt showed it (placeholders kept); "" when the same as ``text``."""
         pastes: dict[str, str] = field(default_factory=dict)
         """placeholder -> pasted text, for the placeholders in ``typed``."""
+
+    @dataclass
+    class ScrollChat(Message):
+        """A key that scrolls the chat was pressed in the prompt (the focus stays here)."""
+
+        where: Literal["page_up", "page_down", "top", "bottom"]
+
+    # In place of TextArea's PageUp/PageDown, which move the cursor within the prompt.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("pageup,shift+pageup", "scroll_chat('page_up')", "Scroll the chat up", show=False),
+        Binding("pagedown,shift+pagedown", "scroll_chat('page_down')", "Scroll the chat down", show=False),
+        Binding("ctrl+home", "scroll_chat('top')", "The chat's top", show=False),
+        Binding("ctrl+end", "scroll_chat('bottom')", "The chat's bottom", show=False),
+    ]
 
     DEFAULT_CSS = """
     PromptInput {
@@ -308,6 +325,9 @@ class PromptInput(TextArea):
         return self.text[start:end] == suggestion.insert.strip()
 
     # -- keys --
+
+    def action_scroll_chat(self, where: Literal["page_up", "page_down", "top", "bottom"]) -> None:
+        self.post_message(self.ScrollChat(where))
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key

@@ -97,6 +97,11 @@ _STATUS_LOOK: dict[str, tuple[str, str, str]] = {
 }
 
 
+def _seconds(s: float) -> str:
+    """A hook's time as it reads true: "12ms" below a tenth of a second (never "0.0s"), "1.4s" past it."""
+    return f"{max(s * 1000, 1):.0f}ms" if s < 0.1 else f"{s:.1f}s"
+
+
 class ToolBlock(Widget, can_focus=True):
     """One tool call: a compact header (status glyph, name, one-line arguments, status) and,
     once finished, a result excerpt that Enter or a click expands. A sub-agent's calls nest
@@ -179,6 +184,7 @@ class ToolBlock(Widget, can_focus=True):
         """The header line as shown (glyph, name, arguments, status), plain text."""
         self._nbytes = 0
         self.hook_s = 0.0  # seconds the call's hooks took (shown in the header when > 0)
+        self.hook_failed = 0  # how many of them failed (shown in the header in the error colour)
         self._children: dict[str, ToolBlock] = {}
         self._header = Static(classes="tool--header")
         self._result = Static(classes="tool--result")
@@ -212,11 +218,11 @@ class ToolBlock(Widget, can_focus=True):
         self._render_header()
 
     def set_result(self, text: str, is_error: bool, denied: bool, *, view: ResultView | None = None,
-                   hook_s: float = 0.0) -> None:
+                   hook_s: float = 0.0, hook_failed: int = 0) -> None:
         """The call finished: ``text`` as the model got it; ``view`` (not for a denied call) is
         what the header and the excerpt show instead of the plain text; ``hook_s``: the seconds
-        its hooks took."""
-        self.hook_s = hook_s
+        its hooks took, ``hook_failed``: how many of them failed."""
+        self.hook_s, self.hook_failed = hook_s, hook_failed
         self.result_text = strip_terminal(text)
         self.status = "denied" if denied else "error" if is_error else "done"
         self._view = None
@@ -288,7 +294,9 @@ class ToolBlock(Widget, can_focus=True):
         if label:
             parts.append(("  " + label, style))
         if self.hook_s > 0:
-            parts.append((f"  hooks {self.hook_s:.1f}s", "$foreground-muted"))
+            parts.append((f"  hooks {_seconds(self.hook_s)}", "$foreground-muted"))
+        if self.hook_failed:
+            parts.append((f" ({self.hook_failed} failed)", "$text-error"))
         content = Content.assemble(*parts)
         self.header_text = content.plain
         self._header.update(content)

@@ -3,7 +3,9 @@ custom commands, hooks and allow rules.
 
 Keys are a contract: ``y`` trusts all that is listed, ``n`` or Esc is "not now" (asked again next
 start). Each kind is shown with exactly what would be trusted (each server's command line or URL,
-the hooks' commands, the rules), stripped of terminal escapes and bounded.
+the hooks' commands, the rules), stripped of terminal escapes and bounded, in the order given
+(the riskiest first), under a line that counts each kind: what is below the fold is still said on
+the first screen. A listing taller than half the screen gets all the room the window has.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class WaitingKind:
 
     title: str
     shown: str
+    tally: str = ""  # how many, said: "2 hooks"
 
 
 def _bounded(text: str) -> str:
@@ -54,9 +57,21 @@ class ExtensionTrustModal(DecisionGate, ModalScreen[bool]):
         Binding("n,escape", "choose(False)", "Not now"),
     ]
 
+    # The preview's border is the gap above and below it: on a small terminal every row is a
+    # line of what would run.
     DEFAULT_CSS = "ExtensionTrustModal {" + DIALOG_CSS + """
+        #tally {
+            text-style: bold;
+        }
+        #summary, #typed-ahead {
+            margin: 0;
+        }
         #preview {
             max-height: 50vh;
+            &.-tall {
+                height: 1fr;
+                max-height: 100%;
+            }
         }
     }"""
 
@@ -67,9 +82,11 @@ class ExtensionTrustModal(DecisionGate, ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             dialog.border_title = Content("Trust what this project brings?")
-            yield Static(Content(
-                "This repository configures what runs programs or reaches the model. Nothing of it is "
-                "used until you trust it; a change to it asks again."), id="summary")
+            counts = Static(Content(" · ".join(k.tally for k in self.kinds if k.tally)), id="tally")
+            counts.display = any(k.tally for k in self.kinds)
+            yield counts
+            yield Static(Content("None of it is used until you trust it; a change to it asks again."),
+                         id="summary")
             with VerticalScroll(id="preview"):
                 yield Static(self._listing(), id="listing")
             yield typed_ahead_line()
@@ -78,11 +95,21 @@ class ExtensionTrustModal(DecisionGate, ModalScreen[bool]):
                 yield Button(Content("Not now, ask next start [n/Esc]"), id="not-now", compact=True)
 
     def _listing(self) -> Content:
-        parts = [Content.assemble((k.title, "bold"), "\n", _bounded(k.shown)) for k in self.kinds]
-        return Content("\n\n").join(parts)
+        # No blank line between kinds (each title stands out instead): a line more of each is
+        # on the first screen of a small terminal.
+        parts = [Content.assemble((f" {k.title} ", "bold reverse"), "\n", _bounded(k.shown)) for k in self.kinds]
+        return Content("\n").join(parts)
 
     def on_mount(self) -> None:
         self.query_one("#preview").focus()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        """A listing taller than the half screen a preview gets takes all the room there is."""
+        listing = self.query_one("#listing", Static)
+        self.query_one("#preview").set_class(listing.outer_size.height > self.size.height // 2 - 2, "-tall")
 
     def action_choose(self, trusted: bool) -> None:
         self.dismiss(trusted)

@@ -3,11 +3,12 @@ or not at all.
 
 Keys are a contract: ``1``/``y`` once, ``2``/``a`` for the session, ``3``/``n``/Esc deny, ``4``/``r``
 always in this project (when a rule can cover the call): the rule it would save is shown in an
-editable line first, Enter there saves it, Esc backs out to the question. Enter
-alone never allows anything (the preview has the focus, not a button), so a stray keypress cannot
-approve a command. A denial may carry the person's reason for the model: Tab reaches a one-line
-note box, Enter there denies with the note. What the model wrote is shown stripped of terminal
-escapes.
+editable line first, with the parts of the call no rule will cover ("still asks: …"), Enter there
+saves it, Esc backs out to the question. When no rule can cover any part, the window says why
+instead of offering ``4``/``r``. Enter alone never allows anything (the preview has the focus, not
+a button), so a stray keypress cannot approve a command. A denial may carry the person's reason
+for the model: Tab reaches a one-line note box, Enter there denies with the note. What the model
+wrote is shown stripped of terminal escapes.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = ["NOTE_MAX_CHARS", "PermissionAnswer", "PermissionModal", "PermissionR
 NOTE_MAX_CHARS = 300
 RULE_MAX_CHARS = 1000
 RULE_SHOWN_CHARS = 50  # the rule on the "always" button; the editable line shows it whole
+STILL_ASKS_SHOWN_CHARS = 400  # the parts that still ask: one line, wrapped by the dialog
 
 Choice = Literal["once", "session", "deny", "always"]
 _CHOICES: tuple[Choice, ...] = ("once", "session", "deny")  # also the buttons' ids
@@ -48,6 +50,7 @@ class PermissionRequest:
     preview: str
     preview_kind: Literal["diff", "text", "command"]
     rule: str = ""  # the rule(s) "always allow" would save, comma-separated; "" when none can
+    still_asks: str = ""  # the parts of the call no such rule covers, with why; "" when none
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,12 @@ class PermissionModal(DecisionGate, ModalScreen[PermissionAnswer]):
             color: $text-error;
             display: none;
         }
+        #rule-still-asks, #rule-none {
+            color: $text-warning;
+        }
+        #rule-none {
+            margin: 1 0 0 0;
+        }
     }"""
 
     def __init__(self, request: PermissionRequest, check_rule: CheckRule | None = None) -> None:
@@ -150,12 +159,19 @@ class PermissionModal(DecisionGate, ModalScreen[PermissionAnswer]):
             if request.rule:
                 shown = one_line(request.rule, RULE_SHOWN_CHARS)
                 with Horizontal(id="rule-keys"):
-                    yield Button(Content(f"Always allow {shown} in this project [4/r]"), id="always", compact=True)
+                    # The key first: on a narrow screen the rule is what the edge cuts.
+                    yield Button(Content(f"Always allow in this project [4/r]: {shown}"), id="always", compact=True)
                 with Vertical(id="rule-edit"):
                     yield Static(Content("The rule to save (.PseudoClaude/settings.local.toml): "
                                          "Enter saves it, Esc goes back"))
                     yield _RuleInput(one_line(request.rule), max_length=RULE_MAX_CHARS, id="rule", compact=True)
+                    if request.still_asks:
+                        yield Static(Content(one_line(f"still asks: {request.still_asks}", STILL_ASKS_SHOWN_CHARS)),
+                                     id="rule-still-asks")
                     yield Static("", id="rule-error")
+            elif request.still_asks:
+                yield Static(Content(one_line(f"no rule can remember it: {request.still_asks}",
+                                              STILL_ASKS_SHOWN_CHARS)), id="rule-none")
 
     def on_mount(self) -> None:
         self.query_one("#preview").focus()

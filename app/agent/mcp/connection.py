@@ -7,14 +7,16 @@ timeout, and answered through a future; a caller that gives up cancels its futur
 cancels the request.
 
 Every failure (the server cannot start, does not start in time, exits, writes garbage, ...)
-goes through :meth:`Connection._fail`: one line of why, the state ``failed``, the task ended
-(and with it the process) and every pending request answered with that line.
+goes through :meth:`Connection._fail`: one line of why (the server's secrets masked), the state
+``failed``, the task ended (and with it the process and what it started) and every pending
+request answered with that line. A connection runs once: a restart is a new one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -30,11 +32,15 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import Implementation
 
 from app.agent.mcp.config import HttpServer, ServerConfig, StdioServer, UnsetVariableError
+from app.agent.mcp.leftovers import Proc, new_tag
+from app.agent.mcp.masking import SDK_LOGS, SecretMask, guard_sdk_logs, secrets_of
 from app.agent.mcp.model import McpError, PromptArgument, ServerPrompt, ServerTool, State, unavailable
 from app.agent.mcp.stdio import MAX_MESSAGE_BYTES, StdioHooks, stdio_transport
 from memory.text.lines import one_line
 
 __all__ = ["Connection"]
+
+log = logging.getLogger(__name__)
 
 # A listing that never ends (a cursor that always comes back) cannot hang the start.
 _MAX_PAGES = 100
@@ -58,17 +64,18 @@ def _version() -> str:
         return "0"
 
 
-def _why(exc: BaseException) -> str:
-    """One line for an exception, the first real one inside a group."""
+def _why(exc: BaseException, mask: SecretMask) -> str:
+    """One line for an exception, the first real one inside a group; ``mask`` applied before
+    the line is cut."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = next((e for e in exc.exceptions if isinstance(e, Exception)), exc.exceptions[0])
     if isinstance(exc, MCPError):
-        return one_line(exc.message, 300) or f"error {exc.code}"
+        return one_line(mask(exc.message), 300) or f"error {exc.code}"
     if isinstance(exc, UnsetVariableError):
         return str(exc)
     if isinstance(exc, FileNotFoundError):
-        return f"cannot run {one_line(exc.filename or 'the command', 120)!r}: no such file"
-    text = one_line(exc, 300)
+        return f"cannot run {one_line(mask(str(exc.filename or 'the command')), 120)!r}: no such file"
+    text = one_line(mask(str(exc)), 300)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -122,17 +129,19 @@ class Connection:
         self.tools: tuple[ServerTool, ...] = ()
         self.prompts: tuple[ServerPrompt, ...] = ()
         self.pid: int | None = None
+        self.left: list[str] = []  # a line for each process that could not be stopped
+        self.mask = secrets_of(config)
         self.settled = asyncio.Event()  # no longer starting
         self._inbox: asyncio.Queue[_Request] = asyncio.Queue()
         self._pending: set[asyncio.Future[Any]] = set()
         self._scope = anyio.CancelScope()
-        self._hooks = StdioHooks(self._started, self._fail)
+        self._hooks = StdioHooks(self._started, self._fail, mask=self.mask, tag=new_tag(), left=self._left)
         self._task: asyncio.Task[None] | None = None
 
     # -- state ----------------------------------------------------------------------------------
 
     def _set(self, state: State, reason: str = "") -> None:
-        self.state, self.reason = state, reason
+        self.state, self.reason = state, self.mask(reason)
         if state != "starting":
             self.settled.set()
         if self.on_change is not None:
@@ -141,6 +150,12 @@ class Connection:
 
     def _started(self, pid: int) -> None:
         self.pid = pid
+
+    def _left(self, procs: list[Proc]) -> None:
+        for p in procs:
+            line = f"MCP server {self.config.name}: process {p.pid} ({one_line(p.name, 40)}) could not be stopped"
+            self.left.append(line)
+            log.warning("%s", line)
 
     def _fail(self, reason: str) -> None:
         """The one way a live server fails: its state says why, and its task ends."""
@@ -158,6 +173,8 @@ class Connection:
     def start(self) -> None:
         """Start the server on the running loop (returns at once)."""
         if self._task is None:
+            guard_sdk_logs()
+            SDK_LOGS.add(self.mask)
             self._task = asyncio.get_running_loop().create_task(self._main(), name=f"mcp:{self.config.name}")
 
     async def _main(self) -> None:
@@ -167,11 +184,12 @@ class Connection:
                 await self._run()
         except BaseException as e:
             if self.state in ("starting", "ready"):
-                self._set("failed", _why(e))
+                self._set("failed", _why(e, self.mask))
             if not isinstance(e, Exception | BaseExceptionGroup):
                 raise  # this task's own cancellation, or the interpreter stopping
         finally:
             deadline.cancel()
+            SDK_LOGS.discard(self.mask)
             if self.state in ("starting", "ready"):
                 self._set("failed", "the connection ended")
             gone = McpError(unavailable(self.config.name, self.state, self.reason))
@@ -217,7 +235,7 @@ class Connection:
             except TimeoutError:
                 value = McpError(f"no answer within {request.timeout:g} s")
             except Exception as e:
-                value = McpError(_why(e))
+                value = McpError(_why(e, self.mask))
             finally:
                 request.future.remove_done_callback(caller_gone)
             if not request.future.done():
@@ -239,9 +257,10 @@ class Connection:
         return await future
 
     async def close(self, timeout: float = 10.0) -> None:
-        """Stop the server (its whole process group for stdio) and wait for the task to end."""
+        """Stop the server (for stdio: its process group and what left it) and wait for the task
+        to end."""
         if self.state in ("starting", "ready"):
-            self._set("closed")
+            self._set("stopped")
         self._scope.cancel()
         if self._task is not None:
             # Waits without taking on the task's end: a closer that is cancelled is cancelled.

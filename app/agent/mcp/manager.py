@@ -1,6 +1,7 @@
 """Every configured MCP server for one session: started in parallel, each within its bound;
 their tools offered as ``mcp__SERVER__TOOL`` in one stable order; calls and prompts answered
-as one-line errors when anything goes wrong; all of it shut down by ``close()``.
+as one-line errors when anything goes wrong; a server added later (a project trusted in the
+app) started by the next ``start()``; one restarted by name; all of it shut down by ``close()``.
 
 The SDK (a second or more of imports) is loaded only when there is a server to start, and
 then in a thread, so a screen's loop keeps drawing meanwhile.
@@ -36,23 +37,35 @@ class McpManager:
     def __init__(self, servers: Sequence[ServerConfig], *, workspace: Path,
                  start_timeout: float = DEFAULT_START_TIMEOUT, call_timeout: float = DEFAULT_CALL_TIMEOUT,
                  on_change: Callable[[], None] | None = None) -> None:
-        by_name: dict[str, ServerConfig] = {}
-        for s in servers:
-            by_name.setdefault(s.name, s)
-        self.servers: tuple[ServerConfig, ...] = tuple(sorted(by_name.values(), key=lambda s: s.name))
+        self.servers: tuple[ServerConfig, ...] = ()
         self.workspace = Path(workspace)
         self.start_timeout, self.call_timeout = start_timeout, call_timeout
         self.on_change = on_change
         self._conns: dict[str, Connection] = {}
         self._starter: asyncio.Task[None] | None = None
+        self._module: Any = None  # app.agent.mcp.connection, once loaded
         self._import_error = ""
         self._closed = False
+        self._retired_left: list[str] = []  # ``left`` of the connections a restart replaced
+        self.add(servers)
 
     # -- start ----------------------------------------------------------------------------------
 
+    def add(self, servers: Sequence[ServerConfig]) -> list[str]:
+        """Take on the servers of ``servers`` whose name is new (any thread); the next
+        ``start()`` starts them. Returns their names."""
+        by_name = {s.name: s for s in self.servers}
+        added = [by_name.setdefault(s.name, s).name for s in servers if s.name not in by_name]
+        self.servers = tuple(sorted(by_name.values(), key=lambda s: s.name))
+        return added
+
     def start(self) -> None:
-        """Start every server (returns at once; idempotent). Needs a running loop."""
-        if self.servers and self._starter is None and not self._closed:
+        """Start every server not started yet (returns at once; idempotent). Needs a running loop."""
+        if self._closed or not self.servers:
+            return
+        if self._module is not None:
+            self._start_new()
+        elif self._starter is None:
             self._starter = asyncio.get_running_loop().create_task(self._start_all(), name="mcp:start")
 
     async def _start_all(self) -> None:
@@ -64,12 +77,42 @@ class McpManager:
             return
         if self._closed:
             return
+        self._module = module
+        self._start_new()  # with those added while the SDK loaded
+
+    def _connect(self, config: ServerConfig) -> None:
+        conn: Connection = self._module.Connection(config, workspace=self.workspace, start_timeout=self.start_timeout,
+                                                   on_change=self._changed)
+        self._conns[config.name] = conn
+        conn.start()
+
+    def _start_new(self) -> None:
         for config in self.servers:
-            conn: Connection = module.Connection(config, workspace=self.workspace, start_timeout=self.start_timeout,
-                                                 on_change=self._changed)
-            self._conns[config.name] = conn
-            conn.start()
+            if config.name not in self._conns:
+                self._connect(config)
         self._changed()
+
+    async def restart(self, name: str) -> ServerStatus:
+        """Stop the server ``name`` (whatever its state) and start it again, the way back after
+        it failed; returns its status once it is ready or failed (within its start bound).
+        ``KeyError`` for a name no server has."""
+        config = next((s for s in self.servers if s.name == name), None)
+        if config is None:
+            raise KeyError(name)
+        old = self._conns.pop(name, None)
+        if old is not None:
+            await old.close()
+            self._retired_left += old.left
+        if not self._closed and name not in self._conns:  # not closed, nor restarted by another call meanwhile
+            if self._module is None:
+                self.start()  # the SDK still loads (or failed to): it starts them all
+            else:
+                self._connect(config)
+                self._changed()
+        conn = self._conns.get(name)
+        if conn is not None:
+            await conn.settled.wait()  # bounded: a start that takes too long fails
+        return next(s for s in self.status() if s.name == name)
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -84,7 +127,7 @@ class McpManager:
         async def settled() -> None:
             if self._starter is not None:
                 await asyncio.wait({self._starter})
-            await asyncio.gather(*(c.settled.wait() for c in self._conns.values()))
+            await asyncio.gather(*(c.settled.wait() for c in list(self._conns.values())))
 
         with suppress(TimeoutError):
             await asyncio.wait_for(settled(), timeout)
@@ -98,7 +141,7 @@ class McpManager:
             return conn.state, conn.reason
         if self._import_error:
             return "failed", self._import_error
-        return ("closed", "") if self._closed else ("starting", "")
+        return ("stopped", "") if self._closed else ("starting", "")
 
     def _ready(self) -> list[Connection]:
         return [c for c in self._conns.values() if c.state == "ready"]
@@ -178,7 +221,8 @@ class McpManager:
             result: McpResult = await conn.request(work, timeout if timeout is not None else self.call_timeout)
         except McpError as e:
             return McpResult(f"{name} failed: {e}", is_error=True)
-        return result
+        # An error the server reports is what it says, as its stderr is: its secrets masked.
+        return McpResult(conn.mask(result.content), is_error=True) if result.is_error else result
 
     async def get_prompt(self, server: str, name: str, arguments: Mapping[str, str] | None = None, *,
                          timeout: float | None = None) -> str:
@@ -202,11 +246,17 @@ class McpManager:
         return text
 
     async def close(self) -> None:
-        """Shut every server down (stdio: the process group, terminated then killed after a
-        short grace) and wait for it; tools and prompts are gone after."""
+        """Shut every server down (stdio: the process group and what left it, terminated then
+        killed after a short grace) and wait for it; tools and prompts are gone after. What
+        could not be stopped is in ``left`` (and logged), a line per process."""
         self._closed = True
         if self._starter is not None and not self._starter.done():
             self._starter.cancel()
             await asyncio.wait({self._starter})
-        await asyncio.gather(*(c.close() for c in self._conns.values()))
+        await asyncio.gather(*(c.close() for c in list(self._conns.values())))
         self._changed()
+
+    @property
+    def left(self) -> list[str]:
+        """A line for each process of a stopped (or failed) server that could not be stopped."""
+        return [*self._retired_left, *(line for c in self._conns.values() for line in c.left)]

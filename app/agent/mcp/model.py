@@ -11,8 +11,10 @@ from typing import Any, Literal
 __all__ = ["McpError", "McpPrompt", "McpTool", "PromptArgument", "ServerPrompt", "ServerStatus", "ServerTool",
            "State", "unavailable"]
 
-# starting -> ready | failed; ready -> failed (it exited, wrote garbage, ...) | closed (close()).
-State = Literal["starting", "ready", "failed", "closed"]
+# starting -> ready | failed; ready -> failed (it exited, wrote garbage, ...) | stopped (close()).
+# A restart starts over at starting. A project's server not trusted yet is "waiting for trust"
+# (the extensions' word: the client never has it).
+State = Literal["starting", "ready", "failed", "stopped"]
 # Tool descriptions go into every request: one server's essay must not crowd the context.
 MAX_DESCRIPTION_CHARS = 2048
 
@@ -23,7 +25,7 @@ class McpError(Exception):
 
 def unavailable(server: str, state: State | str, reason: str = "") -> str:
     """One line: why a server cannot answer now."""
-    said = {"starting": "is still starting", "failed": "failed", "closed": "is closed"}.get(state, f"is {state}")
+    said = {"starting": "is still starting", "failed": "failed", "stopped": "is stopped"}.get(state, f"is {state}")
     return f"the MCP server {server!r} {said}" + (f": {reason}" if reason else "")
 
 

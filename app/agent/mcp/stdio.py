@@ -2,9 +2,10 @@
 JSON-RPC on its stdin and stdout.
 
 Written here rather than taken from the SDK because the client must know the process (its PID,
-to take its whole group down), must hear at once that the server exited or wrote something that
-is not MCP (one line of why, with the last thing it wrote to stderr), and must keep the server's
-stderr off the terminal the app draws on.
+to take its whole group down and find what left the group: ``leftovers``), must hear at once
+that the server exited or wrote something that is not MCP (one line of why, with the last thing
+it wrote to stderr, its secrets masked), and must keep the server's stderr off the terminal the
+app draws on.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from mcp.shared.message import SessionMessage
 from mcp.types import jsonrpc_message_adapter
 
 from app.agent.mcp.config import StdioServer
+from app.agent.mcp.leftovers import TAG_VAR, Proc, alive, proc, started_by, stop
+from app.agent.mcp.masking import SecretMask
 from memory.text.lines import format_bytes, one_line
 
 __all__ = ["MAX_MESSAGE_BYTES", "StderrTail", "StdioHooks", "server_env", "stdio_transport"]
@@ -40,11 +43,13 @@ _WITHHELD = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
 
 class StderrTail:
-    """The last few KiB a server wrote to stderr, for the one line that says why it failed."""
+    """The last few KiB a server wrote to stderr, for the one line that says why it failed
+    (masked by ``mask`` before it is cut to a line: a secret cut in half is half shown)."""
 
-    def __init__(self, limit: int = 4096) -> None:
+    def __init__(self, limit: int = 4096, mask: SecretMask | None = None) -> None:
         self.chunks: deque[bytes] = deque()
         self.size, self.limit = 0, limit
+        self.mask = mask if mask is not None else SecretMask()
 
     def add(self, chunk: bytes) -> None:
         self.chunks.append(chunk)
@@ -55,23 +60,31 @@ class StderrTail:
     def last_line(self) -> str:
         text = b"".join(self.chunks)[-self.limit:].decode("utf-8", "replace")
         lines = [ln for ln in text.splitlines() if ln.strip()]
-        return one_line(lines[-1], 200) if lines else ""
+        return one_line(self.mask(lines[-1]), 200) if lines else ""
 
 
 class StdioHooks:
-    """What the transport tells its connection: the PID once spawned, and a one-line failure
-    (the server exited, or wrote what is not MCP) the moment it is known."""
+    """What the transport tells its connection: the PID once spawned, a one-line failure (the
+    server exited, or wrote what is not MCP) the moment it is known, and what could not be
+    stopped with it. ``mask`` hides the server's secrets in what it wrote; ``tag`` marks what it
+    starts (``leftovers``)."""
 
-    def __init__(self, started: Callable[[int], None], failed: Callable[[str], None]) -> None:
-        self.started, self.failed = started, failed
-        self.stderr = StderrTail()
+    def __init__(self, started: Callable[[int], None], failed: Callable[[str], None], *,
+                 mask: SecretMask | None = None, tag: str = "",
+                 left: Callable[[list[Proc]], None] | None = None) -> None:
+        self.started, self.failed, self.left = started, failed, left
+        self.mask = mask if mask is not None else SecretMask()
+        self.tag = tag
+        self.stderr = StderrTail(mask=self.mask)
 
 
-def server_env(server: StdioServer, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def server_env(server: StdioServer, environ: Mapping[str, str] | None = None, *, tag: str = "") -> dict[str, str]:
     """The environment a server runs with: this process's, less its API credentials, plus the
-    server's own ``env`` (as an existing configuration expects)."""
+    server's own ``env`` (as an existing configuration expects) and its ``tag``."""
     env = {k: v for k, v in (os.environ if environ is None else environ).items() if k not in _WITHHELD}
     env.update(server.env)
+    if tag:
+        env[TAG_VAR] = tag
     return env
 
 
@@ -95,12 +108,13 @@ async def _exit_reason(process: Process, tail: StderrTail) -> str:
     return f"{why}: {last}" if last else why
 
 
-def _parse(line: bytes) -> SessionMessage:
+def _parse(line: bytes, mask: SecretMask) -> SessionMessage:
     """One stdout line as a message; ``ValueError`` naming its start when it is not MCP."""
     try:
         return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError:
-        shown = one_line(line[:120].decode("utf-8", "replace"), 80)
+        # Masked before it is cut (a secret that starts in what is shown is masked whole).
+        shown = one_line(mask(line[:4096].decode("utf-8", "replace")), 80)
         raise ValueError(f"the server wrote something that is not MCP to stdout: {shown!r}") from None
 
 
@@ -117,7 +131,7 @@ async def _read_stdout(process: Process, out: MemoryObjectSendStream[SessionMess
                     line, chunk = b"".join([*parts, chunk[:cut]]), chunk[cut + 1:]
                     parts, size = [], 0
                     if line.strip():
-                        await out.send(_parse(line))
+                        await out.send(_parse(line, hooks.mask))
                 parts.append(chunk)
                 size += len(chunk)
                 if size > MAX_MESSAGE_BYTES:
@@ -126,6 +140,13 @@ async def _read_stdout(process: Process, out: MemoryObjectSendStream[SessionMess
             hooks.failed(str(e))
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             hooks.failed(await _exit_reason(process, tail))
+
+
+async def _watch_exit(process: Process, tail: StderrTail, hooks: StdioHooks) -> None:
+    """The server's exit is a failure also while its stdout stays open: a process it started
+    (one that left with ``setsid``) may hold the pipe, and no end of stdout ever comes."""
+    await process.wait()
+    hooks.failed(await _exit_reason(process, tail))
 
 
 async def _write_stdin(process: Process, inbox: MemoryObjectReceiveStream[SessionMessage]) -> None:
@@ -138,32 +159,55 @@ async def _write_stdin(process: Process, inbox: MemoryObjectReceiveStream[Sessio
                 await process.stdin.send(data.encode("utf-8"))
 
 
-async def _stop(process: Process) -> None:
-    """Close stdin, give the server a moment, then SIGTERM and at last SIGKILL its whole
-    process group (whatever it started goes too, also when it already exited itself)."""
+def _unreaped(process: Process) -> int | None:
+    """The server's PID while it is surely still the server's (not reaped: a PID is free again
+    once reaped), to look for its descendants by; None after."""
+    return process.pid if process.returncode is None else None
+
+
+async def _stop(process: Process, hooks: StdioHooks) -> None:
+    """Close stdin, give the server a moment, then SIGTERM and at last SIGKILL its whole process
+    group and what left the group (``leftovers``: looked for while the server still runs, and
+    again after), also when the server already exited itself. Then its pipes are closed, here
+    on the loop: left to the garbage collector, a pipe still held open by a process that
+    outlived the server is closed after the loop, which Python reports ("Event loop is closed")."""
+    server = proc(process.pid)
+    found = await anyio.to_thread.run_sync(started_by, _unreaped(process), hooks.tag)
     if process.stdin is not None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
     with anyio.move_on_after(STDIN_GRACE):
         while process.returncode is None:
             await anyio.sleep(0.01)
-    await terminate_posix_process_tree(process, TERM_GRACE)
+    found |= await anyio.to_thread.run_sync(started_by, _unreaped(process), hooks.tag)
+    left: list[Proc] = []
+
+    async def stop_found() -> None:
+        left.extend(await stop(found, TERM_GRACE))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(terminate_posix_process_tree, process, TERM_GRACE)
+        tg.start_soon(stop_found)
     with anyio.move_on_after(_EXIT_WAIT):
         await process.wait()
-    for stream in (process.stdout, process.stderr):
-        if stream is not None:
-            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await stream.aclose()
+    if process.returncode is not None:
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.aclose()  # its pipes closed; it has exited, so no wait
+    elif server is not None:
+        left.insert(0, server)
+    left = [p for p in left if alive(p)]
+    if left and hooks.left is not None:
+        hooks.left(left)
 
 
 @asynccontextmanager
 async def stdio_transport(server: StdioServer, cwd: Path, hooks: StdioHooks) -> AsyncIterator[
         tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
     """Start ``server`` (already resolved) in ``cwd`` and yield the SDK's stream pair; leaving
-    stops the process group, shielded from cancellation, every wait bounded."""
+    stops the process group and what left it, shielded from cancellation, every wait bounded."""
     process = await anyio.open_process(
         [server.command, *server.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        cwd=cwd, env=server_env(server), start_new_session=True)
+        cwd=cwd, env=server_env(server, tag=hooks.tag), start_new_session=True)
     hooks.started(process.pid)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
@@ -172,6 +216,7 @@ async def stdio_transport(server: StdioServer, cwd: Path, hooks: StdioHooks) -> 
         async with anyio.create_task_group() as tg:
             tg.start_soon(_read_stderr, process.stderr, tail)
             tg.start_soon(_read_stdout, process, read_send, tail, hooks)
+            tg.start_soon(_watch_exit, process, tail, hooks)
             tg.start_soon(_write_stdin, process, write_recv)
             try:
                 yield read_recv, write_send
@@ -179,6 +224,6 @@ async def stdio_transport(server: StdioServer, cwd: Path, hooks: StdioHooks) -> 
                 tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await _stop(process)
+            await _stop(process, hooks)
             for stream in (read_send, read_recv, write_send, write_recv):
                 await stream.aclose()

@@ -54,6 +54,7 @@ class ToolResult(BaseModel):
     view: ResultView | None = None
     card: CardRead | None = None
     hook_s: float = 0.0  # seconds the call's hooks took (the tool block shows it)
+    hook_failed: int = 0  # how many of them failed (the tool block shows it)
 
 
 class MemoryReader(Protocol):

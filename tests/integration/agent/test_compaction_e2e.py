@@ -343,7 +343,7 @@ def test_a_turn_that_still_cannot_fit_fails_with_a_one_line_reason(
     assert len(errors) == 1, err
     assert re.fullmatch(
         r"pseudoclaude: the conversation does not fit the model's context window \([\d,]+ of 20,000 tokens\) "
-        r"even after compacting", errors[0]), errors[0]
+        r"even after compacting; the prompt was left out: send a shorter one", errors[0]), errors[0]
     assert len(turns(server)) == 1, "nothing that cannot fit is sent"
     # The failed turn is left out of the conversation; the session goes on.
     server.script(MODEL, text("answer three"))

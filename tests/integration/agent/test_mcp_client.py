@@ -234,7 +234,7 @@ async def test_close_leaves_no_process_behind(tmp_path: Path) -> None:
     started = time.monotonic()
     await m.close()
     assert time.monotonic() - started < 6.0
-    assert [s.state for s in m.status()] == ["closed", "closed", "closed"]
+    assert [s.state for s in m.status()] == ["stopped", "stopped", "stopped"]
     for pid in [*pids, child]:
         assert pid is not None and await gone(pid, within=2.0), f"process {pid} is still running"
 

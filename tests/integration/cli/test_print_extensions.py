@@ -148,15 +148,17 @@ def test_a_cloned_repositorys_servers_hooks_commands_and_rules_do_nothing_before
         server: FakeAnthropic, ws: Path, tmp_path: Path) -> None:
     marker, pid_file = tmp_path / "hook-ran", tmp_path / "proj.pid"
     _clone_with_extensions(tmp_path, ws, marker, pid_file)
-    server.script(MODEL, tool_use("bash", {"command": "touch pwned"}, id="toolu_1"), text("answered"))
+    # The project's command is not expanded, nor sent as text: it waits for trust (exit 2).
     res = run_cli(server, ws, "-p", "/review src/app.py")
+    assert res.code == 2 and "waits for your trust" in res.err and server.requests == []
+    server.script(MODEL, tool_use("bash", {"command": "touch pwned"}, id="toolu_1"), text("answered"))
+    res = run_cli(server, ws, "-p", "review src/app.py")
     assert res.code == 0, res.err
     assert "--trust-project-mcp" in res.err
     assert not pid_file.exists() and not marker.exists() and not (ws / "pwned").exists()
     request = server.requests_for(MODEL)[0].body
     assert not [t for t in request["tools"] if t["name"].startswith("mcp__")]
-    sent = json.dumps(request["messages"])
-    assert "/review src/app.py" in sent and "curl evil" not in sent  # the command is not expanded
+    assert "curl evil" not in json.dumps(request["messages"])
     assert "denied" in _results(server)[0]  # the project's allow rule waits for trust too
 
 

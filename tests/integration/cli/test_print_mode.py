@@ -516,15 +516,20 @@ def test_sdk_environment_auth_token_and_headers(server: FakeAnthropic, ws: Path)
 def test_ctrl_c_mid_answer_leaves_a_consistent_session_and_no_job(server: FakeAnthropic, ws: Path) -> None:
     import signal
 
-    gate = server.gate()
+    # The barrier: the rest of the answer is held (longer than every wait here) until the test has
+    # seen the cancel take effect, so a lost SIGINT fails as such, never as a whole answer.
+    gate = server.gate(timeout=100)
     server.script(MODEL, text("partial answer", chunks=["partial", " answer"], hold_after=gate))
     live = Live(server, ws, "-p", "hi")
     try:
         live.wait_until(lambda s: b"partial" in s.out, what="the first chunk")
         live.proc.send_signal(signal.SIGINT)
+        live.wait_until(lambda s: b"cancelled" in s.err, 45, "the turn to be cancelled (the SIGINT was lost)")
         res = live.finish()
     finally:
         gate.release()
+        live.kill()
+    assert not gate.timed_out and res.out == "partial\n"
     assert res.code == 130 and "cancelled" in res.err
     [session] = (Path(os.environ["PSEUDOCLAUDE_HOME"]) / "sessions").glob("*.jsonl")
     lines = [json.loads(x) for x in session.read_text().splitlines()]

@@ -18,7 +18,7 @@ from tests.support.fakeapi import FakeAnthropic, text, tool_use
 pytestmark = pytest.mark.timeout(90)
 
 ORIGINAL = b"alpha\nbeta\ngamma\n"
-LIST_LINE = re.compile(r"^(\d+)  (\d{4}-\d\d-\d\d \d\d:\d\d)  (.{14})  (.*)$")
+LIST_LINE = re.compile(r"^(\d+)  (\d{4}-\d\d-\d\d \d\d:\d\d)  (.+?)  (\S.*)$")
 
 
 def _turn_with_edits(server: FakeAnthropic, ws: Path) -> None:
@@ -43,7 +43,7 @@ def test_list_then_rewind_restores_the_files_exactly(server: FakeAnthropic, ws: 
     [line] = listed.out.splitlines()
     m = LIST_LINE.match(line)
     assert m, line
-    assert (m[1], m[3].rstrip(), m[4]) == ("1", "2 files", "rework a.txt")
+    assert (m[1], m[3].rstrip(), m[4]) == ("1", "a.txt, made/new.txt", "rework a.txt")  # named, not "2 files"
 
     res = run_cli(None, ws, "rewind", "1", "--files")
     assert res.code == 0, res.err
@@ -56,6 +56,25 @@ def test_list_then_rewind_restores_the_files_exactly(server: FakeAnthropic, ws: 
     assert list((ws / ".PseudoClaude" / "memory").glob("project_knowledge_*.md"))
     lines = run_cli(None, ws, "rewind", "--list").out.splitlines()
     assert lines[1].startswith("2  ") and lines[1].endswith("[rewind to before turn 1: files]")
+
+
+@pytest.mark.parametrize(("columns", "shown"), [("80", 1), ("100", 3)])
+def test_list_names_the_files_a_turn_changed_as_many_as_fit_the_width_then_counts_the_rest(
+    server: FakeAnthropic, ws: Path, columns: str, shown: int
+) -> None:
+    names = [f"src/part_{i}.py" for i in range(9)]
+    server.script(MODEL, *(tool_use("write_file", {"path": n, "content": f"{n}\n"}) for n in names),
+                  text("Nine files written."))
+    server.script(MEMORY_MODEL, text("[]"))
+    res = run_cli(server, ws, "-p", "split the module", "--allow-tools", "write_file")
+    assert res.code == 0, res.err
+    listed = run_cli(None, ws, "rewind", "--list", COLUMNS=columns)  # not a terminal: COLUMNS, else 100
+    assert listed.code == 0, listed.err
+    [line] = listed.out.splitlines()
+    m = LIST_LINE.match(line)
+    assert m, line
+    assert m[3].rstrip() == ", ".join(names[:shown]) + f" +{9 - shown} more"
+    assert m[4] == "split the module" and len(line) <= int(columns)
 
 
 def test_a_hand_edit_is_refused_in_one_line_and_force_overwrites_it(server: FakeAnthropic, ws: Path) -> None:

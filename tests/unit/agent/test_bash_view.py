@@ -71,10 +71,10 @@ def test_notes_follow_the_output_and_no_exit_means_no_view() -> None:
 
 async def test_the_model_never_gets_the_view(ws: Path) -> None:
     # The result block the model is sent carries the content alone.
-    from app.agent.runner import _tool_result
+    from app.agent.tool_calls import result_block
 
     r = await run_tool("bash", {"command": "echo hi"}, ToolContext(workspace=ws))
-    assert _tool_result("c1", r) == {"type": "tool_result", "tool_use_id": "c1", "content": r.content}
+    assert result_block("c1", r) == {"type": "tool_result", "tool_use_id": "c1", "content": r.content}
 
 
 @pytest.mark.parametrize("command", ["echo hi; echo there", "echo out; echo err >&2; exit 3", "true",

@@ -9,13 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.permission_edits import (
-    add_rule,
-    gitignore_line,
-    gitignore_line_missing,
-    remove_rule,
-    suggest_rules,
-)
+from app.agent.permission_edits import add_rule, gitignore_line, gitignore_line_missing, remove_rule
 from app.agent.permissions import (
     PermissionRules,
     RuleError,
@@ -25,6 +19,7 @@ from app.agent.permissions import (
     parse_rule_list,
 )
 from app.agent.project_trust import ProjectTrust
+from app.agent.rule_suggestions import suggest_rules
 from app.agent.shell_split import split_command
 
 
@@ -119,7 +114,7 @@ def test_a_prefix_rule_allows_the_command_with_arguments(git_status: PermissionR
     assert _bash(git_status, "git status -s") == "allow"
     assert _bash(git_status, "git status") == "allow"
     assert _bash(git_status, "  g'it' status  ") == "allow"  # words compared without their quotes
-    assert _bash(git_status, "git status 2>&1 | git status") == "allow"  # every part allowed
+    assert _bash(git_status, "git status | git status") == "allow"  # every part allowed
     assert _bash(git_status, "git log") == "ask"
 
 
@@ -150,9 +145,9 @@ def test_a_prefix_rule_never_allows_more_than_the_command(git_status: Permission
     assert decided.decision == "ask", (command, decided)
 
 
-def test_harmless_redirections_keep_an_allow(git_status: PermissionRules) -> None:
+def test_a_redirection_the_rule_does_not_name_asks(git_status: PermissionRules) -> None:
     for command in ("git status 2>/dev/null", "git status >&2", "git status 2>&1", "git status < notes.txt"):
-        assert _bash(git_status, command) == "allow", command
+        assert _bash(git_status, command) == "ask", command
 
 
 def test_an_exact_rule_is_that_command_only(git_status: PermissionRules) -> None:
@@ -315,14 +310,14 @@ async def test_the_gate_refuses_an_ask_without_a_window(ws: Path, isolated_home:
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
-        ("npm run test -- --watch", ("bash(npm run test:*)",)),
-        ("git status -s", ("bash(git status:*)",)),
-        ("git commit -m 'fix it'", ("bash(git commit:*)",)),
-        ("make", ("bash(make:*)",)),
-        ("pytest tests/unit -x", ("bash(pytest:*)",)),
-        ("python -m pytest", ("bash(python -m pytest)",)),  # an interpreter: the exact command
+        ("npm run test -- --watch", ("bash(npm run test -- --watch)",)),  # exact, never widened
+        ("git status -s", ("bash(git status -s)",)),
+        ("git commit -m 'fix it'", ("bash(git commit -m 'fix it')",)),
+        ("make", ("bash(make)",)),
+        ("pytest tests/unit -x", ("bash(pytest tests/unit -x)",)),
+        ("python -m pytest", ()),  # an interpreter: never proposed
         ("rm -rf build", ("bash(rm -rf build)",)),
-        ("git add . && git commit -m x", ("bash(git add:*)", "bash(git commit:*)")),
+        ("git add . && git commit -m x", ("bash(git add .)", "bash(git commit -m x)")),
         ("ls $(pwd)", ()),
         ("echo hi > out", ()),
         ("FOO=1 make", ()),

@@ -195,7 +195,7 @@ def test_secrets_and_home_are_not_settings(monkeypatch: pytest.MonkeyPatch, tmp_
         "model", "memory_model", "memory_mode", "max_iterations", "memory_wait", "max_tokens", "bash_timeout",
         "context_window", "compact_at", "offload_bytes", "prices", "consolidate_after", "consolidate_review", "user_memory_remote",
         "memory_worker", "memory_idle_timeout", "mcp_start_timeout", "mcp_call_timeout",
-        "checkpoint_max_mb", "checkpoint_max_days",
+        "checkpoint_max_mb", "checkpoint_max_days", "tool_input_max_bytes",
     }
     assert "sk-ant-secret" not in repr(dumped)
 
