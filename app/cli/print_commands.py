@@ -33,7 +33,7 @@ from memory.text.terminal import strip_terminal
 if TYPE_CHECKING:
     from app.agent.runtime import Runtime
 
-__all__ = ["EXIT_USAGE", "PromptCommand", "apply_command", "resolve_prompt"]
+__all__ = ["EXIT_USAGE", "PromptCommand", "apply_command", "asks_for_help", "resolve_prompt"]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 DESCRIPTION_CHARS = 100
@@ -70,6 +70,12 @@ class PromptCommand:
     code: int = EXIT_OK
     command: CustomCommand | None = None
     shown: str = ""
+
+
+def asks_for_help(prompt: str) -> bool:
+    """Whether the prompt is ``/help``: it needs no model, so no credentials either."""
+    invoked = parse_invocation(prompt)
+    return invoked is not None and invoked[0].casefold() == "help"
 
 
 async def resolve_prompt(ui: _UI, runtime: Runtime, prompt: str) -> PromptCommand:

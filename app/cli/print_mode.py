@@ -32,7 +32,7 @@ from app.agent.settings import Settings
 from app.cli.interrupt import EXIT_INTERRUPTED, Interrupt, interruptible
 from app.cli.memory_grounding import dropped_line
 from app.cli.output import closed_pipe, silence
-from app.cli.print_commands import apply_command, resolve_prompt
+from app.cli.print_commands import apply_command, asks_for_help, resolve_prompt
 from memory.constants import MemoryMode
 from memory.events import JobApplied, JobFailed, JobHeld, JobStarted, JobTakenOver, MemoryEvent
 from memory.store.stores import untrusted_cards
@@ -283,7 +283,7 @@ async def run_print(
     interrupt: Interrupt | None = None,
 ) -> int:
     ui = PrintUI(out or sys.stdout, err or sys.stderr)
-    if not has_credentials():
+    if not has_credentials() and not asks_for_help(prompt):
         # Said before anything is created: a run that cannot ask a model leaves no session.
         ui.diag(f"pseudoclaude: {NO_CREDENTIALS}")
         return EXIT_ERROR

@@ -109,6 +109,17 @@ def test_help_lists_the_commands_without_a_model_request(server: FakeAnthropic, 
     assert _sessions() == []
 
 
+def test_help_needs_no_credentials_and_a_prompt_still_does(ws: Path) -> None:
+    _commands()
+    res = run_cli(None, ws, "-p", "/help", "--memory", "off")
+    assert res.code == 0, res.err
+    assert res.out.splitlines()[0] == 'Commands for print mode (pseudoclaude -p "/NAME ARGS"):'
+    assert any(x.split()[:2] == ["/review", "FILE"] for x in res.out.splitlines())
+    assert _sessions() == []
+    res = run_cli(None, ws, "-p", "/review src/app.py", "--memory", "off")
+    assert res.code == 1 and "no credentials" in res.err and res.out == ""
+
+
 @pytest.mark.parametrize("prompt", ["/etc/hosts is odd, why?", "/usr/bin/env python", "//tmp is full",
                                     "/ on its own"])
 def test_a_prompt_that_starts_with_a_path_is_sent_as_written(server: FakeAnthropic, ws: Path, prompt: str) -> None:
