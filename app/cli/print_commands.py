@@ -114,13 +114,19 @@ def why_not(runtime: Runtime, name: str) -> str:
     if broken is not None:
         return f"{shown} is a broken custom command ({broken.path}): {broken.why}"
     if any(w.casefold() == name.casefold() for w in catalog.waiting):
-        return (f"{shown} is a command of this project that waits for your trust: open pseudoclaude in this "
-                "workspace and trust it first")
+        return (
+            f"{shown} is a command of this project that waits for your trust: open pseudoclaude in this "
+            "workspace and trust it first"
+        )
     if name.casefold() in APP_COMMANDS:
         hint = FROM_A_SHELL.get(name.casefold())
-        return f"{shown} is a command of the app" + (f"; from a shell: {hint}" if hint else ", not of print mode")
-    return (f"unknown command {shown} (pseudoclaude -p /help lists the commands; to start a prompt with a "
-            'path, give it a second "/": /tmp/ or //tmp)')
+        return f"{shown} is a command of the app" + (
+            f"; from a shell: {hint}" if hint else ", not of print mode"
+        )
+    return (
+        f"unknown command {shown} (pseudoclaude -p /help lists the commands; to start a prompt with a "
+        'path, give it a second "/": /tmp/ or //tmp)'
+    )
 
 
 def help_text(runtime: Runtime) -> str:
@@ -139,15 +145,23 @@ def help_text(runtime: Runtime) -> str:
         sections.append(("Broken custom commands (not run):", broken))
     waiting = runtime.ext.commands.waiting
     if waiting:
-        sections.append(("The project's commands, waiting for your trust (open pseudoclaude here to trust them):",
-                         [(f"/{w}", "") for w in waiting]))
-    sections.append(("The app's other commands, from a shell:", [(f"/{k}", v) for k, v in FROM_A_SHELL.items()]))
+        sections.append(
+            (
+                "The project's commands, waiting for your trust (open pseudoclaude here to trust them):",
+                [(f"/{w}", "") for w in waiting],
+            )
+        )
+    sections.append(
+        ("The app's other commands, from a shell:", [(f"/{k}", v) for k, v in FROM_A_SHELL.items()])
+    )
     lines: list[str] = []
     for title, section in sections:
         width = min(32, max(len(left) for left, _ in section))
         lines += ["", title] if lines else [title]
-        lines += [f"  {one_line(left, 60):<{width}}  {one_line(right, DESCRIPTION_CHARS)}".rstrip()
-                  for left, right in section]
+        lines += [
+            f"  {one_line(left, 60):<{width}}  {one_line(right, DESCRIPTION_CHARS)}".rstrip()
+            for left, right in section
+        ]
     return strip_terminal("\n".join(lines)) + "\n"
 
 

@@ -30,8 +30,9 @@ SECRET = "ENVSECRET-777"
 def _user_server(home: Path, pid_file: Path, extra: str = "") -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
-        f'[mcp_servers.mine]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}]\n'
-        f'env = {{ MCP_TEST_PID_FILE = {json.dumps(str(pid_file))}, MCP_TEST_NAME = "mine_" }}\n' + extra)
+        f"[mcp_servers.mine]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}]\n"
+        f'env = {{ MCP_TEST_PID_FILE = {json.dumps(str(pid_file))}, MCP_TEST_NAME = "mine_" }}\n' + extra
+    )
 
 
 def _project_server(ws: Path, pid_file: Path) -> None:
@@ -50,7 +51,8 @@ def _note_with(app: Any, *parts: str) -> str:
 
 
 async def test_a_project_server_waits_then_starts_on_trust_and_restarts_after_a_crash(
-        make_app, server: FakeAnthropic, ws: Path, isolated_home: Path, tmp_path: Path) -> None:
+    make_app, server: FakeAnthropic, ws: Path, isolated_home: Path, tmp_path: Path
+) -> None:
     mine_pid, proj_pid = tmp_path / "mine.pid", tmp_path / "proj.pid"
     _user_server(isolated_home, mine_pid, '[permissions]\nallow = ["mcp__proj__crash"]\n')
     _project_server(ws, proj_pid)
@@ -60,7 +62,9 @@ async def test_a_project_server_waits_then_starts_on_trust_and_restarts_after_a_
         await wait_ready(pilot)
         await wait_until(pilot, lambda: isinstance(app.screen, ExtensionTrustModal), what="the trust window")
         await pilot.press("n")
-        await wait_until(pilot, lambda: _state(app, "mine") == "ready", timeout=30, what="the user's server ready")
+        await wait_until(
+            pilot, lambda: _state(app, "mine") == "ready", timeout=30, what="the user's server ready"
+        )
         await send(pilot, "/mcp")
         await wait_until(pilot, lambda: _note_with(app, "proj (project) — waiting for trust"), what="/mcp")
         assert "mine (user) — ready" in _note_with(app, "proj (project)")
@@ -74,11 +78,17 @@ async def test_a_project_server_waits_then_starts_on_trust_and_restarts_after_a_
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         await wait_until(pilot, lambda: isinstance(app.screen, ExtensionTrustModal), what="the trust window")
-        await wait_until(pilot, lambda: _state(app, "mine") == "ready", timeout=30, what="the user's server ready")
+        await wait_until(
+            pilot, lambda: _state(app, "mine") == "ready", timeout=30, what="the user's server ready"
+        )
         assert not proj_pid.exists()
         await pilot.press("y")
-        await wait_until(pilot, lambda: _note_with(app, "MCP server proj ready: 9 tool(s)"), timeout=30,
-                         what="the trusted server said ready")
+        await wait_until(
+            pilot,
+            lambda: _note_with(app, "MCP server proj ready: 9 tool(s)"),
+            timeout=30,
+            what="the trusted server said ready",
+        )
         first = int(proj_pid.read_text())
         assert alive(first)
         await send(pilot, "/mcp")
@@ -90,15 +100,23 @@ async def test_a_project_server_waits_then_starts_on_trust_and_restarts_after_a_
 
         await send(pilot, "crash it")
         await wait_until(pilot, lambda: "it crashed" in chat_texts(app))
-        await wait_until(pilot, lambda: _note_with(
-            app, "MCP server proj failed: the server exited (code 3): about to crash"), what="the crash said")
+        await wait_until(
+            pilot,
+            lambda: _note_with(app, "MCP server proj failed: the server exited (code 3): about to crash"),
+            what="the crash said",
+        )
         await send(pilot, "/mcp")
-        await wait_until(pilot, lambda: _note_with(
-            app, "proj (project) — failed: the server exited (code 3): about to crash"), what="/mcp says why")
+        await wait_until(
+            pilot,
+            lambda: _note_with(app, "proj (project) — failed: the server exited (code 3): about to crash"),
+            what="/mcp says why",
+        )
         assert "/mcp restart NAME" in _note_with(app, "proj (project) — failed")
 
         await send(pilot, "/mcp restart nobody")
-        await wait_until(pilot, lambda: _note_with(app, "no MCP server named 'nobody' (there are: mine, proj)"))
+        await wait_until(
+            pilot, lambda: _note_with(app, "no MCP server named 'nobody' (there are: mine, proj)")
+        )
         await send(pilot, "/mcp restart proj")
         await wait_until(pilot, lambda: _note_with(app, "MCP server proj restarted: ready"), timeout=30)
         second = int(proj_pid.read_text())
@@ -110,17 +128,24 @@ async def test_a_project_server_waits_then_starts_on_trust_and_restarts_after_a_
 
 
 async def test_a_servers_env_values_are_masked_in_the_chat_and_in_mcp(
-        make_app, server: FakeAnthropic, isolated_home: Path) -> None:
+    make_app, server: FakeAnthropic, isolated_home: Path
+) -> None:
     isolated_home.mkdir(parents=True, exist_ok=True)
     (isolated_home / "config.toml").write_text(
         f'[mcp_servers.leaky]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}, "leak"]\n'
-        f'env = {{ KEY = "{SECRET}", MCP_TEST_LEAK = "KEY" }}\n')
+        f'env = {{ KEY = "{SECRET}", MCP_TEST_LEAK = "KEY" }}\n'
+    )
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: _note_with(app, "MCP server leaky failed"), timeout=30, what="the failure")
+        await wait_until(
+            pilot, lambda: _note_with(app, "MCP server leaky failed"), timeout=30, what="the failure"
+        )
         await send(pilot, "/mcp")
         await wait_until(pilot, lambda: _note_with(app, "leaky (user) — failed"), what="/mcp")
-        assert _note_with(app, "MCP server leaky failed") == "MCP server leaky failed: the server exited (code 1): KEY=***"
+        assert (
+            _note_with(app, "MCP server leaky failed")
+            == "MCP server leaky failed: the server exited (code 1): KEY=***"
+        )
         assert "failed: the server exited (code 1): KEY=***" in _note_with(app, "leaky (user) — failed")
         assert not [t for t in chat_texts(app) if SECRET in t]

@@ -20,8 +20,11 @@ async def _help_at_the_bottom(pilot: Pilot[Any], app: PseudoClaudeApp, timeout: 
     await send(pilot, "/help")
     await wait_until(pilot, lambda: any("/remember TEXT" in t for t in chat_texts(app)), what="/help")
     chat = app.chat
-    await wait_until(pilot, lambda: chat.max_scroll_y > chat.size.height and chat.scroll_y == chat.max_scroll_y,
-                     what="/help taller than the chat, the chat at its bottom")
+    await wait_until(
+        pilot,
+        lambda: chat.max_scroll_y > chat.size.height and chat.scroll_y == chat.max_scroll_y,
+        what="/help taller than the chat, the chat at its bottom",
+    )
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     last: tuple[float, ...] = ()
@@ -36,7 +39,9 @@ async def _help_at_the_bottom(pilot: Pilot[Any], app: PseudoClaudeApp, timeout: 
 
 
 @pytest.mark.parametrize(("up", "down"), [("pageup", "pagedown"), ("shift+pageup", "shift+pagedown")])
-async def test_page_keys_in_the_prompt_scroll_the_chat_and_keep_the_focus(make_app, up: str, down: str) -> None:
+async def test_page_keys_in_the_prompt_scroll_the_chat_and_keep_the_focus(
+    make_app, up: str, down: str
+) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(pilot)
@@ -48,14 +53,19 @@ async def test_page_keys_in_the_prompt_scroll_the_chat_and_keep_the_focus(make_a
         assert bottom - chat.scroll_y == chat.scrollable_content_region.height
         assert app.focused is prompt
         await pilot.press(up)
-        await wait_until(pilot, lambda: chat.scroll_y < bottom - chat.scrollable_content_region.height,
-                         what="a second page up")
+        await wait_until(
+            pilot,
+            lambda: chat.scroll_y < bottom - chat.scrollable_content_region.height,
+            what="a second page up",
+        )
         await pilot.press(down, down)
         await wait_until(pilot, lambda: chat.scroll_y == chat.max_scroll_y, what="back at the bottom")
         assert app.focused is prompt and prompt.text == ""
 
 
-async def test_ctrl_home_and_ctrl_end_go_to_the_chats_top_and_bottom_and_history_still_works(make_app) -> None:
+async def test_ctrl_home_and_ctrl_end_go_to_the_chats_top_and_bottom_and_history_still_works(
+    make_app,
+) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(pilot)
@@ -72,8 +82,11 @@ async def test_ctrl_home_and_ctrl_end_go_to_the_chats_top_and_bottom_and_history
         await wait_until(pilot, lambda: chat.scroll_y == chat.max_scroll_y, what="the chat's bottom")
         # Following it again: the next block keeps the view at the bottom.
         chat.add_note("and one at the bottom")
-        await wait_until(pilot, lambda: chat.max_scroll_y > 0 and chat.scroll_y == chat.max_scroll_y,
-                         what="still at the bottom after a new block")
+        await wait_until(
+            pilot,
+            lambda: chat.max_scroll_y > 0 and chat.scroll_y == chat.max_scroll_y,
+            what="still at the bottom after a new block",
+        )
         await pilot.press("up")
         await wait_until(pilot, lambda: prompt.text == "/help", what="Up recalls the last prompt")
         assert app.focused is prompt

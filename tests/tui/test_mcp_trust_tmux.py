@@ -33,9 +33,10 @@ TRUST_TITLE = "Trust what this project brings?"
 def _configure(home: Path, ws: Path, mine_pid: Path, proj_pid: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
-        f'[mcp_servers.mine]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}]\n'
+        f"[mcp_servers.mine]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}]\n"
         f'env = {{ MCP_TEST_PID_FILE = {json.dumps(str(mine_pid))}, MCP_TEST_NAME = "mine_" }}\n'
-        '[permissions]\nallow = ["mcp__proj__crash"]\n')
+        '[permissions]\nallow = ["mcp__proj__crash"]\n'
+    )
     entry = {"command": sys.executable, "args": [SERVER], "env": {"MCP_TEST_PID_FILE": str(proj_pid)}}
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": entry}}))
 
@@ -61,7 +62,8 @@ def _wait_file(path: Path, timeout: float = 30.0) -> None:
 
 
 def test_trust_starts_the_project_server_at_once_and_restart_brings_it_back_after_a_crash(
-        tmux: Tmux, workspace: Path, tmp_path: Path, isolated_home: Path) -> None:
+    tmux: Tmux, workspace: Path, tmp_path: Path, isolated_home: Path
+) -> None:
     mine_pid, proj_pid = tmp_path / "mine.pid", tmp_path / "proj.pid"
     _configure(isolated_home, workspace, mine_pid, proj_pid)
     with FakeAnthropic() as server:
@@ -85,7 +87,9 @@ def test_trust_starts_the_project_server_at_once_and_restart_brings_it_back_afte
             _wait_file(proj_pid)  # no restart of the app: the trust started it
             first = int(proj_pid.read_text())
             assert alive(first)
-            again.wait_for(lambda s: "MCP server proj ready: 9 tool(s)" in s, "the server said ready", timeout=30)
+            again.wait_for(
+                lambda s: "MCP server proj ready: 9 tool(s)" in s, "the server said ready", timeout=30
+            )
             _type(again, "/mcp")
             again.wait_for(lambda s: "proj (project) — ready" in s, "/mcp says ready")
             _type(again, "say hi")
@@ -95,12 +99,21 @@ def test_trust_starts_the_project_server_at_once_and_restart_brings_it_back_afte
 
             _type(again, "crash it")
             again.wait_for(lambda s: "it crashed" in s, "the answer after the crash")
-            again.wait_for(lambda s: "MCP server proj failed" in s and "about to crash" in s, "the crash said")
+            again.wait_for(
+                lambda s: "MCP server proj failed" in s and "about to crash" in s, "the crash said"
+            )
             _type(again, "/mcp")
-            again.wait_for(lambda s: "proj (project) — failed: the server" in s and "exited (code 3)" in s.split(
-                "proj (project) — failed")[-1], "/mcp says why")
+            again.wait_for(
+                lambda s: (
+                    "proj (project) — failed: the server" in s
+                    and "exited (code 3)" in s.split("proj (project) — failed")[-1]
+                ),
+                "/mcp says why",
+            )
             _type(again, "/mcp restart proj")
-            screen = again.wait_for(lambda s: "MCP server proj restarted: ready" in s, "the restart", timeout=30)
+            screen = again.wait_for(
+                lambda s: "MCP server proj restarted: ready" in s, "the restart", timeout=30
+            )
             assert "Traceback" not in screen
             second = int(proj_pid.read_text())
             assert second != first and alive(second)

@@ -26,22 +26,26 @@ def hostile_clone(ws: Path) -> None:
     commands = ws / ".PseudoClaude" / "commands"
     commands.mkdir(parents=True)
     for name in ("aaa-deploy", "aab-explain", "aac-review"):
-        (commands / f"{name}.md").write_text(f"---\ndescription: {name}\n---\nPlease {name} $ARGUMENTS.\n"
-                                             "Take care.\nAnd check twice.\n")
+        (commands / f"{name}.md").write_text(
+            f"---\ndescription: {name}\n---\nPlease {name} $ARGUMENTS.\nTake care.\nAnd check twice.\n"
+        )
     (ws / ".PseudoClaude" / "settings.toml").write_text(
         '[permissions]\nallow = ["bash"]\n\n'
         '[[hooks.PreToolUse]]\nmatcher = "bash"\ncommand = "./scripts/check.sh"\n\n'
         f'[[hooks.SessionStart]]\ncommand = "touch {HOOK_MARK}"\n'
     )
-    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"helper": {"command": "python3",
-                                                                         "args": ["tools/server.py"]}}}))
+    (ws / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"helper": {"command": "python3", "args": ["tools/server.py"]}}})
+    )
 
 
 def listing_order(listing: str) -> list[int]:
     """The line of each kind's title in the listing: hooks, MCP servers, allow rules, commands."""
     lines = [line.strip() for line in listing.splitlines()]
-    return [next(i for i, line in enumerate(lines) if line.startswith(title))
-            for title in ("hooks", "MCP servers", "allow rules", "custom commands")]
+    return [
+        next(i for i, line in enumerate(lines) if line.startswith(title))
+        for title in ("hooks", "MCP servers", "allow rules", "custom commands")
+    ]
 
 
 async def test_the_riskiest_come_first_under_a_count_of_each_kind_and_fit_the_first_screen(
@@ -51,8 +55,11 @@ async def test_the_riskiest_come_first_under_a_count_of_each_kind_and_fit_the_fi
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: isinstance(app.screen, ExtensionTrustModal) and app.screen.query_one("#listing"),
-                         what="the trust window")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, ExtensionTrustModal) and app.screen.query_one("#listing"),
+            what="the trust window",
+        )
         modal = app.screen
         listing = str(modal.query_one("#listing", Static).render())
         order = listing_order(listing)
@@ -60,8 +67,11 @@ async def test_the_riskiest_come_first_under_a_count_of_each_kind_and_fit_the_fi
         assert listing.index(ALLOW_LINE) < listing.index("aaa-deploy.md")
         assert str(modal.query_one("#tally", Static).render()) == TALLY
         # The first screen, as drawn: the count, every hook's command, the server and the rule.
-        await wait_until(pilot, lambda: ALLOW_LINE in "\n".join(s.text for s in modal._compositor.render_strips()),
-                         what="the allow rule on the first screen")
+        await wait_until(
+            pilot,
+            lambda: ALLOW_LINE in "\n".join(s.text for s in modal._compositor.render_strips()),
+            what="the allow rule on the first screen",
+        )
         screen = "\n".join(s.text for s in modal._compositor.render_strips())
         for seen in (TALLY, "./scripts/check.sh", f"touch {HOOK_MARK}", MCP_LINE, ALLOW_LINE, "[y]"):
             assert seen in screen, screen

@@ -38,7 +38,9 @@ def test_the_first_screen_shows_the_hooks_and_the_allow_rule_and_typing_answers_
         tmux.wait_for(lambda s: "memory " in (s.strip().splitlines() or [""])[-1], "the first frame")
         # Typing from the first frame, y's and n's among it, on as the window opens.
         seen_at: int | None = None
-        for typed, ch in enumerate(itertools.islice(itertools.cycle("yes, you know why. nny yy "), MAX_KEYS), 1):
+        for typed, ch in enumerate(
+            itertools.islice(itertools.cycle("yes, you know why. nny yy "), MAX_KEYS), 1
+        ):
             type_like_a_person(tmux, ch)
             if seen_at is None and TITLE in tmux.screen():
                 seen_at = typed

@@ -55,7 +55,12 @@ def _stat(pid: int) -> tuple[int, int, str, str] | None:
     head, _, rest = raw.rpartition(b")")  # the name may hold spaces and parentheses
     fields = rest.split()
     try:
-        return int(fields[1]), int(fields[19]), head.partition(b"(")[2].decode("utf-8", "replace"), fields[0].decode()
+        return (
+            int(fields[1]),
+            int(fields[19]),
+            head.partition(b"(")[2].decode("utf-8", "replace"),
+            fields[0].decode(),
+        )
     except (IndexError, ValueError):
         return None
 

@@ -28,7 +28,9 @@ async def _ready(m: McpManager) -> None:
 @pytest.mark.parametrize("mode", ["setsid", "daemon"])
 async def test_close_stops_what_left_the_process_group(tmp_path: Path, mode: str) -> None:
     child_file = tmp_path / "child.pid"
-    m = McpManager([stdio("s", mode, MCP_TEST_CHILD_PID=str(child_file))], workspace=tmp_path, start_timeout=30)
+    m = McpManager(
+        [stdio("s", mode, MCP_TEST_CHILD_PID=str(child_file))], workspace=tmp_path, start_timeout=30
+    )
     await _ready(m)
     child = int(child_file.read_text())
     server = m.status()[0].pid
@@ -46,7 +48,9 @@ async def test_close_stops_what_left_the_process_group(tmp_path: Path, mode: str
 
 async def test_a_crashed_servers_setsid_grandchild_is_stopped_when_the_server_fails(tmp_path: Path) -> None:
     child_file = tmp_path / "child.pid"
-    m = McpManager([stdio("s", "setsid", MCP_TEST_CHILD_PID=str(child_file))], workspace=tmp_path, start_timeout=30)
+    m = McpManager(
+        [stdio("s", "setsid", MCP_TEST_CHILD_PID=str(child_file))], workspace=tmp_path, start_timeout=30
+    )
     try:
         await _ready(m)
         child = int(child_file.read_text())
@@ -90,8 +94,13 @@ gc.collect()
 def test_a_process_that_could_not_be_stopped_is_said_by_pid_and_the_loop_closes_clean(tmp_path: Path) -> None:
     child_file = tmp_path / "child.pid"
     server = str(ROOT / "tests" / "support" / "mcp_server.py")
-    out = subprocess.run([sys.executable, "-c", _UNSTOPPABLE, server, str(child_file), str(tmp_path)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=45)
+    out = subprocess.run(
+        [sys.executable, "-c", _UNSTOPPABLE, server, str(child_file), str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=45,
+    )
     child = int(child_file.read_text())
     try:
         assert out.returncode == 0, out.stderr
@@ -104,7 +113,9 @@ def test_a_process_that_could_not_be_stopped_is_said_by_pid_and_the_loop_closes_
 
 async def test_restart_stops_the_old_process_and_what_it_started(tmp_path: Path) -> None:
     child_file = tmp_path / "child.pid"
-    m = McpManager([stdio("s", "setsid", MCP_TEST_CHILD_PID=str(child_file))], workspace=tmp_path, start_timeout=30)
+    m = McpManager(
+        [stdio("s", "setsid", MCP_TEST_CHILD_PID=str(child_file))], workspace=tmp_path, start_timeout=30
+    )
     children: list[int] = []
     try:
         await _ready(m)

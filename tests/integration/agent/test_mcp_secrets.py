@@ -18,10 +18,14 @@ FROM_ENV = "expanded-secret-31337"
 
 
 async def test_a_server_that_prints_its_env_as_it_dies_is_failed_with_the_values_masked(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MCP_T_KEY", FROM_ENV)
-    m = McpManager([stdio("s", "leak", TOKEN=SECRET, KEY="${MCP_T_KEY}", MCP_TEST_LEAK="KEY,TOKEN")],
-                   workspace=tmp_path, start_timeout=20)
+    m = McpManager(
+        [stdio("s", "leak", TOKEN=SECRET, KEY="${MCP_T_KEY}", MCP_TEST_LEAK="KEY,TOKEN")],
+        workspace=tmp_path,
+        start_timeout=20,
+    )
     try:
         [status] = await m.wait_ready()
         assert status.state == "failed"

@@ -32,8 +32,10 @@ pytestmark = [pytest.mark.timeout(90), pytest.mark.plain_ws]
 REDACTED = "[REDACTED:anthropic_key]"
 HIDDEN_LINE = f"    ⚠ HTML comment: {HIDDEN_INSTRUCTION}"
 # What the summary says: the trust window's count of cards hiding text, and the cards cleaned.
-HIDDEN_COUNT = ("1 card holds HTML comments, hidden markup or tag-like text that the model reads and a rendered "
-                "view hides")
+HIDDEN_COUNT = (
+    "1 card holds HTML comments, hidden markup or tag-like text that the model reads and a rendered "
+    "view hides"
+)
 _CARD_LINE = re.compile(r"^(?:would create|\d+ create) \S+  \[\w+\] (.+)$", re.MULTILINE)
 STRIPPED_COUNT = "terminal escapes and control or invisible characters removed from 2 cards"
 
@@ -67,14 +69,20 @@ def test_dry_run_shows_what_would_be_written_hidden_markup_first(ws: Path, sourc
     assert titles[0] == HOSTILE_HIDDEN_TITLE, titles
     assert titles[1:3] == HOSTILE_STRIPPED_TITLES, titles
     # The fragment, raw but safe, on the line under the card's source.
-    assert res.out.splitlines()[1].startswith("    source: import:") and res.out.splitlines()[2] == HIDDEN_LINE
+    assert (
+        res.out.splitlines()[1].startswith("    source: import:") and res.out.splitlines()[2] == HIDDEN_LINE
+    )
     summary = res.out.splitlines()[-1]
-    assert summary.startswith("dry run: 5 cards would be made, 0 skipped; ") and summary.endswith("nothing was changed")
+    assert summary.startswith("dry run: 5 cards would be made, 0 skipped; ") and summary.endswith(
+        "nothing was changed"
+    )
     assert HIDDEN_COUNT in summary and STRIPPED_COUNT in summary
     assert not (ws / ".PseudoClaude").exists()
 
 
-def test_written_cards_hold_no_escape_and_the_summary_counts_as_the_trust_window(ws: Path, source: Path) -> None:
+def test_written_cards_hold_no_escape_and_the_summary_counts_as_the_trust_window(
+    ws: Path, source: Path
+) -> None:
     res = run_cli(None, ws, "memory", "import", str(source), "--yes")
     assert res.code == 0, res.err
     _no_secret_no_escape(res.out + res.err)

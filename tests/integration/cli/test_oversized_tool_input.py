@@ -22,18 +22,27 @@ def _sessions() -> list[Path]:
 
 
 def _tool_uses(req: Recorded) -> list[dict[str, Any]]:
-    return [b for m in req.body["messages"] if m["role"] == "assistant" and isinstance(m["content"], list)
-            for b in m["content"] if b.get("type") == "tool_use"]
+    return [
+        b
+        for m in req.body["messages"]
+        if m["role"] == "assistant" and isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_use"
+    ]
 
 
 def _size(req: Recorded) -> int:
     return len(json.dumps(req.body["messages"]))
 
 
-def _refused_then_next_prompt_works(server: FakeAnthropic, ws: Path, content_bytes: int, limit: str,
-                                    *args: str) -> None:
-    server.script(MODEL, tool_use("write_file", {"path": "big.txt", "content": "x" * content_bytes}, id="toolu_big"),
-                  text("noted"))
+def _refused_then_next_prompt_works(
+    server: FakeAnthropic, ws: Path, content_bytes: int, limit: str, *args: str
+) -> None:
+    server.script(
+        MODEL,
+        tool_use("write_file", {"path": "big.txt", "content": "x" * content_bytes}, id="toolu_big"),
+        text("noted"),
+    )
     res = run_cli(server, ws, "-p", "write the big file", "--allow-tools", "write_file", *args)
     assert res.code == 0, res.err
     assert not (ws / "big.txt").exists()  # refused before it ran
@@ -58,7 +67,8 @@ def _refused_then_next_prompt_works(server: FakeAnthropic, ws: Path, content_byt
 
 
 def test_a_20_mb_write_file_is_refused_at_the_default_bound_and_the_session_goes_on(
-        server: FakeAnthropic, ws: Path) -> None:
+    server: FakeAnthropic, ws: Path
+) -> None:
     _refused_then_next_prompt_works(server, ws, 20 * 1024 * 1024, "256.0 KiB", "--memory", "off")
 
 
@@ -67,8 +77,13 @@ def test_the_bound_is_a_setting_and_an_input_under_it_is_run(server: FakeAnthrop
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text("tool_input_max_bytes = 4096\n")
     _refused_then_next_prompt_works(server, ws, 10_000, "4.0 KiB", "--memory", "off")
-    server.script(MODEL, tool_use("write_file", {"path": "small.txt", "content": "y" * 3_000}, id="toolu_small"),
-                  text("written"))
-    res = run_cli(server, ws, "-p", "a small one", "--allow-tools", "write_file", "--continue", "--memory", "off")
+    server.script(
+        MODEL,
+        tool_use("write_file", {"path": "small.txt", "content": "y" * 3_000}, id="toolu_small"),
+        text("written"),
+    )
+    res = run_cli(
+        server, ws, "-p", "a small one", "--allow-tools", "write_file", "--continue", "--memory", "off"
+    )
     assert res.code == 0, res.err
     assert (ws / "small.txt").read_text() == "y" * 3_000

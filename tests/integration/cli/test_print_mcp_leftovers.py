@@ -25,8 +25,10 @@ SERVER = str(ROOT / "tests" / "support" / "mcp_server.py")
 
 
 def _entry(name: str, mode: str, child_file: Path) -> str:
-    return (f"[mcp_servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}, "
-            f"{json.dumps(mode)}]\nenv = {{ MCP_TEST_CHILD_PID = {json.dumps(str(child_file))} }}\n")
+    return (
+        f"[mcp_servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}, "
+        f"{json.dumps(mode)}]\nenv = {{ MCP_TEST_CHILD_PID = {json.dumps(str(child_file))} }}\n"
+    )
 
 
 def _gone(pid: int, within: float = 5.0) -> bool:
@@ -37,7 +39,8 @@ def _gone(pid: int, within: float = 5.0) -> bool:
 
 
 def test_print_mode_stops_what_left_the_group_and_exits_without_a_loop_error(
-        server: FakeAnthropic, ws: Path, tmp_path: Path) -> None:
+    server: FakeAnthropic, ws: Path, tmp_path: Path
+) -> None:
     files = {mode: tmp_path / f"{mode}.pid" for mode in ("setsid", "daemon")}
     home = Path(os.environ["PSEUDOCLAUDE_HOME"])
     home.mkdir(parents=True, exist_ok=True)

@@ -20,17 +20,22 @@ FROM_ENV = "expanded-secret-31337"
 
 def _entry(name: str, mode: str, env: dict[str, str]) -> str:
     pairs = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
-    return (f"[mcp_servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}, "
-            f"{json.dumps(mode)}]\nenv = {{ {pairs} }}\n")
+    return (
+        f"[mcp_servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}, "
+        f"{json.dumps(mode)}]\nenv = {{ {pairs} }}\n"
+    )
 
 
-def test_a_failing_servers_env_and_a_tools_error_are_masked_on_stderr(server: FakeAnthropic, ws: Path) -> None:
+def test_a_failing_servers_env_and_a_tools_error_are_masked_on_stderr(
+    server: FakeAnthropic, ws: Path
+) -> None:
     home = Path(os.environ["PSEUDOCLAUDE_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
         _entry("leaky", "leak", {"TOKEN": SECRET, "KEY": "${MCP_T_KEY}", "MCP_TEST_LEAK": "TOKEN,KEY"})
         + _entry("ok", "normal", {"TOKEN": SECRET})
-        + '[permissions]\nallow = ["mcp__ok__fail"]\n')
+        + '[permissions]\nallow = ["mcp__ok__fail"]\n'
+    )
     server.script(MODEL, tool_use("mcp__ok__fail", {"variable": "TOKEN"}, id="toolu_1"), text("noted"))
     res = run_cli(server, ws, "-p", "go", "--memory", "off", MCP_T_KEY=FROM_ENV)
     assert res.code == 0, res.err

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.timeout(60)
 async def runtime(server: FakeAnthropic, ws: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Runtime]:
     for k, v in server.env().items():
         monkeypatch.setenv(k, v)
-    rt = Runtime(load_settings({"memory_wait": 0}), ws, gate=AllowListGate(set()))  # no worker: the job stays spooled
+    rt = Runtime(
+        load_settings({"memory_wait": 0}), ws, gate=AllowListGate(set())
+    )  # no worker: the job stays spooled
     await rt.open_session()
     yield rt
     await rt.close()

@@ -24,11 +24,16 @@ def _call(tool_input: Any, id: str = "toolu_1", name: str = "write_file") -> dic
 
 
 def test_a_conversation_that_stays_too_large_names_rewind_and_clear_in_both_faces() -> None:
-    big_turn = [_user("write it"), {"role": "assistant", "content": [_call({"path": "a", "content": "x"})]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}]
+    big_turn = [
+        _user("write it"),
+        {"role": "assistant", "content": [_call({"path": "a", "content": "x"})]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]},
+    ]
     said = cmp.too_large(REASON, big_turn, 0, 200_000)  # the turn has a response: it is kept
-    assert said.startswith("the conversation does not fit the model's context window (5,242,953 of 200,000 "
-                           "tokens) even after compacting; ")
+    assert said.startswith(
+        "the conversation does not fit the model's context window (5,242,953 of 200,000 "
+        "tokens) even after compacting; "
+    )
     for way_out in ("/rewind", "/clear", "pseudoclaude rewind", "--continue"):
         assert way_out in said, said
     assert "\n" not in said
@@ -39,8 +44,11 @@ def test_a_conversation_that_stays_too_large_names_rewind_and_clear_in_both_face
 
 
 def test_a_prompt_too_large_on_its_own_is_said_to_be_left_out() -> None:
-    conversation = [_user("hi"), {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
-                    _user("y" * 1_000_000)]
+    conversation = [
+        _user("hi"),
+        {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
+        _user("y" * 1_000_000),
+    ]
     said = cmp.too_large(REASON, conversation, 2, 200_000)
     assert said.endswith("; the prompt was left out: send a shorter one")
     assert "/rewind" not in said
@@ -56,11 +64,18 @@ def test_a_huge_input_is_cut_to_a_valid_small_object_and_refused_with_the_limit_
     assert blocks[1]["input"] == {"path": "big.txt", "content": "[not kept: 3,000,002 bytes]"}
     assert list(refused) == ["toolu_1"]
     assert "3,000,031 bytes (2.9 MiB)" in refused["toolu_1"] and "256.0 KiB" in refused["toolu_1"]
-    assert "tool_input_max_bytes" in refused["toolu_1"] and refused["toolu_1"].startswith("write_file was not run")
+    assert "tool_input_max_bytes" in refused["toolu_1"] and refused["toolu_1"].startswith(
+        "write_file was not run"
+    )
     # The API still takes the conversation: a tool_use with an object input, answered by its result.
-    conversation = [_user("go"), {"role": "assistant", "content": blocks},
-                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": b["id"], "content": "r"}
-                                                 for b in blocks[1:]]}]
+    conversation = [
+        _user("go"),
+        {"role": "assistant", "content": blocks},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": b["id"], "content": "r"} for b in blocks[1:]],
+        },
+    ]
     assert _validate_messages_body({"model": "m", "max_tokens": 10, "messages": conversation}) is None
 
 
@@ -72,7 +87,10 @@ def test_many_fields_a_huge_key_or_an_input_that_is_not_an_object_stay_small() -
     assert set(refused) == {"toolu_1", "toolu_2", "toolu_3"}
     for block in blocks:
         assert isinstance(block["input"], dict) and len(json.dumps(block["input"])) < 5_000
-    assert len(blocks[0]["input"]) == KEPT_FIELDS + 1 and blocks[0]["input"]["[not kept]"] == "9,980 more field(s)"
+    assert (
+        len(blocks[0]["input"]) == KEPT_FIELDS + 1
+        and blocks[0]["input"]["[not kept]"] == "9,980 more field(s)"
+    )
     assert blocks[2]["input"] == {}
 
 

@@ -9,8 +9,18 @@ from app.cli.rewind import files_column, list_lines
 
 
 def turn(n: int, files: list[str], *, bash: bool = False, text: str = "do it") -> TurnLine:
-    return TurnLine(turn=n, time="2026-01-01T10:00:00Z", text=text, kind="turn", files=tuple(files), bash=bash,
-                    in_conversation=True, rewound=False, job=None, status="ok")
+    return TurnLine(
+        turn=n,
+        time="2026-01-01T10:00:00Z",
+        text=text,
+        kind="turn",
+        files=tuple(files),
+        bash=bash,
+        in_conversation=True,
+        rewound=False,
+        job=None,
+        status="ok",
+    )
 
 
 def test_the_names_that_fit_then_how_many_more_and_bash() -> None:
@@ -35,8 +45,11 @@ def test_a_hostile_file_name_stays_on_its_line() -> None:
 
 @pytest.mark.parametrize("width", [80, 100, 160])
 def test_every_line_fits_the_width_and_the_prompts_line_up(width: int) -> None:
-    turns = [turn(1, ["a.txt", "made/new.txt"]), turn(2, [f"src/module_{i}.py" for i in range(12)], bash=True),
-             turn(3, [])]
+    turns = [
+        turn(1, ["a.txt", "made/new.txt"]),
+        turn(2, [f"src/module_{i}.py" for i in range(12)], bash=True),
+        turn(3, []),
+    ]
     lines = list_lines(turns, width)
     assert all(len(line) <= width for line in lines), lines
     assert len({line.index("do it") for line in lines}) == 1, lines

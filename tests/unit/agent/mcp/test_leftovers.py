@@ -18,10 +18,18 @@ from app.agent.mcp.leftovers import TAG_VAR, alive, new_tag, proc, started_by
 def tagged() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     tag = new_tag()
     # A parent (this test's child) with a grandchild in a session of its own: found by the tag.
-    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.Popen(['sleep', '60'], "
-                              "start_new_session=True); sys.stdout.write('up\\n'); sys.stdout.flush(); "
-                              "sys.stdin.read()"], env={**os.environ, TAG_VAR: tag},
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys; subprocess.Popen(['sleep', '60'], "
+            "start_new_session=True); sys.stdout.write('up\\n'); sys.stdout.flush(); "
+            "sys.stdin.read()",
+        ],
+        env={**os.environ, TAG_VAR: tag},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     assert child.stdout is not None and child.stdout.readline() == b"up\n"
     try:
         yield child, tag
@@ -33,7 +41,8 @@ def tagged() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
 
 
 def test_descendants_and_tagged_processes_are_found_but_not_the_server(
-        tagged: tuple[subprocess.Popen[bytes], str]) -> None:
+    tagged: tuple[subprocess.Popen[bytes], str],
+) -> None:
     child, tag = tagged
     by_tree = started_by(child.pid, "")
     by_tag = started_by(None, tag)

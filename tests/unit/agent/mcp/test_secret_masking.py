@@ -14,8 +14,16 @@ from app.agent.mcp.stdio import StderrTail
 
 
 def test_env_values_as_written_and_expanded_are_masked() -> None:
-    server = StdioServer("s", "srv", env=(("TOKEN", "ENVSECRET-777"), ("KEY", "${MY_KEY}"),
-                                          ("URL", "https://u:${MY_PASS}@host"), ("DEBUG", "1")))
+    server = StdioServer(
+        "s",
+        "srv",
+        env=(
+            ("TOKEN", "ENVSECRET-777"),
+            ("KEY", "${MY_KEY}"),
+            ("URL", "https://u:${MY_PASS}@host"),
+            ("DEBUG", "1"),
+        ),
+    )
     mask = secrets_of(server, {"MY_KEY": "from-the-env-42", "MY_PASS": "hunter22"})
     text = "TOKEN=ENVSECRET-777 KEY=from-the-env-42 URL=https://u:hunter22@host DEBUG=1 exited (code 1)"
     assert mask(text) == "TOKEN=*** KEY=*** URL=*** DEBUG=1 exited (code 1)"
@@ -23,8 +31,11 @@ def test_env_values_as_written_and_expanded_are_masked() -> None:
 
 
 def test_a_header_credential_is_masked_whole_and_alone() -> None:
-    server = HttpServer("h", "https://example.test/mcp", (("Authorization", "Bearer ${GH_TOKEN}"),
-                                                          ("X-Api-Key", "literal-key-9")))
+    server = HttpServer(
+        "h",
+        "https://example.test/mcp",
+        (("Authorization", "Bearer ${GH_TOKEN}"), ("X-Api-Key", "literal-key-9")),
+    )
     mask = secrets_of(server, {"GH_TOKEN": "ghp_abcdef123"})
     assert mask("sent Bearer ghp_abcdef123 and literal-key-9") == "sent *** and ***"
     assert mask("token ghp_abcdef123 refused") == "token *** refused"
@@ -57,8 +68,9 @@ def sdk_logger() -> logging.Logger:
     return logger
 
 
-def test_the_sdks_log_lines_are_masked_while_the_server_runs(sdk_logger: logging.Logger,
-                                                            caplog: pytest.LogCaptureFixture) -> None:
+def test_the_sdks_log_lines_are_masked_while_the_server_runs(
+    sdk_logger: logging.Logger, caplog: pytest.LogCaptureFixture
+) -> None:
     mask = SecretMask(["ENVSECRET-777"])
     SDK_LOGS.add(mask)
     try:

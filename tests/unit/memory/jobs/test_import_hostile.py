@@ -54,7 +54,8 @@ def test_the_plan_previews_exactly_what_the_transaction_writes(ws: Path) -> None
     # What a preview shows (the card) is the validated op's text: nothing left for the write to change.
     assert [(p.op.title, p.op.content) for p in planned if p.op] == [(c.title, c.body) for c in cards]
     assert {p.card.title: p.markup for p in planned if p.markup} == {
-        HOSTILE_HIDDEN_TITLE: ("HTML comment", HIDDEN_INSTRUCTION)}
+        HOSTILE_HIDDEN_TITLE: ("HTML comment", HIDDEN_INSTRUCTION)
+    }
 
     result = apply_import(stores, planned, ["CLAUDE.md"])
     assert len(result.applied) == 5
