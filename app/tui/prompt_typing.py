@@ -43,6 +43,12 @@ class MainScreen(Screen[None]):
         if isinstance(prompt, PromptInput) and prompt.is_attached:
             self.set_focus(prompt)
 
+    def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
+        """What the person sends is answered at the chat's end: a chat scrolled up to read goes
+        back to it and follows again. Not stopped: the App sends the prompt."""
+        for chat in self.query(ChatPane):
+            chat.scroll_end(animate=False)
+
     def on_prompt_input_scroll_chat(self, event: PromptInput.ScrollChat) -> None:
         """PageUp/PageDown, Ctrl+Home/Ctrl+End in the prompt scroll the chat a page, to its top or
         its bottom (following it again there); at once, so a key held down is a page per key."""

@@ -90,3 +90,18 @@ async def test_ctrl_home_and_ctrl_end_go_to_the_chats_top_and_bottom_and_history
         await pilot.press("up")
         await wait_until(pilot, lambda: prompt.text == "/help", what="Up recalls the last prompt")
         assert app.focused is prompt
+
+
+async def test_sending_from_a_chat_scrolled_up_brings_it_back_to_the_end_of_the_answer(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(pilot)
+        await _help_at_the_bottom(pilot, app)
+        chat = app.chat
+        await pilot.press("ctrl+home")
+        await wait_until(pilot, lambda: chat.scroll_y == 0, what="the chat's top")
+        await send(pilot, "/mcp")
+        await wait_until(pilot, lambda: any("no MCP servers" in t for t in chat_texts(app)), what="/mcp's answer")
+        await wait_until(
+            pilot, lambda: chat.scroll_y == chat.max_scroll_y > 0, what="the chat at its end, with /mcp's answer"
+        )
