@@ -6,12 +6,21 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
 
 from app.agent.mcp.leftovers import TAG_VAR, alive, new_tag, proc, started_by
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 @pytest.fixture
@@ -22,15 +31,22 @@ def tagged() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
         [
             sys.executable,
             "-c",
-            "import subprocess, sys; subprocess.Popen(['sleep', '60'], "
-            "start_new_session=True); sys.stdout.write('up\\n'); sys.stdout.flush(); "
+            "import subprocess, sys; p = subprocess.Popen(['sleep', '60'], "
+            "start_new_session=True); sys.stdout.write(f'{p.pid}\\n'); sys.stdout.flush(); "
             "sys.stdin.read()",
         ],
         env={**os.environ, TAG_VAR: tag},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
-    assert child.stdout is not None and child.stdout.readline() == b"up\n"
+    assert child.stdout is not None
+    grandchild = int(child.stdout.readline())
+    # Popen returns once the grandchild's exec has begun; its environment (and command line) can
+    # be read from /proc only once the kernel has laid out its new stack: wait for that.
+    deadline = time.monotonic() + 10
+    while not _cmdline(grandchild).startswith(b"sleep\0"):
+        assert time.monotonic() < deadline, "the grandchild never ran sleep"
+        time.sleep(0.01)
     try:
         yield child, tag
     finally:
