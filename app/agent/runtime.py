@@ -14,19 +14,19 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from app.agent.checkpoints import CheckpointStore, Recorder
-from app.agent.compaction import ResultStore
-from app.agent.extensions import APP_COMMANDS, Extensions
-from app.agent.memory_parts import build_manager, memory_completion
-from app.agent.provider import AnthropicProvider, Provider, Usage
-from app.agent.runner import Runner
-from app.agent.session import Session, SessionStore
-from app.agent.session_log import SessionError
-from app.agent.settings import Settings
-from app.agent.system_prompt import build_system
-from app.agent.tool_calls import input_limit
+from app.agent.config.settings import Settings
+from app.agent.conversation.compaction import ResultStore
+from app.agent.conversation.session import Session, SessionStore
+from app.agent.conversation.session_log import SessionError
+from app.agent.extensions.extensions import APP_COMMANDS, Extensions
+from app.agent.memory_bridge.manager import build_manager, memory_completion
+from app.agent.memory_bridge.worker_process import WorkerProcess, worker_argv
+from app.agent.model.provider import AnthropicProvider, Provider, Usage
 from app.agent.tools import PermissionGate, ToolContext
-from app.agent.worker_process import WorkerProcess, worker_argv
+from app.agent.turn.runner import Runner
+from app.agent.turn.system_prompt import build_system
+from app.agent.turn.tool_calls import input_limit
+from app.agent.undo.checkpoints import CheckpointStore, Recorder
 from memory.constants import MEMORY_MODES, Level, MemoryMode
 from memory.events import JobQueued, MemoryEvent
 from memory.extract.completion import Completion

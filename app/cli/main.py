@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from memory.constants import MEMORY_MODES
 
 if TYPE_CHECKING:
-    from app.agent.settings import Settings
+    from app.agent.config.settings import Settings
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -113,8 +113,7 @@ def build_parser(*, memory_commands: bool = True, rewind_commands: bool = True) 
     _common(mem, suppress=True)
     if memory_commands:
         # Only when the command line names `memory` (see the module's docstring).
-        from app.cli import memory_commands as memory_cli
-
+        from app.cli.memory import commands as memory_cli
         memory_cli.add_commands(mem, lambda p: _common(p, suppress=True))
     rewind = sub.add_parser("rewind", help="restore files and/or the conversation to before a turn")
     doctor = sub.add_parser("doctor", help="report the checkpoints' size")
@@ -140,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return rewind_cli.run(args)
     if args.command == "memory":
-        from app.cli import memory_commands as memory_cli  # loaded by build_parser already
+        from app.cli.memory import commands as memory_cli  # loaded by build_parser already
 
         code = memory_cli.run(args)
         _ends_at_once = memory_cli.ends_at_once(args)
@@ -178,7 +177,7 @@ def _settings_flags(args: argparse.Namespace) -> dict[str, object]:
 def _status(settings: Settings, workspace: Path) -> str:
     """What `pseudoclaude --status` (or without a terminal) shows: where things are, what to do."""
     # The stores (pydantic, YAML), the spool and the provider's module: only for the status.
-    from app.agent.provider import NO_CREDENTIALS, has_credentials
+    from app.agent.model.provider import NO_CREDENTIALS, has_credentials
     from memory.jobs.spool import Spool
     from memory.store.stores import MemoryStores
 
@@ -212,7 +211,7 @@ def _prompt_text(arg: str) -> str:
     try:
         return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:  # a surrogate that is no escaped byte
-        from app.agent.conversation import scrub_text  # (rare: not loaded for every prompt)
+        from app.agent.conversation.messages import scrub_text  # (rare: not loaded for every prompt)
 
         return scrub_text(arg)
 
@@ -226,7 +225,7 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     allow: tuple[Any, ...] = ()
     if args.allow_tools:
         # Only when asked: the rules (pydantic, pathspec) are no part of the full-screen app's first frame.
-        from app.agent.permissions import parse_rule_list
+        from app.agent.permissions.rules import parse_rule_list
 
         try:
             allow = parse_rule_list(args.allow_tools)
@@ -239,8 +238,8 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         # The full-screen app loads the settings itself, after its first frame: their validation
         # (pydantic) would cost more than the rest of that frame (a bad setting still ends the
         # app with the same one line and exit 2). No garbage collection runs from here to that
-        # frame (app.tui.gc_hold): all it allocates lives as long as the app.
-        from app.tui.gc_hold import hold_start_up, release_start_up
+        # frame (app.tui.chat.gc_hold): all it allocates lives as long as the app.
+        from app.tui.chat.gc_hold import hold_start_up, release_start_up
 
         hold_start_up()
         try:
@@ -252,7 +251,7 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         finally:
             release_start_up()  # an app that ended before its first frame
     # Print mode and --status only: the settings (pydantic-settings) and print mode's runtime.
-    from app.agent.settings import SettingsError, load_settings
+    from app.agent.config.settings import SettingsError, load_settings
 
     try:
         settings = load_settings(_settings_flags(args))

@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from app.agent.attachments import with_attachments
-from app.agent.custom_commands import CustomCommand, expand, parse_invocation
-from app.agent.extensions import APP_COMMANDS
-from app.agent.mcp import McpError
+from app.agent.conversation.attachments import with_attachments
+from app.agent.extensions.custom_commands import CustomCommand, expand, parse_invocation
+from app.agent.extensions.extensions import APP_COMMANDS
+from app.agent.extensions.mcp import McpError
 from app.services.extensions import ExtensionsService
 from memory.text.lines import one_line
 from memory.text.terminal import strip_terminal

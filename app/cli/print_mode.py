@@ -15,10 +15,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from app.agent.events import Compacted, MemorySubmitted, RunEvent, RunStop, ToolCallFinished, ToolCallStarted
-from app.agent.memory_parts import memory_completion
-from app.agent.permissions import Rule
-from app.agent.provider import (
+from app.agent.config.settings import Settings
+from app.agent.memory_bridge.manager import memory_completion
+from app.agent.model.provider import (
     NO_CREDENTIALS,
     AnthropicProvider,
     Retrying,
@@ -26,11 +25,19 @@ from app.agent.provider import (
     UsageEvent,
     has_credentials,
 )
-from app.agent.runner import PromptRefused
+from app.agent.permissions.rules import Rule
 from app.agent.runtime import Runtime
-from app.agent.settings import Settings
+from app.agent.turn.events import (
+    Compacted,
+    MemorySubmitted,
+    RunEvent,
+    RunStop,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from app.agent.turn.runner import PromptRefused
 from app.cli.interrupt import EXIT_INTERRUPTED, Interrupt, interruptible
-from app.cli.memory_grounding import dropped_line
+from app.cli.memory.grounding import dropped_line
 from app.cli.output import closed_pipe, silence
 from app.cli.print_commands import apply_command, asks_for_help, resolve_prompt
 from memory.constants import MemoryMode

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
-    from app.agent.rewind import RewindPlan, RewindResult, TurnLine
-    from app.agent.session import SessionInfo
+    from app.agent.conversation.session import SessionInfo
+    from app.agent.undo.rewind import RewindPlan, RewindResult, TurnLine
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 # The "files changed" column of ``--list``: at least as wide as "12 files, bash", at most FILES_MAX,
@@ -83,9 +83,9 @@ def run(args: argparse.Namespace) -> int:
         err("--list takes no --files, --conversation or --force")
         return EXIT_USAGE
     # The session and checkpoint modules: only for a rewind command.
-    from app.agent.checkpoints import CheckpointError
-    from app.agent.rewind import RewindError
-    from app.agent.session_log import SessionError
+    from app.agent.conversation.session_log import SessionError
+    from app.agent.undo.checkpoints import CheckpointError
+    from app.agent.undo.rewind import RewindError
 
     try:
         info = _session(workspace, getattr(args, "resume", None))
@@ -100,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
 def _session(workspace: Path, resume: str | None) -> SessionInfo:
     """The session asked for: ``resume`` (id or unambiguous prefix) of this workspace, else its latest."""
     # Sessions: only for a rewind command.
-    from app.agent.session import SessionStore
-    from app.agent.session_log import SessionError
+    from app.agent.conversation.session import SessionStore
+    from app.agent.conversation.session_log import SessionError
 
     sessions = SessionStore().list(workspace)
     if resume is None:
@@ -173,8 +173,8 @@ def list_lines(turns: list[TurnLine], width: int) -> list[str]:
 
 def _list(info: SessionInfo, workspace: Path) -> int:
     # The checkpoints and the turns: only for a rewind command.
-    from app.agent.checkpoints import CheckpointStore
-    from app.agent.rewind import list_turns
+    from app.agent.undo.checkpoints import CheckpointStore
+    from app.agent.undo.rewind import list_turns
 
     checkpoints = CheckpointStore().session(info.id, workspace)
     for line in list_lines(list_turns(info.path, checkpoints), list_width()):
@@ -184,9 +184,9 @@ def _list(info: SessionInfo, workspace: Path) -> int:
 
 def _rewind(info: SessionInfo, args: argparse.Namespace) -> int:
     # The session, its checkpoints and the rewind: only for a rewind command.
-    from app.agent.checkpoints import CheckpointStore
-    from app.agent.rewind import RewindError, apply_rewind, conflict_line, plan_rewind
-    from app.agent.session import SessionStore
+    from app.agent.conversation.session import SessionStore
+    from app.agent.undo.checkpoints import CheckpointStore
+    from app.agent.undo.rewind import RewindError, apply_rewind, conflict_line, plan_rewind
 
     files = not args.conversation
     conversation = not args.files
@@ -207,7 +207,7 @@ def _rewind(info: SessionInfo, args: argparse.Namespace) -> int:
 def report(plan: RewindPlan, result: RewindResult, workspace: Path) -> list[str]:
     """What a rewind did, a line each: files, conversation, bash, memory, how to undo it."""
     # The memory history: only to name the batches of the rewound turns' jobs.
-    from app.agent.rewind import memory_batches
+    from app.agent.undo.rewind import memory_batches
 
     out = [f"restored {p}" for p in result.restored] + [f"deleted {p}" for p in result.deleted]
     if plan.restore_files and not result.restored and not result.deleted:
@@ -230,8 +230,8 @@ def report(plan: RewindPlan, result: RewindResult, workspace: Path) -> list[str]
 def doctor() -> int:
     """``pseudoclaude doctor``: the checkpoints' size and sessions, against their bounds."""
     # The settings (pydantic-settings) and the checkpoints: only for this command.
-    from app.agent.checkpoints import CheckpointStore
-    from app.agent.settings import SettingsError, load_settings
+    from app.agent.config.settings import SettingsError, load_settings
+    from app.agent.undo.checkpoints import CheckpointStore
     from memory.text.lines import format_bytes
 
     try:

@@ -13,12 +13,12 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.agent.config_layers import local_settings_path, user_config_path
-from app.agent.permission_edits import add_rule, gitignore_line_missing, remove_rule
-from app.agent.permissions import parse_rule_list
+from app.agent.config.layers import local_settings_path, user_config_path
+from app.agent.permissions.edits import add_rule, gitignore_line_missing, remove_rule
+from app.agent.permissions.rules import parse_rule_list
 
 if TYPE_CHECKING:
-    from app.agent.extensions import Extensions, Waiting
+    from app.agent.extensions.extensions import Extensions, Waiting
     from app.agent.runtime import Runtime
 
 __all__ = [

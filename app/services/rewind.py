@@ -1,7 +1,7 @@
 """Rewind for the app: the open session's turns with what each changed, a rewind's preview, the
 rewind itself, and the memory batches of the rewound turns (memory is never rewound; the person
 may undo those batches too). Plain data in and out; every read and write runs off the event loop
-over app/agent/rewind.py and app/agent/checkpoints.py.
+over app/agent/undo/rewind.py and app/agent/undo/checkpoints.py.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from app.agent.checkpoints import CheckpointError, FileChange, SessionCheckpoints
-from app.agent.rewind import (
+from app.agent.conversation.session_log import SessionError, open_nofollow, read_all
+from app.agent.undo.checkpoints import CheckpointError, FileChange, SessionCheckpoints
+from app.agent.undo.rewind import (
     RewindError,
     RewindPlan,
     RewindResult,
@@ -26,15 +27,14 @@ from app.agent.rewind import (
     list_turns,
     plan_rewind,
 )
-from app.agent.session_log import SessionError, open_nofollow, read_all
 from memory.store.history import UndoError, undoable
 from memory.store.transaction import TransactionError
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
-    from app.agent.runner import Runner
+    from app.agent.conversation.session import Session
     from app.agent.runtime import Runtime
-    from app.agent.session import Session
+    from app.agent.turn.runner import Runner
     from app.services.cards import CardsService
     from memory.model import HistoryEntry
 

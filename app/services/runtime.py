@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from memory.jobs.pace import Pacer  # stdlib only: the app makes its pacer before the first frame
 
 if TYPE_CHECKING:
-    from app.agent.provider import Provider
+    from app.agent.config.settings import Settings
+    from app.agent.model.provider import Provider
     from app.agent.runtime import Runtime
-    from app.agent.settings import Settings
     from app.agent.tools import PermissionGate
     from memory.extract.completion import Completion
     from memory.store.fs import FS

@@ -6,8 +6,8 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from app.agent.conversation.session import SessionInfo
     from app.agent.runtime import Runtime
-    from app.agent.session import SessionInfo
 
 
 class SessionService:

@@ -23,7 +23,7 @@ from memory.store.store import filename_problem
 from memory.store.stores import MemoryStores
 
 if TYPE_CHECKING:
-    from app.agent.settings import Settings
+    from app.agent.config.settings import Settings
 
 __all__ = [
     "REFRESH_LOCK_S",

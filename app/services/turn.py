@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.agent.events import posting_answer_done
+from app.agent.turn.events import posting_answer_done
 
 if TYPE_CHECKING:
-    from app.agent.events import Compacted, OnEvent, RunStop
-    from app.agent.runner import Runner
     from app.agent.runtime import Runtime
+    from app.agent.turn.events import Compacted, OnEvent, RunStop
+    from app.agent.turn.runner import Runner
 
 
 class TurnService:

@@ -32,15 +32,19 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from app.agent.attachments import with_attachments
-from app.tui import commands, permission_window
+from app.agent.conversation.attachments import with_attachments
 from app.tui.bridge import Bridge
-from app.tui.commands import Parsed, SlashCommands
-from app.tui.completion import complete
-from app.tui.consolidate_flow import ScaleFlow
-from app.tui.gc_hold import GcHold, release_start_up
-from app.tui.grounding_watch import GroundingWatch
-from app.tui.history_view import HistoryView
+from app.tui.chat.completion import complete
+from app.tui.chat.gc_hold import GcHold, release_start_up
+from app.tui.chat.history_view import HistoryView
+from app.tui.chat.main_screen import MainScreen, PromptTyping, selection_to_copy
+from app.tui.chat.send_queue import WAIT_GROUPS, SendQueue
+from app.tui.chat.turn_view import TurnRenderer
+from app.tui.commands import Parsed, SlashCommands, parse
+from app.tui.flows.quitter import QUIT_CLOSE_S, Quitter, wait_bounded
+from app.tui.flows.scale_flow import ScaleFlow
+from app.tui.flows.sharing_flow import SharingFlow
+from app.tui.flows.trust_question import TrustQuestion
 from app.tui.messages import (
     ChatNote,
     FilesLoaded,
@@ -59,17 +63,13 @@ from app.tui.messages import (
     TurnDone,
     TurnEvent,
 )
-from app.tui.panel_feed import PanelFeed
+from app.tui.panel.feed import PanelFeed
+from app.tui.panel.grounding_watch import GroundingWatch
+from app.tui.permission.window import ask as ask_permission
 from app.tui.phase import Phase
-from app.tui.prompt_typing import MainScreen, PromptTyping, selection_to_copy
-from app.tui.quit_flow import QUIT_CLOSE_S, Quitter, wait_bounded
 from app.tui.screens.memory import MemoryScreens
-from app.tui.send_queue import WAIT_GROUPS, SendQueue
 from app.tui.startup import Startup
 from app.tui.status_model import StatusModel
-from app.tui.sync_flow import SharingFlow
-from app.tui.trust_flow import TrustQuestion
-from app.tui.turn_view import TurnRenderer
 from memory.text.lines import one_line
 from widgets.chat.log import ChatPane
 from widgets.chat.prompt import PromptInput, Suggestion
@@ -78,8 +78,8 @@ from widgets.dialogs.permission import PermissionAnswer, PermissionRequest
 from widgets.panel.memory_panel import MemoryPanel
 
 if TYPE_CHECKING:
-    from app.agent.pricing import CostMeter
-    from app.agent.settings import Settings
+    from app.agent.config.settings import Settings
+    from app.agent.model.pricing import CostMeter
     from app.services.bundle import Services
     from app.services.prompt_history import PromptHistory
 
@@ -91,7 +91,6 @@ PACE_AFTER_S = 1.0
 TYPEAHEAD_GRACE_S = 0.3  # after the first frame, a Ctrl+J may still be an Enter typed ahead
 QUIT_HINT = "Ctrl+Q quits (Ctrl+C cancels a running turn)"
 QUIT_HINT_S = 4.0  # how long the hint shows; Ctrl+C again meanwhile does not stack another
-
 
 class PseudoClaudeApp(App[int]):
     TITLE = "PseudoClaude"
@@ -241,7 +240,7 @@ class PseudoClaudeApp(App[int]):
 
     def _after_first_frame(self) -> None:
         """Everything slow starts here, after the first frame is on the screen."""
-        release_start_up()  # the collector, held since the command line (app.tui.gc_hold)
+        release_start_up()  # the collector, held since the command line (app.tui.chat.gc_hold)
         # What the terminal buffered before raw mode is read at once: a moment's grace for it.
         self.prompt.typeahead_enter_until = time.monotonic() + TYPEAHEAD_GRACE_S
         # The trust question first (no settings, SDK or session needed), then the panel's cards and
@@ -281,7 +280,7 @@ class PseudoClaudeApp(App[int]):
         self._files = message.paths
         self._files_set = frozenset(message.paths)
 
-    # -- the trust question (app.tui.trust_flow) ------------------------------------------------
+    # -- the trust question (app.tui.flows.trust_question) ------------------------------------------------
 
     @on(TrustChecked)
     def _on_trust_checked(self, message: TrustChecked) -> None:
@@ -400,7 +399,7 @@ class PseudoClaudeApp(App[int]):
         text = message.text
         if not text.strip():
             return
-        parsed = commands.parse(text)
+        parsed = parse(text)
         if parsed is not None:
             await self.slash.run_command(parsed)
         elif self.phase is not Phase.QUITTING:
@@ -474,7 +473,7 @@ class PseudoClaudeApp(App[int]):
             return False
         return True
 
-    # -- typing reaches the prompt (app.tui.prompt_typing) ------------------------------------------
+    # -- typing reaches the prompt (app.tui.chat.main_screen) ------------------------------------------
 
     @property
     def last_key_at(self) -> float:
@@ -571,7 +570,7 @@ class PseudoClaudeApp(App[int]):
     # -- permission modal ------------------------------------------------------------------------
 
     async def ask_permission(self, request: PermissionRequest) -> PermissionAnswer:
-        return await permission_window.ask(self, request)
+        return await ask_permission(self, request)
 
     # -- quit ------------------------------------------------------------------------------------
 
@@ -585,7 +584,6 @@ class PseudoClaudeApp(App[int]):
         self._gc.release()
         self.sharing.stop()  # a sync's git and its ssh do not outlive the app
         await wait_bounded(asyncio.ensure_future(self.bridge.close(0.0)), QUIT_CLOSE_S)
-
 
 def run_app(settings: Settings | Mapping[str, object], workspace: Path, *, resume: str | None = None,
             continue_latest: bool = False) -> int:

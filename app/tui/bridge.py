@@ -27,13 +27,13 @@ from app.services.runtime import Pacer, StoreChanges, build_runtime
 from app.tui.messages import ChatNote, MemoryEventMessage, MemoryUsage, StoresChangedMessage, TurnEvent
 
 if TYPE_CHECKING:
-    from app.agent.events import RunStop
-    from app.agent.provider import Provider, Usage
+    from app.agent.config.settings import Settings
+    from app.agent.model.provider import Provider, Usage
     from app.agent.runtime import Runtime
-    from app.agent.settings import Settings
+    from app.agent.turn.events import RunStop
     from app.services.bundle import Services
     from app.services.turn import TurnService
-    from app.tui.modal_gate import Ask, ModalGate
+    from app.tui.permission.modal_gate import Ask, ModalGate
     from memory.events import MemoryEvent
 
 
@@ -87,9 +87,9 @@ class Bridge:
         """Construct the Runtime and its services (blocking imports; no file is read or written).
         Call in a thread, once the settings are loaded."""
         # In this thread, as everything the App uses later: a first import on the loop stalls it.
-        from app.agent.provider import MODEL_COMMAND, AnthropicProvider, has_credentials
+        from app.agent.model.provider import MODEL_COMMAND, AnthropicProvider, has_credentials
         from app.services.bundle import Services
-        from app.tui.modal_gate import ModalGate
+        from app.tui.permission.modal_gate import ModalGate
 
         settings = self.require_settings()
         self.gate = ModalGate(self.workspace, self._ask)
@@ -126,7 +126,7 @@ class Bridge:
 
     def _memory_completion(self) -> Any:
         # Loaded in build's thread: the memory model's client brings the SDK's types.
-        from app.agent.memory_parts import memory_completion
+        from app.agent.memory_bridge.manager import memory_completion
 
         # Memory-model calls count in the session's cost.
         return memory_completion(self.require_settings(), on_usage=self._on_memory_usage, home=self.home)
@@ -194,7 +194,7 @@ class Bridge:
     async def run_turn(self, turns: TurnService, text: str) -> RunStop:
         """One Run; every event is posted as a TurnEvent. A cancel raises CancelledError after
         the runner closed the turn (the conversation stays valid). An ``AnswerDone`` behind the
-        answer's events: its end is drawn before the job is spooled (app.agent.events)."""
+        answer's events: its end is drawn before the job is spooled (app.agent.turn.events)."""
         from app.tui.text_batch import TextBatch  # loaded by the first turn, not the first frame
 
         emit = TextBatch(lambda ev: self.post(TurnEvent(ev)))  # a message per token is a fifth of a core

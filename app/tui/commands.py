@@ -24,10 +24,10 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from app.tui.extension_commands import ExtensionCommands, ExtHost
+from app.tui.flows.extension_commands import ExtensionCommands, ExtHost
+from app.tui.flows.rewind_flow import RewindFlow, RewindHost
 from app.tui.messages import ChatNote, SessionSwitched, SettingsChanged, TurnDone, TurnEvent
 from app.tui.phase import Phase
-from app.tui.rewind_flow import RewindFlow, RewindHost
 from app.tui.workers import RunsWorkers
 from memory.constants import MEMORY_MODES, MemoryMode
 from memory.text.lines import one_line
@@ -36,12 +36,12 @@ if TYPE_CHECKING:
     from textual.message import Message
     from textual.worker import Worker
 
-    from app.agent.events import RunEvent
-    from app.agent.pricing import CostMeter
-    from app.agent.settings import Settings
+    from app.agent.config.settings import Settings
+    from app.agent.model.pricing import CostMeter
+    from app.agent.turn.events import RunEvent
     from app.services.bundle import Services
     from app.tui.bridge import Bridge
-    from app.tui.consolidate_flow import ScaleFlow
+    from app.tui.flows.scale_flow import ScaleFlow
     from app.tui.screens.memory import MemoryScreens
     from widgets.chat.log import ChatPane
     from widgets.chat.prompt import PromptInput

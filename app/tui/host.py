@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from textual.timer import Timer
     from textual.worker_manager import WorkerManager
 
-    from app.agent.settings import Settings
+    from app.agent.config.settings import Settings
     from app.services.bundle import Services
     from app.tui.bridge import Bridge
     from app.tui.phase import Phase

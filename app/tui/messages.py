@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from app.agent.events import RunEvent
-    from app.agent.provider import Usage
+    from app.agent.model.provider import Usage
+    from app.agent.turn.events import RunEvent
     from memory.events import MemoryEvent
     from widgets.cards.card_list import CardRow, FilterAnswer
     from widgets.cards.draft import CardDraft

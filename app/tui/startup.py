@@ -56,9 +56,9 @@ CONFIGURE_HELP = (
 )
 
 if TYPE_CHECKING:
-    from app.agent.pricing import CostMeter
+    from app.agent.model.pricing import CostMeter
     from app.services.prompt_history import PromptHistory
-    from app.tui.panel_feed import PanelFeed
+    from app.tui.panel.feed import PanelFeed
     from widgets.panel.memory_panel import PanelState
 
 
@@ -103,14 +103,14 @@ class Startup:
 
     def _read_snapshot(self) -> None:
         try:
-            from app.tui.panel_snapshot import read_snapshot  # stdlib, the stat stamp: no pydantic
+            from app.tui.panel.snapshot import read_snapshot  # stdlib, the stat stamp: no pydantic
 
             self._snapshot_found = read_snapshot(self.app.bridge.home, self.app.workspace)
         finally:
             self._snapshot_read.set()
 
     def snapshot_panel(self) -> None:
-        """The cards of the last panel state (app.tui.panel_snapshot) when the stores did not
+        """The cards of the last panel state (app.tui.panel.snapshot) when the stores did not
         change since, before even the stores' imports: in the first frame when the read is done
         by the App's mount (it was started with the App), else as soon as it is."""
         if self._snapshot_read.is_set():
@@ -198,9 +198,9 @@ class Startup:
         wrong (the app exits with the reason)."""
         app = self.app
         # Imported in a thread: a first import on the loop held the screen and the keys.
-        await asyncio.to_thread(importlib.import_module, "app.agent.settings")
+        await asyncio.to_thread(importlib.import_module, "app.agent.config.settings")
         # Not at the top: the settings bring pydantic, after the first frame (already loaded above).
-        from app.agent.settings import SettingsError, load_settings
+        from app.agent.config.settings import SettingsError, load_settings
 
         try:
             settings = await asyncio.to_thread(load_settings, self._flags, home=app.bridge.home)
@@ -231,7 +231,7 @@ class Startup:
 
     async def _load_side_data(self, history: PromptHistory) -> None:
         # After the first frame: the file lister (pathspec) stays out of it.
-        from app.tui.filecomplete import workspace_files
+        from app.tui.chat.filecomplete import workspace_files
 
         app = self.app
         with contextlib.suppress(Exception):
@@ -243,7 +243,7 @@ class Startup:
         """The session is open (or, without credentials, memory only). (The App then reads the
         panel and sends what waited.)"""
         # After the first frame: the prices are a pydantic model.
-        from app.agent.pricing import CostMeter
+        from app.agent.model.pricing import CostMeter
 
         app = self.app
         app.cost = CostMeter(getattr(app.settings, "prices", None))

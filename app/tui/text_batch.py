@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from app.agent.provider import TextDelta
+from app.agent.model.provider import TextDelta
 
 __all__ = ["TextBatch"]
 

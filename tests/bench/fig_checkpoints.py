@@ -33,9 +33,9 @@ def _text(i: int) -> str:
 
 def measure(edits: int = EDITS) -> tuple[list[float], list[float], int]:
     """(checkpoint seconds per edit, the edit's own seconds, blobs kept)."""
-    from app.agent.checkpoints import CheckpointStore, Recorder
     from app.agent.tools.base import ToolContext
     from app.agent.tools.files import edit_file
+    from app.agent.undo.checkpoints import CheckpointStore, Recorder
 
     with private_env() as root:
         ws = root / "ws"

@@ -108,7 +108,7 @@ def flat_figures(root: Path, server: FakeAnthropic) -> list[Figure]:
 
 
 async def _coalesce(root: Path, server: FakeAnthropic) -> tuple[int, list[int], float]:
-    from app.agent.memory_model import AnthropicCompletion
+    from app.agent.memory_bridge.completion import AnthropicCompletion
     from memory.jobs.manager import Manager
     from memory.model import Turn, TurnMessage
     from memory.store.stores import MemoryStores

@@ -74,7 +74,7 @@ def _serve() -> None:
     counts = {"answers": 0, "summaries": 0, "extractions": 0}
 
     def main_reply(body: Any) -> Any:
-        if "tools" not in body:  # a summary request (app/agent/runner.py asks without tools)
+        if "tools" not in body:  # a summary request (app/agent/turn/runner.py asks without tools)
             counts["summaries"] += 1
             return text("## Summary\nThe user asked how the build works, turn after turn. Nothing is open.")
         counts["answers"] += 1
@@ -144,7 +144,7 @@ async def _session(ws: Path, server: _Server) -> tuple[dict[int, float], dict[in
     (Textual ``Strip`` objects) are alive after turns 10 and 500."""
     from textual.strip import Strip
 
-    from app.agent.settings import load_settings
+    from app.agent.config.settings import load_settings
     from tests.tui.conftest import build_app, wait_ready
     from widgets.chat.answer_block import AnswerBlock
 

@@ -116,7 +116,7 @@ async def _app_run(server: FakeAnthropic, ws: Path, memory: str, first_turn: int
     turns; the seconds from Enter to each answer's last word on the screen."""
     from textual import events
 
-    from app.agent.settings import load_settings
+    from app.agent.config.settings import load_settings
     from tests.tui.conftest import build_app, wait_ready, wait_until
 
     app = build_app(load_settings({"memory_mode": memory}), ws.resolve())

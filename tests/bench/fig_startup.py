@@ -11,7 +11,7 @@
   lists the index), against the minimal app's first frame at the same size; a variant with 1,000
   user cards is reported. Warm runs: the cards are written just before a first start that lives a
   few seconds (as a person's start right after a change does), and each timed run finds the
-  snapshot its previous start left, checked valid before the spawn (app/tui/panel_snapshot.py). A
+  snapshot its previous start left, checked valid before the spawn (app/tui/panel/snapshot.py). A
   cold run (the snapshot deleted: the early read of the stores, a first start ever) precedes each
   and is reported beside it.
 * Print mode: ``pseudoclaude -p`` (default settings: memory auto) against the fake Messages API
@@ -203,7 +203,7 @@ def snapshot_ready(ws: Path, home: Path, *, cold: bool = False) -> None:
     """Before a timed panel run: the snapshot the previous start left is there and valid (warm),
     or (``cold``) deleted. An invalid one is an error: the run would not measure what it says."""
     from app.services.panel_snapshot import snapshot_path
-    from app.tui.panel_snapshot import read_snapshot
+    from app.tui.panel.snapshot import read_snapshot
 
     if cold:
         snapshot_path(home, ws).unlink(missing_ok=True)

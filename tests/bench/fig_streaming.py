@@ -144,7 +144,7 @@ class PacedProvider:
         self.deltas = 0
 
     async def stream(self, request: Any) -> AsyncIterator[Any]:
-        from app.agent.provider import TextDelta
+        from app.agent.model.provider import TextDelta
 
         start: float | None = None
         n = 0
@@ -428,8 +428,8 @@ async def settle(app: Any, jobs_done: Callable[[], bool]) -> None:
 
 
 async def session(runs: int) -> tuple[list[Turn], list[tuple[int, float]], dict[str, float]]:
-    from app.agent.provider import AnthropicProvider
-    from app.agent.settings import load_settings
+    from app.agent.config.settings import load_settings
+    from app.agent.model.provider import AnthropicProvider
     from memory.events import JobApplied, JobFailed
     from tests.tui.conftest import build_app
 

@@ -316,10 +316,10 @@ class Result:
 
 
 async def session(runs: int) -> Result:
+    import app.agent.memory_bridge.worker_process as worker_process
     import app.agent.runtime as runtime_module
-    import app.agent.worker_process as worker_process
-    from app.agent.provider import AnthropicProvider
-    from app.agent.settings import load_settings
+    from app.agent.config.settings import load_settings
+    from app.agent.model.provider import AnthropicProvider
     from tests.tui.conftest import build_app, chat_texts
 
     extra = {"PSEUDOCLAUDE_MEMORY_WORKER": "process", "PSEUDOCLAUDE_CONSOLIDATE_AFTER": "0",

@@ -76,7 +76,7 @@ def script_turn(server: FakeAnthropic, turn: int) -> None:
 
 
 def is_summary(body: Mapping[str, Any]) -> bool:
-    """A summary request: the main model, asked without tools (app/agent/compaction.py request_summary)."""
+    """A summary request: the main model, asked without tools (app/agent/conversation/compaction.py request_summary)."""
     return "tools" not in body
 
 

@@ -256,8 +256,8 @@ async def _app_driver(ws: Path, who: str, turns: int) -> dict[str, Any]:
     """One app-like process: ``turns`` turns on its own session, then wait for every job."""
     import anthropic  # noqa: F401  # the SDK import (≈ 1 s) before the start barrier
 
+    from app.agent.config.settings import load_settings
     from app.agent.runtime import Runtime
-    from app.agent.settings import load_settings
     from app.agent.tools import AllowListGate
 
     runtime = Runtime(load_settings({"memory_mode": "auto"}), ws, gate=AllowListGate(frozenset()))
@@ -638,9 +638,9 @@ class FlakyMemoryModel:
 async def flaky_session(ws: Path, turns: int, rate: float = 0.3, seed: int = 0,
                         request_timeout: float = 0.4) -> Result:
     """Stress 3, in this process. Needs HOME/PSEUDOCLAUDE_HOME set."""
-    from app.agent.memory_model import AnthropicCompletion
+    from app.agent.config.settings import load_settings
+    from app.agent.memory_bridge.completion import AnthropicCompletion
     from app.agent.runtime import Runtime
-    from app.agent.settings import load_settings
     from app.agent.tools import AllowListGate
     from memory.events import JobApplied, JobFailed, MemoryEvent
     from memory.jobs.manager import Manager

@@ -11,7 +11,7 @@ caches). Each question then goes through the product's code, nothing reimplement
 * **search**: ``MemorySearch.search(text, limit=10)`` -> hit@1, hit@5, hit@10 and MRR (the
   reciprocal rank of the first answering card, 0 beyond 10) over the on-topic questions; any
   answering card counts;
-* **recall**: ``memory_heads`` of app/agent/run_memory.py as a session's first Run calls it
+* **recall**: ``memory_heads`` of app/agent/memory_bridge/heads.py as a session's first Run calls it
   (the Runner's index is ``merged_index()``, nothing recalled yet), so the cards in the prompt's
   index are excluded exactly as a Run excludes them. Reported: how often it fires (names at
   least one card) on on-topic, no-answer and off-topic questions; its precision (the share of
@@ -148,7 +148,7 @@ def build_workspace(root: Path, name: str, user_written: set[Path]) -> Workspace
 # -- asking the questions ----------------------------------------------------------------------
 
 async def _ask(ws: Workspace, questions: Sequence[Question]) -> list[Result]:
-    from app.agent.run_memory import memory_heads
+    from app.agent.memory_bridge.heads import memory_heads
     from memory.store.index import index_keys
 
     # A session's first Run: the Runner starts from the merged index (its system prompt's).

@@ -248,9 +248,9 @@ def test_the_version_is_unknown_where_no_metadata_is_installed(monkeypatch: pyte
 def test_the_apps_worker_child_runs_from_the_wheel_and_writes_the_card(
     installed: Installed, outside: Path, workspace: Path, server: FakeAnthropic
 ) -> None:
-    # The argv the app starts its memory worker with (app/agent/worker_process.worker_argv), from
+    # The argv the app starts its memory worker with (app/agent/memory_bridge/worker_process.worker_argv), from
     # the installed interpreter: -P, so the folder it runs in can never shadow the package.
-    from app.agent.worker_process import worker_argv
+    from app.agent.memory_bridge.worker_process import worker_argv
     from memory.constants import MemoryMode
     from memory.jobs.spool import Spool, make_job
     from memory.model import Turn, TurnMessage

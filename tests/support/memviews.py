@@ -1,5 +1,5 @@
 """The memory screens' states straight from the stores, as a test builds them: the cards and jobs
-services' blocking reads (app/services/) mapped by the presenter (app/tui/memory_views.py) —
+services' blocking reads (app/services/) mapped by the presenter (app/tui/screens/memory_views.py) —
 the two halves the app runs on either side of the event loop."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 
 from app.services.cards import list_cards, read_card, stored_card
 from app.services.jobs import pending_jobs
-from app.tui import memory_views
-from app.tui.memory_views import AppliedRecord
+from app.tui.screens import memory_views
+from app.tui.screens.memory_views import AppliedRecord
 from memory.jobs.views import JobView
 from memory.model import Note
 from memory.store.stores import MemoryStores

@@ -23,13 +23,13 @@ from textual.css.query import NoMatches
 from textual.pilot import Pilot
 from textual.widget import Widget
 
-from app.agent.settings import Settings, load_settings
+from app.agent.config.settings import Settings, load_settings
 from app.tui.app import PseudoClaudeApp
 from app.tui.bridge import Bridge
 from tests.support.fakeapi import FakeAnthropic
 
 if TYPE_CHECKING:
-    from app.agent.provider import Provider
+    from app.agent.model.provider import Provider
     from memory.extract.completion import Completion
     from memory.store.fs import FS
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.widgets import Input, Static
 
 from app.services.extensions import check_rules
-from app.tui.modal_gate import ModalGate
+from app.tui.permission.modal_gate import ModalGate
 from tests.tui.conftest import wait_until
 from tests.tui.test_extension_windows import _UNSET, ModalHost
 from widgets.dialogs.permission import PermissionAnswer, PermissionModal, PermissionRequest

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from app.tui.quit_flow import QUIT_CLOSE_S, QUIT_DRAIN_S
+from app.tui.flows.quitter import QUIT_CLOSE_S, QUIT_DRAIN_S
 from memory.model import NoteMeta
 from memory.store.frontmatter import dump_note
 from memory.store.fs import FS

@@ -109,8 +109,7 @@ async def test_a_continued_session_shows_its_history(make_app, server: FakeAnthr
 
 
 async def test_a_failing_background_worker_is_one_error_line_not_a_crash(make_app, monkeypatch) -> None:
-    from app.tui import panel_state
-
+    from app.tui.panel import state as panel_state
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError("the store folder is unreadable")
 
@@ -163,9 +162,9 @@ async def test_no_full_garbage_collection_while_an_answer_streams_and_the_schedu
     over and the keyboard has been still for GC_IDLE_S."""
     import gc
 
-    import app.tui.gc_hold
+    import app.tui.chat.gc_hold
 
-    monkeypatch.setattr(app.tui.gc_hold, "GC_IDLE_S", 2.0)
+    monkeypatch.setattr(app.tui.chat.gc_hold, "GC_IDLE_S", 2.0)
     saved = gc.get_threshold()
     gate = server.gate("mid-answer")
     server.script(MODEL, text("An answer that streams for a while.", chunk_size=4).held(after=gate, at=4))

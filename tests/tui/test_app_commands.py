@@ -342,7 +342,7 @@ async def test_whichever_way_a_screen_was_opened_its_closing_gives_the_focus_to_
 
 
 def test_the_names_a_custom_command_may_not_take_are_the_apps_own_commands() -> None:
-    from app.agent.extensions import APP_COMMANDS
+    from app.agent.extensions.extensions import APP_COMMANDS
     from app.tui.commands import COMMANDS
 
     assert sorted(APP_COMMANDS) == sorted(c.name for c in COMMANDS)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.tui import permission_window
+from app.tui.permission import window as permission_window
 from tests.support.fakeapi import FakeAnthropic, text, tool_use
 from tests.support.processes import alive, gone
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until

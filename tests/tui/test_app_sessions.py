@@ -9,7 +9,7 @@ from typing import Any
 
 from textual.widgets import OptionList
 
-from app.agent.session import SessionStore
+from app.agent.conversation.session import SessionStore
 from app.tui.commands import SessionPicker
 from tests.support.clitools import system_text
 from tests.support.fakeapi import FakeAnthropic, http_error, text
@@ -219,7 +219,7 @@ async def test_resume_typed_while_clear_is_still_closing_the_session_waits_for_i
     # thread) and opening the new one, and the resume then failed or never came.
     import threading
 
-    from app.agent.session import Session
+    from app.agent.conversation.session import Session
 
     first = _session_with_a_turn(ws, "the first question", "the first answer")
     server.script(MODEL, text("answer one"))

@@ -237,10 +237,10 @@ async def test_a_pruned_tool_block_is_not_kept_alive_by_the_turns_map() -> None:
     renderer: the map is weak."""
     import gc
 
-    from app.agent.provider import ToolUseStart
-    from app.tui.gc_hold import GcHold
+    from app.agent.model.provider import ToolUseStart
+    from app.tui.chat.gc_hold import GcHold
+    from app.tui.chat.turn_view import TurnRenderer
     from app.tui.status_model import StatusModel
-    from app.tui.turn_view import TurnRenderer
 
     class Block:
         depth = 0

@@ -17,7 +17,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from app.services.trust import TrustService
-from app.tui.trust_flow import trust_cards
+from app.tui.flows.trust_question import trust_cards
 from memory.store.stores import MemoryStores
 from tests.support.fakeapi import FakeAnthropic
 from tests.tui.conftest import wait_until

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from app.agent.events import ToolCallApproved, ToolCallFinished, ToolCallStarted
+from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.settings import load_settings
 from app.agent.tools.specs import TOOL_SPECS
-from app.tui.modal_gate import ModalGate, build_preview
+from app.agent.turn.events import ToolCallApproved, ToolCallFinished, ToolCallStarted
+from app.tui.permission.modal_gate import ModalGate, build_preview
 from tests.support.clitools import MODEL, result_text, tool_results
 from tests.support.fakeapi import FakeAnthropic, text, tool_use
 from widgets.chat.tool_block import summarize_args

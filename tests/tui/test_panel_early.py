@@ -11,7 +11,7 @@ from pathlib import Path
 
 from app.tui.app import PseudoClaudeApp
 from app.tui.messages import PanelStateReady
-from app.tui.panel_state import UNTRUSTED_NOTE
+from app.tui.panel.state import UNTRUSTED_NOTE
 from memory.constants import Level
 from memory.store.stores import MemoryStores
 from tests.support.fakeapi import FakeAnthropic

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-import app.tui.panel_snapshot as panel_snapshot
+import app.tui.panel.snapshot as panel_snapshot
 from app.services.index import index_view
 from app.services.panel_snapshot import snapshot_path
 from app.tui.app import PseudoClaudeApp
 from app.tui.messages import PanelStateReady
-from app.tui.panel_snapshot import PanelSnapshot
-from app.tui.panel_state import build_panel_state
+from app.tui.panel.snapshot import PanelSnapshot
+from app.tui.panel.state import build_panel_state
 from memory.constants import Level
 from memory.store.stores import MemoryStores
 from tests.support.fakeapi import FakeAnthropic

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from textual.widgets import Checkbox
 
-from app.tui.consolidate_flow import NEEDS_MODEL
+from app.tui.flows.scale_flow import NEEDS_MODEL
 from app.tui.messages import MemoryEventMessage
 from memory.constants import Level
 from memory.events import JobApplied

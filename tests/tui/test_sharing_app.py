@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from textual.widgets import Button, Static
 
-from app.tui import sync_flow
+from app.tui.flows import sharing_flow as sync_flow
 from app.tui.messages import MemoryEventMessage
 from memory.constants import Level
 from memory.events import JobApplied

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from app.agent.settings import load_settings
+from app.agent.config.settings import load_settings
 from app.tui.app import PseudoClaudeApp
 from memory.constants import Level, NoteType
 from memory.store.stores import MemoryStores

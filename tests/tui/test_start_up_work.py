@@ -36,7 +36,7 @@ _CLI_PROBE = textwrap.dedent(
         def first_frame():
             seen["collector_at_first_frame"] = gc.isenabled()
             seen["loaded_at_first_frame"] = sorted(
-                m for m in ("app.cli.memory_commands", "memory.text.redact", "importlib.resources", "zipfile")
+                m for m in ("app.cli.memory.commands", "memory.text.redact", "importlib.resources", "zipfile")
                 if m in sys.modules)
             after()
             seen["collector_after_first_frame"] = gc.isenabled()
@@ -64,7 +64,7 @@ def test_the_first_frame_runs_no_collection_and_loads_no_memory_command(ws: Path
     seen = eval(proc.stdout.strip().splitlines()[-1])  # a dict printed by the probe
     assert seen == {
         "collector_before": True,
-        "collector_at_first_frame": False,  # held from the command line (app.tui.gc_hold)
+        "collector_at_first_frame": False,  # held from the command line (app.tui.chat.gc_hold)
         "loaded_at_first_frame": [],
         "collector_after_first_frame": True,
         "start_up_frozen": True,

@@ -280,7 +280,7 @@ async def test_memory_off_stops_the_childs_requests_and_back_on_resumes_them(
 
 def test_the_child_is_a_session_of_its_own_reading_a_pipe(tmp_path: Path) -> None:
     # What keeps the terminal's Ctrl+C / hang-up off the child and its output off the screen.
-    from app.agent.worker_process import worker_argv
+    from app.agent.memory_bridge.worker_process import worker_argv
 
     argv = worker_argv(tmp_path, "m", MemoryMode.AUTO, drain=3)
     assert argv[:4] == [sys.executable, "-P", "-m", "app.cli.main"] and argv[-2:] == ["--drain", "3"]

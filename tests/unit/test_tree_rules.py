@@ -78,8 +78,8 @@ _PARSE_BACK = re.compile(
 _REGEX_CALLS = frozenset({"compile", "match", "search", "fullmatch", "findall", "finditer", "sub", "subn", "split"})
 # Files that parse index text on purpose -> why.
 PARSE_BACK_EXCEPTIONS: dict[str, str] = {
-    "app/agent/receipts.py": "a turn's receipt reads the index the Run was shown, as the session recorded it",
-    "app/agent/run_memory.py": "a resumed conversation's index and <memory-recall> blocks exist only as its text",
+    "app/agent/memory_bridge/receipts.py": "a turn's receipt reads the index the Run was shown, as the session recorded it",
+    "app/agent/memory_bridge/heads.py": "a resumed conversation's index and <memory-recall> blocks exist only as its text",
 }
 
 

@@ -2,7 +2,7 @@
 while the memory panel is hidden, an "F2 memory" hint (with the count of cards new this Run, so
 a hidden panel still tells the user that memory changed).
 
-The App formats the values (app/agent/pricing.py has the token and cost strings); this widget only
+The App formats the values (app/agent/model/pricing.py has the token and cost strings); this widget only
 fits them into one row of the current width. When the row is too narrow it gives up, in order:
 the last turn's tokens, then the workspace's leading folders ("…/tail"), then the row's end.
 The note (e.g. "connecting…") comes first so it is never the part that is cut; on a very

@@ -1,6 +1,6 @@
 """The memory side panel: the merged index the next Run will see, and the memory jobs in flight.
 
-Pure drawing: the App builds a :class:`PanelState` off the event loop (app/tui/panel_state.py reads
+Pure drawing: the App builds a :class:`PanelState` off the event loop (app/tui/panel/state.py reads
 the stores) and hands it to :meth:`MemoryPanel.show`. Cards are laid out for the panel's width
 at render time (a type tag, the title in bold on one line, the summary dim on at most two), so
 a resize reflows them without asking the App for anything. Every string is stripped of

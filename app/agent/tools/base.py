@@ -105,7 +105,7 @@ class StoredResults(Protocol):
 
 
 class WriteRecorder(Protocol):
-    """What the file tools tell the session's checkpoints (app/agent/checkpoints.Recorder, which
+    """What the file tools tell the session's checkpoints (app/agent/undo/checkpoints.Recorder, which
     never raises): a file's real path before a write and the bytes after it, and that bash ran."""
 
     def before_write(self, real: str) -> None: ...

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from textual import on
 from textual.message import Message
 
-from app.tui.memory_views import MERGE_MARK, disk_draft, merge_draft
 from app.tui.messages import CardsLoaded, ChatNote, EditorOutcome, MemoryFlash, SearchFound
 from app.tui.screens.common import FLASH_WIDTH
+from app.tui.screens.memory_views import MERGE_MARK, disk_draft, merge_draft
 from memory.text.lines import one_line
 from widgets.cards.browser import CardBrowser
 from widgets.cards.card_list import CardRow

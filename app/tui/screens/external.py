@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 from textual.app import SuspendNotSupported
 
 from app.services.cards import CardText, EditBack
-from app.tui.memory_views import disk_draft
+from app.tui.screens.memory_views import disk_draft
 from memory.text.lines import one_line
 from widgets.cards.conflict import ConflictModal
 from widgets.cards.draft import CardDraft

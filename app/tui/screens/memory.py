@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from textual.worker import Worker
 
     from app.services.bundle import Services
-    from app.tui.memory_views import AppliedRecord
     from app.tui.screens.cards import CardsScreen
     from app.tui.screens.external import ExternalEdits
     from app.tui.screens.host import ScreensHost
+    from app.tui.screens.memory_views import AppliedRecord
     from app.tui.screens.pending import PendingJobsScreen
     from memory.model import Conflict, Rejection
     from widgets.cards.card_list import CardRow
@@ -118,7 +118,7 @@ class MemoryScreens:
     def remember(self, text: str) -> None:
         """/remember TEXT: the editor, prefilled; Ctrl+S saves (nothing is written before)."""
         # memory_views brings pydantic (memory.model): not before the app's first frame.
-        from app.tui.memory_views import draft_from
+        from app.tui.screens.memory_views import draft_from
 
         self.open_editor(draft_from(self.services.cards.remember_draft(text)))
 
@@ -134,7 +134,7 @@ class MemoryScreens:
     def record(self, event: object) -> None:
         """Keep the jobs applied while the app runs (the pending screen lists them for the session)."""
         # Both bring pydantic (memory.model): not with this module before the app's first frame.
-        from app.tui.memory_views import applied_record
+        from app.tui.screens.memory_views import applied_record
         from memory.events import JobApplied, JobDismissed
 
         if isinstance(event, JobApplied):
@@ -150,7 +150,7 @@ class MemoryScreens:
 
     async def _load_cards(self, select: tuple[str, str] | None) -> None:
         # memory_views brings pydantic (memory.model): not before the app's first frame.
-        from app.tui.memory_views import card_rows
+        from app.tui.screens.memory_views import card_rows
 
         try:
             listing = await self.services.cards.list_cards()
@@ -167,7 +167,7 @@ class MemoryScreens:
 
     async def _load_pending(self) -> None:
         # memory_views brings pydantic (memory.model): not before the app's first frame.
-        from app.tui.memory_views import pending_state
+        from app.tui.screens.memory_views import pending_state
 
         try:
             state = pending_state(await self.services.jobs.pending(), list(self.applied.values()))

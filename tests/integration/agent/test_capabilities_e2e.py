@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.memory_model import CAPABILITIES_FILE, AnthropicCompletion, Capabilities
+from app.agent.config.settings import load_settings
+from app.agent.memory_bridge.completion import CAPABILITIES_FILE, AnthropicCompletion, Capabilities
 from app.agent.runtime import Runtime
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
 from memory.extract.completion import CompletionError, CompletionRequest
 from memory.extract.prompt import OPERATIONS_SCHEMA

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from app.agent import compaction as cmp
-from app.agent.events import Compacted, Compacting, ContextUsage, MemorySubmitted, RunEvent
+from app.agent.config.settings import load_settings
+from app.agent.conversation import compaction as cmp
+from app.agent.conversation.session import SessionStore
 from app.agent.runtime import Runtime
-from app.agent.session import SessionStore
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
+from app.agent.turn.events import Compacted, Compacting, ContextUsage, MemorySubmitted, RunEvent
 from app.cli.main import main
 from memory.store.stores import MemoryStores
 from tests.support.clitools import MEMORY_MODEL, MODEL, extraction_prompt, result_text, system_text
@@ -438,7 +438,7 @@ async def test_each_request_serialises_the_conversation_once_to_measure_it(
 ) -> None:
     """The estimate before a request and the usage anchor after it measure the same conversation:
     near the window that is hundreds of kilobytes of JSON, serialised once, not twice."""
-    import app.agent.runner
+    import app.agent.turn.runner
 
     rt = await make_runtime()
     try:
@@ -453,7 +453,7 @@ async def test_each_request_serialises_the_conversation_once_to_measure_it(
                 measured.append(1)
             return real(value)
 
-        monkeypatch.setattr(app.agent.runner.cmp, "messages_chars", counting)
+        monkeypatch.setattr(app.agent.turn.runner.cmp, "messages_chars", counting)
         server.script(MODEL, text("the last answer"))
         stop = await rt.runner.run("one more question")
         assert stop.status == "completed"

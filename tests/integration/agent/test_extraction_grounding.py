@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.memory_model import AnthropicCompletion
+from app.agent.config.settings import load_settings
+from app.agent.memory_bridge.completion import AnthropicCompletion
 from app.agent.runtime import Runtime
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
 from memory.constants import Level, MemoryMode
 from memory.events import JobApplied, MemoryEvent

@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.mcp import HttpServer, McpError, McpManager, StdioServer, load_servers, trust_project_servers
+from app.agent.extensions.mcp import (
+    HttpServer,
+    McpError,
+    McpManager,
+    StdioServer,
+    load_servers,
+    trust_project_servers,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -51,7 +58,7 @@ def one_line(text: str) -> bool:
 @pytest.fixture
 def sdk_loaded() -> None:
     """The SDK imported up front, so a test's timing measures the server, not the import."""
-    import app.agent.mcp.connection  # noqa: F401
+    import app.agent.extensions.mcp.connection  # noqa: F401
 
 
 async def test_echo_round_trip_with_env_prompts_and_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,7 +88,7 @@ async def test_echo_round_trip_with_env_prompts_and_status(tmp_path: Path, monke
 
 
 def _result(text: str) -> object:
-    from app.agent.mcp import McpResult
+    from app.agent.extensions.mcp import McpResult
 
     return McpResult(text)
 
@@ -269,13 +276,13 @@ def test_the_sdk_is_not_imported_without_a_server(tmp_path: Path) -> None:
     code = (
         "import asyncio, sys\n"
         "from pathlib import Path\n"
-        "from app.agent.mcp import McpManager, load_servers\n"
+        "from app.agent.extensions.mcp import McpManager, load_servers\n"
         f"loaded = load_servers(Path({str(tmp_path)!r}))\n"
         f"m = McpManager(loaded.servers, workspace=Path({str(tmp_path)!r}))\n"
         "async def main():\n"
         "    m.start(); await m.wait_ready(); print(m.api_tools()); await m.close()\n"
         "asyncio.run(main())\n"
-        "print(sorted(n for n in sys.modules if n == 'mcp' or n.startswith(('mcp.', 'app.agent.mcp.connection'))))\n"
+        "print(sorted(n for n in sys.modules if n == 'mcp' or n.startswith(('mcp.', 'app.agent.extensions.mcp.connection'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr

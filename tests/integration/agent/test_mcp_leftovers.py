@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.mcp import McpManager
+from app.agent.extensions.mcp import McpManager
 from tests.integration.agent.test_mcp_client import ROOT, alive, gone, stdio
 
 pytestmark = pytest.mark.timeout(60)
@@ -70,8 +70,8 @@ async def test_a_crashed_servers_setsid_grandchild_is_stopped_when_the_server_fa
 _UNSTOPPABLE = """
 import asyncio, gc, sys
 from pathlib import Path
-import app.agent.mcp.stdio as stdio
-from app.agent.mcp import McpManager, StdioServer
+import app.agent.extensions.mcp.stdio as stdio
+from app.agent.extensions.mcp import McpManager, StdioServer
 
 async def keep(found, grace):
     return sorted(found, key=lambda p: p.pid)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.mcp import McpManager
+from app.agent.extensions.mcp import McpManager
 from tests.integration.agent.test_mcp_client import stdio
 
 pytestmark = pytest.mark.timeout(60)

@@ -12,9 +12,9 @@ from pathlib import Path
 import anthropic  # noqa: F401  # imported here, not in the first attempt: its time is the requests'
 import pytest
 
-from app.agent.memory_model import AnthropicCompletion
+from app.agent.config.settings import load_settings
+from app.agent.memory_bridge.completion import AnthropicCompletion
 from app.agent.runtime import Runtime
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
 from memory.jobs.manager import Manager
 from memory.jobs.views import JobView

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.memory_model import AnthropicCompletion
+from app.agent.memory_bridge.completion import AnthropicCompletion
 from memory.constants import Level
 from memory.jobs.manager import Manager
 from memory.model import Turn, TurnMessage

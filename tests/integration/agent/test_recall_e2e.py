@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
 from app.agent.tools.search_memory import NO_MATCH, UNTRUSTED_NOTE
 from memory.constants import Level

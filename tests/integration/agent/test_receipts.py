@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from app.agent.events import RunStop, ToolCallFinished
+from app.agent.config.settings import load_settings
+from app.agent.conversation.session import SessionStore
 from app.agent.runtime import Runtime
-from app.agent.session import SessionStore
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
+from app.agent.turn.events import RunStop, ToolCallFinished
 from memory.store.stores import MemoryStores
 from tests.support.clitools import MODEL
 from tests.support.fakeapi import FakeAnthropic, http_error, text, tool_use

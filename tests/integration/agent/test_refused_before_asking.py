@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from app.agent.events import ToolCallStarted
+from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate, PermissionDecision
-from app.tui.modal_gate import ModalGate
+from app.agent.turn.events import ToolCallStarted
+from app.tui.permission.modal_gate import ModalGate
 from memory.store.paths import pseudoclaude_home
 from tests.support.clitools import MODEL, result_text, tool_results
 from tests.support.fakeapi import FakeAnthropic, message, text, tool_block

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.run_memory import recall_query
+from app.agent.config.settings import load_settings
+from app.agent.memory_bridge.heads import recall_query
 from app.agent.runtime import Runtime
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
 from memory.store.stores import MemoryStores
 from tests.support.clitools import MODEL

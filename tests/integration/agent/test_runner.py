@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from app.agent import tool_calls as tool_calls_module
-from app.agent.events import MemorySubmitted, RequestStarted, RunStop, ToolCallStarted
-from app.agent.memory_model import AnthropicCompletion
-from app.agent.provider import TextDelta, ToolUseArgs, ToolUseStart, UsageEvent
+from app.agent.config.settings import load_settings
+from app.agent.conversation.session import SessionStore
+from app.agent.memory_bridge.completion import AnthropicCompletion
+from app.agent.model.provider import TextDelta, ToolUseArgs, ToolUseStart, UsageEvent
 from app.agent.runtime import Runtime
-from app.agent.session import SessionStore
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate, PermissionDecision, ToolResult
+from app.agent.turn import tool_calls as tool_calls_module
+from app.agent.turn.events import MemorySubmitted, RequestStarted, RunStop, ToolCallStarted
 from memory.events import JobHeld
 from memory.extract.completion import CompletionRequest
 from memory.extract.prompt import OPERATIONS_SCHEMA
@@ -455,8 +455,8 @@ async def test_switching_to_the_current_session_works_and_a_failed_switch_keeps_
 async def test_close_closes_the_memory_models_own_client_but_not_a_shared_one(server: FakeAnthropic, ws: Path) -> None:
     """Left open, the SDK closes a client's connections when it is collected, after the event
     loop has ended, and a traceback ("Event loop is closed") lands on the person's terminal."""
-    from app.agent.memory_model import AnthropicCompletion
-    from app.agent.provider import AnthropicProvider
+    from app.agent.memory_bridge.completion import AnthropicCompletion
+    from app.agent.model.provider import AnthropicProvider
 
     server.script(MODEL, text("hello"))
     server.script(MEMORY_MODEL, text("[]"))

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
 from memory.store.stores import MemoryStores
 from tests.support.clitools import MODEL

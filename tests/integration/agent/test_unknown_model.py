@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.provider import MODEL_COMMAND, AnthropicProvider, ErrorEvent, ModelRequest
+from app.agent.model.provider import MODEL_COMMAND, AnthropicProvider, ErrorEvent, ModelRequest
 from tests.support.clitools import MODEL, run_cli
 from tests.support.fakeapi import FakeAnthropic, http_error
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import anthropic  # noqa: F401  # imported up front: a first import inside the loop is not the code's stall
 import pytest
 
+from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
 from memory.store.fs import FS
 from tests.support.clitools import MEMORY_MODEL, MODEL, create_op, ops_answer

@@ -689,7 +689,7 @@ def test_memory_flush_closes_its_sdk_client_before_its_event_loop_ends(
 ) -> None:
     """Else the client's connections are closed when it is collected, on a closed loop, and a
     traceback ("Event loop is closed") is printed by whatever runs next in the process."""
-    import app.agent.memory_model
+    import app.agent.memory_bridge.completion
     from app.cli.main import main
 
     for k, v in server.env().items():
@@ -702,7 +702,7 @@ def test_memory_flush_closes_its_sdk_client_before_its_event_loop_ends(
     assert res.code == 0 and len(spool()) == 1, res.err
     server.script(MEMORY_MODEL, text("[]"))
     clients: list[object] = []
-    real = app.agent.memory_model.AnthropicCompletion
+    real = app.agent.memory_bridge.completion.AnthropicCompletion
 
     class Recording(real):  # type: ignore[misc, valid-type]
         @property
@@ -711,7 +711,7 @@ def test_memory_flush_closes_its_sdk_client_before_its_event_loop_ends(
             clients.append(c)
             return c
 
-    monkeypatch.setattr(app.agent.memory_model, "AnthropicCompletion", Recording)
+    monkeypatch.setattr(app.agent.memory_bridge.completion, "AnthropicCompletion", Recording)
     assert main(["-C", str(ws), "memory", "flush", "--timeout", "30"]) == 0
     assert spool() == [] and clients
     assert all(c.is_closed() for c in clients)  # type: ignore[attr-defined]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
 from tests.support.clitools import (
     MEMORY_MODEL,

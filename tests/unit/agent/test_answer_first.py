@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.events import MemorySubmitted, RunStop
-from app.agent.runner import Runner
+from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
+from app.agent.turn.events import MemorySubmitted, RunStop
+from app.agent.turn.runner import Runner
 from tests.support.clitools import MODEL
 from tests.support.fakeapi import FakeAnthropic, text
 

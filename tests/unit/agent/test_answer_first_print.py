@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.agent.settings import load_settings
+from app.agent.config.settings import load_settings
 from app.cli.print_mode import run_print
 from memory.jobs.spool import Spool
 from tests.support.clitools import MODEL

@@ -71,7 +71,7 @@ def test_notes_follow_the_output_and_no_exit_means_no_view() -> None:
 
 async def test_the_model_never_gets_the_view(ws: Path) -> None:
     # The result block the model is sent carries the content alone.
-    from app.agent.tool_calls import result_block
+    from app.agent.turn.tool_calls import result_block
 
     r = await run_tool("bash", {"command": "echo hi"}, ToolContext(workspace=ws))
     assert result_block("c1", r) == {"type": "tool_result", "tool_use_id": "c1", "content": r.content}

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from app.agent.events import MemorySubmitted, RunStop, run_whole
+from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.settings import load_settings
 from app.agent.tools import AllowListGate
+from app.agent.turn.events import MemorySubmitted, RunStop, run_whole
 from tests.support.clitools import MODEL
 from tests.support.fakeapi import FakeAnthropic, text
 

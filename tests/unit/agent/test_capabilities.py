@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.agent.memory_model import Capabilities, endpoint_url, refuses_structured_output
+from app.agent.memory_bridge.completion import Capabilities, endpoint_url, refuses_structured_output
 
 
 @dataclass

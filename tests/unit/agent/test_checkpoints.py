@@ -1,4 +1,4 @@
-"""Checkpoints of the agent's file edits and rewind (app/agent/checkpoints.py, app/agent/rewind.py):
+"""Checkpoints of the agent's file edits and rewind (app/agent/undo/checkpoints.py, app/agent/undo/rewind.py):
 the real file tools write through the Recorder a session gives them; rewinds go through the
 session log as the CLI and the app use it."""
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from app.agent.checkpoints import CheckpointError, CheckpointStore, Recorder, SessionCheckpoints
-from app.agent.rewind import RewindError, apply_rewind, list_turns, plan_rewind, turn_prompt
-from app.agent.session import Session, SessionStore
+from app.agent.conversation.session import Session, SessionStore
 from app.agent.tools import ToolContext, run_tool
+from app.agent.undo.checkpoints import CheckpointError, CheckpointStore, Recorder, SessionCheckpoints
+from app.agent.undo.rewind import RewindError, apply_rewind, list_turns, plan_rewind, turn_prompt
 
 
 class Bench:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.agent.custom_commands import parse_invocation
+from app.agent.extensions.custom_commands import parse_invocation
 
 
 @pytest.mark.parametrize(

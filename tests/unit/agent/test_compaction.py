@@ -1,4 +1,4 @@
-"""Long sessions: the pure and file-only parts of app/agent/compaction.py, and
+"""Long sessions: the pure and file-only parts of app/agent/conversation/compaction.py, and
 how a Session records usage anchors, offloads and compactions so a replay rebuilds them exactly."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.agent import compaction as cmp
-from app.agent.compaction import (
+from app.agent.conversation import compaction as cmp
+from app.agent.conversation.compaction import (
     Anchor,
     ResultStore,
     estimate_tokens,
@@ -25,8 +25,8 @@ from app.agent.compaction import (
     result_stub,
     split_for_summary,
 )
-from app.agent.conversation import INTERRUPTED, app_note, is_app_note, push_message
-from app.agent.session import SessionStore
+from app.agent.conversation.messages import INTERRUPTED, app_note, is_app_note, push_message
+from app.agent.conversation.session import SessionStore
 from tests.support.fakeapi import _validate_messages_body
 
 # `ws` here is an empty folder, not the shared git work tree.

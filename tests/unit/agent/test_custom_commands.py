@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from app.agent.custom_commands import CommandCatalog, load_custom_commands
-from app.agent.project_trust import ProjectTrust
+from app.agent.config.project_trust import ProjectTrust
+from app.agent.extensions.custom_commands import CommandCatalog, load_custom_commands
 
 BUILTIN = ("/help", "/clear", "/memory", "/permissions")
 

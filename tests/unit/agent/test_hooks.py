@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.hooks import HookConfig, load_hooks, run_hooks
-from app.agent.project_trust import ProjectTrust
+from app.agent.config.project_trust import ProjectTrust
+from app.agent.extensions.hooks import HookConfig, load_hooks, run_hooks
 
 
 def _user(home: Path, text: str) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.extensions import Extensions
-from app.agent.hooks import load_hooks, run_hooks
+from app.agent.extensions.extensions import Extensions
+from app.agent.extensions.hooks import load_hooks, run_hooks
 from widgets.chat.tool_block import ToolBlock
 
 
@@ -112,7 +112,7 @@ async def test_the_extensions_say_each_failure_each_time_and_a_stop_block(
     ]
     # Without a face to say it, the log has it: never silent.
     ext.on_hook_note = None
-    with caplog.at_level(logging.WARNING, logger="app.agent.extensions"):
+    with caplog.at_level(logging.WARNING, logger="app.agent.extensions.extensions"):
         await ext.hook("UserPromptSubmit", session_id="s", prompt="hi")
     assert "UserPromptSubmit hook `exit 1` exited with 1" in caplog.text
 

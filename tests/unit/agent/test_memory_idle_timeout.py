@@ -9,9 +9,9 @@ import anthropic
 import httpx2
 import pytest
 
-from app.agent.memory_model import AnthropicCompletion
+from app.agent.config.settings import Settings, SettingsError, load_settings
+from app.agent.memory_bridge.completion import AnthropicCompletion
 from app.agent.runtime import Runtime
-from app.agent.settings import Settings, SettingsError, load_settings
 from app.agent.tools import AllowListGate
 from app.tui.bridge import Bridge
 from memory.extract.completion import CompletionError

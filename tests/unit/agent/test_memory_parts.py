@@ -1,5 +1,5 @@
 """The memory model's client and the job manager are each built in one place
-(app/agent/memory_parts.py), with the settings every face shares."""
+(app/agent/memory_bridge/manager.py), with the settings every face shares."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from app.agent import memory_parts
-from app.agent.memory_model import AnthropicCompletion
-from app.agent.provider import Usage
-from app.agent.settings import Settings
+from app.agent.config.settings import Settings
+from app.agent.memory_bridge import manager as memory_parts
+from app.agent.memory_bridge.completion import AnthropicCompletion
+from app.agent.model.provider import Usage
 from memory.constants import MemoryMode
 from memory.jobs import pipeline
 from memory.store.fs import FS
@@ -19,7 +19,7 @@ from memory.store.stores import MemoryStores
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILT_IN_ONE_PLACE = frozenset({"Manager", "AnthropicCompletion"})
-THE_PLACE = "app/agent/memory_parts.py"
+THE_PLACE = "app/agent/memory_bridge/manager.py"
 
 
 def _constructions(source: str) -> list[tuple[int, str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from app.agent.memory_turn import MAX_PATH_CHARS, MAX_TURN_PATHS, turn_for_memory
+from app.agent.memory_bridge.turn_memory import MAX_PATH_CHARS, MAX_TURN_PATHS, turn_for_memory
 
 WS = "/work/space"
 

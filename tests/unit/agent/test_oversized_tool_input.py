@@ -1,15 +1,15 @@
 """A stuck session's way out and a tool input too large to keep: the message that ends a turn the
-window cannot hold (app/agent/compaction.py) and the bound on a tool call's input
-(app/agent/tool_calls.py)."""
+window cannot hold (app/agent/conversation/compaction.py) and the bound on a tool call's input
+(app/agent/turn/tool_calls.py)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from app.agent import compaction as cmp
-from app.agent.settings import Settings
-from app.agent.tool_calls import KEPT_FIELDS, bound_inputs, input_limit
+from app.agent.config.settings import Settings
+from app.agent.conversation import compaction as cmp
+from app.agent.turn.tool_calls import KEPT_FIELDS, bound_inputs, input_limit
 from tests.support.fakeapi import _validate_messages_body
 
 REASON = cmp.does_not_fit(5_242_953, 200_000)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.permission_edits import add_rule, gitignore_line, gitignore_line_missing, remove_rule
-from app.agent.permissions import (
+from app.agent.config.project_trust import ProjectTrust
+from app.agent.permissions.edits import add_rule, gitignore_line, gitignore_line_missing, remove_rule
+from app.agent.permissions.rules import (
     PermissionRules,
     RuleError,
     RulesGate,
@@ -18,9 +19,8 @@ from app.agent.permissions import (
     parse_rule,
     parse_rule_list,
 )
-from app.agent.project_trust import ProjectTrust
-from app.agent.rule_suggestions import suggest_rules
-from app.agent.shell_split import split_command
+from app.agent.permissions.shell_split import split_command
+from app.agent.permissions.suggestions import suggest_rules
 
 
 def _write(path: Path, text: str) -> Path:

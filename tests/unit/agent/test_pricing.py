@@ -1,4 +1,4 @@
-"""Session cost (app/agent/pricing.py): per-model prices, overrides from settings, memory calls counted."""
+"""Session cost (app/agent/model/pricing.py): per-model prices, overrides from settings, memory calls counted."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.memory_model import AnthropicCompletion
-from app.agent.pricing import PRICES, CostMeter, ModelPrice, cost, format_usage, price_for
-from app.agent.provider import Usage
-from app.agent.settings import SettingsError, load_settings
+from app.agent.config.settings import SettingsError, load_settings
+from app.agent.memory_bridge.completion import AnthropicCompletion
+from app.agent.model.pricing import PRICES, CostMeter, ModelPrice, cost, format_usage, price_for
+from app.agent.model.provider import Usage
 from memory.extract.completion import CompletionRequest
 from tests.support.fakeapi import FakeAnthropic, text
 

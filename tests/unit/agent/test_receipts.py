@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from app.agent.receipts import RECEIPT_MAX, Receipt, shown_cards
+from app.agent.memory_bridge.receipts import RECEIPT_MAX, Receipt, shown_cards
 from app.agent.tools import CardRead, ToolContext, run_tool
 from memory.model import MemoryText
 from memory.store.index import merge_index_lines, stale_mark

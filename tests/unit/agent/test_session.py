@@ -16,9 +16,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from app.agent.conversation import INTERRUPTED, app_note, is_app_note, push_message, restore_conversation
-from app.agent.session import Session, SessionStore
-from app.agent.session_log import SessionError
+from app.agent.conversation.messages import (
+    INTERRUPTED,
+    app_note,
+    is_app_note,
+    push_message,
+    restore_conversation,
+)
+from app.agent.conversation.session import Session, SessionStore
+from app.agent.conversation.session_log import SessionError
 
 # `ws` here is an empty folder, not the shared git work tree.
 pytestmark = pytest.mark.plain_ws

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from app.agent import session_log as session_module
-from app.agent.session import Session, SessionStore
-from app.agent.session_log import COMPACTION_MARK
+from app.agent.conversation import session_log as session_module
+from app.agent.conversation.session import Session, SessionStore
+from app.agent.conversation.session_log import COMPACTION_MARK
 
 # `ws` here is an empty folder, not the shared git work tree.
 pytestmark = pytest.mark.plain_ws

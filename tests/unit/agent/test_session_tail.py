@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.agent import session_log
-from app.agent.session import Session, SessionStore
+from app.agent.conversation import session_log
+from app.agent.conversation.session import Session, SessionStore
 
 pytestmark = pytest.mark.plain_ws
 

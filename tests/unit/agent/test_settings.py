@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.settings import Settings, SettingsError, config_file_path, load_settings
+from app.agent.config.settings import Settings, SettingsError, config_file_path, load_settings
 
 
 def write_config(home: Path, text: str) -> Path:

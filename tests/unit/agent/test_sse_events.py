@@ -1,4 +1,4 @@
-"""The provider's own server-sent-event reader and event accumulator (app/agent/provider.py):
+"""The provider's own server-sent-event reader and event accumulator (app/agent/model/provider.py):
 any line ending, events cut anywhere between chunks, hostile shapes treated as absent."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.agent.provider import TextDelta, ToolUseArgs, ToolUseStart, _Accumulated, _sse_events
+from app.agent.model.provider import TextDelta, ToolUseArgs, ToolUseStart, _Accumulated, _sse_events
 
 STREAM = (
     b": a comment\n"

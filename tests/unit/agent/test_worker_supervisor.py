@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.agent.provider import Usage
-from app.agent.worker_process import (
+from app.agent.memory_bridge.worker_process import (
     MAX_OUTCOME_BYTES,
     MAX_RESTARTS,
     WorkerProcess,
@@ -21,6 +20,7 @@ from app.agent.worker_process import (
     parse_outcome,
     parse_usage,
 )
+from app.agent.model.provider import Usage
 from memory.constants import WORKER_EXIT_BUSY, Action, Level, MemoryMode
 from memory.events import JobApplied, JobFailed, JobHeld, JobQueued, JobRetrying, MemoryEvent
 from memory.model import AppliedOp, Rejection
@@ -283,6 +283,6 @@ def test_only_outcomes_have_a_line_and_never_one_the_app_would_refuse() -> None:
 @pytest.mark.parametrize("raw", [b"wrote {}", b'wrote {"path": 1, "sha": "x"}', b'wrote {"path": "a\\u0000b", "sha": "x"}',
                                  b'wrote {"path": "a", "sha": 5}', b"wrote nope"])
 def test_hostile_write_lines_are_ignored(raw: bytes) -> None:
-    from app.agent.worker_process import parse_write
+    from app.agent.memory_bridge.worker_process import parse_write
 
     assert parse_write(raw) is None

@@ -1,5 +1,5 @@
 """The command line's modules import one another one way only: a helper two commands share lives
-in a module both import (app/cli/common.py), never in one of the commands."""
+in a module both import (app/cli/memory/common.py), never in one of the commands."""
 
 from __future__ import annotations
 
@@ -51,11 +51,13 @@ def _cli_imports(source: str) -> set[str]:
 
 
 def test_the_import_reader_sees_every_spelling() -> None:
-    source = "from app.cli import output as o\ndef f():\n    from app.cli.common import err\nimport app.cli.main\n"
-    assert _cli_imports(source) >= {"output", "common", "main"}
+    source = "from app.cli import output as o\ndef f():\n    from app.cli.memory.common import err\nimport app.cli.main\n"
+    assert _cli_imports(source) >= {"output", "memory.common", "main"}
 
 
 def test_no_import_circle_in_the_command_line() -> None:
-    modules = {p.stem: p for p in CLI.glob("*.py") if p.stem != "__init__"}
+    modules = {
+        ".".join(p.relative_to(CLI).with_suffix("").parts): p for p in CLI.rglob("*.py") if p.stem != "__init__"
+    }
     edges = {m: _cli_imports(p.read_text(encoding="utf-8")) & modules.keys() for m, p in modules.items()}
-    assert len(modules) > 5 and edges["memory_commands"] and _cycle(edges) == []
+    assert len(modules) > 5 and edges["memory.commands"] and _cycle(edges) == []

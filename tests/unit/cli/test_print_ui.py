@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from app.agent.events import MemorySubmitted, RunStop, ToolCallFinished, ToolCallStarted
-from app.agent.provider import Retrying, TextDelta, Usage, UsageEvent
+from app.agent.model.provider import Retrying, TextDelta, Usage, UsageEvent
 from app.agent.tools import ToolResult
+from app.agent.turn.events import MemorySubmitted, RunStop, ToolCallFinished, ToolCallStarted
 from app.cli.print_mode import PrintUI
 
 

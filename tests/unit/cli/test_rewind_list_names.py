@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.agent.rewind import TurnLine
+from app.agent.undo.rewind import TurnLine
 from app.cli.rewind import files_column, list_lines
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.cli.main import main
-from app.cli.memory_search import MAX_LIMIT
+from app.cli.memory.search import MAX_LIMIT
 from memory.constants import Level, NoteType
 from memory.search.cache import cache_path
 from memory.store.stores import MemoryStores

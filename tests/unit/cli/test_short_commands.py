@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main as cli_main
-from app.cli import memory_commands
+from app.cli.memory import commands as memory_commands
 from memory.constants import MANUAL_SOURCE, Level
 from memory.extract.parser import parse_and_validate
 from memory.store.stores import MemoryStores

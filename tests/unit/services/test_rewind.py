@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from app.agent.checkpoints import CheckpointStore, Recorder
-from app.agent.session import Session, SessionStore
+from app.agent.conversation.session import Session, SessionStore
 from app.agent.tools import ToolContext, run_tool
+from app.agent.undo.checkpoints import CheckpointStore, Recorder
 from app.services.cards import CardsService
 from app.services.rewind import FileStat, RewindProblem, RewindService, span, typed_prompt
 from memory.model import Operation

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.agent.settings import Settings
+from app.agent.config.settings import Settings
 from app.services.sharing import GitCancel, SharingService, SyncResult
 from memory.constants import MANUAL_SOURCE, Level
 from memory.store.store import StoreError

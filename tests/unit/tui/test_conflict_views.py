@@ -1,4 +1,4 @@
-"""Conflicted cards as the card browser and the editor get them (app/tui/memory_views.py): both
+"""Conflicted cards as the card browser and the editor get them (app/tui/screens/memory_views.py): both
 versions kept and sanitized, a side whose front matter does not parse kept as body text, the
 merge draft, and the store's card paths on a conflicted card (resolved by one manual update;
 never moved with its markers)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.tui.memory_views import MERGE_MARK, merge_draft
+from app.tui.screens.memory_views import MERGE_MARK, merge_draft
 from memory.constants import Level
 from memory.store.cards import finish_external_edit, move_card, save_card, start_external_edit
 from memory.store.conflict import has_conflict

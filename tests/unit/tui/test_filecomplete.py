@@ -1,4 +1,4 @@
-"""``@path`` completion (app/tui/filecomplete.py): listing, fuzzy ranking, and attaching a file."""
+"""``@path`` completion (app/tui/chat/filecomplete.py): listing, fuzzy ranking, and attaching a file."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.attachments import attach
-from app.tui.filecomplete import fuzzy, workspace_files
+from app.agent.conversation.attachments import attach
+from app.tui.chat.filecomplete import fuzzy, workspace_files
 
 # `ws` here is an empty folder, not the shared git work tree.
 pytestmark = pytest.mark.plain_ws

@@ -9,8 +9,8 @@ import pytest
 
 from app.services.index import index_view
 from app.tui.bridge import Bridge
-from app.tui.panel_feed import PanelFeed
-from app.tui.panel_state import UNTRUSTED_NOTE, build_panel_state
+from app.tui.panel.feed import PanelFeed
+from app.tui.panel.state import UNTRUSTED_NOTE, build_panel_state
 from memory.store.stores import MemoryStores
 from tests.support.memtools import two_card_workspace
 

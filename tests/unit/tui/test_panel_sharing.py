@@ -1,6 +1,6 @@
 """The side panel and sharing through git: a card's author when it is not this
 person, conflicted cards listed apart (both stores, untrusted ones marked), the user store's sync
-line; built from real stores on disk (app/tui/panel_state.py) and laid out at the panel's width
+line; built from real stores on disk (app/tui/panel/state.py) and laid out at the panel's width
 (widgets/panel/memory_panel.py)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.cells import cell_len
 
 from app.services.index import index_view
-from app.tui.panel_state import build_panel_state
+from app.tui.panel.state import build_panel_state
 from memory.constants import Level, NoteType
 from memory.model import NoteMeta
 from memory.store.frontmatter import dump_note

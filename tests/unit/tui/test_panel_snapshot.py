@@ -16,8 +16,8 @@ import pytest
 
 from app.services.index import index_view
 from app.services.panel_snapshot import compute_stamp, snapshot_path
-from app.tui.panel_snapshot import MAX_CARDS, PanelSnapshot, read_snapshot
-from app.tui.panel_state import UNTRUSTED_NOTE, build_panel_state
+from app.tui.panel.snapshot import MAX_CARDS, PanelSnapshot, read_snapshot
+from app.tui.panel.state import UNTRUSTED_NOTE, build_panel_state
 from memory.constants import Level
 from memory.store.fs import FS
 from memory.store.paths import PROJECT_STORE_REL
@@ -211,7 +211,7 @@ def test_reading_imports_no_pydantic_memory_model_or_yaml(tmp_path: Path, isolat
     _record(isolated_home, ws, stores)
     code = (
         "import sys\n"
-        "from app.tui.panel_snapshot import read_snapshot\n"
+        "from app.tui.panel.snapshot import read_snapshot\n"
         f"state = read_snapshot(None, {str(ws)!r})\n"
         "assert state is not None and state.user, state\n"
         "print(sorted(m for m in ('pydantic', 'memory.model', 'yaml') if m in sys.modules))\n"

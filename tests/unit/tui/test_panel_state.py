@@ -1,4 +1,4 @@
-"""The memory side panel's state (app/tui/panel_state.py), built from real stores on disk."""
+"""The memory side panel's state (app/tui/panel/state.py), built from real stores on disk."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.services.index import index_view, note_files
-from app.tui.panel_state import (
+from app.tui.panel.state import (
     NO_PROJECT_LEVEL,
     UNTRUSTED_NOTE,
     build_panel_state,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.tui.memory_views import applied_record
+from app.tui.screens.memory_views import applied_record
 from memory.constants import Action, Level
 from memory.events import JobApplied
 from memory.model import AppliedOp, DroppedCite

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from app.agent.provider import TextDelta, ToolUseStart
+from app.agent.model.provider import TextDelta, ToolUseStart
 from app.tui.text_batch import TextBatch
 
 

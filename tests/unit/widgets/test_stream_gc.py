@@ -1,4 +1,4 @@
-"""No full garbage collection runs while an answer streams in the App (app/tui/gc_hold.py): the
+"""No full garbage collection runs while an answer streams in the App (app/tui/chat/gc_hold.py): the
 objects alive before the first answer are frozen, and what survives to the old generation waits."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.tui import gc_hold
+from app.tui.chat import gc_hold
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MODEL, make_app, send, wait_ready, wait_until  # noqa: F401 - make_app: a fixture
 from widgets.chat.answer_block import AnswerBlock

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.mcp import HttpServer, StdioServer, UnsetVariableError, expand, parse_servers
-from app.agent.mcp.config import read_project_servers, read_user_servers
+from app.agent.extensions.mcp import HttpServer, StdioServer, UnsetVariableError, expand, parse_servers
+from app.agent.extensions.mcp.config import read_project_servers, read_user_servers
 
 pytestmark = pytest.mark.timeout(30)
 

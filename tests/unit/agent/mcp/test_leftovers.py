@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from app.agent.mcp.leftovers import TAG_VAR, alive, new_tag, proc, started_by
+from app.agent.extensions.mcp.leftovers import TAG_VAR, alive, new_tag, proc, started_by
 
 
 def _cmdline(pid: int) -> bytes:

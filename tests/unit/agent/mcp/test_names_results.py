@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.agent.mcp.model import McpTool
-from app.agent.mcp.names import api_name, assign_names
-from app.agent.mcp.results import McpResult, tool_result
+from app.agent.extensions.mcp.model import McpTool
+from app.agent.extensions.mcp.names import api_name, assign_names
+from app.agent.extensions.mcp.results import McpResult, tool_result
 
 pytestmark = pytest.mark.timeout(30)
 

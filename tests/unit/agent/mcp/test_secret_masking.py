@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
-from app.agent.mcp import HttpServer, StdioServer
-from app.agent.mcp.masking import SDK_LOGS, SecretMask, guard_sdk_logs, secrets_of
-from app.agent.mcp.stdio import StderrTail
+from app.agent.extensions.mcp import HttpServer, StdioServer
+from app.agent.extensions.mcp.masking import SDK_LOGS, SecretMask, guard_sdk_logs, secrets_of
+from app.agent.extensions.mcp.stdio import StderrTail
 
 
 def test_env_values_as_written_and_expanded_are_masked() -> None:

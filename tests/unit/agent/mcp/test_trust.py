@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.mcp import load_servers, project_servers, trust_project_servers
+from app.agent.extensions.mcp import load_servers, project_servers, trust_project_servers
 
 pytestmark = pytest.mark.timeout(30)
 

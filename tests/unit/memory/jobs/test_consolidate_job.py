@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.agent.memory_model import AnthropicCompletion
+from app.agent.memory_bridge.completion import AnthropicCompletion
 from memory.constants import Level
 from memory.events import JobFailed, JobHeld, MemoryEvent
 from memory.jobs.manager import Manager

@@ -143,7 +143,7 @@ async def test_an_untrusted_project_store_is_never_consolidated(tmp_path: Path) 
 
 
 def test_the_two_settings_come_from_config_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.agent.settings import SettingsError, load_settings
+    from app.agent.config.settings import SettingsError, load_settings
 
     home = tmp_path / "h"
     home.mkdir()
@@ -162,8 +162,8 @@ def test_the_two_settings_come_from_config_and_environment(tmp_path: Path, monke
 
 
 async def test_the_runtime_gives_the_manager_the_settings(tmp_path: Path) -> None:
+    from app.agent.config.settings import load_settings
     from app.agent.runtime import Runtime
-    from app.agent.settings import load_settings
     from app.agent.tools import AllowListGate
 
     home = tmp_path / "h"

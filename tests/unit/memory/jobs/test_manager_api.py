@@ -593,7 +593,7 @@ async def test_provider_failures_and_merge_answers_without_json_share_one_budget
 async def test_a_retried_jobs_retry_count_is_its_fresh_budgets_in_the_view_the_pending_row_and_the_panel(
     env: MemoryStores,
 ) -> None:
-    from app.tui.panel_state import job_line
+    from app.tui.panel.state import job_line
     from tests.support.memviews import pending_state
 
     # Three failures in an earlier process: the job's lifetime count is 3, its new budget is fresh.
@@ -634,7 +634,7 @@ async def test_a_retried_jobs_retry_count_is_its_fresh_budgets_in_the_view_the_p
 async def test_a_retried_job_keeps_its_created_time_in_its_applied_event_and_its_pending_row(
     env: MemoryStores,
 ) -> None:
-    from app.tui.memory_views import applied_record
+    from app.tui.screens.memory_views import applied_record
     from tests.support.memviews import pending_state
 
     old = make_job(env.paths.workspace, [turn("x")])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.services.index import index_view
-from app.tui.panel_state import build_panel_state
+from app.tui.panel.state import build_panel_state
 from memory.constants import INDEX_FILE, Level, NoteType
 from memory.store.stores import MemoryStores
 from tests.support.memtools import make_env, write_note

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.agent.settings import Settings
+from app.agent.config.settings import Settings
 from memory.store.author import tilde_home
 
 

@@ -1,0 +1,1 @@
+"""Settings and the layered configuration (user, project, local) with the project's trust."""

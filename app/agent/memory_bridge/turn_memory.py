@@ -1,0 +1,107 @@
+"""What a completed turn gives memory: who said what, in words, and which files it touched.
+
+Tool calls, tool results, the index-update blocks and the app's own notes are left out:
+extraction learns from what was said, not from tool output or from what memory itself sent.
+Of a tool call only the path of the file tools is kept, so the memory model can
+cite what a card rests on; patterns, contents, edit strings and commands never are.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from app.agent.conversation.messages import is_app_note
+from memory.constants import UPDATE_TAG
+from memory.model import Turn, TurnMessage
+from memory.text.terminal import is_unsafe_char
+
+_UPDATE_OPEN = f"<{UPDATE_TAG}>"
+
+# The file tools whose ``path`` input names what a turn read, listed, searched or changed.
+PATH_TOOLS = frozenset({"read_file", "list_files", "grep", "write_file", "edit_file"})
+MAX_TURN_PATHS = 200
+MAX_PATH_CHARS = 1024
+
+
+def text_of(content: Any) -> str:
+    """The words of a message's content: its text blocks but the app's notes and update blocks."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for b in content or []:
+        if (
+            isinstance(b, dict) and b.get("type") == "text" and not is_app_note(b)
+            and not str(b.get("text", "")).startswith(_UPDATE_OPEN)
+        ):
+            parts.append(str(b["text"]))
+    return "\n".join(parts)
+
+
+def workspace_path(raw: object, roots: tuple[str, ...]) -> str | None:
+    """``raw`` as a workspace-relative POSIX path, or None when it is no usable path: not a
+    string, too long, with control characters, absolute outside ``roots`` (or without them),
+    escaping through ``..``, or the workspace root itself. Lexical only: the transaction
+    confines every cite against the file system anyway, and this runs on the event loop."""
+    if not isinstance(raw, str) or not raw or len(raw) > MAX_PATH_CHARS:
+        return None
+    if any(is_unsafe_char(c) for c in raw):
+        return None
+    if os.path.isabs(raw):
+        path = os.path.normpath(raw)
+        for root in roots:
+            if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+                raw = os.path.relpath(path, root)
+                break
+        else:
+            return None
+    rel = posixpath.normpath(raw.replace(os.sep, "/"))
+    if rel in (".", "") or rel == ".." or rel.startswith(("../", "/")):
+        return None
+    return rel
+
+
+def _roots(workspace: Path | str | None) -> tuple[str, ...]:
+    if workspace is None:
+        return ()
+    given = os.path.normpath(os.path.abspath(workspace))
+    real = os.path.realpath(given)
+    return (given,) if real == given else (given, real)
+
+
+def tool_paths(messages: Iterable[dict[str, Any]], workspace: Path | str | None = None) -> list[str]:
+    """The workspace paths the assistant's file-tool calls named, normalised (``workspace_path``),
+    de-duplicated, in order of first use, at most MAX_TURN_PATHS."""
+    roots = _roots(workspace)
+    out: dict[str, None] = {}
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") != "assistant" or not isinstance(content, list):
+            continue
+        for b in content:
+            if not isinstance(b, dict) or b.get("type") != "tool_use" or b.get("name") not in PATH_TOOLS:
+                continue
+            args = b.get("input")
+            path = workspace_path(args.get("path"), roots) if isinstance(args, dict) else None
+            if path is not None:
+                out.setdefault(path, None)
+                if len(out) >= MAX_TURN_PATHS:
+                    return list(out)
+    return list(out)
+
+
+def turn_for_memory(
+    messages: Iterable[dict[str, Any]], session: str = "", *, workspace: Path | str | None = None
+) -> Turn:
+    """``messages`` as a memory Turn: role and text, and the file tools' paths (see the module
+    doc). Without ``workspace`` an absolute path cannot be placed and is left out."""
+    messages = list(messages)
+    out = []
+    for m in messages:
+        text = text_of(m.get("content"))
+        if text.strip() and m.get("role") in ("user", "assistant"):
+            out.append(TurnMessage(role=m["role"], text=text))
+    return Turn(messages=out, session=session, paths=tool_paths(messages, workspace))

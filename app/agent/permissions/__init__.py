@@ -1,0 +1,1 @@
+"""Permission rules: parsing, matching (with the shell splitter), edits and suggestions."""

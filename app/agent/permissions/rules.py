@@ -1,0 +1,542 @@
+"""Permission rules that last: ``allow``, ``ask`` and ``deny`` lists under ``[permissions]``.
+
+They are read from the user's ``config.toml``, the project's ``.PseudoClaude/settings.toml`` and
+the personal ``.PseudoClaude/settings.local.toml`` (see ``config_layers``). A project's file came
+with the clone: its ``deny`` and ``ask`` rules only tighten and apply at once, its ``allow`` rules
+wait until the person trusts exactly that list (kind ``permissions``).
+
+Rules:
+
+- ``TOOL`` covers every call of the tool: ``edit_file``, ``mcp__github__create_issue``, and
+  ``mcp__github`` (or ``mcp__github__*``) for every tool of that MCP server. Claude Code's names
+  are read as ours (``Bash`` is ``bash``, ``Edit`` ``edit_file``, ``Write`` ``write_file``,
+  ``Read`` ``read_file``, ``Grep`` ``grep``, ``Glob``/``LS`` ``list_files``).
+- ``bash(git status)`` covers exactly that command (compared word by word, quotes removed): no
+  extra word and no redirection it does not name (``git status < x``, ``git status 2>&1`` ask).
+- ``bash(npm run test:*)`` covers a command whose words start with the words before ``:*``; the
+  last of them may be the start of a longer word, as in Claude Code (``npm run test:unit`` and
+  ``npm run tests`` match). End the prefix with a space to require whole words:
+  ``bash(git diff :*)`` covers ``git diff HEAD`` but not ``git diff-tree``. Any other ``*`` is
+  a literal character. A prefix rule covers no redirection either, unless it names it
+  (``bash(make 2>&1:*)`` covers ``make test 2>&1`` and ``make test``).
+- ``edit_file(src/**)``, ``write_file(docs/*.md)``, ``read_file(.env)``: a ``.gitignore``-style
+  pattern over the workspace-relative path the tool is given (``read_file``, ``write_file``,
+  ``edit_file``, ``list_files``, ``grep``; for the last two the ``path`` input). A pattern
+  without ``/`` matches at any depth, a leading ``/`` (or ``./``) anchors it at the workspace.
+  A path given absolute, or leaving the workspace (``..`` or a symlink), never matches an
+  ``allow``; a ``deny``/``ask`` is matched against where it really is.
+
+A ``bash`` pattern rule matches whole simple commands only: the command is split (see
+``shell_split``) and, for an ``allow``, every part must be allowed, no part may write a file by a
+redirection, a part's redirections (input, output and fd duplications alike) must each be named by
+the rule, and nothing in it may be left unparsed (a substitution, a heredoc…: such a command
+asks; so does one that starts with ``NAME=value``). For ``deny`` and ``ask``, any part that
+matches is enough, leading assignments skipped and any redirection the rule does not name
+ignored. A bash deny rule matches the command's own words: it does not look through ``sudo``,
+``env``, ``xargs``, ``bash -c``, ``eval`` or a script, and a command it cannot fully read asks
+rather than being denied. Deny wins over ask over allow; a call no rule matches gets the tool's
+default: ask for writing, executing and MCP tools, allow for the read-only ones.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import pathspec
+from pydantic import BaseModel, ConfigDict
+
+from app.agent.config.layers import (
+    ConfigLayer,
+    PendingTrust,
+    Scope,
+    is_trusted,
+    read_layers,
+)
+from app.agent.config.project_trust import ProjectTrust
+from app.agent.permissions.shell_split import ParsedCommand, Redirection, SimpleCommand, split_command
+from app.agent.tools.gate import PermissionDecision, PermissionGate
+from app.agent.tools.specs import TOOL_SPECS, needs_permission
+
+__all__ = [
+    "CLAUDE_CODE_NAMES",
+    "PATH_TOOLS",
+    "Decision",
+    "ListName",
+    "PermissionRules",
+    "Rule",
+    "RuleDecision",
+    "RuleError",
+    "RulesGate",
+    "SourcedRule",
+    "default_decision",
+    "load_permission_rules",
+    "parse_rule",
+    "parse_rule_list",
+    "path_forms",
+    "rule_touches",
+    "shared_allow_text",
+    "split_rules",
+]
+
+Decision = Literal["allow", "ask", "deny"]
+ListName = Literal["allow", "ask", "deny"]
+LISTS: tuple[ListName, ...] = ("deny", "ask", "allow")
+
+# The tools whose ``path`` input a pattern rule is matched against.
+PATH_TOOLS = frozenset({"read_file", "write_file", "edit_file", "list_files", "grep"})
+CLAUDE_CODE_NAMES = {
+    "Bash": "bash", "Edit": "edit_file", "MultiEdit": "edit_file", "Write": "write_file", "Read": "read_file",
+    "Grep": "grep", "Glob": "list_files", "LS": "list_files", "Task": "task",
+}
+_RULE = re.compile(r"([A-Za-z0-9_*-]+)(?:\((.*)\))?", re.DOTALL)
+
+
+class RuleError(ValueError):
+    """A rule that cannot be used, with a one-line reason."""
+
+
+class Rule(BaseModel):
+    """One rule as written (``text``), and what it names: ``tool`` (ours, or ``mcp__SERVER`` for
+    a whole server) and ``pattern`` (None: every call of the tool)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    tool: str
+    pattern: str | None = None
+
+    @property
+    def server_wide(self) -> bool:
+        return self.tool.startswith("mcp__") and "__" not in self.tool[5:]
+
+    def covers_tool(self, name: str) -> bool:
+        if self.server_wide:
+            return name.startswith(self.tool + "__")
+        return name == self.tool
+
+    def matches_part(self, part: SimpleCommand, *, tightening: bool = False) -> bool:
+        """A ``bash`` pattern rule against one simple command. ``tightening`` (a deny or ask rule):
+        a part holding at least the redirections the rule names, also after its leading
+        ``NAME=value`` words (``FOO=1 rm x 2>&1`` is still ``rm x``). An allow never covers a part
+        that starts with ``NAME=value`` (the assignments may change what runs, and ``make=1 sh x``
+        would otherwise start like ``bash(make:*)``), nor a redirection the rule does not name
+        (``sh < evil.sh`` for ``bash(sh)``: it changes what the command reads or writes)."""
+        assert self.pattern is not None
+        words, prefix, whole, named = _bash_pattern(self.pattern)
+        if tightening:
+            if not set(named) <= set(part.redirections):
+                return False
+            if part.command_words != part.words:
+                bare = SimpleCommand(part.command_words, redirections=part.redirections)
+                if self.matches_part(bare, tightening=True):
+                    return True
+        elif part.command_words != part.words:
+            return False
+        elif not _names_redirections(part.redirections, named, exact=not prefix):
+            return False
+        if not prefix:
+            return part.words == words
+        n = len(words)
+        if len(part.words) < n or part.words[: n - 1] != words[: n - 1]:
+            return False
+        return part.words[n - 1] == words[-1] if whole else part.words[n - 1].startswith(words[-1])
+
+    def matches_path(self, rel: str) -> bool:
+        assert self.pattern is not None
+        return _path_spec(self.pattern).match_file(rel)
+
+
+class SourcedRule(BaseModel):
+    """A rule with where it came from: the list, the file (or flag) and its scope."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule: Rule
+    list: ListName
+    scope: Scope
+    source: str  # the file as shown (project files relative), "--allow-tools", "/name allowed-tools"
+
+    @property
+    def where(self) -> str:
+        return f"{self.source} ({self.list})"
+
+
+class RuleDecision(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    decision: Decision
+    reason: str  # one line; a deny's reason is the tool result the model gets
+    rule: SourcedRule | None = None  # None: the tool's default decided
+
+
+def _names_redirections(used: tuple[Redirection, ...], named: tuple[Redirection, ...], *, exact: bool) -> bool:
+    """Whether a rule naming ``named`` covers a part redirecting ``used``: an exact rule the same
+    ones in the same order (``2>&1 >f`` is not ``>f 2>&1``), a prefix rule any of those it names."""
+    return used == named if exact else set(used) <= set(named)
+
+
+# -- parsing ----------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1024)
+def _bash_pattern(pattern: str) -> tuple[tuple[str, ...], bool, bool, tuple[Redirection, ...]]:
+    """(words, is a prefix, prefix needs whole words, the redirections it names); RuleError when
+    it is not one command."""
+    prefix = pattern.endswith(":*")
+    body = pattern[:-2] if prefix else pattern
+    whole = prefix and body[-1:].isspace()
+    parsed = split_command(body)
+    if parsed.problem is not None:
+        raise RuleError(f"the command cannot be a rule: it holds {parsed.problem}")
+    if len(parsed.parts) != 1:
+        raise RuleError("a bash rule names one simple command (no `&&`, `;`, `|`, `&` or newline)")
+    part = parsed.parts[0]
+    if part.writes_file:
+        raise RuleError("a bash rule cannot hold a redirection to a file")
+    if not part.words:
+        raise RuleError("the command is empty; write `bash` alone to cover every command")
+    return part.words, prefix, whole, part.redirections
+
+
+def _normalize_path_pattern(pattern: str) -> str:
+    if pattern.startswith("./"):
+        pattern = "/" + pattern[2:]
+    return pattern
+
+
+@lru_cache(maxsize=1024)
+def _path_spec(pattern: str) -> pathspec.PathSpec:
+    return pathspec.GitIgnoreSpec.from_lines([_normalize_path_pattern(pattern)])
+
+
+def _check_path_pattern(pattern: str) -> None:
+    if any(c in pattern for c in "\x00\n\r"):
+        raise RuleError("a path pattern is one line")
+    if pattern.startswith("!"):
+        raise RuleError("a negated pattern (!) is not a rule; put the path in another list instead")
+    if pattern.startswith(("~", "//")):
+        raise RuleError("path patterns are relative to the workspace (a leading / anchors there)")
+    if ".." in _normalize_path_pattern(pattern).strip("/").split("/"):
+        raise RuleError("a path pattern cannot leave the workspace with '..'")
+    try:
+        _path_spec(pattern)
+    except Exception as e:  # pathspec raises its own and re errors for a broken pattern
+        raise RuleError(f"not a .gitignore-style pattern ({' '.join(str(e).split())})") from None
+
+
+def parse_rule(text: object) -> Rule:
+    """One rule; RuleError (one line) when it is malformed (a file may hold any TOML value)."""
+    if not isinstance(text, str):
+        raise RuleError(f"a rule is a string, not {type(text).__name__}")
+    t = text.strip()
+    if not t:
+        raise RuleError("an empty rule")
+    m = _RULE.fullmatch(t)
+    if m is None:
+        if "(" in t and not t.endswith(")"):
+            raise RuleError("a pattern ends with ')', as in bash(git status:*)")
+        raise RuleError("a rule is a tool name, or a tool name with a pattern in parentheses: bash(git status:*)")
+    name, pattern = m.group(1), m.group(2)
+    tool = CLAUDE_CODE_NAMES.get(name, name)
+    if tool.startswith("mcp__"):
+        if tool.endswith("__*"):
+            tool = tool[:-3]
+        rest = tool[5:]
+        if not rest or rest.startswith("_") or "*" in tool or rest.endswith("_"):
+            raise RuleError("an MCP rule is mcp__SERVER or mcp__SERVER__TOOL")
+        if pattern is not None:
+            raise RuleError("an MCP tool takes no pattern: name the tool (mcp__SERVER__TOOL) or the server")
+        return Rule(text=t, tool=tool)
+    if tool not in TOOL_SPECS:
+        close = [n for n in TOOL_SPECS if n.lower() == tool.lower()]
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise RuleError(f"unknown tool {name!r}{hint}")
+    if pattern is None:
+        return Rule(text=t, tool=tool)
+    pattern = pattern.strip()
+    if not pattern:
+        raise RuleError(f"empty parentheses: write {tool} alone to cover every call")
+    if tool == "bash":
+        _bash_pattern(pattern)
+    elif tool in PATH_TOOLS:
+        _check_path_pattern(pattern)
+    else:
+        raise RuleError(f"{tool} takes no pattern (only bash and the file tools do)")
+    return Rule(text=t, tool=tool, pattern=pattern)
+
+
+def split_rules(value: str) -> tuple[list[str], bool]:
+    """Comma-separated rules (a comma inside parentheses belongs to its pattern), and whether
+    every parenthesis was closed."""
+    items: list[str] = []
+    depth = 0
+    start = 0
+    for i, c in enumerate(value):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth = max(0, depth - 1)
+        elif c == "," and depth == 0:
+            items.append(value[start:i])
+            start = i + 1
+    items.append(value[start:])
+    return items, depth == 0
+
+
+def parse_rule_list(value: str, *, what: str = "--allow-tools") -> tuple[Rule, ...]:
+    """A comma-separated list of rules (a comma inside parentheses belongs to its pattern):
+    ``"bash(git commit -m a,b:*), edit_file"``. ValueError (one line) names every bad one."""
+    items, balanced = split_rules(value)
+    if not balanced:
+        raise ValueError(f"{what}: unbalanced parentheses in {value!r}")
+    rules: list[Rule] = []
+    bad: list[str] = []
+    for item in items:
+        if not item.strip():
+            continue
+        try:
+            rules.append(parse_rule(item))
+        except RuleError as e:
+            bad.append(f"{item.strip()!r}: {e}")
+    if bad:
+        raise ValueError(f"{what}: {'; '.join(bad)}")
+    return tuple(rules)
+
+
+# -- deciding ---------------------------------------------------------------------------------
+
+
+def default_decision(name: str) -> Decision:
+    """Without a matching rule: ask for writing, executing and MCP tools, allow the rest."""
+    return "ask" if needs_permission(name) or name.startswith("mcp__") else "allow"
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def path_forms(workspace: Path, raw: object) -> tuple[tuple[str, ...], bool]:
+    """The workspace-relative forms of a tool's path (as written, ``..`` collapsed, and where it
+    really is), and whether an allow may match it (relative, and both forms inside)."""
+    if not isinstance(raw, str) or not raw or "\x00" in raw:
+        return (), False
+    ws = os.path.realpath(workspace)
+    joined = raw if os.path.isabs(raw) else os.path.join(ws, raw)
+    lexical = os.path.normpath(joined)
+    real = os.path.realpath(joined)
+    forms: list[str] = []
+    for p in (lexical, real):
+        if _inside(p, ws) and p != ws:
+            rel = Path(os.path.relpath(p, ws)).as_posix()
+            if rel not in forms:
+                forms.append(rel)
+    may_allow = not os.path.isabs(raw) and _inside(lexical, ws) and _inside(real, ws) and lexical != ws
+    return tuple(forms), may_allow
+
+
+def rule_touches(rule: Rule, name: str, tool_input: dict[str, Any] | None, workspace: Path) -> bool:
+    """Whether ``rule`` names this call as a deny rule would: the tool, and for a pattern any
+    simple command of it (or a command not fully parsed, which might hide one) or any form of
+    its path. Hook matchers use it."""
+    if not rule.covers_tool(name):
+        return False
+    if rule.pattern is None:
+        return True
+    tool_input = tool_input or {}
+    if name == "bash":
+        command = tool_input.get("command")
+        if not isinstance(command, str):
+            return False
+        parsed = split_command(command)
+        return parsed.problem is not None or any(rule.matches_part(p, tightening=True) for p in parsed.parts)
+    forms, _ = path_forms(workspace, tool_input.get("path"))
+    return any(rule.matches_path(f) for f in forms)
+
+
+class PermissionRules(BaseModel):
+    """The rules in force, with what was refused (``problems``, one line each) and the project's
+    allow rules that wait for trust (``waiting``, and ``pending_trust`` to ask about them)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workspace: Path
+    rules: tuple[SourcedRule, ...] = ()
+    waiting: tuple[SourcedRule, ...] = ()
+    problems: tuple[str, ...] = ()
+    pending_trust: PendingTrust | None = None
+
+    def with_rules(self, rules: Iterable[Rule], *, scope: Scope, source: str,
+                   list_name: ListName = "allow") -> PermissionRules:
+        """These rules added (``--allow-tools``, a custom command's ``allowed-tools``)."""
+        extra = tuple(SourcedRule(rule=r, list=list_name, scope=scope, source=source) for r in rules)
+        return self.model_copy(update={"rules": self.rules + extra})
+
+    def listing(self) -> tuple[tuple[SourcedRule, str], ...]:
+        """Every rule with its state (``active`` or ``waiting for trust``), deny first, for
+        ``/permissions``."""
+        out = [(r, "active") for r in self.rules] + [(r, "waiting for trust") for r in self.waiting]
+        return tuple(sorted(out, key=lambda x: LISTS.index(x[0].list)))
+
+    def _of(self, name: str, list_name: ListName) -> list[SourcedRule]:
+        return [r for r in self.rules if r.list == list_name and r.rule.covers_tool(name)]
+
+    def decide(self, name: str, tool_input: dict[str, Any] | None = None,
+               default: Callable[[str], Decision] = default_decision) -> RuleDecision:
+        """allow / ask / deny for this call, with the rule that decided and a one-line reason."""
+        tool_input = tool_input or {}
+        if name == "bash":
+            return self._decide_bash(tool_input.get("command"), default)
+        forms: tuple[str, ...] = ()
+        may_allow = False
+        if name in PATH_TOOLS:
+            forms, may_allow = path_forms(self.workspace, tool_input.get("path"))
+        tightening: tuple[ListName, ...] = ("deny", "ask")
+        for list_name in tightening:
+            for r in self._of(name, list_name):
+                if r.rule.pattern is None or any(r.rule.matches_path(f) for f in forms):
+                    return _decided(list_name, name, r)
+        for r in self._of(name, "allow"):
+            if r.rule.pattern is None or (may_allow and forms and all(r.rule.matches_path(f) for f in forms)):
+                return _decided("allow", name, r)
+        return RuleDecision(decision=default(name), reason=f"no rule matches this {name} call")
+
+    def _decide_bash(self, command: object, default: Callable[[str], Decision]) -> RuleDecision:
+        deny, ask, allow = self._of("bash", "deny"), self._of("bash", "ask"), self._of("bash", "allow")
+        for r in deny:
+            if r.rule.pattern is None:
+                return _decided("deny", "bash", r)
+        parsed = split_command(command) if isinstance(command, str) else ParsedCommand((), "no command")
+        checks: tuple[tuple[ListName, list[SourcedRule]], ...] = (("deny", deny), ("ask", ask))
+        for list_name, rules in checks:
+            for r in rules:
+                if r.rule.pattern is None or any(r.rule.matches_part(p, tightening=True) for p in parsed.parts):
+                    return _decided(list_name, "bash", r)
+        bare = next((r for r in allow if r.rule.pattern is None), None)
+        guarded = any(r.rule.pattern is not None for r in deny + ask)
+        if parsed.problem is not None:
+            # Rules cannot see all of it: a deny or ask rule might have matched what is hidden.
+            if bare is not None and not guarded:
+                return _decided("allow", "bash", bare)
+            return RuleDecision(decision="ask", reason=f"the command holds {parsed.problem}")
+        if bare is not None:
+            return _decided("allow", "bash", bare)
+        if allow and parsed.parts:
+            if any(p.writes_file for p in parsed.parts):
+                return RuleDecision(decision=default("bash"),
+                                    reason="the command redirects output to a file: a rule never allows that")
+            hits = [next((r for r in allow if r.rule.matches_part(p)), None) for p in parsed.parts]
+            first = hits[0]
+            if first is not None and all(h is not None for h in hits):
+                return _decided("allow", "bash", first)
+            if any(h is None and p.command_words != p.words for p, h in zip(parsed.parts, hits, strict=True)):
+                return RuleDecision(decision=default("bash"),
+                                    reason="the command starts with NAME=value: a rule never allows that")
+            unnamed = [str(x) for p, h in zip(parsed.parts, hits, strict=True) if h is None for x in p.redirections]
+            if unnamed:
+                return RuleDecision(decision=default("bash"), reason=(
+                    f"the command redirects ({' '.join(unnamed)}): no rule names that redirection"))
+            if len(parsed.parts) > 1:
+                return RuleDecision(decision=default("bash"), reason="not every command in it is allowed by a rule")
+        return RuleDecision(decision=default("bash"), reason="no rule matches this bash call")
+
+
+def _decided(list_name: ListName, name: str, r: SourcedRule) -> RuleDecision:
+    if list_name == "deny":
+        reason = f"{name} was denied by the rule {r.rule.text} in {r.source}"
+    elif list_name == "ask":
+        reason = f"the rule {r.rule.text} in {r.source} asks for this {name} call"
+    else:
+        reason = f"allowed by the rule {r.rule.text} in {r.source}"
+    return RuleDecision(decision=list_name, reason=reason, rule=r)
+
+
+# -- loading ----------------------------------------------------------------------------------
+
+
+def _rules_of(layer: ConfigLayer, problems: list[str]) -> list[SourcedRule]:
+    if layer.error:
+        problems.append(layer.error)
+    table = layer.data.get("permissions")
+    if table is None:
+        return []
+    if not isinstance(table, dict):
+        problems.append(f"{layer.label}: [permissions] must be a table; ignored")
+        return []
+    out: list[SourcedRule] = []
+    for key, value in table.items():
+        if key not in LISTS:
+            problems.append(f"{layer.label}: unknown key permissions.{key} ignored (allow, ask and deny are known)")
+            continue
+        if not isinstance(value, list):
+            problems.append(f"{layer.label}: permissions.{key} must be a list of rules; ignored")
+            continue
+        for item in value:
+            try:
+                rule = parse_rule(item)
+            except RuleError as e:
+                problems.append(f"{layer.label}: rule {item!r} in permissions.{key} refused: {e}")
+                continue
+            out.append(SourcedRule(rule=rule, list=key, scope=layer.scope, source=layer.label))
+    return out
+
+
+def shared_allow_text(rules: Iterable[SourcedRule]) -> str:
+    """What the person is shown (and trusts) for the project's allow rules: one per line."""
+    return "".join(f"{r.source}: allow {r.rule.text}\n" for r in rules)
+
+
+def load_permission_rules(workspace: Path, home: Path | None = None, *, trust: ProjectTrust | None = None,
+                          layers: tuple[ConfigLayer, ...] | None = None) -> PermissionRules:
+    """The rules of the three files. Blocking (small files): call it off an event loop."""
+    workspace = Path(workspace)
+    layers = layers if layers is not None else read_layers(workspace, home)
+    problems: list[str] = []
+    active: list[SourcedRule] = []
+    shared_allow: list[SourcedRule] = []
+    for layer in layers:
+        for r in _rules_of(layer, problems):
+            (shared_allow if layer.shared and r.list == "allow" else active).append(r)
+    pending: PendingTrust | None = None
+    waiting: tuple[SourcedRule, ...] = ()
+    if shared_allow:
+        wanted = PendingTrust.of("permissions", shared_allow_text(shared_allow))
+        if is_trusted(workspace, home, wanted, trust):
+            active.extend(shared_allow)
+        else:
+            pending, waiting = wanted, tuple(shared_allow)
+            problems.append(
+                f"{len(shared_allow)} allow rule(s) of the project wait for your trust: "
+                + ", ".join(r.rule.text for r in shared_allow)
+            )
+    return PermissionRules(workspace=workspace, rules=tuple(active), waiting=waiting, problems=tuple(problems),
+                           pending_trust=pending)
+
+
+# -- the gate ----------------------------------------------------------------------------------
+
+
+class RulesGate:
+    """A permission gate over the rules: allow runs, deny refuses with the rule as the reason, ask
+    goes to ``ask`` (the app's window), or without one (print mode) is refused."""
+
+    def __init__(self, rules: PermissionRules, ask: PermissionGate | None = None,
+                 no_ask: str = "print mode runs it only when a rule or --allow-tools allows it") -> None:
+        self.rules = rules
+        self.ask = ask
+        self.no_ask = no_ask
+
+    async def decide(self, name: str, tool_input: dict[str, Any], *, call_id: str = "",
+                     depth: int = 0) -> PermissionDecision:
+        d = self.rules.decide(name, tool_input)
+        if d.decision == "allow":
+            return PermissionDecision(True)
+        if d.decision == "deny":
+            return PermissionDecision(False, d.reason)
+        if self.ask is None:
+            return PermissionDecision(False, f"{name} was denied: {self.no_ask} ({d.reason})")
+        return await self.ask.decide(name, tool_input, call_id=call_id, depth=depth)

@@ -1,0 +1,1 @@
+"""Checkpoints of the agent's file edits and rewinding to before a turn."""

@@ -1,0 +1,1 @@
+"""The `pseudoclaude memory ...` commands, one module per command family."""

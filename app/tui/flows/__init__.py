@@ -1,0 +1,1 @@
+"""Flows the App starts (quit, rewind, sharing, trust, scale, extension commands)."""

@@ -1,0 +1,1 @@
+"""The memory side panel's state, feed and snapshot."""

@@ -1,0 +1,1 @@
+"""The permission window and the gate that asks it."""
