@@ -25,6 +25,7 @@ run: $(STAMP)
 # The tree's rules first (seconds), then the suite on three workers: most tests wait on a subprocess,
 # a terminal or the fake API rather than compute, so two cores keep three busy.
 test: $(STAMP)
+	$(BIN)/ruff format --check app widgets memory tests
 	$(BIN)/ruff check app widgets memory tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy
@@ -43,6 +44,7 @@ eval-recall: $(STAMP)
 	$(BIN)/python -m tests.eval.recall $(ARGS)
 
 lint: $(STAMP)
+	$(BIN)/ruff format --check app widgets memory tests
 	$(BIN)/ruff check app widgets memory tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy

@@ -113,5 +113,7 @@ def marked_preview(text: str, kind: str = "text") -> Content:
         base = diff_style("".join(t for t, _ in shown)) if kind == "diff" else ""
         parts.extend((t, _join(base, s) if s else base) for t, s in shown)
     if hidden:
-        parts.append((f"\n… {hidden} more line{'s' if hidden != 1 else ''} not shown", "italic $foreground-muted"))
+        parts.append(
+            (f"\n… {hidden} more line{'s' if hidden != 1 else ''} not shown", "italic $foreground-muted")
+        )
     return Content.assemble(*parts)

@@ -21,5 +21,7 @@ _NULL = Style.null()
 def styled(segments: Iterable[Segment], style: Style | None = None) -> list[Segment]:
     """``segments`` with each one that has no style given ``style`` (the null style by default)."""
     fill = _NULL if style is None else style
-    return [segment if segment.style is not None else Segment(segment.text, fill, segment.control)
-            for segment in segments]
+    return [
+        segment if segment.style is not None else Segment(segment.text, fill, segment.control)
+        for segment in segments
+    ]

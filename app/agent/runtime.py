@@ -43,7 +43,6 @@ log = logging.getLogger(__name__)
 BASH_CAPTURE_CHARS = 4_000_000
 
 
-
 def _size(session: Session) -> str:
     compacted = ", the earlier part summarised" if getattr(session, "summary", None) else ""
     return f"{len(session.messages)} messages{compacted}"
@@ -71,8 +70,14 @@ class Runtime:
         self.settings = settings
         self.workspace = workspace
         # MCP servers, permission rules, hooks and custom commands (loaded at start, off the loop).
-        self.ext = Extensions(workspace, home, builtin=commands, trust_project_mcp=trust_project_mcp,
-                              start_timeout=settings.mcp_start_timeout, call_timeout=settings.mcp_call_timeout)
+        self.ext = Extensions(
+            workspace,
+            home,
+            builtin=commands,
+            trust_project_mcp=trust_project_mcp,
+            start_timeout=settings.mcp_start_timeout,
+            call_timeout=settings.mcp_call_timeout,
+        )
         # The rules decide first; what they leave to the person goes to ``gate`` (the app's
         # window), and without one (print mode) is refused.
         self.gate = self.ext.gate(gate)
@@ -85,8 +90,9 @@ class Runtime:
         self._completion = completion
         if completion is None and self.memory_mode != MemoryMode.OFF:
             completion = memory_completion(settings, home=home)
-        self.manager = build_manager(self.stores, completion, settings, fs=self.fs, search=self.search,
-                                     runs_jobs=not worker_process)
+        self.manager = build_manager(
+            self.stores, completion, settings, fs=self.fs, search=self.search, runs_jobs=not worker_process
+        )
         # worker_process: the jobs run in a child process (`pseudoclaude memory worker`); this
         # process spools, reviews and watches (an apply never shares the screen's
         # interpreter). Print mode keeps the worker in-process: its one job is faster there than
@@ -239,7 +245,9 @@ class Runtime:
                     await self._use(await self._restore(lambda: self.sessions.open(previous)))
             raise
         if session is None:
-            session = await self._restore(lambda: self.sessions.create(self.workspace, model=self.settings.model))
+            session = await self._restore(
+                lambda: self.sessions.create(self.workspace, model=self.settings.model)
+            )
         for w in getattr(session, "warnings", []) or []:
             note = f"{note}; {w}" if note else w
         await self._use(session)
@@ -284,9 +292,13 @@ class Runtime:
     def _recorder(self, session: Session) -> Recorder:
         """The tools' hook into the session's checkpoints; the bounds are applied at its first one."""
         store, s = self.checkpoints, self.settings
-        return Recorder(store.session(session.id, self.workspace), lambda: session.turns,
-                        prune=lambda: store.prune(s.checkpoint_max_mb * 1_000_000, s.checkpoint_max_days,
-                                                  keep=[session.id]))
+        return Recorder(
+            store.session(session.id, self.workspace),
+            lambda: session.turns,
+            prune=lambda: store.prune(
+                s.checkpoint_max_mb * 1_000_000, s.checkpoint_max_days, keep=[session.id]
+            ),
+        )
 
     async def _make_runner(self, session: Session | None) -> Runner:
         index = await asyncio.to_thread(self.stores.merged_index)
@@ -321,7 +333,9 @@ class Runtime:
             recall=self.search,
             ext=self.ext,
         )
-        runner.tool_input_bytes = input_limit(self.settings.tool_input_max_bytes, self.settings.context_window)
+        runner.tool_input_bytes = input_limit(
+            self.settings.tool_input_max_bytes, self.settings.context_window
+        )
         return runner
 
     # -- trust -----------------------------------------------------------------------

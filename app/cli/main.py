@@ -39,12 +39,22 @@ def package_version() -> str:
 class _VersionAction(argparse.Action):
     """`--version`: the version is looked up only when asked, not on every start."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
-                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str = argparse.SUPPRESS,
+        default: str = argparse.SUPPRESS,
+        help: str | None = None,
+    ) -> None:
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: object, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
         print(f"{parser.prog} {package_version()}")  # on stdout, as argparse's own --version
         parser.exit(EXIT_OK)
 
@@ -57,8 +67,13 @@ class _Parser(argparse.ArgumentParser):
 def _common(p: argparse.ArgumentParser, *, suppress: bool) -> None:
     # Under `memory` the defaults are suppressed so `-C` given before `memory` is not reset.
     d = argparse.SUPPRESS if suppress else None
-    p.add_argument("-C", "--workspace", metavar="DIR", default=d if suppress else ".",
-                   help="workspace folder (default: the current directory)")
+    p.add_argument(
+        "-C",
+        "--workspace",
+        metavar="DIR",
+        default=d if suppress else ".",
+        help="workspace folder (default: the current directory)",
+    )
 
 
 def _positive_int(v: str) -> int:
@@ -82,38 +97,79 @@ def build_parser(*, memory_commands: bool = True, rewind_commands: bool = True) 
     parser = _Parser(prog="pseudoclaude", description="A terminal coding assistant with long-term memory.")
     parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     _common(parser, suppress=False)
-    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
-                        help="run one turn, stream the answer to stdout and exit (- reads the prompt from stdin)")
+    parser.add_argument(
+        "-p",
+        "--print",
+        dest="prompt",
+        metavar="PROMPT",
+        help="run one turn, stream the answer to stdout and exit (- reads the prompt from stdin)",
+    )
     parser.add_argument("--model", help="main model (default claude-sonnet-5-5)")
     parser.add_argument("--memory-model", help="memory model (default claude-haiku-5-5)")
-    parser.add_argument("--memory", dest="memory_mode", choices=MEMORY_MODES,
-                        help="auto: write memory; review: hold it for approval; off: never extract")
+    parser.add_argument(
+        "--memory",
+        dest="memory_mode",
+        choices=MEMORY_MODES,
+        help="auto: write memory; review: hold it for approval; off: never extract",
+    )
     resume = parser.add_mutually_exclusive_group()
-    resume.add_argument("--continue", dest="continue_latest", action="store_true",
-                        help="continue this workspace's latest session")
-    resume.add_argument("--resume", metavar="ID",
-                        help="resume a session of this workspace by id (another workspace's is refused, exit 1)")
-    parser.add_argument("--memory-wait", type=_seconds, metavar="S",
-                        help="print mode: seconds to wait for this turn's memory job (default 15)")
-    parser.add_argument("--max-iterations", type=_positive_int, metavar="N",
-                        help="print mode: bound on model requests in one turn (default 50)")
-    parser.add_argument("--status", action="store_true",
-                        help="print the workspace, models, credentials and memory state instead of opening the app")
-    parser.add_argument("--allow-tools", metavar="RULE,…", default="",
-                        help="print mode: tools allowed without asking, as permission rules "
-                             "(bash, edit_file(src/**), bash(git status:*), mcp__server)")
-    parser.add_argument("--trust-project-mcp", action="store_true",
-                        help="print mode: start this workspace's .mcp.json servers for this run without a trust record")
-    parser.add_argument("--compact", action="store_true",
-                        help="print mode: compact the conversation before this turn (with --continue or --resume)")
-    parser.add_argument("--trust-project-memory", action="store_true",
-                        help="print mode: trust this workspace's project memory store (recorded for this workspace)")
+    resume.add_argument(
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="continue this workspace's latest session",
+    )
+    resume.add_argument(
+        "--resume",
+        metavar="ID",
+        help="resume a session of this workspace by id (another workspace's is refused, exit 1)",
+    )
+    parser.add_argument(
+        "--memory-wait",
+        type=_seconds,
+        metavar="S",
+        help="print mode: seconds to wait for this turn's memory job (default 15)",
+    )
+    parser.add_argument(
+        "--max-iterations",
+        type=_positive_int,
+        metavar="N",
+        help="print mode: bound on model requests in one turn (default 50)",
+    )
+    parser.add_argument(
+        "--status",
+        action="store_true",
+        help="print the workspace, models, credentials and memory state instead of opening the app",
+    )
+    parser.add_argument(
+        "--allow-tools",
+        metavar="RULE,…",
+        default="",
+        help="print mode: tools allowed without asking, as permission rules "
+        "(bash, edit_file(src/**), bash(git status:*), mcp__server)",
+    )
+    parser.add_argument(
+        "--trust-project-mcp",
+        action="store_true",
+        help="print mode: start this workspace's .mcp.json servers for this run without a trust record",
+    )
+    parser.add_argument(
+        "--compact",
+        action="store_true",
+        help="print mode: compact the conversation before this turn (with --continue or --resume)",
+    )
+    parser.add_argument(
+        "--trust-project-memory",
+        action="store_true",
+        help="print mode: trust this workspace's project memory store (recorded for this workspace)",
+    )
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     mem = sub.add_parser("memory", help="inspect and edit long-term memory")
     _common(mem, suppress=True)
     if memory_commands:
         # Only when the command line names `memory` (see the module's docstring).
         from app.cli.memory import commands as memory_cli
+
         memory_cli.add_commands(mem, lambda p: _common(p, suppress=True))
     rewind = sub.add_parser("rewind", help="restore files and/or the conversation to before a turn")
     doctor = sub.add_parser("doctor", help="report the checkpoints' size")
@@ -132,7 +188,9 @@ _ends_at_once = False
 def main(argv: Sequence[str] | None = None) -> int:
     global _ends_at_once
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(memory_commands="memory" in argv, rewind_commands="rewind" in argv or "doctor" in argv)
+    parser = build_parser(
+        memory_commands="memory" in argv, rewind_commands="rewind" in argv or "doctor" in argv
+    )
     args = parser.parse_args(argv)
     if args.command in ("rewind", "doctor"):
         from app.cli import rewind as rewind_cli  # loaded by build_parser already
@@ -182,7 +240,9 @@ def _status(settings: Settings, workspace: Path) -> str:
     from memory.store.stores import MemoryStores
 
     stores = MemoryStores(workspace)
-    counts = {lv.value: (0 if st.folder_problem() else len(st.note_names())) for lv, st in stores.stores.items()}
+    counts = {
+        lv.value: (0 if st.folder_problem() else len(st.note_names())) for lv, st in stores.stores.items()
+    }
     jobs = Spool(stores.paths).list(workspace, include_orphans=False)
     creds = "configured" if has_credentials() else NO_CREDENTIALS
     user = f"{counts['user']} user note(s) in {stores.user.dir}; {len(jobs)} spooled job(s)"
@@ -191,16 +251,18 @@ def _status(settings: Settings, workspace: Path) -> str:
         if stores.has_project_level
         else f"memory: {user}; this workspace has no project level (its project store would be the user store)"
     )
-    return "\n".join([
-        f"PseudoClaude — workspace {workspace}",
-        f"model {settings.model}; memory model {settings.memory_model}, memory {settings.memory_mode}",
-        f"credentials: {creds}",
-        memory,
-        "",
-        "Run `pseudoclaude` in a terminal for the full-screen app, or:",
-        '  pseudoclaude -p "explain this repository"     one turn, streamed to stdout',
-        "  pseudoclaude memory list                      browse the notes (see `pseudoclaude memory --help`)",
-    ])
+    return "\n".join(
+        [
+            f"PseudoClaude — workspace {workspace}",
+            f"model {settings.model}; memory model {settings.memory_model}, memory {settings.memory_mode}",
+            f"credentials: {creds}",
+            memory,
+            "",
+            "Run `pseudoclaude` in a terminal for the full-screen app, or:",
+            '  pseudoclaude -p "explain this repository"     one turn, streamed to stdout',
+            "  pseudoclaude memory list                      browse the notes (see `pseudoclaude memory --help`)",
+        ]
+    )
 
 
 def _prompt_text(arg: str) -> str:
@@ -246,8 +308,9 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
             # Textual and the app: only when the full-screen app is chosen (not for print mode, memory).
             from app.tui.app import run_app
 
-            return run_app(_settings_flags(args), workspace, resume=args.resume,
-                           continue_latest=args.continue_latest)
+            return run_app(
+                _settings_flags(args), workspace, resume=args.resume, continue_latest=args.continue_latest
+            )
         finally:
             release_start_up()  # an app that ended before its first frame
     # Print mode and --status only: the settings (pydantic-settings) and print mode's runtime.
@@ -272,10 +335,17 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     # Print mode's runtime (the model, the tools, the session log): only for a prompt given here.
     from app.cli.print_mode import main_print
 
-    return main_print(prompt, settings, workspace, allow_tools=allow, trust_project_mcp=args.trust_project_mcp,
-                      resume=args.resume,
-                      continue_latest=args.continue_latest, trust_project=args.trust_project_memory,
-                      compact=args.compact)
+    return main_print(
+        prompt,
+        settings,
+        workspace,
+        allow_tools=allow,
+        trust_project_mcp=args.trust_project_mcp,
+        resume=args.resume,
+        continue_latest=args.continue_latest,
+        trust_project=args.trust_project_memory,
+        compact=args.compact,
+    )
 
 
 if __name__ == "__main__":

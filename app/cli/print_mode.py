@@ -50,7 +50,6 @@ from memory.text.terminal import TerminalStreamStripper, strip_terminal, strip_t
 EXIT_OK, EXIT_ERROR = 0, 1
 
 
-
 class PrintUI:
     """Writes the Runner's events: the answer to stdout as it arrives, the rest to stderr."""
 
@@ -187,14 +186,18 @@ class PrintUI:
         ours = [k for k, v in self.took_over.items() if v == job_id]
         merged = f" (it took over job {', '.join(ours)})" if ours else ""
         if isinstance(ev, JobApplied):
-            self.diag(f"[memory: job {ev.job_id}{merged} applied: {len(ev.applied)} op(s), {len(ev.rejected)} "
-                      f"rejected, {len(ev.conflicts)} conflict(s)]")
+            self.diag(
+                f"[memory: job {ev.job_id}{merged} applied: {len(ev.applied)} op(s), {len(ev.rejected)} "
+                f"rejected, {len(ev.conflicts)} conflict(s)]"
+            )
             # Each citation the app did not keep, with why; the op itself applied.
             for d in ev.dropped_cites:
                 self.diag(f"[memory: job {ev.job_id}: {dropped_line(d)}]")
         elif isinstance(ev, JobFailed):
-            self.diag(f"[memory: job {ev.job_id}{merged} failed: {one_line(ev.reason, 300)}; it stays spooled "
-                      "(pseudoclaude memory flush)]")
+            self.diag(
+                f"[memory: job {ev.job_id}{merged} failed: {one_line(ev.reason, 300)}; it stays spooled "
+                "(pseudoclaude memory flush)]"
+            )
         elif isinstance(ev, JobHeld):
             self.diag(f"[memory: job {ev.job_id}{merged} held for review (pseudoclaude memory pending)]")
 
@@ -222,8 +225,10 @@ def _report_outcome(ui: PrintUI, job_id: str, outcome: object, waited: float) ->
     taken = getattr(outcome, "taken_over_by", None) or ui.took_over.get(job_id)
     if not outcome:
         also = f" (it was taken over by job {taken})" if taken else ""
-        ui.diag(f"[memory: job {job_id}{also} still running after {waited:g}s; it stays spooled and the next run "
-                "(or `pseudoclaude memory flush`) applies it]")
+        ui.diag(
+            f"[memory: job {job_id}{also} still running after {waited:g}s; it stays spooled and the next run "
+            "(or `pseudoclaude memory flush`) applies it]"
+        )
         return
     if job_id in ui.outcomes or (taken and taken in ui.outcomes):
         return
@@ -239,8 +244,6 @@ def _report_outcome(ui: PrintUI, job_id: str, outcome: object, waited: float) ->
         ui.diag(f"[memory: job {taken} (it took over job {job_id}) {what}]")
     else:
         ui.diag(f"[memory: job {job_id} {what} by another process on this workspace]")
-
-
 
 
 async def _open(
@@ -264,13 +267,17 @@ async def _open(
     if note:
         ui.diag(f"[{note}]")
     if not runtime.stores.has_project_level:
-        ui.diag("[memory: this workspace has no project level (its project store would be the user store); "
-                "notes go to the user level]")
+        ui.diag(
+            "[memory: this workspace has no project level (its project store would be the user store); "
+            "notes go to the user level]"
+        )
     left_out = await asyncio.to_thread(untrusted_cards, runtime.stores)
     if left_out:
-        ui.diag(f"[memory: the project store {runtime.stores.project.dir} came with this workspace and is not "
-                f"trusted: its {len(left_out)} note(s) are left out of the prompt and of memory extraction; "
-                "--trust-project-memory trusts it once for this workspace]")
+        ui.diag(
+            f"[memory: the project store {runtime.stores.project.dir} came with this workspace and is not "
+            f"trusted: its {len(left_out)} note(s) are left out of the prompt and of memory extraction; "
+            "--trust-project-memory trusts it once for this workspace]"
+        )
     return True
 
 
@@ -304,7 +311,9 @@ async def run_print(
         command = await resolve_prompt(ui, runtime, prompt)  # /help, or a command that cannot run: no session
         if command.text is None:
             return command.code
-        if not await _open(ui, runtime, resume=resume, continue_latest=continue_latest, trust_project=trust_project):
+        if not await _open(
+            ui, runtime, resume=resume, continue_latest=continue_latest, trust_project=trust_project
+        ):
             return EXIT_ERROR
         if compact:
             try:
@@ -330,14 +339,17 @@ async def run_print(
         root.removeHandler(handler)
 
 
-async def _after_turn(ui: PrintUI, runtime: Runtime, stop: RunStop, memory_wait: float,
-                      interrupt: Interrupt | None) -> int:
+async def _after_turn(
+    ui: PrintUI, runtime: Runtime, stop: RunStop, memory_wait: float, interrupt: Interrupt | None
+) -> int:
     """The exit code, once this turn's memory job is done or ``memory_wait`` seconds passed; a Ctrl+C
     that came while the turn committed ends the run at once, its job left spooled."""
     if interrupt is not None and interrupt.committed():
         if stop.job_id:
-            ui.diag(f"[memory: job {stop.job_id} stays spooled; the next run (or `pseudoclaude memory flush`) "
-                    "applies it]")
+            ui.diag(
+                f"[memory: job {stop.job_id} stays spooled; the next run (or `pseudoclaude memory flush`) "
+                "applies it]"
+            )
         return EXIT_INTERRUPTED
     for note in runtime.search.notices():  # a damaged search cache, rebuilt: said once
         ui.diag(f"pseudoclaude: {note}")
@@ -347,7 +359,9 @@ async def _after_turn(ui: PrintUI, runtime: Runtime, stop: RunStop, memory_wait:
     return EXIT_OK if stop.status == "completed" else EXIT_ERROR
 
 
-def _runtime(settings: Settings, workspace: Path, allow_tools: tuple[Rule, ...], trust_project_mcp: bool) -> Runtime:
+def _runtime(
+    settings: Settings, workspace: Path, allow_tools: tuple[Rule, ...], trust_project_mcp: bool
+) -> Runtime:
     # The memory model's client shares the main model's: one TLS set-up before the answer, not two.
     provider = AnthropicProvider()
     completion = (
@@ -357,8 +371,15 @@ def _runtime(settings: Settings, workspace: Path, allow_tools: tuple[Rule, ...],
     )
     # history=False: a --continue reads the session from its last compaction on (nothing shows the rest).
     # No one to ask: what the rules (the config files', --allow-tools') do not allow is refused.
-    runtime = Runtime(settings, workspace, gate=None, provider=provider, completion=completion, history=False,
-                      trust_project_mcp=trust_project_mcp)
+    runtime = Runtime(
+        settings,
+        workspace,
+        gate=None,
+        provider=provider,
+        completion=completion,
+        history=False,
+        trust_project_mcp=trust_project_mcp,
+    )
     if allow_tools:
         runtime.ext.allow(allow_tools, "--allow-tools")
     return runtime
@@ -372,8 +393,10 @@ async def _extensions_ready(ui: PrintUI, runtime: Runtime) -> None:
     for line in ext.notes():
         ui.diag(f"pseudoclaude: {line}")
     if ext.servers.waiting:
-        ui.diag("pseudoclaude: the project's .mcp.json servers are not started: --trust-project-mcp starts them "
-                "for this run, or trust them once in the app")
+        ui.diag(
+            "pseudoclaude: the project's .mcp.json servers are not started: --trust-project-mcp starts them "
+            "for this run, or trust them once in the app"
+        )
     for status in ext.mcp.status() if ext.mcp is not None else []:
         if status.state == "failed":
             ui.diag(f"pseudoclaude: MCP server {status.name} failed: {status.reason}")

@@ -46,19 +46,30 @@ def _turn(v: str) -> int:
     return n
 
 
-def add_arguments(rewind: argparse.ArgumentParser, doctor: argparse.ArgumentParser,
-                  common: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_arguments(
+    rewind: argparse.ArgumentParser,
+    doctor: argparse.ArgumentParser,
+    common: Callable[[argparse.ArgumentParser], None],
+) -> None:
     """The arguments of ``rewind`` and ``doctor`` (their parsers are made by main's)."""
     common(rewind)
     common(doctor)
     rewind.add_argument("turn", nargs="?", type=_turn, metavar="N", help="restore to before turn N")
-    rewind.add_argument("--list", action="store_true", help="one line per turn: N, time, files changed, prompt")
+    rewind.add_argument(
+        "--list", action="store_true", help="one line per turn: N, time, files changed, prompt"
+    )
     which = rewind.add_mutually_exclusive_group()
     which.add_argument("--files", action="store_true", help="restore the files only")
     which.add_argument("--conversation", action="store_true", help="rewind the conversation only")
-    rewind.add_argument("--force", action="store_true", help="overwrite files changed since the agent wrote them")
-    rewind.add_argument("--resume", metavar="ID", default=argparse.SUPPRESS,
-                        help="that session of this workspace (default: its latest)")
+    rewind.add_argument(
+        "--force", action="store_true", help="overwrite files changed since the agent wrote them"
+    )
+    rewind.add_argument(
+        "--resume",
+        metavar="ID",
+        default=argparse.SUPPRESS,
+        help="that session of this workspace (default: its latest)",
+    )
 
 
 def err(msg: str) -> None:
@@ -115,7 +126,9 @@ def _session(workspace: Path, resume: str | None) -> SessionInfo:
     if len(matches) == 1:
         return matches[0]
     if matches:
-        raise SessionError(f"session id {sid!r} is ambiguous: it matches {', '.join(s.id for s in matches[:3])}")
+        raise SessionError(
+            f"session id {sid!r} is ambiguous: it matches {', '.join(s.id for s in matches[:3])}"
+        )
     raise SessionError(f"no session of workspace {workspace} matches {sid!r}")
 
 
@@ -167,8 +180,10 @@ def list_lines(turns: list[TurnLine], width: int) -> list[str]:
     budget = min(max(width - lead - 2 - PROMPT_ROOM, FILES_WIDTH), FILES_MAX)
     columns = [files_column(t, budget) for t in turns]
     pad = max((len(c) for c in columns), default=0)
-    return [f"{head}{column:<{pad}}  {t.text}" + ("  (rewound)" if t.rewound else "")
-            for head, column, t in zip(heads, columns, turns, strict=True)]
+    return [
+        f"{head}{column:<{pad}}  {t.text}" + ("  (rewound)" if t.rewound else "")
+        for head, column, t in zip(heads, columns, turns, strict=True)
+    ]
 
 
 def _list(info: SessionInfo, workspace: Path) -> int:
@@ -241,6 +256,8 @@ def doctor() -> int:
         return EXIT_USAGE
     store = CheckpointStore()
     size = store.size()
-    print(f"checkpoints: {format_bytes(size.bytes)} in {size.sessions} session(s) at {store.root} "
-          f"(bounds: {settings.checkpoint_max_mb} MB, {settings.checkpoint_max_days:g} days; oldest pruned first)")
+    print(
+        f"checkpoints: {format_bytes(size.bytes)} in {size.sessions} session(s) at {store.root} "
+        f"(bounds: {settings.checkpoint_max_mb} MB, {settings.checkpoint_max_days:g} days; oldest pruned first)"
+    )
     return EXIT_OK

@@ -213,25 +213,53 @@ def title_from(text: str, words: int = 8, limit: int = 60) -> str:
 
 
 def _change(result: CardResult) -> CardChange:
-    return CardChange(status=result.status, level=_value(result.level), filename=result.filename,
-                      reason=result.reason, txid=result.txid, sha256=result.sha256, dropped=result.dropped)
+    return CardChange(
+        status=result.status,
+        level=_value(result.level),
+        filename=result.filename,
+        reason=result.reason,
+        txid=result.txid,
+        sha256=result.sha256,
+        dropped=result.dropped,
+    )
 
 
 def _copy(edit: ExternalEdit) -> EditCopy:
-    return EditCopy(level=_value(edit.level), filename=edit.filename, folder=edit.folder, path=edit.path,
-                    sha256=edit.sha256, original=edit.original)
+    return EditCopy(
+        level=_value(edit.level),
+        filename=edit.filename,
+        folder=edit.folder,
+        path=edit.path,
+        sha256=edit.sha256,
+        original=edit.original,
+    )
 
 
 def _edit(copy: EditCopy) -> ExternalEdit:
-    return ExternalEdit(level=Level(copy.level), filename=copy.filename, folder=copy.folder, path=copy.path,
-                        sha256=copy.sha256, original=copy.original)
+    return ExternalEdit(
+        level=Level(copy.level),
+        filename=copy.filename,
+        folder=copy.folder,
+        path=copy.path,
+        sha256=copy.sha256,
+        original=copy.original,
+    )
 
 
 def _back(result: ExternalEditResult) -> EditBack:
     f = result.fields
-    fields = None if f is None else CardText(level=f.level, type=f.type, title=f.title, summary=f.summary, body=f.body)
-    return EditBack(status=result.status, problem=result.problem, text=result.text, fields=fields,
-                    result=None if result.result is None else _change(result.result))
+    fields = (
+        None
+        if f is None
+        else CardText(level=f.level, type=f.type, title=f.title, summary=f.summary, body=f.body)
+    )
+    return EditBack(
+        status=result.status,
+        problem=result.problem,
+        text=result.text,
+        fields=fields,
+        result=None if result.result is None else _change(result.result),
+    )
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -251,8 +279,13 @@ def stored_card(note: Note) -> StoredCard:
     sides = note.conflict
     if sides is None:
         return StoredCard(note)
-    return StoredCard(note, ConflictVersions(ours=_version(sides.ours_label, sides.ours, note.meta),
-                                             theirs=_version(sides.theirs_label, sides.theirs, note.meta)))
+    return StoredCard(
+        note,
+        ConflictVersions(
+            ours=_version(sides.ours_label, sides.ours, note.meta),
+            theirs=_version(sides.theirs_label, sides.theirs, note.meta),
+        ),
+    )
 
 
 def read_card(stores: MemoryStores, level: str, filename: str) -> StoredCard | None:
@@ -296,12 +329,20 @@ def _citations(note: Note, check: CardCheck | None) -> tuple[Citation, ...]:
     out = []
     for cite in note.meta.cites:
         state = states.get(cite.spec)
-        out.append(Citation(cite.spec, state.state, state.reason) if state is not None else Citation(cite.spec))
+        out.append(
+            Citation(cite.spec, state.state, state.reason) if state is not None else Citation(cite.spec)
+        )
     return tuple(out)
 
 
-def _entry(note: Note, untrusted: bool, check: CardCheck | None, use: CardUse | None, now: _dt.datetime | None,
-           in_prompt: bool) -> CardEntry:
+def _entry(
+    note: Note,
+    untrusted: bool,
+    check: CardCheck | None,
+    use: CardUse | None,
+    now: _dt.datetime | None,
+    in_prompt: bool,
+) -> CardEntry:
     return CardEntry(
         card=stored_card(note),
         untrusted=untrusted,
@@ -330,12 +371,20 @@ def list_cards(stores: MemoryStores, *, now: _dt.datetime | None = None) -> Card
             continue
         untrusted = level is Level.PROJECT and not trusted
         if untrusted and found:
-            notes.append("project memory is untrusted: its cards are not used until you trust it (asked at start)")
+            notes.append(
+                "project memory is untrusted: its cards are not used until you trust it (asked at start)"
+            )
         checked = checks if level is Level.PROJECT else {}
         used = uses.get(level.value, {})
         entries.extend(
-            _entry(n, untrusted, checked.get(n.filename), used.get(n.filename), now,
-                   in_prompt=f"{level.value}/{n.filename}" in shown)
+            _entry(
+                n,
+                untrusted,
+                checked.get(n.filename),
+                used.get(n.filename),
+                now,
+                in_prompt=f"{level.value}/{n.filename}" in shown,
+            )
             for n in found
         )
     if not stores.has_project_level:
@@ -353,8 +402,9 @@ class CardsService:
     a 10,000-card store each took twice as long, one after the other the second finds the parse
     cache warm. Pass the one the other readers share; without it the service has its own."""
 
-    def __init__(self, stores: MemoryStores, search: MemorySearch | None, *,
-                 card_reads: threading.Lock | None = None) -> None:
+    def __init__(
+        self, stores: MemoryStores, search: MemorySearch | None, *, card_reads: threading.Lock | None = None
+    ) -> None:
         self.stores = stores
         self.search = search
         self.card_reads = card_reads if card_reads is not None else threading.Lock()
@@ -367,7 +417,9 @@ class CardsService:
     def remember_draft(self, text: str) -> CardText:
         """/remember TEXT: a new card's fields (body = TEXT, a title from its first words, a
         project_knowledge card of the project level — the user level when there is none)."""
-        return CardText(level=self.levels[0], type="project_knowledge", title=title_from(text), summary="", body=text)
+        return CardText(
+            level=self.levels[0], type="project_knowledge", title=title_from(text), summary="", body=text
+        )
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -393,19 +445,37 @@ class CardsService:
 
     async def check_card(self, card: CardInput) -> dict[str, str]:
         """What is wrong with the card, by field (empty: nothing). Writes nothing."""
-        return await asyncio.to_thread(self.stores.check_card, card.level, card.type, card.title, card.summary,
-                                       card.body)
+        return await asyncio.to_thread(
+            self.stores.check_card, card.level, card.type, card.title, card.summary, card.body
+        )
 
     async def save_card(
-        self, card: CardInput, filename: str | None, sha256: str | None, original_level: str | None,
+        self,
+        card: CardInput,
+        filename: str | None,
+        sha256: str | None,
+        original_level: str | None,
         cites: tuple[str, ...] | None = None,
     ) -> CardChange:
         """The editor's save: a new card (no ``filename``), or an edit of the card as read
         (``sha256``), moved when its level changed; ``cites``: the citations the person changed
         (None: left alone)."""
-        return await asyncio.to_thread(lambda: _change(save_card(
-            self.stores, card.level, card.type, card.title, card.summary, card.body,
-            filename=filename, expected_sha=sha256, original_level=original_level, cites=cites)))
+        return await asyncio.to_thread(
+            lambda: _change(
+                save_card(
+                    self.stores,
+                    card.level,
+                    card.type,
+                    card.title,
+                    card.summary,
+                    card.body,
+                    filename=filename,
+                    expected_sha=sha256,
+                    original_level=original_level,
+                    cites=cites,
+                )
+            )
+        )
 
     async def delete_card(self, level: str, filename: str, sha256: str) -> CardChange:
         return await asyncio.to_thread(lambda: _change(self.stores.delete_card(level, filename, sha256)))
@@ -424,11 +494,17 @@ class CardsService:
         result = await self.pin_card(level, filename, pinned, sha256)
         reasons = [c.reason for c in result.conflicts] + [r.reason for r in result.rejected]
         if reasons:
-            return CardChange(status="conflict" if result.conflicts else "rejected", level=level, filename=filename,
-                              reason=reasons[0])
+            return CardChange(
+                status="conflict" if result.conflicts else "rejected",
+                level=level,
+                filename=filename,
+                reason=reasons[0],
+            )
         return CardChange(status="applied", level=level, filename=filename, txid=result.txid)
 
-    async def confirm_card(self, level: str, filename: str, sha256: str | None) -> tuple[BatchResult, list[str]]:
+    async def confirm_card(
+        self, level: str, filename: str, sha256: str | None
+    ) -> tuple[BatchResult, list[str]]:
         """A person's "still true": the batch and the lines saying what it changed. StoreError
         (one line) when it cannot be."""
         return await asyncio.to_thread(self.stores.confirm, level, filename, sha256)
@@ -447,7 +523,9 @@ class CardsService:
     async def finish_external_edit(self, copy: EditCopy, *, refuse: str | None = None) -> EditBack:
         """The copy read back, checked and applied as one edit; ``refuse``: a reason not to apply a
         changed copy (the editor failed). The copy stays until ``discard_external_edit``."""
-        return await asyncio.to_thread(lambda: _back(finish_external_edit(self.stores, _edit(copy), refuse=refuse)))
+        return await asyncio.to_thread(
+            lambda: _back(finish_external_edit(self.stores, _edit(copy), refuse=refuse))
+        )
 
     async def discard_external_edit(self, copy: EditCopy) -> None:
         await asyncio.to_thread(discard_external_edit, _edit(copy))

@@ -120,8 +120,12 @@ _TITLES = {
     "hooks": "hooks: these commands would run by themselves, at their events",
     "permissions": "allow rules (.PseudoClaude/settings.toml)",
 }
-_NOUNS = {"mcp": ("MCP server", "MCP servers"), "commands": ("command", "commands"),
-          "hooks": ("hook", "hooks"), "permissions": ("allow rule", "allow rules")}
+_NOUNS = {
+    "mcp": ("MCP server", "MCP servers"),
+    "commands": ("command", "commands"),
+    "hooks": ("hook", "hooks"),
+    "permissions": ("allow rule", "allow rules"),
+}
 
 
 def tally(kind: str, count: int) -> str:
@@ -152,11 +156,21 @@ class ExtensionsService:
 
     def rules(self) -> list[RuleView]:
 
-        editable = {str(local_settings_path(self._rt.workspace).relative_to(self._rt.workspace)),
-                    str(user_config_path(self._rt.ext.home))}
-        return [RuleView(text=r.rule.text, list=r.list, where=r.source, scope=r.scope, state=state,
-                         removable=r.source in editable and state == "active")
-                for r, state in self.ext.rules.listing()]
+        editable = {
+            str(local_settings_path(self._rt.workspace).relative_to(self._rt.workspace)),
+            str(user_config_path(self._rt.ext.home)),
+        }
+        return [
+            RuleView(
+                text=r.rule.text,
+                list=r.list,
+                where=r.source,
+                scope=r.scope,
+                state=state,
+                removable=r.source in editable and state == "active",
+            )
+            for r, state in self.ext.rules.listing()
+        ]
 
     async def save_rules(self, text: str) -> SavedRule:
         """Append the rules (comma-separated) to the project's personal settings file's allow
@@ -185,13 +199,18 @@ class ExtensionsService:
             try:
                 for p in paths:
                     if remove_rule(p, text):
-                        done.append(str(p.relative_to(self._rt.workspace)) if p.is_relative_to(self._rt.workspace)
-                                    else str(p))
+                        done.append(
+                            str(p.relative_to(self._rt.workspace))
+                            if p.is_relative_to(self._rt.workspace)
+                            else str(p)
+                        )
             except (ValueError, OSError) as e:
                 return str(e)
             if not done:
-                return (f"no rule {text!r} in {paths[0].relative_to(self._rt.workspace)} or {paths[1]}: "
-                        "the project's shared settings are edited by hand")
+                return (
+                    f"no rule {text!r} in {paths[0].relative_to(self._rt.workspace)} or {paths[1]}: "
+                    "the project's shared settings are edited by hand"
+                )
             self.ext.load()
             return f"removed {text} from {', '.join(done)}"
 
@@ -203,12 +222,17 @@ class ExtensionsService:
         """Every server, by name: the client's in their state, and the project's that wait for
         the person's trust (never started)."""
         mcp = self.ext.mcp
-        views = [McpServerView(s.name, s.source, s.describe, s.state, s.reason, s.tools, s.prompts)
-                 for s in (mcp.status() if mcp is not None else [])]
+        views = [
+            McpServerView(s.name, s.source, s.describe, s.state, s.reason, s.tools, s.prompts)
+            for s in (mcp.status() if mcp is not None else [])
+        ]
         known = {v.name for v in views}
         waiting = set(self.ext.servers.waiting) - known
-        views += [McpServerView(s.name, s.source, s.describe(), WAITING, "", (), ())
-                  for s in self.ext.servers.project.servers if s.name in waiting]
+        views += [
+            McpServerView(s.name, s.source, s.describe(), WAITING, "", (), ())
+            for s in self.ext.servers.project.servers
+            if s.name in waiting
+        ]
         return sorted(views, key=lambda v: v.name)
 
     def cannot_restart(self, name: str) -> str | None:
@@ -232,8 +256,9 @@ class ExtensionsService:
         if status.state == "ready":
             return Restarted(f"MCP server {name} restarted: ready, {len(status.tools)} tool(s)")
         if status.state == "failed":
-            return Restarted(f"MCP server {name} restarted but failed: {status.reason or 'no reason given'}",
-                             error=True)
+            return Restarted(
+                f"MCP server {name} restarted but failed: {status.reason or 'no reason given'}", error=True
+            )
         return Restarted(f"MCP server {name} restarted: {status.state}")
 
     def left_running(self) -> list[str]:
@@ -275,10 +300,14 @@ class ExtensionsService:
 
     def commands(self) -> list[CommandView]:
         """The custom commands, then the MCP servers' prompts, each with its description."""
-        out = [CommandView(name, hint, description) for name, hint, description in self.ext.commands.listing()]
+        out = [
+            CommandView(name, hint, description) for name, hint, description in self.ext.commands.listing()
+        ]
         if self.ext.mcp is not None:
-            out += [CommandView(f"/{p.command}", " ".join(a.name.upper() for a in p.arguments), p.description)
-                    for p in self.ext.mcp.prompts()]
+            out += [
+                CommandView(f"/{p.command}", " ".join(a.name.upper() for a in p.arguments), p.description)
+                for p in self.ext.mcp.prompts()
+            ]
         return out
 
     def broken(self) -> list[BrokenView]:
@@ -306,8 +335,10 @@ class ExtensionsService:
     def pending(self) -> list[WaitingView]:
         """What waits for trust now (kept: ``trust()`` records exactly what was shown)."""
         self._waiting = list(self.ext.pending())
-        return [WaitingView(w.kind, _TITLES.get(w.kind, w.kind), w.shown, tally(w.kind, w.count))
-                for w in self._waiting]
+        return [
+            WaitingView(w.kind, _TITLES.get(w.kind, w.kind), w.shown, tally(w.kind, w.count))
+            for w in self._waiting
+        ]
 
     async def trust(self) -> list[str]:
         """Trust what ``pending()`` showed, read the files again, start the servers it lets in

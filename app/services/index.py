@@ -119,7 +119,11 @@ def _conflicted(stores: MemoryStores, level: Level, listing: MergedIndex) -> tup
         except (StoreError, OSError, ValueError):
             continue  # unsafe or gone: doctor says why; nothing to resolve here
         if note.conflict is not None:
-            out.append(ConflictedCard(level=str(level), filename=name, type=str(note.meta.type), title=note.meta.title))
+            out.append(
+                ConflictedCard(
+                    level=str(level), filename=name, type=str(note.meta.type), title=note.meta.title
+                )
+            )
     return tuple(out)
 
 

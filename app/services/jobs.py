@@ -131,16 +131,30 @@ def _held_op(stores: MemoryStores, index: int, op: Any) -> ProposedOp:
             title = title or m.title
             if action == "update":
                 # Fields an update leaves out keep the card's values.
-                after = card_text(op.title or m.title, op.summary if op.summary is not None else m.summary,
-                                  type_ or _value(m.type), op.content or "")
+                after = card_text(
+                    op.title or m.title,
+                    op.summary if op.summary is not None else m.summary,
+                    type_ or _value(m.type),
+                    op.content or "",
+                )
             type_ = type_ or _value(m.type)
             summary = summary or m.summary
     elif action == "create":
         after = card_text(title, summary, type_, op.content or "")
     if action == "update" and before is None:
         after = op.content or ""
-    return ProposedOp(index=index, action=action, level=level, type=type_, title=title, summary=summary,
-                      filename=op.filename or "", status="held", before=before, after=after)
+    return ProposedOp(
+        index=index,
+        action=action,
+        level=level,
+        type=type_,
+        title=title,
+        summary=summary,
+        filename=op.filename or "",
+        status="held",
+        before=before,
+        after=after,
+    )
 
 
 def _rejected_ops(view: JobView) -> list[ProposedOp]:
@@ -148,16 +162,23 @@ def _rejected_ops(view: JobView) -> list[ProposedOp]:
     for r in view.rejected:
         op = r.op or {}
         out.append(
-            ProposedOp(index=r.index, action=str(op.get("action", "")), level=str(op.get("level", "")),
-                       type=str(op.get("type", "")), title=str(op.get("title", "")),
-                       summary=str(op.get("summary", "")), filename=str(op.get("filename", "")),
-                       status="rejected", reason=r.reason)
+            ProposedOp(
+                index=r.index,
+                action=str(op.get("action", "")),
+                level=str(op.get("level", "")),
+                type=str(op.get("type", "")),
+                title=str(op.get("title", "")),
+                summary=str(op.get("summary", "")),
+                filename=str(op.get("filename", "")),
+                status="rejected",
+                reason=r.reason,
+            )
         )
     return out
 
 
 def consolidation_title(view: JobView) -> str:
-    """"Consolidation · project store · 3 clusters" for a consolidation job, else ""."""
+    """ "Consolidation · project store · 3 clusters" for a consolidation job, else ""."""
     if getattr(view, "purpose", "extract") != "consolidate":
         return ""
     clusters = tuple(getattr(view, "clusters", ()))
@@ -191,16 +212,26 @@ def job_info(stores: MemoryStores, view: JobView) -> JobInfo:
     )
 
 
-def pending_jobs(stores: MemoryStores, views: Sequence[JobView], orphans: Iterable[JobView], mode: str) -> PendingJobs:
+def pending_jobs(
+    stores: MemoryStores, views: Sequence[JobView], orphans: Iterable[JobView], mode: str
+) -> PendingJobs:
     """``views`` (this workspace's jobs) and ``orphans`` as a review shows them. Blocking: reads
     the card each held update or delete changes."""
-    return PendingJobs(jobs=tuple(job_info(stores, v) for v in views),
-                       orphans=tuple(job_info(stores, v) for v in orphans), mode=mode)
+    return PendingJobs(
+        jobs=tuple(job_info(stores, v) for v in views),
+        orphans=tuple(job_info(stores, v) for v in orphans),
+        mode=mode,
+    )
 
 
 def _consolidation(outcome: ConsolidateOutcome) -> Consolidation:
-    return Consolidation(level=_value(outcome.level), job_id=outcome.job_id, clusters=int(outcome.clusters),
-                         cards=int(outcome.cards), reason=outcome.reason)
+    return Consolidation(
+        level=_value(outcome.level),
+        job_id=outcome.job_id,
+        clusters=int(outcome.clusters),
+        cards=int(outcome.cards),
+        reason=outcome.reason,
+    )
 
 
 class JobsService:

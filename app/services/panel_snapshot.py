@@ -63,7 +63,9 @@ def _trust_key(fs: FS, home: Path, workspace: str) -> str | None:
         return None
     if git == "other":
         return None  # trust.py follows a worktree's .git file: not worth repeating here
-    marker = Path(workspace) / (".git/pseudoclaude-id" if git == "dir" else PROJECT_STORE_REL.parent / "workspace-id")
+    marker = Path(workspace) / (
+        ".git/pseudoclaude-id" if git == "dir" else PROJECT_STORE_REL.parent / "workspace-id"
+    )
     parts, newest = [git], 0
     try:
         mst = fs.lstat(marker)

@@ -31,7 +31,11 @@ class PromptHistory:
     """``home``: the app's folder (None: ``$PSEUDOCLAUDE_HOME``, default ``~/.PseudoClaude``)."""
 
     def __init__(self, home: Path | None, workspace: Path, *, max_entries: int = MAX_ENTRIES) -> None:
-        self.path = Path(home if home is not None else pseudoclaude_home()) / "prompts" / f"{workspace_key(Path(workspace))}.jsonl"
+        self.path = (
+            Path(home if home is not None else pseudoclaude_home())
+            / "prompts"
+            / f"{workspace_key(Path(workspace))}.jsonl"
+        )
         self.max_entries = max_entries
         self._lines: int | None = None  # lines in the file as last seen (None: not counted yet)
 

@@ -38,8 +38,17 @@ if TYPE_CHECKING:
     from app.services.cards import CardsService
     from memory.model import HistoryEntry
 
-__all__ = ["FileAction", "FileStat", "MemoryBatch", "RewindDone", "RewindPreview", "RewindProblem",
-           "RewindService", "TurnRow", "typed_prompt"]
+__all__ = [
+    "FileAction",
+    "FileStat",
+    "MemoryBatch",
+    "RewindDone",
+    "RewindPreview",
+    "RewindProblem",
+    "RewindService",
+    "TurnRow",
+    "typed_prompt",
+]
 
 COUNT_MAX_BYTES = 1 << 20  # a file's +/- lines are counted up to this size (difflib is quadratic at worst)
 ATTACHED = '\n\n<attached-file path="'  # what the app appends to a prompt for each @path
@@ -206,10 +215,17 @@ class RewindService:
         batches, applied = self._batches(jobs)
         files = tuple(FileAction(f.path, f.action, f.conflict, f.diff) for f in plan.files)
         return RewindPreview(
-            to_turn=turn, kind=line.kind if line is not None else "turn", text=line.text if line is not None else "",
-            prompt=typed_prompt(_prompt_of(session.path, turn)), files=files, rewound=plan.rewound,
-            bash_turns=plan.bash_turns, batches=batches, unapplied=tuple(n for n in jobs if n not in applied),
-            plan=plan)
+            to_turn=turn,
+            kind=line.kind if line is not None else "turn",
+            text=line.text if line is not None else "",
+            prompt=typed_prompt(_prompt_of(session.path, turn)),
+            files=files,
+            rewound=plan.rewound,
+            bash_turns=plan.bash_turns,
+            batches=batches,
+            unapplied=tuple(n for n in jobs if n not in applied),
+            plan=plan,
+        )
 
     def _batches(self, jobs: dict[int, str]) -> tuple[tuple[MemoryBatch, ...], set[int]]:
         """The memory batches that applied ``jobs`` (turn -> job id), oldest first, and the turns
@@ -227,19 +243,29 @@ class RewindService:
                 applied.update(turns)
         return tuple(out), applied
 
-    async def rewind(self, preview: RewindPreview, *, files: bool, conversation: bool,
-                     force: bool = False) -> RewindDone:
+    async def rewind(
+        self, preview: RewindPreview, *, files: bool, conversation: bool, force: bool = False
+    ) -> RewindDone:
         """Rewind as previewed: the files (``force``: over the conflicts the preview showed, never
         over one it did not), the conversation, or both. The conversation's rewind is in the open
         session at once; the caller then rebuilds the Runner (:meth:`reopen`)."""
         if not files and not conversation:
             raise RewindProblem("nothing to rewind: choose the files, the conversation, or both")
         session = self._session()
-        plan = replace(preview.plan, restore_files=files, conversation=conversation,
-                       files=preview.plan.files if files else ())
+        plan = replace(
+            preview.plan,
+            restore_files=files,
+            conversation=conversation,
+            files=preview.plan.files if files else (),
+        )
         result = await _off_loop(lambda: apply_rewind(session, self._rt.checkpoints, plan, force=force))
-        return RewindDone(entry=result.entry, restored=result.restored, deleted=result.deleted,
-                          conversation=result.conversation, lines=tuple(report(preview, result, files)))
+        return RewindDone(
+            entry=result.entry,
+            restored=result.restored,
+            deleted=result.deleted,
+            conversation=result.conversation,
+            lines=tuple(report(preview, result, files)),
+        )
 
     async def reopen(self) -> list[dict[str, object]]:
         """The Runner rebuilt from the open session (its conversation as the log now says, the
@@ -267,10 +293,12 @@ class RewindService:
         wanted = [t for t in live if t in set(txids)]
         if not wanted:
             raise RewindProblem("their memory batches were undone already")
-        after = [t for t in live[live.index(wanted[0]):] if t not in set(wanted)]
+        after = [t for t in live[live.index(wanted[0]) :] if t not in set(wanted)]
         if after:
-            raise RewindProblem(f"memory not undone: batch {after[-1]} came after them "
-                                f"(undo it first with /undo, or keep memory as it is)")
+            raise RewindProblem(
+                f"memory not undone: batch {after[-1]} came after them "
+                f"(undo it first with /undo, or keep memory as it is)"
+            )
         done: list[str] = []
         for txid in reversed(wanted):
             try:
@@ -288,14 +316,18 @@ def report(preview: RewindPreview, result: RewindResult, files: bool) -> list[st
     if files and not result.restored and not result.deleted:
         out.append("files: nothing to restore")
     if result.conversation:
-        out.append(f"conversation: back to before turn {preview.to_turn} ({span(preview.rewound)} "
-                   "left out of the next request)")
+        out.append(
+            f"conversation: back to before turn {preview.to_turn} ({span(preview.rewound)} "
+            "left out of the next request)"
+        )
     if files:
         out += [f"turn {n} ran bash: files it changed are not restored" for n in preview.bash_turns]
     live = preview.undoable
     if live:
-        out.append(f"memory is not rewound: batch{'es' if len(live) != 1 else ''} {', '.join(live)} stay "
-                   f"(/rewind, turn {preview.to_turn}: m undoes them)")
+        out.append(
+            f"memory is not rewound: batch{'es' if len(live) != 1 else ''} {', '.join(live)} stay "
+            f"(/rewind, turn {preview.to_turn}: m undoes them)"
+        )
     out.append(f"recorded as turn {result.entry}: /rewind of it undoes this rewind")
     return out
 
@@ -310,8 +342,17 @@ async def _off_loop(fn: Callable[[], T]) -> T:
 
 
 def _row(t: TurnLine, stats: tuple[FileStat, ...]) -> TurnRow:
-    return TurnRow(turn=t.turn, time=t.time, text=t.text, kind=t.kind, files=stats, bash=t.bash,
-                   in_conversation=t.in_conversation, rewound=t.rewound, status=t.status)
+    return TurnRow(
+        turn=t.turn,
+        time=t.time,
+        text=t.text,
+        kind=t.kind,
+        files=stats,
+        bash=t.bash,
+        in_conversation=t.in_conversation,
+        rewound=t.rewound,
+        status=t.status,
+    )
 
 
 def _stat(cp: SessionCheckpoints, f: FileChange) -> FileStat:

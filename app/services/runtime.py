@@ -24,9 +24,18 @@ if TYPE_CHECKING:
 __all__ = ["Pacer", "StoreChanges", "build_runtime"]
 
 
-def build_runtime(settings: Settings, workspace: Path, *, gate: PermissionGate, provider: Provider,
-                  completion: Completion | None, home: Path | None, fs: FS | None, pacer: Pacer,
-                  worker_process: bool) -> Runtime:
+def build_runtime(
+    settings: Settings,
+    workspace: Path,
+    *,
+    gate: PermissionGate,
+    provider: Provider,
+    completion: Completion | None,
+    home: Path | None,
+    fs: FS | None,
+    pacer: Pacer,
+    worker_process: bool,
+) -> Runtime:
     """The Runtime, its stores' file layer paced by ``pacer``: the memory worker's threads make
     room for the screen while the face says it is busy (a turn streams, a key was just pressed).
     Blocking imports, no file read or written."""
@@ -36,8 +45,16 @@ def build_runtime(settings: Settings, workspace: Path, *, gate: PermissionGate, 
 
     fs = fs if fs is not None else FS()
     fs.pace = pacer
-    return Runtime(settings, workspace, gate=gate, provider=provider, completion=completion, home=home, fs=fs,
-                   worker_process=worker_process)
+    return Runtime(
+        settings,
+        workspace,
+        gate=gate,
+        provider=provider,
+        completion=completion,
+        home=home,
+        fs=fs,
+        worker_process=worker_process,
+    )
 
 
 class StoreChanges:

@@ -71,8 +71,9 @@ class SharingService:
 
     # -- the history of the cards ----------------------------------------------------------------
 
-    async def log(self, level: Level | str | None = None, filename: str | None = None, *,
-                  limit: int | None = None) -> StoreLog:
+    async def log(
+        self, level: Level | str | None = None, filename: str | None = None, *, limit: int | None = None
+    ) -> StoreLog:
         """The history of both stores (or ``level``'s, or one card's): this workspace's batches
         and the git commits that touched the store, newest first, at most ``limit``. Raises
         ValueError (one line) for a filename that cannot name a card."""
@@ -95,8 +96,10 @@ class SharingService:
         """Why no sync can run (no remote is set), in one line; None when one is set."""
         if self.remote:
             return None
-        return (f"no user_memory_remote is set in {self.stores.paths.config_file}; set it to a git URL "
-                "or a local bare repository")
+        return (
+            f"no user_memory_remote is set in {self.stores.paths.config_file}; set it to a git URL "
+            "or a local bare repository"
+        )
 
     @property
     def sync_status(self) -> tuple[str, bool] | None:
@@ -104,8 +107,13 @@ class SharingService:
         last = self.last_sync
         return None if last is None else (last.line, not last.ok)
 
-    def sync(self, *, timeout: float = SYNC_TIMEOUT_S, accept_rewrite: bool = False,
-             cancel: GitCancel | None = None) -> SyncResult:
+    def sync(
+        self,
+        *,
+        timeout: float = SYNC_TIMEOUT_S,
+        accept_rewrite: bool = False,
+        cancel: GitCancel | None = None,
+    ) -> SyncResult:
         """Sync the user store with ``user_memory_remote`` now (blocking: call it in a thread).
         ``accept_rewrite``: take a remote whose history was rewritten; ``cancel``: stops the sync
         from another thread (each git it started is killed with its process group). Never raises:

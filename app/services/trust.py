@@ -42,8 +42,16 @@ class TrustCardView:
 class TrustService:
     """``runtime``: a callable giving the Runtime once it exists (None before)."""
 
-    def __init__(self, workspace: Path, home: Path | None, *, fs: FS | None, pacer: Pacer | None,
-                 card_reads: threading.Lock, runtime: object = None) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        home: Path | None,
+        *,
+        fs: FS | None,
+        pacer: Pacer | None,
+        card_reads: threading.Lock,
+        runtime: object = None,
+    ) -> None:
         self.workspace = workspace
         self.home = home
         self._fs = fs
@@ -88,7 +96,9 @@ class TrustService:
             from memory.store import fs, paths, trust
 
             at = paths.Paths.for_workspace(self.workspace, self.home)
-            return TrustCheck(trust.needs_asking(at, self._fs or fs.FS(pace=self._pacer)), str(at.project_store))
+            return TrustCheck(
+                trust.needs_asking(at, self._fs or fs.FS(pace=self._pacer)), str(at.project_store)
+            )
 
         return await asyncio.to_thread(check)
 
@@ -100,12 +110,21 @@ class TrustService:
             stores = self.stores()
             with self._card_reads:
                 preview = stores.trust_preview()
-            cards = [TrustCardView(type=e.type, title=e.title, summary=e.summary, filename=e.filename,
-                                   markup=preview.markup.get(e.filename, ("", ""))[0],
-                                   fragment=preview.markup.get(e.filename, ("", ""))[1])
-                     for e in preview.entries]
-            cards += [TrustCardView(type="", title=name, summary="", filename=name, problem=reason or "left out")
-                      for name, reason in preview.left_out]
+            cards = [
+                TrustCardView(
+                    type=e.type,
+                    title=e.title,
+                    summary=e.summary,
+                    filename=e.filename,
+                    markup=preview.markup.get(e.filename, ("", ""))[0],
+                    fragment=preview.markup.get(e.filename, ("", ""))[1],
+                )
+                for e in preview.entries
+            ]
+            cards += [
+                TrustCardView(type="", title=name, summary="", filename=name, problem=reason or "left out")
+                for name, reason in preview.left_out
+            ]
             return cards
 
         return await asyncio.to_thread(read)

@@ -92,6 +92,7 @@ TYPEAHEAD_GRACE_S = 0.3  # after the first frame, a Ctrl+J may still be an Enter
 QUIT_HINT = "Ctrl+Q quits (Ctrl+C cancels a running turn)"
 QUIT_HINT_S = 4.0  # how long the hint shows; Ctrl+C again meanwhile does not stack another
 
+
 class PseudoClaudeApp(App[int]):
     TITLE = "PseudoClaude"
     CSS_PATH = str(CSS_FILE)
@@ -126,11 +127,20 @@ class PseudoClaudeApp(App[int]):
         self.slash = SlashCommands(self)  # the slash commands' table and handlers
         # Sent before they could run, oldest first: prompts (and /clear, /resume, /compact) wait
         # for the session; commands that need only the stores wait for the runtime object.
-        self.queue = SendQueue(self, run_command=self.slash.run_command, trust_pending=lambda: self.trust.pending,
-                               configure_help=self.startup.show_configure_help)
+        self.queue = SendQueue(
+            self,
+            run_command=self.slash.run_command,
+            trust_pending=lambda: self.trust.pending,
+            configure_help=self.startup.show_configure_help,
+        )
         self._waiting = self.queue.items  # the same list: the automatic consolidation reads it
-        self.trust: TrustQuestion = TrustQuestion(self, lambda: self.bridge.trust, connect=self.startup.connect,
-                                   early_panel=self.startup.early_panel, drain=self.queue.drain_soon)
+        self.trust: TrustQuestion = TrustQuestion(
+            self,
+            lambda: self.bridge.trust,
+            connect=self.startup.connect,
+            early_panel=self.startup.early_panel,
+            drain=self.queue.drain_soon,
+        )
         self._quit_hint_at = float("-inf")
         self.exit_code = 0
         self.turn: Worker[Any] | None = None  # the running turn (or /compact)
@@ -146,8 +156,13 @@ class PseudoClaudeApp(App[int]):
         self.show_settings()
         self._gc = GcHold()
         self.history_view = HistoryView(lambda: self.chat, self.call_later)
-        self.turn_view = TurnRenderer(lambda: self.chat, self.status_model, self._gc, lambda: self.cost,
-                                      lambda: self.settings.model if self.settings is not None else "")
+        self.turn_view = TurnRenderer(
+            lambda: self.chat,
+            self.status_model,
+            self._gc,
+            lambda: self.cost,
+            lambda: self.settings.model if self.settings is not None else "",
+        )
         self.memory_screens = MemoryScreens(self, refresh_panel=self.refresh_panel)
         self.scale = ScaleFlow(self)  # /consolidate, the automatic one, the search caches
         self.sharing = SharingFlow(self, self.refresh_panel)  # outside changes, the user store's sync
@@ -322,8 +337,9 @@ class PseudoClaudeApp(App[int]):
         self.panel.show(message.state)
         self.panel_shows += kind == "runtime"  # tests wait on the runtime's states
         state = message.state
-        self.status_model.update(pending=message.pending,
-                                 new_cards=sum(1 for c in (*state.project, *state.user) if c.new))
+        self.status_model.update(
+            pending=message.pending, new_cards=sum(1 for c in (*state.project, *state.user) if c.new)
+        )
 
     @on(MemoryEventMessage)
     def _on_memory_event(self, message: MemoryEventMessage) -> None:
@@ -433,7 +449,8 @@ class PseudoClaudeApp(App[int]):
                 self.post_message(ChatNote(one_line(n, 300)))
             # Beside the Run, not before it: the cards cannot change until its job is applied.
             asyncio.ensure_future(asyncio.to_thread(self.services.index.note_files)).add_done_callback(
-                self._noted_start_files)
+                self._noted_start_files
+            )
             stop = await self.bridge.run_turn(self.services.turn, message)
             status = stop.status
         except asyncio.CancelledError:
@@ -585,8 +602,14 @@ class PseudoClaudeApp(App[int]):
         self.sharing.stop()  # a sync's git and its ssh do not outlive the app
         await wait_bounded(asyncio.ensure_future(self.bridge.close(0.0)), QUIT_CLOSE_S)
 
-def run_app(settings: Settings | Mapping[str, object], workspace: Path, *, resume: str | None = None,
-            continue_latest: bool = False) -> int:
+
+def run_app(
+    settings: Settings | Mapping[str, object],
+    workspace: Path,
+    *,
+    resume: str | None = None,
+    continue_latest: bool = False,
+) -> int:
     """``pseudoclaude`` without ``-p``: run the full-screen app until it quits. ``settings``
     may be the command line's setting flags: the app loads the settings after its first frame."""
     app = PseudoClaudeApp(settings, workspace, resume=resume, continue_latest=continue_latest)

@@ -78,8 +78,9 @@ class Bridge:
         # the second finds the parse cache warm.
         self.card_reads = threading.Lock()
         # The trust question's service works before the runtime exists (its own stores then).
-        self.trust = TrustService(workspace, home, fs=fs, pacer=self.pacer, card_reads=self.card_reads,
-                                  runtime=lambda: self.runtime)
+        self.trust = TrustService(
+            workspace, home, fs=fs, pacer=self.pacer, card_reads=self.card_reads, runtime=lambda: self.runtime
+        )
         # A test's stand-in for the user store's sync, handed to the sharing service once built.
         self.sync_user_store: Callable[..., Any] | None = None
 
@@ -98,10 +99,15 @@ class Bridge:
         if completion is None and self.credentials:
             completion = self._memory_completion()
         rt = build_runtime(
-            settings, self.workspace, gate=self.gate,
+            settings,
+            self.workspace,
+            gate=self.gate,
             # An unknown model names the app's own way to pick another (/model, not --model).
             provider=self._provider or AnthropicProvider(model_switch=MODEL_COMMAND),
-            completion=completion, home=self.home, fs=self._fs, pacer=self.pacer,
+            completion=completion,
+            home=self.home,
+            fs=self._fs,
+            pacer=self.pacer,
             # A child process, unless a test hands the App an in-process memory model.
             worker_process=settings.memory_worker == "process" and self._completion is None,
         )

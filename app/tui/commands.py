@@ -61,8 +61,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("pending", "/pending", "watch and review the pending memory updates"),
     Command("remember", "/remember TEXT", "open the card editor with TEXT (Ctrl+S saves)"),
     Command("undo", "/undo", "revert the last memory batch"),
-    Command("consolidate", "/consolidate [LEVEL]",
-            "merge duplicate cards (both levels, or LEVEL); review in /pending"),
+    Command(
+        "consolidate",
+        "/consolidate [LEVEL]",
+        "merge duplicate cards (both levels, or LEVEL); review in /pending",
+    ),
     Command("model", "/model NAME", "switch the main model"),
     Command("mode", f"/mode {'|'.join(MEMORY_MODES)}", "switch the memory mode"),
     Command("resume", "/resume", "pick a session of this workspace to resume"),
@@ -128,7 +131,7 @@ def parse(text: str) -> Parsed | None:
     if "/" in head:  # "/usr/bin is where…": a path, not a command
         return None
     name = head.split("\n", 1)[0].lower()
-    rest = (stripped[1 + len(head):]).strip() if "\n" in head else rest.strip()
+    rest = (stripped[1 + len(head) :]).strip() if "\n" in head else rest.strip()
     return Parsed(name=name, arg=rest, command=BY_NAME.get(name))
 
 
@@ -182,7 +185,9 @@ class SessionPicker(ModalScreen[str | None]):
         for s in self.sessions:
             mark = " (current)" if s.id == self.current else ""
             title = one_line(s.title or "(untitled)", 70)
-            options.append(Option(f"{s.updated[:16].replace('T', ' ')}  {s.turns:>3} turn(s)  {title}{mark}", id=s.id))
+            options.append(
+                Option(f"{s.updated[:16].replace('T', ' ')}  {s.turns:>3} turn(s)  {title}{mark}", id=s.id)
+            )
         picker = OptionList(*options, id="sessions")
         picker.border_title = "Resume a session (Enter) · Esc cancels"
         yield picker
@@ -272,7 +277,9 @@ class SlashCommands:
     ) -> Worker[Any]:
         """``work(*args)`` as the App's worker (called when it starts: an exclusive one may be
         cancelled before); a failure is one line in the chat, never a crash."""
-        return self.host.run_worker(partial(work, *args), group=group, exclusive=exclusive, exit_on_error=False)
+        return self.host.run_worker(
+            partial(work, *args), group=group, exclusive=exclusive, exit_on_error=False
+        )
 
     async def run_command(self, parsed: Parsed, *, queued: bool = False) -> None:
         """Run ``parsed`` now, or once what it needs is there (never dropped while starting).
@@ -365,7 +372,9 @@ class SlashCommands:
         wanted = arg.strip().lower()
         if wanted not in MEMORY_MODES:
             settings = host.settings
-            current = host.services.session.memory_mode if host.built else settings.memory_mode if settings else ""
+            current = (
+                host.services.session.memory_mode if host.built else settings.memory_mode if settings else ""
+            )
             self.chat.add_note(f"memory mode: {current} (usage: /mode {'|'.join(MEMORY_MODES)})")
             return
         mode = MemoryMode(wanted)

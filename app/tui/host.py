@@ -58,14 +58,34 @@ class Host(RunsWorkers, Protocol):
 
     def call_later(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> bool: ...
 
-    def set_timer(self, delay: float, callback: Callable[[], Any] | None = None, *, name: str | None = None,
-                  pause: bool = False) -> Timer: ...
+    def set_timer(
+        self,
+        delay: float,
+        callback: Callable[[], Any] | None = None,
+        *,
+        name: str | None = None,
+        pause: bool = False,
+    ) -> Timer: ...
 
-    def set_interval(self, interval: float, callback: Callable[[], Any] | None = None, *,
-                     name: str | None = None, repeat: int = 0, pause: bool = False) -> Timer: ...
+    def set_interval(
+        self,
+        interval: float,
+        callback: Callable[[], Any] | None = None,
+        *,
+        name: str | None = None,
+        repeat: int = 0,
+        pause: bool = False,
+    ) -> Timer: ...
 
-    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
-               markup: bool = True) -> None: ...
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
 
     def exit(self, result: Any = None, return_code: int = 0, message: Any = None) -> None: ...
 

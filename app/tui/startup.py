@@ -82,8 +82,14 @@ class Startup:
     """Connects the App; ``flags``: the command line's setting flags when the settings are still
     to be loaded (None: the App was given them)."""
 
-    def __init__(self, app: StartupHost, flags: Mapping[str, object] | None, *,
-                 resume: str | None, continue_latest: bool) -> None:
+    def __init__(
+        self,
+        app: StartupHost,
+        flags: Mapping[str, object] | None,
+        *,
+        resume: str | None,
+        continue_latest: bool,
+    ) -> None:
         self.app = app
         self._flags = dict(flags) if flags is not None else None
         self._resume = resume
@@ -136,7 +142,11 @@ class Startup:
 
     async def _early_panel(self) -> None:
         try:
-            state = None if self.app.bridge.runtime else await self.app.panel_feed.early(self.app.bridge.trust.stores)
+            state = (
+                None
+                if self.app.bridge.runtime
+                else await self.app.panel_feed.early(self.app.bridge.trust.stores)
+            )
         except Exception as e:  # a store that cannot be read: the runtime's start-up says why, once
             log.warning("panel cards not read early: %s", one_line(e, 300))
             return
@@ -145,7 +155,7 @@ class Startup:
             self.app.post_message(PanelStateReady(state, self.app.status_model.info.pending))
 
     def panel_state_kind(self, state: PanelState) -> str | None:
-        """"snapshot" (the cache's), "early" (the cards read before the runtime) or "runtime" for
+        """ "snapshot" (the cache's), "early" (the cards read before the runtime) or "runtime" for
         a panel state about to be shown; None: it is not current, the snapshot once a read of the
         stores was shown, the early one once the runtime's was (the later replaces the earlier,
         never the other way)."""
@@ -251,8 +261,9 @@ class Startup:
             app.phase = Phase.READY if message.credentials else Phase.OFFLINE
         # Without credentials commands still work offline (/remember, /memory, /undo): the prompt
         # is enabled and a message gets the configuration help again.
-        app.status_model.update(note="" if message.credentials else "no model configured",
-                                cost=app.cost.describe())
+        app.status_model.update(
+            note="" if message.credentials else "no model configured", cost=app.cost.describe()
+        )
         if app.phase is not Phase.QUITTING:
             app.prompt.disabled_reason = None
         if not message.credentials:
@@ -278,5 +289,3 @@ class Startup:
         block.add_class("-setup")
         heading, _, body = CONFIGURE_HELP.partition("\n")
         block.update(Content.assemble((heading, "bold"), "\n", body))
-
-

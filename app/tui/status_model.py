@@ -17,8 +17,9 @@ class StatusModel:
     """The state behind the App's ``StatusLine``; it draws once it is attached (``attach``)."""
 
     def __init__(self, workspace: str, *, note: str = "") -> None:
-        self._info = StatusInfo(workspace=workspace, model="", memory_mode="", last_turn="", cost="",
-                                pending=0, note=note)
+        self._info = StatusInfo(
+            workspace=workspace, model="", memory_mode="", last_turn="", cost="", pending=0, note=note
+        )
         self._line: StatusLine | None = None
 
     @property

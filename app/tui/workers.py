@@ -30,7 +30,8 @@ class RunsWorkers(Protocol):
     ) -> Worker[Any]: ...
 
 
-def start(node: RunsWorkers, work: Callable[[], Coroutine[Any, Any, None]], *, group: str,
-          exclusive: bool = False) -> Worker[None]:
+def start(
+    node: RunsWorkers, work: Callable[[], Coroutine[Any, Any, None]], *, group: str, exclusive: bool = False
+) -> Worker[None]:
     worker: Worker[None] = node.run_worker(work, group=group, exclusive=exclusive, exit_on_error=False)
     return worker

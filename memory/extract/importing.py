@@ -79,15 +79,27 @@ class SourceCard:
 # Checked in this order against a heading's (or a note's title's) words; the first that matches
 # wins, so "Code style preferences" is a convention and "Docs to avoid" a correction.
 _TYPE_RULES: tuple[tuple[re.Pattern[str], NoteType], ...] = (
-    (re.compile(r"\b(don'?t|do not|never|avoid|gotchas?|pitfalls?|mistakes?|lessons?( learned)?|corrections?|"
-                r"feedback|caveats?|warnings?|known issues?|failures?|anti-?patterns?)\b"),
-     NoteType.CORRECTION_FEEDBACK),
-    (re.compile(r"\b(references?|docs|documentation|links?|resources|see also|further reading|bibliography)\b"),
-     NoteType.REFERENCE_MATERIAL),
-    (re.compile(r"\b(style|conventions?|formatting|naming|lint(ing)?|guidelines?|standards?)\b"),
-     NoteType.PROJECT_KNOWLEDGE),
-    (re.compile(r"\b(preferences?|prefer(red|s)?|personal|about me|communication|tone)\b"),
-     NoteType.USER_PREFERENCE),
+    (
+        re.compile(
+            r"\b(don'?t|do not|never|avoid|gotchas?|pitfalls?|mistakes?|lessons?( learned)?|corrections?|"
+            r"feedback|caveats?|warnings?|known issues?|failures?|anti-?patterns?)\b"
+        ),
+        NoteType.CORRECTION_FEEDBACK,
+    ),
+    (
+        re.compile(
+            r"\b(references?|docs|documentation|links?|resources|see also|further reading|bibliography)\b"
+        ),
+        NoteType.REFERENCE_MATERIAL,
+    ),
+    (
+        re.compile(r"\b(style|conventions?|formatting|naming|lint(ing)?|guidelines?|standards?)\b"),
+        NoteType.PROJECT_KNOWLEDGE,
+    ),
+    (
+        re.compile(r"\b(preferences?|prefer(red|s)?|personal|about me|communication|tone)\b"),
+        NoteType.USER_PREFERENCE,
+    ),
 )
 _LINK_LINE = re.compile(r"\]\([^)\s]+\)|<https?://|https?://\S")
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
@@ -170,7 +182,7 @@ def _open_fence(text: str) -> str | None:
         run = m.group(1)
         if marker is None:
             marker = run
-        elif run[0] == marker[0] and len(run) >= len(marker) and not line[m.end():].strip():
+        elif run[0] == marker[0] and len(run) >= len(marker) and not line[m.end() :].strip():
             marker = None
     return marker
 
@@ -258,8 +270,9 @@ def written_text(text: str) -> str:
     return redact(strip_terminal(text))
 
 
-def _card(title: str, body: str, origin: str, section: str, note_type: NoteType | None = None,
-          summary: str = "") -> SourceCard | None:
+def _card(
+    title: str, body: str, origin: str, section: str, note_type: NoteType | None = None, summary: str = ""
+) -> SourceCard | None:
     body = body.strip("\n")
     clean = written_text(body)
     if not clean.strip():
@@ -267,8 +280,16 @@ def _card(title: str, body: str, origin: str, section: str, note_type: NoteType 
     stripped = strip_terminal(body) != body
     clean, cut = bounded_body(clean + "\n", origin)
     title, summary = written_text(title), written_text(summary or _summary(clean))
-    return SourceCard(title=title, summary=summary, type=note_type or card_type(title, clean),
-                      body=clean, origin=origin, section=section, cut=cut, stripped=stripped)
+    return SourceCard(
+        title=title,
+        summary=summary,
+        type=note_type or card_type(title, clean),
+        body=clean,
+        origin=origin,
+        section=section,
+        cut=cut,
+        stripped=stripped,
+    )
 
 
 def document_cards(text: str, origin: str, *, title: str) -> list[SourceCard]:
@@ -292,7 +313,7 @@ def document_cards(text: str, origin: str, *, title: str) -> list[SourceCard]:
         name = sanitize_line(head.text, _MAX_FRAGMENT) or f"section {i + 1}"
         seen[name] = seen.get(name, 0) + 1
         fragment = name if seen[name] == 1 else f"{name} ({seen[name]})"
-        cards.append(_card(name, "\n".join(lines[head.end: stop]), origin, fragment))
+        cards.append(_card(name, "\n".join(lines[head.end : stop]), origin, fragment))
     return [c for c in cards if c is not None]
 
 
@@ -307,9 +328,16 @@ def note_card(text: str, origin: str, *, stem: str) -> SourceCard | None:
         lines = body.split("\n")
         if heads and not "\n".join(lines[: heads[0].start]).strip():
             title = heads[0].text
-            body = "\n".join(lines[heads[0].end:])
+            body = "\n".join(lines[heads[0].end :])
     title = title or " ".join(re.split(r"[_\-\s]+", stem)).strip() or stem
-    return _card(title, body, origin, "", front_type(meta), _meta_text(meta, "description") or _meta_text(meta, "summary"))
+    return _card(
+        title,
+        body,
+        origin,
+        "",
+        front_type(meta),
+        _meta_text(meta, "description") or _meta_text(meta, "summary"),
+    )
 
 
 def _meta_text(meta: Mapping[str, Any], key: str) -> str:

@@ -306,7 +306,9 @@ def stale_lines(stale: Mapping[str, str]) -> list[tuple[str, bool]]:
     """Stale cards as one sanitized ``filename — reason`` line each, for ``_bounded``."""
     return [
         (f"{name} \u2014 {reason}" if reason else name, True)
-        for name, reason in ((_safe_line(str(n), 255), _safe_line(str(r), 300)) for n, r in sorted(stale.items()))
+        for name, reason in (
+            (_safe_line(str(n), 255), _safe_line(str(r), 300)) for n, r in sorted(stale.items())
+        )
         if name
     ]
 

@@ -122,7 +122,9 @@ class Grounding:
         # parent folder -> (its lstat key, whether its real path is inside the workspace and
         # outside the protected folders): a warm check does not resolve every path again.
         self._dirs: dict[str, tuple[tuple[int, int, int], bool]] = {}
-        self._renames: tuple[tuple[object, ...], tuple[float, dict[str, str], dict[str, str], list[str]]] | None = None
+        self._renames: (
+            tuple[tuple[object, ...], tuple[float, dict[str, str], dict[str, str], list[str]]] | None
+        ) = None
         self._checks: dict[tuple[object, ...], CardCheck] = {}
         # Untracked files by content id, per rename-sources epoch (keyed by when it was taken).
         self._content: dict[tuple[float, str], dict[str, str]] = {}
@@ -203,7 +205,14 @@ class Grounding:
         # missing file's answer (deleted, or renamed to where?) also depends on what git and the
         # other files say: it holds while the rename sources it was taken from do.
         epoch = self._rename_sources()[0] if any(isinstance(p, str) for p in probes) else 0.0
-        key = (level, filename, meta.cites, confirmed, epoch, tuple(p if isinstance(p, str) else p[2] for p in probes))
+        key = (
+            level,
+            filename,
+            meta.cites,
+            confirmed,
+            epoch,
+            tuple(p if isinstance(p, str) else p[2] for p in probes),
+        )
         with self._lock:
             hit = self._checks.get(key)
         if hit is not None:
@@ -240,7 +249,9 @@ class Grounding:
                 new = moved.get(cites[i].path)
                 if new is not None:
                     reason = f"{_shown(cites[i].path)} was renamed to {_shown(new)}"
-                    out[i] = out[i].model_copy(update={"state": "renamed", "renamed_to": new, "reason": reason})
+                    out[i] = out[i].model_copy(
+                        update={"state": "renamed", "renamed_to": new, "reason": reason}
+                    )
         return out
 
     def _state(self, cite: Cite, probe: _Probe, since_confirmed: bool) -> CiteState:
@@ -272,7 +283,14 @@ class Grounding:
         (``_MISSING`` when it does not exist). The common case (a regular file in a folder already
         seen) is two ``lstat``s."""
         parts = rel.split("/")
-        if not rel or "\x00" in rel or os.path.isabs(rel) or ".." in parts or ".git" in parts or not encodable(rel):
+        if (
+            not rel
+            or "\x00" in rel
+            or os.path.isabs(rel)
+            or ".." in parts
+            or ".git" in parts
+            or not encodable(rel)
+        ):
             return f"{quote(rel)} is not a workspace-relative path"
         joined = os.path.join(self.workspace, rel)
         try:
@@ -340,7 +358,12 @@ class Grounding:
         if hit is not None and hit[0] == token and now - hit[1][0] < _RENAME_TTL_S:
             return hit[1]
         others = self.git.others()
-        sources = (now, self.git.renames(None), self.git.index_blobs(), self._walk() if others is None else others)
+        sources = (
+            now,
+            self.git.renames(None),
+            self.git.index_blobs(),
+            self._walk() if others is None else others,
+        )
         with self._lock:
             self._renames = (token, sources)
         return sources
@@ -375,7 +398,8 @@ class Grounding:
         out: list[str] = []
         for top, dirs, files in os.walk(self.workspace):
             dirs[:] = sorted(
-                d for d in dirs
+                d
+                for d in dirs
                 if d.casefold() != ".git" and not any(inside(os.path.join(top, d), p) for p in self.protected)
             )
             for name in sorted(files):

@@ -102,7 +102,9 @@ class UsageLog:
 
     def counts(self, store_dir: Path | str) -> dict[str, CardUse]:
         """filename -> its use, for the cards of one store that were ever read."""
-        rows = self._run("counts", "SELECT filename, count, last FROM reads WHERE store = ?", (_key(store_dir),))
+        rows = self._run(
+            "counts", "SELECT filename, count, last FROM reads WHERE store = ?", (_key(store_dir),)
+        )
         return {str(f): CardUse(reads=int(c), last_read=str(t)) for f, c, t in rows}  # type: ignore[call-overload]
 
 

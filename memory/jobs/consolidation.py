@@ -70,7 +70,11 @@ def consolidation_label(job: Job) -> str:
 
 def store_size(stores: MemoryStores, level: Level) -> int:
     """The cards of a store a prompt could get (the fast reader: no card body is parsed)."""
-    return sum(1 for _, line, _, meta, _ in stores.store(level).keyed_cards() if line is not None and meta is not None)
+    return sum(
+        1
+        for _, line, _, meta, _ in stores.store(level).keyed_cards()
+        if line is not None and meta is not None
+    )
 
 
 def cluster_cards(
@@ -125,7 +129,9 @@ def consolidation_scope(
         elif op.action in (Action.UPDATE, Action.DELETE) and op.filename not in members:
             rejected.append(_reject(i, op, f"{quote(op.filename)} is not one of the consolidated cards"))
         elif op.action is Action.UPDATE and op.filename in cut:
-            rejected.append(_reject(i, op, f"{quote(op.filename)} was sent cut: an update would lose its end"))
+            rejected.append(
+                _reject(i, op, f"{quote(op.filename)} was sent cut: an update would lose its end")
+            )
         else:
             out.append((i, op))
     return out, rejected
@@ -232,14 +238,22 @@ def spool_consolidations(
     levels = search.levels(level)
     if level is not None and not levels:
         lv = Level(level)
-        return [ConsolidateOutcome(lv, None, 0, 0, f"the {lv.value} store cannot be consolidated: {UNTRUSTED_REASON}")]
+        return [
+            ConsolidateOutcome(
+                lv, None, 0, 0, f"the {lv.value} store cannot be consolidated: {UNTRUSTED_REASON}"
+            )
+        ]
     out: list[ConsolidateOutcome] = []
     for lv in levels:
         clusters = find_clusters(search, lv)
         count = store_size(stores, lv)
         baselines.reset(stores.store(lv).dir, count)
         if not clusters:
-            why = f"no likely duplicates among {count} {lv.value} cards" if count else f"the {lv.value} store has no cards"
+            why = (
+                f"no likely duplicates among {count} {lv.value} cards"
+                if count
+                else f"the {lv.value} store has no cards"
+            )
             out.append(ConsolidateOutcome(lv, None, 0, 0, why))
             continue
         job = make_consolidation_job(stores.paths.workspace, lv, clusters, session=session, mode=mode)

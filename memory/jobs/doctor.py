@@ -64,7 +64,12 @@ def _store_notes(st: Store, level: Level, add: Callable[[Finding], None]) -> lis
         path = st.dir / name
         lst = path.lstat()
         if stat.S_ISLNK(lst.st_mode):
-            add(Finding(f"{level} store: {quote(name)} is a symlink; it is ignored (replace it with a regular file)", False))
+            add(
+                Finding(
+                    f"{level} store: {quote(name)} is a symlink; it is ignored (replace it with a regular file)",
+                    False,
+                )
+            )
             continue
         if not name.endswith(".md") or stat.S_ISDIR(lst.st_mode):
             add(Finding(f"{level} store: {quote(name)} is not a note (*.md file); it is ignored", False))
@@ -78,7 +83,11 @@ def _store_notes(st: Store, level: Level, add: Callable[[Finding], None]) -> lis
         if note.conflict is not None:
             add(Finding(conflict_message(note), False))
         elif note.broken:
-            add(Finding(f"{level} store: {name}: {note.broken} (edit the file; it is listed by filename)", False))
+            add(
+                Finding(
+                    f"{level} store: {name}: {note.broken} (edit the file; it is listed by filename)", False
+                )
+            )
     return notes
 
 
@@ -117,7 +126,9 @@ def diagnose(stores: MemoryStores) -> DoctorReport:
             report.notes += [f"{f.message}; {_LEFT_AS_IT_CAME}" for f in git_files]
     for entry in Spool(stores.paths, stores.fs).list(None):
         if entry.problem is not None:
-            add(Finding(f"spool: {entry.problem} (--fix moves it, bytes kept, to spool/{DAMAGED_DIR}/)", True))
+            add(
+                Finding(f"spool: {entry.problem} (--fix moves it, bytes kept, to spool/{DAMAGED_DIR}/)", True)
+            )
         elif entry.orphaned and entry.workspace == str(stores.paths.workspace):
             add(Finding(f"spool: job {entry.id} belongs to a workspace that no longer exists", False))
     report.stale = stale_cards(stores)
@@ -128,7 +139,12 @@ _LEFT_AS_IT_CAME = "left as it came: the store is not trusted yet (set right onc
 
 
 def derived_index(
-    stores: MemoryStores, report: DoctorReport, level: Level, trusted: bool, problem: str | None, notes: list[Note]
+    stores: MemoryStores,
+    report: DoctorReport,
+    level: Level,
+    trusted: bool,
+    problem: str | None,
+    notes: list[Note],
 ) -> None:
     """A ``MEMORY.md`` out of step with the cards (``problem``: not even a regular file). It is
     derived, so in a trusted store it is rebuilt from the cards now (through the fs layer, no
@@ -162,8 +178,13 @@ def git_file_findings(stores: MemoryStores, level: Level) -> list[Finding]:
     if level is Level.PROJECT and not (folder / ".gitignore").exists():
         out.append(Finding("project store: .gitignore (keeping .trash/ out of git) is missing", True))
     if (level is Level.PROJECT or stores.layout.user_in_git) and not (folder / ".gitattributes").exists():
-        out.append(Finding(f"{level} store: .gitattributes (MEMORY.md merge=union, so merges of cards do not "
-                           "conflict on it) is missing", True))
+        out.append(
+            Finding(
+                f"{level} store: .gitattributes (MEMORY.md merge=union, so merges of cards do not "
+                "conflict on it) is missing",
+                True,
+            )
+        )
     return out
 
 
@@ -191,7 +212,9 @@ def conflict_message(note: Note) -> str:
     )
 
 
-def deleted_here(stores: MemoryStores, level: Level, notes: list[Note], history: list[HistoryEntry]) -> list[Finding]:
+def deleted_here(
+    stores: MemoryStores, level: Level, notes: list[Note], history: list[HistoryEntry]
+) -> list[Finding]:
     """A card present now whose last change by this workspace's batches was a delete: it came
     back from outside (a merge kept another branch's change of it). A person
     decides; any later batch of ours writing it (an edit, a confirm) settles it."""
@@ -208,12 +231,22 @@ def deleted_here(stores: MemoryStores, level: Level, notes: list[Note], history:
             continue
         keep = "keep it (edit or `memory confirm` it) or delete it again"
         if ch.before_b64 is not None and sha256(base64.b64decode(ch.before_b64)) == note.sha256:
-            out.append(Finding(f"{level} store: {name} was deleted here ({entry.time}) and is back unchanged "
-                               f"(restored from git?); {keep}", False))
+            out.append(
+                Finding(
+                    f"{level} store: {name} was deleted here ({entry.time}) and is back unchanged "
+                    f"(restored from git?); {keep}",
+                    False,
+                )
+            )
             continue
         author = note.meta.author or last_author(stores, level, name) or "someone"
-        out.append(Finding(f"{level} store: {name} was deleted here ({entry.time}) and changed by {author} "
-                           f"on another branch; {keep}", False))
+        out.append(
+            Finding(
+                f"{level} store: {name} was deleted here ({entry.time}) and changed by {author} "
+                f"on another branch; {keep}",
+                False,
+            )
+        )
     return out
 
 
@@ -229,7 +262,9 @@ def fix(stores: MemoryStores) -> DoctorReport:
     fixed += fix_spool(stores)
     fixed += stores.repair_trash()
     # An untrusted project store is never written: its MEMORY.md waits for the person's trust.
-    rebuilt = stores.rebuild_indexes([lv for lv in stores.stores if lv is Level.USER or stores.project_trusted])
+    rebuilt = stores.rebuild_indexes(
+        [lv for lv in stores.stores if lv is Level.USER or stores.project_trusted]
+    )
     fixed += [f"{lv} store: rebuilt {INDEX_FILE}" for lv in rebuilt]
     report = diagnose(stores)
     report.fixed = fixed + report.fixed

@@ -27,8 +27,15 @@ __all__ = ["MAX_EXCERPT", "spool_held"]
 MAX_EXCERPT = 200  # characters of the line that stands for the proposal in listings
 
 
-def spool_held(spool: Spool, workspace: Path | str, ops: Sequence[IndexedOp], rejected: Sequence[Rejection], *,
-               source: str, what: str) -> Job:
+def spool_held(
+    spool: Spool,
+    workspace: Path | str,
+    ops: Sequence[IndexedOp],
+    rejected: Sequence[Rejection],
+    *,
+    source: str,
+    what: str,
+) -> Job:
     """Write a held job of ``ops`` (validated) for ``workspace``; ``rejected``: the ops refused
     already, kept on the job for its history entry. ``what`` stands for the proposal in
     `memory pending` and the pending screen. Durable when it returns (``Spool.submit``)."""

@@ -95,7 +95,9 @@ def _read_text(path: str, shown: str, notices: list[str]) -> str:
     """The file's text: opened read-only and non-blocking (a FIFO never hangs the import),
     a regular file only, at most ``MAX_SOURCE_BYTES`` (cut at a line end, said in ``notices``),
     strict UTF-8 without NUL bytes. Raises _Bad with the reason."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = (
+        os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    )
     try:
         fd = os.open(path, flags)
     except OSError as e:
@@ -120,8 +122,10 @@ def _read_text(path: str, shown: str, notices: list[str]) -> str:
     cut = len(data) > MAX_SOURCE_BYTES
     if cut:
         data = data[: data.rfind(b"\n", 0, MAX_SOURCE_BYTES) + 1] or data[:MAX_SOURCE_BYTES]
-        notices.append(f"{shown}: only its first {format_bytes(len(data))} imported "
-                       f"(the file has {format_bytes(st.st_size)})")
+        notices.append(
+            f"{shown}: only its first {format_bytes(len(data))} imported "
+            f"(the file has {format_bytes(st.st_size)})"
+        )
     if b"\x00" in data:
         raise _Bad("a binary file (it holds NUL bytes), not Markdown")
     try:
@@ -137,7 +141,10 @@ def display_path(path: str, workspace: Path) -> str:
     symlinked ``CLAUDE.md`` stays ``CLAUDE.md``)."""
     ab = os.path.abspath(path)
     real = os.path.join(os.path.realpath(os.path.dirname(ab)), os.path.basename(ab))
-    for root, prefix in ((os.path.realpath(workspace), ""), (os.path.realpath(os.path.expanduser("~")), "~/")):
+    for root, prefix in (
+        (os.path.realpath(workspace), ""),
+        (os.path.realpath(os.path.expanduser("~")), "~/"),
+    ):
         if real == root:
             return prefix.rstrip("/") or "."
         if real.startswith(root.rstrip(os.sep) + os.sep):
@@ -168,7 +175,11 @@ def _notes_in(folder: str) -> list[str]:
         names = sorted(os.listdir(folder))
     except OSError:
         return []
-    return [n for n in names if n.lower().endswith(".md") and not n.startswith(".") and _is_file(os.path.join(folder, n))]
+    return [
+        n
+        for n in names
+        if n.lower().endswith(".md") and not n.startswith(".") and _is_file(os.path.join(folder, n))
+    ]
 
 
 def _folder_cards(folder: str, shown: str, out: Gathered) -> list[SourceCard]:
@@ -287,8 +298,14 @@ def _held_cards(spool: Spool, workspace: Path, level: Level) -> dict[tuple[str, 
 
 
 def _validated(card: SourceCard, level: Level) -> tuple[Operation | None, str]:
-    item = {"action": "create", "level": level.value, "type": card.type.value, "title": card.title,
-            "summary": card.summary, "content": card.body}
+    item = {
+        "action": "create",
+        "level": level.value,
+        "type": card.type.value,
+        "title": card.title,
+        "summary": card.summary,
+        "content": card.body,
+    }
     if level is Level.PROJECT:
         # What the transaction does to a project card before validating it (the team sees it):
         # done here too, so the duplicate check compares what would be written.
@@ -314,8 +331,11 @@ def plan_import(stores: MemoryStores, cards: Sequence[SourceCard], level: Level)
         same = plan.duplicate_of(level, op.title, op.content)
         job = held.get((op.title, _body_key(op.content)))
         if same is not None:
-            why = ("the same title and text as an earlier card of this import" if same in mine
-                   else f"already a {level.value} card: {same}")
+            why = (
+                "the same title and text as an earlier card of this import"
+                if same in mine
+                else f"already a {level.value} card: {same}"
+            )
             out.append(PlannedCard(index, card, op, skip=why))
         elif job is not None:
             out.append(PlannedCard(index, card, op, skip=f"already held for review in job {job}"))
@@ -348,7 +368,9 @@ def hold_import(stores: MemoryStores, planned: Sequence[PlannedCard], origins: S
     job = make_job(stores.paths.workspace, [turn], session=IMPORT_SOURCE, mode="review")
     job.state = "held"
     job.snapshot_hashes = {}
-    job.held_ops = [HeldOp(index=p.index, op=p.op, source=p.card.provenance) for p in todo if p.op is not None]
+    job.held_ops = [
+        HeldOp(index=p.index, op=p.op, source=p.card.provenance) for p in todo if p.op is not None
+    ]
     Spool(stores.paths, stores.fs).submit(job)
     return job
 

@@ -244,8 +244,9 @@ class JobWatch:
                 )
         return events
 
-    def _outcome(self, job_id: str, active: Set[str], successors: dict[str, str],
-                 history: list[list[HistoryEntry]]) -> JobOutcome:
+    def _outcome(
+        self, job_id: str, active: Set[str], successors: dict[str, str], history: list[list[HistoryEntry]]
+    ) -> JobOutcome:
         """Where a job is, following the jobs that took it over (``active``: jobs running here)."""
         cur, seen = job_id, {job_id}
         while True:

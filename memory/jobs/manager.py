@@ -79,8 +79,10 @@ class Manager:
         max_attempts: int = MAX_ATTEMPTS,
         max_batch_turns: int = MAX_BATCH_TURNS,
         max_batch_bytes: int = MAX_BATCH_BYTES,
-        request_timeout: float | None = REQUEST_TIMEOUT, backoff_base: float | None = None,
-        consolidate_after: int = 50, consolidate_review: bool = True,
+        request_timeout: float | None = REQUEST_TIMEOUT,
+        backoff_base: float | None = None,
+        consolidate_after: int = 50,
+        consolidate_review: bool = True,
         search: MemorySearch | None = None,
         runs_jobs: bool = True,
     ) -> None:
@@ -122,11 +124,20 @@ class Manager:
             backoff_base=backoff_base,
         )
         lock_path = self.paths.locks_dir / f"worker-{workspace_key(self.workspace)}.lock"
-        self.worker = Worker(self, spool=self.spool, fs=fs, lock_path=lock_path, run_job=self.pipeline.run,
-                             max_batch_turns=max_batch_turns, max_batch_bytes=max_batch_bytes, may_elect=runs_jobs)
+        self.worker = Worker(
+            self,
+            spool=self.spool,
+            fs=fs,
+            lock_path=lock_path,
+            run_job=self.pipeline.run,
+            max_batch_turns=max_batch_turns,
+            max_batch_bytes=max_batch_bytes,
+            may_elect=runs_jobs,
+        )
 
-    def _init_consolidation(self, stores: MemoryStores, fs: FS, after: int, review: bool,
-                            search: MemorySearch | None) -> None:
+    def _init_consolidation(
+        self, stores: MemoryStores, fs: FS, after: int, review: bool, search: MemorySearch | None
+    ) -> None:
         # Consolidation: automatic after ``after`` new cards in a store (0: never); its ops held
         # for review whatever the mode, unless ``review`` is off.
         self.consolidate_after, self.consolidate_review = max(0, int(after)), review
@@ -244,7 +255,10 @@ class Manager:
         if session != turn.session:
             turn = turn.model_copy(update={"session": session})
         job = make_job(
-            self.workspace, [turn], session=session, mode="review" if self._mode is MemoryMode.REVIEW else "auto"
+            self.workspace,
+            [turn],
+            session=session,
+            mode="review" if self._mode is MemoryMode.REVIEW else "auto",
         )
 
         def spool_it() -> None:
@@ -262,8 +276,16 @@ class Manager:
         """Spool one consolidation job per store (``level``, or every store search may look at)
         that has likely duplicates, found locally off the loop; the worker asks the model."""
         mode: JobMode = "review" if self.consolidate_review or self._mode is MemoryMode.REVIEW else "auto"
-        outcomes = await self.in_thread(spool_consolidations, self.search, self.spool, self.baselines, level,
-                                        session=self.session, mode=mode, touch=self.touch)
+        outcomes = await self.in_thread(
+            spool_consolidations,
+            self.search,
+            self.spool,
+            self.baselines,
+            level,
+            session=self.session,
+            mode=mode,
+            touch=self.touch,
+        )
         for o in outcomes:
             if o.job_id is not None:
                 self.emit(JobQueued(job_id=o.job_id, workspace=str(self.workspace)))
@@ -277,7 +299,9 @@ class Manager:
             return []
 
         out: list[ConsolidateOutcome] = []
-        for lv in await self.in_thread(due_levels, self.search, self.spool, self.baselines, self.consolidate_after):
+        for lv in await self.in_thread(
+            due_levels, self.search, self.spool, self.baselines, self.consolidate_after
+        ):
             out += await self.consolidate(lv)
         return out
 

@@ -96,7 +96,9 @@ def _merge_found(text: str) -> bool:
 
 
 def _item_bytes(item: MergeItem) -> int:
-    return len(item.current_body.encode("utf-8", "surrogatepass")) + len(item.proposed.encode("utf-8", "surrogatepass"))
+    return len(item.current_body.encode("utf-8", "surrogatepass")) + len(
+        item.proposed.encode("utf-8", "surrogatepass")
+    )
 
 
 def merge_chunks(items: list[MergeItem], budget: int = MAX_MERGE_REQUEST_BYTES) -> list[list[MergeItem]]:
@@ -304,7 +306,9 @@ class Pipeline:
             job.error = f"{request.purpose} request failed: {reason}"
             job.error_kind = "provider"
             if not retryable:
-                raise JobFailure(f"{request.purpose} request failed: {reason}", kind="provider", retryable=False)
+                raise JobFailure(
+                    f"{request.purpose} request failed: {reason}", kind="provider", retryable=False
+                )
             if used >= self.max_attempts:
                 raise JobFailure(
                     f"{request.purpose} request failed; {used} attempts used in all; last: {reason}",
@@ -313,7 +317,9 @@ class Pipeline:
                 )
             delay = self.backoff_base * 2 ** (used - 1)
             next_try = rfc3339(_dt.datetime.fromtimestamp(self._clock() + delay, _dt.UTC))
-            info = RetryInfo(attempt=used, max_attempts=self.max_attempts, next_try_at=next_try, reason=reason)
+            info = RetryInfo(
+                attempt=used, max_attempts=self.max_attempts, next_try_at=next_try, reason=reason
+            )
             phase = job.phase
             job.retry, job.phase = info, "retrying"
             try:
@@ -348,7 +354,9 @@ class Pipeline:
                 return answer
             unparsed += 1
             used = self._spend(job)
-            log.warning("memory job %s: merge answer without JSON (attempt %d of %d)", job.id, used, self.max_attempts)
+            log.warning(
+                "memory job %s: merge answer without JSON (attempt %d of %d)", job.id, used, self.max_attempts
+            )
             if used >= self.max_attempts:
                 again = ", also when asked again" if unparsed > 1 else ""
                 raise JobFailure(
@@ -372,7 +380,9 @@ class Pipeline:
         parts = list(job.merge_raw or [])
         asked = {k for p in parts for k in p.keys}
         if "*" not in asked:  # "*": a first-version job whose one answer covered every update
-            items = await self._merge_items([(i, op) for i, op in updates if keys[i] not in asked], keys, refused)
+            items = await self._merge_items(
+                [(i, op) for i, op in updates if keys[i] not in asked], keys, refused
+            )
             for chunk in merge_chunks(items):
                 answer = await self._ask_merge(job, completion, build_merge_request(chunk))
                 parts.append(MergePart(keys=[it.key for it in chunk], answer=answer))
@@ -468,7 +478,9 @@ def job_label(job: Job) -> str:
     return f"{label}{EXCERPT_SEP}{excerpt}" if excerpt else label
 
 
-def emit_result(emit: Callable[[MemoryEvent], None], job_id: str, result: BatchResult, *, created: str = "") -> None:
+def emit_result(
+    emit: Callable[[MemoryEvent], None], job_id: str, result: BatchResult, *, created: str = ""
+) -> None:
     """``JobApplied`` for a committed job (``created``: when it was spooled)."""
     emit(
         JobApplied(
@@ -510,7 +522,10 @@ def _with_merged(
             continue
         body = merged.get(keys[i])
         if body is None:
-            why = refused.get(i) or f"the merge answer has no merged body for {op.level} note {quote(op.filename)}"
+            why = (
+                refused.get(i)
+                or f"the merge answer has no merged body for {op.level} note {quote(op.filename)}"
+            )
             rejected.append(Rejection(index=i, reason=op_reason(i, why), op=dump_op(op)))
             continue
         new_op, rejection = revalidate(i, op.model_copy(update={"content": body}))
@@ -519,6 +534,7 @@ def _with_merged(
         elif new_op is not None:
             out.append((i, new_op))
     return out, rejected
+
 
 __all__ = [
     "BACKOFF_BASE",

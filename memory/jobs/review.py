@@ -60,7 +60,9 @@ class Review:
     def _lock(self) -> Iterator[None]:
         paths = self.stores.paths
         self.stores.fs.makedirs(paths.locks_dir, 0o700)
-        lock = file_lock(paths.locks_dir / f"review-{workspace_key(self.workspace)}.lock", REVIEW_LOCK_TIMEOUT)
+        lock = file_lock(
+            paths.locks_dir / f"review-{workspace_key(self.workspace)}.lock", REVIEW_LOCK_TIMEOUT
+        )
         try:
             lock.acquire()
         except filelock.Timeout:
@@ -86,7 +88,9 @@ class Review:
             self.spool.delete_many(stale)
 
     def _mine(self, job: Job) -> bool:
-        return Path(job.workspace) == self.workspace or Path(job.workspace).resolve() == self.workspace.resolve()
+        return (
+            Path(job.workspace) == self.workspace or Path(job.workspace).resolve() == self.workspace.resolve()
+        )
 
     def _load(self, job_ref: str) -> Job:
         try:
@@ -113,7 +117,9 @@ class Review:
                 f"job {job.id} holds no op {', '.join(map(str, unknown))} (held: {', '.join(map(str, sorted(held)))})"
             )
         chosen = set(op_indexes)
-        return [h for h in job.held_ops if h.index in chosen], [h for h in job.held_ops if h.index not in chosen]
+        return [h for h in job.held_ops if h.index in chosen], [
+            h for h in job.held_ops if h.index not in chosen
+        ]
 
     def _source(self, job: Job) -> str:
         return job.session or self.source
@@ -142,7 +148,12 @@ class Review:
             if remaining:
                 child = job.model_copy(
                     deep=True,
-                    update={"id": successor_id(job.id), "held_ops": remaining, "split_from": job.id, "merged_from": []},
+                    update={
+                        "id": successor_id(job.id),
+                        "held_ops": remaining,
+                        "split_from": job.id,
+                        "merged_from": [],
+                    },
                 )
                 self.spool.submit(child)
             earlier = [] if remaining else list(job.rejected)
@@ -172,7 +183,8 @@ class Review:
             job = self._held(job_ref)
             chosen, remaining = self._choose(job, op_indexes)
             refused = [
-                Rejection(index=h.index, reason=f"op {h.index}: rejected in review", op=dump_op(h.op)) for h in chosen
+                Rejection(index=h.index, reason=f"op {h.index}: rejected in review", op=dump_op(h.op))
+                for h in chosen
             ]
             if remaining:
                 job.held_ops = remaining
@@ -199,12 +211,17 @@ class Review:
             job = self._load(job_ref)
             orphaned = not Path(job.workspace).is_dir()
             if job.state != "failed" and not orphaned:
-                raise ReviewError(f"job {job.id} is {job.state}: only a failed or orphaned job can be dismissed")
+                raise ReviewError(
+                    f"job {job.id} is {job.state}: only a failed or orphaned job can be dismissed"
+                )
             if not orphaned and not self._mine(job):
                 raise ReviewError(f"job {job.id} belongs to workspace {job.workspace}")
             try:
                 return self.stores.apply(
-                    [], source=self._source(job), jobs=[self.spool.path(job.id)], label=f"dismiss {job.id}",
+                    [],
+                    source=self._source(job),
+                    jobs=[self.spool.path(job.id)],
+                    label=f"dismiss {job.id}",
                     kind="dismiss",
                 )
             except JobAlreadyDone:

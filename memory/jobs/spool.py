@@ -53,7 +53,9 @@ JobState = Literal["queued", "failed", "held"]
 # What the worker is doing with a queued job right now (written so that other windows see it).
 JobPhase = Literal["extracting", "applying", "retrying"]
 # A spooled job as listings show it: its state or phase, or what its file's place says of it.
-JobViewState = Literal["queued", "extracting", "applying", "retrying", "failed", "held", "orphaned", "damaged"]
+JobViewState = Literal[
+    "queued", "extracting", "applying", "retrying", "failed", "held", "orphaned", "damaged"
+]
 JobMode = Literal["auto", "review"]
 # What a job asks the memory model: to learn from turns, or to clean one store.
 JobPurpose = Literal["extract", "consolidate"]
@@ -205,7 +207,12 @@ def make_job(workspace: Path | str, turns: list[Turn], *, session: str = "", mod
 
 
 def make_consolidation_job(
-    workspace: Path | str, level: Level, clusters: list[list[str]], *, session: str = "", mode: JobMode = "review"
+    workspace: Path | str,
+    level: Level,
+    clusters: list[list[str]],
+    *,
+    session: str = "",
+    mode: JobMode = "review",
 ) -> Job:
     """A job that asks the memory model to clean the ``level`` store's ``clusters``."""
     job = make_job(workspace, [], session=session, mode=mode)
@@ -283,7 +290,11 @@ class Spool:
             names = self.fs.listdir(self.dir)
         except FileNotFoundError:
             return []
-        return sorted(n[: -len(JOB_SUFFIX)] for n in names if n.endswith(JOB_SUFFIX) and is_job_id(n[: -len(JOB_SUFFIX)]))
+        return sorted(
+            n[: -len(JOB_SUFFIX)]
+            for n in names
+            if n.endswith(JOB_SUFFIX) and is_job_id(n[: -len(JOB_SUFFIX)])
+        )
 
     def resolve(self, ref: str) -> str:
         """A job id from a full id or an unambiguous prefix/suffix (what a person types)."""
@@ -444,7 +455,11 @@ class Spool:
         return real == want
 
     def list(
-        self, workspace: Path | str | None = None, *, include_orphans: bool = True, include_split: bool = False
+        self,
+        workspace: Path | str | None = None,
+        *,
+        include_orphans: bool = True,
+        include_split: bool = False,
     ) -> builtins.list[SpoolEntry]:
         """Every job file, oldest first; ``workspace`` limits it to that workspace's jobs.
 
@@ -498,12 +513,18 @@ class Spool:
             if cached is None:
                 continue  # completed while we listed
             if cached.job is None:
-                entries.append(SpoolEntry(id=job_id, path=path, problem=cached.problem, workspace=cached.workspace))
+                entries.append(
+                    SpoolEntry(id=job_id, path=path, problem=cached.problem, workspace=cached.workspace)
+                )
                 continue
             job = cached.job
             entries.append(
                 SpoolEntry(
-                    id=job_id, path=path, job=job, workspace=job.workspace, orphaned=not os.path.isdir(job.workspace)
+                    id=job_id,
+                    path=path,
+                    job=job,
+                    workspace=job.workspace,
+                    orphaned=not os.path.isdir(job.workspace),
                 )
             )
         with self._cache_lock:

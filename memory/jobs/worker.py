@@ -196,10 +196,14 @@ class Worker:
         for e in mine:
             if e.job is None and e.id not in self._reported:
                 self._reported.add(e.id)
-                log.warning("memory spool: %s (left in place; `memory doctor --fix` moves it aside)", e.problem)
+                log.warning(
+                    "memory spool: %s (left in place; `memory doctor --fix` moves it aside)", e.problem
+                )
         skip = self.skipped()
         return [
-            e for e in mine if e.job is not None and not e.orphaned and e.job.state == "queued" and e.id not in skip
+            e
+            for e in mine
+            if e.job is not None and not e.orphaned and e.job.state == "queued" and e.id not in skip
         ]
 
     def pick(self, mine: list[SpoolEntry]) -> Job | None:
@@ -251,7 +255,12 @@ class Worker:
     @staticmethod
     def _coalescable(job: Job) -> bool:
         # A consolidation asks about one store, not turns: never one request with extraction's.
-        return job.purpose == "extract" and job.raw_answer is None and not job.held_ops and job.split_from is None
+        return (
+            job.purpose == "extract"
+            and job.raw_answer is None
+            and not job.held_ops
+            and job.split_from is None
+        )
 
     # -- running ------------------------------------------------------------------------------------
 
@@ -277,7 +286,6 @@ class Worker:
         finally:
             self.active = frozenset()
             m.signal()
-
 
     # -- jobs left alone for a while -----------------------------------------------------------------
 

@@ -102,7 +102,9 @@ class SearchCache:
             db.executemany("INSERT OR IGNORE INTO meta(k, v) VALUES (?, ?)", list(want.items()))
             meta = dict(db.execute("SELECT k, v FROM meta").fetchall())
             if meta != want:
-                raise sqlite3.DatabaseError(f"made for {meta.get('store', '?')} (version {meta.get('version', '?')})")
+                raise sqlite3.DatabaseError(
+                    f"made for {meta.get('store', '?')} (version {meta.get('version', '?')})"
+                )
             # Read every page of the cards once: damaged bytes show here rather than mid-search
             # (a damaged page of the words shows on first use; ``_run`` rebuilds then too).
             db.execute("SELECT count(*), max(length(line)) FROM cards").fetchone()
@@ -164,7 +166,9 @@ class SearchCache:
         for this process; search still works, rebuilt once per process."""
         self.close()
         self.in_memory = True
-        self._notice(f"the memory search cache {self.path} cannot be used ({why}); searching from memory instead")
+        self._notice(
+            f"the memory search cache {self.path} cannot be used ({why}); searching from memory instead"
+        )
 
     def _notice(self, note: str) -> None:
         note = " ".join(note.split())
@@ -243,7 +247,9 @@ class SearchCache:
         # cards since this one last looked (its rows are then kept, not inserted twice).
         db.execute("BEGIN IMMEDIATE")
         try:
-            have = {name: (rid, key) for rid, name, key in db.execute("SELECT id, filename, statkey FROM cards")}
+            have = {
+                name: (rid, key) for rid, name, key in db.execute("SELECT id, filename, statkey FROM cards")
+            }
             gone = [have[name][0] for name in have if name not in listing]
             changed = [name for name, (key, _, _) in listing.items() if have.get(name, (0, ""))[1] != key]
             for rid in gone:
@@ -257,7 +263,9 @@ class SearchCache:
                 db.execute("ROLLBACK")
             raise
 
-    def _index_card(self, db: sqlite3.Connection, name: str, entry: tuple[str, str, object], rid: int | None) -> None:
+    def _index_card(
+        self, db: sqlite3.Connection, name: str, entry: tuple[str, str, object], rid: int | None
+    ) -> None:
         key, line, _ = entry
         try:
             note = self.store.read_note(name)
@@ -274,13 +282,19 @@ class SearchCache:
             spaced(name.removesuffix(".md").replace("_", " ").replace("-", " ")),
         )
         if rid is None:
-            cur = db.execute("INSERT INTO cards(filename, statkey, sha, line) VALUES (?, ?, ?, ?)",
-                             (name, key, note.sha256, line))
+            cur = db.execute(
+                "INSERT INTO cards(filename, statkey, sha, line) VALUES (?, ?, ?, ?)",
+                (name, key, note.sha256, line),
+            )
             rid = int(cur.lastrowid or 0)
         else:
-            db.execute("UPDATE cards SET statkey = ?, sha = ?, line = ? WHERE id = ?", (key, note.sha256, line, rid))
+            db.execute(
+                "UPDATE cards SET statkey = ?, sha = ?, line = ? WHERE id = ?", (key, note.sha256, line, rid)
+            )
             db.execute("DELETE FROM fts WHERE rowid = ?", (rid,))
-        db.execute("INSERT INTO fts(rowid, title, summary, body, filename) VALUES (?, ?, ?, ?, ?)", (rid, *words))
+        db.execute(
+            "INSERT INTO fts(rowid, title, summary, body, filename) VALUES (?, ?, ?, ?, ?)", (rid, *words)
+        )
 
     def ready_within(self, wait: float) -> bool:
         """Whether a search now would be quick: this process has synced the cache before (no
@@ -319,7 +333,12 @@ class SearchCache:
             out: list[tuple[list[int], list[int]]] = []
             n = int(db.execute("SELECT count(*) FROM cards").fetchone()[0])
             for term in wanted:
-                rows = [r for (r,) in db.execute("SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?", (term, limit + 1))]
+                rows = [
+                    r
+                    for (r,) in db.execute(
+                        "SELECT rowid FROM fts WHERE fts MATCH ? LIMIT ?", (term, limit + 1)
+                    )
+                ]
                 head: list[int] = []
                 if rows and len(rows) <= limit:
                     sql = "SELECT rowid FROM fts WHERE fts MATCH ?"

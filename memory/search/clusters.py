@@ -112,8 +112,11 @@ def _linked(a: float, b: float) -> bool:
 
 def _seeds(search: MemorySearch, level: Level, max_seeds: int) -> list[str]:
     """The filenames of the most recently updated cards, newest first."""
-    cards = [(meta.updated or "", name) for name, line, _, meta, _ in search.stores.store(level).keyed_cards()
-             if line is not None and meta is not None]
+    cards = [
+        (meta.updated or "", name)
+        for name, line, _, meta, _ in search.stores.store(level).keyed_cards()
+        if line is not None and meta is not None
+    ]
     cards.sort(reverse=True)
     return [name for _, name in cards[: max(0, max_seeds)]]
 

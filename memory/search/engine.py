@@ -48,9 +48,19 @@ from memory.store.index import format_index_line, stale_mark
 from memory.store.store import StoreError
 from memory.store.stores import MemoryStores
 
-__all__ = ["EXACT_BONUS", "RECALL_COVER", "RECALL_LIMIT", "RECALL_NEAR_BEST", "RECALL_STEM_ONLY", "RECALL_UNKNOWN",
-           "SEARCH_FLOOR",
-           "SEARCH_LIMIT_MAX", "Hit", "MemorySearch", "recall_threshold"]
+__all__ = [
+    "EXACT_BONUS",
+    "RECALL_COVER",
+    "RECALL_LIMIT",
+    "RECALL_NEAR_BEST",
+    "RECALL_STEM_ONLY",
+    "RECALL_UNKNOWN",
+    "SEARCH_FLOOR",
+    "SEARCH_LIMIT_MAX",
+    "Hit",
+    "MemorySearch",
+    "recall_threshold",
+]
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +76,9 @@ _EXACT_BODY = 2048  # the body's first bytes looked at for exact words (a card's
 SEARCH_LIMIT_MAX = 50
 _BM25_POOL = 200  # the bm25-ranked cards recall ranks, and the filter raises for exact words, per store
 _COMMON_SHARE = 5  # a word in more than N / 5 cards is common for recall (never for fewer than 50)
-_HEAD_BONUS = 1.4  # tuned on the labelled set (tests/bench/fig_scale.py): 1.5 let a rare title word alone pass
+_HEAD_BONUS = (
+    1.4  # tuned on the labelled set (tests/bench/fig_scale.py): 1.5 let a rare title word alone pass
+)
 # What a broken cache or store can raise: search, recall and the filter never let it out.
 _FAILURES = (sqlite3.Error, OSError, StoreError)
 
@@ -235,8 +247,14 @@ class MemorySearch:
         total += min(unknown, RECALL_UNKNOWN * math.log(1.0 + n_rows)) if recall else unknown
         return _Scored(n_rows, scores, cover, total, tuple(kept), tuple(held))
 
-    def _hits(self, level: Level, ranked: list[tuple[int, float]], limit: int, skip: Collection[str] = (),
-              seen: Mapping[str, str] | None = None) -> list[Hit]:
+    def _hits(
+        self,
+        level: Level,
+        ranked: list[tuple[int, float]],
+        limit: int,
+        skip: Collection[str] = (),
+        seen: Mapping[str, str] | None = None,
+    ) -> list[Hit]:
         """The cards behind ``ranked`` ids, read from their files, at most ``limit``."""
         cache = self.cache(level)
         rows = cache.rows([rid for rid, _ in ranked[: max(limit * 4, 20)]])
@@ -275,12 +293,18 @@ class MemorySearch:
         if level is Level.PROJECT and note.meta.cites:
             check = self.stores.layout.grounding.check(level, name, note.meta)
             if check.stale:
-                return Hit(level, name, stale_mark(line, check.reason), score, note.sha256, True, note.meta.updated)
-        return Hit(level=level, filename=name, line=line, score=score, sha=note.sha256, updated=note.meta.updated)
+                return Hit(
+                    level, name, stale_mark(line, check.reason), score, note.sha256, True, note.meta.updated
+                )
+        return Hit(
+            level=level, filename=name, line=line, score=score, sha=note.sha256, updated=note.meta.updated
+        )
 
     # -- the three uses ------------------------------------------------------------------------
 
-    def search(self, query: str, level: Level | str | None = None, limit: int = 10, floor: float = 0.0) -> list[Hit]:
+    def search(
+        self, query: str, level: Level | str | None = None, limit: int = 10, floor: float = 0.0
+    ) -> list[Hit]:
         """Cards holding any word of ``query``, best first by bm25 (the ``search_memory`` tool and
         ``memory search``); with ``floor``, only cards whose words carry at least that share of
         the query's weight. Trusted levels only."""
@@ -308,12 +332,16 @@ class MemorySearch:
         if len(set(scores)) < len(scores):
             for lv in {h.level for h in found}:
                 try:
-                    reads.update({f"{lv}/{name}": use.reads for name, use in self.stores.usage_of(lv).items()})
+                    reads.update(
+                        {f"{lv}/{name}": use.reads for name, use in self.stores.usage_of(lv).items()}
+                    )
                 except _FAILURES as e:  # a signal, never a failure of the search
                     log.warning("memory search read no usage counts of the %s store: %s", lv, e)
         return sorted(found, key=lambda h: _order(h, reads))
 
-    def _exact_first(self, level: Level, terms: list[str], ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    def _exact_first(
+        self, level: Level, terms: list[str], ranked: list[tuple[int, float]]
+    ) -> list[tuple[int, float]]:
         """``ranked`` again, each card's score raised by up to ``EXACT_BONUS`` for the share of
         the query's words it holds as written, not only as their stem ("calibrate" ahead of
         "calibration" for a query saying "calibrate")."""
@@ -358,8 +386,14 @@ class MemorySearch:
         found.sort(key=lambda sh: (-sh[0], _order(sh[1])))
         return [h for _, h in found[:limit]]
 
-    def _recalled(self, level: Level, terms: list[str], limit: int, shown: Collection[str],
-                  seen: Mapping[str, str] | None) -> list[tuple[float, Hit]]:
+    def _recalled(
+        self,
+        level: Level,
+        terms: list[str],
+        limit: int,
+        shown: Collection[str],
+        seen: Mapping[str, str] | None,
+    ) -> list[tuple[float, Hit]]:
         """(share of the query covered, hit) of the cards of one store recall names."""
         scored = self._scores(level, terms, recall=True)
         bar = recall_threshold(scored.n)
@@ -392,8 +426,11 @@ class MemorySearch:
         out = set()
         for rid, (title, summary, body) in self.cache(level).texts(able).items():
             exact = _exact_in(rx, title, summary, body)
-            got = sum(w * (1.0 if " " in t or t in exact else RECALL_STEM_ONLY)
-                      for t, w, rows in scored.held if rid in rows)
+            got = sum(
+                w * (1.0 if " " in t or t in exact else RECALL_STEM_ONLY)
+                for t, w, rows in scored.held
+                if rid in rows
+            )
             if scored.total > 0 and got / scored.total >= RECALL_COVER:
                 out.add(rid)
         return out
@@ -421,8 +458,9 @@ class MemorySearch:
                 cache = self._cache_locked(lv)
                 if cache.ready_within(0):
                     continue
-                thread = threading.Thread(target=self._build, args=(lv, cache), name=f"search-build-{lv}",
-                                          daemon=True)
+                thread = threading.Thread(
+                    target=self._build, args=(lv, cache), name=f"search-build-{lv}", daemon=True
+                )
                 self._building[lv] = thread
             thread.start()
 

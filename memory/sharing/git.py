@@ -24,15 +24,24 @@ __all__ = ["GitCancel", "GitError", "GitResult", "git", "git_available", "repo_r
 
 # What a repository's own config may not do to us.
 _SAFE = (
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
-    "-c", "core.pager=cat",
-    "-c", "commit.gpgsign=false",
-    "-c", "tag.gpgsign=false",
-    "-c", "protocol.ext.allow=never",
-    "-c", "protocol.fd.allow=never",
-    "-c", "advice.detachedHead=false",
-    "-c", "color.ui=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "tag.gpgsign=false",
+    "-c",
+    "protocol.ext.allow=never",
+    "-c",
+    "protocol.fd.allow=never",
+    "-c",
+    "advice.detachedHead=false",
+    "-c",
+    "color.ui=false",
 )
 DEFAULT_TIMEOUT = 60.0
 REAP_S = 2.0  # after its group was killed, reading what git wrote gets this long

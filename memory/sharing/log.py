@@ -92,8 +92,10 @@ def _touches(entry: HistoryEntry, level: Level | None, filename: str | None) -> 
     for r in entry.rejected:
         op = r.op or {}
         places.append((op.get("level"), op.get("filename")))  # type: ignore[arg-type]
-    return any((level is None or str(lv) == level.value) and (filename is None or name == filename)
-               for lv, name in places)
+    return any(
+        (level is None or str(lv) == level.value) and (filename is None or name == filename)
+        for lv, name in places
+    )
 
 
 def _line(text: object, limit: int = MAX_DETAIL) -> str:
@@ -117,7 +119,9 @@ def _details(entry: HistoryEntry) -> list[str]:
     return lines
 
 
-def batch_entries(history: Iterable[HistoryEntry], level: Level | None, filename: str | None) -> list[LogEntry]:
+def batch_entries(
+    history: Iterable[HistoryEntry], level: Level | None, filename: str | None
+) -> list[LogEntry]:
     """This workspace's batches (oldest first) that touched ``level``/``filename`` (None: any)."""
     out: list[LogEntry] = []
     for e in history:
@@ -203,7 +207,7 @@ def parse_git_log(out: str, level: Level) -> list[LogEntry] | None:
         return None
     out_entries: list[LogEntry] = []
     for i in range(0, len(fields), _FIELDS):
-        short, at, name, subject = fields[i:i + _FIELDS]
+        short, at, name, subject = fields[i : i + _FIELDS]
         short = short.strip()
         if not _HASH.fullmatch(short) or not at.isdigit():
             return None

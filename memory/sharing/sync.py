@@ -64,17 +64,28 @@ MAX_REBASE_STEPS = 10_000  # one per replayed commit; a bound, not a limit anyon
 # markers look the way conflict.py reads them, no recorded resolutions replayed, no stash
 # taken behind our back, symlinks from a remote checked out as plain files.
 _CFG = (
-    "-c", "core.symlinks=false",
-    "-c", "core.autocrlf=false",
-    "-c", "core.quotePath=false",
-    "-c", "merge.conflictStyle=merge",
-    "-c", "rerere.enabled=false",
-    "-c", "rebase.autoStash=false",
-    "-c", "rebase.autoSquash=false",
-    "-c", "rebase.updateRefs=false",
-    "-c", "gc.auto=0",
-    "-c", "maintenance.auto=false",
-    "-c", "core.editor=true",
+    "-c",
+    "core.symlinks=false",
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "core.quotePath=false",
+    "-c",
+    "merge.conflictStyle=merge",
+    "-c",
+    "rerere.enabled=false",
+    "-c",
+    "rebase.autoStash=false",
+    "-c",
+    "rebase.autoSquash=false",
+    "-c",
+    "rebase.updateRefs=false",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
+    "-c",
+    "core.editor=true",
 )
 
 
@@ -182,8 +193,16 @@ class _Repo:
     def run(
         self, *args: str, check: bool = True, env: dict[str, str] | None = None, input: bytes | None = None
     ) -> GitResult:
-        res = git(self.dir, *_CFG, *args, check=False, timeout=self.timeout, env=env, input=input,
-                  cancel=self.cancel)
+        res = git(
+            self.dir,
+            *_CFG,
+            *args,
+            check=False,
+            timeout=self.timeout,
+            env=env,
+            input=input,
+            cancel=self.cancel,
+        )
         if check and not res.ok:
             # Named by its subcommand (git.py would name the first ``-c``).
             raise GitError(f"git {args[0] if args else ''}: {_reason(res)}")
@@ -225,8 +244,20 @@ class _Repo:
         """The files among ``paths`` holding a conflict-marker line: as staged (``rev`` None) or at ``rev``."""
         found: list[str] = []
         for i in range(0, len(paths), 500):  # a command line of bounded length
-            res = self.run("grep", "-l", "-z", "-a", "-E", "-e", MARKER_REGEX, "--cached" if rev is None else rev,
-                           "--", *paths[i:i + 500], check=False, env={"GIT_LITERAL_PATHSPECS": "1"})
+            res = self.run(
+                "grep",
+                "-l",
+                "-z",
+                "-a",
+                "-E",
+                "-e",
+                MARKER_REGEX,
+                "--cached" if rev is None else rev,
+                "--",
+                *paths[i : i + 500],
+                check=False,
+                env={"GIT_LITERAL_PATHSPECS": "1"},
+            )
             if res.code not in (0, 1):
                 raise GitError(f"git grep: {_reason(res)}")
             found += [p.removeprefix(f"{rev}:") if rev else p for p in res.out.split("\0") if p]
@@ -244,8 +275,15 @@ def _host() -> str:
 
 
 class _Sync:
-    def __init__(self, stores: MemoryStores, remote: str, timeout: float, *, accept_rewrite: bool = False,
-                 cancel: GitCancel | None = None) -> None:
+    def __init__(
+        self,
+        stores: MemoryStores,
+        remote: str,
+        timeout: float,
+        *,
+        accept_rewrite: bool = False,
+        cancel: GitCancel | None = None,
+    ) -> None:
         self.stores = stores
         self.remote = remote
         self.short = short_remote(remote)
@@ -299,8 +337,10 @@ class _Sync:
         self.recover_interrupted_rebase()
         head = self.repo.run("symbolic-ref", "-q", "HEAD", check=False).out.strip()
         if head != f"refs/heads/{BRANCH}":
-            raise _Fail(f"memory sync: the user store's repository {d} is on {one_line(head, 60) or 'no branch'}, "
-                        f"not {BRANCH}; switch it back with git")
+            raise _Fail(
+                f"memory sync: the user store's repository {d} is on {one_line(head, 60) or 'no branch'}, "
+                f"not {BRANCH}; switch it back with git"
+            )
         url = self.repo.run("remote", "get-url", "origin", check=False)
         if not url.ok:
             self.repo.run("remote", "add", "origin", "--", self.remote)
@@ -317,9 +357,13 @@ class _Sync:
         status = self.repo.run("status", "--porcelain", "-z", "--no-renames", "--untracked-files=all").out
         # Staged entries are that sync's own resolutions; a change in the work tree or a new
         # file was written since (the app), and an abort would throw it away.
-        if any(e[:2] not in _UNMERGED and (e[1:2] != " " or e.startswith("??")) for e in status.split("\0") if e):
-            raise _Fail(f"memory sync: an earlier sync was interrupted while rebasing {self.repo.dir} and files "
-                        "changed since; finish or abort that rebase with git")
+        if any(
+            e[:2] not in _UNMERGED and (e[1:2] != " " or e.startswith("??")) for e in status.split("\0") if e
+        ):
+            raise _Fail(
+                f"memory sync: an earlier sync was interrupted while rebasing {self.repo.dir} and files "
+                "changed since; finish or abort that rebase with git"
+            )
         self.repo.run("rebase", "--abort")
 
     def rebuild_locked(self) -> None:
@@ -334,12 +378,16 @@ class _Sync:
         marked = self.repo.with_markers([p for p in paths if is_card_path(p)], None)
         if marked:
             it = "it" if len(marked) == 1 else "each"
-            raise _Fail(f"memory sync: refused to commit {_plural(len(marked), 'card')} with conflict-marker lines "
-                        f"(<<<<<<<, =======, >>>>>>>): {_names(marked)}; keep one version in {it} and delete "
-                        "the marker lines, the next sync commits and pushes")
+            raise _Fail(
+                f"memory sync: refused to commit {_plural(len(marked), 'card')} with conflict-marker lines "
+                f"(<<<<<<<, =======, >>>>>>>): {_names(marked)}; keep one version in {it} and delete "
+                "the marker lines, the next sync commits and pushes"
+            )
         if paths:
             message = commit_message(paths, self.host).encode()
-            self.repo.run("commit", "-q", "--no-verify", "-F", "-", env=self.repo.identity_env(), input=message)
+            self.repo.run(
+                "commit", "-q", "--no-verify", "-F", "-", env=self.repo.identity_env(), input=message
+            )
 
     # -- the remote ------------------------------------------------------------------------------
 
@@ -371,18 +419,23 @@ class _Sync:
         local = set(self.stores.user.note_names())
         lost = lost_cards(self.repo.tree(synced), remote_tree, local)
         there = set(remote_tree)
-        changed = [p for p in self.repo.changed(synced, remote_head)
-                   if is_card_path(p) and p not in lost and (p in local or p in there)]
+        changed = [
+            p
+            for p in self.repo.changed(synced, remote_head)
+            if is_card_path(p) and p not in lost and (p in local or p in there)
+        ]
         what = []
         if changed:
             what.append(f"taking it would change {_plural(len(changed), 'card')} here ({_names(changed)})")
         if lost:
             what.append(f"it lost {_plural(len(lost), 'card')} this machine has ({_names(lost)})")
         store = shlex.quote(str(self.repo.dir))
-        return (f"memory sync: refused: the remote's history was rewritten ({self.short} no longer holds the commit "
-                f"this machine last synced with); {'; '.join(what) or 'no card differs'}. Nothing was changed here: "
-                "`pseudoclaude memory sync --accept-rewrite` takes the remote's history (this machine's changes "
-                f"since are replayed on it), `git -C {store} push --force origin {BRANCH}` puts this machine's back")
+        return (
+            f"memory sync: refused: the remote's history was rewritten ({self.short} no longer holds the commit "
+            f"this machine last synced with); {'; '.join(what) or 'no card differs'}. Nothing was changed here: "
+            "`pseudoclaude memory sync --accept-rewrite` takes the remote's history (this machine's changes "
+            f"since are replayed on it), `git -C {store} push --force origin {BRANCH}` puts this machine's back"
+        )
 
     def push(self, remote_head: str | None) -> None:
         for attempt in (1, 2):
@@ -390,8 +443,12 @@ class _Sync:
             if head is None or head == remote_head:
                 return
             head = self.without_markers(remote_head, head)
-            ahead = self.repo.run("rev-list", "--count", head if remote_head is None else f"{remote_head}..{head}")
-            res = self.repo.run("push", "-q", "--no-verify", "origin", f"{head}:refs/heads/{BRANCH}", check=False)
+            ahead = self.repo.run(
+                "rev-list", "--count", head if remote_head is None else f"{remote_head}..{head}"
+            )
+            res = self.repo.run(
+                "push", "-q", "--no-verify", "origin", f"{head}:refs/heads/{BRANCH}", check=False
+            )
             if res.ok:
                 self.pushed += int(ahead.out.strip() or 0)
                 self.repo.run("update-ref", REMOTE_REF, head)
@@ -405,8 +462,11 @@ class _Sync:
             with self.stores.locked(self.timeout):
                 conflicted = self.integrate_locked(remote_head, base)
             if conflicted:
-                raise _Fail(f"memory sync: {_plural(len(conflicted), 'card')} changed on two machines now "
-                            f"conflicted ({_names(conflicted)}); resolve them, the next sync pushes", conflicted)
+                raise _Fail(
+                    f"memory sync: {_plural(len(conflicted), 'card')} changed on two machines now "
+                    f"conflicted ({_names(conflicted)}); resolve them, the next sync pushes",
+                    conflicted,
+                )
         raise _Fail(f"memory sync: push to {self.short} refused: {_reason(res)}")
 
     def without_markers(self, remote_head: str | None, head: str) -> str:
@@ -415,18 +475,33 @@ class _Sync:
         cards = [p for p in self.repo.changed(remote_head, head) if is_card_path(p)]
         marked = self.repo.with_markers(cards, head)
         if marked:
-            raise _Fail(f"memory sync: refused to push: {_plural(len(marked), 'card')} committed with "
-                        f"conflict-marker lines ({_names(marked)}); keep one version and delete the marker "
-                        "lines, the next sync pushes")
+            raise _Fail(
+                f"memory sync: refused to push: {_plural(len(marked), 'card')} committed with "
+                f"conflict-marker lines ({_names(marked)}); keep one version and delete the marker "
+                "lines, the next sync pushes"
+            )
         span = head if remote_head is None else f"{remote_head}..{head}"
         if not self.repo.run("log", "--format=%H", "-G", MARKER_REGEX, span, "--", *_CARD_SPECS).out.strip():
             return head
         parents = [] if remote_head is None else ["-p", remote_head]
         message = commit_message(cards, self.host).encode()
-        one = self.repo.run("commit-tree", f"{head}^{{tree}}", *parents, "-F", "-", env=self.repo.identity_env(),
-                            input=message).out.strip()
-        self.repo.run("update-ref", "-m", "memory sync: a resolved conflict's commits in one",
-                      f"refs/heads/{BRANCH}", one, head)
+        one = self.repo.run(
+            "commit-tree",
+            f"{head}^{{tree}}",
+            *parents,
+            "-F",
+            "-",
+            env=self.repo.identity_env(),
+            input=message,
+        ).out.strip()
+        self.repo.run(
+            "update-ref",
+            "-m",
+            "memory sync: a resolved conflict's commits in one",
+            f"refs/heads/{BRANCH}",
+            one,
+            head,
+        )
         return one
 
     # -- integration -----------------------------------------------------------------------------
@@ -507,7 +582,9 @@ class _Sync:
         by machine; one whole-file hunk when it cannot (binary content). Bytes as they are."""
         out = self.repo.run("checkout-index", "--temp", "--stage=all", "-z", "--", path).out
         names = out.split("\0")[0].partition("\t")[0].split(" ")
-        temps = {stage: self.repo.dir / name for stage, name in zip((1, 2, 3), names, strict=False) if name != "."}
+        temps = {
+            stage: self.repo.dir / name for stage, name in zip((1, 2, 3), names, strict=False) if name != "."
+        }
         try:
             if 1 not in temps:  # added on both machines: no common version
                 temps[1] = self.repo.dir / f"{temps[2].name}.base"
@@ -517,14 +594,30 @@ class _Sync:
             mine_label, remote = local_label(one_line(self.host, 40)), remote_label(self.short)
             mine, theirs = temps[3].read_bytes(), temps[2].read_bytes()
             # In place: the result replaces the first file.
-            res = self.repo.run("merge-file", "-L", mine_label, "-L", "base", "-L", remote,
-                                str(temps[3]), str(temps[1]), str(temps[2]), check=False)
+            res = self.repo.run(
+                "merge-file",
+                "-L",
+                mine_label,
+                "-L",
+                "base",
+                "-L",
+                remote,
+                str(temps[3]),
+                str(temps[1]),
+                str(temps[2]),
+                check=False,
+            )
             result = temps[3].read_bytes()
             if res.code == 0 or (0 < res.code < 128 and has_conflict(result.decode("utf-8", "replace"))):
                 return result
             # merge-file could not (binary content): both versions whole.
-            return (f"<<<<<<< {mine_label}\n".encode() + _with_newline(mine) + b"=======\n"
-                    + _with_newline(theirs) + f">>>>>>> {remote}\n".encode())
+            return (
+                f"<<<<<<< {mine_label}\n".encode()
+                + _with_newline(mine)
+                + b"=======\n"
+                + _with_newline(theirs)
+                + f">>>>>>> {remote}\n".encode()
+            )
         finally:
             for f in temps.values():
                 f.unlink(missing_ok=True)
@@ -557,8 +650,14 @@ def _sync_lock(stores: MemoryStores, timeout: float) -> Iterator[None]:
         lock.release()
 
 
-def sync_user_store(stores: MemoryStores, remote: str, *, timeout: float = 60.0, accept_rewrite: bool = False,
-                    cancel: GitCancel | None = None) -> SyncResult:
+def sync_user_store(
+    stores: MemoryStores,
+    remote: str,
+    *,
+    timeout: float = 60.0,
+    accept_rewrite: bool = False,
+    cancel: GitCancel | None = None,
+) -> SyncResult:
     """Keep the user store in step with ``remote`` (see the module's docstring). Never raises
     for a git, lock or I/O failure: ``ok`` False and one line. ``accept_rewrite``: take a remote
     whose history was rewritten (this machine's commits since the last sync replayed on it).

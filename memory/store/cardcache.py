@@ -39,8 +39,17 @@ from memory.text.names import sanitize_summary, sanitize_title
 from memory.text.terminal import BIDI, ZERO_WIDTH
 
 __all__ = [
-    "CACHE_VERSION", "RACY_NS", "CardCache", "CardHead", "Cards", "StatKey", "card_cache_path", "durable", "head_of",
-    "no_gc", "stat_key",
+    "CACHE_VERSION",
+    "RACY_NS",
+    "CardCache",
+    "CardHead",
+    "Cards",
+    "StatKey",
+    "card_cache_path",
+    "durable",
+    "head_of",
+    "no_gc",
+    "stat_key",
 ]
 
 CACHE_VERSION = 1
@@ -65,7 +74,9 @@ def durable(st: os.stat_result, before_read_ns: int) -> bool:
     """Whether a card read after ``before_read_ns`` (``time.time_ns()``) may be written to the
     cache under ``st``'s key: changed long enough before the read that no later change can
     carry the same timestamps."""
-    return st.st_size <= MAX_CACHED_CARD_BYTES and max(st.st_mtime_ns, st.st_ctime_ns) < before_read_ns - RACY_NS
+    return (
+        st.st_size <= MAX_CACHED_CARD_BYTES and max(st.st_mtime_ns, st.st_ctime_ns) < before_read_ns - RACY_NS
+    )
 
 
 def card_cache_path(home: Path | str, folder: Path | str) -> Path:
@@ -98,15 +109,31 @@ class CardHead(NamedTuple):
             return False
         # What store._is_sanitized checks, inlined (ten thousand cards a new process); then the
         # sanitizer itself, which a title it leaves unchanged passes.
-        if not (
-            _PRINTABLE_IS_SAFE and len(title) <= MAX_TITLE and title.isprintable() and "  " not in title
-            and title[0] not in "# " and title[-1] != " "
-        ) and title != filename and sanitize_title(title) != title:
+        if (
+            not (
+                _PRINTABLE_IS_SAFE
+                and len(title) <= MAX_TITLE
+                and title.isprintable()
+                and "  " not in title
+                and title[0] not in "# "
+                and title[-1] != " "
+            )
+            and title != filename
+            and sanitize_title(title) != title
+        ):
             return False
-        return not summary or (
-            _PRINTABLE_IS_SAFE and len(summary) <= MAX_SUMMARY and summary.isprintable()
-            and "  " not in summary and summary[0] not in "# " and summary[-1] != " "
-        ) or sanitize_summary(summary) == summary
+        return (
+            not summary
+            or (
+                _PRINTABLE_IS_SAFE
+                and len(summary) <= MAX_SUMMARY
+                and summary.isprintable()
+                and "  " not in summary
+                and summary[0] not in "# "
+                and summary[-1] != " "
+            )
+            or sanitize_summary(summary) == summary
+        )
 
 
 def head_of(note: Note) -> CardHead:
@@ -181,7 +208,9 @@ class CardCache:
         try:
             return {
                 name: (key, CardHead(name, meta, broken, bool(flags & _UNPARSED), bool(flags & _CONFLICTED)))
-                for name, key, meta, broken, flags in zip(f.names, f.keys, f.metas, f.broken, f.flags, strict=True)
+                for name, key, meta, broken, flags in zip(
+                    f.names, f.keys, f.metas, f.broken, f.flags, strict=True
+                )
             }
         except ValueError:  # columns of different lengths: not a file this code wrote
             return {}
@@ -208,12 +237,18 @@ class CardCache:
                 return
             heads = [h for _, h in cards.values()]
             with no_gc():
-                body = _FILE.dump_json(_File.model_construct(
-                    store=self._real, level=self.level, names=[h.filename for h in heads],
-                    keys=[k for k, _ in cards.values()],
-                    metas=[h.meta for h in heads], broken=[h.broken for h in heads],
-                    flags=[_UNPARSED * h.unparsed | _CONFLICTED * h.conflicted for h in heads],
-                ), exclude_defaults=True)  # a default is filled in again when read: a smaller file
+                body = _FILE.dump_json(
+                    _File.model_construct(
+                        store=self._real,
+                        level=self.level,
+                        names=[h.filename for h in heads],
+                        keys=[k for k, _ in cards.values()],
+                        metas=[h.meta for h in heads],
+                        broken=[h.broken for h in heads],
+                        flags=[_UNPARSED * h.unparsed | _CONFLICTED * h.conflicted for h in heads],
+                    ),
+                    exclude_defaults=True,
+                )  # a default is filled in again when read: a smaller file
             path = card_cache_path(self.home, self._real)
             try:
                 self.fs.makedirs(path.parent, 0o700)

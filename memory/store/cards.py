@@ -103,7 +103,12 @@ def _result(stores: CardStores, res: BatchResult, level: Level, filename: str) -
         except StoreError:
             sha = None
     return CardResult(
-        status="applied", level=level, filename=filename, txid=res.txid, sha256=sha, applied=tuple(res.applied),
+        status="applied",
+        level=level,
+        filename=filename,
+        txid=res.txid,
+        sha256=sha,
+        applied=tuple(res.applied),
         dropped=tuple(res.dropped_cites),
     )
 
@@ -116,12 +121,27 @@ def _with_cites(op: dict[str, object], cites: Sequence[str] | None) -> dict[str,
 
 
 def create_card(
-    stores: CardStores, level: Level | str, type: NoteType | str, title: str, summary: str, body: str,
-    *, cites: Sequence[str] | None = None,
+    stores: CardStores,
+    level: Level | str,
+    type: NoteType | str,
+    title: str,
+    summary: str,
+    body: str,
+    *,
+    cites: Sequence[str] | None = None,
 ) -> CardResult:
     lv = Level(level)
-    op = _with_cites({"action": "create", "level": str(level), "type": str(type), "title": title,
-                      "summary": summary, "content": body}, cites)
+    op = _with_cites(
+        {
+            "action": "create",
+            "level": str(level),
+            "type": str(type),
+            "title": title,
+            "summary": summary,
+            "content": body,
+        },
+        cites,
+    )
     res = stores.apply([(0, op)], source=MANUAL_SOURCE, label="card created")
     return _result(stores, res, lv, "")
 
@@ -139,18 +159,30 @@ def edit_card(
     cites: Sequence[str] | None = None,
 ) -> CardResult:
     lv = Level(level)
-    op = _with_cites({"action": "update", "level": str(level), "filename": filename, "type": str(type),
-                      "title": title, "summary": summary, "content": body}, cites)
-    res = stores.apply([(0, op)], source=MANUAL_SOURCE, expected={key(lv, filename): expected_sha},
-                       label="card edited")
+    op = _with_cites(
+        {
+            "action": "update",
+            "level": str(level),
+            "filename": filename,
+            "type": str(type),
+            "title": title,
+            "summary": summary,
+            "content": body,
+        },
+        cites,
+    )
+    res = stores.apply(
+        [(0, op)], source=MANUAL_SOURCE, expected={key(lv, filename): expected_sha}, label="card edited"
+    )
     return _result(stores, res, lv, filename)
 
 
 def delete_card(stores: CardStores, level: Level | str, filename: str, expected_sha: str) -> CardResult:
     lv = Level(level)
     op = {"action": "delete", "level": str(level), "filename": filename}
-    res = stores.apply([(0, op)], source=MANUAL_SOURCE, expected={key(lv, filename): expected_sha},
-                       label="card deleted")
+    res = stores.apply(
+        [(0, op)], source=MANUAL_SOURCE, expected={key(lv, filename): expected_sha}, label="card deleted"
+    )
     return _result(stores, res, lv, filename)
 
 
@@ -161,25 +193,50 @@ def move_card(
     ``created``, source, author and pin (``Moved``); ``updated`` is now."""
     lv, to = Level(level), Level(to_level)
     if to is lv:
-        return CardResult(status="rejected", level=lv, filename=filename, reason=f"the card is already a {lv} card")
+        return CardResult(
+            status="rejected", level=lv, filename=filename, reason=f"the card is already a {lv} card"
+        )
     try:
         note = stores.read_note(lv, filename)
     except StoreError as e:
         return CardResult(status="rejected", level=lv, filename=filename, reason=str(e))
     if note.sha256 != expected_sha:
-        return CardResult(status="conflict", level=lv, filename=filename,
-                          reason="the note changed since the change was proposed")
+        return CardResult(
+            status="conflict",
+            level=lv,
+            filename=filename,
+            reason="the note changed since the change was proposed",
+        )
     if note.conflict is not None:
         # Its body is the raw file: moved, git's markers would make a new conflicted card.
-        return CardResult(status="rejected", level=lv, filename=filename,
-                          reason=f"{quote(filename)} is conflicted (changed on two branches); resolve it first")
+        return CardResult(
+            status="rejected",
+            level=lv,
+            filename=filename,
+            reason=f"{quote(filename)} is conflicted (changed on two branches); resolve it first",
+        )
     ops: list[tuple[int, Operation | dict[str, object]]] = [
         (0, {"action": "delete", "level": str(lv), "filename": filename}),
-        (1, {"action": "create", "level": str(to), "type": str(note.meta.type), "title": note.meta.title,
-             "summary": note.meta.summary, "content": note.body}),
+        (
+            1,
+            {
+                "action": "create",
+                "level": str(to),
+                "type": str(note.meta.type),
+                "title": note.meta.title,
+                "summary": note.meta.summary,
+                "content": note.body,
+            },
+        ),
     ]
-    res = stores.apply(ops, source=MANUAL_SOURCE, expected={key(lv, filename): expected_sha},
-                       label=f"card moved to {to}", all_or_nothing=True, moved={1: Moved(note.meta)})
+    res = stores.apply(
+        ops,
+        source=MANUAL_SOURCE,
+        expected={key(lv, filename): expected_sha},
+        label=f"card moved to {to}",
+        all_or_nothing=True,
+        moved={1: Moved(note.meta)},
+    )
     return _result(stores, res, lv, filename)
 
 
@@ -212,7 +269,9 @@ def check_card(
         errors["body"] = "the body is empty: write what should be remembered"
     elif has_conflict(body):
         # Saved, git's markers would leave the card conflicted (in no prompt) again.
-        errors["body"] = "the body still holds git's conflict markers (<<<<<<< ======= >>>>>>>): keep what it should say"
+        errors["body"] = (
+            "the body still holds git's conflict markers (<<<<<<< ======= >>>>>>>): keep what it should say"
+        )
     else:
         size = len(body.encode("utf-8"))
         if size > MAX_CONTENT_BYTES:
@@ -247,16 +306,34 @@ def save_card(
         return edit_card(stores, old, filename, title, summary, type, body, expected_sha, cites=cites)
     ops: list[tuple[int, Operation | dict[str, object]]] = [
         (0, {"action": "delete", "level": str(old), "filename": filename}),
-        (1, _with_cites({"action": "create", "level": str(to), "type": str(type), "title": title,
-                         "summary": summary, "content": body}, cites)),
+        (
+            1,
+            _with_cites(
+                {
+                    "action": "create",
+                    "level": str(to),
+                    "type": str(type),
+                    "title": title,
+                    "summary": summary,
+                    "content": body,
+                },
+                cites,
+            ),
+        ),
     ]
     try:
         # Its creation date and pin stay (the card as the editor read it: any other is a conflict).
         moved = {1: Moved(stores.read_note(old, filename).meta, edited=True)}
     except StoreError:
         moved = {}  # gone or unreadable: the delete below says why
-    res = stores.apply(ops, source=MANUAL_SOURCE, expected={key(old, filename): expected_sha},
-                       label=f"card edited and moved to {to}", all_or_nothing=True, moved=moved)
+    res = stores.apply(
+        ops,
+        source=MANUAL_SOURCE,
+        expected={key(old, filename): expected_sha},
+        label=f"card edited and moved to {to}",
+        all_or_nothing=True,
+        moved=moved,
+    )
     return _result(stores, res, old, filename)
 
 
@@ -336,7 +413,9 @@ def start_external_edit(stores: CardStores, level: Level | str, filename: str) -
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    return ExternalEdit(level=lv, filename=filename, folder=folder, path=path, sha256=sha256(data), original=data)
+    return ExternalEdit(
+        level=lv, filename=filename, folder=folder, path=path, sha256=sha256(data), original=data
+    )
 
 
 def discard_external_edit(edit: ExternalEdit) -> None:
@@ -352,7 +431,9 @@ def read_edit_copy(stores: CardStores, edit: ExternalEdit) -> bytes:
         data = stores.fs.read_bytes(edit.path, max_bytes=MAX_NOTE_FILE_BYTES)
     except UnsafePathError as e:
         what = "a symlink" if e.strerror == "is a symlink" else "not a regular file"
-        raise EditCopyError(f"the editor left {what} in place of the card's copy; it was not followed") from None
+        raise EditCopyError(
+            f"the editor left {what} in place of the card's copy; it was not followed"
+        ) from None
     except FileNotFoundError:
         raise EditCopyError("the editor removed the card's copy") from None
     except IsADirectoryError:
@@ -385,7 +466,9 @@ def parse_card_file(data: bytes, level: Level | str) -> CardFields:
     except FrontMatterError as e:
         raise EditCopyError(str(e)) from None
     summary = _text_field(head, "summary")
-    return CardFields(level=str(Level(level)), type=str(meta.type), title=meta.title, summary=summary, body=body)
+    return CardFields(
+        level=str(Level(level)), type=str(meta.type), title=meta.title, summary=summary, body=body
+    )
 
 
 def _same_card(a: CardFields, b: CardFields) -> bool:
@@ -433,11 +516,19 @@ def finish_external_edit(
     if errors:
         return ExternalEditResult(status="invalid", problem=_problem(errors), text=text, fields=fields)
     result = save_card(
-        stores, fields.level, fields.type, fields.title, fields.summary, fields.body,
-        filename=edit.filename, expected_sha=edit.sha256,
+        stores,
+        fields.level,
+        fields.type,
+        fields.title,
+        fields.summary,
+        fields.body,
+        filename=edit.filename,
+        expected_sha=edit.sha256,
     )
     if result.status == "applied":
         return ExternalEditResult(status="applied", fields=fields, result=result, text=text)
     if result.status == "conflict":
-        return ExternalEditResult(status="conflict", problem=result.reason, fields=fields, result=result, text=text)
+        return ExternalEditResult(
+            status="conflict", problem=result.reason, fields=fields, result=result, text=text
+        )
     return ExternalEditResult(status="invalid", problem=result.reason, text=text, fields=fields)

@@ -38,7 +38,9 @@ class FS:
     ``src`` is the source of a rename, else "".
     """
 
-    def __init__(self, hook: Hook | None = None, record: bool = False, pace: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, hook: Hook | None = None, record: bool = False, pace: Callable[[], None] | None = None
+    ) -> None:
         self.hook = hook
         self.log: list[tuple[str, str, str]] | None = [] if record else None
         # A checkpoint run before every operation: background work makes room for a busy

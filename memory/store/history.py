@@ -28,10 +28,17 @@ class UndoError(Exception):
 
 
 # What the labels of entries written before ``kind`` and ``took_over`` were fields began with.
-_OLD_PREFIXES: tuple[tuple[str, HistoryKind], ...] = (("approve ", "approve"), ("reject ", "reject"),
-                                                       ("dismiss ", "dismiss"))
+_OLD_PREFIXES: tuple[tuple[str, HistoryKind], ...] = (
+    ("approve ", "approve"),
+    ("reject ", "reject"),
+    ("dismiss ", "dismiss"),
+)
 _OLD_JOB, _OLD_CONSOLIDATION, _OLD_TOOK_OVER, _OLD_EXCERPT_SEP = (
-    "memory job ", " (consolidation of the ", " took over ", ": ")
+    "memory job ",
+    " (consolidation of the ",
+    " took over ",
+    ": ",
+)
 
 
 def _derive_old(data: dict[str, Any]) -> dict[str, Any]:
@@ -50,8 +57,10 @@ def _derive_old(data: dict[str, Any]) -> dict[str, Any]:
             kind = "consolidation" if _OLD_CONSOLIDATION in head else "turn"
             took = head.partition(_OLD_TOOK_OVER)[2].split()
         else:
-            kind = next((k for prefix, k in _OLD_PREFIXES if label.startswith(prefix)),
-                        "manual" if data.get("source") == MANUAL_SOURCE else "batch")
+            kind = next(
+                (k for prefix, k in _OLD_PREFIXES if label.startswith(prefix)),
+                "manual" if data.get("source") == MANUAL_SOURCE else "batch",
+            )
     return {**data, "kind": kind, "took_over": took}
 
 
@@ -111,7 +120,9 @@ def undo_locked(layout: StoreLayout, expect: str | None = None) -> BatchResult:
                 raise UndoError(f"{ch.level} note {quote(ch.filename)} changed since that batch; not undoing")
             if ch.before_b64 is None and store.trash_problem() is not None:
                 raise UndoError(f"{store.trash_problem()} (`pseudoclaude memory doctor --fix` repairs it)")
-        plan.writes[ch.level][ch.filename] = None if ch.before_b64 is None else base64.b64decode(ch.before_b64)
+        plan.writes[ch.level][ch.filename] = (
+            None if ch.before_b64 is None else base64.b64decode(ch.before_b64)
+        )
     result = BatchResult(
         applied=[
             AppliedOp(

@@ -75,6 +75,7 @@ def stale_mark(line: str, reason: str) -> str:
     """An index line with its card's stale mark: `` (stale: <reason>)`` (``stale_text``)."""
     return f"{line} (stale: {stale_text(reason)})"
 
+
 _TAGS = ("memory-index", "memory-update", "memory-recall")
 _LEVELS = ("project", "user")  # the sections' order in the merged index
 
@@ -250,8 +251,12 @@ def merge_index_lines(
     if _fits(full):
         return full
     kept = index_cut(project_lines, user_lines, ranks, pinned)
-    hidden = {level: len(ls) - len(k) for level, (_, ls), k in zip(_LEVELS, sections, kept, strict=True) if ls}
-    pins_out = sum(len(set(p).difference(k)) for p, (_, ls), k in zip(pinned, sections, kept, strict=True) if ls)
+    hidden = {
+        level: len(ls) - len(k) for level, (_, ls), k in zip(_LEVELS, sections, kept, strict=True) if ls
+    }
+    pins_out = sum(
+        len(set(p).difference(k)) for p, (_, ls), k in zip(pinned, sections, kept, strict=True) if ls
+    )
     shown = [(h, [ls[j] for j in k]) for (h, ls), k in zip(sections, kept, strict=True) if ls]
     return _render(shown, _overflow_line(hidden, pins_out))
 
@@ -265,27 +270,41 @@ def index_cut(
     """The positions (file order) of each section's lines the budget keeps, for sections that do
     not all fit (``index_fits`` False); ``ranks`` and ``pinned`` as ``merge_index_lines`` takes them."""
     named = [
-        ("project", PROJECT_HEADER, list(project_lines), None if ranks is None else list(ranks[0]), pinned[0]),
+        (
+            "project",
+            PROJECT_HEADER,
+            list(project_lines),
+            None if ranks is None else list(ranks[0]),
+            pinned[0],
+        ),
         ("user", USER_HEADER, list(user_lines), None if ranks is None else list(ranks[1]), pinned[1]),
     ]
     present = [s for s in named if s[2]]
     if not present:
         return [], []
     # Each section's lines in the order they compete for the budget.
-    orders = [order if order is not None and sorted(order) == list(range(len(ls))) else list(range(len(ls)))
-              for _, _, ls, order, _ in present]
+    orders = [
+        order if order is not None and sorted(order) == list(range(len(ls))) else list(range(len(ls)))
+        for _, _, ls, order, _ in present
+    ]
 
     # Reserve room for the overflow line at its longest (every note hidden, every pin too).
-    worst = _overflow_line({level: len(ls) for level, _, ls, _, _ in present}, sum(len(set(p)) for *_, p in present))
+    worst = _overflow_line(
+        {level: len(ls) for level, _, ls, _, _ in present}, sum(len(set(p)) for *_, p in present)
+    )
     n = len(present)
     # Every line costs its bytes + 1 ("\n"); the text has no trailing newline, hence the -1.
     # Fixed lines: headers, blank lines between sections, the blank line and the overflow line.
     fixed_lines = n + (n - 1) + 2
-    fixed_bytes = sum(len(h.encode()) + 1 for _, h, _, _, _ in present) + (n - 1) + 1 + len(worst.encode()) + 1 - 1
+    fixed_bytes = (
+        sum(len(h.encode()) + 1 for _, h, _, _, _ in present) + (n - 1) + 1 + len(worst.encode()) + 1 - 1
+    )
     avail_lines = INDEX_MAX_LINES - fixed_lines
     avail_bytes = INDEX_MAX_BYTES - fixed_bytes
-    costs = [[len(ls[j].encode("utf-8")) + 1 for j in order]
-             for (_, _, ls, _, _), order in zip(present, orders, strict=True)]
+    costs = [
+        [len(ls[j].encode("utf-8")) + 1 for j in order]
+        for (_, _, ls, _, _), order in zip(present, orders, strict=True)
+    ]
     shares = iter(zip(orders, _shares(costs, avail_lines, avail_bytes), strict=True))
     kept: list[list[int]] = []
     for _, _, ls, _, _ in named:
@@ -313,8 +332,11 @@ def render_entries(entries: Iterable[IndexEntry]) -> str:
         else:
             hidden[level] += 1
             pins_out += e.pinned
-    sections = [(header, lines[level]) for level, header in zip(_LEVELS, (PROJECT_HEADER, USER_HEADER), strict=True)
-                if level in lines]
+    sections = [
+        (header, lines[level])
+        for level, header in zip(_LEVELS, (PROJECT_HEADER, USER_HEADER), strict=True)
+        if level in lines
+    ]
     if not sections:
         return ""
     cut = {level: hidden[level] for level in _LEVELS if level in hidden}
@@ -327,11 +349,23 @@ def render_entries(entries: Iterable[IndexEntry]) -> str:
 SectionLine = tuple[str, tuple[str, NoteMeta, bool], str | None]
 
 
-def section_entries(level: Level, section: Sequence[SectionLine], kept: Collection[int] | None) -> Iterator[IndexEntry]:
+def section_entries(
+    level: Level, section: Sequence[SectionLine], kept: Collection[int] | None
+) -> Iterator[IndexEntry]:
     """The index entries of a level's section; ``kept``: the positions the budget kept (None: all)."""
     for i, (line, (name, meta, _), why) in enumerate(section):
-        yield IndexEntry(level, name, meta.type, meta.title or name, meta.summary, why, meta.author, meta.pinned,
-                         kept is None or i in kept, line)
+        yield IndexEntry(
+            level,
+            name,
+            meta.type,
+            meta.title or name,
+            meta.summary,
+            why,
+            meta.author,
+            meta.pinned,
+            kept is None or i in kept,
+            line,
+        )
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,15 @@ from memory.store.noteparse import sha256
 from memory.store.plan import Plan
 from memory.store.store import GIT_FILES, TRASH_DIR, Store, render_index
 
-__all__ = ["OWN_WRITES", "JournalRecord", "OwnWrites", "commit", "needs_recovery", "recover_locked", "roll_forward"]
+__all__ = [
+    "OWN_WRITES",
+    "JournalRecord",
+    "OwnWrites",
+    "commit",
+    "needs_recovery",
+    "recover_locked",
+    "roll_forward",
+]
 
 log = logging.getLogger(__name__)
 
@@ -135,13 +143,17 @@ def _stage_level(layout: StoreLayout, plan: Plan, level: Level, st: _Staging, en
         if data is None:
             trash = folder / TRASH_DIR
             fs.makedirs(trash)
-            st.actions.append(_Action(kind="move", src=str(folder / name), dst=str(trash / f"{st.txid}-{name}")))
+            st.actions.append(
+                _Action(kind="move", src=str(folder / name), dst=str(trash / f"{st.txid}-{name}"))
+            )
             OWN_WRITES.record(folder / name, None)
             entry.changes.append(Change(level=level, filename=name, before_b64=before_b64))
         else:
             # A note that was not there when planned is created: it must stay absent.
             st.stage(folder, folder / name, data, new=before is None and not fs.exists(folder / name))
-            entry.changes.append(Change(level=level, filename=name, before_b64=before_b64, after_sha=sha256(data)))
+            entry.changes.append(
+                Change(level=level, filename=name, before_b64=before_b64, after_sha=sha256(data))
+            )
     st.stage(folder, folder / INDEX_FILE, render_index(plan.final_notes(level), fs.pace).encode())
     fs.fsync_dir(folder)
 

@@ -61,9 +61,20 @@ class StoreLayout:
         # until the facade, which knows trust, opens it (MemoryStores).
         project_cache = CardCache(fs, paths.home, paths.project_store, Level.PROJECT)
         project_cache.gate = _shut
-        project = Store(Level.PROJECT, paths.project_store, fs, guard=paths.workspace, unavailable=unavailable,
-                        card_cache=project_cache)
-        user = Store(Level.USER, paths.user_store, fs, card_cache=CardCache(fs, paths.home, paths.user_store, Level.USER))
+        project = Store(
+            Level.PROJECT,
+            paths.project_store,
+            fs,
+            guard=paths.workspace,
+            unavailable=unavailable,
+            card_cache=project_cache,
+        )
+        user = Store(
+            Level.USER,
+            paths.user_store,
+            fs,
+            card_cache=CardCache(fs, paths.home, paths.user_store, Level.USER),
+        )
         grounding = Grounding(paths.workspace, (paths.project_store, paths.user_store, paths.home))
         return cls(
             paths=paths,

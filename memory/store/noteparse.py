@@ -69,9 +69,14 @@ def parse_note(level: Level, filename: str, data: bytes) -> Note:
     summary = meta.summary if _is_sanitized(meta.summary, MAX_SUMMARY) else sanitize_summary(meta.summary)
     if title != meta.title or summary != meta.summary or not title:
         meta = meta.model_copy(
-            update={"title": title or sanitize_title(filename.removesuffix(".md")) or filename, "summary": summary}
+            update={
+                "title": title or sanitize_title(filename.removesuffix(".md")) or filename,
+                "summary": summary,
+            }
         )
-    return Note(level=level, filename=filename, meta=meta, body=body, sha256=digest, broken=broken, unparsed=unparsed)
+    return Note(
+        level=level, filename=filename, meta=meta, body=body, sha256=digest, broken=broken, unparsed=unparsed
+    )
 
 
 def _conflicted_note(level: Level, filename: str, text: str, digest: str, sides: ConflictSides) -> Note:
@@ -80,12 +85,24 @@ def _conflicted_note(level: Level, filename: str, text: str, digest: str, sides:
     fallback = _fallback_type(filename)
     try:
         meta = parse_meta(split_note(sides.ours)[0], fallback_type=fallback)
-        meta = meta.model_copy(update={"title": sanitize_title(meta.title) or filename,
-                                       "summary": sanitize_summary(meta.summary)})
+        meta = meta.model_copy(
+            update={
+                "title": sanitize_title(meta.title) or filename,
+                "summary": sanitize_summary(meta.summary),
+            }
+        )
     except FrontMatterError:
         meta = NoteMeta(title=filename.removesuffix(".md"), type=fallback, created="", updated="")
-    return Note(level=level, filename=filename, meta=meta, body=text, sha256=digest,
-                broken=conflict_reason(sides), unparsed=True, conflict=sides)
+    return Note(
+        level=level,
+        filename=filename,
+        meta=meta,
+        body=text,
+        sha256=digest,
+        broken=conflict_reason(sides),
+        unparsed=True,
+        conflict=sides,
+    )
 
 
 def _is_sanitized(text: str, max_chars: int) -> bool:

@@ -171,7 +171,9 @@ _MAX_RAW_CITE_CHARS = 2048
 
 def _bounded_cite(item: object) -> object:
     if isinstance(item, str):
-        return item[: _MAX_RAW_CITE_CHARS + 1] if is_strict_utf8(item) else _LONE_SURROGATE.sub("\ufffd", item)
+        return (
+            item[: _MAX_RAW_CITE_CHARS + 1] if is_strict_utf8(item) else _LONE_SURROGATE.sub("\ufffd", item)
+        )
     if isinstance(item, dict):
         return {k: _bounded_cite(item[k]) for k in ("path", "lines") if k in item}
     if isinstance(item, bool | int | float) or item is None:

@@ -332,7 +332,9 @@ class Store:
                 hit = _HEADS[(base, name)]
             out.append(hit[1])
             listed.append((name, key))
-        if disk is not None and cards is not None and missed:  # (a pass with nothing new has nothing to write)
+        if (
+            disk is not None and cards is not None and missed
+        ):  # (a pass with nothing new has nothing to write)
             self._persist(disk, cards, listed)
         return out
 
@@ -443,7 +445,9 @@ class Store:
             out.append((name, hit[1], hit[2], hit[3], key))
             listed.append((name, skey))  # (a card never read is not in _HEADS: not kept)
             keys.append(key)
-        if disk is not None and cards is not None and missed:  # (a pass with nothing new has nothing to write)
+        if (
+            disk is not None and cards is not None and missed
+        ):  # (a pass with nothing new has nothing to write)
             self._persist(disk, cards, listed)
         # (Not kept when a listed name was gone by its stat.)
         self._last = None if vanished else (names, listed, keys, out, self.fs.changes_in(base))

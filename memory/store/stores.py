@@ -45,7 +45,15 @@ from memory.store.transaction import TransactionError
 from memory.text.markup import card_markup
 from memory.text.names import quote
 
-__all__ = ["CITES_HEAD", "STALE_LINE", "MemoryStores", "PromptIndex", "Snapshot", "cites_header", "untrusted_cards"]
+__all__ = [
+    "CITES_HEAD",
+    "STALE_LINE",
+    "MemoryStores",
+    "PromptIndex",
+    "Snapshot",
+    "cites_header",
+    "untrusted_cards",
+]
 
 LOCK_TIMEOUT = 60.0
 
@@ -151,7 +159,9 @@ class MemoryStores:
         try:
             lock.acquire()
         except filelock.Timeout:
-            raise TransactionError(f"memory stores are locked by another process ({self.paths.store_lock})") from None
+            raise TransactionError(
+                f"memory stores are locked by another process ({self.paths.store_lock})"
+            ) from None
         try:
             yield
         finally:
@@ -229,8 +239,12 @@ class MemoryStores:
                 out.append((line, (name, meta, False), None))
         return out
 
-    def _checks(self, level: Level, cards: Sequence[tuple[str, str | None, str, Any]]) -> dict[str, CardCheck]:
-        cited = [(level, name, meta) for name, line, _, meta in cards if line is not None and meta is not None]
+    def _checks(
+        self, level: Level, cards: Sequence[tuple[str, str | None, str, Any]]
+    ) -> dict[str, CardCheck]:
+        cited = [
+            (level, name, meta) for name, line, _, meta in cards if line is not None and meta is not None
+        ]
         return {name: check for (_, name), check in self.layout.grounding.check_many(cited).items()}
 
     def record_read(self, level: Level | str, filename: str) -> None:
@@ -261,7 +275,9 @@ class MemoryStores:
             return None
         return self.layout.grounding.check(note.level, filename, note.meta)
 
-    def _index_md(self, level: Level, levels: Mapping[Level, Store] | None = None, *, marks: bool = False) -> str:
+    def _index_md(
+        self, level: Level, levels: Mapping[Level, Store] | None = None, *, marks: bool = False
+    ) -> str:
         return "".join(line + "\n" for line in self._index_lines(level, levels, marks=marks))
 
     def index_lines(self, level: Level | str, *, include_untrusted: bool = False) -> list[str]:
@@ -277,12 +293,19 @@ class MemoryStores:
             return TrustPreview(lines=[], left_out=[])
         self._recover_first()
         cards = self.project.index_cards()
-        section: list[SectionLine] = [(line, (name, meta, False), None) for name, line, _, meta in cards
-                                if line is not None and meta is not None]
+        section: list[SectionLine] = [
+            (line, (name, meta, False), None)
+            for name, line, _, meta in cards
+            if line is not None and meta is not None
+        ]
         left_out = [(name, reason) for name, line, reason, meta in cards if line is None or meta is None]
         # The bodies were just parsed (an untrusted store has no card cache): no file read again.
-        return TrustPreview(lines=[line for line, _, _ in section], entries=list(section_entries(Level.PROJECT, section, None)),
-                            left_out=left_out, markup=_markup_of(self.project.notes()))
+        return TrustPreview(
+            lines=[line for line, _, _ in section],
+            entries=list(section_entries(Level.PROJECT, section, None)),
+            left_out=left_out,
+            markup=_markup_of(self.project.notes()),
+        )
 
     def snapshot(self) -> Snapshot:
         """What an extraction request sees; an untrusted project store is left out whole."""
@@ -294,7 +317,9 @@ class MemoryStores:
                 for name, digest in st.hashes().items():
                     hashes[key(lv, name)] = digest
             # Checked here, under the lock and after recovery: staleness() would recover again.
-            checks = self._checks(Level.PROJECT, self.project.index_cards()) if Level.PROJECT in levels else {}
+            checks = (
+                self._checks(Level.PROJECT, self.project.index_cards()) if Level.PROJECT in levels else {}
+            )
             return Snapshot(
                 project_md=self._index_md(Level.PROJECT, levels),
                 user_md=self._index_md(Level.USER, levels),
@@ -330,11 +355,16 @@ class MemoryStores:
         kept: tuple[Collection[int] | None, Collection[int] | None] = (None, None)  # None: all fit
         if not index_fits(p_lines, u_lines):
             ranks = (self._ranks(Level.PROJECT, project, keep), self._ranks(Level.USER, user, keep))
-            pins = ([i for i, (_, c, _) in enumerate(project) if c[1].pinned],
-                    [i for i, (_, c, _) in enumerate(user) if c[1].pinned])
+            pins = (
+                [i for i, (_, c, _) in enumerate(project) if c[1].pinned],
+                [i for i, (_, c, _) in enumerate(user) if c[1].pinned],
+            )
             p_kept, u_kept = index_cut(p_lines, u_lines, ranks, pins)
             kept = (set(p_kept), set(u_kept))
-        entries = (*section_entries(Level.PROJECT, project, kept[0]), *section_entries(Level.USER, user, kept[1]))
+        entries = (
+            *section_entries(Level.PROJECT, project, kept[0]),
+            *section_entries(Level.USER, user, kept[1]),
+        )
         return MergedIndex(entries=entries, unindexed=tuple(unindexed))
 
     def prompt_index(
@@ -346,14 +376,19 @@ class MemoryStores:
         shown = frozenset(f"{e.level}/{e.filename}" for e in merged.entries if e.in_prompt)
         left_out = tuple(f"{e.level}/{e.filename}" for e in merged.entries if not e.in_prompt)
         pinned = tuple(f"{e.level}/{e.filename}" for e in merged.entries if e.pinned and not e.in_prompt)
-        return PromptIndex(text=merged.text, shown=shown, left_out=left_out, unindexed=merged.unindexed,
-                           pinned_left_out=pinned)
+        return PromptIndex(
+            text=merged.text,
+            shown=shown,
+            left_out=left_out,
+            unindexed=merged.unindexed,
+            pinned_left_out=pinned,
+        )
 
     def _ranks(self, level: Level, section: Sequence[SectionLine], keep: Collection[str]) -> list[int]:
         if not section:
             return []
         prefix = f"{level}/"
-        kept = {k[len(prefix):] for k in keep if k.startswith(prefix)}
+        kept = {k[len(prefix) :] for k in keep if k.startswith(prefix)}
         try:
             use = self.usage_of(level)
         except Exception:  # the counts only order the cards: without them, rank without use
@@ -372,7 +407,9 @@ class MemoryStores:
         """
         return self.read_memory_text(level, filename, include_untrusted=include_untrusted).text
 
-    def read_memory_text(self, level: Level | str, filename: str, *, include_untrusted: bool = False) -> MemoryText:
+    def read_memory_text(
+        self, level: Level | str, filename: str, *, include_untrusted: bool = False
+    ) -> MemoryText:
         """``read_memory``'s text, and whether the card it read is stale (its header says so)."""
         self._recover_first()
         st = self.store(level)
@@ -445,13 +482,17 @@ class MemoryStores:
                 sources=sources,
             )
 
-    def confirm(self, level: Level | str, filename: str, expected_sha: str | None = None) -> tuple[BatchResult, list[str]]:
+    def confirm(
+        self, level: Level | str, filename: str, expected_sha: str | None = None
+    ) -> tuple[BatchResult, list[str]]:
         """A person's "still true" for a card (``transaction.confirm_locked``)."""
         with self.locked():
             journal.recover_locked(self.layout)
             return transaction.confirm_locked(self.layout, Level(level), filename, expected_sha)
 
-    def pin(self, level: Level | str, filename: str, pinned: bool = True, expected_sha: str | None = None) -> BatchResult:
+    def pin(
+        self, level: Level | str, filename: str, pinned: bool = True, expected_sha: str | None = None
+    ) -> BatchResult:
         """Pin or unpin a card (``transaction.pin_locked``): an empty result when it already was."""
         with self.locked():
             journal.recover_locked(self.layout)
@@ -472,8 +513,10 @@ class MemoryStores:
         project store is left as it came. A folder whose stat stamp is what the last check saw
         is not parsed again (memory/store/stamp.py)."""
         levels = [lv for lv in self.stores if lv is Level.USER or self.project_trusted]
-        stamps = {lv: (stamp_path(self.paths.home, self.store(lv).dir), folder_stamp(self.fs, self.store(lv).dir))
-                  for lv in levels}
+        stamps = {
+            lv: (stamp_path(self.paths.home, self.store(lv).dir), folder_stamp(self.fs, self.store(lv).dir))
+            for lv in levels
+        }
         due = [lv for lv, (path, now) in stamps.items() if now is None or read_stamp(self.fs, path) != now]
         if not due:
             return []
@@ -552,8 +595,15 @@ class MemoryStores:
         original_level: Level | str | None = None,
     ) -> cards.CardResult:
         return cards.save_card(
-            self, level, type, title, summary, body,
-            filename=filename, expected_sha=expected_sha, original_level=original_level,
+            self,
+            level,
+            type,
+            title,
+            summary,
+            body,
+            filename=filename,
+            expected_sha=expected_sha,
+            original_level=original_level,
         )
 
 
@@ -573,7 +623,10 @@ def cites_header(check: CardCheck | None) -> str:
     if check is None or not check.cites:
         return ""
     head = STALE_LINE if _says_stale(check) else ""
-    lines = [f"- {c.spec}: {c.reason if c.state != 'fresh' else 'unchanged since the card was written'}" for c in check.cites]
+    lines = [
+        f"- {c.spec}: {c.reason if c.state != 'fresh' else 'unchanged since the card was written'}"
+        for c in check.cites
+    ]
     return "\n".join(filter(None, [CITES_HEAD, *lines, head])) + "\n\n"
 
 

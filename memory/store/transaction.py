@@ -113,8 +113,17 @@ def apply_locked(
     # The model never writes into a project store the person has not trusted (it did not see it
     # either); a person's own edit (card, `memory apply`) may.
     closed = source != MANUAL_SOURCE and not trust.project_trusted(layout)
-    batch = _Batch(layout, Plan(layout.stores), source, expected, now, BatchResult(rejected=list(rejected)), closed,
-                   moved or {}, sources or {})
+    batch = _Batch(
+        layout,
+        Plan(layout.stores),
+        source,
+        expected,
+        now,
+        BatchResult(rejected=list(rejected)),
+        closed,
+        moved or {},
+        sources or {},
+    )
     for index, raw in pairs:
         op, rejection = _validated(index, _without_home(raw))
         if rejection is not None:
@@ -247,7 +256,9 @@ def _plan_create(batch: _Batch, index: int, op: Operation, level: Level) -> None
     same = plan.duplicate_of(level, op.title, op.content)
     if same is not None:
         # Not a second copy under `-2`: the card is already there, say which one.
-        return batch.reject(index, op, f"a {level} card with this title and content already exists: {quote(same)}")
+        return batch.reject(
+            index, op, f"a {level} card with this title and content already exists: {quote(same)}"
+        )
     slug = slugify(op.title, redact(op.slug) if op.slug else None)
     name = plan.unique_name(level, note_filename(op.type, slug))
     plan.remember_created(level, op.title, op.content, name)
@@ -274,7 +285,9 @@ def _plan_create(batch: _Batch, index: int, op: Operation, level: Level) -> None
         pinned=pinned,
     )
     plan.writes[level][name] = dump_note(meta, op.content)
-    batch.result.applied.append(AppliedOp(index=index, action=op.action, level=level, filename=name, title=op.title))
+    batch.result.applied.append(
+        AppliedOp(index=index, action=op.action, level=level, filename=name, title=op.title)
+    )
 
 
 def _plan_change(batch: _Batch, store: Store, index: int, op: Operation, level: Level) -> None:
@@ -300,7 +313,9 @@ def _plan_change(batch: _Batch, store: Store, index: int, op: Operation, level: 
         return batch.reject(index, op, str(e))
     if note.conflict is not None and batch.source != MANUAL_SOURCE:
         # Both branches' versions stay until a person chooses: the model never picks a side.
-        return batch.reject(index, op, f"{quote(filename)} is conflicted (changed on two branches); a person resolves it")
+        return batch.reject(
+            index, op, f"{quote(filename)} is conflicted (changed on two branches); a person resolves it"
+        )
     if batch.expected is not None:
         seen = batch.expected.get(key(level, filename))
         if seen != note.sha256:
@@ -323,10 +338,14 @@ def _plan_change(batch: _Batch, store: Store, index: int, op: Operation, level: 
         author = batch.layout.author(level) or note.meta.author
         writes[filename] = dump_note(meta.model_copy(update={"author": author}), op.content)
     title = op.title or note.meta.title
-    batch.result.applied.append(AppliedOp(index=index, action=op.action, level=level, filename=filename, title=title))
+    batch.result.applied.append(
+        AppliedOp(index=index, action=op.action, level=level, filename=filename, title=title)
+    )
 
 
-def _updated_meta(note: Note, op: Operation, source: str, now: str, cites: tuple[Cite, ...] | None) -> NoteMeta:
+def _updated_meta(
+    note: Note, op: Operation, source: str, now: str, cites: tuple[Cite, ...] | None
+) -> NoteMeta:
     # An update that gives no citations keeps the card's (a merged body still rests on them).
     keep = note.meta.cites if cites is None else cites
     return note.meta.model_copy(
@@ -370,14 +389,18 @@ def pin_locked(
     return _commit_meta(layout, note, meta, label, now)
 
 
-def _card_for_meta(layout: StoreLayout, level: Level, filename: str, expected_sha: str | None, what: str) -> Note:
+def _card_for_meta(
+    layout: StoreLayout, level: Level, filename: str, expected_sha: str | None, what: str
+) -> Note:
     store = layout.store(level)
     problem = store.folder_problem() or store.target_problem(filename)
     if problem is not None:
         raise StoreError(problem)
     note = store.read_note(filename)
     if note.unparsed:
-        raise StoreError(f"{quote(filename)} does not parse ({note.broken}); fix it first (nothing was {what})")
+        raise StoreError(
+            f"{quote(filename)} does not parse ({note.broken}); fix it first (nothing was {what})"
+        )
     if expected_sha is not None and note.sha256 != expected_sha:
         raise StoreError(f"{quote(filename)} changed since it was opened; nothing was {what}")
     return note
@@ -387,7 +410,9 @@ def _commit_meta(layout: StoreLayout, note: Note, meta: NoteMeta, label: str, no
     """One card's front matter changed by a person, as one undoable batch."""
     plan = Plan(layout.stores)
     plan.writes[note.level][note.filename] = dump_note(meta, note.body)
-    applied = [AppliedOp(index=0, action=Action.UPDATE, level=note.level, filename=note.filename, title=meta.title)]
+    applied = [
+        AppliedOp(index=0, action=Action.UPDATE, level=note.level, filename=note.filename, title=meta.title)
+    ]
     result = BatchResult(applied=applied)
     entry = HistoryEntry(
         txid="",
@@ -403,7 +428,9 @@ def _commit_meta(layout: StoreLayout, note: Note, meta: NoteMeta, label: str, no
 
 
 def rebuild_indexes_locked(
-    layout: StoreLayout, label: str | None = "index rebuilt by doctor", levels: Collection[Level] | None = None
+    layout: StoreLayout,
+    label: str | None = "index rebuilt by doctor",
+    levels: Collection[Level] | None = None,
 ) -> list[Level]:
     """Rewrite each ``MEMORY.md`` that differs from its cards (a union merge's order, duplicated
     lines, conflict markers, a hand edit), and the git files a store in git lacks. ``label``
@@ -412,7 +439,11 @@ def rebuild_indexes_locked(
     fs = layout.fs
     due: set[Level] = set()
     for lv, st in layout.stores.items():
-        if (levels is not None and lv not in levels) or st.folder_problem() is not None or not fs.exists(st.dir):
+        if (
+            (levels is not None and lv not in levels)
+            or st.folder_problem() is not None
+            or not fs.exists(st.dir)
+        ):
             continue
         # Checked on the cards' heads (the card cache on disk serves a new process): a batch's
         # plan, which parses every card, is made only when there is something to rewrite.

@@ -25,7 +25,7 @@ class SideName:
 
     @property
     def possessive(self) -> str:
-        """"this machine's", "the remote's", "ours", "theirs"."""
+        """ "this machine's", "the remote's", "ours", "theirs"."""
         return self.name if self.name in ("ours", "theirs") else f"{self.name}'s"
 
 
@@ -45,7 +45,7 @@ def _machine(label: str) -> tuple[str, str] | None:
     # "remote <url>": the label an earlier version of the sync wrote.
     for prefix, name in ((THIS_MACHINE, THIS_MACHINE), (REMOTE, REMOTE), ("remote", REMOTE)):
         if text.casefold() == prefix or text.casefold().startswith(f"{prefix} "):
-            return name, text[len(prefix):].strip()
+            return name, text[len(prefix) :].strip()
     return None
 
 
@@ -53,7 +53,10 @@ def side_names(ours_label: str, theirs_label: str) -> tuple[SideName, SideName]:
     """The names of the versions above and below the markers' ``=======``, from their labels."""
     first, second = _machine(ours_label), _machine(theirs_label)
     if first is not None and second is not None and first[0] != second[0]:
-        return (SideName(first[0], _KEYS[first[0]], first[1]), SideName(second[0], _KEYS[second[0]], second[1]))
+        return (
+            SideName(first[0], _KEYS[first[0]], first[1]),
+            SideName(second[0], _KEYS[second[0]], second[1]),
+        )
     return SideName("ours", "o", ours_label), SideName("theirs", "t", theirs_label)
 
 

@@ -84,8 +84,24 @@ _TAG_NAME = r"[A-Za-z][A-Za-z0-9:_.-]*"
 # Elements whose content is not shown, or only after a click.
 _HIDING_ELEMENTS = frozenset({"script", "style", "template", "details", "noscript"})
 # Elements without content: one that hides is just its tag.
-_VOID_ELEMENTS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
-                            "source", "track", "wbr"})
+_VOID_ELEMENTS = frozenset(
+    {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    }
+)
 
 
 class _Patterns:
@@ -116,7 +132,9 @@ class _Patterns:
         # whole pattern tried at every character took ten times as long). A link definition starts at
         # its line's start, up to three spaces before its "[".
         self.start = re.compile(rf"[<\[{_HARD}{_SOFT}]")
-        self.reveal = re.compile(rf"(?P<escape>{ESCAPE_SEQUENCE_RE.pattern})|(?P<invisible>[{_HARD}{_SOFT}]+)", re.DOTALL)
+        self.reveal = re.compile(
+            rf"(?P<escape>{ESCAPE_SEQUENCE_RE.pattern})|(?P<invisible>[{_HARD}{_SOFT}]+)", re.DOTALL
+        )
 
 
 @functools.cache
@@ -125,10 +143,28 @@ def _patterns() -> _Patterns:
 
 
 _NAMES = {
-    "\u00ad": "SHY", "\u034f": "CGJ", "\u061c": "ALM", "\u180e": "MVS", "\u200b": "ZWSP", "\u200c": "ZWNJ",
-    "\u200d": "ZWJ", "\u200e": "LRM", "\u200f": "RLM", "\u202a": "LRE", "\u202b": "RLE", "\u202c": "PDF",
-    "\u202d": "LRO", "\u202e": "RLO", "\u2060": "WJ", "\u2066": "LRI", "\u2067": "RLI", "\u2068": "FSI",
-    "\u2069": "PDI", "\ufeff": "BOM", "\x00": "NUL", "\x7f": "DEL",
+    "\u00ad": "SHY",
+    "\u034f": "CGJ",
+    "\u061c": "ALM",
+    "\u180e": "MVS",
+    "\u200b": "ZWSP",
+    "\u200c": "ZWNJ",
+    "\u200d": "ZWJ",
+    "\u200e": "LRM",
+    "\u200f": "RLM",
+    "\u202a": "LRE",
+    "\u202b": "RLE",
+    "\u202c": "PDF",
+    "\u202d": "LRO",
+    "\u202e": "RLO",
+    "\u2060": "WJ",
+    "\u2066": "LRI",
+    "\u2067": "RLI",
+    "\u2068": "FSI",
+    "\u2069": "PDI",
+    "\ufeff": "BOM",
+    "\x00": "NUL",
+    "\x7f": "DEL",
 }
 
 
@@ -280,7 +316,9 @@ def excerpt(text: str, fragment: Fragment, width: int = 120) -> str:
     """One fragment of ``text`` as one printable line of at most ``width`` characters: its raw
     text, invisible characters named, whitespace runs one space, cut with "…"."""
     raw = text[fragment.start : min(fragment.end, fragment.start + 4 * width)]
-    shown = "".join(piece if named else strip_terminal(piece, keep_newlines=False) for piece, named in reveal(raw))
+    shown = "".join(
+        piece if named else strip_terminal(piece, keep_newlines=False) for piece, named in reveal(raw)
+    )
     line = " ".join(shown.split())
     if len(line) > width or fragment.end > fragment.start + 4 * width:
         line = line[: max(width - 1, 0)].rstrip() + "…"

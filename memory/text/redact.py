@@ -422,12 +422,19 @@ def _prose_secret(word: str, key: str, quote_char: str | None, sep: str, goes_on
     if is_marker(word) or _is_reference(word) or "://" in word or word.startswith(("/", "~", "./", "../")):
         return False
     low = word.lower()
-    if low in _NOT_A_VALUE or low in _PROSE_WORDS or _UPPER_SNAKE_RE.fullmatch(word) or _names_the_key(word, key):
+    if (
+        low in _NOT_A_VALUE
+        or low in _PROSE_WORDS
+        or _UPPER_SNAKE_RE.fullmatch(word)
+        or _names_the_key(word, key)
+    ):
         return False
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+", word):
         return False  # an attribute path or a file name (``config.token``, ``secrets.yaml``)
     code = quote_char == "`" or not sep.strip(" \t").lower().startswith(("is", "was"))
-    if code and (_SNAKE_NAME_RE.fullmatch(word) or (_CAMEL_TYPE_RE.fullmatch(word) and not re.search(r"\d", word))):
+    if code and (
+        _SNAKE_NAME_RE.fullmatch(word) or (_CAMEL_TYPE_RE.fullmatch(word) and not re.search(r"\d", word))
+    ):
         return False  # a variable or a type in code (``token = new_token``)
     if any(ch.isdigit() for ch in word):
         if _NOT_SECRET_DIGITS_RE.fullmatch(word):
@@ -441,7 +448,9 @@ def _prose_secret(word: str, key: str, quote_char: str | None, sep: str, goes_on
         return True
     if quote_char is not None:
         return len(word) >= 3
-    return re.fullmatch(r"[a-z]{8,}", word) is not None and not _ENGLISH_SUFFIX_RE.search(word) and not goes_on
+    return (
+        re.fullmatch(r"[a-z]{8,}", word) is not None and not _ENGLISH_SUFFIX_RE.search(word) and not goes_on
+    )
 
 
 def _redact_prose(m: re.Match[str]) -> str:

@@ -54,7 +54,9 @@ def table(figures: list[tuple[str, Figure]], seconds: float) -> str:
     ]
     for module, f in figures:
         detail = f.detail.replace("|", "\\|")
-        rows.append(f"| {f.name} | {f.shown()} | {f.target} | {'ok' if f.ok else '**MISS**'} | {detail} | `{module}` |")
+        rows.append(
+            f"| {f.name} | {f.shown()} | {f.target} | {'ok' if f.ok else '**MISS**'} | {detail} | `{module}` |"
+        )
     return "\n".join(rows)
 
 
@@ -71,7 +73,9 @@ def write_readme(text: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
     parser.add_argument("modules", nargs="*", help=f"modules to run (default all: {' '.join(MODULES)})")
-    parser.add_argument("--no-readme", action="store_true", help="do not rewrite README.md's Performance table")
+    parser.add_argument(
+        "--no-readme", action="store_true", help="do not rewrite README.md's Performance table"
+    )
     args = parser.parse_args(argv)
     chosen = args.modules or list(MODULES)
     unknown = [m for m in chosen if m not in MODULES]
@@ -95,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# {name}: {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
     seconds = time.perf_counter() - started
     misses = [f for _, f in results if not f.ok]
-    print(f"{len(results)} figures, {len(misses)} missed, {len(failed)} module(s) failed; {seconds / 60:.1f} minutes")
+    print(
+        f"{len(results)} figures, {len(misses)} missed, {len(failed)} module(s) failed; {seconds / 60:.1f} minutes"
+    )
     if not args.no_readme and not args.modules:
         if not write_readme(table(results, seconds)):
             print(f"README.md has no {START} … {END} markers: the table was not written", file=sys.stderr)

@@ -29,7 +29,9 @@ def run(turns: int, window: int, offload_bytes: int) -> tuple[ls.Stats, list[str
     failures: list[str] = []
     turn_seconds.clear()
     # A private home, and no configuration of the person running the benchmark.
-    with private_env(PSEUDOCLAUDE_CONTEXT_WINDOW=str(window), PSEUDOCLAUDE_OFFLOAD_BYTES=str(offload_bytes)) as root:
+    with private_env(
+        PSEUDOCLAUDE_CONTEXT_WINDOW=str(window), PSEUDOCLAUDE_OFFLOAD_BYTES=str(offload_bytes)
+    ) as root:
         home = root / "home" / ".PseudoClaude"
         ws = root / "repo"
         (ws / ".git").mkdir(parents=True)
@@ -67,12 +69,28 @@ def figures(runs: int = 5) -> list[Figure]:
     limit = 100 * stats.threshold / stats.window
     done = f"{stats.turns} turns, {len(stats.main_sizes)} main requests, {len(stats.refused)} refused"
     return [
-        at_most("long session: peak request (% of the window)", peak, limit, "%",
-                f"{done}; threshold {limit:.0f} %; failures: {len(failures)}"),
-        Figure("long session: summary requests", len(stats.summary_sizes), "", "reported", not failures,
-               f"{stats.offloaded} tool results kept on disk"),
-        at_most("long session: time per turn, turn 300 / turn 10", late / early, 1.5, "×",
-                f"medians of 10 turns: {1000 * late:.0f} ms vs {1000 * early:.0f} ms"),
+        at_most(
+            "long session: peak request (% of the window)",
+            peak,
+            limit,
+            "%",
+            f"{done}; threshold {limit:.0f} %; failures: {len(failures)}",
+        ),
+        Figure(
+            "long session: summary requests",
+            len(stats.summary_sizes),
+            "",
+            "reported",
+            not failures,
+            f"{stats.offloaded} tool results kept on disk",
+        ),
+        at_most(
+            "long session: time per turn, turn 300 / turn 10",
+            late / early,
+            1.5,
+            "×",
+            f"medians of 10 turns: {1000 * late:.0f} ms vs {1000 * early:.0f} ms",
+        ),
     ]
 
 
@@ -101,13 +119,19 @@ def _positive(value: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.bench.bench_compaction", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.bench.bench_compaction", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--turns", type=_positive, default=300)
     parser.add_argument("--window", type=_positive, default=ls.WINDOW, help="context window in tokens")
     parser.add_argument("--offload-bytes", type=_positive, default=ls.OFFLOAD_BYTES)
     args = parser.parse_args(argv)
-    print(f"compaction benchmark: {args.turns} turns, window {args.window:,} tokens, "
-          f"offload over {args.offload_bytes:,} bytes", file=sys.stderr, flush=True)
+    print(
+        f"compaction benchmark: {args.turns} turns, window {args.window:,} tokens, "
+        f"offload over {args.offload_bytes:,} bytes",
+        file=sys.stderr,
+        flush=True,
+    )
     stats, failures = run(args.turns, args.window, args.offload_bytes)
     print(table(stats, args.offload_bytes))
     problems = list(failures)

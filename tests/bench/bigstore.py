@@ -60,8 +60,10 @@ def make_big_store(ws: Path, cards: int = 10_001, *, index_lines: int | None = N
     lines.sort(key=lambda ln: ln.rsplit("(", 1)[1])  # MEMORY.md is sorted by filename
     if index_lines is not None:
         # Lines past the cards name notes that do not exist: a hand-grown or hostile index.
-        extra = (f"- [project_knowledge] Stale line {k} — gone (project_knowledge_stale-{k:06d}.md)"
-                 for k in range(max(index_lines - len(lines), 0)))
+        extra = (
+            f"- [project_knowledge] Stale line {k} — gone (project_knowledge_stale-{k:06d}.md)"
+            for k in range(max(index_lines - len(lines), 0))
+        )
         lines = [*lines[:index_lines], *extra]
     (store / "MEMORY.md").write_text("".join(f"{ln}\n" for ln in lines), encoding="utf-8")
     (store / ".gitignore").write_text(".trash/\n.pc-*\n", encoding="utf-8")

@@ -46,11 +46,15 @@ class Figure:
 
 
 def at_most(name: str, value: float, limit: float, unit: str = "", detail: str = "") -> Figure:
-    return Figure(name, value, unit, f"≤ {limit:g}{'' if unit in ('', '×', '%') else ' '}{unit}", value <= limit, detail)
+    return Figure(
+        name, value, unit, f"≤ {limit:g}{'' if unit in ('', '×', '%') else ' '}{unit}", value <= limit, detail
+    )
 
 
 def at_least(name: str, value: float, limit: float, unit: str = "", detail: str = "") -> Figure:
-    return Figure(name, value, unit, f"≥ {limit:g}{'' if unit in ('', '×', '%') else ' '}{unit}", value >= limit, detail)
+    return Figure(
+        name, value, unit, f"≥ {limit:g}{'' if unit in ('', '×', '%') else ' '}{unit}", value >= limit, detail
+    )
 
 
 def median(values: Sequence[float]) -> float:
@@ -65,7 +69,7 @@ def trimmed_mean(values: Sequence[float], cut: float = 0.1) -> float:
         return float("nan")
     ordered = sorted(values)
     k = int(len(ordered) * cut)
-    kept = ordered[k:len(ordered) - k] or ordered
+    kept = ordered[k : len(ordered) - k] or ordered
     return statistics.fmean(kept)
 
 
@@ -90,12 +94,14 @@ def private_env(**extra: str) -> Iterator[Path]:
             for key in list(os.environ):
                 if key.startswith(("ANTHROPIC_", "PSEUDOCLAUDE_")):
                     del os.environ[key]
-            os.environ.update({
-                "HOME": str(root / "home"),
-                "PSEUDOCLAUDE_HOME": str(root / "home" / ".PseudoClaude"),
-                "PSEUDOCLAUDE_RETRY_DELAY": "0",
-                **extra,
-            })
+            os.environ.update(
+                {
+                    "HOME": str(root / "home"),
+                    "PSEUDOCLAUDE_HOME": str(root / "home" / ".PseudoClaude"),
+                    "PSEUDOCLAUDE_RETRY_DELAY": "0",
+                    **extra,
+                }
+            )
             yield root
         finally:
             os.environ.clear()

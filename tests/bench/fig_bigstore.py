@@ -85,10 +85,30 @@ def usable(conf: Path, workspace: Path, env: dict[str, str], *, trust_window: bo
     argv = [str(Path(sys.executable).parent / "pseudoclaude"), "-C", str(workspace)]
     try:
         started = time.perf_counter()
-        subprocess.run([*tmux.args, "new-session", "-d", "-s", "b", "-x", str(COLS), "-y", str(ROWS),
-                        "-c", str(workspace), shlex.join(argv)], env=env, check=True, capture_output=True, timeout=15)
+        subprocess.run(
+            [
+                *tmux.args,
+                "new-session",
+                "-d",
+                "-s",
+                "b",
+                "-x",
+                str(COLS),
+                "-y",
+                str(ROWS),
+                "-c",
+                str(workspace),
+                shlex.join(argv),
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=15,
+        )
         if trust_window:
-            return tmux.wait(lambda s: "Trust this project's memory?" in s, "trust window") - started, float("nan")
+            return tmux.wait(lambda s: "Trust this project's memory?" in s, "trust window") - started, float(
+                "nan"
+            )
         tmux.wait(lambda s: "seen by the next turn" in s, "first frame")
         tmux.run("send-keys", "-t", "b", "-l", MARKER)
         echoed = tmux.wait(lambda s: MARKER in s, "typed marker") - started
@@ -122,29 +142,64 @@ def figures(runs: int = 5) -> list[Figure]:
                 home = Path(tempfile.mkdtemp(dir=root))
                 env = {**base, "HOME": str(home), "PSEUDOCLAUDE_HOME": str(home / ".PseudoClaude")}
                 if variant == "trusted":
-                    subprocess.run([sys.executable, "-c", "import sys; from memory.store.stores import MemoryStores; "
-                                    "MemoryStores(sys.argv[1]).trust_project()", str(big)],
-                                   cwd=ROOT, env=env, check=True, timeout=60)
+                    subprocess.run(
+                        [
+                            sys.executable,
+                            "-c",
+                            "import sys; from memory.store.stores import MemoryStores; "
+                            "MemoryStores(sys.argv[1]).trust_project()",
+                            str(big),
+                        ],
+                        cwd=ROOT,
+                        env=env,
+                        check=True,
+                        timeout=60,
+                    )
                 workspace = {"empty": empty, "clone1": small}.get(variant, big)
                 shown, ready = usable(conf, workspace, env, trust_window=variant in ("untrusted", "clone1"))
                 times[variant].append(shown)
                 if variant in connected:
                     connected[variant].append(ready)
-            _log(f"run {run + 1}/{runs}: empty {times['empty'][-1]:.2f} s, trusted 10k {times['trusted'][-1]:.2f} s, "
-                 f"untrusted 10k (trust window) {times['untrusted'][-1]:.2f} s, 1-card clone {times['clone1'][-1]:.2f} s")
+            _log(
+                f"run {run + 1}/{runs}: empty {times['empty'][-1]:.2f} s, trusted 10k {times['trusted'][-1]:.2f} s, "
+                f"untrusted 10k (trust window) {times['untrusted'][-1]:.2f} s, 1-card clone {times['clone1'][-1]:.2f} s"
+            )
     m = {k: median(v) for k, v in times.items()}
     c = {k: median(v) for k, v in connected.items()}
-    detail = (f"spawn to a usable screen in tmux ({COLS}×{ROWS}, fake API), medians of {runs}, the variants alternating: "
-              f"empty store {m['empty']:.2f} s")
+    detail = (
+        f"spawn to a usable screen in tmux ({COLS}×{ROWS}, fake API), medians of {runs}, the variants alternating: "
+        f"empty store {m['empty']:.2f} s"
+    )
     return [
-        at_most("start-up: 10,000-card trusted store / empty store, to a prompt that echoes keys",
-                m["trusted"] / m["empty"], 1.5, "×", f"{detail}, {CARDS:,} trusted cards {m['trusted']:.2f} s"),
-        at_most("start-up: 10,000-card cloned store / empty store, to the trust window",
-                m["untrusted"] / m["empty"], 1.5, "×", f"{detail}, {CARDS:,} untrusted cards {m['untrusted']:.2f} s"),
-        Figure("start-up: 10,000-card cloned store / 1-card cloned store, to the trust window",
-               m["untrusted"] / m["clone1"], "×", "reported", True,
-               f"the same window, medians of {runs}: {m['untrusted']:.2f} s vs {m['clone1']:.2f} s"),
-        Figure("start-up: 10,000-card trusted store / empty store, to connected", c["trusted"] / c["empty"], "×",
-               "reported", True, f"spawn to the prompt's \"connecting…\" gone (SDK loaded, session opened), medians "
-               f"of {runs}: {c['trusted']:.2f} s vs {c['empty']:.2f} s"),
+        at_most(
+            "start-up: 10,000-card trusted store / empty store, to a prompt that echoes keys",
+            m["trusted"] / m["empty"],
+            1.5,
+            "×",
+            f"{detail}, {CARDS:,} trusted cards {m['trusted']:.2f} s",
+        ),
+        at_most(
+            "start-up: 10,000-card cloned store / empty store, to the trust window",
+            m["untrusted"] / m["empty"],
+            1.5,
+            "×",
+            f"{detail}, {CARDS:,} untrusted cards {m['untrusted']:.2f} s",
+        ),
+        Figure(
+            "start-up: 10,000-card cloned store / 1-card cloned store, to the trust window",
+            m["untrusted"] / m["clone1"],
+            "×",
+            "reported",
+            True,
+            f"the same window, medians of {runs}: {m['untrusted']:.2f} s vs {m['clone1']:.2f} s",
+        ),
+        Figure(
+            "start-up: 10,000-card trusted store / empty store, to connected",
+            c["trusted"] / c["empty"],
+            "×",
+            "reported",
+            True,
+            f'spawn to the prompt\'s "connecting…" gone (SDK loaded, session opened), medians '
+            f"of {runs}: {c['trusted']:.2f} s vs {c['empty']:.2f} s",
+        ),
     ]

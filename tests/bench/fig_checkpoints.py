@@ -54,7 +54,9 @@ def measure(edits: int = EDITS) -> tuple[list[float], list[float], int]:
             t0 = time.perf_counter()
             recorder.before_write(real)
             t1 = time.perf_counter()
-            edit_file(ctx, {"path": "big.py", "old_string": f"MARKER = {i - 1}\n", "new_string": f"MARKER = {i}\n"})
+            edit_file(
+                ctx, {"path": "big.py", "old_string": f"MARKER = {i - 1}\n", "new_string": f"MARKER = {i}\n"}
+            )
             t2 = time.perf_counter()
             recorder.after_write(real, path.read_bytes())
             t3 = time.perf_counter()
@@ -72,9 +74,16 @@ def measure(edits: int = EDITS) -> tuple[list[float], list[float], int]:
 def figures(runs: int = 5) -> list[Figure]:
     cost, own, blobs = measure()
     ms = median(cost) * 1000
-    return [at_most("checkpoint cost per edit (100 KB file)", ms, LIMIT_MS, "ms",
-                    f"median of {len(cost)} edits, each in a new turn (bytes before and after kept); the edit "
-                    f"itself {median(own) * 1000:.2f} ms; {blobs} blobs for {len(cost)} versions")]
+    return [
+        at_most(
+            "checkpoint cost per edit (100 KB file)",
+            ms,
+            LIMIT_MS,
+            "ms",
+            f"median of {len(cost)} edits, each in a new turn (bytes before and after kept); the edit "
+            f"itself {median(own) * 1000:.2f} ms; {blobs} blobs for {len(cost)} versions",
+        )
+    ]
 
 
 if __name__ == "__main__":

@@ -97,13 +97,20 @@ def flat_figures(root: Path, server: FakeAnthropic) -> list[Figure]:
     whole_bytes = b100 + extra
     whole_tokens = t100 + sum(len(json.dumps(t, ensure_ascii=False)) - 2 for t in texts[:-1]) // 4
     total = sum(body_bytes(r.body) for r in requests)
-    detail = (f"extraction request at turn 1: {b1:,} B / {t1:,} tokens; at turn {TURNS}: {b100:,} B / "
-              f"{t100:,} tokens; the whole conversation would be {whole_bytes:,} B / {whole_tokens:,} tokens "
-              f"({whole_bytes / b100:.0f}×); {TURNS} turns cost {total:,} B of requests in all")
+    detail = (
+        f"extraction request at turn 1: {b1:,} B / {t1:,} tokens; at turn {TURNS}: {b100:,} B / "
+        f"{t100:,} tokens; the whole conversation would be {whole_bytes:,} B / {whole_tokens:,} tokens "
+        f"({whole_bytes / b100:.0f}×); {TURNS} turns cost {total:,} B of requests in all"
+    )
     return [
         at_most(f"extraction request, turn {TURNS} / turn 1 (bytes)", b100 / b1, FLAT_LIMIT, "×", detail),
-        at_most(f"extraction request, turn {TURNS} / turn 1 (tokens)", t100 / t1, FLAT_LIMIT, "×",
-                f"{t100:,} vs {t1:,} tokens; whole conversation {whole_tokens:,}"),
+        at_most(
+            f"extraction request, turn {TURNS} / turn 1 (tokens)",
+            t100 / t1,
+            FLAT_LIMIT,
+            "×",
+            f"{t100:,} vs {t1:,} tokens; whole conversation {whole_tokens:,}",
+        ),
     ]
 
 
@@ -118,15 +125,21 @@ async def _coalesce(root: Path, server: FakeAnthropic) -> tuple[int, list[int], 
     stores = MemoryStores(ws)
     # A slow memory model: every answer is held SLOW_SECONDS (a gate nobody opens: its timeout does).
     server.reset()
-    server.respond(MEMORY_MODEL, lambda body: True,
-                   lambda body: text("[]").held(before=Gate("slow", timeout=SLOW_SECONDS)))
+    server.respond(
+        MEMORY_MODEL,
+        lambda body: True,
+        lambda body: text("[]").held(before=Gate("slow", timeout=SLOW_SECONDS)),
+    )
     manager = Manager(stores, AnthropicCompletion(MEMORY_MODEL), poll_interval=0.05, session="bench")
     await manager.start()
     started = time.perf_counter()
     try:
         jobs = []
         for turn in range(1, QUEUED + 1):
-            messages = [TurnMessage(role="user", text=prompt(turn)), TurnMessage(role="assistant", text=answer(turn))]
+            messages = [
+                TurnMessage(role="user", text=prompt(turn)),
+                TurnMessage(role="assistant", text=answer(turn)),
+            ]
             job = await manager.submit(Turn(messages=messages))
             assert job is not None
             jobs.append(job.id)
@@ -145,9 +158,14 @@ async def _coalesce(root: Path, server: FakeAnthropic) -> tuple[int, list[int], 
 
 def coalesce_figure(root: Path, server: FakeAnthropic) -> Figure:
     count, sizes, seconds = asyncio.run(_coalesce(root, server))
-    return at_most(f"extraction requests for {QUEUED} turns queued", count, COALESCE_LIMIT, "",
-                   f"memory model answering in {SLOW_SECONDS:g} s; turns per request: "
-                   f"{' + '.join(map(str, sizes))}; all applied in {seconds:.1f} s")
+    return at_most(
+        f"extraction requests for {QUEUED} turns queued",
+        count,
+        COALESCE_LIMIT,
+        "",
+        f"memory model answering in {SLOW_SECONDS:g} s; turns per request: "
+        f"{' + '.join(map(str, sizes))}; all applied in {seconds:.1f} s",
+    )
 
 
 def figures(runs: int = 5) -> list[Figure]:

@@ -106,7 +106,10 @@ class _Server:
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.bench.fig_footprint", "--serve"],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self.base_url = self.proc.stdout.readline().strip()
@@ -115,8 +118,12 @@ class _Server:
             raise RuntimeError(f"the fake API did not start: {self.base_url!r}")
 
     def env(self) -> dict[str, str]:
-        return {"ANTHROPIC_BASE_URL": self.base_url, "ANTHROPIC_API_KEY": "test",
-                "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+        return {
+            "ANTHROPIC_BASE_URL": self.base_url,
+            "ANTHROPIC_API_KEY": "test",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
 
     def forget(self) -> None:
         """Have the server drop its recorded requests (one line on its stdin)."""
@@ -213,11 +220,16 @@ def figures(runs: int = 5) -> list[Figure]:
     if not counts.get("summaries"):
         raise RuntimeError(f"the session never compacted: {counts}")
     return [
-        at_most("memory footprint: RSS after 500 turns / after 10", late / early, 1.5, "×",
-                f"headless app, memory on, window {WINDOW:,} tokens: {late:.0f} MiB vs {early:.0f} MiB "
-                f"(medians of 5 samples after gc; every 100 turns: {path} MiB); "
-                f"{counts.get('summaries')} summary and {counts.get('extractions')} extraction requests; "
-                f"Textual Strips alive {strips[EARLY[-1]]:,} → {strips[TURNS]:,}; {seconds:.0f} s"),
+        at_most(
+            "memory footprint: RSS after 500 turns / after 10",
+            late / early,
+            1.5,
+            "×",
+            f"headless app, memory on, window {WINDOW:,} tokens: {late:.0f} MiB vs {early:.0f} MiB "
+            f"(medians of 5 samples after gc; every 100 turns: {path} MiB); "
+            f"{counts.get('summaries')} summary and {counts.get('extractions')} extraction requests; "
+            f"Textual Strips alive {strips[EARLY[-1]]:,} → {strips[TURNS]:,}; {seconds:.0f} s",
+        ),
     ]
 
 

@@ -48,8 +48,23 @@ def _log(msg: str) -> None:
 
 
 def _git(ws: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(ws), "-c", "user.name=bench", "-c", "user.email=bench@example.com",
-                    "-c", "commit.gpgsign=false", *args], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(ws),
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.com",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
 
 
 def _workspace(root: Path) -> Path:
@@ -77,11 +92,18 @@ def _workspace(root: Path) -> Path:
     folder.mkdir(parents=True)
     for n in range(CARDS):
         cited = [rels[(n * 7 + k * 101) % FILES] for k in range(CITES)]
-        meta = NoteMeta(title=f"Card {n} about {cited[0]}", summary=f"what {cited[0]} does, part {n}",
-                        type=NoteType.PROJECT_KNOWLEDGE, created="2026-01-01T00:00:00Z",
-                        updated="2026-01-01T00:00:00Z", source="manual",
-                        cites=tuple(Cite(path=r, lines=f"{k + 1}-{k + 20}", blob=blobs[r]) for k, r in enumerate(cited)))
-        (folder / f"project_knowledge_card-{n:04d}.md").write_bytes(dump_note(meta, f"Card {n}: {cited[0]} adds.\n"))
+        meta = NoteMeta(
+            title=f"Card {n} about {cited[0]}",
+            summary=f"what {cited[0]} does, part {n}",
+            type=NoteType.PROJECT_KNOWLEDGE,
+            created="2026-01-01T00:00:00Z",
+            updated="2026-01-01T00:00:00Z",
+            source="manual",
+            cites=tuple(Cite(path=r, lines=f"{k + 1}-{k + 20}", blob=blobs[r]) for k, r in enumerate(cited)),
+        )
+        (folder / f"project_knowledge_card-{n:04d}.md").write_bytes(
+            dump_note(meta, f"Card {n}: {cited[0]} adds.\n")
+        )
     stores.trust_project()
     stores.rebuild_indexes()
     return ws
@@ -89,8 +111,14 @@ def _workspace(root: Path) -> Path:
 
 def _cold(ws: Path) -> dict[str, float]:
     """The first check of a fresh process, timed there."""
-    proc = subprocess.run([sys.executable, "-c", _COLD, str(ws)], cwd=ROOT, env=dict(os.environ),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _COLD, str(ws)],
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"the cold check failed: {proc.stderr.strip()[-300:]}")
     out: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -131,19 +159,35 @@ def figures(runs: int = 5) -> list[Figure]:
                 warm.append(time.perf_counter() - t)
             warm_reads += shared_ids().reads - reads
             _expect_fresh(len(checks), sum(c.stale for c in checks.values()), "warm")
-            _log(f"run {run + 1}/{runs}: cold {cold[-1]['seconds'] * 1000:.0f} ms, warm {warm[-1] * 1000:.1f} ms")
+            _log(
+                f"run {run + 1}/{runs}: cold {cold[-1]['seconds'] * 1000:.0f} ms, warm {warm[-1] * 1000:.1f} ms"
+            )
     warm_ms = 1000 * median(warm)
     cold_s = median([c["seconds"] for c in cold])
     cites = f"{CARDS:,} cards × {CITES} cited files ({FILES} distinct, tracked in git)"
     return [
-        at_most("staleness check, 1,000 cards × 3 cited files, warm", warm_ms, WARM_TARGET_MS, "ms",
-                f"MemoryStores.staleness() again in one process, median of {len(warm)} calls; {cites}; "
-                f"max {1000 * max(warm):.1f} ms"),
-        at_most("staleness check, files read by a warm check", warm_reads, 0, "",
-                f"files hashed in all {len(warm)} warm calls (content ids cached by stat key)"),
-        at_most("staleness check, 1,000 cards × 3 cited files, cold (first check in a process)", cold_s,
-                COLD_TARGET_S, "s",
-                f"the first staleness() of a fresh process, timed inside it, median of {runs} processes "
-                f"(each hashed {median([c['reads'] for c in cold]):.0f} files); first in this process "
-                f"{1000 * first:.0f} ms"),
+        at_most(
+            "staleness check, 1,000 cards × 3 cited files, warm",
+            warm_ms,
+            WARM_TARGET_MS,
+            "ms",
+            f"MemoryStores.staleness() again in one process, median of {len(warm)} calls; {cites}; "
+            f"max {1000 * max(warm):.1f} ms",
+        ),
+        at_most(
+            "staleness check, files read by a warm check",
+            warm_reads,
+            0,
+            "",
+            f"files hashed in all {len(warm)} warm calls (content ids cached by stat key)",
+        ),
+        at_most(
+            "staleness check, 1,000 cards × 3 cited files, cold (first check in a process)",
+            cold_s,
+            COLD_TARGET_S,
+            "s",
+            f"the first staleness() of a fresh process, timed inside it, median of {runs} processes "
+            f"(each hashed {median([c['reads'] for c in cold]):.0f} files); first in this process "
+            f"{1000 * first:.0f} ms",
+        ),
     ]

@@ -157,8 +157,11 @@ async def _app_run(server: FakeAnthropic, ws: Path, memory: str, first_turn: int
             if k:
                 seconds.append(painted[end] - t0)
             elif memory != "off":  # the worker is up: it asked about the warm-up turn
-                await _poll("the memory worker's request about the warm-up turn",
-                            lambda end=end: _asked_about(server, asked, end), time.perf_counter() + 60)
+                await _poll(
+                    "the memory worker's request about the warm-up turn",
+                    lambda end=end: _asked_about(server, asked, end),
+                    time.perf_counter() + 60,
+                )
         await wait_until(pilot, lambda: app.prompt.disabled_reason is None, 20, "the last turn to end")
         await app.bridge.close(0.0)
     return seconds
@@ -192,17 +195,25 @@ def app_figure(root: Path, server: FakeAnthropic, runs: int, *, busy: bool = Fal
                 seconds = asyncio.run(_app_run(server, ws, memory, turn))
             turn += TURNS_PER_APP + 1
             turns[memory] += seconds
-            print(f"  app run {r + 1} memory {memory}: {', '.join(f'{1000 * s:.0f}' for s in seconds)} ms",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  app run {r + 1} memory {memory}: {', '.join(f'{1000 * s:.0f}' for s in seconds)} ms",
+                file=sys.stderr,
+                flush=True,
+            )
     # Turns end on the screen's frames: the median of a variant jumps by a frame on a few turns.
     slow, off = trimmed_mean(turns["auto"]), trimmed_mean(turns["off"])
     extractions = len(server.requests_for(MEMORY_MODEL))
     name = "answer latency, app: memory slow / off" + (", a neighbour using a core" if busy else "")
     busy_note = "; another process keeps one of the 2 cores busy all along" if busy else ""
-    return at_most(name, slow / off, LIMIT, "×",
-                   f"Enter to the answer's last word on screen, 10 % trimmed means of {runs} apps × {TURNS_PER_APP} turns "
-                   f"({THINK_SECONDS:g} s apart): {1000 * slow:.0f} ms vs {1000 * off:.0f} ms; {extractions} "
-                   f"extraction requests, each answered after {MEMORY_SECONDS:g} s{busy_note}")
+    return at_most(
+        name,
+        slow / off,
+        LIMIT,
+        "×",
+        f"Enter to the answer's last word on screen, 10 % trimmed means of {runs} apps × {TURNS_PER_APP} turns "
+        f"({THINK_SECONDS:g} s apart): {1000 * slow:.0f} ms vs {1000 * off:.0f} ms; {extractions} "
+        f"extraction requests, each answered after {MEMORY_SECONDS:g} s{busy_note}",
+    )
 
 
 # -- print mode ------------------------------------------------------------------------------------
@@ -218,7 +229,7 @@ class _Stdout(io.StringIO):
 
     def write(self, s: str) -> int:
         n = super().write(s)
-        if self.at is None and self.needle in self.getvalue()[-len(self.needle) - len(s):]:
+        if self.at is None and self.needle in self.getvalue()[-len(self.needle) - len(s) :]:
             self.at = time.perf_counter()
         return n
 
@@ -229,11 +240,14 @@ def _print_run(ws: Path, memory: str, turn: int) -> float:
     out, err = _Stdout(marker(turn)), io.StringIO()
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["-C", str(ws), "--continue", "-p", f"question {turn}", "--memory", memory,
-                     "--memory-wait", "0"])
+        code = main(
+            ["-C", str(ws), "--continue", "-p", f"question {turn}", "--memory", memory, "--memory-wait", "0"]
+        )
     if code != 0 or out.at is None or out.getvalue() != answer(turn) + "\n":
-        raise AssertionError(f"print mode, turn {turn}: exit {code}, stdout {out.getvalue()!r}, "
-                             f"stderr {err.getvalue()[-500:]!r}")
+        raise AssertionError(
+            f"print mode, turn {turn}: exit {code}, stdout {out.getvalue()!r}, "
+            f"stderr {err.getvalue()[-500:]!r}"
+        )
     return out.at - t0
 
 
@@ -270,12 +284,21 @@ def print_figure(root: Path, server: FakeAnthropic, memory: SlowMemory, runs: in
                 _flush(ws, memory)
     slow, off = median(seconds["auto"]), median(seconds["off"])
     extractions = len(server.requests_for(MEMORY_MODEL)) - before
-    print(f"  print mode: slow {', '.join(f'{1000 * s:.0f}' for s in seconds['auto'])} ms; "
-          f"off {', '.join(f'{1000 * s:.0f}' for s in seconds['off'])} ms", file=sys.stderr, flush=True)
-    return at_most("answer latency, print mode: memory slow / off", slow / off, LIMIT, "×",
-                   f"main() to the answer's last byte on stdout (in-process, SDK imported), medians of "
-                   f"{PRINT_PAIRS * runs} runs: {1000 * slow:.0f} ms vs {1000 * off:.0f} ms; memory model "
-                   f"answering in {MEMORY_SECONDS:g} s (asked {extractions} times, never before an answer was out)")
+    print(
+        f"  print mode: slow {', '.join(f'{1000 * s:.0f}' for s in seconds['auto'])} ms; "
+        f"off {', '.join(f'{1000 * s:.0f}' for s in seconds['off'])} ms",
+        file=sys.stderr,
+        flush=True,
+    )
+    return at_most(
+        "answer latency, print mode: memory slow / off",
+        slow / off,
+        LIMIT,
+        "×",
+        f"main() to the answer's last byte on stdout (in-process, SDK imported), medians of "
+        f"{PRINT_PAIRS * runs} runs: {1000 * slow:.0f} ms vs {1000 * off:.0f} ms; memory model "
+        f"answering in {MEMORY_SECONDS:g} s (asked {extractions} times, never before an answer was out)",
+    )
 
 
 def figures(runs: int = 5) -> list[Figure]:
@@ -289,8 +312,11 @@ def figures(runs: int = 5) -> list[Figure]:
         import app.tui.app  # noqa: F401
 
         apps = max(runs, APP_RUNS)
-        figs = [app_figure(root, server, apps), app_figure(root, server, apps, busy=True),
-                print_figure(root, server, memory, runs)]
+        figs = [
+            app_figure(root, server, apps),
+            app_figure(root, server, apps, busy=True),
+            print_figure(root, server, memory, runs),
+        ]
         if server.errors:
             raise AssertionError(f"the fake failed: {server.errors[0]}")
         return figs

@@ -82,7 +82,9 @@ def _words(rng: random.Random, pool: list[str], n: int) -> str:
     return " ".join(rng.choice(pool) for _ in range(n))
 
 
-def labelled_set(cards: int = CARDS, targets: int = TARGETS, unrelated: int = UNRELATED, seed: int = SEED) -> Labelled:
+def labelled_set(
+    cards: int = CARDS, targets: int = TARGETS, unrelated: int = UNRELATED, seed: int = SEED
+) -> Labelled:
     """The labelled set (see the module's docstring); the same for the same arguments."""
     rng = random.Random(seed)
     used: set[str] = set()
@@ -93,19 +95,29 @@ def labelled_set(cards: int = CARDS, targets: int = TARGETS, unrelated: int = UN
         where = i % 3  # a third name the topic in the title, a third in the summary, a third only in the body
         title = f"The {topic} {companion}" if where == 0 else f"Notes on {_words(rng, COMMON, 2)}"
         summary = f"How the {topic} works" if where == 1 else _words(rng, COMMON, 6)
-        body = (f"{_words(rng, COMMON, 20)}. The {topic} {companion} must be checked before each "
-                f"{rng.choice(COMMON)}. {_words(rng, COMMON, 20)}.\n")
+        body = (
+            f"{_words(rng, COMMON, 20)}. The {topic} {companion} must be checked before each "
+            f"{rng.choice(COMMON)}. {_words(rng, COMMON, 20)}.\n"
+        )
         name = f"project_knowledge_target-{i:04d}.md"
         out.append((name, title, summary, body))
         filler = rng.sample(FILLER, 6)
-        query = (f"{' '.join(filler[:3]).capitalize()}: how do I {rng.choice(COMMON)} the {topic} "
-                 f"{companion} for the {_words(rng, COMMON, 2)}, {' '.join(filler[3:])}?")
+        query = (
+            f"{' '.join(filler[:3]).capitalize()}: how do I {rng.choice(COMMON)} the {topic} "
+            f"{companion} for the {_words(rng, COMMON, 2)}, {' '.join(filler[3:])}?"
+        )
         queries.append((query, name))
     for i in range(cards - targets):
         # Distractors: common words, and one in ten a companion word too.
         extra = f" The {rng.choice(COMPANIONS)} is fine." if i % 10 == 0 else ""
-        out.append((f"project_knowledge_card-{i:05d}.md", f"Card {i} {_words(rng, COMMON, 2)}",
-                    _words(rng, COMMON, 6), f"{_words(rng, COMMON, 30)}.{extra}\n"))
+        out.append(
+            (
+                f"project_knowledge_card-{i:05d}.md",
+                f"Card {i} {_words(rng, COMMON, 2)}",
+                _words(rng, COMMON, 6),
+                f"{_words(rng, COMMON, 30)}.{extra}\n",
+            )
+        )
     unrelated_q = [
         f"{' '.join(rng.sample(FILLER, 5))} {' '.join(rng.sample(UNRELATED_WORDS, 2))} "
         f"{_words(rng, COMMON, 3)} {rng.choice(COMPANIONS)}?"
@@ -123,15 +135,23 @@ def write_set(stores: MemoryStores, data: Labelled) -> None:
     folder = stores.project.dir
     folder.mkdir(parents=True, exist_ok=True)
     for name, title, summary, body in data.cards:
-        meta = NoteMeta(title=title, summary=summary, type=NoteType.PROJECT_KNOWLEDGE, created="2026-01-01T00:00:00Z",
-                        updated="2026-01-01T00:00:00Z", source="seed")
+        meta = NoteMeta(
+            title=title,
+            summary=summary,
+            type=NoteType.PROJECT_KNOWLEDGE,
+            created="2026-01-01T00:00:00Z",
+            updated="2026-01-01T00:00:00Z",
+            source="seed",
+        )
         (folder / name).write_bytes(dump_note(meta, body))
 
 
 def quality(search: MemorySearch, data: Labelled, limit: int = 5) -> tuple[float, float]:
     """(share of targets in recall's top ``limit``, share of unrelated queries recalling anything);
     nothing is treated as already shown."""
-    found = sum(any(h.filename == name for h in search.recall(q, (), limit=limit)) for q, name in data.queries)
+    found = sum(
+        any(h.filename == name for h in search.recall(q, (), limit=limit)) for q, name in data.queries
+    )
     false = sum(bool(search.recall(q, (), limit=limit)) for q in data.unrelated)
     return found / max(1, len(data.queries)), false / max(1, len(data.unrelated))
 
@@ -181,23 +201,51 @@ def figures(runs: int = 5) -> list[Figure]:
                 t = time.perf_counter()
                 search.search(q)  # memory search / search_memory: bm25, the exact-word raise, the lines
                 per_search.append(time.perf_counter() - t)
-            _log(f"run {run + 1}/{runs}: rebuild {rebuilds[-1]:.1f} s, recall median {1000 * median(per_turn):.1f} ms")
+            _log(
+                f"run {run + 1}/{runs}: rebuild {rebuilds[-1]:.1f} s, recall median {1000 * median(per_turn):.1f} ms"
+            )
         share, false = quality(search, data)
         search.close()
     recall_ms = 1000 * median(per_turn)
     size = f"{len(data.cards):,} cards ({TARGETS} targets)"
     return [
-        at_most("memory recall per turn, 10,000 cards, warm", recall_ms, RECALL_TARGET_MS, "ms",
-                f"MemorySearch.recall of a user message, median of {len(per_turn)} turns; {size}; "
-                f"max {1000 * max(per_turn):.1f} ms"),
-        at_most("memory search per query, 10,000 cards, warm", 1000 * median(per_search), SEARCH_TARGET_MS, "ms",
-                f"MemorySearch.search (limit 10) of the same messages, median of {len(per_search)}; {size}; "
-                f"max {1000 * max(per_search):.1f} ms"),
-        Figure("memory search cache rebuild, 10,000 cards", median(rebuilds), "s", "reported", True,
-               f"SearchCache.rebuild(): every card read and indexed in SQLite FTS5, median of {len(rebuilds)}"),
-        at_least("memory recall quality: targets in the top 5", share, QUALITY_TARGET, "",
-                 f"{len(data.queries)} queries naming a target's topic amid filler, distractors sharing "
-                 f"their words; seed {SEED}; {size}"),
-        at_most("memory recall false positives: unrelated queries recalling a card", false, FALSE_POSITIVE_TARGET, "",
-                f"{len(data.unrelated)} queries of common and unknown words"),
+        at_most(
+            "memory recall per turn, 10,000 cards, warm",
+            recall_ms,
+            RECALL_TARGET_MS,
+            "ms",
+            f"MemorySearch.recall of a user message, median of {len(per_turn)} turns; {size}; "
+            f"max {1000 * max(per_turn):.1f} ms",
+        ),
+        at_most(
+            "memory search per query, 10,000 cards, warm",
+            1000 * median(per_search),
+            SEARCH_TARGET_MS,
+            "ms",
+            f"MemorySearch.search (limit 10) of the same messages, median of {len(per_search)}; {size}; "
+            f"max {1000 * max(per_search):.1f} ms",
+        ),
+        Figure(
+            "memory search cache rebuild, 10,000 cards",
+            median(rebuilds),
+            "s",
+            "reported",
+            True,
+            f"SearchCache.rebuild(): every card read and indexed in SQLite FTS5, median of {len(rebuilds)}",
+        ),
+        at_least(
+            "memory recall quality: targets in the top 5",
+            share,
+            QUALITY_TARGET,
+            "",
+            f"{len(data.queries)} queries naming a target's topic amid filler, distractors sharing "
+            f"their words; seed {SEED}; {size}",
+        ),
+        at_most(
+            "memory recall false positives: unrelated queries recalling a card",
+            false,
+            FALSE_POSITIVE_TARGET,
+            "",
+            f"{len(data.unrelated)} queries of common and unknown words",
+        ),
     ]

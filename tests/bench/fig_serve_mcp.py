@@ -39,7 +39,11 @@ CARDS = 10_000
 LATER_CALLS = 4
 START_UP_TARGET_S = 0.5
 INDEX_TARGET = 1.5
-INITIALIZE = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
+INITIALIZE = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "bench", "version": "1"},
+}
 SDK_IMPORT = "import mcp.server.lowlevel, mcp.server.stdio; print(flush=True)"
 BARE = "print(flush=True)"
 
@@ -72,8 +76,14 @@ class _Server:
     def __init__(self, ws: Path) -> None:
         cmd = [sys.executable, "-m", "app.cli.main", "-C", str(ws), "memory", "serve-mcp"]
         started = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=dict(os.environ),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         _send(self.stdin, {"id": 1, "method": "initialize", "params": INITIALIZE})
@@ -86,7 +96,10 @@ class _Server:
         """Seconds of one ``memory_index`` call, and its text."""
         rid, self.next_id = self.next_id, self.next_id + 1
         t = time.perf_counter()
-        _send(self.stdin, {"id": rid, "method": "tools/call", "params": {"name": "memory_index", "arguments": {}}})
+        _send(
+            self.stdin,
+            {"id": rid, "method": "tools/call", "params": {"name": "memory_index", "arguments": {}}},
+        )
         result = _answer(self.stdout, rid)
         return time.perf_counter() - t, str(result["content"][0]["text"])
 
@@ -102,7 +115,9 @@ class _Server:
 def _first_line(code: str) -> float:
     """Seconds from the spawn of ``python -c code`` to its first line of output."""
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ), stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ), stdout=subprocess.PIPE
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     seconds = time.perf_counter() - t
@@ -114,7 +129,9 @@ def _first_line(code: str) -> float:
 
 def _process(*args: str) -> float:
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, *args], cwd=ROOT, env=dict(os.environ), capture_output=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=dict(os.environ), capture_output=True, timeout=120
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} exited {proc.returncode}: {proc.stderr.decode()[-300:]}")
     return time.perf_counter() - t
@@ -124,7 +141,9 @@ def figures(runs: int = 5) -> list[Figure]:
     from tests.support.memtools import trust_workspace
 
     byte_compile()
-    times: dict[str, list[float]] = {k: [] for k in ("serve", "bare", "sdk", "first", "later", "cli_big", "cli_empty")}
+    times: dict[str, list[float]] = {
+        k: [] for k in ("serve", "bare", "sdk", "first", "later", "cli_big", "cli_empty")
+    }
     with private_env() as root:
         empty = root / "empty"
         (empty / ".git").mkdir(parents=True)
@@ -156,11 +175,21 @@ def figures(runs: int = 5) -> list[Figure]:
     own = m["serve"] - m["sdk"]
     cards = max(m["cli_big"] - m["cli_empty"], 1e-3)
     return [
-        at_most("serve-mcp start-up", own, START_UP_TARGET_S, "s",
-                f"spawn to the answer to initialize {m['serve']:.3f} s, less the interpreter ({m['bare']:.3f} s) and "
-                f"the MCP SDK's own import ({sdk:.3f} s); medians of {runs}"),
-        at_most(f"serve-mcp index at {CARDS:,} cards / memory index", m["first"] / cards, INDEX_TARGET, "×",
-                f"a new server's first memory_index call {m['first']:.3f} s (later calls {m['later']:.3f} s) against "
-                f"`memory index`'s work on the cards {cards:.3f} s ({m['cli_big']:.3f} s less {m['cli_empty']:.3f} s "
-                f"on an empty workspace); medians of {runs}"),
+        at_most(
+            "serve-mcp start-up",
+            own,
+            START_UP_TARGET_S,
+            "s",
+            f"spawn to the answer to initialize {m['serve']:.3f} s, less the interpreter ({m['bare']:.3f} s) and "
+            f"the MCP SDK's own import ({sdk:.3f} s); medians of {runs}",
+        ),
+        at_most(
+            f"serve-mcp index at {CARDS:,} cards / memory index",
+            m["first"] / cards,
+            INDEX_TARGET,
+            "×",
+            f"a new server's first memory_index call {m['first']:.3f} s (later calls {m['later']:.3f} s) against "
+            f"`memory index`'s work on the cards {cards:.3f} s ({m['cli_big']:.3f} s less {m['cli_empty']:.3f} s "
+            f"on an empty workspace); medians of {runs}",
+        ),
     ]

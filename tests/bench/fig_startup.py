@@ -61,7 +61,7 @@ PANEL_MARK = "Panelmark first card"
 PANEL_CARDS = (20, 20)  # project, user: the target's workspace
 BIG_USER = 1_000  # user cards of the reported variant
 
-MINIMAL_APP = '''\
+MINIMAL_APP = """\
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
@@ -72,7 +72,7 @@ class Minimal(App[None]):
 
 
 Minimal().run()
-'''
+"""
 
 
 def _log(msg: str) -> None:
@@ -83,9 +83,16 @@ def _bin(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-def first_paint(argv: list[str], marker: bytes, cwd: Path, timeout: float = 30.0,
-                extra_env: dict[str, str] | None = None, *, size: tuple[int, int] = (ROWS, COLS),
-                hold: float = 0.0) -> float:
+def first_paint(
+    argv: list[str],
+    marker: bytes,
+    cwd: Path,
+    timeout: float = 30.0,
+    extra_env: dict[str, str] | None = None,
+    *,
+    size: tuple[int, int] = (ROWS, COLS),
+    hold: float = 0.0,
+) -> float:
     """Seconds from spawning ``argv`` on a new pseudo-terminal of ``size`` (rows, columns) to the
     first output holding ``marker`` (escape sequences removed); the process is killed then, or
     ``hold`` seconds later (its output read meanwhile)."""
@@ -93,15 +100,18 @@ def first_paint(argv: list[str], marker: bytes, cwd: Path, timeout: float = 30.0
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
     env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor", **(extra_env or {})}
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env, start_new_session=True
+    )
     os.close(slave)
     seen = b""
     try:
         while True:
             left = started + timeout - time.perf_counter()
             if left <= 0:
-                raise RuntimeError(f"{argv[0]}: no {marker!r} on the terminal after {timeout:g} s: {seen[-300:]!r}")
+                raise RuntimeError(
+                    f"{argv[0]}: no {marker!r} on the terminal after {timeout:g} s: {seen[-300:]!r}"
+                )
             ready, _, _ = select.select([master], [], [], left)
             if not ready:
                 continue
@@ -135,8 +145,9 @@ def first_paint(argv: list[str], marker: bytes, cwd: Path, timeout: float = 30.0
 def first_byte(argv: list[str], cwd: Path, timeout: float = 60.0) -> float:
     """Seconds from spawning ``argv`` to its first byte on stdout; then waits for its exit."""
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert proc.stdout is not None
     try:
         ready, _, _ = select.select([proc.stdout], [], [], timeout)
@@ -148,16 +159,25 @@ def first_byte(argv: list[str], cwd: Path, timeout: float = 60.0) -> float:
             proc.kill()
             proc.wait(10)
     if not first or proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv[:3])}: exit {proc.returncode}, stdout {first + out!r}, "
-                           f"stderr {err.decode(errors='replace')[-300:]!r}")
+        raise RuntimeError(
+            f"{' '.join(argv[:3])}: exit {proc.returncode}, stdout {first + out!r}, "
+            f"stderr {err.decode(errors='replace')[-300:]!r}"
+        )
     return seconds
 
 
 def wall(argv: list[str], cwd: Path) -> float:
     """Seconds from spawning ``argv`` to its exit (which must be 0)."""
     started = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.PIPE, timeout=60)
+    subprocess.run(
+        argv,
+        cwd=cwd,
+        check=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=60,
+    )
     return time.perf_counter() - started
 
 
@@ -168,8 +188,10 @@ def _memory_modules() -> list[str]:
 def _first_frame_memory_modules() -> list[str]:
     """The memory modules that importing the App (``app.tui.app``, not the empty package
     ``app.tui``) loads: its first frame needs no more. None found is an error, not a 0."""
-    probe = ("import sys, app.tui.app; "
-             "print(' '.join(sorted(m for m in sys.modules if m == 'memory' or m.startswith('memory.'))))")
+    probe = (
+        "import sys, app.tui.app; "
+        "print(' '.join(sorted(m for m in sys.modules if m == 'memory' or m.startswith('memory.'))))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=True, capture_output=True, text=True)
     found = out.stdout.split()
     if not found:
@@ -193,8 +215,15 @@ def card_workspace(root: Path, name: str, project: int, user: int) -> tuple[Path
     for level, count, tag in ((Level.PROJECT, project, "P"), (Level.USER, user, "U")):
         for i in range(count):
             title = PANEL_MARK if (level, i) == (Level.PROJECT, 0) else f"Bench card {tag}{i:04d}"
-            write_note(stores, level, f"project_knowledge_bench-{tag.lower()}{i:04d}.md", title,
-                       f"Body of card {tag}{i}.", NoteType.PROJECT_KNOWLEDGE, summary=f"what {tag}{i} says")
+            write_note(
+                stores,
+                level,
+                f"project_knowledge_bench-{tag.lower()}{i:04d}.md",
+                title,
+                f"Body of card {tag}{i}.",
+                NoteType.PROJECT_KNOWLEDGE,
+                summary=f"what {tag}{i} says",
+            )
     trust_workspace(ws, home)
     return ws, home
 
@@ -212,16 +241,26 @@ def snapshot_ready(ws: Path, home: Path, *, cold: bool = False) -> None:
 
 
 def byte_compile() -> None:
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "app", "memory", "widgets"], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "app", "memory", "widgets"],
+        cwd=ROOT,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def figures(runs: int = 5) -> list[Figure]:
     """Issue 10 figure 5: first paint, print mode's first byte, and the memory package's imports."""
     from tests.support.fakeapi import FakeAnthropic, text
 
-    paint: dict[str, list[float]] = {"app": [], "minimal": [], "minimal_wide": [], "panel": [], "panel_big": [],
-                                     "panel_cold": []}
+    paint: dict[str, list[float]] = {
+        "app": [],
+        "minimal": [],
+        "minimal_wide": [],
+        "panel": [],
+        "panel_big": [],
+        "panel_cold": [],
+    }
     answer: dict[str, list[float]] = {"print": [], "sdk": []}
     imports: dict[str, list[float]] = {"memory": [], "core": [], "app": [], "bare": []}
     py = sys.executable
@@ -241,68 +280,124 @@ def figures(runs: int = 5) -> list[Figure]:
             # As a person's first start right after the cards were written (not dated back): the
             # warm-up start (not timed) must leave the snapshot all the same. The small store's
             # cold run below leaves its own before each warm run.
-            first_paint([_bin("pseudoclaude"), "-C", str(w)], mark, w, extra_env={"PSEUDOCLAUDE_HOME": str(h)},
-                        size=(PANEL_ROWS, PANEL_COLS), hold=WARM_UP_HOLD_S)
+            first_paint(
+                [_bin("pseudoclaude"), "-C", str(w)],
+                mark,
+                w,
+                extra_env={"PSEUDOCLAUDE_HOME": str(h)},
+                size=(PANEL_ROWS, PANEL_COLS),
+                hold=WARM_UP_HOLD_S,
+            )
         server.respond(MODEL, lambda body: True, text("The answer is 42."))
         server.respond(MEMORY_MODEL, lambda body: True, text("[]"))
         os.environ.update(server.env())
         for run in range(runs):
             paint["app"].append(first_paint([_bin("pseudoclaude"), "-C", str(ws)], b"connecting", ws))
             paint["minimal"].append(first_paint([py, str(minimal)], b"minimal app ready", ws))
-            paint["minimal_wide"].append(first_paint([py, str(minimal)], b"minimal app ready", ws,
-                                                     size=(PANEL_ROWS, PANEL_COLS)))
-            for key, w, h, cold in (("panel_cold", cards_ws, cards_home, True), ("panel", cards_ws, cards_home, False),
-                                    ("panel_big", big_ws, big_home, False)):
+            paint["minimal_wide"].append(
+                first_paint([py, str(minimal)], b"minimal app ready", ws, size=(PANEL_ROWS, PANEL_COLS))
+            )
+            for key, w, h, cold in (
+                ("panel_cold", cards_ws, cards_home, True),
+                ("panel", cards_ws, cards_home, False),
+                ("panel_big", big_ws, big_home, False),
+            ):
                 snapshot_ready(w, h, cold=cold)
-                paint[key].append(first_paint([_bin("pseudoclaude"), "-C", str(w)], mark, w,
-                                              extra_env={"PSEUDOCLAUDE_HOME": str(h)},
-                                              size=(PANEL_ROWS, PANEL_COLS)))
-            answer["print"].append(first_byte([_bin("pseudoclaude"), "-C", str(ws), "-p", "what is the answer?"], ws))
+                paint[key].append(
+                    first_paint(
+                        [_bin("pseudoclaude"), "-C", str(w)],
+                        mark,
+                        w,
+                        extra_env={"PSEUDOCLAUDE_HOME": str(h)},
+                        size=(PANEL_ROWS, PANEL_COLS),
+                    )
+                )
+            answer["print"].append(
+                first_byte([_bin("pseudoclaude"), "-C", str(ws), "-p", "what is the answer?"], ws)
+            )
             answer["sdk"].append(wall([py, "-c", "import anthropic"], ws))
             imports["memory"].append(wall([py, "-c", memory_import], ROOT))
             imports["core"].append(wall([py, "-c", core_import], ROOT))
             imports["app"].append(wall([py, "-c", "from app.tui.app import PseudoClaudeApp"], ROOT))
             imports["bare"].append(wall([py, "-c", "pass"], ROOT))
-            _log(f"run {run + 1}/{runs}: first paint {paint['app'][-1]:.2f} s vs {paint['minimal'][-1]:.2f} s, "
-                 f"panel index {paint['panel'][-1]:.2f} s (no snapshot: {paint['panel_cold'][-1]:.2f} s; "
-                 f"{BIG_USER:,} user cards: {paint['panel_big'][-1]:.2f} s), "
-                 f"first byte {answer['print'][-1]:.2f} s vs SDK import {answer['sdk'][-1]:.2f} s")
+            _log(
+                f"run {run + 1}/{runs}: first paint {paint['app'][-1]:.2f} s vs {paint['minimal'][-1]:.2f} s, "
+                f"panel index {paint['panel'][-1]:.2f} s (no snapshot: {paint['panel_cold'][-1]:.2f} s; "
+                f"{BIG_USER:,} user cards: {paint['panel_big'][-1]:.2f} s), "
+                f"first byte {answer['print'][-1]:.2f} s vs SDK import {answer['sdk'][-1]:.2f} s"
+            )
     p = {k: median(v) for k, v in paint.items()}
     a = {k: median(v) for k, v in answer.items()}
     i = {k: median(v) for k, v in imports.items()}
     return _rows(p, a, i, runs, first_frame)
 
 
-def _rows(p: dict[str, float], a: dict[str, float], i: dict[str, float], runs: int,
-          first_frame: list[str]) -> list[Figure]:
+def _rows(
+    p: dict[str, float], a: dict[str, float], i: dict[str, float], runs: int, first_frame: list[str]
+) -> list[Figure]:
     mem, core, app = i["memory"] - i["bare"], i["core"] - i["bare"], i["app"] - i["bare"]
     return [
-        at_most("start-up: first paint, pseudoclaude / minimal Textual app", p["app"] / p["minimal"], 1.5, "×",
-                f"spawn to first frame on a {COLS}×{ROWS} pty, medians of {runs}: "
-                f"{p['app']:.3f} s vs {p['minimal']:.3f} s"),
-        at_most("start-up: side panel shows the index, pseudoclaude / minimal Textual app's first frame",
-                p["panel"] / p["minimal_wide"], 1.5, "×",
-                f"spawn to the first frame whose panel lists a card ({PANEL_CARDS[0]} trusted project + "
-                f"{PANEL_CARDS[1]} user cards) on a {PANEL_COLS}×{PANEL_ROWS} pty against the minimal app at that "
-                f"size, warm runs (the panel snapshot the previous start left, checked valid before each; the "
-                f"cards written just before the first start, as a person's are), medians of {runs}: "
-                f"{p['panel']:.3f} s vs {p['minimal_wide']:.3f} s"),
-        Figure("start-up: side panel shows the index without a snapshot / minimal Textual app",
-               p["panel_cold"] / p["minimal_wide"], "×", "reported", True,
-               f"as the row above with the snapshot deleted before each run (the early read of the stores; a "
-               f"first start ever): {p['panel_cold']:.3f} s vs {p['minimal_wide']:.3f} s"),
-        Figure(f"start-up: side panel shows the index with {BIG_USER:,} user cards / minimal Textual app",
-               p["panel_big"] / p["minimal_wide"], "×", "reported", True,
-               f"as the warm row above with {BIG_USER:,} user cards: {p['panel_big']:.3f} s vs "
-               f"{p['minimal_wide']:.3f} s"),
-        at_most("start-up: print mode first answer byte minus SDK import", a["print"] - a["sdk"], 0.5, "s",
-                f"`pseudoclaude -p` (memory auto, fake API) spawn to first stdout byte vs "
-                f"`python -c \"import anthropic\"`, medians of {runs}: {a['print']:.3f} s vs {a['sdk']:.3f} s"),
-        at_most("start-up: import memory / import the App", mem / app, 0.25, "×",
-                f"the {len(first_frame)} memory modules the App imports ({', '.join(first_frame)}) vs app.tui, "
-                f"wall time less the bare interpreter ({i['bare']:.3f} s), medians of {runs}: "
-                f"{mem:.3f} s vs {app:.3f} s"),
-        Figure("start-up: import the whole memory core / import the App", core / app, "×", "reported", True,
-               f"all {len(_memory_modules())} memory modules (pydantic contracts, worker, stores; the runtime imports "
-               f"them after the first frame) vs app.tui: {core:.3f} s vs {app:.3f} s"),
+        at_most(
+            "start-up: first paint, pseudoclaude / minimal Textual app",
+            p["app"] / p["minimal"],
+            1.5,
+            "×",
+            f"spawn to first frame on a {COLS}×{ROWS} pty, medians of {runs}: "
+            f"{p['app']:.3f} s vs {p['minimal']:.3f} s",
+        ),
+        at_most(
+            "start-up: side panel shows the index, pseudoclaude / minimal Textual app's first frame",
+            p["panel"] / p["minimal_wide"],
+            1.5,
+            "×",
+            f"spawn to the first frame whose panel lists a card ({PANEL_CARDS[0]} trusted project + "
+            f"{PANEL_CARDS[1]} user cards) on a {PANEL_COLS}×{PANEL_ROWS} pty against the minimal app at that "
+            f"size, warm runs (the panel snapshot the previous start left, checked valid before each; the "
+            f"cards written just before the first start, as a person's are), medians of {runs}: "
+            f"{p['panel']:.3f} s vs {p['minimal_wide']:.3f} s",
+        ),
+        Figure(
+            "start-up: side panel shows the index without a snapshot / minimal Textual app",
+            p["panel_cold"] / p["minimal_wide"],
+            "×",
+            "reported",
+            True,
+            f"as the row above with the snapshot deleted before each run (the early read of the stores; a "
+            f"first start ever): {p['panel_cold']:.3f} s vs {p['minimal_wide']:.3f} s",
+        ),
+        Figure(
+            f"start-up: side panel shows the index with {BIG_USER:,} user cards / minimal Textual app",
+            p["panel_big"] / p["minimal_wide"],
+            "×",
+            "reported",
+            True,
+            f"as the warm row above with {BIG_USER:,} user cards: {p['panel_big']:.3f} s vs "
+            f"{p['minimal_wide']:.3f} s",
+        ),
+        at_most(
+            "start-up: print mode first answer byte minus SDK import",
+            a["print"] - a["sdk"],
+            0.5,
+            "s",
+            f"`pseudoclaude -p` (memory auto, fake API) spawn to first stdout byte vs "
+            f'`python -c "import anthropic"`, medians of {runs}: {a["print"]:.3f} s vs {a["sdk"]:.3f} s',
+        ),
+        at_most(
+            "start-up: import memory / import the App",
+            mem / app,
+            0.25,
+            "×",
+            f"the {len(first_frame)} memory modules the App imports ({', '.join(first_frame)}) vs app.tui, "
+            f"wall time less the bare interpreter ({i['bare']:.3f} s), medians of {runs}: "
+            f"{mem:.3f} s vs {app:.3f} s",
+        ),
+        Figure(
+            "start-up: import the whole memory core / import the App",
+            core / app,
+            "×",
+            "reported",
+            True,
+            f"all {len(_memory_modules())} memory modules (pydantic contracts, worker, stores; the runtime imports "
+            f"them after the first frame) vs app.tui: {core:.3f} s vs {app:.3f} s",
+        ),
     ]

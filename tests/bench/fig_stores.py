@@ -79,7 +79,9 @@ class _Store:
                 source="manual",
             )
             name = f"{kind.value}_note-{i:05d}.md"
-            (folder / name).write_bytes(dump_note(meta, f"Body of note {i}: a fact about module {i % 97}.\n" * 4))
+            (folder / name).write_bytes(
+                dump_note(meta, f"Body of note {i}: a fact about module {i % 97}.\n" * 4)
+            )
             names.append(name)
         self.stores.trust_project()
         self.stores.rebuild_indexes()
@@ -95,14 +97,27 @@ class _Store:
         self.batches += 1
         ops: list[dict[str, Any]] = []
         for j in range(CREATES):
-            ops.append({"action": "create", "level": "project", "type": "project_knowledge",
-                        "title": f"Batch {k} finding {j}", "summary": f"what batch {k} learnt, item {j}",
-                        "content": f"Batch {k}, item {j}: the build needs step {j} first.\n" * 3})
+            ops.append(
+                {
+                    "action": "create",
+                    "level": "project",
+                    "type": "project_knowledge",
+                    "title": f"Batch {k} finding {j}",
+                    "summary": f"what batch {k} learnt, item {j}",
+                    "content": f"Batch {k}, item {j}: the build needs step {j} first.\n" * 3,
+                }
+            )
         for _ in range(UPDATES):
             name = self.pool.popleft()
             self.pool.append(name)
-            ops.append({"action": "update", "level": "project", "filename": name,
-                        "content": f"Updated by batch {k}.\n"})
+            ops.append(
+                {
+                    "action": "update",
+                    "level": "project",
+                    "filename": name,
+                    "content": f"Updated by batch {k}.\n",
+                }
+            )
         for _ in range(DELETES):
             ops.append({"action": "delete", "level": "project", "filename": self.pool.popleft()})
         return json.dumps(ops)
@@ -115,7 +130,9 @@ class _Store:
     def cold_apply(self, file: Path) -> float:
         file.write_text(self.batch(), encoding="utf-8")
         seconds, out = _cli(self.ws, "apply", str(file))
-        self.created([line.split("/", 1)[1] for line in out.splitlines() if line.startswith("create project/")])
+        self.created(
+            [line.split("/", 1)[1] for line in out.splitlines() if line.startswith("create project/")]
+        )
         return seconds
 
     def warm_apply(self) -> float:
@@ -127,7 +144,9 @@ class _Store:
         result = self.stores.apply(parsed.ops, source=MANUAL_SOURCE, rejected=parsed.rejected, label="bench")
         seconds = time.perf_counter() - t
         if result.rejected or result.conflicts:
-            raise RuntimeError(f"{self.size} notes: warm batch refused: {(result.rejected + result.conflicts)[:1]}")
+            raise RuntimeError(
+                f"{self.size} notes: warm batch refused: {(result.rejected + result.conflicts)[:1]}"
+            )
         self.created([a.filename for a in result.applied if a.action == "create"])
         return seconds
 
@@ -142,7 +161,9 @@ def _s(values: dict[int, float]) -> str:
 
 def figures(runs: int = 5) -> list[Figure]:
     """Issue 10 figure 6."""
-    timings: dict[str, dict[int, list[float]]] = {k: {n: [] for n in SIZES} for k in ("cold", "warm", "index", "list")}
+    timings: dict[str, dict[int, list[float]]] = {
+        k: {n: [] for n in SIZES} for k in ("cold", "warm", "index", "list")
+    }
     with private_env() as root:
         t = time.perf_counter()
         stores = [_Store(root, n) for n in SIZES]
@@ -163,14 +184,35 @@ def figures(runs: int = 5) -> list[Figure]:
     small, big = SIZES[0], SIZES[-1]
     sizes = " / ".join(f"{n:,}" for n in SIZES)
     return [
-        at_most("store scaling: warm apply, 10,000 / 100 notes", m["warm"][big] / m["warm"][small], 5, "×",
-                f"50-op batch in a process that read the store (MemoryStores.apply), medians of {runs}: "
-                f"{_ms(m['warm'])} at {sizes} notes"),
-        Figure("store scaling: cold apply at 10,000 notes", m["cold"][big], "s", "reported", True,
-               f"a new `memory apply` process, medians of {runs}: {_s(m['cold'])} at {sizes} notes "
-               "(0.77 / 1.98 / 12.2 s when first measured)"),
-        at_most("store scaling: cold memory list at 10,000 notes", m["list"][big], 2, "s",
-                f"a new `memory list` process, medians of {runs}: {_s(m['list'])} at {sizes} notes"),
-        at_most("store scaling: memory index, 10,000 / 100 notes", m["index"][big] / m["index"][small], 2, "×",
-                f"a new `memory index` process, medians of {runs}: {_s(m['index'])} at {sizes} notes"),
+        at_most(
+            "store scaling: warm apply, 10,000 / 100 notes",
+            m["warm"][big] / m["warm"][small],
+            5,
+            "×",
+            f"50-op batch in a process that read the store (MemoryStores.apply), medians of {runs}: "
+            f"{_ms(m['warm'])} at {sizes} notes",
+        ),
+        Figure(
+            "store scaling: cold apply at 10,000 notes",
+            m["cold"][big],
+            "s",
+            "reported",
+            True,
+            f"a new `memory apply` process, medians of {runs}: {_s(m['cold'])} at {sizes} notes "
+            "(0.77 / 1.98 / 12.2 s when first measured)",
+        ),
+        at_most(
+            "store scaling: cold memory list at 10,000 notes",
+            m["list"][big],
+            2,
+            "s",
+            f"a new `memory list` process, medians of {runs}: {_s(m['list'])} at {sizes} notes",
+        ),
+        at_most(
+            "store scaling: memory index, 10,000 / 100 notes",
+            m["index"][big] / m["index"][small],
+            2,
+            "×",
+            f"a new `memory index` process, medians of {runs}: {_s(m['index'])} at {sizes} notes",
+        ),
     ]

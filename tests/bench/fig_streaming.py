@@ -124,7 +124,7 @@ def answer_text(turn: int, tokens: int = TOKENS) -> str:
         parts.append(section)
         size += len(section)
     body = "".join(parts)
-    filler = ("Finally, run the tests again and read the diff once more before committing. " * 40)
+    filler = "Finally, run the tests again and read the diff once more before committing. " * 40
     return body + filler[: target - len(body) - len(end)] + end
 
 
@@ -199,8 +199,14 @@ class MemoryScript:
 
 def creates(turn: int) -> list[dict[str, Any]]:
     return [
-        {"action": "create", "level": "user", "type": "project_knowledge", "title": f"Fact {turn}-{k:02d}",
-         "summary": f"fact {k} of turn {turn}", "content": f"Fact number {k} learned in turn {turn}."}
+        {
+            "action": "create",
+            "level": "user",
+            "type": "project_knowledge",
+            "title": f"Fact {turn}-{k:02d}",
+            "summary": f"fact {k} of turn {turn}",
+            "content": f"Fact number {k} learned in turn {turn}.",
+        }
         for k in range(BATCH_OPS)
     ]
 
@@ -218,8 +224,14 @@ def seed_store(ws: Path, count: int) -> None:
     types = list(NoteType)
     for i in range(count):
         kind = types[i % len(types)]
-        meta = NoteMeta(title=f"Seed card {i:05d}", summary=f"seeded summary {i}", type=kind,
-                        created="2026-01-01T00:00:00Z", updated="2026-01-01T00:00:00Z", source="seed")
+        meta = NoteMeta(
+            title=f"Seed card {i:05d}",
+            summary=f"seeded summary {i}",
+            type=kind,
+            created="2026-01-01T00:00:00Z",
+            updated="2026-01-01T00:00:00Z",
+            source="seed",
+        )
         (folder / f"{kind.value}_seed-card-{i:05d}.md").write_bytes(dump_note(meta, f"Seeded body {i}."))
     stores.rebuild_indexes()
 
@@ -281,7 +293,11 @@ class Probe:
             t = self.sent[self.echoed]
             self.echo.append((t, 1000 * (now - t)))
             self.echoed += 1
-        if self.want_line is not None and self.provider.deltas >= self.want_after and self._shows(self.want_line):
+        if (
+            self.want_line is not None
+            and self.provider.deltas >= self.want_after
+            and self._shows(self.want_line)
+        ):
             self.seen_at, self.seen_cpu = now, time.process_time()
             self.threads_end = thread_cpu()
             self.want_line = None
@@ -333,8 +349,17 @@ async def typist(app: Any, probe: Probe, stop: Callable[[], bool], fast: Callabl
 # -- one run -------------------------------------------------------------------------------------------------
 
 
-async def stream_turn(pilot: Any, app: Any, probe: Probe, provider: PacedProvider, server: FakeAnthropic,
-                      turn: int, kind: str, release: threading.Event | None, applied: list[float]) -> Turn:
+async def stream_turn(
+    pilot: Any,
+    app: Any,
+    probe: Probe,
+    provider: PacedProvider,
+    server: FakeAnthropic,
+    turn: int,
+    kind: str,
+    release: threading.Event | None,
+    applied: list[float],
+) -> Turn:
     result = Turn(kind)
     body = answer_text(turn)
     server.script(MODEL, text(body, chunk_size=CHUNK))
@@ -387,7 +412,10 @@ async def stream_turn(pilot: Any, app: Any, probe: Probe, provider: PacedProvide
     result.cpu_per_1k_ms = 1000 * (probe.seen_cpu - provider.cpu_first) / (result.tokens / 1000)
     if os.environ.get("PC_BENCH_THREADS") == "1":
         a, b = provider.threads_first, probe.threads_end
-        log("threads ms/1k: " + ", ".join(f"{k}={1000 * (b[k] - a.get(k, 0)) / (result.tokens / 1000):.0f}" for k in b))
+        log(
+            "threads ms/1k: "
+            + ", ".join(f"{k}={1000 * (b[k] - a.get(k, 0)) / (result.tokens / 1000):.0f}" for k in b)
+        )
     result.rate = result.tokens / max(provider.last_yield - provider.first_yield, 1e-9)
     result.echoes = list(probe.echo)
     if release is not None and window:
@@ -445,7 +473,9 @@ async def session(runs: int) -> tuple[list[Turn], list[tuple[int, float]], dict[
         memory = MemoryScript()
         server.respond(MEMORY_MODEL, lambda body: True, memory.reply)
         provider = PacedProvider(AnthropicProvider())
-        app = build_app(load_settings({"memory_mode": "auto"}), ws.resolve(), provider=provider, watch_debounce_ms=300)
+        app = build_app(
+            load_settings({"memory_mode": "auto"}), ws.resolve(), provider=provider, watch_debounce_ms=300
+        )
         turns: list[Turn] = []
         samples: list[tuple[int, float]] = []
         applied: list[float] = []
@@ -476,9 +506,11 @@ async def session(runs: int) -> tuple[list[Turn], list[tuple[int, float]], dict[
                 turns.append(a)
                 if A_ONLY:
                     await settle(app, lambda want=r + 1: len(applied) + len(failed) >= want)
-                    log(f"round {r + 1}: A last token {a.last_token_ms:.0f} ms, echo p95 {p95(a):.0f} ms, "
+                    log(
+                        f"round {r + 1}: A last token {a.last_token_ms:.0f} ms, echo p95 {p95(a):.0f} ms, "
                         f"{a.cpu_per_1k_ms:.0f} ms CPU/1k; {a.rate:.0f} tokens/s; "
-                        f"{a.full_gcs} full collections while it streamed")
+                        f"{a.full_gcs} full collections while it streamed"
+                    )
                     continue
                 # B: the same stream while A's job applies; B's own job has nothing to do.
                 turn += 1
@@ -491,11 +523,13 @@ async def session(runs: int) -> tuple[list[Turn], list[tuple[int, float]], dict[
                 if chosen:
                     samples += await naive(app, probe, answer_text(turn), chosen)
                 w = b.window
-                log(f"round {r + 1}: A last token {a.last_token_ms:.0f} ms, echo p95 {p95(a):.0f} ms, "
+                log(
+                    f"round {r + 1}: A last token {a.last_token_ms:.0f} ms, echo p95 {p95(a):.0f} ms, "
                     f"{a.cpu_per_1k_ms:.0f} ms CPU/1k; B last token {b.last_token_ms:.0f} ms, "
                     f"echo p95 {p95(b):.0f} ms (in the job {p95(b, window=True):.0f} ms, "
                     f"job {1000 * (w[1] - w[0]) if w else float('nan'):.0f} ms); {a.rate:.0f} tokens/s; "
-                    f"{time.perf_counter() - started:.0f} s")
+                    f"{time.perf_counter() - started:.0f} s"
+                )
             if failed:
                 raise RuntimeError(f"memory jobs failed: {failed}")
             notes = app.bridge.stores.user.dir
@@ -536,12 +570,28 @@ def figures(runs: int = 3) -> list[Figure]:
     b = [t for t in turns if t.kind == "B"]
     if A_ONLY:
         return [
-            at_most("streaming: last token on screen after it arrives", median([t.last_token_ms for t in a]),
-                    LAST_TOKEN_MS, "ms", f"A only (ms: {', '.join(f'{t.last_token_ms:.0f}' for t in a)})"),
-            at_most("streaming: keystroke echo p95", median([p95(t) for t in a]), ECHO_MS, "ms",
-                    f"A only (ms: {', '.join(f'{p95(t):.0f}' for t in a)})"),
-            Figure("streaming: CPU per 1,000 tokens", median([t.cpu_per_1k_ms for t in a]), "ms", "reported", True,
-                   f"A only (ms: {', '.join(f'{t.cpu_per_1k_ms:.0f}' for t in a)})"),
+            at_most(
+                "streaming: last token on screen after it arrives",
+                median([t.last_token_ms for t in a]),
+                LAST_TOKEN_MS,
+                "ms",
+                f"A only (ms: {', '.join(f'{t.last_token_ms:.0f}' for t in a)})",
+            ),
+            at_most(
+                "streaming: keystroke echo p95",
+                median([p95(t) for t in a]),
+                ECHO_MS,
+                "ms",
+                f"A only (ms: {', '.join(f'{p95(t):.0f}' for t in a)})",
+            ),
+            Figure(
+                "streaming: CPU per 1,000 tokens",
+                median([t.cpu_per_1k_ms for t in a]),
+                "ms",
+                "reported",
+                True,
+                f"A only (ms: {', '.join(f'{t.cpu_per_1k_ms:.0f}' for t in a)})",
+            ),
         ]
     cpu_a = median([t.cpu_per_1k_ms for t in a])
     cpu_b = median([t.cpu_per_1k_ms for t in b])
@@ -562,26 +612,54 @@ def figures(runs: int = 3) -> list[Figure]:
         return ", ".join(f"{p95(t, window=window):.0f}" for t in ts)
 
     return [
-        at_most("streaming: last token on screen after it arrives", median([t.last_token_ms for t in a]),
-                LAST_TOKEN_MS, "ms",
-                f"median of {len(a)} answers of {a[0].tokens:,} tokens at {rates:,.0f} tokens/s (ms: {lat(a)})"),
-        at_most("streaming: keystroke echo p95", median([p95(t) for t in a]), ECHO_MS, "ms",
-                f"median of {len(a)} streams' p95 (ms: {per_run(a)}); {len(echoes(a))} keys, all pooled: "
-                f"p95 {p95(a):.0f} ms, median {median(echoes(a)):.0f} ms"),
-        at_most("streaming: CPU per 1,000 tokens", cpu_a, CPU_PER_1K_MS, "ms",
-                f"process CPU from the first token to the last on screen, typing included; median of {len(a)} "
-                f"(ms: {', '.join(f'{t.cpu_per_1k_ms:.0f}' for t in a)})"),
-        at_least("streaming: cheaper than re-rendering per token", ratio, CHEAPER, "×",
-                 f"naive {naive_per_1k_ms / 1000:,.1f} s CPU per 1,000 tokens ({len(samples)} full re-renders "
-                 f"at 10–90 % of the answer, the last {1000 * biggest:.0f} ms) vs {cpu_a:.0f} ms"),
-        at_most("streaming while the worker child applies 50 ops: keystroke echo p95", median([p95(t, window=True) for t in b]),
-                ECHO_MS, "ms",
-                f"median of {len(b)} jobs' p95 (ms: {per_run(b, window=True)}); {len(in_job)} keys while the job "
-                f"ran ({median(jobs_ms):.0f} ms median, {SEED_NOTES:,}+ notes), all pooled: p95 "
-                f"{p95(b, window=True):.0f} ms"),
-        at_most("streaming while the worker child applies 50 ops: last token on screen", median([t.last_token_ms for t in b]),
-                LAST_TOKEN_MS, "ms", f"median of {len(b)} (ms: {lat(b)}), {sum(t.last_in_job for t in b)} of them "
-                f"arrived while the job ran; CPU {cpu_b:.0f} ms per 1,000 tokens"),
+        at_most(
+            "streaming: last token on screen after it arrives",
+            median([t.last_token_ms for t in a]),
+            LAST_TOKEN_MS,
+            "ms",
+            f"median of {len(a)} answers of {a[0].tokens:,} tokens at {rates:,.0f} tokens/s (ms: {lat(a)})",
+        ),
+        at_most(
+            "streaming: keystroke echo p95",
+            median([p95(t) for t in a]),
+            ECHO_MS,
+            "ms",
+            f"median of {len(a)} streams' p95 (ms: {per_run(a)}); {len(echoes(a))} keys, all pooled: "
+            f"p95 {p95(a):.0f} ms, median {median(echoes(a)):.0f} ms",
+        ),
+        at_most(
+            "streaming: CPU per 1,000 tokens",
+            cpu_a,
+            CPU_PER_1K_MS,
+            "ms",
+            f"process CPU from the first token to the last on screen, typing included; median of {len(a)} "
+            f"(ms: {', '.join(f'{t.cpu_per_1k_ms:.0f}' for t in a)})",
+        ),
+        at_least(
+            "streaming: cheaper than re-rendering per token",
+            ratio,
+            CHEAPER,
+            "×",
+            f"naive {naive_per_1k_ms / 1000:,.1f} s CPU per 1,000 tokens ({len(samples)} full re-renders "
+            f"at 10–90 % of the answer, the last {1000 * biggest:.0f} ms) vs {cpu_a:.0f} ms",
+        ),
+        at_most(
+            "streaming while the worker child applies 50 ops: keystroke echo p95",
+            median([p95(t, window=True) for t in b]),
+            ECHO_MS,
+            "ms",
+            f"median of {len(b)} jobs' p95 (ms: {per_run(b, window=True)}); {len(in_job)} keys while the job "
+            f"ran ({median(jobs_ms):.0f} ms median, {SEED_NOTES:,}+ notes), all pooled: p95 "
+            f"{p95(b, window=True):.0f} ms",
+        ),
+        at_most(
+            "streaming while the worker child applies 50 ops: last token on screen",
+            median([t.last_token_ms for t in b]),
+            LAST_TOKEN_MS,
+            "ms",
+            f"median of {len(b)} (ms: {lat(b)}), {sum(t.last_in_job for t in b)} of them "
+            f"arrived while the job ran; CPU {cpu_b:.0f} ms per 1,000 tokens",
+        ),
     ]
 
 

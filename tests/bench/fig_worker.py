@@ -138,8 +138,16 @@ class DriverLog:
 class Bench:
     """The App, its probe and the fake; what the app's manager said of each job."""
 
-    def __init__(self, app: Any, server: FakeAnthropic, memory: Script, provider: PacedProvider,
-                 ws: Path, driver: DriverLog, arm: Path) -> None:
+    def __init__(
+        self,
+        app: Any,
+        server: FakeAnthropic,
+        memory: Script,
+        provider: PacedProvider,
+        ws: Path,
+        driver: DriverLog,
+        arm: Path,
+    ) -> None:
         from memory.events import JobApplied, JobFailed, JobQueued
 
         self.app, self.server, self.memory, self.provider, self.ws = app, server, memory, provider, ws
@@ -170,8 +178,9 @@ class Bench:
             raise RuntimeError(f"memory jobs failed: {self.failed}")
         return job_id in self.applied
 
-    async def submit(self, body: str, ops: list[dict[str, Any]] | None, *, held: bool = False,
-                     chunk: int | None = None) -> tuple[int, threading.Event]:
+    async def submit(
+        self, body: str, ops: list[dict[str, Any]] | None, *, held: bool = False, chunk: int | None = None
+    ) -> tuple[int, threading.Event]:
         """Send a turn answered with ``body``; its memory job answers ``ops`` (held: when released)."""
         self.turn += 1
         go = self.memory.push(ops or [], held=held)
@@ -189,7 +198,9 @@ class Bench:
         await sleep_until(lambda: len(self.queued) > queued_before, 60, "the turn's job to be spooled")
         return self.queued[queued_before]
 
-    async def keys_until(self, stop: Callable[[], bool], fast: Callable[[], bool]) -> list[tuple[float, float]]:
+    async def keys_until(
+        self, stop: Callable[[], bool], fast: Callable[[], bool]
+    ) -> list[tuple[float, float]]:
         """Type (fig_streaming's typist) until ``stop()``; the echoes, once all are on screen."""
         probe = self.probe
         probe.reset_keys()
@@ -229,8 +240,10 @@ async def busy_job(b: Bench, stream: bool) -> Job:
         probe.want_line, probe.want_after, probe.seen_at = final_line(turn + 1), len(body) // CHUNK, 0.0
         await b.submit(body, [], chunk=CHUNK)
         await sleep_until(lambda: provider.deltas > 0, 30, "the first token")
-        job.echoes = await b.keys_until(lambda: probe.seen_at > 0 and b.done(job.job_id),
-                                        lambda: bool(released) and not b.done(job.job_id))
+        job.echoes = await b.keys_until(
+            lambda: probe.seen_at > 0 and b.done(job.job_id),
+            lambda: bool(released) and not b.done(job.job_id),
+        )
         provider.on_delta = None
         job.last_token_ms = 1000 * (probe.seen_at - provider.last_yield)
     start = released[0]
@@ -242,7 +255,9 @@ async def busy_job(b: Bench, stream: bool) -> Job:
     job.seen_ms = 1000 * (b.applied[job.job_id] - start)
     if stream:
         job.last_in_window = start <= provider.last_yield <= job.window[1]
-        await sleep_until(lambda: b.done(b.queued[n2]) if len(b.queued) > n2 else False, JOB_S, "the empty job")
+        await sleep_until(
+            lambda: b.done(b.queued[n2]) if len(b.queued) > n2 else False, JOB_S, "the empty job"
+        )
     return job
 
 
@@ -294,9 +309,18 @@ def driver_argv(arm: Path, logfile: Path) -> Callable[..., list[str]]:
 
     def argv(*args: Any, **kwargs: Any) -> list[str]:
         full = real(*args, **kwargs)
-        rest = full[full.index("app.cli.main") + 1:]
-        return [sys.executable, "-P", "-m", "tests.support.worker_driver", "--arm", str(arm), str(logfile), "--",
-                *rest]
+        rest = full[full.index("app.cli.main") + 1 :]
+        return [
+            sys.executable,
+            "-P",
+            "-m",
+            "tests.support.worker_driver",
+            "--arm",
+            str(arm),
+            str(logfile),
+            "--",
+            *rest,
+        ]
 
     return argv
 
@@ -322,12 +346,15 @@ async def session(runs: int) -> Result:
     from app.agent.model.provider import AnthropicProvider
     from tests.tui.conftest import build_app, chat_texts
 
-    extra = {"PSEUDOCLAUDE_MEMORY_WORKER": "process", "PSEUDOCLAUDE_CONSOLIDATE_AFTER": "0",
-             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    extra = {
+        "PSEUDOCLAUDE_MEMORY_WORKER": "process",
+        "PSEUDOCLAUDE_CONSOLIDATE_AFTER": "0",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     saved_argv, saved_max = runtime_module.worker_argv, worker_process.MAX_RESTARTS
     with private_env(**extra) as root, FakeAnthropic() as server:
         os.environ.update(server.env())
-        ws = (root / "repo")
+        ws = root / "repo"
         (ws / ".git").mkdir(parents=True)
         ws = ws.resolve()
         t = time.perf_counter()
@@ -341,12 +368,17 @@ async def session(runs: int) -> Result:
             memory = Script()
             server.respond(MEMORY_MODEL, lambda body: True, memory.reply)
             provider = PacedProvider(AnthropicProvider())
-            app = build_app(load_settings({"memory_mode": "auto"}), ws, provider=provider, watch_debounce_ms=300)
+            app = build_app(
+                load_settings({"memory_mode": "auto"}), ws, provider=provider, watch_debounce_ms=300
+            )
             async with app.run_test(size=SIZE):
-                await sleep_until(lambda: app.phase.opened and app.prompt.disabled_reason is None, 60, "the app")
+                await sleep_until(
+                    lambda: app.phase.opened and app.prompt.disabled_reason is None, 60, "the app"
+                )
                 b = Bench(app, server, memory, provider, ws, DriverLog(logfile), arm)
-                await sleep_until(lambda: b.child is not None and b.child.pid is not None, CHILD_START_S,
-                                  "the worker child")
+                await sleep_until(
+                    lambda: b.child is not None and b.child.pid is not None, CHILD_START_S, "the worker child"
+                )
                 result = await measure(b, runs)
                 result.seed_s = seed_s
                 result.said = [s for s in chat_texts(app) if "memory worker stopped" in s]
@@ -388,25 +420,39 @@ async def measure(b: Bench, runs: int) -> Result:
         # Side by side: the apply alone, then the apply while an answer streams, and so on.
         job = await busy_job(b, stream=r % 2 == 1)
         busy.append(job)
-        log(f"busy {r + 1}{' (streaming)' if job.streamed else ''}: echo p95 {p95_of(job.in_window()):.0f} ms over {len(job.in_window())} keys; "
+        log(
+            f"busy {r + 1}{' (streaming)' if job.streamed else ''}: echo p95 {p95_of(job.in_window()):.0f} ms over {len(job.in_window())} keys; "
             f"apply {job.apply_ms:.0f} ms, answer sent → app saw it {job.seen_ms:.0f} ms; "
-            f"last token {job.last_token_ms:.0f} ms{' (in the window)' if job.last_in_window else ''}")
+            f"last token {job.last_token_ms:.0f} ms{' (in the window)' if job.last_in_window else ''}"
+        )
     killed: list[Job] = []
     for k, point in enumerate(kill_points(KILLS)):
         job = await killed_job(b, point)
         killed.append(job)
         said = b.child.deaths[-1] if b.child.deaths else "(nothing said)"
-        log(f"kill {k + 1} at change {point}: {'killed' if job.killed else 'NOT killed'}; next child after "
+        log(
+            f"kill {k + 1} at change {point}: {'killed' if job.killed else 'NOT killed'}; next child after "
             f"{job.restart_ms:.0f} ms, job applied {job.seen_ms:.0f} ms after the kill; echo p95 "
-            f"{p95_of(job.in_window()):.0f} ms over {len(job.in_window())} keys; said: {said}")
+            f"{p95_of(job.in_window()):.0f} ms over {len(job.in_window())} keys; said: {said}"
+        )
     stores = MemoryStores(b.ws)
     folder = stores.user.dir
     cards = {j.turn: sum(1 for _ in folder.glob(f"*_fact-{j.turn}-*.md")) for j in busy + killed}
     history = stores.history()
     batches = {j.job_id: sum(1 for e in history if j.job_id in e.jobs) for j in busy + killed}
     spooled = len(Spool(stores.paths).list(b.ws, include_orphans=False))
-    return Result(busy, killed, list(b.child.deaths), [], cards, batches, spooled,
-                  len(b.server.requests_for(MEMORY_MODEL)), b.requests, 0.0)
+    return Result(
+        busy,
+        killed,
+        list(b.child.deaths),
+        [],
+        cards,
+        batches,
+        spooled,
+        len(b.server.requests_for(MEMORY_MODEL)),
+        b.requests,
+        0.0,
+    )
 
 
 def figures(runs: int = 2) -> list[Figure]:
@@ -429,7 +475,10 @@ def busy_figure(res: Result) -> Figure:
         return ", ".join(f"{v:.0f}" for v in values)
 
     return at_most(
-        "worker busy: keystroke echo p95 during a 50-op apply on 10,000 notes", median(per), ECHO_MS, "ms",
+        "worker busy: keystroke echo p95 during a 50-op apply on 10,000 notes",
+        median(per),
+        ECHO_MS,
+        "ms",
         f"the apply in the worker child; median of {len(alone)} jobs' p95 (ms: {ms(per)}); {len(pooled)} keys "
         f"(every 20–40 ms) from the answer sent to the child's commit, all pooled: p95 {p95_of(pooled):.0f} ms; "
         f"the child's transaction {median([j.apply_ms for j in alone]):.0f} ms median, answer sent → the "
@@ -437,7 +486,8 @@ def busy_figure(res: Result) -> Figure:
         f"Side by side, with a {STREAM_TOKENS:,}-token answer streamed meanwhile at 2,000 tokens/s: echo p95 "
         f"{median(per_s):.0f} ms (ms: {ms(per_s)}; {sum(len(j.in_window()) for j in streamed)} keys), last "
         f"token on screen {median([j.last_token_ms for j in streamed]):.0f} ms after it arrived "
-        f"({sum(j.last_in_window for j in streamed)} of {len(streamed)} in the window)")
+        f"({sum(j.last_in_window for j in streamed)} of {len(streamed)} in the window)",
+    )
 
 
 def lost_figure(res: Result) -> Figure:
@@ -446,7 +496,9 @@ def lost_figure(res: Result) -> Figure:
     doubled = [j for j in jobs if res.cards[j.turn] > 50]
     bad_batches = [j for j in res.busy + jobs if res.batches[j.job_id] != 1]
     fired = sum(j.killed for j in jobs)
-    value = len(lost) + len(doubled) + len({j.job_id for j in bad_batches} - {j.job_id for j in lost + doubled})
+    value = (
+        len(lost) + len(doubled) + len({j.job_id for j in bad_batches} - {j.job_id for j in lost + doubled})
+    )
     value += res.spooled
     kinds: dict[str, int] = {}
     for line in res.deaths:
@@ -460,9 +512,11 @@ def lost_figure(res: Result) -> Figure:
         f"{len(lost)} jobs with cards missing, {len(doubled)} with cards twice, {len(bad_batches)} without "
         f"exactly one batch in the history, {res.spooled} left in the spool; {res.requests} memory-model "
         f"requests for {res.expected_requests} jobs; the App said {len(res.said)} deaths in the chat: {said}; "
-        f"the supervisor's pause after {KILLS + 1} deaths a minute (MAX_RESTARTS raised for the bench from 5)")
-    return Figure("worker killed during an apply, 20 times: lost or doubled jobs", float(value), "", "≤ 0", ok,
-                  detail)
+        f"the supervisor's pause after {KILLS + 1} deaths a minute (MAX_RESTARTS raised for the bench from 5)"
+    )
+    return Figure(
+        "worker killed during an apply, 20 times: lost or doubled jobs", float(value), "", "≤ 0", ok, detail
+    )
 
 
 def restart_figure(res: Result) -> Figure:
@@ -470,11 +524,15 @@ def restart_figure(res: Result) -> Figure:
     per = [p95_of(j.in_window()) for j in jobs]
     pooled = [ms for j in jobs for ms in j.in_window()]
     return at_most(
-        "worker restarting: keystroke echo p95", median(per), ECHO_MS, "ms",
+        "worker restarting: keystroke echo p95",
+        median(per),
+        ECHO_MS,
+        "ms",
         f"median of {len(jobs)} kills' p95 (ms: {', '.join(f'{v:.0f}' for v in per)}); {len(pooled)} keys (every "
         f"20–40 ms) from each kill until the app saw the job applied by the next child, all pooled: p95 "
         f"{p95_of(pooled):.0f} ms; the next child started {median([j.restart_ms for j in jobs]):.0f} ms "
-        f"after the kill, the job applied {median([j.seen_ms for j in jobs]):.0f} ms after it (medians)")
+        f"after the kill, the job applied {median([j.seen_ms for j in jobs]):.0f} ms after it (medians)",
+    )
 
 
 if __name__ == "__main__":

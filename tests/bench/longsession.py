@@ -86,8 +86,10 @@ def answer_summaries(server: FakeAnthropic) -> None:
     def reply(body: Mapping[str, Any]) -> Any:
         asked = str(body.get("messages", [{}])[-1].get("content", ""))
         turns = asked.count("TOOL CALL bash")
-        return text(f"## Summary\nThe user asked for slices of the build log; {turns} bash call(s) here. "
-                    "Nothing is open.")
+        return text(
+            f"## Summary\nThe user asked for slices of the build log; {turns} bash call(s) here. "
+            "Nothing is open."
+        )
 
     server.respond(MODEL, is_summary, reply)
 
@@ -100,7 +102,9 @@ def print_turn(ws: Path, turn: int) -> tuple[int, str, str]:
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["-C", str(ws), "--continue", "-p", prompt(turn), "--allow-tools", "bash", "--memory", "off"])
+        code = main(
+            ["-C", str(ws), "--continue", "-p", prompt(turn), "--allow-tools", "bash", "--memory", "off"]
+        )
     return code, out.getvalue(), err.getvalue()
 
 
@@ -129,8 +133,9 @@ class Stats:
         return f"{100 * tokens / self.window:.1f}%"
 
 
-def measure(server: FakeAnthropic, home: Path, turns: int, window: int = WINDOW,
-            compact_at: float = COMPACT_AT) -> Stats:
+def measure(
+    server: FakeAnthropic, home: Path, turns: int, window: int = WINDOW, compact_at: float = COMPACT_AT
+) -> Stats:
     """Sort the fake's recorded requests into main and summary requests, with their sizes."""
     stats = Stats(turns=turns, window=window, threshold=int(window * compact_at))
     requests: list[Recorded] = server.requests_for(MODEL)

@@ -104,11 +104,19 @@ def memory_tags(body: Mapping[str, Any]) -> list[str]:
 
 
 def ops_json(tags: list[str]) -> str:
-    return json.dumps([
-        {"action": "create", "level": "project", "type": "project_knowledge", "title": title(t),
-         "summary": f"what build step {t} runs", "content": f"Build step {t} runs `make step-{t}`."}
-        for t in tags
-    ])
+    return json.dumps(
+        [
+            {
+                "action": "create",
+                "level": "project",
+                "type": "project_knowledge",
+                "title": title(t),
+                "summary": f"what build step {t} runs",
+                "content": f"Build step {t} runs `make step-{t}`.",
+            }
+            for t in tags
+        ]
+    )
 
 
 def main_reply(body: Mapping[str, Any]) -> Reply:
@@ -209,7 +217,9 @@ def audit(ws: Path, home: Path) -> Audit:
                 a.problems.append(f"{level} note {note.filename}: {note.broken}")
             found = re.fullmatch(r"Fact ([a-z0-9]+-\d+)", note.meta.title or "")
             if found is None:
-                a.problems.append(f"{level} note {note.filename}: a card no turn asked for ({note.meta.title!r})")
+                a.problems.append(
+                    f"{level} note {note.filename}: a card no turn asked for ({note.meta.title!r})"
+                )
             else:
                 a.cards[found.group(1)] += 1
     hdir = stores.paths.history_dir
@@ -231,8 +241,11 @@ def audit(ws: Path, home: Path) -> Audit:
     a.problems += bad
     for folder in (stores.project.dir, stores.user.dir, stores.paths.journal_dir, stores.paths.history_dir):
         if folder.exists():
-            a.problems += [f"leftover {p}" for p in folder.rglob("*")
-                           if p.name.startswith(".pc-") or (folder == stores.paths.journal_dir and p.is_file())]
+            a.problems += [
+                f"leftover {p}"
+                for p in folder.rglob("*")
+                if p.name.startswith(".pc-") or (folder == stores.paths.journal_dir and p.is_file())
+            ]
     return a
 
 
@@ -291,9 +304,16 @@ async def _app_driver(ws: Path, who: str, turns: int) -> dict[str, Any]:
     # The first worker quits at once (a job of another process it is running is cut off and
     # stays spooled); the others drain what is left.
     await runtime.close(0 if first_worker else 30)
-    return {"who": who, "jobs": dict(jobs), "statuses": statuses, "failures": failures,
-            "turns_s": turns_s, "total_s": time.perf_counter() - started, "worker": worker,
-            "first_worker": first_worker}
+    return {
+        "who": who,
+        "jobs": dict(jobs),
+        "statuses": statuses,
+        "failures": failures,
+        "turns_s": turns_s,
+        "total_s": time.perf_counter() - started,
+        "worker": worker,
+        "first_worker": first_worker,
+    }
 
 
 THINK_SECONDS = 0.05  # between the turns of a process that is not the worker at the start
@@ -320,9 +340,17 @@ def run_app_processes(root: Path, processes: int = 3, turns: int = 100) -> Resul
         for who in names:
             # stderr to a file: a full pipe would block a process the others wait for.
             with (root / f"app-{who}.err").open("w") as err_file:
-                procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "tests.bench.stress", "app", str(ws), who, str(turns)], cwd=ROOT,
-                    env=child_env(server), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file, text=True))
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "tests.bench.stress", "app", str(ws), who, str(turns)],
+                        cwd=ROOT,
+                        env=child_env(server),
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=err_file,
+                        text=True,
+                    )
+                )
         outputs: list[dict[str, Any]] = []
         try:
             for p in procs:
@@ -346,14 +374,18 @@ def run_app_processes(root: Path, processes: int = 3, turns: int = 100) -> Resul
                 if p.returncode != 0:
                     problems.append(f"process {who}: exit {p.returncode}: {err.strip()[-500:]}")
                 elif err.strip():  # nothing is expected there: a log line is a warning or an error
-                    problems += [f"process {who} logged: {line[:300]}" for line in err.strip().splitlines()[:40]]
+                    problems += [
+                        f"process {who} logged: {line[:300]}" for line in err.strip().splitlines()[:40]
+                    ]
         finally:
             for p in procs:
                 if p.poll() is None:
                     p.kill()
                     p.wait()
         unanswered = [r.outcome for r in server.requests if not r.outcome.startswith("reply")]
-        problems += [f"fake API: {o}" for o in unanswered] + [f"fake API error: {e[-300:]}" for e in server.errors]
+        problems += [f"fake API: {o}" for o in unanswered] + [
+            f"fake API error: {e[-300:]}" for e in server.errors
+        ]
         extractions = len(server.requests_for(MEMORY_MODEL))
     for o in outputs:
         problems += [f"process {o['who']}: {f}" for f in o["failures"]]
@@ -372,9 +404,13 @@ def run_app_processes(root: Path, processes: int = 3, turns: int = 100) -> Resul
     if sum(1 for o in outputs if o["first_worker"]) != 1:
         problems.append("not exactly one worker elected at the start")
     turn_s = max((o["turns_s"] for o in outputs), default=0.0)
-    detail = (f"{processes} processes × {turns} turns in {turn_s:.0f} s; {sum(a.cards.values())} cards, "
-              f"{len(job_ids)} jobs in {extractions} extraction requests; {workers} processes were the worker")
-    return Result(problems, detail, seconds, {"cards": sum(a.cards.values()), "jobs": len(job_ids), "workers": workers})
+    detail = (
+        f"{processes} processes × {turns} turns in {turn_s:.0f} s; {sum(a.cards.values())} cards, "
+        f"{len(job_ids)} jobs in {extractions} extraction requests; {workers} processes were the worker"
+    )
+    return Result(
+        problems, detail, seconds, {"cards": sum(a.cards.values()), "jobs": len(job_ids), "workers": workers}
+    )
 
 
 # -- 2. SIGKILL of print mode at random points ---------------------------------------------------------
@@ -444,16 +480,29 @@ def _kill_plans(rng: random.Random, turns: int, kills: int) -> list[KillPlan]:
     phases = [PHASES[i % len(PHASES)] for i in range(kills)]
     rng.shuffle(phases)
     return [
-        KillPlan(t, ph, {"streaming": rng.randrange(3, 12), "apply": rng.randrange(APPLY_OPS),
-                         "any moment": rng.randrange(300)}.get(ph, 0))
+        KillPlan(
+            t,
+            ph,
+            {
+                "streaming": rng.randrange(3, 12),
+                "apply": rng.randrange(APPLY_OPS),
+                "any moment": rng.randrange(300),
+            }.get(ph, 0),
+        )
         for t, ph in zip(targets, phases, strict=True)
     ]
 
 
 def _spooled_marks(home: Path) -> set[str]:
     jobs, _bad = spool_jobs(home)
-    return {t for job in jobs.values() for tr in job.get("turns", []) for m in tr.get("messages", [])
-            if m.get("role") == "user" for t in MARK_RE.findall(str(m.get("text", "")))}
+    return {
+        t
+        for job in jobs.values()
+        for tr in job.get("turns", [])
+        for m in tr.get("messages", [])
+        if m.get("role") == "user"
+        for t in MARK_RE.findall(str(m.get("text", "")))
+    }
 
 
 def run_sigkill(root: Path, turns: int = 200, kills: int = 32, seed: int | None = None) -> Result:
@@ -509,13 +558,29 @@ def run_sigkill(root: Path, turns: int = 200, kills: int = 32, seed: int | None 
                 active[:] = [plan] if plan is not None else []
                 if plan is not None and plan.phase in ("streaming", "extraction"):
                     plan.gate = Gate(f"kill {plan.turn}", timeout=120)
-            args = [str(plan.turn), str(plan.at)] if plan is not None and plan.phase == "apply" else ["-1", "0"]
+            args = (
+                [str(plan.turn), str(plan.at)] if plan is not None and plan.phase == "apply" else ["-1", "0"]
+            )
             errors = root / f"driver-{starts}.err"  # a file: a full stderr pipe would block the driver
             with errors.open("w") as err_file:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "tests.bench.stress", "print", str(ws), str(turn),
-                     str(max(turns - 1, turn, plan.turn + 2 if plan is not None else 0)), *args],
-                    cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err_file, text=True)
+                    [
+                        sys.executable,
+                        "-m",
+                        "tests.bench.stress",
+                        "print",
+                        str(ws),
+                        str(turn),
+                        str(max(turns - 1, turn, plan.turn + 2 if plan is not None else 0)),
+                        *args,
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=err_file,
+                    text=True,
+                )
             starts += 1
             assert proc.stdout is not None
             current = turn
@@ -531,7 +596,9 @@ def run_sigkill(root: Path, turns: int = 200, kills: int = 32, seed: int | None 
                         if plan.gate is not None:
                             missed = not plan.gate.wait_reached(120)
                             if missed:
-                                problems.append(f"turn {current}: the {plan.phase} kill point was never reached")
+                                problems.append(
+                                    f"turn {current}: the {plan.phase} kill point was never reached"
+                                )
                         else:
                             time.sleep(plan.at / 1000)  # any moment: the turn, its start or the next one
                         proc.send_signal(signal.SIGKILL)
@@ -540,7 +607,9 @@ def run_sigkill(root: Path, turns: int = 200, kills: int = 32, seed: int | None 
                         t = int(rest[0])
                         expected.add(tag("p", t))
                         if rest[2] != "ok":
-                            problems.append(f"turn {t}: exit {rest[1]}{(' ' + rest[3]) if len(rest) > 3 else ''}")
+                            problems.append(
+                                f"turn {t}: exit {rest[1]}{(' ' + rest[3]) if len(rest) > 3 else ''}"
+                            )
                         turn = t + 1
                         if t % 50 == 49:
                             log(f"sigkill: {t + 1} turns, {sum(killed.values())} kills")
@@ -567,12 +636,16 @@ def run_sigkill(root: Path, turns: int = 200, kills: int = 32, seed: int | None 
                 turn = current + 1
             elif proc.returncode != 0:
                 err = errors.read_text(errors="replace")
-                problems.append(f"print driver exit {proc.returncode} at turn {current}: {err.strip()[-500:]}")
+                problems.append(
+                    f"print driver exit {proc.returncode} at turn {current}: {err.strip()[-500:]}"
+                )
                 turn = current + 1
             elif plan is not None:
                 problems.append(f"turn {plan.turn}: the {plan.phase} kill (at {plan.at}) never happened")
         problems += [f"fake API error: {e[-300:]}" for e in server.errors]
-        unscripted = [r for r in server.requests if r.outcome == "unscripted" or r.outcome.startswith("invalid")]
+        unscripted = [
+            r for r in server.requests if r.outcome == "unscripted" or r.outcome.startswith("invalid")
+        ]
         problems += [f"fake API: {r.outcome}" for r in unscripted]
     a = audit(ws, home)
     problems += a.problems
@@ -581,9 +654,13 @@ def run_sigkill(root: Path, turns: int = 200, kills: int = 32, seed: int | None 
     problems += exactly_once(a, expected)
     if a.spooled:
         problems.append(f"{len(a.spooled)} job(s) left in the spool after a normal last start")
-    kill_text = ", ".join(f"{killed[p]} {p}" for p in PHASES) + (f", {killed['?']} elsewhere" if killed["?"] else "")
-    detail = (f"{turns} turns, {sum(killed.values())} SIGKILLs ({kill_text}), {starts} starts; "
-              f"{sum(a.cards.values())} cards for {len(expected)} spooled jobs; seed {seed}")
+    kill_text = ", ".join(f"{killed[p]} {p}" for p in PHASES) + (
+        f", {killed['?']} elsewhere" if killed["?"] else ""
+    )
+    detail = (
+        f"{turns} turns, {sum(killed.values())} SIGKILLs ({kill_text}), {starts} starts; "
+        f"{sum(a.cards.values())} cards for {len(expected)} spooled jobs; seed {seed}"
+    )
     return Result(problems, detail, time.perf_counter() - started, {**killed, "cards": sum(a.cards.values())})
 
 
@@ -635,8 +712,9 @@ class FlakyMemoryModel:
         return text(good)
 
 
-async def flaky_session(ws: Path, turns: int, rate: float = 0.3, seed: int = 0,
-                        request_timeout: float = 0.4) -> Result:
+async def flaky_session(
+    ws: Path, turns: int, rate: float = 0.3, seed: int = 0, request_timeout: float = 0.4
+) -> Result:
     """Stress 3, in this process. Needs HOME/PSEUDOCLAUDE_HOME set."""
     from app.agent.config.settings import load_settings
     from app.agent.memory_bridge.completion import AnthropicCompletion
@@ -656,8 +734,13 @@ async def flaky_session(ws: Path, turns: int, rate: float = 0.3, seed: int = 0,
         settings = load_settings({"memory_mode": "auto"})
         runtime = Runtime(settings, ws, gate=AllowListGate(frozenset()))
         # The same manager the runtime builds, with a short request timeout: a hang ends fast.
-        runtime.manager = Manager(runtime.stores, AnthropicCompletion(settings.memory_model), mode="auto",
-                                  request_timeout=request_timeout, backoff_base=0.0)
+        runtime.manager = Manager(
+            runtime.stores,
+            AnthropicCompletion(settings.memory_model),
+            mode="auto",
+            request_timeout=request_timeout,
+            backoff_base=0.0,
+        )
         failed_events: dict[str, str] = {}
         applied_events: set[str] = set()
 
@@ -717,10 +800,17 @@ async def flaky_session(ws: Path, turns: int, rate: float = 0.3, seed: int = 0,
     problems += [p for p in exactly_once(a, set()) if "lost" not in p]
     fault_text = ", ".join(f"{flaky.faults[f]} {f}" for f in FAULTS)
     applied_turns = sum(1 for t, _ in jobs if a.cards[t])
-    detail = (f"{turns} turns; {flaky.requests} memory requests, {sum(flaky.faults.values())} failed "
-              f"({fault_text}); {applied_turns} turns applied, {sum(failed[t] for t, _ in jobs)} in "
-              f"{len(a.spooled)} visibly failed job(s); seed {seed}")
-    counts = {**flaky.faults, "requests": flaky.requests, "applied": applied_turns, "failed jobs": len(a.spooled)}
+    detail = (
+        f"{turns} turns; {flaky.requests} memory requests, {sum(flaky.faults.values())} failed "
+        f"({fault_text}); {applied_turns} turns applied, {sum(failed[t] for t, _ in jobs)} in "
+        f"{len(a.spooled)} visibly failed job(s); seed {seed}"
+    )
+    counts = {
+        **flaky.faults,
+        "requests": flaky.requests,
+        "applied": applied_turns,
+        "failed jobs": len(a.spooled),
+    }
     return Result(problems, detail, time.perf_counter() - started, counts)
 
 
@@ -750,7 +840,9 @@ def figures(runs: int = 5) -> list[Figure]:
         out.append(_figure("stress: sigkill in 200 print turns, corrupt or lost jobs", run_sigkill(root)))
     with private_env() as root:
         log("memory model failing 30 % of 200 turns …")
-        out.append(_figure("stress: 30 % failing memory model, turns failed or jobs vanished", run_flaky(root)))
+        out.append(
+            _figure("stress: 30 % failing memory model, turns failed or jobs vanished", run_flaky(root))
+        )
     return out
 
 

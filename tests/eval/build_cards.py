@@ -77,20 +77,50 @@ class Source:
 
 SOURCES: tuple[Source, ...] = (
     Source("pydantic", "2.14.4", "MIT", "pydantic", ("metadata",)),
-    Source("pytest", "8.4.2", "MIT", "pytest",
-           ("doc/en/changelog.rst", "doc/en/how-to/*.rst", "doc/en/explanation/*.rst"),
-           "86c0d0b93306b961d58d62a4db4879f27fe25513d4b969df351abdddb3c30e01"),
-    Source("anyio", "4.16.0", "MIT", "anyio", ("docs/versionhistory.rst", "docs/*.rst"),
-           "59bb03251907983d1603d27c3087ddb1e93299ea2163adcdba37899a4fb12ffb"),
-    Source("click", "8.5.1", "BSD-3-Clause", "click", ("CHANGES.md", "docs/*.md"),
-           "9bbfada76703fd1d784b83eea012e3e8c6a001a876543ef104fa56aaaeb072b4"),
+    Source(
+        "pytest",
+        "8.4.2",
+        "MIT",
+        "pytest",
+        ("doc/en/changelog.rst", "doc/en/how-to/*.rst", "doc/en/explanation/*.rst"),
+        "86c0d0b93306b961d58d62a4db4879f27fe25513d4b969df351abdddb3c30e01",
+    ),
+    Source(
+        "anyio",
+        "4.16.0",
+        "MIT",
+        "anyio",
+        ("docs/versionhistory.rst", "docs/*.rst"),
+        "59bb03251907983d1603d27c3087ddb1e93299ea2163adcdba37899a4fb12ffb",
+    ),
+    Source(
+        "click",
+        "8.5.1",
+        "BSD-3-Clause",
+        "click",
+        ("CHANGES.md", "docs/*.md"),
+        "9bbfada76703fd1d784b83eea012e3e8c6a001a876543ef104fa56aaaeb072b4",
+    ),
 )
 STORES = ("pydantic", "pytest", "anyio", "click", "user")
 # Doc pages left out: the changelog (read on its own), contributing and license pages, and API
 # references (signatures rather than prose).
-SKIP_DOCS = {"changelog.rst", "versionhistory.rst", "changes.md", "contributing.rst", "contributing.md",
-             "index.rst", "index.md", "license.md", "license.rst", "api.rst", "api.md", "support.rst",
-             "contrib.md", "upgrade-guides.md"}
+SKIP_DOCS = {
+    "changelog.rst",
+    "versionhistory.rst",
+    "changes.md",
+    "contributing.rst",
+    "contributing.md",
+    "index.rst",
+    "index.md",
+    "license.md",
+    "license.rst",
+    "api.rst",
+    "api.md",
+    "support.rst",
+    "contrib.md",
+    "upgrade-guides.md",
+}
 
 
 @dataclass
@@ -107,8 +137,15 @@ class Card:
     supersedes: str = ""  # a correction: the card it makes wrong
 
     def row(self) -> dict[str, str]:
-        out = {"store": self.store, "filename": self.filename, "type": self.type, "title": self.title,
-               "summary": self.summary, "body": self.body, "updated": self.updated}
+        out = {
+            "store": self.store,
+            "filename": self.filename,
+            "type": self.type,
+            "title": self.title,
+            "summary": self.summary,
+            "body": self.body,
+            "updated": self.updated,
+        }
         for k in ("src", "twin_of", "supersedes"):
             if getattr(self, k):
                 out[k] = getattr(self, k)
@@ -116,6 +153,7 @@ class Card:
 
 
 # -- fetching the sources ---------------------------------------------------------------------
+
 
 def _sdist(src: Source, cache: Path) -> Path:
     path = _fetch(src, cache)
@@ -129,8 +167,19 @@ def _fetch(src: Source, cache: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     for p in sorted(cache.glob(f"{src.package}-{src.version}.tar.gz")):
         return p
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--quiet",
-           f"{src.package}=={src.version}", "-d", str(cache)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        ":all:",
+        "--quiet",
+        f"{src.package}=={src.version}",
+        "-d",
+        str(cache),
+    ]
     print(f"fetching {src.package}=={src.version}: {' '.join(cmd)}", file=sys.stderr)
     subprocess.run(cmd, check=True)
     found = sorted(cache.glob(f"{src.package}-{src.version}.tar.gz"))
@@ -173,7 +222,9 @@ def read_source(src: Source, cache: Path) -> list[tuple[str, str]]:
 # -- titles and names -------------------------------------------------------------------------
 
 # Where a long first sentence can end as a title: before a clause ("when", "if", ", ", "(" ...).
-_CLAUSE = re.compile(r",\s| when | if | so that | which | because | instead of | by | for | in order | \(| - | — | to avoid ")
+_CLAUSE = re.compile(
+    r",\s| when | if | so that | which | because | instead of | by | for | in order | \(| - | — | to avoid "
+)
 
 
 def make_title(sentence: str) -> str:
@@ -193,18 +244,33 @@ def make_title(sentence: str) -> str:
     return " ".join(words).rstrip(",;:")
 
 
-_TAIL_WORDS = frozenset("""a an the of to from on in for with and or that which by as at is are be
-was were when if into its their this these than then not no so but also""".split())
+_TAIL_WORDS = frozenset(
+    """a an the of to from on in for with and or that which by as at is are be
+was were when if into its their this these than then not no so but also""".split()
+)
 
 # How a changelog section's name reads in a card's summary ("Bug fix in pytest 8.0.2 ...").
-_KINDS = {"bug fixes": "Bug fix", "fixes": "Bug fix", "improved documentation": "Documentation change",
-          "trivial/internal changes": "Internal change", "miscellaneous internal changes": "Internal change",
-          "features": "Feature", "new features": "New feature", "improvements": "Improvement",
-          "improvements in existing functionality": "Improvement", "deprecations": "Deprecation",
-          "deprecations (removal in next major release)": "Deprecation", "breaking changes": "Breaking change",
-          "removals": "Removal", "removals and backward incompatible breaking changes": "Breaking change",
-          "packaging": "Packaging change", "performance": "Performance change", "changes": "Change",
-          "other changes": "Change", "contributor-facing changes": "Contributor-facing change"}
+_KINDS = {
+    "bug fixes": "Bug fix",
+    "fixes": "Bug fix",
+    "improved documentation": "Documentation change",
+    "trivial/internal changes": "Internal change",
+    "miscellaneous internal changes": "Internal change",
+    "features": "Feature",
+    "new features": "New feature",
+    "improvements": "Improvement",
+    "improvements in existing functionality": "Improvement",
+    "deprecations": "Deprecation",
+    "deprecations (removal in next major release)": "Deprecation",
+    "breaking changes": "Breaking change",
+    "removals": "Removal",
+    "removals and backward incompatible breaking changes": "Breaking change",
+    "packaging": "Packaging change",
+    "performance": "Performance change",
+    "changes": "Change",
+    "other changes": "Change",
+    "contributor-facing changes": "Contributor-facing change",
+}
 
 
 def _kind_phrase(where: str) -> str:
@@ -225,6 +291,7 @@ def _digest(text: str) -> int:
 
 
 # -- entries to cards -------------------------------------------------------------------------
+
 
 def _body(entry: Entry) -> str:
     text = entry.text
@@ -264,11 +331,23 @@ def _twin(card: Card, entry: Entry, first: list[str]) -> Card:
             words.pop()
         title = f"{where}: {' '.join(words)}"
     lead = first[0]
-    summary = cut(f"Since {where}: {lead[0].lower()}{lead[1:]}" if lead[:1].isupper() else f"Since {where}: {lead}",
-                   MAX_SUMMARY, mark="…")
+    summary = cut(
+        f"Since {where}: {lead[0].lower()}{lead[1:]}" if lead[:1].isupper() else f"Since {where}: {lead}",
+        MAX_SUMMARY,
+        mark="…",
+    )
     body = f"Noted again while reading the {entry.where}: {entry.text.split(chr(10))[0]}"
-    return Card(card.store, "", card.type, cut(title, MAX_TITLE), summary, cut(body, MAX_BODY, mark="…") + "\n",
-                card.updated, card.src, twin_of=card.filename)
+    return Card(
+        card.store,
+        "",
+        card.type,
+        cut(title, MAX_TITLE),
+        summary,
+        cut(body, MAX_BODY, mark="…") + "\n",
+        card.updated,
+        card.src,
+        twin_of=card.filename,
+    )
 
 
 def cards_of(store: str, entries: list[Entry]) -> list[Card]:
@@ -292,8 +371,16 @@ def cards_of(store: str, entries: list[Entry]) -> list[Card]:
         title = entry.title or make_title(first[0])
         if len(title) < 8:
             continue
-        card = Card(store, name_of(entry.kind, title), entry.kind, title, _summary(entry, title, first),
-                    _body(entry), f"{entry.day.isoformat()}T12:00:00Z", entry.src)
+        card = Card(
+            store,
+            name_of(entry.kind, title),
+            entry.kind,
+            title,
+            _summary(entry, title, first),
+            _body(entry),
+            f"{entry.day.isoformat()}T12:00:00Z",
+            entry.src,
+        )
         out.append(card)
         if entry.kind == PROJECT and _digest(card.filename) % TWIN_SHARE == 0:
             twin = _twin(card, entry, first)
@@ -328,15 +415,28 @@ def hand_cards(store: str) -> list[Card]:
         by_title[title] = name
         day = row.get("updated") or HAND_START + timedelta(days=HAND_STEP * i)
         stamp = day.isoformat() if isinstance(day, date) else str(day)
-        out.append(Card(store, name, kind, title, row["summary"].strip(), row["body"].strip() + "\n",
-                        f"{stamp}T09:00:00Z", "hand-written",
-                        twin_of=row.get("twin_of", ""), supersedes=row.get("supersedes", "")))
+        out.append(
+            Card(
+                store,
+                name,
+                kind,
+                title,
+                row["summary"].strip(),
+                row["body"].strip() + "\n",
+                f"{stamp}T09:00:00Z",
+                "hand-written",
+                twin_of=row.get("twin_of", ""),
+                supersedes=row.get("supersedes", ""),
+            )
+        )
     for card in out:
         for attr in ("twin_of", "supersedes"):
             target = getattr(card, attr)
             if target:
                 if target not in by_title:
-                    raise SystemExit(f"{path}: {card.title!r} {attr} {target!r}, which is no card of this file")
+                    raise SystemExit(
+                        f"{path}: {card.title!r} {attr} {target!r}, which is no card of this file"
+                    )
                 setattr(card, attr, by_title[target])
     return out
 
@@ -395,9 +495,13 @@ def load_rows(store: str) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tests.eval.build_cards", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m tests.eval.build_cards", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--sources", type=Path, default=DEFAULT_SOURCES, help="where the sdists are kept")
-    ap.add_argument("--check", action="store_true", help="fail when the committed cards differ from a rebuild")
+    ap.add_argument(
+        "--check", action="store_true", help="fail when the committed cards differ from a rebuild"
+    )
     args = ap.parse_args(argv)
     stores = build(args.sources)
     CARDS_DIR.mkdir(parents=True, exist_ok=True)
@@ -410,7 +514,9 @@ def main(argv: list[str] | None = None) -> int:
                 differ.append(store)
             continue
         path.write_text(text, encoding="utf-8")
-        print(f"{store}: {len(cards)} cards -> {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
+        print(
+            f"{store}: {len(cards)} cards -> {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}"
+        )
     if differ:
         print(f"cards differ from a rebuild: {', '.join(differ)}", file=sys.stderr)
         return 1

@@ -31,8 +31,6 @@ class Entry:
     src: str = ""
 
 
-
-
 # -- text clean-up ----------------------------------------------------------------------------
 
 _RST_ROLE = re.compile(r":[a-z:]+:`([^`<]*?)\s*(?:<([^`>]*)>)?`")
@@ -115,8 +113,10 @@ def _paragraphs(lines: list[str]) -> list[str]:
             continue
         if stripped.startswith("#. "):
             stripped = "- " + stripped[3:]  # an RST enumerated list item
-        if not cur and (stripped.startswith(("$ ", ">>> ", "|", "+--", "===", "---", "#"))
-                        or re.fullmatch(r"\([\w-]+\)=", stripped)):
+        if not cur and (
+            stripped.startswith(("$ ", ">>> ", "|", "+--", "===", "---", "#"))
+            or re.fullmatch(r"\([\w-]+\)=", stripped)
+        ):
             continue  # a shell session, a table, a Markdown label: not prose
         if not stripped:
             if cur:
@@ -129,10 +129,17 @@ def _paragraphs(lines: list[str]) -> list[str]:
         cur.append(stripped)
     if cur:
         out.append(" ".join(cur))
-    paras = [re.sub(r"\s+", " ", p).strip() for p in out if p.strip() and not re.fullmatch(r"[-=~^*#`]+", p.strip())]
+    paras = [
+        re.sub(r"\s+", " ", p).strip()
+        for p in out
+        if p.strip() and not re.fullmatch(r"[-=~^*#`]+", p.strip())
+    ]
     # "Run it like this:" whose example was code (dropped) says nothing left on its own.
-    return [p for i, p in enumerate(paras)
-            if not p.endswith(":") or (i + 1 < len(paras) and paras[i + 1][:2] in ("- ", "* "))]
+    return [
+        p
+        for i, p in enumerate(paras)
+        if not p.endswith(":") or (i + 1 < len(paras) and paras[i + 1][:2] in ("- ", "* "))
+    ]
 
 
 _ABBREV = ("e.g.", "i.e.", "etc.", "vs.", "v.", "No.", "approx.", "resp.")
@@ -150,8 +157,8 @@ def sentences(text: str) -> list[str]:
         if c == "`":
             in_code = not in_code
         elif c in ".!?" and not in_code and (i + 1 == len(text) or text[i + 1] == " "):
-            head = text[start:i + 1]
-            nxt = text[i + 2:i + 3]
+            head = text[start : i + 1]
+            nxt = text[i + 2 : i + 3]
             if not head.endswith(_ABBREV) and (not nxt or nxt.isupper() or nxt in "`(\"'" or nxt.isdigit()):
                 out.append(head.strip())
                 start = i + 1
@@ -174,6 +181,7 @@ def cut(text: str, limit: int, *, mark: str = "") -> str:
 
 
 # -- the parsers ------------------------------------------------------------------------------
+
 
 def _day(text: str) -> date:
     y, m, d = (int(x) for x in text.split("-"))
@@ -199,8 +207,12 @@ def _entries_of(lines: list[str], bullet: re.Pattern[str]) -> Iterator[list[str]
 
 def pytest_changelog(text: str, version: str) -> list[Entry]:
     lines = text.split("\n")
-    heads = [i for i in range(len(lines) - 1) if re.fullmatch(r"pytest \d+\.\d+\.\d+\S* \(\d{4}-\d\d-\d\d\)", lines[i])
-             and lines[i + 1].startswith("===")]
+    heads = [
+        i
+        for i in range(len(lines) - 1)
+        if re.fullmatch(r"pytest \d+\.\d+\.\d+\S* \(\d{4}-\d\d-\d\d\)", lines[i])
+        and lines[i + 1].startswith("===")
+    ]
     out: list[Entry] = []
     for n, i in enumerate(heads):
         m = re.fullmatch(r"pytest (\d+)\.(\d+)\.(\S+) \((\S+)\)", lines[i])
@@ -208,10 +220,15 @@ def pytest_changelog(text: str, version: str) -> list[Entry]:
         if (int(m.group(1)), int(m.group(2))) < PYTEST_OLDEST:
             break
         ver, day = f"{m.group(1)}.{m.group(2)}.{m.group(3)}", _day(m.group(4))
-        block = lines[i + 2: heads[n + 1] if n + 1 < len(heads) else len(lines)]
+        block = lines[i + 2 : heads[n + 1] if n + 1 < len(heads) else len(lines)]
         sections: list[tuple[str, list[str]]] = []
         for j, line in enumerate(block):
-            if j + 1 < len(block) and block[j + 1].startswith("---") and line.strip() and not line.startswith("-"):
+            if (
+                j + 1 < len(block)
+                and block[j + 1].startswith("---")
+                and line.strip()
+                and not line.startswith("-")
+            ):
                 sections.append((line.strip(), []))
             elif sections and not line.startswith("---"):
                 sections[-1][1].append(line)
@@ -224,14 +241,23 @@ def pytest_changelog(text: str, version: str) -> list[Entry]:
                 paras = [p for p in paras if not p.startswith("-- by") and not re.fullmatch(r"by @\S+", p)]
                 paras = [re.sub(r"\s*-- by @\S+\s*$", "", p) for p in paras]
                 if paras:
-                    out.append(Entry("\n\n".join(paras), f"pytest {ver} ({day}), {name.lower()}", day,
-                                     refs=[f"#{r}" for r in refs], src=f"pytest {version} doc/en/changelog.rst"))
+                    out.append(
+                        Entry(
+                            "\n\n".join(paras),
+                            f"pytest {ver} ({day}), {name.lower()}",
+                            day,
+                            refs=[f"#{r}" for r in refs],
+                            src=f"pytest {version} doc/en/changelog.rst",
+                        )
+                    )
     return out
 
 
 # Who did it and where: the memory model keeps the fact, not the credits.
-_ATTRIBUTION = re.compile(r"\s+by\s+\[?@.*?\s+in\s+(\[#\d+\]\([^)]*\)|https?://\S+)"
-                          r"([,\s]+(and\s+)?(\[#\d+\]\([^)]*\)|https?://\S+))*\.?")
+_ATTRIBUTION = re.compile(
+    r"\s+by\s+\[?@.*?\s+in\s+(\[#\d+\]\([^)]*\)|https?://\S+)"
+    r"([,\s]+(and\s+)?(\[#\d+\]\([^)]*\)|https?://\S+))*\.?"
+)
 # Entries no one would keep a card of: first contributions, bots' dependency bumps.
 _NOISE = re.compile(r"made their first contribution|@dependabot|pre-commit-ci|pre-commit autoupdate", re.I)
 
@@ -254,8 +280,15 @@ def pydantic_changelog(text: str, version: str) -> list[Entry]:
                 continue
             paras[0] = _ATTRIBUTION.sub("", paras[0])
             paras = [clean_md(p) for p in paras]
-            out.append(Entry("\n\n".join(paras), f"pydantic {ver} ({day}), {section.lower()}", day,
-                             refs=[f"#{r}" for r in refs], src=f"pydantic {version} METADATA (changelog)"))
+            out.append(
+                Entry(
+                    "\n\n".join(paras),
+                    f"pydantic {ver} ({day}), {section.lower()}",
+                    day,
+                    refs=[f"#{r}" for r in refs],
+                    src=f"pydantic {version} METADATA (changelog)",
+                )
+            )
 
     for line in lines:
         m = re.fullmatch(r"## v(\d+\.\d+\.\d+\S*) \((\d{4}-\d\d-\d\d)\)", line)
@@ -285,7 +318,7 @@ def anyio_changelog(text: str, version: str, newest: date) -> list[Entry]:
     for n, i in enumerate(heads):
         ver = lines[i].strip("*")
         day = newest - timedelta(days=14 * n)
-        block = lines[i + 1: heads[n + 1] if n + 1 < len(heads) else len(lines)]
+        block = lines[i + 1 : heads[n + 1] if n + 1 < len(heads) else len(lines)]
         section = "changes"
         chunk: list[str] = []
 
@@ -297,8 +330,15 @@ def anyio_changelog(text: str, version: str, newest: date) -> list[Entry]:
                 paras = [clean_rst(re.sub(r"\s*\(`#\d+ <[^>]*>`_[^)]*\)\s*$", "", p)) for p in paras]
                 paras = [re.sub(r"\s*\(PR by @[\w-]+\)$", "", p) for p in paras if p]
                 if paras:
-                    out.append(Entry("\n\n".join(paras), f"anyio {ver}, {section}", day,
-                                     refs=[f"#{r}" for r in refs], src=f"anyio {version} docs/versionhistory.rst"))
+                    out.append(
+                        Entry(
+                            "\n\n".join(paras),
+                            f"anyio {ver}, {section}",
+                            day,
+                            refs=[f"#{r}" for r in refs],
+                            src=f"anyio {version} docs/versionhistory.rst",
+                        )
+                    )
 
         for line in block:
             m = re.fullmatch(r"\*([A-Za-z][^*]+)\*", line.strip())
@@ -327,8 +367,15 @@ def click_changelog(text: str, version: str) -> list[Entry]:
             paras = [clean_md(re.sub(r"(\s*\{(?:pr|issue)\}`\d+`)+\s*$", "", p)) for p in paras]
             paras = [p for p in paras if p]
             if paras:
-                out.append(Entry("\n\n".join(paras), f"click {ver} ({day}), changes", day,
-                                 refs=[f"#{r}" for r in refs], src=f"click {version} CHANGES.md"))
+                out.append(
+                    Entry(
+                        "\n\n".join(paras),
+                        f"click {ver} ({day}), changes",
+                        day,
+                        refs=[f"#{r}" for r in refs],
+                        src=f"click {version} CHANGES.md",
+                    )
+                )
 
     for line in lines:
         m = re.fullmatch(r"## Version (\S+)", line)
@@ -352,8 +399,12 @@ def _sections_rst(text: str) -> list[tuple[str, str, list[str]]]:
     heads: list[tuple[int, str, str]] = []  # (line, heading, underline char)
     for i in range(len(lines) - 1):
         under = lines[i + 1]
-        if (lines[i].strip() and not lines[i].startswith((" ", ".."))
-                and re.fullmatch(r"([=\-~^\"'*+#])\1{2,}", under) and len(under) >= len(lines[i].rstrip()) - 2):
+        if (
+            lines[i].strip()
+            and not lines[i].startswith((" ", ".."))
+            and re.fullmatch(r"([=\-~^\"'*+#])\1{2,}", under)
+            and len(under) >= len(lines[i].rstrip()) - 2
+        ):
             if i > 0 and re.fullmatch(r"([=\-~^\"'*+#])\1{2,}", lines[i - 1]):
                 continue  # an overlined title's text is handled at the underline
             heads.append((i, lines[i].strip(), under[0]))
@@ -363,7 +414,7 @@ def _sections_rst(text: str) -> list[tuple[str, str, list[str]]]:
     out = []
     for n, (i, head, _) in enumerate(heads):
         end = heads[n + 1][0] if n + 1 < len(heads) else len(lines)
-        out.append((page, head, lines[i + 2: end]))
+        out.append((page, head, lines[i + 2 : end]))
     return out
 
 
@@ -380,8 +431,10 @@ def _sections_md(text: str) -> list[tuple[str, str, list[str]]]:
     if not heads:
         return []
     page = heads[0][1]
-    return [(page, head, lines[i + 1: heads[n + 1][0] if n + 1 < len(heads) else len(lines)])
-            for n, (i, head) in enumerate(heads)]
+    return [
+        (page, head, lines[i + 1 : heads[n + 1][0] if n + 1 < len(heads) else len(lines)])
+        for n, (i, head) in enumerate(heads)
+    ]
 
 
 def doc_entries(project: str, version: str, name: str, text: str, day: date) -> list[Entry]:
@@ -398,6 +451,14 @@ def doc_entries(project: str, version: str, name: str, text: str, day: date) -> 
         title = head if head == page else f"{page}: {head}"
         if len(title) > MAX_TITLE:
             title = head if len(head) <= MAX_TITLE else cut(head, MAX_TITLE)
-        out.append(Entry("\n\n".join(paras), f"{project} docs, {page}", day, kind=REFERENCE, title=title,
-                         src=f"{project} {version} {name}"))
+        out.append(
+            Entry(
+                "\n\n".join(paras),
+                f"{project} docs, {page}",
+                day,
+                kind=REFERENCE,
+                title=title,
+                src=f"{project} {version} {name}",
+            )
+        )
     return out

@@ -76,8 +76,19 @@ def load_cards(store: str) -> list[Card]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             row = json.loads(line)
-            out.append(Card(row["store"], row["filename"], row["type"], row["title"], row["summary"], row["body"],
-                            row["updated"], row.get("twin_of", ""), row.get("supersedes", "")))
+            out.append(
+                Card(
+                    row["store"],
+                    row["filename"],
+                    row["type"],
+                    row["title"],
+                    row["summary"],
+                    row["body"],
+                    row["updated"],
+                    row.get("twin_of", ""),
+                    row.get("supersedes", ""),
+                )
+            )
     return out
 
 
@@ -88,7 +99,9 @@ def load_questions(path: Path = QUESTIONS) -> list[Question]:
             continue
         row = json.loads(line)
         try:
-            out.append(Question(row["id"], row["store"], row["kind"], row["text"], tuple(row.get("answers", ()))))
+            out.append(
+                Question(row["id"], row["store"], row["kind"], row["text"], tuple(row.get("answers", ())))
+            )
         except KeyError as e:
             raise ValueError(f"{path.name} line {n}: no {e.args[0]!r}") from None
     return out

@@ -80,6 +80,7 @@ class Figures:
 
 # -- building the stores ------------------------------------------------------------------------
 
+
 @contextlib.contextmanager
 def _private_home() -> Iterator[Path]:
     """A temporary folder with ``home/.PseudoClaude`` as PSEUDOCLAUDE_HOME (restored on exit)."""
@@ -105,8 +106,14 @@ def _write_cards(folder: Path, cards: Iterable[Card]) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     n = 0
     for c in cards:
-        meta = NoteMeta(title=c.title, summary=c.summary, type=NoteType(c.type), created=c.updated,
-                        updated=c.updated, source="eval")
+        meta = NoteMeta(
+            title=c.title,
+            summary=c.summary,
+            type=NoteType(c.type),
+            created=c.updated,
+            updated=c.updated,
+            source="eval",
+        )
         (folder / c.filename).write_bytes(dump_note(meta, c.body))
         n += 1
     return n
@@ -147,6 +154,7 @@ def build_workspace(root: Path, name: str, user_written: set[Path]) -> Workspace
 
 # -- asking the questions ----------------------------------------------------------------------
 
+
 async def _ask(ws: Workspace, questions: Sequence[Question]) -> list[Result]:
     from app.agent.memory_bridge.heads import memory_heads
     from memory.store.index import index_keys
@@ -162,9 +170,20 @@ async def _ask(ws: Workspace, questions: Sequence[Question]) -> list[Result]:
         rank = next((i for i, h in enumerate(hits, 1) if h.key in answers), None)
         heads = await memory_heads(ws.stores, ws.search, shown_index, q.text, {})
         in_index = set(index_keys(heads.shown_index))
-        out.append(Result(q.id, q.store, q.kind, q.split, rank, ms, list(heads.recalled),
-                          sum(k in answers for k in heads.recalled), bool(answers & in_index),
-                          sum(k in in_index for k in heads.recalled)))
+        out.append(
+            Result(
+                q.id,
+                q.store,
+                q.kind,
+                q.split,
+                rank,
+                ms,
+                list(heads.recalled),
+                sum(k in answers for k in heads.recalled),
+                bool(answers & in_index),
+                sum(k in in_index for k in heads.recalled),
+            )
+        )
     return out
 
 
@@ -186,12 +205,19 @@ def run(questions: Sequence[Question], log: bool = True) -> tuple[list[Result], 
             finally:
                 ws.search.close()
             ms = sorted(r.search_ms for r in found)
-            latency[name] = {"cards": ws.cards, "questions": len(found), "median_ms": _quantile(ms, 0.5),
-                             "p95_ms": _quantile(ms, 0.95)}
+            latency[name] = {
+                "cards": ws.cards,
+                "questions": len(found),
+                "median_ms": _quantile(ms, 0.5),
+                "p95_ms": _quantile(ms, 0.95),
+            }
             results += found
             if log:
-                print(f"  {name}: {ws.cards} cards built in {built:.1f} s, {len(found)} questions",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  {name}: {ws.cards} cards built in {built:.1f} s, {len(found)} questions",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return results, latency
 
 
@@ -214,7 +240,12 @@ def figures(results: Sequence[Result]) -> Figures:
     named_on = sum(len(r.named) for r in on)
     named_all = sum(len(r.named) for r in results)
     f = Figures()
-    f.questions = {"on": len(on), "none": len(none), "off": len(off), "on, answer not in the index": len(beyond)}
+    f.questions = {
+        "on": len(on),
+        "none": len(none),
+        "off": len(off),
+        "on, answer not in the index": len(beyond),
+    }
     f.search = {
         "hit@1": _share(sum(r.rank == 1 for r in on), len(on)),
         "hit@5": _share(sum(r.rank is not None and r.rank <= 5 for r in on), len(on)),
@@ -227,15 +258,19 @@ def figures(results: Sequence[Result]) -> Figures:
         "fires, off-topic": _share(sum(bool(r.named) for r in off), len(off)),
         "precision, on-topic": _share(sum(r.named_answers for r in on), named_on),
         "precision, all": _share(sum(r.named_answers for r in on), named_all),
-        "names an answer (answer not in the index)": _share(sum(r.named_answers > 0 for r in beyond), len(beyond)),
+        "names an answer (answer not in the index)": _share(
+            sum(r.named_answers > 0 for r in beyond), len(beyond)
+        ),
         "cards named per on-topic question": _share(named_on, len(on)),
-        "cards named per no-answer/off-topic question": _share(sum(len(r.named) for r in none + off),
-                                                               len(none) + len(off)),
+        "cards named per no-answer/off-topic question": _share(
+            sum(len(r.named) for r in none + off), len(none) + len(off)
+        ),
     }
     return f
 
 
 # -- choosing and printing -----------------------------------------------------------------------
+
 
 def select(questions: Sequence[Question], split: str, subset: str | None) -> list[Question]:
     qs = [q for q in questions if split == "all" or q.split == split]
@@ -247,16 +282,20 @@ def select(questions: Sequence[Question], split: str, subset: str | None) -> lis
         return [q for q in qs if q.store == subset]
     if subset in KINDS:
         return [q for q in qs if q.kind == subset]
-    raise SystemExit(f"unknown subset {subset!r}: a workspace ({', '.join(WORKSPACES)}), a kind "
-                     f"({', '.join(KINDS)}) or guard")
+    raise SystemExit(
+        f"unknown subset {subset!r}: a workspace ({', '.join(WORKSPACES)}), a kind "
+        f"({', '.join(KINDS)}) or guard"
+    )
 
 
 def guard_set(questions: Sequence[Question]) -> list[Question]:
     """The regression guard's fixed questions: dev questions of GUARD_STORE, by id hash."""
     import hashlib
 
-    pool = sorted((q for q in questions if q.store == GUARD_STORE and q.split == "dev"),
-                  key=lambda q: hashlib.sha256(q.id.encode()).hexdigest())
+    pool = sorted(
+        (q for q in questions if q.store == GUARD_STORE and q.split == "dev"),
+        key=lambda q: hashlib.sha256(q.id.encode()).hexdigest(),
+    )
     out: list[Question] = []
     for kind, n in GUARD_COUNTS.items():
         out += [q for q in pool if q.kind == kind][:n]
@@ -276,19 +315,28 @@ def table(columns: dict[str, Figures], latency: dict[str, dict[str, float]]) -> 
     rows = []
     first = next(iter(columns.values()))
     for label in first.questions:
-        rows.append(f"| questions: {label} | " + " | ".join(str(c.questions[label]) for c in columns.values()) + " |")
+        rows.append(
+            f"| questions: {label} | " + " | ".join(str(c.questions[label]) for c in columns.values()) + " |"
+        )
     for label in first.search:
-        rows.append(f"| search {label} | " + " | ".join(_fmt(c.search[label]) for c in columns.values()) + " |")
+        rows.append(
+            f"| search {label} | " + " | ".join(_fmt(c.search[label]) for c in columns.values()) + " |"
+        )
     for label in first.recall:
         ratio = not label.startswith("cards named")
-        rows.append(f"| recall {label} | " + " | ".join(_fmt(c.recall[label], ratio=ratio) for c in columns.values())
-                    + " |")
+        rows.append(
+            f"| recall {label} | "
+            + " | ".join(_fmt(c.recall[label], ratio=ratio) for c in columns.values())
+            + " |"
+        )
     out = head + "\n".join(rows) + "\n"
     if latency:
         out += "\n| workspace | cards | questions | search median ms | search p95 ms |\n|---|---:|---:|---:|---:|\n"
         for name, lat in latency.items():
-            out += (f"| {name} | {lat['cards']:.0f} | {lat['questions']:.0f} | {lat['median_ms']:.1f} | "
-                    f"{lat['p95_ms']:.1f} |\n")
+            out += (
+                f"| {name} | {lat['cards']:.0f} | {lat['questions']:.0f} | {lat['median_ms']:.1f} | "
+                f"{lat['p95_ms']:.1f} |\n"
+            )
     return out
 
 
@@ -305,30 +353,46 @@ def _finite(value: Any) -> Any:
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, timeout=10).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parent,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.eval.recall", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("dev", "held-out", "all"), default="all",
-                    help="which questions (all: dev and held-out, reported apart)")
+    ap.add_argument(
+        "--split",
+        choices=("dev", "held-out", "all"),
+        default="all",
+        help="which questions (all: dev and held-out, reported apart)",
+    )
     ap.add_argument("--subset", metavar="NAME", help="a workspace, a kind (on/none/off) or guard")
-    ap.add_argument("--json", type=Path, metavar="FILE", help="write the figures (and each question's result) here")
+    ap.add_argument(
+        "--json", type=Path, metavar="FILE", help="write the figures (and each question's result) here"
+    )
     args = ap.parse_args(argv)
     questions = select(load_questions(), args.split, args.subset)
     if not questions:
-        print(f"no questions in the {args.split} split of subset {args.subset!r} (the guard set is dev only)",
-              file=sys.stderr)
+        print(
+            f"no questions in the {args.split} split of subset {args.subset!r} (the guard set is dev only)",
+            file=sys.stderr,
+        )
         return 2
     t = time.perf_counter()
     results, latency = run(questions)
     splits = [s for s in ("dev", "held-out") if any(r.split == s for r in results)]
     columns = {s: figures([r for r in results if r.split == s]) for s in splits}
     print(table(columns, latency))
-    print(f"{len(results)} questions in {time.perf_counter() - t:.0f} s, commit {_commit() or '?'}", file=sys.stderr)
+    print(
+        f"{len(results)} questions in {time.perf_counter() - t:.0f} s, commit {_commit() or '?'}",
+        file=sys.stderr,
+    )
     if args.json is not None:
         payload: dict[str, Any] = {
             "commit": _commit(),

@@ -54,7 +54,9 @@ def test_every_answer_is_a_current_card_of_its_workspace(cards: dict[str, list[C
                 problems.append(f"{q.id}: {a} is no card of the {q.store} workspace")
             elif a in superseded:
                 problems.append(f"{q.id}: {a} was superseded by a correction")
-            problems += [f"{q.id}: {a}'s near-duplicate {t} is not an answer" for t in twins[a] if t not in q.answers]
+            problems += [
+                f"{q.id}: {a}'s near-duplicate {t} is not an answer" for t in twins[a] if t not in q.answers
+            ]
     assert not problems, "\n".join(problems)
 
 
@@ -102,13 +104,21 @@ def test_cards_are_what_the_product_writes_and_reads_back(cards: dict[str, list[
     assert not problems, "\n".join(problems[:20])
     # The bytes the harness writes parse back to the same fields, with nothing sanitized away.
     for c in (cards["pytest"][0], cards["user"][0], *[c for c in cards["click"] if "`" in c.title][:3]):
-        meta = NoteMeta(title=c.title, summary=c.summary, type=NoteType(c.type), created=c.updated, updated=c.updated)
+        meta = NoteMeta(
+            title=c.title, summary=c.summary, type=NoteType(c.type), created=c.updated, updated=c.updated
+        )
         note = parse_note(Level(c.level), c.filename, dump_note(meta, c.body))
-        assert (note.meta.title, note.meta.summary, note.body, note.broken) == (c.title, c.summary, c.body, None)
+        assert (note.meta.title, note.meta.summary, note.body, note.broken) == (
+            c.title,
+            c.summary,
+            c.body,
+            None,
+        )
         assert split_note(dump_note(meta, c.body).decode())[1] == c.body
 
 
 # -- the builder ------------------------------------------------------------------------------
+
 
 def test_sentences_do_not_end_at_an_abbreviation_or_inside_code() -> None:
     text = "Use `a.b()` here, e.g. with `x.y`. Then run it. Done"
@@ -116,8 +126,10 @@ def test_sentences_do_not_end_at_an_abbreviation_or_inside_code() -> None:
 
 
 def test_titles_are_short_labels_that_do_not_end_mid_phrase() -> None:
-    long = ("Changed the pytest plugin to run both the setup and teardown phases of asynchronous generator "
-            "fixtures within a single task")
+    long = (
+        "Changed the pytest plugin to run both the setup and teardown phases of asynchronous generator "
+        "fixtures within a single task"
+    )
     title = build_cards.make_title(long)
     assert len(title) <= changelogs.MAX_TITLE
     assert title.split()[-1].lower() not in build_cards._TAIL_WORDS

@@ -14,19 +14,23 @@ from tests.eval.dataset import load_questions
 from tests.eval.recall import Result, figures
 
 
-def _r(kind: str, rank: int | None = None, named: tuple[str, ...] = (), good: int = 0, in_index: bool = False) -> Result:
+def _r(
+    kind: str, rank: int | None = None, named: tuple[str, ...] = (), good: int = 0, in_index: bool = False
+) -> Result:
     return Result("q", "user", kind, "dev", rank, 1.0, list(named), good, in_index)
 
 
 def test_figures_are_the_stated_shares() -> None:
-    f = figures([
-        _r("on", rank=1, named=("a", "b"), good=1),
-        _r("on", rank=3, named=(), in_index=True),
-        _r("on", rank=None, named=("c",), good=0),
-        _r("none", named=("d",)),
-        _r("off"),
-        _r("off", named=("e", "f", "g")),
-    ])
+    f = figures(
+        [
+            _r("on", rank=1, named=("a", "b"), good=1),
+            _r("on", rank=3, named=(), in_index=True),
+            _r("on", rank=None, named=("c",), good=0),
+            _r("none", named=("d",)),
+            _r("off"),
+            _r("off", named=("e", "f", "g")),
+        ]
+    )
     assert f.questions == {"on": 3, "none": 1, "off": 2, "on, answer not in the index": 2}
     assert (f.search["hit@1"], f.search["hit@5"], f.search["hit@10"]) == (1 / 3, 2 / 3, 2 / 3)
     assert f.search["MRR@10"] == pytest.approx((1 + 1 / 3) / 3)
@@ -63,11 +67,15 @@ def test_a_subset_is_a_workspace_a_kind_or_the_guard() -> None:
 
 
 @pytest.mark.timeout(60)
-def test_the_command_prints_the_table_and_writes_finite_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_prints_the_table_and_writes_finite_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "figures.json"
     assert recall.main(["--subset", "pytest", "--split", "held-out", "--json", str(out)]) == 0
     table = capsys.readouterr().out
     assert table.startswith("| | held-out |") and "| search hit@5 |" in table and "| pytest | 958 |" in table
-    data = json.loads(out.read_text(encoding="utf-8"), parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    data = json.loads(
+        out.read_text(encoding="utf-8"), parse_constant=lambda c: pytest.fail(f"{c} in the JSON")
+    )
     assert set(data["figures"]) == {"held-out"} and data["results"]
     assert all(r["split"] == "held-out" and r["store"] == "pytest" for r in data["results"])

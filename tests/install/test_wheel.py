@@ -40,7 +40,14 @@ STYLESHEET = "app/assets/app.tcss"
 PANEL_WIDTH = 42
 PANEL_BORDER = "▏"
 # What would let the installed program import the checkout, or run another interpreter's setup.
-HOST_VARS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV", "__PYVENV_LAUNCHER__")
+HOST_VARS = (
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
+    "VIRTUAL_ENV",
+    "__PYVENV_LAUNCHER__",
+)
 
 
 @dataclass(frozen=True)
@@ -65,9 +72,12 @@ class Installed:
         return self.venv / "bin" / "pseudoclaude"
 
 
-def _run(cmd: list[str | Path], env: dict[str, str] | None = None, cwd: Path | None = None
-         ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([str(c) for c in cmd], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+def _run(
+    cmd: list[str | Path], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [str(c) for c in cmd], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, f"{cmd} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     return proc
 
@@ -88,15 +98,21 @@ def copy_tracked_tree(dest: Path) -> tuple[str, ...]:
 
 
 def untracked_modules() -> tuple[str, ...]:
-    listed = _run(["git", "-C", ROOT, "ls-files", "-z", "--others", "--exclude-standard", "--", *PACKAGES]).stdout
+    listed = _run(
+        ["git", "-C", ROOT, "ls-files", "-z", "--others", "--exclude-standard", "--", *PACKAGES]
+    ).stdout
     return tuple(f for f in listed.split("\0") if f.endswith((".py", ".tcss")))
 
 
 def _clean_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in HOST_VARS}
     # pip: no look-up of a newer pip, no user cache or config outside the test's folders.
-    return env | {"HOME": str(home), "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1",
-                  "PIP_CONFIG_FILE": os.devnull}
+    return env | {
+        "HOME": str(home),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_NO_INPUT": "1",
+        "PIP_CONFIG_FILE": os.devnull,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -108,15 +124,34 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     env = _clean_env(home)
     pip = [sys.executable, "-m", "pip"]
     # Without build isolation: the build backend is this environment's setuptools (the test extra).
-    _run([*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-cache-dir", "-q", "-w", out, tree],
-         env=env, cwd=base)
+    _run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-cache-dir", "-q", "-w", out, tree],
+        env=env,
+        cwd=base,
+    )
     [wheel] = out.glob("pseudoclaude-*.whl")
     # No pip inside the new venv (ensurepip would take longer than the rest): this pip installs into it.
     _run([sys.executable, "-m", "venv", "--without-pip", venv], env=env, cwd=base)
-    _run([*pip, "--python", venv / "bin" / "python", "install", "--no-deps", "--no-index", "--no-cache-dir",
-          "-q", wheel], env=env, cwd=base)
-    site = _run([venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                env=env, cwd=base).stdout.strip()
+    _run(
+        [
+            *pip,
+            "--python",
+            venv / "bin" / "python",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--no-cache-dir",
+            "-q",
+            wheel,
+        ],
+        env=env,
+        cwd=base,
+    )
+    site = _run(
+        [venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        env=env,
+        cwd=base,
+    ).stdout.strip()
     (Path(site) / "pseudoclaude-test-deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
     yield Installed(tree, files, wheel, venv, untracked_modules())
 
@@ -142,10 +177,18 @@ def run_env(server: FakeAnthropic | None = None) -> dict[str, str]:
     return {k: v for k, v in cli_env(server).items() if k not in HOST_VARS}
 
 
-def run_installed(installed: Installed, cwd: Path, *args: str, server: FakeAnthropic | None = None,
-                  timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(installed.exe), *args], cwd=cwd, env=run_env(server), capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+def run_installed(
+    installed: Installed, cwd: Path, *args: str, server: FakeAnthropic | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(installed.exe), *args],
+        cwd=cwd,
+        env=run_env(server),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def project_version() -> str:
@@ -164,10 +207,18 @@ def test_the_wheel_holds_every_package_and_the_stylesheet_and_nothing_of_tests(i
     assert {n.split("/")[0] for n in names} == {*PACKAGES, f"pseudoclaude-{project_version()}.dist-info"}
 
 
-def test_the_venv_imports_the_installed_packages_not_the_checkout(installed: Installed, outside: Path) -> None:
+def test_the_venv_imports_the_installed_packages_not_the_checkout(
+    installed: Installed, outside: Path
+) -> None:
     code = "import app, memory, widgets, app.tui.app; print('\\n'.join(m.__file__ for m in (app, memory, widgets)))"
-    proc = subprocess.run([str(installed.python), "-c", code], cwd=outside, env=run_env(), capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [str(installed.python), "-c", code],
+        cwd=outside,
+        env=run_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr + installed.hint
     for file in proc.stdout.split():
         assert Path(file).is_relative_to(installed.venv) and not Path(file).is_relative_to(ROOT), file
@@ -177,21 +228,42 @@ def test_version_prints_the_project_version_without_loading_the_sdk_or_textual(
     installed: Installed, outside: Path
 ) -> None:
     proc = run_installed(installed, outside, "--version")
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"pseudoclaude {project_version()}\n", ""), installed.hint
-    code = ("import sys\nfrom app.cli.main import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'anthropic', 'textual', 'pydantic'}))")
-    proc = subprocess.run([str(installed.python), "-c", code], cwd=outside, env=run_env(), capture_output=True,
-                          text=True, timeout=60)
-    assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "[]", proc.stdout + proc.stderr + installed.hint
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"pseudoclaude {project_version()}\n", ""), (
+        installed.hint
+    )
+    code = (
+        "import sys\nfrom app.cli.main import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'anthropic', 'textual', 'pydantic'}))"
+    )
+    proc = subprocess.run(
+        [str(installed.python), "-c", code],
+        cwd=outside,
+        env=run_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "[]", (
+        proc.stdout + proc.stderr + installed.hint
+    )
 
 
 def test_memory_list_shows_a_card(installed: Installed, outside: Path, workspace: Path) -> None:
     trust_workspace(workspace)
-    write_note(MemoryStores(workspace), Level.PROJECT, "project_knowledge_build.md", "Build with make",
-               "Run `make build`.", summary="make build builds it")
+    write_note(
+        MemoryStores(workspace),
+        Level.PROJECT,
+        "project_knowledge_build.md",
+        "Build with make",
+        "Run `make build`.",
+        summary="make build builds it",
+    )
     proc = run_installed(installed, outside, "-C", str(workspace), "memory", "list")
     assert proc.returncode == 0, proc.stderr + installed.hint
-    assert "project_knowledge_build.md  [project_knowledge] Build with make — make build builds it" in proc.stdout
+    assert (
+        "project_knowledge_build.md  [project_knowledge] Build with make — make build builds it"
+        in proc.stdout
+    )
 
 
 def test_print_mode_answers_from_the_fake_api_and_its_memory_job_writes_the_card(
@@ -199,8 +271,17 @@ def test_print_mode_answers_from_the_fake_api_and_its_memory_job_writes_the_card
 ) -> None:
     server.script(MODEL, text("Use make build."))
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run `make build`."))))
-    proc = run_installed(installed, outside, "-C", str(workspace), "-p", "How do I build?", "--memory-wait", "30",
-                         server=server)
+    proc = run_installed(
+        installed,
+        outside,
+        "-C",
+        str(workspace),
+        "-p",
+        "How do I build?",
+        "--memory-wait",
+        "30",
+        server=server,
+    )
     assert (proc.returncode, proc.stdout) == (0, "Use make build.\n"), proc.stderr + installed.hint
     cards = [p.name for p in (workspace / ".PseudoClaude" / "memory").glob("*.md") if p.name != "MEMORY.md"]
     assert cards == ["project_knowledge_build-with-make.md"], proc.stderr
@@ -228,7 +309,9 @@ def _assert_panel_laid_out_by_the_stylesheet(tmux: Tmux, screen: str) -> None:
     rows = screen.split("\n")[: HEIGHT - 1]
     column = WIDTH - PANEL_WIDTH
     off = [i for i, row in enumerate(rows) if row.ljust(WIDTH)[column] != PANEL_BORDER]
-    assert len(rows) == HEIGHT - 1 and off == [], f"panel border not at column {column} in rows {off}:\n{screen}"
+    assert len(rows) == HEIGHT - 1 and off == [], (
+        f"panel border not at column {column} in rows {off}:\n{screen}"
+    )
     assert "Memory" in rows[0][column:]
 
 
@@ -260,8 +343,15 @@ def test_the_apps_worker_child_runs_from_the_wheel_and_writes_the_card(
     Spool(stores.paths).submit(job)
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Lint with ruff", "Run `ruff check`."))))
     argv = [str(installed.python), *worker_argv(workspace, MEMORY_MODEL, MemoryMode.AUTO, drain=30)[1:]]
-    proc = subprocess.run(argv, cwd=outside, env=run_env(server), capture_output=True, text=True, timeout=90,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        argv,
+        cwd=outside,
+        env=run_env(server),
+        capture_output=True,
+        text=True,
+        timeout=90,
+        stdin=subprocess.DEVNULL,
+    )
     assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr + installed.hint
     cards = [p.name for p in (workspace / ".PseudoClaude" / "memory").glob("*.md") if p.name != "MEMORY.md"]
     assert cards == ["project_knowledge_lint-with-ruff.md"]

@@ -41,7 +41,9 @@ def run_batch(stores: MemoryStores, job: Path) -> None:
     stores.apply(BATCH, source="batch", jobs=[job])
 
 
-def reference(root: Path) -> tuple[tuple[dict[str, bytes], dict[str, bytes]], tuple[dict[str, bytes], dict[str, bytes]], list]:
+def reference(
+    root: Path,
+) -> tuple[tuple[dict[str, bytes], dict[str, bytes]], tuple[dict[str, bytes], dict[str, bytes]], list]:
     """(before state, after state, recorded call log) of a clean run."""
     fs = FS(record=True)
     stores, job = seeded(root, fs)

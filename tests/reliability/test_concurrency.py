@@ -16,8 +16,10 @@ def _worker(root: str, who: int, barrier) -> None:
     barrier.wait(timeout=60)
     for i in range(PER_PROCESS):
         stores.apply(
-            [(0, create("project", f"W{who}-{i}", f"fact {who}/{i}")),
-             (1, create("user", f"W{who}-{i}", f"pref {who}/{i}", type_="user_preference"))],
+            [
+                (0, create("project", f"W{who}-{i}", f"fact {who}/{i}")),
+                (1, create("user", f"W{who}-{i}", f"pref {who}/{i}", type_="user_preference")),
+            ],
             source=f"proc-{who}",
         )
 

@@ -115,8 +115,14 @@ def test_random_sigkill_of_applying_process(tmp_path: Path) -> None:
     rng = random.Random(seed)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for _ in range(kills):
-        proc = subprocess.Popen([sys.executable, "-c", APPLIER, str(tmp_path)], cwd=ROOT, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", APPLIER, str(tmp_path)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert proc.stdout is not None
         line = proc.stdout.readline()
         if line != "ready\n":
@@ -140,13 +146,20 @@ def test_random_sigkill_of_applying_process(tmp_path: Path) -> None:
         assert (i in project) != (i in spooled), f"job {i} lost or applied while still spooled"
     # Drain what is left, as the next process would: every job ends applied exactly once.
     for i in sorted(spooled):
-        stores.apply([(0, create("project", f"P-{i}", f"project fact {i}")),
-                      (1, create("user", f"U-{i}", f"user fact {i}", type_="user_preference"))],
-                     source=f"job-{i}", jobs=[stores.paths.spool_dir / f"{i:08d}.json"])
+        stores.apply(
+            [
+                (0, create("project", f"P-{i}", f"project fact {i}")),
+                (1, create("user", f"U-{i}", f"user fact {i}", type_="user_preference")),
+            ],
+            source=f"job-{i}",
+            jobs=[stores.paths.spool_dir / f"{i:08d}.json"],
+        )
     project, user = _titles(stores.project.dir, "P-"), _titles(stores.user.dir, "U-")
     assert project == user == sorted(set(range(started)) | spooled)
     for store in (stores.project, stores.user):
-        index_lines = (store.dir / "MEMORY.md").read_text().splitlines() if (store.dir / "MEMORY.md").exists() else []
+        index_lines = (
+            (store.dir / "MEMORY.md").read_text().splitlines() if (store.dir / "MEMORY.md").exists() else []
+        )
         assert len(index_lines) == len(store.note_names())
 
 

@@ -100,7 +100,10 @@ def _backlog(tmp_path: Path) -> tuple[Path, Path, MemoryStores]:
     stores = MemoryStores(ws, home)
     spool = Spool(stores.paths)
     for i in range(N_JOBS):
-        msgs = [TurnMessage(role="user", text=f"MARK-{i} is a fact"), TurnMessage(role="assistant", text="ok")]
+        msgs = [
+            TurnMessage(role="user", text=f"MARK-{i} is a fact"),
+            TurnMessage(role="assistant", text="ok"),
+        ]
         spool.submit(make_job(ws, [Turn(messages=msgs, session="backlog")]))
     return ws, home, stores
 

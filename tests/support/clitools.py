@@ -44,14 +44,27 @@ class Result:
     err: str
 
 
-def run_cli(server: FakeAnthropic | None, ws: Path, *args: str, timeout: float = 60, stdin: str | None = None,
-            **env: str) -> Result:
+def run_cli(
+    server: FakeAnthropic | None,
+    ws: Path,
+    *args: str,
+    timeout: float = 60,
+    stdin: str | None = None,
+    **env: str,
+) -> Result:
     """The CLI as its own process, from the zygote (real fork, real streams, SDK already imported)
     unless ``PSEUDOCLAUDE_TEST_SUBPROCESS=1`` asks for a fresh interpreter each time."""
     argv, run_env = ["-C", str(ws), *args], cli_env(server, **env)
     if os.environ.get("PSEUDOCLAUDE_TEST_SUBPROCESS") == "1":
-        proc = subprocess.run(cli_cmd(*argv), cwd=ROOT, env=run_env, input=stdin, capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run(
+            cli_cmd(*argv),
+            cwd=ROOT,
+            env=run_env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         return Result(proc.returncode, proc.stdout, proc.stderr)
     code, out, err = _zygote().run("app.cli.main", argv, run_env, ROOT, (stdin or "").encode(), timeout)
     return Result(code, out.decode(), err.decode())
@@ -63,14 +76,19 @@ class Zygote:
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="pczygote-"))
         self.path = str(self.dir / "s")
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.zygote", self.path], cwd=ROOT,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.zygote", self.path],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         assert line == b"ready\n", f"the CLI zygote did not start: {line!r}"
 
-    def run(self, module: str, argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes,
-            timeout: float) -> tuple[int, bytes, bytes]:
+    def run(
+        self, module: str, argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes, timeout: float
+    ) -> tuple[int, bytes, bytes]:
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -91,7 +109,9 @@ class Zygote:
         return status, out, err or b""
 
 
-def _communicate(in_w: int, out_r: int, err_r: int, data: bytes, deadline: float) -> tuple[bytes | None, bytes | None]:
+def _communicate(
+    in_w: int, out_r: int, err_r: int, data: bytes, deadline: float
+) -> tuple[bytes | None, bytes | None]:
     """Write ``data`` to the child's stdin and read its stdout and stderr to their ends, by the deadline."""
     sel = selectors.DefaultSelector()
     chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
@@ -112,7 +132,7 @@ def _communicate(in_w: int, out_r: int, err_r: int, data: bytes, deadline: float
                 fd = key.fd
                 if fd == in_w:
                     try:
-                        view = view[os.write(fd, view[:65536]):]
+                        view = view[os.write(fd, view[:65536]) :]
                     except BrokenPipeError:
                         view = view[:0]
                     if not view:
@@ -157,8 +177,9 @@ class Live:
         return live
 
     def _start(self, argv: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(argv, cwd=ROOT, env=env,
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         self.out = b""
         self.err = b""
         self.sel = selectors.DefaultSelector()
@@ -206,8 +227,9 @@ def ops_answer(*ops: dict[str, Any]) -> str:
     return json.dumps(list(ops))
 
 
-def create_op(title: str, content: str, level: str = "project", type_: str = "project_knowledge",
-              summary: str = "") -> dict[str, Any]:
+def create_op(
+    title: str, content: str, level: str = "project", type_: str = "project_knowledge", summary: str = ""
+) -> dict[str, Any]:
     op = {"action": "create", "level": level, "type": type_, "title": title, "content": content}
     if summary:
         op["summary"] = summary

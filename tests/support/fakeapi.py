@@ -372,7 +372,9 @@ def tool_block(
         return ToolUseBlock(tool_id, name, dict(input), tuple(json_chunks))
     # Like a real server, a lone surrogate goes out as its JSON escape (the wire stays UTF-8),
     # so the SDK hands the client the lone surrogate a hostile or broken server can produce.
-    encoded = _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(dict(input), ensure_ascii=False))
+    encoded = _SURROGATE_RE.sub(
+        lambda m: f"\\u{ord(m.group()):04x}", json.dumps(dict(input), ensure_ascii=False)
+    )
     size = json_chunk_size or max(1, math.ceil(len(encoded) / 3))
     return ToolUseBlock(tool_id, name, dict(input), ("", *_split_size(encoded, size)))
 
@@ -709,9 +711,9 @@ def _validate_messages_body(body: Any) -> str | None:
         # Stricter than the API (which merges consecutive turns): the app must send a valid,
         # alternating conversation that starts with the user, also after a compaction.
         if i == 0 and msg["role"] != "user":
-            return "messages.0.role: the first message must use the \"user\" role"
+            return 'messages.0.role: the first message must use the "user" role'
         if i > 0 and msg["role"] == messages[i - 1].get("role"):
-            return f"messages.{i}.role: roles must alternate between \"user\" and \"assistant\""
+            return f'messages.{i}.role: roles must alternate between "user" and "assistant"'
     for i, msg in enumerate(messages):
         uses = [b.get("id") for b in _blocks_of(msg) if b.get("type") == "tool_use"]
         if msg["role"] == "user":
@@ -831,7 +833,9 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeAnthropic:
     """The fake API server. Use as a context manager, or call :meth:`start` and :meth:`stop`."""
 
-    def __init__(self, *, host: str = "127.0.0.1", validate: bool = True, context_window: int | None = None) -> None:
+    def __init__(
+        self, *, host: str = "127.0.0.1", validate: bool = True, context_window: int | None = None
+    ) -> None:
         self.host = host
         self.validate = validate
         # Set: each request's size is estimated (JSON characters / 4, as count_tokens does here),
@@ -1168,7 +1172,11 @@ class FakeAnthropic:
             self._send_error(h, http_error(400, message=problem), request_id)
             return
         response = self._select(model, body)
-        if tokens is not None and isinstance(response, Reply) and "input_tokens" not in (response.usage or {}):
+        if (
+            tokens is not None
+            and isinstance(response, Reply)
+            and "input_tokens" not in (response.usage or {})
+        ):
             response = response.with_usage(input_tokens=tokens)
         if response is None:
             self._record(h, path, query, headers, body, "unscripted")

@@ -77,7 +77,7 @@ def codex_memories_folder(root: Path) -> Path:
         "## Task 1: fix the flaky build, success\n\n### keywords\n\n- make, flaky, cache\n\n"
         "## Reusable knowledge\n\n- `make clean` before `make test` when the cache is stale\n\n"
         "# Task Group: release process\n\nscope: tagging and shipping releases\n\n"
-        "## User preferences\n\n- the user asked: \"always tag from main\" -> tag from main\n"
+        '## User preferences\n\n- the user asked: "always tag from main" -> tag from main\n'
     )
     (folder / "memory_summary.md").write_text("v1\n\nThe user builds the frob service.\n")
     (folder / "raw_memories.md").write_text("# Raw\n\nphase one output\n")
@@ -138,10 +138,16 @@ def hostile_memory_folder(root: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "MEMORY.md").write_text("- [Deploy](deploy.md)\n- [Build](build.md)\n")
     (folder / "deploy.md").write_text(
-        f"---\nname: Frob\ndescription: where the key is\ntype: project\n---\n\nThe deploy key is {HOSTILE_KEY} for now.\n")
-    (folder / "build.md").write_text(f"---\nname: Build\ntype: project\n---\n\nRun `make test`{OSC52} before pushing.\n")
+        f"---\nname: Frob\ndescription: where the key is\ntype: project\n---\n\nThe deploy key is {HOSTILE_KEY} for now.\n"
+    )
+    (folder / "build.md").write_text(
+        f"---\nname: Build\ntype: project\n---\n\nRun `make test`{OSC52} before pushing.\n"
+    )
     (folder / "terminal.md").write_text(
-        f"---\nname: Terminal\ntype: user\n---\n\nKeep the output short.{CLEAR_SCREEN}{TITLE_ESCAPE} Really.\n")
-    (folder / "style.md").write_text(f"---\nname: Style\ntype: project\n---\n\nUse four spaces.\n\n{HIDDEN_INSTRUCTION}\n")
+        f"---\nname: Terminal\ntype: user\n---\n\nKeep the output short.{CLEAR_SCREEN}{TITLE_ESCAPE} Really.\n"
+    )
+    (folder / "style.md").write_text(
+        f"---\nname: Style\ntype: project\n---\n\nUse four spaces.\n\n{HIDDEN_INSTRUCTION}\n"
+    )
     (folder / "plain.md").write_text("---\nname: Plain\ntype: project\n---\n\nNothing hidden here.\n")
     return folder

@@ -65,13 +65,17 @@ def build(prefix: str = "") -> MCPServer:
         sys.stderr.flush()
         os._exit(3)
 
-    @server.tool(name=prefix + "peek", description="Reads only.", annotations=ToolAnnotations(read_only_hint=True))
+    @server.tool(
+        name=prefix + "peek", description="Reads only.", annotations=ToolAnnotations(read_only_hint=True)
+    )
     def peek() -> str:
         return "peeked"
 
     @server.tool(name=prefix + "fail", description="Reports an error (naming a variable: with its value).")
     def fail(variable: str = "") -> str:
-        raise ToolError(f"the thing failed: {variable}={os.environ.get(variable)}" if variable else "the thing failed")
+        raise ToolError(
+            f"the thing failed: {variable}={os.environ.get(variable)}" if variable else "the thing failed"
+        )
 
     @server.tool(name=prefix + "picture", description="Returns a text and an image.", structured_output=False)
     def picture() -> list[object]:

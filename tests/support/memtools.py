@@ -44,12 +44,25 @@ def trust_workspace(workspace: Path | str, home: Path | None = None) -> None:
     record_trust(Paths.for_workspace(os.path.realpath(workspace), home), FS(), how="test fixture")
 
 
-def write_note(stores: MemoryStores, level: Level, filename: str, title: str, body: str,
-               type_: NoteType = NoteType.PROJECT_KNOWLEDGE, summary: str = "") -> Path:
+def write_note(
+    stores: MemoryStores,
+    level: Level,
+    filename: str,
+    title: str,
+    body: str,
+    type_: NoteType = NoteType.PROJECT_KNOWLEDGE,
+    summary: str = "",
+) -> Path:
     folder = stores.store(level).dir
     folder.mkdir(parents=True, exist_ok=True)
-    meta = NoteMeta(title=title, summary=summary, type=type_, created="2026-01-01T00:00:00Z",
-                    updated="2026-01-01T00:00:00Z", source="seed")
+    meta = NoteMeta(
+        title=title,
+        summary=summary,
+        type=type_,
+        created="2026-01-01T00:00:00Z",
+        updated="2026-01-01T00:00:00Z",
+        source="seed",
+    )
     path = folder / filename
     path.write_bytes(dump_note(meta, body))
     return path
@@ -72,7 +85,9 @@ def op(action: str, level: str, **kw: object) -> Operation:
     return Operation(action=Action(action), level=Level(level), **kw)  # type: ignore[arg-type]
 
 
-def create(level: str, title: str, content: str = "body", type_: str = "project_knowledge", **kw: object) -> Operation:
+def create(
+    level: str, title: str, content: str = "body", type_: str = "project_knowledge", **kw: object
+) -> Operation:
     return op("create", level, type=NoteType(type_), title=title, content=content, **kw)
 
 

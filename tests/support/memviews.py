@@ -34,7 +34,11 @@ def draft_of(note: Note) -> CardDraft:
 
 
 def pending_state(
-    stores: MemoryStores, views: Sequence[JobView], orphans: Iterable[JobView], applied: Iterable[AppliedRecord],
-    mode: str, note: str | None = None,
+    stores: MemoryStores,
+    views: Sequence[JobView],
+    orphans: Iterable[JobView],
+    applied: Iterable[AppliedRecord],
+    mode: str,
+    note: str | None = None,
 ) -> PendingState:
     return memory_views.pending_state(pending_jobs(stores, views, orphans, mode), applied, note)

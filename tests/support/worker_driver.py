@@ -51,7 +51,7 @@ def _take_arm(arm: str) -> int | None:
 
 
 def main(argv: list[str]) -> int:
-    rest = argv[argv.index("--") + 1:]
+    rest = argv[argv.index("--") + 1 :]
     armed = argv[0] == "--arm"
     if armed:
         arm, log = argv[1], argv[2]

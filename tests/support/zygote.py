@@ -28,8 +28,12 @@ PRELOAD = ("anthropic", "pydantic", "pydantic_settings", "yaml", "regex", "filel
 def _stream(fd: int, like: Any, write: bool) -> io.TextIOWrapper:
     raw = io.FileIO(fd, "w" if write else "r", closefd=False)
     buffered = io.BufferedWriter(raw) if write else io.BufferedReader(raw)
-    return io.TextIOWrapper(buffered, encoding=like.encoding, errors=like.errors,  # type: ignore[arg-type]
-                            line_buffering=like.line_buffering)
+    return io.TextIOWrapper(
+        buffered,
+        encoding=like.encoding,
+        errors=like.errors,  # type: ignore[arg-type]
+        line_buffering=like.line_buffering,
+    )
 
 
 def _become_child(request: dict[str, Any], fds: list[int]) -> None:

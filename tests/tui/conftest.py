@@ -49,7 +49,9 @@ def _decisions_answer_at_once(request: pytest.FixtureRequest, monkeypatch: pytes
         monkeypatch.setattr(DecisionGate, "QUIET_S", 0.0)
 
 
-async def wait_until(pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
+async def wait_until(
+    pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 10.0, what: str = ""
+) -> None:
     """Let the app run until ``predicate()`` is true; fail after ``timeout`` seconds.
 
     A predicate that queries a widget not mounted yet (a screen pushed but not composed on a busy
@@ -110,8 +112,6 @@ async def send(pilot: Pilot[Any], text: str) -> None:
     await pilot.press("enter")
 
 
-
-
 def build_app(
     settings: Settings | Mapping[str, object],
     workspace: Path,
@@ -131,8 +131,15 @@ def build_app(
     takes what the command line gives, nothing more."""
     app = PseudoClaudeApp(settings, workspace, resume=resume, continue_latest=continue_latest)
     app.bridge = Bridge(
-        app.settings, workspace, app.post_message, app.ask_permission,
-        home=home, provider=provider, completion=completion, fs=fs, watch_debounce_ms=watch_debounce_ms,
+        app.settings,
+        workspace,
+        app.post_message,
+        app.ask_permission,
+        home=home,
+        provider=provider,
+        completion=completion,
+        fs=fs,
+        watch_debounce_ms=watch_debounce_ms,
     )
     return app
 

@@ -55,7 +55,9 @@ async def test_the_answers_end_is_drawn_before_its_job_is_spooled_and_shown_queu
 
         manager.submit = spy
         await send(pilot, "question")
-        await wait_until(pilot, lambda: app.status_model.info.pending >= 1 or gate.reached, 30, "the job spooled")
+        await wait_until(
+            pilot, lambda: app.status_model.info.pending >= 1 or gate.reached, 30, "the job spooled"
+        )
         await wait_until(pilot, lambda: any(jobs for _, jobs in frames), 30, "the panel to show the job")
         assert at_submit and at_submit[0] >= 1, "the job was spooled before any frame showed the answer's end"
         assert spool_dir_had == [False]

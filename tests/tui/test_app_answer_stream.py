@@ -28,8 +28,11 @@ async def test_escapes_split_across_stream_chunks_leave_no_fragment_in_the_chat(
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         await send(pilot, "copy it")
-        await wait_until(pilot, lambda: any(a.finished and a.shown_text == SHOWN for a in _answers(app)),
-                         what="the whole answer, stripped")
+        await wait_until(
+            pilot,
+            lambda: any(a.finished and a.shown_text == SHOWN for a in _answers(app)),
+            what="the whole answer, stripped",
+        )
         [answer] = _answers(app)
         assert answer.text == ANSWER  # kept as received
 
@@ -46,14 +49,20 @@ async def test_an_answer_held_mid_sequence_shows_what_came_before_and_nothing_of
         await wait_ready(pilot)
         await send(pilot, "copy it")
         try:
-            await wait_until(pilot, lambda: any(a.shown_text == "Copied " for a in _answers(app)),
-                             what="the first chunk on screen")
+            await wait_until(
+                pilot,
+                lambda: any(a.shown_text == "Copied " for a in _answers(app)),
+                what="the first chunk on screen",
+            )
             await wait_until(pilot, lambda: gate.reached, what="the server to hold")
             assert all("52;" not in a.shown_text and "aGFj" not in a.shown_text for a in _answers(app))
         finally:
             gate.release()
-        await wait_until(pilot, lambda: any(a.finished and a.shown_text == SHOWN for a in _answers(app)),
-                         what="the whole answer, stripped")
+        await wait_until(
+            pilot,
+            lambda: any(a.finished and a.shown_text == SHOWN for a in _answers(app)),
+            what="the whole answer, stripped",
+        )
 
 
 class _ChatHost(App[None]):

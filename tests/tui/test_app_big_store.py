@@ -99,8 +99,14 @@ def test_the_big_store_fixture_writes_cards_as_the_app_does(tmp_path: Path) -> N
     for i in range(6):
         name = card_filename(i)
         kind = name.split("_card-")[0]
-        meta = NoteMeta(title=f"Card {i:05d} about module m{i % 97}", summary=f"How part {i} of the build works, "
-                        "in one line", type=kind, created=STAMP, updated=STAMP, source="manual")
+        meta = NoteMeta(
+            title=f"Card {i:05d} about module m{i % 97}",
+            summary=f"How part {i} of the build works, in one line",
+            type=kind,
+            created=STAMP,
+            updated=STAMP,
+            source="manual",
+        )
         body = f"Body of card {i}: run `make part-{i}` before the release.\n"
         assert (store / name).read_bytes() == dump_note(meta, body)
     preview = MemoryStores(tmp_path / "repo").trust_preview()
@@ -117,8 +123,12 @@ async def test_an_untrusted_10001_card_store_asks_at_once_and_after_y_the_prompt
             # run_test returns once the first frame is composed: the bound counts from there. Checked
             # after the wait too: a loop frozen while the window mounts would let wait_until see it late.
             first_frame = asyncio.get_running_loop().time()
-            await wait_until(pilot, lambda: isinstance(app.screen, TrustModal) and app.screen.is_mounted,
-                             timeout=ASK_WITHIN_S, what="the trust window, within seconds of the first frame")
+            await wait_until(
+                pilot,
+                lambda: isinstance(app.screen, TrustModal) and app.screen.is_mounted,
+                timeout=ASK_WITHIN_S,
+                what="the trust window, within seconds of the first frame",
+            )
             assert asyncio.get_running_loop().time() - first_frame <= ASK_WITHIN_S
             modal = app.screen
             assert isinstance(modal, TrustModal)
@@ -131,10 +141,13 @@ async def test_an_untrusted_10001_card_store_asks_at_once_and_after_y_the_prompt
             assert len(list(modal.query("*"))) < 12  # one list, not a widget per card
             held.close()  # from here on the store is "loading": every card read waits
             await pilot.press("y")
-            await wait_until(pilot, lambda: not isinstance(app.screen, TrustModal), what="the window answered")
+            await wait_until(
+                pilot, lambda: not isinstance(app.screen, TrustModal), what="the window answered"
+            )
             await wait_until(pilot, lambda: held.waiting > 0, timeout=30, what="a card read held")
             await pilot.press(*"hello")
             await wait_until(pilot, lambda: app.prompt.text == "hello", what="the typed keys in the prompt")
+
             def trusted_cards_shown() -> bool:
                 return app.panel.state.project_note is None and bool(app.panel.state.project)
 
@@ -143,8 +156,12 @@ async def test_an_untrusted_10001_card_store_asks_at_once_and_after_y_the_prompt
             await wait_until(pilot, trusted_cards_shown, timeout=60, what="the panel with the trusted cards")
             # Another refresh (the citations' re-check) can show the cards before the trust flow's
             # own note is drawn: the note is waited for, not assumed to come first.
-            await wait_until(pilot, lambda: any("project memory trusted" in t for t in chat_texts(app)),
-                             timeout=30, what="the trust note in the chat")
+            await wait_until(
+                pilot,
+                lambda: any("project memory trusted" in t for t in chat_texts(app)),
+                timeout=30,
+                what="the trust note in the chat",
+            )
             await pilot.press("ctrl+q")
             await wait_until(pilot, lambda: not app.is_running, timeout=QUIT_WITHIN_S, what="Ctrl+Q to quit")
     finally:
@@ -162,10 +179,14 @@ async def test_a_trusted_10001_card_store_asks_nothing_and_the_prompt_types_whil
         async with app.run_test(size=SIZE) as pilot:
             await wait_until(pilot, lambda: held.waiting > 0, timeout=30, what="a card read held")
             await pilot.press(*"typed early")
-            await wait_until(pilot, lambda: app.prompt.text == "typed early", what="the typed keys in the prompt")
+            await wait_until(
+                pilot, lambda: app.prompt.text == "typed early", what="the typed keys in the prompt"
+            )
             assert not app.panel.state.project and not isinstance(app.screen, TrustModal)
             held.open()
-            await wait_until(pilot, lambda: len(app.panel.state.project) > 0, timeout=60, what="the panel's cards")
+            await wait_until(
+                pilot, lambda: len(app.panel.state.project) > 0, timeout=60, what="the panel's cards"
+            )
             assert not isinstance(app.screen, TrustModal)
             await pilot.press("ctrl+q")
             await wait_until(pilot, lambda: not app.is_running, timeout=QUIT_WITHIN_S, what="Ctrl+Q to quit")
@@ -186,7 +207,9 @@ async def test_ctrl_q_with_the_memory_request_held_exits_after_the_drain_bound_a
             await send(pilot, "remember something")
             await wait_until(pilot, lambda: held.reached, timeout=30, what="the memory request")
             await pilot.press("ctrl+q")  # once: the drain waits, then gives up
-            await wait_until(pilot, lambda: "saving 1 memory update" in app.status_model.info.note, what="the drain said")
+            await wait_until(
+                pilot, lambda: "saving 1 memory update" in app.status_model.info.note, what="the drain said"
+            )
             await wait_until(pilot, lambda: not app.is_running, timeout=QUIT_WITHIN_S, what="Ctrl+Q to quit")
     finally:
         held.release()

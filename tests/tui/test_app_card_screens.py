@@ -82,7 +82,9 @@ async def type_text(pilot: Pilot[Any], value: str) -> None:
     await pilot.press(*value)
 
 
-async def open_cards(pilot: Pilot[Any], app: PseudoClaudeApp, count: int, timeout: float = 10.0) -> CardBrowser:
+async def open_cards(
+    pilot: Pilot[Any], app: PseudoClaudeApp, count: int, timeout: float = 10.0
+) -> CardBrowser:
     """/memory, then wait until the browser lists ``count`` cards."""
     await send(pilot, "/memory")
     await wait_until(pilot, lambda: isinstance(app.screen, CardBrowser), what="the card browser")
@@ -90,13 +92,18 @@ async def open_cards(pilot: Pilot[Any], app: PseudoClaudeApp, count: int, timeou
     assert isinstance(browser, CardBrowser)
     # Keys go to the list once it has the focus (the screen is mounted).
     await wait_until(pilot, lambda: browser.query_one("#cb-list").has_focus, what="the card list focused")
-    await wait_until(pilot, lambda: len(browser.visible_rows) == count, timeout,
-                     what=f"{count} cards listed (have {len(browser.visible_rows)})")
+    await wait_until(
+        pilot,
+        lambda: len(browser.visible_rows) == count,
+        timeout,
+        what=f"{count} cards listed (have {len(browser.visible_rows)})",
+    )
     return browser
 
 
-async def open_editor_on(pilot: Pilot[Any], app: PseudoClaudeApp, browser: CardBrowser, level: str,
-                         filename: str) -> CardEditor:
+async def open_editor_on(
+    pilot: Pilot[Any], app: PseudoClaudeApp, browser: CardBrowser, level: str, filename: str
+) -> CardEditor:
     browser.select(level, filename)
     await wait_until(pilot, lambda: browser.selected is not None and browser.selected.filename == filename)
     await pilot.press("e")
@@ -151,15 +158,24 @@ async def test_browse_filter_and_type_and_level_filters_over_both_levels(make_ap
         await wait_ready(pilot)
         browser = await open_cards(pilot, app, 4)
         assert {(r.level, r.title) for r in browser.visible_rows} == {
-            ("project", "Build with make"), ("project", "Never force push"),
-            ("user", "Tabs not spaces"), ("user", "API docs"),
+            ("project", "Build with make"),
+            ("project", "Never force push"),
+            ("user", "Tabs not spaces"),
+            ("user", "API docs"),
         }
         # Every card drawn on its own row with its level letter.
         await wait_until(pilot, lambda: any("Memory cards · 4 of 4" in line for line in screen_lines(app)))
         drawn = screen_lines(app)
-        for letter, title in (("P", "Build with make"), ("P", "Never force push"), ("U", "Tabs not spaces"),
-                              ("U", "API docs")):
-            assert any(line.lstrip().startswith(letter + " ") and title in line for line in drawn), (title, drawn)
+        for letter, title in (
+            ("P", "Build with make"),
+            ("P", "Never force push"),
+            ("U", "Tabs not spaces"),
+            ("U", "API docs"),
+        ):
+            assert any(line.lstrip().startswith(letter + " ") and title in line for line in drawn), (
+                title,
+                drawn,
+            )
 
         # "/" focuses the filter box; typing filters live; "1" typed there is text, not a type key.
         await pilot.press("slash")
@@ -168,7 +184,9 @@ async def test_browse_filter_and_type_and_level_filters_over_both_levels(make_ap
         await type_text(pilot, "TABS")
         await wait_until(pilot, lambda: titles(browser.visible_rows) == ["Tabs not spaces"], what="filtered")
         assert browser.filter_text == "TABS"
-        await wait_until(pilot, lambda: any("1 of 4" in line and "filter: TABS" in line for line in screen_lines(app)))
+        await wait_until(
+            pilot, lambda: any("1 of 4" in line and "filter: TABS" in line for line in screen_lines(app))
+        )
         await type_text(pilot, " 1")
         assert browser.type_filter is None and filter_box.value == "TABS 1"
         await wait_until(pilot, lambda: browser.visible_rows == [], what="no card has both words")
@@ -179,8 +197,12 @@ async def test_browse_filter_and_type_and_level_filters_over_both_levels(make_ap
         await wait_until(pilot, lambda: browser.query_one("#cb-list").has_focus, what="the list focused")
         assert isinstance(app.screen, CardBrowser)
         await pilot.press("2")  # correction_feedback AND "tabs": nothing
-        await wait_until(pilot, lambda: browser.visible_rows == [] and browser.type_filter == "correction_feedback")
-        await wait_until(pilot, lambda: browser.preview_row is None and "No card matches." in " ".join(screen_lines(app)))
+        await wait_until(
+            pilot, lambda: browser.visible_rows == [] and browser.type_filter == "correction_feedback"
+        )
+        await wait_until(
+            pilot, lambda: browser.preview_row is None and "No card matches." in " ".join(screen_lines(app))
+        )
         await pilot.press("1")
         await wait_until(pilot, lambda: titles(browser.visible_rows) == ["Tabs not spaces"])
 
@@ -192,7 +214,9 @@ async def test_browse_filter_and_type_and_level_filters_over_both_levels(make_ap
         by_key = {"1": "Tabs not spaces", "2": "Never force push", "3": "Build with make", "4": "API docs"}
         for key, title in by_key.items():
             await pilot.press(key)
-            await wait_until(pilot, lambda t=title: titles(browser.visible_rows) == [t], what=f"type key {key}")
+            await wait_until(
+                pilot, lambda t=title: titles(browser.visible_rows) == [t], what=f"type key {key}"
+            )
         await pilot.press("0")
         await wait_until(pilot, lambda: len(browser.visible_rows) == 4 and browser.type_filter is None)
 
@@ -218,8 +242,14 @@ async def test_edit_a_card_in_the_editor_writes_it_as_manual_and_the_panel_shows
     make_app, ws: Path
 ) -> None:
     stores = MemoryStores(ws.resolve())
-    path = write_note(stores, Level.PROJECT, "project_knowledge_build.md", "Build with make", "Run make build.",
-                      summary="make build")
+    path = write_note(
+        stores,
+        Level.PROJECT,
+        "project_knowledge_build.md",
+        "Build with make",
+        "Run make build.",
+        summary="make build",
+    )
     stores.rebuild_indexes()  # the panel lists what MEMORY.md says
     trust_workspace(ws)
     assert "source: seed" in path.read_text()
@@ -239,12 +269,17 @@ async def test_edit_a_card_in_the_editor_writes_it_as_manual_and_the_panel_shows
         on_disk = path.read_text()
         assert "title: Build with ninja" in on_disk and "Run ninja, not make.!" in on_disk
         assert "source: manual" in on_disk and "Run make build." not in on_disk
-        await wait_until(pilot, lambda: browser.selected is not None and browser.selected.title == "Build with ninja",
-                         what="the browser to select the edited card")
+        await wait_until(
+            pilot,
+            lambda: browser.selected is not None and browser.selected.title == "Build with ninja",
+            what="the browser to select the edited card",
+        )
         assert browser.selected.source == "manual" and titles(browser.visible_rows) == ["Build with ninja"]
         assert "saved project card project_knowledge_build.md" in browser.flash_text
         await wait_until(pilot, lambda: panel_titles(app) == ["Build with ninja"], what="the panel to follow")
-        await wait_until(pilot, lambda: browser.preview_row is not None and browser.preview_row.title == "Build with ninja")
+        await wait_until(
+            pilot, lambda: browser.preview_row is not None and browser.preview_row.title == "Build with ninja"
+        )
 
 
 # -- 3. new, delete, undo ----------------------------------------------------------------------
@@ -276,8 +311,11 @@ async def test_new_card_with_n_then_delete_with_d_y_goes_to_the_trash_then_undo_
         assert card.exists(), sorted(p.name for p in store.iterdir())
         assert "source: manual" in card.read_text() and "We deploy on Fridays!" in card.read_text()
         await wait_until(pilot, lambda: len(browser.visible_rows) == 2)
-        await wait_until(pilot, lambda: browser.selected is not None and browser.selected.filename == card.name,
-                         what="the new card selected")
+        await wait_until(
+            pilot,
+            lambda: browser.selected is not None and browser.selected.filename == card.name,
+            what="the new card selected",
+        )
         assert "saved new project card" in browser.flash_text
         await wait_until(pilot, lambda: "Deploy on Fridays" in panel_titles(app))
 
@@ -297,7 +335,9 @@ async def test_new_card_with_n_then_delete_with_d_y_goes_to_the_trash_then_undo_
         await wait_until(pilot, lambda: card.exists(), what="the card back")
         assert "We deploy on Fridays!" in card.read_text()
         await wait_until(pilot, lambda: "undid the last memory batch" in browser.flash_text)
-        await wait_until(pilot, lambda: sorted(titles(browser.visible_rows)) == ["Deploy on Fridays", "Tabs not spaces"])
+        await wait_until(
+            pilot, lambda: sorted(titles(browser.visible_rows)) == ["Deploy on Fridays", "Tabs not spaces"]
+        )
         await wait_until(pilot, lambda: "Deploy on Fridays" in panel_titles(app))
 
 
@@ -320,23 +360,34 @@ async def test_move_a_card_to_the_other_level_with_m(make_app, ws: Path) -> None
         browser = await open_cards(pilot, app, 3)
         assert browser.visible_rows[0].filename == filename
         browser.select("project", filename)
-        await wait_until(pilot, lambda: browser.selected is not None and browser.selected.filename == filename)
+        await wait_until(
+            pilot, lambda: browser.selected is not None and browser.selected.filename == filename
+        )
         await pilot.press("m")
         moved = user_store() / filename
-        await wait_until(pilot, lambda: moved.exists() and not (project_store(ws) / filename).exists(),
-                         what="the card moved to the user store")
+        await wait_until(
+            pilot,
+            lambda: moved.exists() and not (project_store(ws) / filename).exists(),
+            what="the card moved to the user store",
+        )
         assert "Keep answers short." in moved.read_text() and "source: manual" in moved.read_text()
         await wait_until(
             pilot,
-            lambda: browser.selected is not None and (browser.selected.level, browser.selected.filename)
-            == ("user", filename),
+            lambda: (
+                browser.selected is not None
+                and (browser.selected.level, browser.selected.filename) == ("user", filename)
+            ),
             what="the browser to select the card at its new level",
         )
         assert [(r.level, r.title) for r in browser.visible_rows] == [
-            ("project", "Beta deploy"), ("user", "Alpha build"), ("user", "Tabs not spaces"),
+            ("project", "Beta deploy"),
+            ("user", "Alpha build"),
+            ("user", "Tabs not spaces"),
         ]
         assert "moved to user" in browser.flash_text
-        await wait_until(pilot, lambda: sorted(c.title for c in app.panel.state.user) == ["Alpha build", "Tabs not spaces"])
+        await wait_until(
+            pilot, lambda: sorted(c.title for c in app.panel.state.user) == ["Alpha build", "Tabs not spaces"]
+        )
         assert [c.title for c in app.panel.state.project] == ["Beta deploy"]
 
 
@@ -375,8 +426,9 @@ async def test_an_editor_validation_error_is_shown_next_to_its_field_and_nothing
         await replace_input(pilot, editor, "summary", "s" * 201)
         await set_body(pilot, editor, "Releases are tagged from main")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: "a title is needed" in label_text(editor, "#title-error"),
-                         what="the title's error")
+        await wait_until(
+            pilot, lambda: "a title is needed" in label_text(editor, "#title-error"), what="the title's error"
+        )
         assert "at most 200 characters" in label_text(editor, "#summary-error")
         assert label_text(editor, "#body-error") == ""
         assert editor.query_one("#title", Input).has_focus  # the first field with an error
@@ -431,7 +483,9 @@ async def test_an_editor_conflict_shows_both_versions_and_keep_yours_or_take_the
         await pilot.press("k")
         await wait_until(pilot, lambda: app.screen is browser, what="saved over the disk's version")
         assert "Mine: run make all!" in path.read_text() and "Disk: run ninja" not in path.read_text()
-        await wait_until(pilot, lambda: browser.selected is not None and "Mine: run make all!" in browser.selected.body)
+        await wait_until(
+            pilot, lambda: browser.selected is not None and "Mine: run make all!" in browser.selected.body
+        )
 
         # Take the disk's: the editor shows it, nothing is written.
         editor = await open_editor_on(pilot, app, browser, level, filename)
@@ -442,8 +496,11 @@ async def test_an_editor_conflict_shows_both_versions_and_keep_yours_or_take_the
         await wait_until(pilot, lambda: isinstance(app.screen, ConflictModal), what="the conflict view")
         await pilot.press("t")
         await wait_until(pilot, lambda: app.screen is editor, what="back in the editor")
-        await wait_until(pilot, lambda: editor.draft().body.strip() == "Disk again: run bazel",
-                         what="the editor to show the disk's version")
+        await wait_until(
+            pilot,
+            lambda: editor.draft().body.strip() == "Disk again: run bazel",
+            what="the editor to show the disk's version",
+        )
         assert not editor.dirty and not editor.saving
         assert path.read_bytes() == on_disk
         # Saved from there, it is a normal edit of what is on disk now (no second conflict).
@@ -491,7 +548,9 @@ async def test_remember_opens_the_editor_prefilled_and_the_saved_card_reaches_th
         await wait_until(pilot, lambda: not isinstance(app.screen, CardEditor), what="the editor to close")
         await wait_until(pilot, lambda: card.exists(), what="the card on disk")
         assert "source: manual" in card.read_text()
-        await wait_until(pilot, lambda: any(f"saved new project card {card.name}" in t for t in chat_texts(app)))
+        await wait_until(
+            pilot, lambda: any(f"saved new project card {card.name}" in t for t in chat_texts(app))
+        )
         await wait_until(pilot, lambda: "Releases are tagged from main only" in panel_titles(app))
 
         await send(pilot, "what do you know?")
@@ -507,7 +566,9 @@ async def test_remember_opens_the_editor_prefilled_and_the_saved_card_reaches_th
 # -- 8. 10,000 cards ---------------------------------------------------------------------------
 
 
-async def test_a_browser_of_10000_cards_filters_within_its_budget(make_app, ws: Path, record_property) -> None:
+async def test_a_browser_of_10000_cards_filters_within_its_budget(
+    make_app, ws: Path, record_property
+) -> None:
     total = 10_000
     started = time.perf_counter()
     stores = MemoryStores(ws.resolve())
@@ -518,8 +579,14 @@ async def test_a_browser_of_10000_cards_filters_within_its_budget(make_app, ws: 
         kind = types[i % len(types)]
         # Every 7th card mentions "zebra" in its body only: the filter searches bodies too.
         body = f"Card number {i}." + (" A zebra crossing." if i % 7 == 0 else "")
-        meta = NoteMeta(title=f"Card {i:05d}", summary=f"summary {i}", type=kind,
-                        created="2026-01-01T00:00:00Z", updated="2026-01-01T00:00:00Z", source="seed")
+        meta = NoteMeta(
+            title=f"Card {i:05d}",
+            summary=f"summary {i}",
+            type=kind,
+            created="2026-01-01T00:00:00Z",
+            updated="2026-01-01T00:00:00Z",
+            source="seed",
+        )
         (folder / f"{kind.value}_card-{i:05d}.md").write_bytes(dump_note(meta, body))
     written = time.perf_counter()
     stores.rebuild_indexes()
@@ -537,7 +604,9 @@ async def test_a_browser_of_10000_cards_filters_within_its_budget(make_app, ws: 
         await wait_until(pilot, lambda: len(browser.visible_rows) == expected, what="the filtered list")
         assert all("zebra" in r.body for r in browser.visible_rows)
         assert browser.filter_text == "zebra"
-        await wait_until(pilot, lambda: any(f"{expected:,} of {total:,}" in line for line in screen_lines(app)))
+        await wait_until(
+            pilot, lambda: any(f"{expected:,} of {total:,}" in line for line in screen_lines(app))
+        )
         filter_ms = browser.last_filter_ms
     record_property("filter_ms", round(filter_ms, 2))
     print(
@@ -551,7 +620,7 @@ async def test_a_browser_of_10000_cards_filters_within_its_budget(make_app, ws: 
 # The "editor" is a Python script run as $EDITOR: each run takes the next step of a plan (JSON),
 # records the path and the bytes it was given, and does what the step says to that file.
 
-FAKE_EDITOR = r'''
+FAKE_EDITOR = r"""
 import base64, json, os, sys
 plan_path, log_dir = os.environ["FAKE_EDITOR_PLAN"], os.environ["FAKE_EDITOR_LOG"]
 steps = json.loads(open(plan_path).read())
@@ -572,7 +641,7 @@ if "symlink_to" in step:  # an editor that saves by replacing the file with a li
     os.unlink(target)
     os.symlink(step["symlink_to"], target)
 sys.exit(step.get("exit", 0))
-'''
+"""
 
 
 class FakeEditor:
@@ -630,8 +699,11 @@ async def press_o_on(pilot: Pilot[Any], browser: CardBrowser, level: str, filena
 
 
 async def problem_modal(pilot: Pilot[Any], app: PseudoClaudeApp) -> EditProblemModal:
-    await wait_until(pilot, lambda: isinstance(app.screen, EditProblemModal) and app.screen.query("#edited-text"),
-                     what="the problem modal")
+    await wait_until(
+        pilot,
+        lambda: isinstance(app.screen, EditProblemModal) and app.screen.query("#edited-text"),
+        what="the problem modal",
+    )
     modal = app.screen
     assert isinstance(modal, EditProblemModal)
     return modal
@@ -688,7 +760,9 @@ async def test_o_edit_again_reopens_the_persons_own_text_and_u_then_undoes_only_
         await send(pilot, "/remember Releases are tagged from main")
         await wait_until(pilot, lambda: isinstance(app.screen, CardEditor), what="the /remember editor")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: not isinstance(app.screen, CardEditor), what="the /remember card saved")
+        await wait_until(
+            pilot, lambda: not isinstance(app.screen, CardEditor), what="the /remember card saved"
+        )
         remembered = project_store(ws) / "project_knowledge_releases-are-tagged-from-main.md"
         await wait_until(pilot, lambda: remembered.exists())
         remembered_bytes, entries = remembered.read_bytes(), history_len(ws)
@@ -701,7 +775,9 @@ async def test_o_edit_again_reopens_the_persons_own_text_and_u_then_undoes_only_
         await wait_until(pilot, lambda: editor.runs == 2, what="the editor opened again")
         # The second run got the person's text as they left it, on the same private copy.
         assert editor.seen(1) == (editor.seen(0)[0], INVALID)
-        await wait_until(pilot, lambda: b"Build with ninja" in path.read_bytes(), what="the fixed edit applied")
+        await wait_until(
+            pilot, lambda: b"Build with ninja" in path.read_bytes(), what="the fixed edit applied"
+        )
         await wait_until(pilot, lambda: "saved project card" in browser.flash_text)
         assert history_len(ws) == entries + 1
         await wait_until(pilot, lambda: copies_left() == [], what="the private copy removed")
@@ -756,7 +832,9 @@ async def test_o_valid_edit_is_one_manual_batch_and_u_restores_exactly_the_old_b
     before, other_before, entries = path.read_bytes(), other.read_bytes(), history_len(ws)
     editor = FakeEditor(tmp_path, monkeypatch)
     # First an editor that saves nothing new, then a new title and type (an edit, not a rename).
-    editor.plan({}, editor.write(card_file("Renamed in the editor", "reference_material", "s", "Run ninja.\n")))
+    editor.plan(
+        {}, editor.write(card_file("Renamed in the editor", "reference_material", "s", "Run ninja.\n"))
+    )
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
@@ -768,18 +846,29 @@ async def test_o_valid_edit_is_one_manual_batch_and_u_restores_exactly_the_old_b
         await wait_until(pilot, lambda: copies_left() == [])
 
         await press_o_on(pilot, browser, level, filename)
-        await wait_until(pilot, lambda: b"Renamed in the editor" in path.read_bytes(), what="the edit applied")
-        await wait_until(pilot, lambda: f"saved project card {filename} from fake-editor.py" in browser.flash_text)
+        await wait_until(
+            pilot, lambda: b"Renamed in the editor" in path.read_bytes(), what="the edit applied"
+        )
+        await wait_until(
+            pilot, lambda: f"saved project card {filename} from fake-editor.py" in browser.flash_text
+        )
         text = path.read_text()
         assert "source: manual" in text and "type: reference_material" in text and "Run ninja." in text
         store = MemoryStores(ws.resolve())
         assert len(store.history()) == entries + 1
         last = store.history()[-1]
-        assert last.source == "manual" and [(c.level, c.filename) for c in last.changes] == [(Level.PROJECT, filename)]
-        await wait_until(pilot, lambda: browser.selected is not None
-                         and browser.selected.title == "Renamed in the editor", what="the browser to follow")
+        assert last.source == "manual" and [(c.level, c.filename) for c in last.changes] == [
+            (Level.PROJECT, filename)
+        ]
+        await wait_until(
+            pilot,
+            lambda: browser.selected is not None and browser.selected.title == "Renamed in the editor",
+            what="the browser to follow",
+        )
         assert (browser.selected.level, browser.selected.filename) == (level, filename)
-        await wait_until(pilot, lambda: "Renamed in the editor" in panel_titles(app), what="the panel to follow")
+        await wait_until(
+            pilot, lambda: "Renamed in the editor" in panel_titles(app), what="the panel to follow"
+        )
         assert "Renamed in the editor" in (project_store(ws) / "MEMORY.md").read_text()
         await wait_until(pilot, lambda: copies_left() == [])
 
@@ -806,8 +895,11 @@ async def test_o_with_a_hand_edit_on_disk_while_the_editor_is_open_shows_the_con
         browser = await open_cards(pilot, app, 1)
         entries = history_len(ws)
         await press_o_on(pilot, browser, level, filename)
-        await wait_until(pilot, lambda: isinstance(app.screen, ConflictModal) and app.screen.query("#disk-text"),
-                         what="the conflict view")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, ConflictModal) and app.screen.query("#disk-text"),
+            what="the conflict view",
+        )
         modal = app.screen
         assert "Mine: run ninja" in str(modal.query_one("#mine-text", Static).content)
         assert "Disk: run bazel" in str(modal.query_one("#disk-text", Static).content)
@@ -816,7 +908,9 @@ async def test_o_with_a_hand_edit_on_disk_while_the_editor_is_open_shows_the_con
         await wait_until(pilot, lambda: b"Mine: run ninja" in path.read_bytes(), what="yours over the disk's")
         assert "source: manual" in path.read_text() and history_len(ws) == entries + 1
         await wait_until(pilot, lambda: copies_left() == [], what="the private copy removed")
-        await wait_until(pilot, lambda: browser.selected is not None and "Mine: run ninja" in browser.selected.body)
+        await wait_until(
+            pilot, lambda: browser.selected is not None and "Mine: run ninja" in browser.selected.body
+        )
 
 
 # -- 10. from the side panel -------------------------------------------------------------------
@@ -835,19 +929,28 @@ async def test_a_click_on_a_card_in_the_side_panel_opens_the_browser_at_that_car
         await wait_ready(pilot)
         await wait_until(pilot, lambda: len(panel_titles(app)) == 3, what="the panel's cards")
         card_list = app.panel._cards
-        await wait_until(pilot, lambda: any(card_list.card_at(y) == wanted for y in range(60)),
-                         what="the panel laid out")
+        await wait_until(
+            pilot, lambda: any(card_list.card_at(y) == wanted for y in range(60)), what="the panel laid out"
+        )
         y = next(y for y in range(60) if card_list.card_at(y) == wanted)
         assert await pilot.click(card_list, offset=(2, y))
         await wait_until(pilot, lambda: isinstance(app.screen, CardBrowser), what="the browser")
         browser = app.screen
         assert isinstance(browser, CardBrowser)
         await wait_until(pilot, lambda: len(browser.visible_rows) == 3)
-        await wait_until(pilot, lambda: browser.selected is not None
-                         and (browser.selected.level, browser.selected.filename) == wanted,
-                         what="the clicked card selected")
-        await wait_until(pilot, lambda: isinstance(browser.preview_row, CardRow)
-                         and browser.preview_row.title == "Deploy on Fridays")
+        await wait_until(
+            pilot,
+            lambda: (
+                browser.selected is not None and (browser.selected.level, browser.selected.filename) == wanted
+            ),
+            what="the clicked card selected",
+        )
+        await wait_until(
+            pilot,
+            lambda: (
+                isinstance(browser.preview_row, CardRow) and browser.preview_row.title == "Deploy on Fridays"
+            ),
+        )
         # Back, then the panel's message with another card: the browser opens there.
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, CardBrowser))
@@ -857,5 +960,9 @@ async def test_a_click_on_a_card_in_the_side_panel_opens_the_browser_at_that_car
         app.panel.post_message(MemoryPanel.OpenBrowser(other))
         await wait_until(pilot, lambda: isinstance(app.screen, CardBrowser))
         browser = app.screen
-        await wait_until(pilot, lambda: browser.selected is not None
-                         and (browser.selected.level, browser.selected.filename) == other)
+        await wait_until(
+            pilot,
+            lambda: (
+                browser.selected is not None and (browser.selected.level, browser.selected.filename) == other
+            ),
+        )

@@ -17,7 +17,10 @@ async def test_a_streamed_answer_appears_as_it_arrives_and_the_status_shows_the_
 ) -> None:
     gate = server.gate("mid-answer")
     answer = "Run `make build`.\n\n```sh\nmake build\n```\n"
-    server.script(MODEL, text(answer, usage={"input_tokens": 1200, "cache_read_input_tokens": 800}).held(after=gate, at=4))
+    server.script(
+        MODEL,
+        text(answer, usage={"input_tokens": 1200, "cache_read_input_tokens": 800}).held(after=gate, at=4),
+    )
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
@@ -36,10 +39,15 @@ async def test_a_streamed_answer_appears_as_it_arrives_and_the_status_shows_the_
         assert app.services.session.messages[-1]["role"] == "assistant"
 
 
-async def test_escape_cancels_a_turn_mid_stream_and_the_next_turn_works(make_app, server: FakeAnthropic) -> None:
+async def test_escape_cancels_a_turn_mid_stream_and_the_next_turn_works(
+    make_app, server: FakeAnthropic
+) -> None:
     gate = server.gate("never released in time")
-    server.script(MODEL, text("This answer is cut off by the user", chunk_size=4).held(after=gate, at=4),
-                  text("Second answer"))
+    server.script(
+        MODEL,
+        text("This answer is cut off by the user", chunk_size=4).held(after=gate, at=4),
+        text("Second answer"),
+    )
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
@@ -56,9 +64,16 @@ async def test_escape_cancels_a_turn_mid_stream_and_the_next_turn_works(make_app
         assert not any(isinstance(b, ErrorBlock) for b in app.chat.blocks)
 
 
-async def test_api_errors_and_abnormal_stops_show_one_readable_block_and_the_app_stays_usable(make_app, server: FakeAnthropic) -> None:
-    server.script(MODEL, http_error(401), http_error(404, message="model not found"), text("fine now"),
-                  text("cut sho", stop_reason="max_tokens"))
+async def test_api_errors_and_abnormal_stops_show_one_readable_block_and_the_app_stays_usable(
+    make_app, server: FakeAnthropic
+) -> None:
+    server.script(
+        MODEL,
+        http_error(401),
+        http_error(404, message="model not found"),
+        text("fine now"),
+        text("cut sho", stop_reason="max_tokens"),
+    )
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
@@ -110,6 +125,7 @@ async def test_a_continued_session_shows_its_history(make_app, server: FakeAnthr
 
 async def test_a_failing_background_worker_is_one_error_line_not_a_crash(make_app, monkeypatch) -> None:
     from app.tui.panel import state as panel_state
+
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError("the store folder is unreadable")
 
@@ -173,7 +189,9 @@ async def test_no_full_garbage_collection_while_an_answer_streams_and_the_schedu
         async with app_.run_test(size=(120, 40)) as pilot:
             await wait_ready(pilot)
             await send(pilot, "Explain it")
-            await wait_until(pilot, lambda: any(isinstance(b, AnswerBlock) and b.text for b in app_.chat.blocks))
+            await wait_until(
+                pilot, lambda: any(isinstance(b, AnswerBlock) and b.text for b in app_.chat.blocks)
+            )
             assert gc.get_threshold()[2] > saved[2] and gc.get_threshold()[:2] == saved[:2]
             # A key pressed just before the turn ends keeps the collector held past its end: the
             # turn ends well within GC_IDLE_S of it (the answer's rest is already written).
@@ -193,10 +211,17 @@ def _notes_shown(app) -> list[str]:
     return [n.message for n in app._notifications]
 
 
-async def test_ctrl_c_cancels_a_running_turn_as_esc_does_and_the_next_turn_works(make_app, server: FakeAnthropic) -> None:
-    gate = server.gate("never released in time", timeout=100)  # held past every wait: released after the cancel
-    server.script(MODEL, text("This answer is cut off by Ctrl+C", chunk_size=4).held(after=gate, at=4),
-                  text("Second answer"))
+async def test_ctrl_c_cancels_a_running_turn_as_esc_does_and_the_next_turn_works(
+    make_app, server: FakeAnthropic
+) -> None:
+    gate = server.gate(
+        "never released in time", timeout=100
+    )  # held past every wait: released after the cancel
+    server.script(
+        MODEL,
+        text("This answer is cut off by Ctrl+C", chunk_size=4).held(after=gate, at=4),
+        text("Second answer"),
+    )
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
@@ -301,7 +326,9 @@ async def test_a_large_paste_is_collapsed_in_the_prompt_and_the_chat_and_the_mod
         # Enter (or a click) on the block expands it; again collapses it.
         block.focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: "worker 999: step done" in block.shown_text, what="the expanded paste")
+        await wait_until(
+            pilot, lambda: "worker 999: step done" in block.shown_text, what="the expanded paste"
+        )
         assert "3,000 lines in all" in block.shown_text  # expanded, it says where it is cut
         await pilot.press("enter")
         await wait_until(pilot, lambda: "worker 999" not in block.shown_text)

@@ -16,9 +16,12 @@ from widgets.chat.user_block import UserBlock
 
 
 def test_parse_tells_commands_from_messages() -> None:
-    assert commands.parse("/model claude-x") == commands.Parsed("model", "claude-x", commands.BY_NAME["model"])
-    assert commands.parse("  /REMEMBER  keep this  ") == commands.Parsed("remember", "keep this",
-                                                                        commands.BY_NAME["remember"])
+    assert commands.parse("/model claude-x") == commands.Parsed(
+        "model", "claude-x", commands.BY_NAME["model"]
+    )
+    assert commands.parse("  /REMEMBER  keep this  ") == commands.Parsed(
+        "remember", "keep this", commands.BY_NAME["remember"]
+    )
     assert commands.parse("/nope") == commands.Parsed("nope", "", None)
     # Messages: plain text, a path at the start, a doubled slash, a lone slash.
     for message in ("hello /clear", "/usr/bin is where it lives", "//not a command", "/"):
@@ -29,8 +32,25 @@ def test_completion_lists_matching_commands_in_table_order() -> None:
     assert [c.name for c in commands.completions("/re")] == ["remember", "resume", "rewind"]
     assert len(commands.completions("/")) == len(commands.COMMANDS)
     help_text = commands.help_text()
-    for name in ("/help", "/clear", "/memory", "/pending", "/remember", "/undo", "/model", "/mode", "/resume",
-                 "/cost", "/compact", "/rewind", "/quit", "Esc", "Esc Esc", "Ctrl+Q", "F2"):
+    for name in (
+        "/help",
+        "/clear",
+        "/memory",
+        "/pending",
+        "/remember",
+        "/undo",
+        "/model",
+        "/mode",
+        "/resume",
+        "/cost",
+        "/compact",
+        "/rewind",
+        "/quit",
+        "Esc",
+        "Esc Esc",
+        "Ctrl+Q",
+        "F2",
+    ):
         assert name in help_text
 
 
@@ -46,7 +66,14 @@ def test_every_command_has_one_handler_and_the_app_mixes_nothing_in() -> None:
     slash = commands.SlashCommands(cast(Any, None))
     assert list(slash.handlers) == [c.name for c in commands.COMMANDS]
     assert PseudoClaudeApp.__bases__ == (App,)
-    prefixes = ("on_card_browser_", "on_card_editor_", "on_pending_screen_", "on_editor_", "on_cards_", "cmd_")
+    prefixes = (
+        "on_card_browser_",
+        "on_card_editor_",
+        "on_pending_screen_",
+        "on_editor_",
+        "on_cards_",
+        "cmd_",
+    )
     assert [n for n in dir(PseudoClaudeApp) if n.startswith(prefixes)] == []
 
 
@@ -119,8 +146,14 @@ async def test_undo_reverts_the_last_batch_and_says_when_there_is_none(make_app,
     store = ws / ".PseudoClaude" / "memory"
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_ready(pilot)
-        await asyncio.to_thread(app.bridge.stores.create_card, "project", "project_knowledge", "Releases", "",
-                                "Releases are tagged from main only")
+        await asyncio.to_thread(
+            app.bridge.stores.create_card,
+            "project",
+            "project_knowledge",
+            "Releases",
+            "",
+            "Releases are tagged from main only",
+        )
         await send(pilot, "/undo")
         await wait_until(pilot, lambda: any("undid the last memory batch" in t for t in chat_texts(app)))
         await wait_until(pilot, lambda: not list(store.glob("project_knowledge_*.md")))
@@ -193,7 +226,9 @@ async def test_help_wraps_descriptions_under_their_own_column_at_58_and_100_colu
             # Every row starts with a command or key, or continues under the descriptions.
             assert head in usages or head in keys or head == "", line
         continued = {right for left, right in commands.KEYS if not left}  # rows going on from the one above
-        wrapped = [line for line in lines if not line[:indent].strip() and line.strip() not in ("", *continued)]
+        wrapped = [
+            line for line in lines if not line[:indent].strip() and line.strip() not in ("", *continued)
+        ]
         # At 58 columns the longest descriptions wrap, and stay indented (a hanging indent).
         assert bool(wrapped) == (size[0] == 100), wrapped
         assert "automatic near the context limit" in " ".join(" ".join(lines).split())
@@ -212,7 +247,9 @@ def _help_keys(rows: list[str]) -> set[str]:
     return found
 
 
-async def test_help_shows_the_paste_placeholder_as_the_readme_does_and_every_card_browser_key(make_app) -> None:
+async def test_help_shows_the_paste_placeholder_as_the_readme_does_and_every_card_browser_key(
+    make_app,
+) -> None:
     from widgets.cards.browser import CardBrowser
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
@@ -232,8 +269,7 @@ async def test_help_shows_the_paste_placeholder_as_the_readme_does_and_every_car
         last = next(i for i, line in enumerate(lines) if line.startswith("in the editor"))
         shown = _help_keys([line[indent:] for line in lines[first:last]])
         names = {"slash": "/", "escape": "esc"}
-        bound = {names.get(key, key) for binding in CardBrowser.BINDINGS
-                 for key in binding.key.split(",")}  # type: ignore[union-attr]
+        bound = {names.get(key, key) for binding in CardBrowser.BINDINGS for key in binding.key.split(",")}  # type: ignore[union-attr]
         assert bound - shown == set(), f"browser keys /help does not name: {sorted(bound - shown)}"
 
 
@@ -244,15 +280,20 @@ async def _type(pilot, text: str) -> None:
     await pilot.press(*[("space" if c == " " else c) for c in text])
 
 
-async def test_after_the_card_browser_opened_from_the_panel_closes_typing_reaches_the_prompt(make_app) -> None:
+async def test_after_the_card_browser_opened_from_the_panel_closes_typing_reaches_the_prompt(
+    make_app,
+) -> None:
     from widgets.cards.browser import CardBrowser
 
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         await pilot.press("tab")
-        await wait_until(pilot, lambda: app.focused is not None and app.panel in app.focused.ancestors_with_self,
-                         what="the panel focused")
+        await wait_until(
+            pilot,
+            lambda: app.focused is not None and app.panel in app.focused.ancestors_with_self,
+            what="the panel focused",
+        )
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, CardBrowser), what="the card browser")
         await pilot.press("escape")
@@ -303,10 +344,15 @@ async def test_model_typed_after_tabbing_to_the_jobs_line_switches_the_model_and
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         await send(pilot, "remember zeta")
-        await wait_until(pilot, lambda: any(j.line.startswith("held") for j in app.panel.state.jobs),
-                         what="the held job in the panel")
+        await wait_until(
+            pilot,
+            lambda: any(j.line.startswith("held") for j in app.panel.state.jobs),
+            what="the held job in the panel",
+        )
         jobs_line = app.panel._jobs
-        await wait_until(pilot, lambda: jobs_line.display and jobs_line.region.height > 0, what="the jobs line")
+        await wait_until(
+            pilot, lambda: jobs_line.display and jobs_line.region.height > 0, what="the jobs line"
+        )
         # Tab to the cards, Enter (the browser), Esc, then two Tabs: the jobs line has the focus.
         await pilot.press("tab", "enter")
         await wait_until(pilot, lambda: app.screen is not app.screen_stack[0], what="the card browser")
@@ -323,7 +369,9 @@ async def test_model_typed_after_tabbing_to_the_jobs_line_switches_the_model_and
 
 
 @pytest.mark.parametrize("opener", ["/memory", "/pending", "/remember a note", "a modal"])
-async def test_whichever_way_a_screen_was_opened_its_closing_gives_the_focus_to_the_prompt(make_app, opener) -> None:
+async def test_whichever_way_a_screen_was_opened_its_closing_gives_the_focus_to_the_prompt(
+    make_app, opener
+) -> None:
     from widgets.dialogs.confirm import ConfirmModal
 
     app = make_app()

@@ -60,7 +60,9 @@ async def test_compact_with_a_focus_shows_one_block_and_the_status_shows_the_con
         await wait_until(pilot, lambda: app.prompt.disabled_reason is None, what="the prompt to be free")
         notes = [t for t in chat_texts(app) if "compact" in t]
         assert len(notes) == 1, notes
-        assert re.fullmatch(r"compacted 2 messages into a summary \(context \d+% → \d+%\)", notes[0]), notes[0]
+        assert re.fullmatch(r"compacted 2 messages into a summary \(context \d+% → \d+%\)", notes[0]), notes[
+            0
+        ]
         block = next(b for b in app.chat.blocks if "into a summary" in getattr(b, "text", ""))
         assert isinstance(block, NoteBlock)
         assert not any(isinstance(b, ErrorBlock) for b in app.chat.blocks)

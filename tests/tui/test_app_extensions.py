@@ -41,10 +41,15 @@ def _tool_result(server: FakeAnthropic, n: int) -> dict[str, Any]:
 
 
 async def test_an_mcp_tool_asks_first_and_its_result_reaches_the_next_request(
-        make_app, server: FakeAnthropic, isolated_home: Path) -> None:
-    _user_config(isolated_home, f'[mcp_servers.demo]\ncommand = {json.dumps(sys.executable)}\n'
-                                f'args = [{json.dumps(SERVER)}]\n')
-    server.script(MODEL, tool_use("mcp__demo__echo", {"text": "hello from mcp"}, id="toolu_m"), text("echoed"))
+    make_app, server: FakeAnthropic, isolated_home: Path
+) -> None:
+    _user_config(
+        isolated_home,
+        f"[mcp_servers.demo]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}]\n",
+    )
+    server.script(
+        MODEL, tool_use("mcp__demo__echo", {"text": "hello from mcp"}, id="toolu_m"), text("echoed")
+    )
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
@@ -67,7 +72,8 @@ async def test_an_mcp_tool_asks_first_and_its_result_reaches_the_next_request(
 
 
 async def test_always_allow_saves_the_confirmed_rule_and_the_next_identical_call_does_not_ask(
-        make_app, server: FakeAnthropic, ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_app, server: FakeAnthropic, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     asked: list[str] = []
     real_ask = permission_window.ask
 
@@ -98,10 +104,16 @@ async def test_always_allow_saves_the_confirmed_rule_and_the_next_identical_call
         assert asked == ["bash"]  # the second call was allowed by the saved rule
         assert app.chat.tool("toolu_2").status == "done"
         await send(pilot, "/permissions")
-        await wait_until(pilot, lambda: any("allow bash(echo hi there) — .PseudoClaude/settings.local.toml" in t
-                                            for t in chat_texts(app)))
+        await wait_until(
+            pilot,
+            lambda: any(
+                "allow bash(echo hi there) — .PseudoClaude/settings.local.toml" in t for t in chat_texts(app)
+            ),
+        )
         await send(pilot, "/permissions remove bash(echo hi there)")
-        await wait_until(pilot, lambda: any(t.startswith("removed bash(echo hi there)") for t in chat_texts(app)))
+        await wait_until(
+            pilot, lambda: any(t.startswith("removed bash(echo hi there)") for t in chat_texts(app))
+        )
         assert "echo hi there" not in (ws / ".PseudoClaude" / "settings.local.toml").read_text()
 
 
@@ -111,19 +123,25 @@ def _project_server(ws: Path, pid_file: Path, *extra: str) -> None:
 
 
 async def test_a_cloned_projects_server_starts_only_after_trust_and_a_changed_command_asks_again(
-        make_app, server: FakeAnthropic, ws: Path, tmp_path: Path) -> None:
+    make_app, server: FakeAnthropic, ws: Path, tmp_path: Path
+) -> None:
     first_pid = tmp_path / "first.pid"
     _project_server(ws, first_pid)
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: isinstance(app.screen, ExtensionTrustModal) and app.screen.query_one("#listing"),
-                         what="the trust window")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, ExtensionTrustModal) and app.screen.query_one("#listing"),
+            what="the trust window",
+        )
         listing = app.screen.query_one("#listing").render()
         assert SERVER in str(listing)  # the command line that would run
         await asyncio.sleep(0.5)  # the app runs meanwhile: a server that would start, would
         assert not first_pid.exists()
-        assert [(s.name, s.state) for s in app.services.extensions.servers()] == [("proj", "waiting for trust")]
+        assert [(s.name, s.state) for s in app.services.extensions.servers()] == [
+            ("proj", "waiting for trust")
+        ]
         await pilot.press("y")
         await wait_until(pilot, lambda: _ready(app, "proj"), timeout=30, what="the trusted server ready")
         pid = int(first_pid.read_text())
@@ -143,10 +161,12 @@ async def test_a_cloned_projects_server_starts_only_after_trust_and_a_changed_co
 
 
 async def test_project_commands_wait_for_trust_then_complete_and_expand(
-        make_app, server: FakeAnthropic, ws: Path) -> None:
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
     (ws / ".PseudoClaude" / "commands").mkdir(parents=True)
     (ws / ".PseudoClaude" / "commands" / "review.md").write_text(
-        "---\ndescription: Review a file carefully\nargument-hint: FILE\n---\nReview $1 for bugs.\n")
+        "---\ndescription: Review a file carefully\nargument-hint: FILE\n---\nReview $1 for bugs.\n"
+    )
     (ws / ".claude" / "commands").mkdir(parents=True)
     (ws / ".claude" / "commands" / "explain.md").write_text("Explain $ARGUMENTS simply.\n")
     (ws / ".PseudoClaude" / "commands" / "bad.md").write_text("---\ndescription: [unclosed\n---\nbody\n")
@@ -177,10 +197,14 @@ async def test_project_commands_wait_for_trust_then_complete_and_expand(
 
 
 async def test_a_pre_tool_use_hook_that_exits_2_denies_and_the_model_gets_its_stderr(
-        make_app, server: FakeAnthropic, ws: Path, isolated_home: Path) -> None:
+    make_app, server: FakeAnthropic, ws: Path, isolated_home: Path
+) -> None:
     script = "import sys; sys.stderr.write('bash is off limits here'); sys.exit(2)"
-    _user_config(isolated_home, f'[[hooks.PreToolUse]]\nmatcher = "bash"\n'
-                                f'command = {json.dumps(f"{sys.executable} -c {json.dumps(script)}")}\n')
+    _user_config(
+        isolated_home,
+        f'[[hooks.PreToolUse]]\nmatcher = "bash"\n'
+        f"command = {json.dumps(f'{sys.executable} -c {json.dumps(script)}')}\n",
+    )
     server.script(MODEL, tool_use("bash", {"command": "touch pwned"}, id="toolu_h"), text("ok then"))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -195,15 +219,23 @@ async def test_a_pre_tool_use_hook_that_exits_2_denies_and_the_model_gets_its_st
 
 
 def _entry(name: str, pid_file: Path, mode: str = "normal") -> str:
-    return (f"[mcp_servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}, "
-            f"{json.dumps(mode)}]\nenv = {{ MCP_TEST_PID_FILE = {json.dumps(str(pid_file))} }}\n")
+    return (
+        f"[mcp_servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}, "
+        f"{json.dumps(mode)}]\nenv = {{ MCP_TEST_PID_FILE = {json.dumps(str(pid_file))} }}\n"
+    )
 
 
 async def test_a_hang_garbage_and_a_crash_mid_call_are_one_line_each_and_no_server_is_left(
-        make_app, server: FakeAnthropic, isolated_home: Path, tmp_path: Path) -> None:
+    make_app, server: FakeAnthropic, isolated_home: Path, tmp_path: Path
+) -> None:
     pids = {name: tmp_path / f"{name}.pid" for name in ("demo", "hangs", "noisy")}
-    _user_config(isolated_home, "mcp_start_timeout = 8\n" + _entry("demo", pids["demo"])
-                 + _entry("hangs", pids["hangs"], "hang") + _entry("noisy", pids["noisy"], "garbage"))
+    _user_config(
+        isolated_home,
+        "mcp_start_timeout = 8\n"
+        + _entry("demo", pids["demo"])
+        + _entry("hangs", pids["hangs"], "hang")
+        + _entry("noisy", pids["noisy"], "garbage"),
+    )
     server.script(MODEL, tool_use("mcp__demo__crash", {}, id="toolu_c"), text("still here"))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -213,7 +245,9 @@ async def test_a_hang_garbage_and_a_crash_mid_call_are_one_line_each_and_no_serv
         def failed(name: str) -> list[str]:
             return [t for t in chat_texts(app) if t.startswith(f"MCP server {name} failed")]
 
-        await wait_until(pilot, lambda: failed("hangs") and failed("noisy"), timeout=30, what="two failure lines")
+        await wait_until(
+            pilot, lambda: failed("hangs") and failed("noisy"), timeout=30, what="two failure lines"
+        )
         assert all("\n" not in line for line in failed("hangs") + failed("noisy"))
         await send(pilot, "crash it")
         await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal), what="the permission window")

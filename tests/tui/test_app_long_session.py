@@ -100,7 +100,9 @@ async def test_a_300_turn_session_runs_to_the_end_in_the_app(make_app, ws: Path)
             assert max(pcts) >= 70 and min(pcts) < 70
 
             # The last answer is on screen above the status line, which shows the window's fill.
-            await wait_until(pilot, lambda: ls.answer(TURNS) in _screen_text(app), what="the last answer drawn")
+            await wait_until(
+                pilot, lambda: ls.answer(TURNS) in _screen_text(app), what="the last answer drawn"
+            )
             assert f"context {pcts[-1]}%" in _screen_text(app).splitlines()[-1]
             tool = app.chat.tool(f"toolu_{TURNS:04d}")
             assert isinstance(tool, ToolBlock) and tool.status == "done"

@@ -39,13 +39,17 @@ async def test_the_side_panel_shows_a_card_marked_new_after_the_turns_job_applie
     make_app, server: FakeAnthropic
 ) -> None:
     server.script(MODEL, text("Use make build."))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.", summary="make build"))))
+    server.script(
+        MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.", summary="make build")))
+    )
     app = make_app(server)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_ready(pilot)
         assert app.panel.state.project == () and app.panel.state.user == ()
         await send(pilot, "How do I build?")
-        await wait_until(pilot, lambda: "Build with make" in _titles(app.panel.state.project), what="the new card")
+        await wait_until(
+            pilot, lambda: "Build with make" in _titles(app.panel.state.project), what="the new card"
+        )
         [card] = app.panel.state.project
         assert card.new and card.summary == "make build"
         await wait_until(pilot, lambda: app.status_model.info.pending == 0 and not app.panel.state.jobs)
@@ -60,19 +64,28 @@ async def test_the_side_panel_follows_a_hand_edit_on_disk(make_app, server: Fake
         await wait_ready(pilot)
         await wait_until(pilot, lambda: app.bridge.watcher_ready, what="the store watcher")
         _hand_write_card(user_store, "project_knowledge_tabs.md", "Tabs not spaces", "indent with tabs")
-        await wait_until(pilot, lambda: "Tabs not spaces" in _titles(app.panel.state.user), timeout=5,
-                         what="the hand-written card in the panel")
+        await wait_until(
+            pilot,
+            lambda: "Tabs not spaces" in _titles(app.panel.state.user),
+            timeout=5,
+            what="the hand-written card in the panel",
+        )
 
 
 async def test_trusting_a_cloned_project_store_puts_its_cards_into_the_first_prompt(
     make_app, server: FakeAnthropic, ws: Path
 ) -> None:
-    _hand_write_card(ws / ".PseudoClaude" / "memory", "project_knowledge_deploy.md", "Deploy on Fridays", "ok")
+    _hand_write_card(
+        ws / ".PseudoClaude" / "memory", "project_knowledge_deploy.md", "Deploy on Fridays", "ok"
+    )
     server.script(MODEL, text("noted"))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
-                         what="the trust modal's cards")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
+            what="the trust modal's cards",
+        )
         assert [c.title for c in app.screen.cards] == ["Deploy on Fridays"]
         await pilot.press("y")
         await wait_until(pilot, lambda: any("trusted" in t for t in chat_texts(app)))
@@ -82,18 +95,27 @@ async def test_trusting_a_cloned_project_store_puts_its_cards_into_the_first_pro
         assert "Deploy on Fridays" in system_text(server.requests_for(MODEL)[0])
 
 
-async def test_not_trusting_leaves_the_project_store_out_and_marks_it(make_app, server: FakeAnthropic, ws: Path) -> None:
-    _hand_write_card(ws / ".PseudoClaude" / "memory", "project_knowledge_deploy.md", "Deploy on Fridays", "ok")
+async def test_not_trusting_leaves_the_project_store_out_and_marks_it(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
+    _hand_write_card(
+        ws / ".PseudoClaude" / "memory", "project_knowledge_deploy.md", "Deploy on Fridays", "ok"
+    )
     server.script(MODEL, text("noted"))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(140, 40)) as pilot:
         # Answered once the cards are listed: while they are read, no key answers the window.
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
-                         what="the trust modal with its cards")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
+            what="the trust modal with its cards",
+        )
         await pilot.press("n")
         await wait_until(pilot, lambda: any("not trusted" in t for t in chat_texts(app)))
         await wait_until(pilot, lambda: app.panel.state.project_note is not None)
-        assert "untrusted" in app.panel.state.project_note and _titles(app.panel.state.project) == ["Deploy on Fridays"]
+        assert "untrusted" in app.panel.state.project_note and _titles(app.panel.state.project) == [
+            "Deploy on Fridays"
+        ]
         await send(pilot, "hello")
         await wait_until(pilot, lambda: "noted" in chat_texts(app))
         assert "Deploy on Fridays" not in system_text(server.requests_for(MODEL)[0])
@@ -132,7 +154,9 @@ async def test_ctrl_c_does_not_quit(make_app) -> None:
         assert app.is_running and app.phase is not Phase.QUITTING
 
 
-async def test_quit_with_nothing_in_flight_leaves_at_once_and_closes_the_session(make_app, server: FakeAnthropic) -> None:
+async def test_quit_with_nothing_in_flight_leaves_at_once_and_closes_the_session(
+    make_app, server: FakeAnthropic
+) -> None:
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
@@ -150,7 +174,9 @@ async def test_with_the_panel_hidden_the_status_line_points_to_f2_and_counts_new
     make_app, server: FakeAnthropic
 ) -> None:
     server.script(MODEL, text("Use make build."))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.", summary="make build"))))
+    server.script(
+        MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.", summary="make build")))
+    )
     app = make_app(server)
     async with app.run_test(size=(80, 24)) as pilot:  # narrow: the panel starts hidden
         await wait_ready(pilot)

@@ -118,11 +118,17 @@ async def test_a_held_job_approved_op_by_op_writes_exactly_the_approved_ops(
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await send(pilot, "remember alpha and beta")
-        await wait_until(pilot, lambda: any(j.line.startswith("held") for j in app.panel.state.jobs),
-                         what="the job held for review")
+        await wait_until(
+            pilot,
+            lambda: any(j.line.startswith("held") for j in app.panel.state.jobs),
+            what="the job held for review",
+        )
         screen = await open_pending(pilot)
-        await wait_until(pilot, lambda: screen.selected_job is not None and screen.selected_job.state == "held",
-                         what="the held job selected")
+        await wait_until(
+            pilot,
+            lambda: screen.selected_job is not None and screen.selected_job.state == "held",
+            what="the held job selected",
+        )
         assert card_files(ws) == set()
         parent = screen.selected_job
         assert parent is not None
@@ -132,19 +138,30 @@ async def test_a_held_job_approved_op_by_op_writes_exactly_the_approved_ops(
         assert screen.selected_op is not None and screen.selected_op.title == "Beta fact"
 
         await pilot.press("a")
-        await wait_until(pilot, lambda: card_files(ws) == {"project_knowledge_beta-fact.md"}, what="only Beta written")
-        await wait_until(pilot, lambda: any(r.startswith("Applied this session") for r in screen.row_texts()),
-                         what="the applied row")
-        await wait_until(pilot, lambda: screen.selected_job is not None and screen.selected_job.state == "held",
-                         what="the rest still held and selected")
+        await wait_until(
+            pilot, lambda: card_files(ws) == {"project_knowledge_beta-fact.md"}, what="only Beta written"
+        )
+        await wait_until(
+            pilot,
+            lambda: any(r.startswith("Applied this session") for r in screen.row_texts()),
+            what="the applied row",
+        )
+        await wait_until(
+            pilot,
+            lambda: screen.selected_job is not None and screen.selected_job.state == "held",
+            what="the rest still held and selected",
+        )
         rest = screen.selected_job
         assert rest is not None and rest.id != parent.id and rest.split_from == parent.id
         assert [op.title for op in rest.ops if op.status == "held"] == ["Alpha fact"]
         applied = section(screen.row_texts(), "Applied this session")
         assert any("applied +1 ~0 −0" in r for r in applied), applied
         assert "wrote 1 change(s)" in flash_text(screen)
-        await wait_until(pilot, lambda: "Beta fact" in [c.title for c in app.panel.state.project],
-                         what="the new card in the side panel")
+        await wait_until(
+            pilot,
+            lambda: "Beta fact" in [c.title for c in app.panel.state.project],
+            what="the new card in the side panel",
+        )
         assert "Alpha fact" not in [c.title for c in app.panel.state.project]
         history = app.bridge.stores.history()
         assert history[-1].label == f"approve {parent.id}"
@@ -155,8 +172,11 @@ async def test_a_held_job_approved_op_by_op_writes_exactly_the_approved_ops(
         await pilot.press("r")
         await wait_until(pilot, lambda: "rejected" in flash_text(screen), what="the rejection flash")
         assert "nothing written" in flash_text(screen)
-        await wait_until(pilot, lambda: not any(r.startswith("Pending") for r in screen.row_texts()),
-                         what="the job gone from Pending")
+        await wait_until(
+            pilot,
+            lambda: not any(r.startswith("Pending") for r in screen.row_texts()),
+            what="the job gone from Pending",
+        )
         assert rest.id not in spooled_ids(ws)
         assert card_files(ws) == {"project_knowledge_beta-fact.md"}
         assert app.bridge.stores.history()[-1].label == f"reject {rest.id}"
@@ -169,17 +189,26 @@ async def test_approving_an_update_whose_card_was_edited_by_hand_shows_the_confl
     stores = MemoryStores(ws.resolve())
     card = write_note(stores, Level.PROJECT, "project_knowledge_build.md", "Build", "Use make.\n")
     server.script(MODEL, text("Noted: ninja."))
-    update = {"action": "update", "level": "project", "filename": "project_knowledge_build.md",
-              "content": "Use ninja."}
+    update = {
+        "action": "update",
+        "level": "project",
+        "filename": "project_knowledge_build.md",
+        "content": "Use ninja.",
+    }
     server.script(MEMORY_MODEL, text(ops_answer(update)), text(merge_answer({"op0": "Use ninja."})))
     app = make_app(server, memory_mode="review")
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await send(pilot, "we build with ninja now")
-        await wait_until(pilot, lambda: any(j.line.startswith("held") for j in app.panel.state.jobs),
-                         what="the update held for review")
+        await wait_until(
+            pilot,
+            lambda: any(j.line.startswith("held") for j in app.panel.state.jobs),
+            what="the update held for review",
+        )
         screen = await open_pending(pilot)
-        await wait_until(pilot, lambda: screen.selected_job is not None and screen.selected_job.state == "held")
+        await wait_until(
+            pilot, lambda: screen.selected_job is not None and screen.selected_job.state == "held"
+        )
         await pilot.press("enter")
         await select_row(pilot, screen, lambda r: "[held] update" in r, "the held update")
         detail = screen.detail_text()
@@ -205,9 +234,13 @@ async def test_a_failed_job_is_retried_with_t_and_a_failed_job_is_dismissed_with
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await send(pilot, "first turn about gamma")
-        await wait_until(pilot, lambda: any(j.failed for j in app.panel.state.jobs), what="the first job failed")
+        await wait_until(
+            pilot, lambda: any(j.failed for j in app.panel.state.jobs), what="the first job failed"
+        )
         screen = await open_pending(pilot)
-        await wait_until(pilot, lambda: screen.selected_job is not None and screen.selected_job.state == "failed")
+        await wait_until(
+            pilot, lambda: screen.selected_job is not None and screen.selected_job.state == "failed"
+        )
         first = screen.selected_job
         assert first is not None
         row = next(r for r in screen.row_texts() if "✗" in r)
@@ -216,9 +249,14 @@ async def test_a_failed_job_is_retried_with_t_and_a_failed_job_is_dismissed_with
 
         server.script(MEMORY_MODEL, text(ops_answer(create_op("Gamma fact", "Gamma body."))))
         await pilot.press("t")
-        await wait_until(pilot, lambda: "project_knowledge_gamma-fact.md" in card_files(ws), what="the retried job's card")
-        await wait_until(pilot, lambda: any("applied +1" in r for r in section(screen.row_texts(), "Applied")),
-                         what="the applied row")
+        await wait_until(
+            pilot, lambda: "project_knowledge_gamma-fact.md" in card_files(ws), what="the retried job's card"
+        )
+        await wait_until(
+            pilot,
+            lambda: any("applied +1" in r for r in section(screen.row_texts(), "Applied")),
+            what="the applied row",
+        )
         assert first.id not in spooled_ids(ws)
 
         # Another failed job: x asks (showing the turn), n keeps it, x then y dismisses it.
@@ -226,7 +264,9 @@ async def test_a_failed_job_is_retried_with_t_and_a_failed_job_is_dismissed_with
         await wait_until(pilot, lambda: not isinstance(app.screen, PendingScreen))
         server.script(MEMORY_MODEL, *[http_error(500, message="memory backend down") for _ in range(3)])
         await send(pilot, "second turn about delta")
-        await wait_until(pilot, lambda: any(j.failed for j in app.panel.state.jobs), what="the second job failed")
+        await wait_until(
+            pilot, lambda: any(j.failed for j in app.panel.state.jobs), what="the second job failed"
+        )
         screen = await open_pending(pilot)
         await select_row(pilot, screen, lambda r: "✗ failed" in r, "the failed job")
         second = screen.selected_job
@@ -258,18 +298,32 @@ async def test_a_job_spooled_by_another_window_appears_on_the_open_pending_scree
         assert screen.state.jobs == ()
         job = make_job(ws.resolve(), [turn("the other window says epsilon")], mode="review")
         job.state = "held"
-        job.held_ops = [HeldOp(index=0, op=Operation(
-            action=Action.CREATE, level=Level.PROJECT, type=NoteType.PROJECT_KNOWLEDGE,
-            title="Epsilon fact", summary="from another window", content="Epsilon body.",
-        ))]
+        job.held_ops = [
+            HeldOp(
+                index=0,
+                op=Operation(
+                    action=Action.CREATE,
+                    level=Level.PROJECT,
+                    type=NoteType.PROJECT_KNOWLEDGE,
+                    title="Epsilon fact",
+                    summary="from another window",
+                    content="Epsilon body.",
+                ),
+            )
+        ]
         spool_of(ws).submit(job)
-        await wait_until(pilot, lambda: any("the other window says epsilon" in r for r in screen.row_texts()),
-                         what="the other window's job, without a key press")
+        await wait_until(
+            pilot,
+            lambda: any("the other window says epsilon" in r for r in screen.row_texts()),
+            what="the other window's job, without a key press",
+        )
         await select_row(pilot, screen, lambda r: "the other window says epsilon" in r, "its job row")
         assert screen.selected_op is None and screen.selected_job is not None
         assert screen.selected_job.id == job.id and screen.selected_job.state == "held"
         await pilot.press("a")
-        await wait_until(pilot, lambda: card_files(ws) == {"project_knowledge_epsilon-fact.md"}, what="its card")
+        await wait_until(
+            pilot, lambda: card_files(ws) == {"project_knowledge_epsilon-fact.md"}, what="its card"
+        )
         assert job.id not in spooled_ids(ws)
 
 
@@ -286,8 +340,11 @@ async def test_an_orphaned_job_is_listed_and_can_be_dismissed(
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         screen = await open_pending(pilot)
-        await wait_until(pilot, lambda: any(r.startswith("Orphaned") for r in screen.row_texts()),
-                         what="the Orphaned section")
+        await wait_until(
+            pilot,
+            lambda: any(r.startswith("Orphaned") for r in screen.row_texts()),
+            what="the Orphaned section",
+        )
         orphans = section(screen.row_texts(), "Orphaned")
         assert len(orphans) == 1 and "words from a workspace that is gone" in orphans[0], orphans
         await select_row(pilot, screen, lambda r: "words from a workspace that is gone" in r, "the orphan")
@@ -313,7 +370,9 @@ async def test_the_pending_screen_shows_retrying_with_its_attempt_and_next_try(
         await wait_ready(pilot)
         await send(pilot, "a turn whose memory request fails once")
         screen = await open_pending(pilot)
-        await wait_until(pilot, lambda: any("↻ retrying" in r for r in screen.row_texts()), what="the retrying row")
+        await wait_until(
+            pilot, lambda: any("↻ retrying" in r for r in screen.row_texts()), what="the retrying row"
+        )
         row = next(r for r in screen.row_texts() if "↻ retrying" in r)
         assert re.search(r"↻ retrying 2/3 · next try in \d+s", row), row
         seconds = int(re.search(r"next try in (\d+)s", row).group(1))  # type: ignore[union-attr]
@@ -338,8 +397,11 @@ async def test_the_side_panels_jobs_line_opens_the_pending_screen_and_esc_return
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await send(pilot, "remember zeta")
-        await wait_until(pilot, lambda: any(j.line.startswith("held") for j in app.panel.state.jobs),
-                         what="the held job in the panel")
+        await wait_until(
+            pilot,
+            lambda: any(j.line.startswith("held") for j in app.panel.state.jobs),
+            what="the held job in the panel",
+        )
         # From the prompt (/pending): Esc goes back to the chat with the prompt focused.
         await open_pending(pilot)
         await pilot.press("escape")
@@ -348,7 +410,9 @@ async def test_the_side_panels_jobs_line_opens_the_pending_screen_and_esc_return
 
         # From the side panel: Enter on its jobs line.
         jobs_line = app.panel._jobs
-        await wait_until(pilot, lambda: jobs_line.display and jobs_line.region.height > 0, what="the jobs line")
+        await wait_until(
+            pilot, lambda: jobs_line.display and jobs_line.region.height > 0, what="the jobs line"
+        )
         jobs_line.focus()
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, PendingScreen), what="the pending screen")
@@ -361,7 +425,9 @@ async def test_the_side_panels_jobs_line_opens_the_pending_screen_and_esc_return
 
         # The message itself (a click on the line posts the same) opens it too.
         app.panel.post_message(MemoryPanel.OpenPending())
-        await wait_until(pilot, lambda: isinstance(app.screen, PendingScreen), what="the pending screen again")
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, PendingScreen), what="the pending screen again"
+        )
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is app.screen_stack[0])
 
@@ -378,8 +444,11 @@ async def test_a_job_whose_only_op_was_rejected_is_listed_as_rejected_with_its_r
         await send(pilot, "remember nothing really")
         await wait_until(pilot, lambda: len(app.bridge.stores.history()) == 1, what="the job's batch")
         screen = await open_pending(pilot)
-        await wait_until(pilot, lambda: any(r.startswith("Rejected this session") for r in screen.row_texts()),
-                         what="the Rejected section")
+        await wait_until(
+            pilot,
+            lambda: any(r.startswith("Rejected this session") for r in screen.row_texts()),
+            what="the Rejected section",
+        )
         rows = section(screen.row_texts(), "Rejected this session")
         assert len(rows) == 1 and re.search(r"⊘ rejected: 1 op · op 0: \S", rows[0]), rows
         assert not any("applied +0" in r for r in screen.row_texts())
@@ -406,13 +475,20 @@ async def test_a_failed_job_retried_with_t_keeps_its_created_time_on_the_screen(
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         screen = await open_pending(pilot)
-        await select_row(pilot, screen, lambda r: "✗ failed" in r and "an old turn about theta" in r, "the failed job")
+        await select_row(
+            pilot, screen, lambda r: "✗ failed" in r and "an old turn about theta" in r, "the failed job"
+        )
         assert re.search(r" \d+d$", screen.row_texts()[screen._list.cursor or 0]), screen.row_texts()
         await pilot.press("t")
-        await wait_until(pilot, lambda: any("applied +1" in r for r in section(screen.row_texts(), "Applied")),
-                         what="the applied row")
+        await wait_until(
+            pilot,
+            lambda: any("applied +1" in r for r in section(screen.row_texts(), "Applied")),
+            what="the applied row",
+        )
         # Its age still counts from when it was spooled (days), not from the retry (seconds).
         (row,) = section(screen.row_texts(), "Applied")
         assert re.search(r" \d+d$", row), row
         await select_row(pilot, screen, lambda r: "applied +1" in r, "the applied job")
-        assert re.search(rf"^created: \d+d ago · {created}$", screen.detail_text(), re.M), screen.detail_text()
+        assert re.search(rf"^created: \d+d ago · {created}$", screen.detail_text(), re.M), (
+            screen.detail_text()
+        )

@@ -43,14 +43,18 @@ def _script_edits(server: FakeAnthropic) -> None:
     )
 
 
-async def _turn(pilot: Pilot[Any], app: PseudoClaudeApp, prompt: str, answer: str,
-                clock: FakeClock | None = None) -> None:
+async def _turn(
+    pilot: Pilot[Any], app: PseudoClaudeApp, prompt: str, answer: str, clock: FakeClock | None = None
+) -> None:
     """Send ``prompt``; allow each write for the session ("2") until ``answer`` shows (``clock``:
     the deciding windows' own, moved on so that the window was seen first)."""
     await send(pilot, prompt)
     while answer not in chat_texts(app):
-        await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal) or answer in chat_texts(app),
-                         what="a permission window or the answer")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, PermissionModal) or answer in chat_texts(app),
+            what="a permission window or the answer",
+        )
         modal = app.screen
         if isinstance(modal, PermissionModal):
             if clock is not None:
@@ -75,7 +79,8 @@ async def _open_plan(pilot: Pilot[Any], app: PseudoClaudeApp, turn: int) -> Rewi
 
 
 async def test_rewinding_a_turns_files_restores_both_bytes_exactly_and_deletes_the_created_file(
-        make_app, server: FakeAnthropic, ws: Path) -> None:
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
     (ws / "a.txt").write_bytes(ORIGINAL)
     _script_edits(server)
     app = make_app(server, memory_mode="off")
@@ -90,9 +95,14 @@ async def test_rewinding_a_turns_files_restores_both_bytes_exactly_and_deletes_t
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="the list closed")
         plan = await _open_plan(pilot, app, 1)
-        assert [(f.path, f.action) for f in plan.state.files] == [("a.txt", "restore"), ("made/new.txt", "delete")]
+        assert [(f.path, f.action) for f in plan.state.files] == [
+            ("a.txt", "restore"),
+            ("made/new.txt", "delete"),
+        ]
         await pilot.press("f")
-        await wait_until(pilot, lambda: any("recorded as turn 2" in t for t in chat_texts(app)), what="the report")
+        await wait_until(
+            pilot, lambda: any("recorded as turn 2" in t for t in chat_texts(app)), what="the report"
+        )
         assert (ws / "a.txt").read_bytes() == ORIGINAL
         assert not (ws / "made" / "new.txt").exists()
         assert "All three writes are done." in chat_texts(app) and app.prompt.text == ""  # the chat stays
@@ -118,7 +128,8 @@ async def _press_when(pilot: Pilot[Any], app: PseudoClaudeApp, kind: type, key: 
 
 
 async def test_a_hand_edit_since_is_a_conflict_shown_with_its_diff_and_kept_unless_confirmed(
-        make_app, server: FakeAnthropic, ws: Path) -> None:
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
     (ws / "a.txt").write_bytes(ORIGINAL)
     _script_edits(server)
     app = make_app(server, memory_mode="off")
@@ -128,12 +139,17 @@ async def test_a_hand_edit_since_is_a_conflict_shown_with_its_diff_and_kept_unle
         (ws / "a.txt").write_bytes(b"typed by hand\n")
         plan = await _open_plan(pilot, app, 1)
         [conflict] = plan.state.conflicts
-        assert conflict.path == "a.txt" and "changed since the agent last wrote it" in (conflict.conflict or "")
+        assert conflict.path == "a.txt" and "changed since the agent last wrote it" in (
+            conflict.conflict or ""
+        )
         shown = _plain(plan, "#plan")
         assert "-rewritten by the agent" in shown and "+typed by hand" in shown
         await pilot.press("f")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal) and app.screen.query("#preview-text"),
-                         what="the conflict window")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, ConfirmModal) and app.screen.query("#preview-text"),
+            what="the conflict window",
+        )
         assert "+typed by hand" in _plain(app.screen, "#preview-text")
         await pilot.press("n")
         await wait_until(pilot, lambda: any("nothing was rewound: a.txt kept" in t for t in chat_texts(app)))
@@ -142,7 +158,9 @@ async def test_a_hand_edit_since_is_a_conflict_shown_with_its_diff_and_kept_unle
         await _open_plan(pilot, app, 1)
         await pilot.press("b")
         await _press_when(pilot, app, ConfirmModal, "y")
-        await wait_until(pilot, lambda: any("recorded as turn 2" in t for t in chat_texts(app)), what="the report")
+        await wait_until(
+            pilot, lambda: any("recorded as turn 2" in t for t in chat_texts(app)), what="the report"
+        )
         assert (ws / "a.txt").read_bytes() == ORIGINAL and not (ws / "made" / "new.txt").exists()
         # The rewind is an entry of the list: rewinding it brings the hand edit back.
         plan = await _open_plan(pilot, app, 2)
@@ -153,7 +171,8 @@ async def test_a_hand_edit_since_is_a_conflict_shown_with_its_diff_and_kept_unle
 
 
 async def test_a_conversation_rewind_puts_the_prompt_back_and_leaves_no_trace_in_the_next_request(
-        make_app, server: FakeAnthropic) -> None:
+    make_app, server: FakeAnthropic
+) -> None:
     server.script(MODEL, text("alpha answer"), text("bravo answer"), text("charlie answer"))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -163,9 +182,14 @@ async def test_a_conversation_rewind_puts_the_prompt_back_and_leaves_no_trace_in
         plan = await _open_plan(pilot, app, 2)
         assert "turn 2 leaves the conversation" in plan.state.conversation
         await pilot.press("c")
-        await wait_until(pilot, lambda: app.prompt.text == "bravo question\nwith a second line",
-                         what="the prompt back in the input")
-        await wait_until(pilot, lambda: any("conversation: back to before turn 2" in t for t in chat_texts(app)))
+        await wait_until(
+            pilot,
+            lambda: app.prompt.text == "bravo question\nwith a second line",
+            what="the prompt back in the input",
+        )
+        await wait_until(
+            pilot, lambda: any("conversation: back to before turn 2" in t for t in chat_texts(app))
+        )
         texts = chat_texts(app)
         assert "alpha answer" in texts and "bravo answer" not in texts  # the chat drawn from the session
         await _turn(pilot, app, "charlie question", "charlie answer")
@@ -174,7 +198,8 @@ async def test_a_conversation_rewind_puts_the_prompt_back_and_leaves_no_trace_in
 
 
 async def test_esc_esc_on_an_empty_prompt_opens_the_view_and_not_with_text_in_the_prompt(
-        make_app, server: FakeAnthropic) -> None:
+    make_app, server: FakeAnthropic
+) -> None:
     server.script(MODEL, text("alpha answer"))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -193,9 +218,12 @@ async def test_esc_esc_on_an_empty_prompt_opens_the_view_and_not_with_text_in_th
 
 
 async def test_the_rewound_turns_memory_batches_are_named_and_m_undoes_them_unless_another_came_after(
-        make_app, server: FakeAnthropic, ws: Path) -> None:
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
     server.script(MODEL, text("Use make build."))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.", summary="make build"))))
+    server.script(
+        MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.", summary="make build")))
+    )
     app = make_app(server)
     stores = MemoryStores(ws)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -213,7 +241,9 @@ async def test_the_rewound_turns_memory_batches_are_named_and_m_undoes_them_unle
         await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="the view closed")
 
         await send(pilot, "/undo")  # the person's batch first: now the turn's is the last one
-        await wait_until(pilot, lambda: stores.history()[1].undone_by is not None, what="the later batch undone")
+        await wait_until(
+            pilot, lambda: stores.history()[1].undone_by is not None, what="the later batch undone"
+        )
         plan = await _open_plan(pilot, app, 1)
         await pilot.press("m")
         await wait_until(pilot, lambda: f"undid memory batch {batch.txid}" in _plain(plan, "#memory"))
@@ -224,7 +254,8 @@ async def test_the_rewound_turns_memory_batches_are_named_and_m_undoes_them_unle
 
 @pytest.mark.typed_ahead
 async def test_keys_typed_as_the_conflict_window_opens_do_not_overwrite_the_hand_edit(
-        make_app, server: FakeAnthropic, ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_app, server: FakeAnthropic, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     clock = FakeClock()
     monkeypatch.setattr(decision, "clock", clock)
     (ws / "a.txt").write_bytes(ORIGINAL)
@@ -238,8 +269,11 @@ async def test_keys_typed_as_the_conflict_window_opens_do_not_overwrite_the_hand
         await wait_until(pilot, lambda: plan._gate_shown_at is not None, what="the plan window drawn")
         clock.advance(1.0)
         await pilot.press("f")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal) and app.screen._gate_shown_at is not None,
-                         what="the conflict window drawn")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, ConfirmModal) and app.screen._gate_shown_at is not None,
+            what="the conflict window drawn",
+        )
         confirm = app.screen
         await pilot.press("y")  # typed for the prompt as the window opened
         clock.advance(0.2)

@@ -36,11 +36,16 @@ def _session_with_a_turn(ws: Path, prompt: str, answer: str) -> str:
 async def _pick_first(pilot: Any) -> None:
     """Enter on the picker's first row, once the picker has taken the focus."""
     # Pushed is not yet composed: wait for its list too.
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, SessionPicker)
-                     and bool(pilot.app.screen.query(OptionList)), what="the picker")
+    await wait_until(
+        pilot,
+        lambda: isinstance(pilot.app.screen, SessionPicker) and bool(pilot.app.screen.query(OptionList)),
+        what="the picker",
+    )
     picker = pilot.app.screen
     options = picker.query_one(OptionList)
-    await wait_until(pilot, lambda: options.has_focus and options.highlighted == 0, what="the picker to take the focus")
+    await wait_until(
+        pilot, lambda: options.has_focus and options.highlighted == 0, what="the picker to take the focus"
+    )
     await pilot.press("enter")
 
 
@@ -49,7 +54,9 @@ def _empty_session(ws: Path) -> str:
         return s.id
 
 
-async def test_resume_offers_only_sessions_that_had_a_prompt(make_app, server: FakeAnthropic, ws: Path) -> None:
+async def test_resume_offers_only_sessions_that_had_a_prompt(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
     # Before: every opened-and-closed session (and the new, empty current one) was offered too.
     _empty_session(ws)
     real = _session_with_a_turn(ws, "the real question", "the real answer")
@@ -87,7 +94,9 @@ async def _compacted_session(pilot: Any, app: Any) -> None:
     await send(pilot, "turn two: and the lexer hands it tokens")
     await wait_until(pilot, lambda: "answer two" in chat_texts(app), what="the second answer")
     await send(pilot, "/compact")
-    await wait_until(pilot, lambda: any("into a summary" in t for t in chat_texts(app)), what="the compaction")
+    await wait_until(
+        pilot, lambda: any("into a summary" in t for t in chat_texts(app)), what="the compaction"
+    )
     await wait_until(pilot, lambda: app.prompt.disabled_reason is None, what="the prompt to be free")
 
 
@@ -153,7 +162,9 @@ async def test_an_unknown_model_in_the_app_names_the_model_command(make_app, ser
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         await send(pilot, "hello")
-        await wait_until(pilot, lambda: any(isinstance(b, ErrorBlock) for b in app.chat.blocks), what="the error")
+        await wait_until(
+            pilot, lambda: any(isinstance(b, ErrorBlock) for b in app.chat.blocks), what="the error"
+        )
         [err] = [b.text for b in app.chat.blocks if isinstance(b, ErrorBlock)]
         assert "404" in err and "/model" in err and "--model" not in err
 
@@ -194,8 +205,12 @@ async def test_a_resumed_sessions_bash_call_shows_its_exit_status_as_it_did_live
     from widgets.chat.tool_block import ToolBlock
 
     use = {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "make test"}}
-    result = {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True,
-              "content": "exit code: 2\n--- stderr ---\nmake: *** [test] Error 2"}
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "is_error": True,
+        "content": "exit code: 2\n--- stderr ---\nmake: *** [test] Error 2",
+    }
     with SessionStore().create(ws) as s:
         s.begin_turn("run the tests")
         s.append({"role": "user", "content": [{"type": "text", "text": "run the tests"}]})
@@ -247,7 +262,9 @@ async def test_resume_typed_while_clear_is_still_closing_the_session_waits_for_i
 
         # Either the picker comes while the clear still closes (the race: chosen now, the resume
         # meets the lock) or the resume waits for the clear to end.
-        await wait_until(pilot, lambda: isinstance(app.screen, SessionPicker) or switching() == 2, what="/resume")
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, SessionPicker) or switching() == 2, what="/resume"
+        )
         raced = isinstance(app.screen, SessionPicker)
         if raced:
             await _pick_first(pilot)

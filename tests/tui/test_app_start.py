@@ -62,10 +62,18 @@ _FIRST_FRAME_PROBE = textwrap.dedent(
 )
 
 
-def test_first_frame_is_painted_before_the_sdk_the_settings_and_markdown_are_imported(server: FakeAnthropic, ws: Path) -> None:
+def test_first_frame_is_painted_before_the_sdk_the_settings_and_markdown_are_imported(
+    server: FakeAnthropic, ws: Path
+) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")} | server.env()
-    proc = subprocess.run([sys.executable, "-c", _FIRST_FRAME_PROBE, str(ws)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=90)
+    proc = subprocess.run(
+        [sys.executable, "-c", _FIRST_FRAME_PROBE, str(ws)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     seen = eval(proc.stdout.strip().splitlines()[-1])  # a dict of booleans printed by the probe
     assert seen == {
@@ -79,7 +87,9 @@ def test_first_frame_is_painted_before_the_sdk_the_settings_and_markdown_are_imp
     }
 
 
-async def test_without_credentials_the_app_starts_shows_the_panel_and_says_how_to_configure(make_app, ws: Path) -> None:
+async def test_without_credentials_the_app_starts_shows_the_panel_and_says_how_to_configure(
+    make_app, ws: Path
+) -> None:
     app = make_app()  # no server: no ANTHROPIC_* in the environment
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
@@ -98,9 +108,13 @@ async def test_without_credentials_the_app_starts_shows_the_panel_and_says_how_t
         await wait_until(pilot, lambda: isinstance(app.screen, CardEditor), what="the editor")
         await pilot.press("ctrl+s")
         cards = ws / ".PseudoClaude" / "memory"
-        await wait_until(pilot, lambda: any(p.name.startswith("project_knowledge_") for p in cards.glob("*.md")))
+        await wait_until(
+            pilot, lambda: any(p.name.startswith("project_knowledge_") for p in cards.glob("*.md"))
+        )
         await wait_until(pilot, lambda: any("saved new project card" in t for t in chat_texts(app)))
-        await wait_until(pilot, lambda: any(c.title.startswith("The build command") for c in app.panel.state.project))
+        await wait_until(
+            pilot, lambda: any(c.title.startswith("The build command") for c in app.panel.state.project)
+        )
     # A run that cannot ask a model creates no session.
     assert not list((Path(os.environ["PSEUDOCLAUDE_HOME"]) / "sessions").glob("*.jsonl"))
 
@@ -140,14 +154,23 @@ def test_pseudoclaude_without_p_opens_the_app_on_a_terminal_and_prints_the_statu
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().out and len(opened) == 1
 
 
-async def test_the_setup_help_is_one_short_item_per_line_in_a_setup_block_with_a_bold_heading(make_app) -> None:
+async def test_the_setup_help_is_one_short_item_per_line_in_a_setup_block_with_a_bold_heading(
+    make_app,
+) -> None:
     from app.tui.startup import CONFIGURE_HELP
 
     lines = CONFIGURE_HELP.splitlines()
     assert all(len(line) <= 56 for line in lines)
     assert not any("   " in line.strip() for line in lines)  # no column alignment
-    for needed in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "$PSEUDOCLAUDE_HOME/config.toml",
-                   "model =", "memory_model =", "memory_mode ="):
+    for needed in (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "$PSEUDOCLAUDE_HOME/config.toml",
+        "model =",
+        "memory_model =",
+        "memory_mode =",
+    ):
         assert sum(needed in line for line in lines) >= 1, needed
     app = make_app()
     async with app.run_test(size=(100, 40)) as pilot:  # the chat beside the panel: 58 columns
@@ -286,7 +309,9 @@ async def test_prompts_queued_while_connecting_are_sent_in_order_one_turn_after_
         release.set()
         await wait_until(pilot, lambda: "Second answer." in chat_texts(app), what="the second answer")
         first, second = server.requests_for(MODEL)
-        assert "first" in json.dumps(first.body["messages"]) and "second" not in json.dumps(first.body["messages"])
+        assert "first" in json.dumps(first.body["messages"]) and "second" not in json.dumps(
+            first.body["messages"]
+        )
         assert "First answer." in json.dumps(second.body["messages"])  # sent after the first turn ended
         texts = chat_texts(app)
         assert texts.index("first") < texts.index("First answer.") < texts.index("second")
@@ -306,7 +331,9 @@ async def test_memory_commands_typed_before_the_stores_are_open_run_as_soon_as_t
         await wait_until(pilot, lambda: isinstance(app.screen, PendingScreen), what="the pending screen")
 
 
-async def test_memory_commands_work_while_the_model_is_still_connecting(make_app, server: FakeAnthropic, ws: Path) -> None:
+async def test_memory_commands_work_while_the_model_is_still_connecting(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
     from widgets.cards.browser import CardBrowser
 
     app = make_app(server, memory_mode="off")
@@ -366,7 +393,9 @@ async def test_without_credentials_a_queued_prompt_is_kept_and_answered_with_the
         await wait_until(pilot, lambda: len(_user_blocks(app)) == 1)
         release.set()
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: _user_blocks(app)[0].note.startswith("not sent: no model is configured"))
+        await wait_until(
+            pilot, lambda: _user_blocks(app)[0].note.startswith("not sent: no model is configured")
+        )
         [block] = _user_blocks(app)
         assert block.text == "please build it"
         assert any("ANTHROPIC_API_KEY" in t for t in chat_texts(app))
@@ -379,8 +408,11 @@ async def test_without_credentials_a_queued_prompt_is_kept_and_answered_with_the
         await wait_until(pilot, lambda: sum("ANTHROPIC_API_KEY" in t for t in chat_texts(app)) == 3)
         assert chat_texts(app)[-2] == "and test it" and "ANTHROPIC_API_KEY" in chat_texts(app)[-1]
         history = PromptHistory(Path(os.environ["PSEUDOCLAUDE_HOME"]), app.workspace)
-        await wait_until(pilot, lambda: history.load() == ["please build it", "and test it"],
-                         what="the prompts in the history")
+        await wait_until(
+            pilot,
+            lambda: history.load() == ["please build it", "and test it"],
+            what="the prompts in the history",
+        )
 
 
 async def test_a_prompt_queued_before_the_trust_question_waits_for_its_answer(
@@ -395,7 +427,9 @@ async def test_a_prompt_queued_before_the_trust_question_waits_for_its_answer(
         "---\ntitle: Deploy on Fridays\nsummary: ok\ntype: project_knowledge\ncreated: '2026-01-01T00:00:00Z'\n"
         "updated: '2026-01-01T00:00:00Z'\nsource: manual\n---\nBody.\n"
     )
-    (folder / "MEMORY.md").write_text("- [project_knowledge] Deploy on Fridays — ok (project_knowledge_deploy.md)\n")
+    (folder / "MEMORY.md").write_text(
+        "- [project_knowledge] Deploy on Fridays — ok (project_knowledge_deploy.md)\n"
+    )
     server.script(MODEL, text("noted"))
     app = make_app(server, memory_mode="off")
     release = _hold_open(app)

@@ -27,8 +27,12 @@ async def _answer_modal(pilot, key: str) -> PermissionModal:
     return modal
 
 
-async def test_allow_once_runs_the_call_and_the_next_call_asks_again(make_app, server: FakeAnthropic, ws: Path) -> None:
-    server.script(MODEL, _write("a.txt", "one", "toolu_a"), _write("b.txt", "two", "toolu_b"), text("both written"))
+async def test_allow_once_runs_the_call_and_the_next_call_asks_again(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
+    server.script(
+        MODEL, _write("a.txt", "one", "toolu_a"), _write("b.txt", "two", "toolu_b"), text("both written")
+    )
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
@@ -42,7 +46,9 @@ async def test_allow_once_runs_the_call_and_the_next_call_asks_again(make_app, s
         assert app.chat.tool("toolu_a").status == "done" and app.chat.tool("toolu_b").status == "done"
 
 
-async def test_allow_for_the_session_does_not_ask_again_until_clear(make_app, server: FakeAnthropic, ws: Path) -> None:
+async def test_allow_for_the_session_does_not_ask_again_until_clear(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
     server.script(MODEL, _write("a.txt", "one", "toolu_a"), _write("b.txt", "two", "toolu_b"), text("done"))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -56,7 +62,9 @@ async def test_allow_for_the_session_does_not_ask_again_until_clear(make_app, se
         await wait_until(pilot, lambda: not app.bridge.gate.session_allowed)
 
 
-async def test_deny_gives_a_denied_result_and_the_turn_goes_on(make_app, server: FakeAnthropic, ws: Path) -> None:
+async def test_deny_gives_a_denied_result_and_the_turn_goes_on(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
     server.script(MODEL, tool_use("bash", {"command": "touch pwned"}, id="toolu_x"), text("ok, I will not"))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -73,8 +81,11 @@ async def test_deny_gives_a_denied_result_and_the_turn_goes_on(make_app, server:
 
 async def test_an_edit_asks_with_a_unified_diff(make_app, server: FakeAnthropic, ws: Path) -> None:
     (ws / "cfg.txt").write_text("alpha\nbeta\n")
-    server.script(MODEL, tool_use("edit_file", {"path": "cfg.txt", "old_string": "beta", "new_string": "gamma"}),
-                  text("edited"))
+    server.script(
+        MODEL,
+        tool_use("edit_file", {"path": "cfg.txt", "old_string": "beta", "new_string": "gamma"}),
+        text("edited"),
+    )
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
@@ -95,7 +106,10 @@ async def test_escape_cancels_a_running_tool_and_the_conversation_stays_valid(
         await wait_ready(pilot)
         await send(pilot, "wait a while")
         await _answer_modal(pilot, "a")
-        await wait_until(pilot, lambda: app.chat.tool("toolu_s") is not None and app.chat.tool("toolu_s").status == "running")
+        await wait_until(
+            pilot,
+            lambda: app.chat.tool("toolu_s") is not None and app.chat.tool("toolu_s").status == "running",
+        )
         await pilot.press("escape")
         await wait_until(pilot, lambda: "cancelled" in chat_texts(app))
         await wait_until(pilot, lambda: app.prompt.disabled_reason is None)
@@ -148,7 +162,9 @@ async def test_the_block_waits_for_permission_while_the_window_is_open_then_runs
         assert block.status == "done"
 
 
-async def test_the_block_shows_denied_after_a_denial_from_the_waiting_state(make_app, server: FakeAnthropic) -> None:
+async def test_the_block_shows_denied_after_a_denial_from_the_waiting_state(
+    make_app, server: FakeAnthropic
+) -> None:
     server.script(MODEL, _write("a.txt", "one", "toolu_d"), text("fine"))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -185,7 +201,9 @@ async def test_a_call_allowed_for_the_session_never_shows_waiting(make_app, serv
         assert ("toolu_b", "waiting") not in shown and ("toolu_b", "running") in shown
 
 
-async def test_a_denial_note_typed_in_the_window_reaches_the_model(make_app, server: FakeAnthropic, ws: Path) -> None:
+async def test_a_denial_note_typed_in_the_window_reaches_the_model(
+    make_app, server: FakeAnthropic, ws: Path
+) -> None:
     server.script(MODEL, tool_use("bash", {"command": "rm -rf build"}, id="toolu_rm"), text("understood"))
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -257,7 +275,9 @@ async def test_a_pruned_tool_block_is_not_kept_alive_by_the_turns_map() -> None:
     assert "toolu_p" not in renderer.tools  # the pane let go of it: so did the renderer
 
 
-async def test_a_bash_block_shows_the_command_and_the_tools_own_status(make_app, server: FakeAnthropic) -> None:
+async def test_a_bash_block_shows_the_command_and_the_tools_own_status(
+    make_app, server: FakeAnthropic
+) -> None:
     """The block's header names the spec's telling input (the command) and the status the bash
     tool gives (its exit code), not one parsed back out of the result text."""
     server.script(MODEL, tool_use("bash", {"command": "echo hi"}, id="toolu_b"), text("ran it"))

@@ -29,8 +29,11 @@ FRAME_LIMIT = 0.25
 async def test_a_turn_in_the_app_never_runs_store_io_on_the_event_loop(
     make_app, server: FakeAnthropic, ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server.script(MODEL, tool_use("read_memory", {"level": "user", "filename": "MEMORY.md"}),
-                  text("Noted: releases are cut on Fridays."))
+    server.script(
+        MODEL,
+        tool_use("read_memory", {"level": "user", "filename": "MEMORY.md"}),
+        text("Noted: releases are cut on Fridays."),
+    )
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Release day", "Releases are cut on Fridays."))))
     slow = SlowFS(delay=SLOW_FS)
     app = make_app(server, fs=FS(slow))
@@ -39,7 +42,9 @@ async def test_a_turn_in_the_app_never_runs_store_io_on_the_event_loop(
         await wait_ready(pilot, timeout=60)
         await send(pilot, "we cut releases on Fridays")
         await wait_until(pilot, lambda: "Noted: releases are cut on Fridays." in chat_texts(app), timeout=60)
-        await wait_until(pilot, lambda: any(c.title == "Release day" for c in app.panel.state.project), timeout=60)
+        await wait_until(
+            pilot, lambda: any(c.title == "Release day" for c in app.panel.state.project), timeout=60
+        )
         watchdog.stop()
     print(f"watchdog: {watchdog.count} callbacks, longest {watchdog.longest * 1000:.1f} ms")
     assert slow.calls > 10, "the slowed layer was really used"

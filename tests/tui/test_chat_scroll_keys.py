@@ -101,7 +101,11 @@ async def test_sending_from_a_chat_scrolled_up_brings_it_back_to_the_end_of_the_
         await pilot.press("ctrl+home")
         await wait_until(pilot, lambda: chat.scroll_y == 0, what="the chat's top")
         await send(pilot, "/mcp")
-        await wait_until(pilot, lambda: any("no MCP servers" in t for t in chat_texts(app)), what="/mcp's answer")
         await wait_until(
-            pilot, lambda: chat.scroll_y == chat.max_scroll_y > 0, what="the chat at its end, with /mcp's answer"
+            pilot, lambda: any("no MCP servers" in t for t in chat_texts(app)), what="/mcp's answer"
+        )
+        await wait_until(
+            pilot,
+            lambda: chat.scroll_y == chat.max_scroll_y > 0,
+            what="the chat at its end, with /mcp's answer",
         )

@@ -38,15 +38,23 @@ def store_dir(ws: Path) -> Path:
 
 
 def side(title: str, body: str, summary: str = "how to build", extra: str = "") -> str:
-    return (f"---\ntitle: {title}\nsummary: {summary}\ntype: project_knowledge\ncreated: 2026-01-01T00:00:00Z\n"
-            f"updated: 2026-01-02T00:00:00Z\nsource: manual\n{extra}---\n{body}")
+    return (
+        f"---\ntitle: {title}\nsummary: {summary}\ntype: project_knowledge\ncreated: 2026-01-01T00:00:00Z\n"
+        f"updated: 2026-01-02T00:00:00Z\nsource: manual\n{extra}---\n{body}"
+    )
 
 
-def write_conflicted(ws: Path, name: str = "project_knowledge_build-steps.md", theirs_extra: str = "") -> Path:
+def write_conflicted(
+    ws: Path, name: str = "project_knowledge_build-steps.md", theirs_extra: str = ""
+) -> Path:
     """A trusted project store with one other card and one card holding git's markers."""
     stores = MemoryStores(ws.resolve())
-    assert stores.create_card("project", "project_knowledge", "Deploy with care", "deploys", "Deploy on Mondays.") \
-        .status == "applied"
+    assert (
+        stores.create_card(
+            "project", "project_knowledge", "Deploy with care", "deploys", "Deploy on Mondays."
+        ).status
+        == "applied"
+    )
     path = store_dir(ws) / name
     ours = side("Build with make", f"Run make build ({OURS_WORD}).\n")
     theirs = side("Build with ninja", f"Run ninja ({THEIRS_WORD}).\n", "faster", theirs_extra)
@@ -60,13 +68,17 @@ def conflicted_by_git(tmp_path: Path) -> tuple[Path, Path]:
     (MEMORY.md is not: it merges by union). Ann's work tree and the card's path in it."""
     ann = new_repo(tmp_path / "ann", "Ann")
     stores = MemoryStores(ann.resolve())
-    made = stores.create_card("project", "project_knowledge", "Build command", "how to build", "Run the build.\n")
+    made = stores.create_card(
+        "project", "project_knowledge", "Build command", "how to build", "Run the build.\n"
+    )
     assert made.status == "applied", made.reason
     commit_all(ann, "a card")
     bob = clone(ann, tmp_path / "bob", "Bob")
     git(ann, "remote", "add", "bob", str(bob))
-    for repo, title, body in ((ann, "Build with make", f"Run make build ({OURS_WORD}).\n"),
-                              (bob, "Build with ninja", f"Run ninja ({THEIRS_WORD}).\n")):
+    for repo, title, body in (
+        (ann, "Build with make", f"Run make build ({OURS_WORD}).\n"),
+        (bob, "Build with ninja", f"Run ninja ({THEIRS_WORD}).\n"),
+    ):
         card = store_dir(repo) / made.filename
         card.write_text(card.read_text().replace("Build command", title).replace("Run the build.\n", body))
         commit_all(repo, f"{title}")
@@ -78,7 +90,9 @@ def conflicted_by_git(tmp_path: Path) -> tuple[Path, Path]:
     return ann, path
 
 
-async def resolve_view(pilot: Pilot[Any], app: PseudoClaudeApp, browser: CardBrowser, filename: str) -> ResolveModal:
+async def resolve_view(
+    pilot: Pilot[Any], app: PseudoClaudeApp, browser: CardBrowser, filename: str
+) -> ResolveModal:
     browser.select("project", filename)
     await wait_until(pilot, lambda: browser.selected is not None and browser.selected.filename == filename)
     await pilot.press("enter")
@@ -108,8 +122,13 @@ async def test_a_card_conflicted_by_git_is_marked_previewed_refused_and_take_the
         browser = await open_cards(pilot, app, 1)
         (row,) = browser.visible_rows
         assert row.conflict is not None and row.title == "Build with make" and not row.in_prompt
-        await wait_until(pilot, lambda: any("P conflicted Build with make — changed on two" in line
-                                            for line in screen_lines(app)), what="the row marked conflicted")
+        await wait_until(
+            pilot,
+            lambda: any(
+                "P conflicted Build with make — changed on two" in line for line in screen_lines(app)
+            ),
+            what="the row marked conflicted",
+        )
         # The preview: both versions, each with git's label.
         await wait_until(pilot, lambda: browser.preview_row == row, what="the preview")
         meta = static_text(browser, "#cb-meta")
@@ -119,7 +138,9 @@ async def test_a_card_conflicted_by_git_is_marked_previewed_refused_and_take_the
         # Pin, "still true" and move need a resolved card: one line, nothing written.
         for key, what in (("p", "pinned"), ("c", "confirmed"), ("m", "moved")):
             await pilot.press(key)
-            await wait_until(pilot, lambda w=what: f"cannot be {w}" in browser.flash_text, what=f"{key} refused")
+            await wait_until(
+                pilot, lambda w=what: f"cannot be {w}" in browser.flash_text, what=f"{key} refused"
+            )
         assert path.read_bytes() == raw and history_len(ann) == before
 
         modal = await resolve_view(pilot, app, browser, path.name)
@@ -134,18 +155,31 @@ async def test_a_card_conflicted_by_git_is_marked_previewed_refused_and_take_the
         stores = MemoryStores(ann.resolve())
         note = stores.read_note("project", path.name)
         assert note.conflict is None and not note.unparsed and note.meta.source == "manual"
-        assert (note.meta.title, note.meta.summary, note.body) == ("Build with ninja", "how to build",
-                                                                   f"Run ninja ({THEIRS_WORD}).\n")
+        assert (note.meta.title, note.meta.summary, note.body) == (
+            "Build with ninja",
+            "how to build",
+            f"Run ninja ({THEIRS_WORD}).\n",
+        )
         assert "Build with ninja" in stores.merged_index() and history_len(ann) == before + 1
-        await wait_until(pilot, lambda: browser.visible_rows and browser.visible_rows[0].conflict is None
-                         and browser.visible_rows[0].in_prompt, what="the row unmarked")
+        await wait_until(
+            pilot,
+            lambda: (
+                browser.visible_rows
+                and browser.visible_rows[0].conflict is None
+                and browser.visible_rows[0].in_prompt
+            ),
+            what="the row unmarked",
+        )
         assert not any("conflicted" in line for line in screen_lines(app))
 
         # u: the conflicted file comes back exactly.
         await pilot.press("u")
         await wait_until(pilot, lambda: path.read_bytes() == raw, what="the undo")
-        await wait_until(pilot, lambda: browser.visible_rows and browser.visible_rows[0].conflict is not None,
-                         what="marked again")
+        await wait_until(
+            pilot,
+            lambda: browser.visible_rows and browser.visible_rows[0].conflict is not None,
+            what="marked again",
+        )
 
 
 async def test_edit_the_merge_refuses_the_unmerged_mark_then_saves_the_merge(make_app, ws: Path) -> None:
@@ -166,8 +200,11 @@ async def test_edit_the_merge_refuses_the_unmerged_mark_then_saves_the_merge(mak
         assert "Resolve project/" in str(editor.query_one("#heading", Static).content)
         # Saved as pre-filled: the other version's mark is still there, so nothing is written.
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: "delete from its ▼▼▼ line down" in str(editor.query_one("#body-error", Label).content),
-                         what="the body refused")
+        await wait_until(
+            pilot,
+            lambda: "delete from its ▼▼▼ line down" in str(editor.query_one("#body-error", Label).content),
+            what="the body refused",
+        )
         assert has_conflict(path.read_text()) and history_len(ws) == before
 
         await set_body(pilot, editor, f"Run make build, or ninja ({OURS_WORD}, {THEIRS_WORD}).")
@@ -181,7 +218,9 @@ async def test_edit_the_merge_refuses_the_unmerged_mark_then_saves_the_merge(mak
         await wait_until(pilot, lambda: "resolved project card" in browser.flash_text, what="the outcome")
 
 
-async def test_take_ours_over_a_card_changed_again_meanwhile_shows_the_conflict_view(make_app, ws: Path) -> None:
+async def test_take_ours_over_a_card_changed_again_meanwhile_shows_the_conflict_view(
+    make_app, ws: Path
+) -> None:
     path = write_conflicted(ws)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -199,7 +238,9 @@ async def test_take_ours_over_a_card_changed_again_meanwhile_shows_the_conflict_
         assert note.meta.title == "Build with make" and note.body == f"Run make build ({OURS_WORD}).\n"
 
 
-async def test_a_conflicted_card_is_in_no_prompt_while_conflicted(make_app, ws: Path, server: FakeAnthropic) -> None:
+async def test_a_conflicted_card_is_in_no_prompt_while_conflicted(
+    make_app, ws: Path, server: FakeAnthropic
+) -> None:
     path = write_conflicted(ws)
     server.script(MODEL, text("ok"))
     server.script(MEMORY_MODEL, text("[]"))
@@ -218,7 +259,9 @@ async def test_a_conflicted_card_is_in_no_prompt_while_conflicted(make_app, ws: 
             assert word not in sent, word  # ...the conflicted one is not, in any form
 
 
-async def test_the_filter_finds_it_and_the_resolution_view_stacks_its_versions_at_80_columns(make_app, ws: Path) -> None:
+async def test_the_filter_finds_it_and_the_resolution_view_stacks_its_versions_at_80_columns(
+    make_app, ws: Path
+) -> None:
     path = write_conflicted(ws)
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -226,8 +269,11 @@ async def test_the_filter_finds_it_and_the_resolution_view_stacks_its_versions_a
         browser = await open_cards(pilot, app, 2)
         # The filter finds it by either version's words (the search index holds the whole file).
         await pilot.press("slash", *THEIRS_WORD, "enter")
-        await wait_until(pilot, lambda: [r.filename for r in browser.visible_rows] == [path.name]
-                         and browser.search is not None, what="found by theirs' word")
+        await wait_until(
+            pilot,
+            lambda: [r.filename for r in browser.visible_rows] == [path.name] and browser.search is not None,
+            what="found by theirs' word",
+        )
         modal = await resolve_view(pilot, app, browser, path.name)
         ours, theirs = modal.query_one("#ours-pane"), modal.query_one("#theirs-pane")
         await wait_until(pilot, lambda: ours.region.height > 0 and theirs.region.height > 0)
@@ -254,8 +300,11 @@ async def test_take_theirs_keeps_its_pin_as_a_second_batch_that_u_undoes_first(m
         assert note.conflict is None and note.meta.pinned and note.meta.title == "Build with ninja"
         assert history_len(ws) == before + 2  # the update, then its pin (an update op carries none)
         await pilot.press("u")
-        await wait_until(pilot, lambda: not MemoryStores(ws.resolve()).read_note("project", path.name).meta.pinned,
-                         what="the pin undone")
+        await wait_until(
+            pilot,
+            lambda: not MemoryStores(ws.resolve()).read_note("project", path.name).meta.pinned,
+            what="the pin undone",
+        )
         assert not has_conflict(path.read_text())
         await pilot.press("u")
         await wait_until(pilot, lambda: path.read_bytes() == raw, what="the resolution undone")

@@ -22,10 +22,18 @@ from widgets.dialogs.extension_trust import ExtensionTrustModal, WaitingKind
 from widgets.dialogs.permission import PermissionAnswer, PermissionModal, PermissionRequest
 
 _UNSET = object()
-GIT = PermissionRequest(call_id="c1", name="bash", summary="run a shell command", preview="git status -s",
-                        preview_kind="command", rule="bash(git status -s)")
-KINDS = [WaitingKind("MCP servers (.mcp.json): these commands would run", "demo: python3 server.py --port 1"),
-         WaitingKind("hooks", "PreToolUse bash: ./check.sh")]
+GIT = PermissionRequest(
+    call_id="c1",
+    name="bash",
+    summary="run a shell command",
+    preview="git status -s",
+    preview_kind="command",
+    rule="bash(git status -s)",
+)
+KINDS = [
+    WaitingKind("MCP servers (.mcp.json): these commands would run", "demo: python3 server.py --port 1"),
+    WaitingKind("hooks", "PreToolUse bash: ./check.sh"),
+]
 
 
 class ModalHost(App[None]):
@@ -85,7 +93,9 @@ async def test_a_bad_rule_is_one_line_and_nothing_is_answered_then_esc_backs_out
 
 
 async def test_no_rule_no_fourth_answer() -> None:
-    plain = PermissionRequest(call_id="c1", name="bash", summary="run", preview="echo $(date)", preview_kind="command")
+    plain = PermissionRequest(
+        call_id="c1", name="bash", summary="run", preview="echo $(date)", preview_kind="command"
+    )
     modal = PermissionModal(plain)
     app = ModalHost(modal)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -97,7 +107,9 @@ async def test_no_rule_no_fourth_answer() -> None:
 
 
 @pytest.mark.parametrize(("key", "expected"), [("y", True), ("n", False), ("escape", False)])
-async def test_the_extension_trust_window_lists_what_would_run_and_answers_y_or_n(key: str, expected: bool) -> None:
+async def test_the_extension_trust_window_lists_what_would_run_and_answers_y_or_n(
+    key: str, expected: bool
+) -> None:
     modal = ExtensionTrustModal(KINDS)
     app = ModalHost(modal)
     async with app.run_test(size=(80, 24)) as pilot:

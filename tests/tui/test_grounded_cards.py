@@ -36,8 +36,15 @@ def seed(ws: Path) -> dict[str, str]:
     stores = MemoryStores(ws.resolve())
     out = {}
     for title, cites in (("Build", ("Makefile",)), ("Layout", ("src/app.py:1-1",)), ("Style", None)):
-        op = Operation(action="create", level="project", type="project_knowledge", title=title,
-                       summary=f"{title.lower()} notes", content=f"{title} body.", cites=cites)
+        op = Operation(
+            action="create",
+            level="project",
+            type="project_knowledge",
+            title=title,
+            summary=f"{title.lower()} notes",
+            content=f"{title} body.",
+            cites=cites,
+        )
         result = stores.apply([(0, op)], source="manual")
         assert result.applied and not result.dropped_cites, result
         out[title] = result.applied[0].filename
@@ -58,22 +65,28 @@ async def open_browser(pilot: Pilot[Any], app: PseudoClaudeApp, count: int) -> C
     await wait_until(pilot, lambda: isinstance(app.screen, CardBrowser), what="the card browser")
     browser = app.screen
     assert isinstance(browser, CardBrowser)
-    await wait_until(pilot, lambda: browser.is_mounted and browser.query_one("#cb-list").has_focus,
-                     what="the list focused")
+    await wait_until(
+        pilot, lambda: browser.is_mounted and browser.query_one("#cb-list").has_focus, what="the list focused"
+    )
     await wait_until(pilot, lambda: len(browser.visible_rows) == count, what=f"{count} cards")
     return browser
 
 
 async def select(pilot: Pilot[Any], browser: CardBrowser, filename: str) -> None:
     browser.select("project", filename)
-    await wait_until(pilot, lambda: browser.preview_row is not None and browser.preview_row.filename == filename,
-                     what="the card's preview")
+    await wait_until(
+        pilot,
+        lambda: browser.preview_row is not None and browser.preview_row.filename == filename,
+        what="the card's preview",
+    )
 
 
 # -- the side panel, kept fresh ------------------------------------------------------------------
 
 
-async def test_the_panel_marks_a_card_stale_with_its_reason_once_its_cited_file_changes(make_app, ws: Path) -> None:
+async def test_the_panel_marks_a_card_stale_with_its_reason_once_its_cited_file_changes(
+    make_app, ws: Path
+) -> None:
     names = seed(ws)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -106,8 +119,11 @@ async def test_the_idle_timer_picks_up_a_cited_file_deleted_while_the_app_runs(m
         await wait_until(pilot, lambda: app.grounding.checks >= 1, what="a timed check")
         assert panel_card(app, "Layout").stale is None
         (ws / "src" / "app.py").unlink()
-        await wait_until(pilot, lambda: panel_card(app, "Layout").stale == "src/app.py was deleted",
-                         what="the deleted mark")
+        await wait_until(
+            pilot,
+            lambda: panel_card(app, "Layout").stale == "src/app.py was deleted",
+            what="the deleted mark",
+        )
 
 
 async def test_a_turns_end_rechecks_the_citations(make_app, server: FakeAnthropic, ws: Path) -> None:
@@ -142,7 +158,9 @@ async def test_a_failing_check_is_logged_not_shown(make_app, ws: Path, caplog: A
 # -- the card browser: marks, filter, use, sort ---------------------------------------------------
 
 
-async def test_the_browser_filters_stale_cards_sorts_by_use_and_shows_each_cards_use(make_app, ws: Path) -> None:
+async def test_the_browser_filters_stale_cards_sorts_by_use_and_shows_each_cards_use(
+    make_app, ws: Path
+) -> None:
     names = seed(ws)
     stores = MemoryStores(ws.resolve())
     for _ in range(2):
@@ -162,22 +180,33 @@ async def test_the_browser_filters_stale_cards_sorts_by_use_and_shows_each_cards
         assert "Makefile" in shown.split("Cites")[1]
 
         await pilot.press("s")
-        await wait_until(pilot, lambda: [r.title for r in browser.visible_rows] == ["Build"], what="stale only")
+        await wait_until(
+            pilot, lambda: [r.title for r in browser.visible_rows] == ["Build"], what="stale only"
+        )
         assert "stale only" in screen_text(app)
         await pilot.press("s")
         await wait_until(pilot, lambda: len(browser.visible_rows) == 3, what="all again")
 
         await pilot.press("r")
-        await wait_until(pilot, lambda: [r.title for r in browser.visible_rows] == ["Layout", "Style", "Build"],
-                         what="most read first")
+        await wait_until(
+            pilot,
+            lambda: [r.title for r in browser.visible_rows] == ["Layout", "Style", "Build"],
+            what="most read first",
+        )
         assert "sort: use" in screen_text(app)
         await select(pilot, browser, names["Layout"])
         shown = screen_text(app)
         assert "read 2× · last just now" in shown
         assert "src/app.py:1-1" in shown and "unchanged" in shown
         await pilot.press("r")
-        await wait_until(pilot, lambda: [r.title for r in browser.visible_rows] == sorted(
-            ["Build", "Layout", "Style"], key=lambda t: names[t]), what="by name again")
+        await wait_until(
+            pilot,
+            lambda: (
+                [r.title for r in browser.visible_rows]
+                == sorted(["Build", "Layout", "Style"], key=lambda t: names[t])
+            ),
+            what="by name again",
+        )
 
 
 # -- "still true" -------------------------------------------------------------------------------
@@ -194,8 +223,11 @@ async def test_still_true_unmarks_the_card_in_a_manual_batch_that_undo_reverts(m
         await select(pilot, browser, names["Build"])
         await pilot.press("c")
         await wait_until(pilot, lambda: panel_card(app, "Build").stale is None, what="the panel unmarked")
-        await wait_until(pilot, lambda: next(r for r in browser.visible_rows if r.title == "Build").stale is None,
-                         what="the browser unmarked")
+        await wait_until(
+            pilot,
+            lambda: next(r for r in browser.visible_rows if r.title == "Build").stale is None,
+            what="the browser unmarked",
+        )
         assert "confirmed project card" in browser.flash_text and "still true" in browser.flash_text
         last = MemoryStores(ws.resolve()).history()[-1]
         assert last.source == "manual" and "confirmed" in last.label
@@ -278,8 +310,11 @@ async def test_the_editor_keeps_citations_left_alone_and_replaces_changed_ones(m
         editor.query_one("#cites", Input).value = ""
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: app.screen is browser, what="saved a third time")
-        await wait_until(pilot, lambda: not MemoryStores(ws.resolve()).read_note("project", names["Build"]).meta.cites,
-                         what="the citations removed")
+        await wait_until(
+            pilot,
+            lambda: not MemoryStores(ws.resolve()).read_note("project", names["Build"]).meta.cites,
+            what="the citations removed",
+        )
 
 
 async def test_ctrl_t_in_the_editor_confirms_the_card_as_it_is_on_disk(make_app, ws: Path) -> None:

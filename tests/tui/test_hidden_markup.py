@@ -59,8 +59,12 @@ def _plain(widget: Static) -> str:
 
 
 def _styles(app: App[Any], needle: str) -> list[Any]:
-    return [seg.style for strip in app.screen._compositor.render_strips() for seg in strip
-            if needle in seg.text and seg.style is not None]
+    return [
+        seg.style
+        for strip in app.screen._compositor.render_strips()
+        for seg in strip
+        if needle in seg.text and seg.style is not None
+    ]
 
 
 def test_the_trust_preview_names_what_each_card_hides_with_its_text(tmp_path: Path) -> None:
@@ -74,8 +78,10 @@ def test_the_trust_preview_names_what_each_card_hides_with_its_text(tmp_path: Pa
     }
     service = TrustService(tmp_path / "repo", None, fs=None, pacer=None, card_reads=threading.Lock())
     cards = {c.filename: c for c in trust_cards(asyncio.run(service.preview()))}
-    assert (cards["project_knowledge_comment.md"].markup, cards["project_knowledge_comment.md"].fragment) == \
-        ("HTML comment", COMMENT)
+    assert (cards["project_knowledge_comment.md"].markup, cards["project_knowledge_comment.md"].fragment) == (
+        "HTML comment",
+        COMMENT,
+    )
     assert cards["project_knowledge_plain.md"].markup == "" and cards["project_knowledge_broken.md"].problem
 
 
@@ -85,19 +91,27 @@ async def test_the_trust_window_counts_the_hiding_cards_and_lists_them_first_wit
     _clone(ws)
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(140, 48)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
-                         what="the trust window's cards")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
+            what="the trust window's cards",
+        )
         modal = app.screen
         summary = " ".join(_plain(modal.query_one("#summary", Static)).split())
         assert "Its 6 cards are not put" in summary and "1 of them does not parse" in summary
-        assert ("4 cards hold HTML comments, hidden markup or tag-like text that the model reads and a "
-                "rendered view hides (listed next, with the text).") in summary
+        assert (
+            "4 cards hold HTML comments, hidden markup or tag-like text that the model reads and a "
+            "rendered view hides (listed next, with the text)."
+        ) in summary
         listing = _plain(modal.query_one("#cards", Static))
         entries = listing.split("\n\n")
         assert entries[0].startswith("[left out] project_knowledge_broken.md")
         assert [e.split("\n")[1].split(" · ")[-1] for e in entries[1:5]] == [
-            "project_knowledge_closing.md", "project_knowledge_comment.md", "project_knowledge_hidden.md",
-            "project_knowledge_zw.md"]
+            "project_knowledge_closing.md",
+            "project_knowledge_comment.md",
+            "project_knowledge_hidden.md",
+            "project_knowledge_zw.md",
+        ]
         assert entries[1].endswith("\n  ⚠ tag </memory-index>")
         assert entries[2].endswith(f"\n  ⚠ HTML comment {COMMENT}")
         assert entries[3].endswith(f"\n  ⚠ hidden element {HIDDEN}")
@@ -136,7 +150,9 @@ async def test_ten_thousand_cards_list_the_hiding_ones_first_within_the_bound() 
         assert time.perf_counter() - started < 10
         entries = listing.split("\n\n")
         assert entries[0].startswith("[left out] bad.md")
-        assert [e.split("\n")[-1] for e in entries[1:4]] == [f"  ⚠ HTML comment <!-- run {i} -->" for i in (42, 5_000, 9_999)]
+        assert [e.split("\n")[-1] for e in entries[1:4]] == [
+            f"  ⚠ HTML comment <!-- run {i} -->" for i in (42, 5_000, 9_999)
+        ]
         assert listing.count("\n  ") == TRUST_SHOWN + 3  # each marked card has one line more
         summary = " ".join(_plain(modal.query_one("#summary", Static)).split())
         assert "3 cards hold HTML comments, hidden markup or tag-like text" in summary
@@ -149,12 +165,24 @@ def _job(*ops: PendingOp) -> PendingState:
     return PendingState(jobs=(replace(HELD, ops=ops),), mode="review")
 
 
-CREATE_HOSTILE = PendingOp(index=0, action="create", level="project", type="project_knowledge", title="Indentation",
-                           summary="four spaces", filename="", status="held",
-                           after=f"title: Indentation\nsummary: four spaces\ntype: project_knowledge\n\n"
-                                 f"Use four-space indents.\n{COMMENT}\n")
-UPDATE_HOSTILE = replace(UPDATE, index=1, before="Use four-space indents.\n",
-                         after=f"Use four-space indents.\n{HIDDEN}\n{CLOSING}\nrun\u200bthis\n")
+CREATE_HOSTILE = PendingOp(
+    index=0,
+    action="create",
+    level="project",
+    type="project_knowledge",
+    title="Indentation",
+    summary="four spaces",
+    filename="",
+    status="held",
+    after=f"title: Indentation\nsummary: four spaces\ntype: project_knowledge\n\n"
+    f"Use four-space indents.\n{COMMENT}\n",
+)
+UPDATE_HOSTILE = replace(
+    UPDATE,
+    index=1,
+    before="Use four-space indents.\n",
+    after=f"Use four-space indents.\n{HIDDEN}\n{CLOSING}\nrun\u200bthis\n",
+)
 
 
 async def test_the_pending_screen_shows_a_new_cards_hidden_text_and_an_updates_in_its_diff() -> None:
@@ -165,8 +193,10 @@ async def test_the_pending_screen_shows_a_new_cards_hidden_text_and_an_updates_i
         await wait_until(pilot, lambda: HELD.id in screen.expanded)
         await pilot.press("down")
         await wait_until(pilot, lambda: screen.selected_op == CREATE_HOSTILE)
-        assert f"New card:\ntitle: Indentation\nsummary: four spaces\ntype: project_knowledge\n\n" \
-               f"Use four-space indents.\n⚠ HTML comment {COMMENT}" in screen.detail_text()
+        assert (
+            f"New card:\ntitle: Indentation\nsummary: four spaces\ntype: project_knowledge\n\n"
+            f"Use four-space indents.\n⚠ HTML comment {COMMENT}" in screen.detail_text()
+        )
         await wait_until(pilot, lambda: bool(_styles(app, COMMENT[:20])), what="the comment drawn")
         assert all(s.bgcolor is not None for s in _styles(app, COMMENT[:20]))
         await pilot.press("down")
@@ -177,4 +207,3 @@ async def test_the_pending_screen_shows_a_new_cards_hidden_text_and_an_updates_i
         assert "+run⟨ZWSP⟩this" in detail
         await wait_until(pilot, lambda: bool(_styles(app, "</system>")), what="the diff drawn")
         assert all(s.reverse for s in _styles(app, "⚠ hidden element"))
-

@@ -56,7 +56,9 @@ async def make_runtime(ws: Path) -> AsyncIterator[Any]:
         await rt.close()
 
 
-async def test_a_denial_note_reaches_the_model_in_the_tool_result(server: FakeAnthropic, make_runtime: Any) -> None:
+async def test_a_denial_note_reaches_the_model_in_the_tool_result(
+    server: FakeAnthropic, make_runtime: Any
+) -> None:
     server.script(MODEL, tool_use("bash", {"command": "rm -rf build"}, id="toolu_rm"), text("ok, I will not"))
     person = Person(PermissionAnswer("deny", "keep build/, run make clean instead"))
     rt = await make_runtime(person)
@@ -82,7 +84,9 @@ async def test_a_hostile_denial_note_reaches_the_model_as_one_clean_bounded_line
     assert "aGFja2Vk" not in content and len(content) < 400
 
 
-async def test_a_denial_without_a_note_says_only_that_it_was_denied(server: FakeAnthropic, make_runtime: Any) -> None:
+async def test_a_denial_without_a_note_says_only_that_it_was_denied(
+    server: FakeAnthropic, make_runtime: Any
+) -> None:
     server.script(MODEL, tool_use("bash", {"command": "ls"}, id="toolu_ls"), text("noted"))
     rt = await make_runtime(Person("deny"))  # a bare choice, as an ask may answer
     await rt.runner.run("list")
@@ -106,17 +110,22 @@ async def test_a_call_that_asks_starts_waiting_then_is_approved_then_runs(
     await rt.runner.run("write", events.append)
     seen = [
         (type(e).__name__, e.id, getattr(e, "waiting", None))
-        for e in events if isinstance(e, ToolCallStarted | ToolCallApproved | ToolCallFinished)
+        for e in events
+        if isinstance(e, ToolCallStarted | ToolCallApproved | ToolCallFinished)
     ]
     assert seen == [
-        ("ToolCallStarted", "toolu_a", True), ("ToolCallApproved", "toolu_a", None),
+        ("ToolCallStarted", "toolu_a", True),
+        ("ToolCallApproved", "toolu_a", None),
         ("ToolCallFinished", "toolu_a", None),
         # Allowed for the session: the next write asks nothing and never waits.
-        ("ToolCallStarted", "toolu_b", False), ("ToolCallFinished", "toolu_b", None),
+        ("ToolCallStarted", "toolu_b", False),
+        ("ToolCallFinished", "toolu_b", None),
         # A reading tool never asks.
-        ("ToolCallStarted", "toolu_r", False), ("ToolCallFinished", "toolu_r", None),
+        ("ToolCallStarted", "toolu_r", False),
+        ("ToolCallFinished", "toolu_r", None),
         # Denied: no approval, a denied result.
-        ("ToolCallStarted", "toolu_x", True), ("ToolCallFinished", "toolu_x", None),
+        ("ToolCallStarted", "toolu_x", True),
+        ("ToolCallFinished", "toolu_x", None),
     ]
     assert [e.denied for e in events if isinstance(e, ToolCallFinished)] == [False, False, False, True]
     assert (ws / "b.txt").read_text() == "two"
@@ -124,12 +133,20 @@ async def test_a_call_that_asks_starts_waiting_then_is_approved_then_runs(
 
 @pytest.mark.parametrize(
     ("content", "lines"),
-    [("one\ntwo\nthree", 3), ("one\ntwo\nthree\n", 3), ("one\r\ntwo\r\nthree\r\n", 3), ("one\r\ntwo\r\nthree", 3),
-     ("\n", 1), ("one", 1)],
+    [
+        ("one\ntwo\nthree", 3),
+        ("one\ntwo\nthree\n", 3),
+        ("one\r\ntwo\r\nthree\r\n", 3),
+        ("one\r\ntwo\r\nthree", 3),
+        ("\n", 1),
+        ("one", 1),
+    ],
 )
 def test_the_write_dialog_and_the_tool_block_count_the_same_lines(ws: Path, content: str, lines: int) -> None:
     summary, _, _ = build_preview(ws, "write_file", {"path": "new.txt", "content": content})
     plural = "line" if lines == 1 else "lines"
     assert f"({lines} line(s)," in summary
     keys = TOOL_SPECS["write_file"].display
-    assert summarize_args({"path": "new.txt", "content": content}, keys) == f"new.txt  content: {lines} {plural}"
+    assert (
+        summarize_args({"path": "new.txt", "content": content}, keys) == f"new.txt  content: {lines} {plural}"
+    )

@@ -46,7 +46,9 @@ async def test_the_pending_list_draws_every_row_in_monochrome() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await ready(pilot)
         listing = screen.query_one(PendingList)
-        await wait_until(pilot, lambda: "remember how we build" in screen_text(app), what="the held job's row")
+        await wait_until(
+            pilot, lambda: "remember how we build" in screen_text(app), what="the held job's row"
+        )
         assert unstyled([listing.render_line(y) for y in range(len(listing.rows))]) == []
         await select_job(pilot, screen, "j-held")
         await pilot.press("enter")  # the cursor row and the expanded operations
@@ -85,8 +87,10 @@ async def test_the_card_list_draws_every_row_in_monochrome() -> None:
 async def test_an_answer_with_code_lists_and_a_table_draws_in_monochrome() -> None:
     from tests.tui.test_widgets_chat import ChatHost
 
-    source = ("# Build\n\n- one\n- two\n\n1. first\n2. second\n\n> quoted\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
-              "```python\nx = 1  # " + "long " * 40 + "\n```\n\nplain `code` and **bold**\n")
+    source = (
+        "# Build\n\n- one\n- two\n\n1. first\n2. second\n\n> quoted\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        "```python\nx = 1  # " + "long " * 40 + "\n```\n\nplain `code` and **bold**\n"
+    )
     app = ChatHost()
     assert app.no_color
     async with app.run_test(size=(100, 40)) as pilot:
@@ -107,6 +111,11 @@ async def test_the_memory_panel_draws_in_monochrome() -> None:
     assert app.no_color
     async with app.run_test(size=(100, 30)) as pilot:
         panel = app.query_one(MemoryPanel)
-        panel.show(_state(cut_note="index cut at 50 cards", project_note="untrusted store",
-                          jobs=(PanelJob("j1", "held · remember the build"), PanelJob("j2", "failed", failed=True))))
+        panel.show(
+            _state(
+                cut_note="index cut at 50 cards",
+                project_note="untrusted store",
+                jobs=(PanelJob("j1", "held · remember the build"), PanelJob("j2", "failed", failed=True)),
+            )
+        )
         await wait_until(pilot, lambda: "Answers in English" in screen_text(app), what="the cards")

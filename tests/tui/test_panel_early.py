@@ -53,10 +53,18 @@ async def test_the_panel_lists_the_cards_while_the_runtime_is_still_being_built(
     release = _hold_build(app)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_until(pilot, lambda: _titles(app.panel.state.project) == ["Build with make"]
-                             and _titles(app.panel.state.user) == ["Tabs not spaces"], what="the early cards")
+            await wait_until(
+                pilot,
+                lambda: (
+                    _titles(app.panel.state.project) == ["Build with make"]
+                    and _titles(app.panel.state.user) == ["Tabs not spaces"]
+                ),
+                what="the early cards",
+            )
             assert app.bridge.runtime is None and not app.built  # the build is still held
-            assert app.panel.state.project_note is None and not any(c.untrusted for c in app.panel.state.project)
+            assert app.panel.state.project_note is None and not any(
+                c.untrusted for c in app.panel.state.project
+            )
             release.set()
             await wait_ready(pilot)
     finally:
@@ -74,19 +82,31 @@ async def test_an_untrusted_project_store_is_never_shown_as_trusted_before_the_r
     release = _hold_build(app)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_until(pilot, lambda: _titles(app.panel.state.user) == ["Tabs not spaces"],
-                             what="the early cards")
+            await wait_until(
+                pilot, lambda: _titles(app.panel.state.user) == ["Tabs not spaces"], what="the early cards"
+            )
             assert app.bridge.runtime is None
             state = app.panel.state
             # Listed so the person can judge it, but marked: never as a trusted card.
             assert _titles(state.project) == ["Deploy on Fridays"] and all(c.untrusted for c in state.project)
             assert state.project_note == UNTRUSTED_NOTE
-            await wait_until(pilot, lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
-                             what="the trust question's cards")
+            await wait_until(
+                pilot,
+                lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
+                what="the trust question's cards",
+            )
             release.set()
             await pilot.press("y")  # settled once the start-up (the SDK's import included) is done
-            await wait_until(pilot, lambda: app.panel.state.project and app.panel.state.project_note is None
-                             and not any(c.untrusted for c in app.panel.state.project), timeout=30, what="the trusted cards")
+            await wait_until(
+                pilot,
+                lambda: (
+                    app.panel.state.project
+                    and app.panel.state.project_note is None
+                    and not any(c.untrusted for c in app.panel.state.project)
+                ),
+                timeout=30,
+                what="the trusted cards",
+            )
             await wait_ready(pilot)
     finally:
         release.set()
@@ -102,13 +122,17 @@ async def test_the_runtimes_state_replaces_the_early_one_and_a_late_early_one_is
     release = _hold_build(app)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_until(pilot, lambda: _titles(app.panel.state.user) == ["Tabs not spaces"], what="the early cards")
+            await wait_until(
+                pilot, lambda: _titles(app.panel.state.user) == ["Tabs not spaces"], what="the early cards"
+            )
             early = app.panel.state
             # A card written while the runtime is built: only the runtime's state has it.
             write_note(stores, Level.USER, "project_knowledge_uv.md", "Use uv", "not pip")
             release.set()
             await wait_ready(pilot)
-            await wait_until(pilot, lambda: "Use uv" in _titles(app.panel.state.user), what="the runtime's state")
+            await wait_until(
+                pilot, lambda: "Use uv" in _titles(app.panel.state.user), what="the runtime's state"
+            )
             shown: list[PanelState] = []
             show = app.panel.show
 
@@ -126,4 +150,3 @@ async def test_the_runtimes_state_replaces_the_early_one_and_a_late_early_one_is
             assert all(s is not early for s in shown)
     finally:
         release.set()
-

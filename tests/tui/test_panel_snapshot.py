@@ -74,13 +74,19 @@ def _setup(ws: Path, home: Path) -> MemoryStores:
     write_note(stores, Level.USER, "project_knowledge_tabs.md", "Tabs not spaces", "always tabs")
     trust_workspace(ws)
     settle(ws, home)
-    PanelSnapshot(home, ws).record(lambda: build_panel_state(index_view(stores), [], None))  # the last start's
+    PanelSnapshot(home, ws).record(
+        lambda: build_panel_state(index_view(stores), [], None)
+    )  # the last start's
     assert snapshot_path(home, ws).exists()
     return stores
 
 
 async def test_the_snapshot_is_the_first_panel_state_before_the_stores_are_read(
-    make_app: Callable[..., PseudoClaudeApp], server: FakeAnthropic, ws: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+    make_app: Callable[..., PseudoClaudeApp],
+    server: FakeAnthropic,
+    ws: Path,
+    isolated_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _setup(ws, isolated_home)
     app = make_app(server)
@@ -88,8 +94,14 @@ async def test_the_snapshot_is_the_first_panel_state_before_the_stores_are_read(
     shown: list[PanelState] = []
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_until(pilot, lambda: _titles(app.panel.state.project) == ["Build with make"]
-                             and _titles(app.panel.state.user) == ["Tabs not spaces"], what="the snapshot's cards")
+            await wait_until(
+                pilot,
+                lambda: (
+                    _titles(app.panel.state.project) == ["Build with make"]
+                    and _titles(app.panel.state.user) == ["Tabs not spaces"]
+                ),
+                what="the snapshot's cards",
+            )
             show = app.panel.show
 
             def recording(state: PanelState) -> None:
@@ -114,8 +126,9 @@ async def test_the_snapshot_is_the_first_panel_state_before_the_stores_are_read(
         release.set()
 
 
-async def _nothing_shown(make_app: Callable[..., PseudoClaudeApp], server: FakeAnthropic,
-                         monkeypatch: pytest.MonkeyPatch) -> None:
+async def _nothing_shown(
+    make_app: Callable[..., PseudoClaudeApp], server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen = _reads(monkeypatch)
     app = make_app(server)
     release = _hold(app)
@@ -129,13 +142,19 @@ async def _nothing_shown(make_app: Callable[..., PseudoClaudeApp], server: FakeA
             assert not app.chat.query(".-error")  # never an error on screen
             release.set()
             await wait_ready(pilot)
-            await wait_until(pilot, lambda: _titles(app.panel.state.user) == ["Tabs not spaces"], what="the cards")
+            await wait_until(
+                pilot, lambda: _titles(app.panel.state.user) == ["Tabs not spaces"], what="the cards"
+            )
     finally:
         release.set()
 
 
 async def test_a_card_changed_since_the_snapshot_shows_no_snapshot(
-    make_app: Callable[..., PseudoClaudeApp], server: FakeAnthropic, ws: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+    make_app: Callable[..., PseudoClaudeApp],
+    server: FakeAnthropic,
+    ws: Path,
+    isolated_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _setup(ws, isolated_home)
     card = Path(os.path.realpath(ws)) / ".PseudoClaude" / "memory" / "project_knowledge_build.md"
@@ -145,7 +164,11 @@ async def test_a_card_changed_since_the_snapshot_shows_no_snapshot(
 
 
 async def test_a_trust_record_changed_since_the_snapshot_shows_no_snapshot(
-    make_app: Callable[..., PseudoClaudeApp], server: FakeAnthropic, ws: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+    make_app: Callable[..., PseudoClaudeApp],
+    server: FakeAnthropic,
+    ws: Path,
+    isolated_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _setup(ws, isolated_home)
     (record,) = (isolated_home / "trust").iterdir()
@@ -155,7 +178,11 @@ async def test_a_trust_record_changed_since_the_snapshot_shows_no_snapshot(
 
 
 async def test_a_hostile_snapshot_shows_nothing_and_the_app_starts(
-    make_app: Callable[..., PseudoClaudeApp], server: FakeAnthropic, ws: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+    make_app: Callable[..., PseudoClaudeApp],
+    server: FakeAnthropic,
+    ws: Path,
+    isolated_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _setup(ws, isolated_home)
     body = json.loads(snapshot_path(isolated_home, ws).read_bytes())
@@ -186,7 +213,9 @@ async def test_the_snapshot_is_written_after_a_runtime_state_and_rewritten_when_
         write_note(stores, Level.USER, "project_knowledge_uv.md", "Use uv", "not pip")
         settle(ws, isolated_home)
         app._refresh_panel()
-        await wait_until(pilot, lambda: sorted(kept()) == ["Tabs not spaces", "Use uv"], what="the snapshot rewritten")
+        await wait_until(
+            pilot, lambda: sorted(kept()) == ["Tabs not spaces", "Use uv"], what="the snapshot rewritten"
+        )
     assert path.stat().st_mode & 0o777 == 0o600
 
 
@@ -204,7 +233,11 @@ async def test_cards_changed_just_before_the_start_are_kept_for_the_next_one(
         await wait_ready(pilot)
         await wait_until(pilot, lambda: app.panel_shows > 0, what="the runtime's panel")
         assert panel_snapshot.read_snapshot(isolated_home, ws) is None  # too fresh to stamp at first
-        await wait_until(pilot, lambda: panel_snapshot.read_snapshot(isolated_home, ws) is not None,
-                         timeout=6, what="the snapshot written once the racy window has passed")
+        await wait_until(
+            pilot,
+            lambda: panel_snapshot.read_snapshot(isolated_home, ws) is not None,
+            timeout=6,
+            what="the snapshot written once the racy window has passed",
+        )
         state = panel_snapshot.read_snapshot(isolated_home, ws)
         assert state is not None and _titles(state.project) == ["Build with make"]

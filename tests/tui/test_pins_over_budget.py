@@ -36,8 +36,11 @@ async def test_the_panel_says_how_many_pinned_cards_did_not_fit(make_app, ws: Pa
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         said = f"{left} pinned cards did not fit"
-        await wait_until(pilot, lambda: app.panel.state.cut_note is not None and said in app.panel.state.cut_note,
-                         what="the pins in the panel's cut line")
+        await wait_until(
+            pilot,
+            lambda: app.panel.state.cut_note is not None and said in app.panel.state.cut_note,
+            what="the pins in the panel's cut line",
+        )
         assert app.panel.state.cut_note == f"{left} cards not in the prompt; {said}"
         # Drawn (wrapped to the panel's width) at its top.
         drawn = lambda: " ".join(line.strip() for line in panel_lines(app)[:6])  # noqa: E731
@@ -51,7 +54,9 @@ async def test_the_card_browser_header_says_how_many_pinned_cards_did_not_fit(ma
         await wait_ready(pilot)
         browser = await open_cards(pilot, app, 250, timeout=30)
         header = lambda: str(browser.query_one("#cb-header").render())  # noqa: E731
-        await wait_until(pilot, lambda: f"{left} pinned cards did not fit" in header(), what="the pins in the header")
+        await wait_until(
+            pilot, lambda: f"{left} pinned cards did not fit" in header(), what="the pins in the header"
+        )
         await pilot.press("i")  # the prompt filter replaces the split, never the pins' warning
         await wait_until(pilot, lambda: browser.prompt_filter == "in")
         assert f"{left} pinned cards did not fit" in header()

@@ -37,8 +37,14 @@ def seed_many(ws: Path, n: int, *, words: str = "") -> MemoryStores:
     trust_workspace(ws)
     stores = MemoryStores(ws.resolve())
     for k in range(n):
-        write_note(stores, Level.PROJECT, f"project_knowledge_fact-{k:05d}.md", f"Fact {k:05d}",
-                   f"Fact number {k} {words}".strip(), summary=f"about fact {k}")
+        write_note(
+            stores,
+            Level.PROJECT,
+            f"project_knowledge_fact-{k:05d}.md",
+            f"Fact {k:05d}",
+            f"Fact number {k} {words}".strip(),
+            summary=f"about fact {k}",
+        )
     return stores
 
 
@@ -95,22 +101,38 @@ async def test_the_filter_box_goes_through_the_search_index_at_10000_cards(make_
     stores = seed_many(ws, 10_000)
     # "rob" starts a word of five cards; as a substring it is also inside five others.
     for k in range(5):
-        write_note(stores, Level.PROJECT, f"project_knowledge_robot-{k}.md", f"Robotics {k}", "Robotics arm notes.")
-        write_note(stores, Level.PROJECT, f"project_knowledge_frob-{k}.md", f"Frobnicate {k}", "Frobnicate the widget.")
+        write_note(
+            stores, Level.PROJECT, f"project_knowledge_robot-{k}.md", f"Robotics {k}", "Robotics arm notes."
+        )
+        write_note(
+            stores,
+            Level.PROJECT,
+            f"project_knowledge_frob-{k}.md",
+            f"Frobnicate {k}",
+            "Frobnicate the widget.",
+        )
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         browser = await open_cards(pilot, app, 10_010, timeout=60)
         await pilot.press("slash")
         await type_text(pilot, "fact")  # the first query builds the cache (cold)
-        await wait_until(pilot, lambda: browser.search is not None and browser.search[0] == "fact", 60,
-                         what="the index's first answer")
+        await wait_until(
+            pilot,
+            lambda: browser.search is not None and browser.search[0] == "fact",
+            60,
+            what="the index's first answer",
+        )
         box = browser.query_one("#cb-filter")
         box.value = ""  # type: ignore[attr-defined]
         started = time.monotonic()
         await type_text(pilot, "rob")
-        await wait_until(pilot, lambda: browser.search is not None and browser.search[0] == "rob", 10,
-                         what="the index's answer for 'rob'")
+        await wait_until(
+            pilot,
+            lambda: browser.search is not None and browser.search[0] == "rob",
+            10,
+            what="the index's answer for 'rob'",
+        )
         elapsed = time.monotonic() - started
         assert sorted(r.title for r in browser.visible_rows) == [f"Robotics {k}" for k in range(5)]
         assert elapsed < 5.0, elapsed  # warm: milliseconds; generous for a busy 2-core machine
@@ -126,7 +148,9 @@ async def test_p_pins_the_selected_card_and_u_undoes_it(make_app, ws: Path) -> N
         await wait_ready(pilot)
         browser = await open_cards(pilot, app, 3)
         browser.select("project", path.name)
-        await wait_until(pilot, lambda: browser.selected is not None and browser.selected.filename == path.name)
+        await wait_until(
+            pilot, lambda: browser.selected is not None and browser.selected.filename == path.name
+        )
         await pilot.press("p")
         await wait_until(pilot, lambda: b"pinned: true" in path.read_bytes(), what="the card pinned")
         await wait_until(pilot, lambda: "pinned project card" in browser.flash_text, what="the notice")
@@ -183,12 +207,24 @@ async def test_a_watched_change_marks_the_search_caches_changed(make_app, ws: Pa
 # -- consolidation -----------------------------------------------------------------------------
 
 DUPS = {
-    "project_knowledge_use-pnpm.md": ("Use pnpm, not npm", "This project uses pnpm for installs; npm breaks the lockfile."),
-    "project_knowledge_pnpm.md": ("Package manager is pnpm", "Use pnpm install, never npm: npm breaks the pnpm lockfile."),
-    "project_knowledge_pnpm-only.md": ("pnpm only", "The project installs with pnpm; npm would break the lockfile."),
+    "project_knowledge_use-pnpm.md": (
+        "Use pnpm, not npm",
+        "This project uses pnpm for installs; npm breaks the lockfile.",
+    ),
+    "project_knowledge_pnpm.md": (
+        "Package manager is pnpm",
+        "Use pnpm install, never npm: npm breaks the pnpm lockfile.",
+    ),
+    "project_knowledge_pnpm-only.md": (
+        "pnpm only",
+        "The project installs with pnpm; npm would break the lockfile.",
+    ),
 }
 UNRELATED = {
-    f"project_knowledge_other{k}.md": (f"Topic {word}", f"The {word} subsystem keeps its {word} settings in {word}.toml.")
+    f"project_knowledge_other{k}.md": (
+        f"Topic {word}",
+        f"The {word} subsystem keeps its {word} settings in {word}.toml.",
+    )
     for k, word in enumerate(["frobnicator", "telemetry", "gazetteer", "kubelet", "quaternion", "harmonica"])
 }
 KEEP, GONE = "project_knowledge_use-pnpm.md", ["project_knowledge_pnpm.md", "project_knowledge_pnpm-only.md"]
@@ -204,11 +240,13 @@ def seed_dups(ws: Path) -> MemoryStores:
 
 
 def consolidation_answer() -> str:
-    return json.dumps([
-        {"action": "update", "level": "project", "filename": KEEP, "content": MERGED},
-        {"action": "delete", "level": "project", "filename": GONE[0]},
-        {"action": "delete", "level": "project", "filename": GONE[1]},
-    ])
+    return json.dumps(
+        [
+            {"action": "update", "level": "project", "filename": KEEP, "content": MERGED},
+            {"action": "delete", "level": "project", "filename": GONE[0]},
+            {"action": "delete", "level": "project", "filename": GONE[1]},
+        ]
+    )
 
 
 async def test_consolidate_without_a_model_says_it_needs_one(make_app, ws: Path) -> None:
@@ -234,18 +272,28 @@ async def test_consolidate_queues_a_held_job_reviewed_op_by_op_with_a_diff_per_c
         await send(pilot, "/consolidate project")
         said = lambda: [t for t in chat_texts(app) if t.startswith("consolidation job ")]  # noqa: E731
         await wait_until(pilot, said, what="the consolidation notice")
-        assert said()[0].endswith("queued: 1 cluster, 3 cards; its changes wait for your review (/pending)"), said()
-        await wait_until(pilot, lambda: any(j.line.startswith("held") for j in app.panel.state.jobs),
-                         what="the job held", timeout=30)
+        assert said()[0].endswith(
+            "queued: 1 cluster, 3 cards; its changes wait for your review (/pending)"
+        ), said()
+        await wait_until(
+            pilot,
+            lambda: any(j.line.startswith("held") for j in app.panel.state.jobs),
+            what="the job held",
+            timeout=30,
+        )
         screen = await open_pending(pilot)
-        await wait_until(pilot, lambda: any("Consolidation · project store · 1 cluster" in r for r in screen.row_texts()))
+        await wait_until(
+            pilot, lambda: any("Consolidation · project store · 1 cluster" in r for r in screen.row_texts())
+        )
         await select_row(pilot, screen, lambda r: "Consolidation" in r, "the consolidation job")
         assert "consolidation: Consolidation · project store · 1 cluster, 3 cards" in screen.detail_text()
         await pilot.press("enter")
         await select_row(pilot, screen, lambda r: "[held] update" in r, "the held update")
         detail = screen.detail_text().splitlines()
         assert f"+{MERGED}" in detail and f"-{DUPS[KEEP][1]}" in detail, detail
-        await select_row(pilot, screen, lambda r: "[held] delete" in r and "Package manager" in r, "a held delete")
+        await select_row(
+            pilot, screen, lambda r: "[held] delete" in r and "Package manager" in r, "a held delete"
+        )
         assert "Would delete: moves to .trash/ (undo restores it)" in screen.detail_text()
         await pilot.press("r")
         await wait_until(pilot, lambda: "rejected 1 op(s)" in flash_text(screen), what="the rejection")
@@ -328,8 +376,14 @@ async def test_the_search_caches_are_built_after_the_first_frame_and_a_run_then_
     make_app, ws: Path, server: FakeAnthropic
 ) -> None:
     stores = seed_many(ws, 320)
-    write_note(stores, Level.PROJECT, "project_knowledge_zz-lab.md", "Lab bench",
-               "The frobnicator is calibrated weekly.", summary="hardware")
+    write_note(
+        stores,
+        Level.PROJECT,
+        "project_knowledge_zz-lab.md",
+        "Lab bench",
+        "The frobnicator is calibrated weekly.",
+        summary="hardware",
+    )
     server.script(MODEL, text("calibrate it weekly"))
     server.script(MEMORY_MODEL, text("[]"))
     app = make_app(server)
@@ -343,5 +397,7 @@ async def test_the_search_caches_are_built_after_the_first_frame_and_a_run_then_
         await send(pilot, "How do I calibrate the frobnicator?")
         await wait_until(pilot, lambda: len(server.requests_for(MODEL)) == 1, what="the turn's request")
         last = server.requests_for(MODEL)[0].body["messages"][-1]["content"]
-        assert any(b.get("text", "").startswith("<memory-recall>") and "(project_knowledge_zz-lab.md)" in b["text"]
-                   for b in last)
+        assert any(
+            b.get("text", "").startswith("<memory-recall>") and "(project_knowledge_zz-lab.md)" in b["text"]
+            for b in last
+        )

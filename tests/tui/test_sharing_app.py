@@ -46,8 +46,9 @@ def _shared(tmp_path: Path) -> tuple[Path, Path]:
     a = new_repo(tmp_path / "a", "Ann")
     trust_workspace(a)
     stores = MemoryStores(a.resolve())
-    res = stores.apply([(0, create("project", "Build command", "make build", summary="run make build"))],
-                       source="test")
+    res = stores.apply(
+        [(0, create("project", "Build command", "make build", summary="run make build"))], source="test"
+    )
     assert not res.rejected and not res.conflicts
     commit_all(a, "a card")
     b = clone(a, tmp_path / "b", "Bea")
@@ -56,8 +57,9 @@ def _shared(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _add(workspace: Path, title: str, summary: str) -> None:
-    res = MemoryStores(workspace).apply([(0, create("project", title, f"{title}: {summary}", summary=summary))],
-                                        source="test")
+    res = MemoryStores(workspace).apply(
+        [(0, create("project", title, f"{title}: {summary}", summary=summary))], source="test"
+    )
     assert not res.rejected and not res.conflicts, res
 
 
@@ -113,9 +115,15 @@ async def test_an_outside_change_has_memory_md_rebuilt_from_the_cards(make_app, 
         await wait_until(pilot, lambda: app.bridge.watcher_ready, what="the store watcher")
         assert "project_knowledge_by-hand.md" not in index.read_text()
         # An editor (or a checkout) writes a card and leaves the derived index as it was.
-        write_note(MemoryStores(a), Level.PROJECT, "project_knowledge_by-hand.md", "By hand", "written by hand")
-        await wait_until(pilot, lambda: "project_knowledge_by-hand.md" in index.read_text(), timeout=5,
-                         what="MEMORY.md rebuilt with the new card")
+        write_note(
+            MemoryStores(a), Level.PROJECT, "project_knowledge_by-hand.md", "By hand", "written by hand"
+        )
+        await wait_until(
+            pilot,
+            lambda: "project_knowledge_by-hand.md" in index.read_text(),
+            timeout=5,
+            what="MEMORY.md rebuilt with the new card",
+        )
         await wait_until(pilot, lambda: "By hand" in [c.title for c in app.panel.state.project])
         assert app.sharing.refreshes >= 1
 
@@ -133,7 +141,9 @@ async def test_an_index_that_cannot_be_refreshed_is_logged_and_the_panel_still_f
             raise StoreError("project store: MEMORY.md is a symlink")
 
         monkeypatch.setattr(app.bridge.stores, "refresh_indexes", broken)
-        write_note(MemoryStores(a), Level.PROJECT, "project_knowledge_by-hand.md", "By hand", "written by hand")
+        write_note(
+            MemoryStores(a), Level.PROJECT, "project_knowledge_by-hand.md", "By hand", "written by hand"
+        )
         await wait_until(pilot, lambda: "By hand" in [c.title for c in app.panel.state.project], timeout=5)
         assert not any("failed" in t for t in chat_texts(app))
 
@@ -161,8 +171,10 @@ async def test_a_card_conflicted_by_a_merge_is_listed_as_conflicted_and_reaches_
 
         await wait_until(pilot, conflicted, timeout=5, what="the conflicted card in the panel")
         assert DEPLOY not in [c.filename for c in app.panel.state.project]
-        await wait_until(pilot, lambda: "⚠ Conflicted 1" in panel_text(app) and "changed on two branches"
-                         in panel_text(app))
+        await wait_until(
+            pilot,
+            lambda: "⚠ Conflicted 1" in panel_text(app) and "changed on two branches" in panel_text(app),
+        )
 
         await send(pilot, "what do you know about deploying?")
         await wait_until(pilot, lambda: "Noted." in chat_texts(app), what="the answer")
@@ -172,12 +184,16 @@ async def test_a_card_conflicted_by_a_merge_is_listed_as_conflicted_and_reaches_
         assert "Build command" in sent  # the rest of the index is there
 
 
-async def test_clicking_a_conflicted_card_in_the_panel_opens_the_browser_on_it(make_app, tmp_path: Path) -> None:
+async def test_clicking_a_conflicted_card_in_the_panel_opens_the_browser_on_it(
+    make_app, tmp_path: Path
+) -> None:
     a, _ = _shared(tmp_path)
     path = a / ".PseudoClaude" / "memory" / DEPLOY
-    path.write_text("---\n<<<<<<< HEAD\ntitle: Deploy\n=======\ntitle: Deploy it\n>>>>>>> theirs\n"
-                    "type: project_knowledge\nsummary: s\ncreated: 2026-01-01T00:00:00Z\n"
-                    "updated: 2026-01-01T00:00:00Z\nsource: model\n---\nbody\n")
+    path.write_text(
+        "---\n<<<<<<< HEAD\ntitle: Deploy\n=======\ntitle: Deploy it\n>>>>>>> theirs\n"
+        "type: project_knowledge\nsummary: s\ncreated: 2026-01-01T00:00:00Z\n"
+        "updated: 2026-01-01T00:00:00Z\nsource: model\n---\nbody\n"
+    )
     app = make_app(workspace=a)
     opened: list[tuple[str, str] | None] = []
     async with app.run_test(size=SIZE) as pilot:
@@ -187,7 +203,9 @@ async def test_clicking_a_conflicted_card_in_the_panel_opens_the_browser_on_it(m
         cards = app.panel._cards
         y = next(i for i in range(60) if cards.card_at(i) == ("project", DEPLOY))
         await pilot.click(cards, offset=(2, y))
-        await wait_until(pilot, lambda: opened == [("project", DEPLOY)], what="the browser asked for the card")
+        await wait_until(
+            pilot, lambda: opened == [("project", DEPLOY)], what="the browser asked for the card"
+        )
         # Enter on the focused card list: the first conflicted card as well.
         app.panel.query_one("_CardScroll").focus()
         await pilot.press("enter")
@@ -210,14 +228,22 @@ class FakeSync:
         self.most = 0
         self._lock = threading.Lock()
 
-    def __call__(self, stores: MemoryStores, remote: str, *, timeout: float, cancel: Any = None) -> SyncResult:
+    def __call__(
+        self, stores: MemoryStores, remote: str, *, timeout: float, cancel: Any = None
+    ) -> SyncResult:
         with self._lock:
             self.running += 1
             self.most = max(self.most, self.running)
             n = len(self.calls)
             rt = self.app.bridge.runtime
-            self.calls.append({"remote": remote, "timeout": timeout, "opened": self.app.phase.opened,
-                               "session_open": rt is not None and rt.session is not None})
+            self.calls.append(
+                {
+                    "remote": remote,
+                    "timeout": timeout,
+                    "opened": self.app.phase.opened,
+                    "session_open": rt is not None and rt.session is not None,
+                }
+            )
         try:
             if self.gate is not None:
                 self.gate.wait(30)
@@ -238,7 +264,9 @@ async def test_the_app_syncs_the_user_store_once_after_start_up_and_says_so_quie
     make_app, server: FakeAnthropic, remote_set: str
 ) -> None:
     app = make_app(server)
-    fake = app.bridge.sync_user_store = FakeSync(app, SyncResult(ok=True, line="memory sync: in step (1 pulled)"))
+    fake = app.bridge.sync_user_store = FakeSync(
+        app, SyncResult(ok=True, line="memory sync: in step (1 pulled)")
+    )
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await wait_until(pilot, lambda: app.panel.state.sync_note == "memory sync: in step (1 pulled)")
@@ -271,12 +299,19 @@ async def test_a_failed_sync_is_one_line_replaced_by_the_next_and_retried_later(
     )
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: len(fake.calls) >= 2 and app.panel.state.sync_note
-                         == "memory sync: push rejected (second)", what="the retry's line")
+        await wait_until(
+            pilot,
+            lambda: (
+                len(fake.calls) >= 2 and app.panel.state.sync_note == "memory sync: push rejected (second)"
+            ),
+            what="the retry's line",
+        )
         text_now = panel_text(app)
         assert "(first)" not in text_now and text_now.count("memory sync:") == 1
         assert app.panel.state.sync_failed
-        await wait_until(pilot, lambda: app.panel.state.sync_note == "memory sync: in step", what="the third sync")
+        await wait_until(
+            pilot, lambda: app.panel.state.sync_note == "memory sync: in step", what="the third sync"
+        )
         assert not app.panel.state.sync_failed
         n = len(fake.calls)
         assert n == 3
@@ -289,9 +324,15 @@ async def test_a_batch_applied_to_the_user_store_retries_a_failed_sync_and_syncs
 ) -> None:
     app = make_app()
     gate = threading.Event()
-    fake = app.bridge.sync_user_store = FakeSync(app, SyncResult(ok=False, line="memory sync: offline"), gate=gate)
-    user_batch = JobApplied(job_id="j1", applied=(AppliedOp(index=0, action=Action.CREATE, level=Level.USER,
-                                                            filename="user_preference_x.md"),))
+    fake = app.bridge.sync_user_store = FakeSync(
+        app, SyncResult(ok=False, line="memory sync: offline"), gate=gate
+    )
+    user_batch = JobApplied(
+        job_id="j1",
+        applied=(
+            AppliedOp(index=0, action=Action.CREATE, level=Level.USER, filename="user_preference_x.md"),
+        ),
+    )
     try:
         async with app.run_test(size=SIZE) as pilot:
             await wait_ready(pilot)
@@ -333,10 +374,14 @@ async def test_the_sync_at_quit_comes_after_the_drain_and_a_hanging_one_is_cut_o
         gate.set()
 
 
-async def test_the_app_syncs_the_user_store_with_a_real_bare_remote(make_app, server: FakeAnthropic,
-                                                                     remote_set: str, ws: Path) -> None:
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", remote_set], check=True,
-                   env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"})
+async def test_the_app_syncs_the_user_store_with_a_real_bare_remote(
+    make_app, server: FakeAnthropic, remote_set: str, ws: Path
+) -> None:
+    subprocess.run(
+        ["git", "init", "-q", "--bare", "-b", "main", remote_set],
+        check=True,
+        env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"},
+    )
     stores = MemoryStores(ws.resolve())
     write_note(stores, Level.USER, "user_preference_tabs.md", "Tabs", "indent with tabs", summary="tabs")
     app = make_app(server)
@@ -353,8 +398,11 @@ async def test_the_app_syncs_the_user_store_with_a_real_bare_remote(make_app, se
 
 
 def _bare(path: str) -> None:
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", path], check=True,
-                   env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"})
+    subprocess.run(
+        ["git", "init", "-q", "--bare", "-b", "main", path],
+        check=True,
+        env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"},
+    )
 
 
 def _synced(stores: MemoryStores, remote: str) -> None:
@@ -385,9 +433,16 @@ async def test_a_rewritten_remote_is_refused_in_one_line_in_the_panel_and_nothin
         await wait_until(pilot, lambda: app.sharing.syncs == 1, timeout=30, what="the sync")
         last = app.sharing.last
         assert last is not None and not last.ok and "\n" not in last.line
-        assert "history was rewritten" in last.line and card.name in last.line and "--accept-rewrite" in last.line
-        await wait_until(pilot, lambda: app.panel.state.sync_note == last.line and app.panel.state.sync_failed,
-                         what="the refusal in the panel")
+        assert (
+            "history was rewritten" in last.line
+            and card.name in last.line
+            and "--accept-rewrite" in last.line
+        )
+        await wait_until(
+            pilot,
+            lambda: app.panel.state.sync_note == last.line and app.panel.state.sync_failed,
+            what="the refusal in the panel",
+        )
         assert "memory sync: refused" in panel_text(app)
     assert card.read_bytes() == before
 
@@ -414,7 +469,9 @@ async def test_a_sync_conflict_names_this_machine_and_the_remote_and_m_keeps_thi
         await wait_ready(pilot)
         browser = await open_cards(pilot, app, 1)
         browser.select("user", card.name)
-        await wait_until(pilot, lambda: browser.selected is not None and browser.selected.conflict is not None)
+        await wait_until(
+            pilot, lambda: browser.selected is not None and browser.selected.conflict is not None
+        )
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ResolveModal), what="the resolution view")
         modal = app.screen
@@ -437,15 +494,18 @@ async def test_ctrl_q_with_a_remote_that_hangs_leaves_within_the_bound_and_leave
     make_app, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     pids = hanging_ssh(tmp_path, monkeypatch)
-    monkeypatch.setenv("PSEUDOCLAUDE_USER_MEMORY_REMOTE", "ssh://nohost.invalid/x.git")  # no network: the script
+    monkeypatch.setenv(
+        "PSEUDOCLAUDE_USER_MEMORY_REMOTE", "ssh://nohost.invalid/x.git"
+    )  # no network: the script
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await wait_until(pilot, lambda: len(started(pids)) == 2, timeout=30, what="the start-up sync's ssh")
         t0 = time.monotonic()
         await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: not app.is_running, timeout=sync_flow.QUIT_SYNC_S + 10,
-                         what="the app to quit")
+        await wait_until(
+            pilot, lambda: not app.is_running, timeout=sync_flow.QUIT_SYNC_S + 10, what="the app to quit"
+        )
         took = time.monotonic() - t0
     # The bound, and the drain and the close of an app with nothing to drain.
     assert took < sync_flow.QUIT_SYNC_S + 2.5 <= 7.5, took

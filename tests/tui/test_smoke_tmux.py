@@ -46,15 +46,41 @@ class Tmux:
         self.conf = conf
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["tmux", "-L", self.socket, "-f", str(self.conf), *args],
-                              capture_output=True, text=True, timeout=15, check=check)
+        return subprocess.run(
+            ["tmux", "-L", self.socket, "-f", str(self.conf), *args],
+            capture_output=True,
+            text=True,
+            timeout=15,
+            check=check,
+        )
 
     def start(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
         # The private server starts with this environment, so the pane gets exactly it.
-        subprocess.run(["tmux", "-L", self.socket, "-f", str(self.conf), "new-session", "-d",
-                        "-s", self.target, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(cwd),
-                        shlex.join(command)],
-                       env=env, capture_output=True, text=True, timeout=15, check=True)
+        subprocess.run(
+            [
+                "tmux",
+                "-L",
+                self.socket,
+                "-f",
+                str(self.conf),
+                "new-session",
+                "-d",
+                "-s",
+                self.target,
+                "-x",
+                str(WIDTH),
+                "-y",
+                str(HEIGHT),
+                "-c",
+                str(cwd),
+                shlex.join(command),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=15,
+            check=True,
+        )
 
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", self.target).stdout
@@ -67,8 +93,9 @@ class Tmux:
 
     def pane(self) -> tuple[bool, str, bool]:
         """(dead, exit status, alternate screen on): a full-screen app runs on the alternate screen."""
-        out = self.run("display-message", "-p", "-t", self.target,
-                       "#{pane_dead} #{pane_dead_status} #{alternate_on}").stdout.split()
+        out = self.run(
+            "display-message", "-p", "-t", self.target, "#{pane_dead} #{pane_dead_status} #{alternate_on}"
+        ).stdout.split()
         dead = out[0] == "1"
         return dead, out[1] if dead else "", out[-1] == "1"
 
@@ -90,8 +117,10 @@ class Tmux:
             if alternate and predicate(screen):
                 return screen
             if time.monotonic() > deadline:
-                pytest.fail(f"timed out after {timeout}s waiting for {what} (alternate screen "
-                            f"{'on' if alternate else 'off'}); screen:\n{screen}")
+                pytest.fail(
+                    f"timed out after {timeout}s waiting for {what} (alternate screen "
+                    f"{'on' if alternate else 'off'}); screen:\n{screen}"
+                )
             time.sleep(0.1)  # a poll interval, not a synchronisation: the predicate decides
 
 
@@ -127,8 +156,15 @@ def workspace(tmp_path: Path) -> Path:
     return Path(os.path.realpath(w))
 
 
-def start_app(tmux: Tmux, server: FakeAnthropic, workspace: Path, *flags: str, exe: Path | None = None,
-              cwd: Path = ROOT, env: dict[str, str] | None = None) -> str:
+def start_app(
+    tmux: Tmux,
+    server: FakeAnthropic,
+    workspace: Path,
+    *flags: str,
+    exe: Path | None = None,
+    cwd: Path = ROOT,
+    env: dict[str, str] | None = None,
+) -> str:
     """Start ``exe`` (default: the .venv's entry point) in ``cwd`` and return its first ready screen."""
     if env is None:
         env = cli_env(server)
@@ -137,8 +173,10 @@ def start_app(tmux: Tmux, server: FakeAnthropic, workspace: Path, *flags: str, e
     # Sending is disabled (status "connecting…") until the SDK is loaded off the main thread. The
     # status line is the frame's last row: with it on the screen, a frame is not drawn halfway
     # (a capture in the middle of the first frame has no "connecting" either).
-    return tmux.wait_for(lambda s: "memory " in (s.strip().splitlines() or [""])[-1] and "connecting" not in s,
-                         "the app to be ready")
+    return tmux.wait_for(
+        lambda s: "memory " in (s.strip().splitlines() or [""])[-1] and "connecting" not in s,
+        "the app to be ready",
+    )
 
 
 def colour_env(server: FakeAnthropic, no_color: bool) -> dict[str, str]:
@@ -175,8 +213,16 @@ def test_typed_prompt_streams_answer_and_panel_shows_the_card_the_turn_created(
 ) -> None:
     with FakeAnthropic() as server:
         server.script(MODEL, text(ANSWER))
-        server.script(MEMORY_MODEL, text(ops_answer(create_op(
-            CARD_TITLE, "Run `make build` at the repository root.", summary="make build builds it"))))
+        server.script(
+            MEMORY_MODEL,
+            text(
+                ops_answer(
+                    create_op(
+                        CARD_TITLE, "Run `make build` at the repository root.", summary="make build builds it"
+                    )
+                )
+            ),
+        )
         start_app(tmux, server, workspace, env=colour_env(server, no_color))
         ask(tmux, server, PROMPT)
         tmux.wait_for(lambda s: ANSWER in s, "the answer on screen")
@@ -239,13 +285,26 @@ def _cards(workspace: Path) -> list[Path]:
 
 
 @COLOURS
-def test_pending_screen_in_review_mode_approves_a_held_op(tmux: Tmux, workspace: Path, no_color: bool) -> None:
+def test_pending_screen_in_review_mode_approves_a_held_op(
+    tmux: Tmux, workspace: Path, no_color: bool
+) -> None:
     with FakeAnthropic() as server:
         server.script(MODEL, text(ANSWER))
-        server.script(MEMORY_MODEL, text(ops_answer(
-            create_op(CARD_TITLE, "Run `make build` at the repository root.", summary="make build builds it"),
-            create_op("Tests need Docker", "The integration suite starts containers.", summary="docker needed"),
-        )))
+        server.script(
+            MEMORY_MODEL,
+            text(
+                ops_answer(
+                    create_op(
+                        CARD_TITLE, "Run `make build` at the repository root.", summary="make build builds it"
+                    ),
+                    create_op(
+                        "Tests need Docker",
+                        "The integration suite starts containers.",
+                        summary="docker needed",
+                    ),
+                )
+            ),
+        )
         start_app(tmux, server, workspace, "--memory", "review", env=colour_env(server, no_color))
         ask(tmux, server, PROMPT)
         tmux.wait_for(lambda s: "held for review" in s, "the held job in the panel")
@@ -265,7 +324,9 @@ def test_pending_screen_in_review_mode_approves_a_held_op(tmux: Tmux, workspace:
         assert CARD_TITLE in card.read_text()
         tmux.wait_for(lambda s: "held · 1 op" in s, "the other op still held")
         tmux.send_key("Escape")
-        tmux.wait_for(lambda s: CARD_TITLE in s and "Pending memory updates" not in s, "the chat with the card")
+        tmux.wait_for(
+            lambda s: CARD_TITLE in s and "Pending memory updates" not in s, "the chat with the card"
+        )
         quit_app(tmux)
         assert not server.errors, server.errors[0]
 
@@ -281,7 +342,9 @@ def test_remember_opens_the_editor_and_ctrl_s_saves_the_card(tmux: Tmux, workspa
         tmux.send_key("C-s")
         screen = tmux.wait_for(lambda s: "saved new project card" in s, "the saved note in the chat")
         [card] = _cards(workspace)
-        assert "Releases are tagged from main only" in card.read_text() and "source: manual" in card.read_text()
+        assert (
+            "Releases are tagged from main only" in card.read_text() and "source: manual" in card.read_text()
+        )
         assert "Traceback" not in screen
         tmux.wait_for(lambda s: "Releases are tagged" in s and "New card" not in s, "the panel with the card")
         quit_app(tmux)
@@ -337,8 +400,10 @@ def test_a_prompt_sent_right_after_the_first_frame_while_connecting_is_queued_th
         env |= {"PYTHONPATH": os.pathsep.join(path), "PSEUDOCLAUDE_TEST_SDK_BARRIER": str(barrier)}
         tmux.start([str(pseudoclaude_exe()), "-C", str(workspace)], env, cwd=ROOT)
         # The first frame: the status line (the frame's last row) is drawn and says connecting.
-        tmux.wait_for(lambda s: "memory " in (s.strip().splitlines() or [""])[-1] and "connecting" in s,
-                      "the first frame, connecting")
+        tmux.wait_for(
+            lambda s: "memory " in (s.strip().splitlines() or [""])[-1] and "connecting" in s,
+            "the first frame, connecting",
+        )
         tmux.send_text(PROMPT)
         tmux.send_key("Enter")
         screen = tmux.wait_for(lambda s: "queued: sent" in s and PROMPT in s, "the prompt shown as queued")
@@ -383,14 +448,18 @@ def test_a_cloned_10001_card_store_asks_at_once_then_y_typed_keys_echo_and_ctrl_
         tmux.wait_for(lambda s: "seen by the next turn" in s, "the first frame")
         # Within seconds of the first frame (it took 32–39 s when the window mounted a widget per card).
         tmux.wait_for(lambda s: "Trust this project's memory?" in s, "the trust window", timeout=10)
-        screen = tmux.wait_for(lambda s: "10,001 cards" in s, "the cards counted in the trust window", timeout=60)
+        screen = tmux.wait_for(
+            lambda s: "10,001 cards" in s, "the cards counted in the trust window", timeout=60
+        )
         assert "Traceback" not in screen
         time.sleep(SETTLE_S + QUIET_S)  # the person reads the list: a key at once is not an answer
         tmux.send_text("y")
         tmux.wait_for(lambda s: "Trust this project's memory?" not in s, "the trust window answered")
         tmux.send_text("typed while the store loads")
         tmux.wait_for(lambda s: "typed while the store loads" in s, "the typed keys echoed", timeout=10)
-        screen = tmux.wait_for(lambda s: "project memory trusted" in s, "the trust noted in the chat", timeout=60)
+        screen = tmux.wait_for(
+            lambda s: "project memory trusted" in s, "the trust noted in the chat", timeout=60
+        )
         assert "Traceback" not in screen
         quit_app(tmux)
         assert not server.errors, server.errors[0]

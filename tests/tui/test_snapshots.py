@@ -136,26 +136,57 @@ def panel_titles(app: PseudoClaudeApp) -> set[str]:
 def seed_cards(stores: MemoryStores, project: int, user: int, *, long: bool = False) -> None:
     """Cards created through the stores (so the project store is ours, hence trusted)."""
     summary = "A summary of what this card says, written for the index. " * (4 if long else 1)
-    ops = [create("project", f"Project fact {n:03d}", f"Body {n}.", summary=summary[:200].strip()) for n in range(project)]
-    ops += [create("user", f"User preference {n:02d}", f"Body {n}.", type_="user_preference",
-                   summary=summary[:200].strip()) for n in range(user)]
+    ops = [
+        create("project", f"Project fact {n:03d}", f"Body {n}.", summary=summary[:200].strip())
+        for n in range(project)
+    ]
+    ops += [
+        create(
+            "user",
+            f"User preference {n:02d}",
+            f"Body {n}.",
+            type_="user_preference",
+            summary=summary[:200].strip(),
+        )
+        for n in range(user)
+    ]
     result = stores.apply(list(enumerate(ops)), source="snapshot seed")
     assert not result.rejected, result.rejected
 
 
 def seed_few(stores: MemoryStores) -> None:
     ops = [
-        create("project", "Build with make", "Run `make build`.", summary="make build builds; make test runs the suite"),
-        create("project", "Config is TOML", "Settings live in config.toml.", summary="settings are read from config.toml"),
-        create("user", "Prefers short answers", "Keep answers short.", type_="user_preference",
-               summary="answer briefly, code first"),
+        create(
+            "project",
+            "Build with make",
+            "Run `make build`.",
+            summary="make build builds; make test runs the suite",
+        ),
+        create(
+            "project",
+            "Config is TOML",
+            "Settings live in config.toml.",
+            summary="settings are read from config.toml",
+        ),
+        create(
+            "user",
+            "Prefers short answers",
+            "Keep answers short.",
+            type_="user_preference",
+            summary="answer briefly, code first",
+        ),
     ]
     assert not stores.apply(list(enumerate(ops)), source="snapshot seed").rejected
 
 
 def seed_few_user(stores: MemoryStores) -> None:
-    op = create("user", "Prefers short answers", "Keep answers short.", type_="user_preference",
-                summary="answer briefly, code first")
+    op = create(
+        "user",
+        "Prefers short answers",
+        "Keep answers short.",
+        type_="user_preference",
+        summary="answer briefly, code first",
+    )
     assert not stores.apply([(0, op)], source="snapshot seed").rejected
 
 
@@ -170,13 +201,18 @@ def run(*steps: Callable[[Pilot[Any]], Awaitable[None]]) -> Callable[[Pilot[Any]
 # -- the real App ------------------------------------------------------------------------------------
 
 
-def test_first_start_without_credentials_says_how_to_configure(snap_compare: SnapCompare, make_app: Any) -> None:
+def test_first_start_without_credentials_says_how_to_configure(
+    snap_compare: SnapCompare, make_app: Any
+) -> None:
     app = make_app()
 
     async def configure_note_shown(pilot: Pilot[Any]) -> None:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: any("ANTHROPIC_API_KEY" in t for t in chat_texts(app)),
-                         what="the configuration note")
+        await wait_until(
+            pilot,
+            lambda: any("ANTHROPIC_API_KEY" in t for t in chat_texts(app)),
+            what="the configuration note",
+        )
 
     assert snap_compare(app, terminal_size=DEFAULT, run_before=run(configure_note_shown, settle))
 
@@ -186,15 +222,27 @@ def streamed_answer_app(make_app: Any, server: FakeAnthropic, stores: MemoryStor
     conversation that ends with both on the screen."""
     seed_few(stores)
     server.script(MODEL, text(ANSWER, chunk_size=5))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op(
-        "Config via tomllib", "Use tomllib (3.11+).", summary="config.toml is read with the stdlib tomllib"))))
+    server.script(
+        MEMORY_MODEL,
+        text(
+            ops_answer(
+                create_op(
+                    "Config via tomllib",
+                    "Use tomllib (3.11+).",
+                    summary="config.toml is read with the stdlib tomllib",
+                )
+            )
+        ),
+    )
     app = make_app(server)
 
     async def converse(pilot: Pilot[Any]) -> None:
         await wait_ready(pilot)
         await send(pilot, QUESTION)
         await wait_until(pilot, lambda: answers_rendered(app), what="the answer on screen")
-        await wait_until(pilot, lambda: "Config via tomllib" in panel_titles(app), what="the new card in the panel")
+        await wait_until(
+            pilot, lambda: "Config via tomllib" in panel_titles(app), what="the new card in the panel"
+        )
 
     return app, converse
 
@@ -211,18 +259,40 @@ def test_tool_call_then_answer_in_the_app_the_readme_screenshot(
 ) -> None:
     """The README's screenshot (assets/screenshot.svg is a copy of this snapshot)."""
     seed_few(stores)
-    server.script(MODEL, tool_use("read_file", {"path": "README.md"}, text_before="Let me check the README first."),
-                  text(BUILD_ANSWER, chunk_size=6))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op(
-        "Release with make", "Run `make release`.", summary="make release tags and uploads a build"))))
+    server.script(
+        MODEL,
+        tool_use("read_file", {"path": "README.md"}, text_before="Let me check the README first."),
+        text(BUILD_ANSWER, chunk_size=6),
+    )
+    server.script(
+        MEMORY_MODEL,
+        text(
+            ops_answer(
+                create_op(
+                    "Release with make",
+                    "Run `make release`.",
+                    summary="make release tags and uploads a build",
+                )
+            )
+        ),
+    )
     app = make_app(server)
 
     async def converse(pilot: Pilot[Any]) -> None:
         await wait_ready(pilot)
         await send(pilot, "How do I cut a release?")
-        await wait_until(pilot, lambda: len(server.requests_for(MODEL)) == 2 and answers_rendered(app)
-                         and "make release" in "".join(chat_texts(app)), what="the answer on screen")
-        await wait_until(pilot, lambda: "Release with make" in panel_titles(app), what="the new card in the panel")
+        await wait_until(
+            pilot,
+            lambda: (
+                len(server.requests_for(MODEL)) == 2
+                and answers_rendered(app)
+                and "make release" in "".join(chat_texts(app))
+            ),
+            what="the answer on screen",
+        )
+        await wait_until(
+            pilot, lambda: "Release with make" in panel_titles(app), what="the new card in the panel"
+        )
 
     assert snap_compare(app, terminal_size=WIDE, run_before=run(converse, settle))
 
@@ -230,9 +300,18 @@ def test_tool_call_then_answer_in_the_app_the_readme_screenshot(
 def test_permission_modal_shows_the_edit_as_a_diff(
     snap_compare: SnapCompare, make_app: Any, server: FakeAnthropic
 ) -> None:
-    server.script(MODEL, tool_use("edit_file", {"path": "app/settings.py", "old_string": "    timeout = 120.0",
-                                                "new_string": "    bash_timeout = 120.0"},
-                                  text_before="I'll rename the setting."))
+    server.script(
+        MODEL,
+        tool_use(
+            "edit_file",
+            {
+                "path": "app/settings.py",
+                "old_string": "    timeout = 120.0",
+                "new_string": "    bash_timeout = 120.0",
+            },
+            text_before="I'll rename the setting.",
+        ),
+    )
     server.script(MEMORY_MODEL, text("[]"))
     app = make_app(server)
 
@@ -250,10 +329,23 @@ def test_trust_modal_lists_the_cards_of_a_cloned_project_store(
     snap_compare: SnapCompare, make_app: Any, server: FakeAnthropic, stores: MemoryStores
 ) -> None:
     # Written by hand, as a `git clone` would bring them: not created by our code, so untrusted.
-    write_note(stores, Level.PROJECT, "project_knowledge_deploy.md", "Deploy with make release",
-               "Releases are cut by `make release` from main.", summary="releases: make release from main")
-    write_note(stores, Level.PROJECT, "correction_feedback_no_force_push.md", "Never force-push main",
-               "Never force-push.", type_=NoteType.CORRECTION_FEEDBACK, summary="main is protected; open a PR")
+    write_note(
+        stores,
+        Level.PROJECT,
+        "project_knowledge_deploy.md",
+        "Deploy with make release",
+        "Releases are cut by `make release` from main.",
+        summary="releases: make release from main",
+    )
+    write_note(
+        stores,
+        Level.PROJECT,
+        "correction_feedback_no_force_push.md",
+        "Never force-push main",
+        "Never force-push.",
+        type_=NoteType.CORRECTION_FEEDBACK,
+        summary="main is protected; open a PR",
+    )
     stores.rebuild_indexes()
     assert not stores.project_trusted
     seed_few_user(stores)
@@ -261,8 +353,11 @@ def test_trust_modal_lists_the_cards_of_a_cloned_project_store(
 
     async def asked(pilot: Pilot[Any]) -> None:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
-                         what="the trust modal's cards")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
+            what="the trust modal's cards",
+        )
         app.prompt.cursor_blink = False
 
     assert snap_compare(app, terminal_size=DEFAULT, run_before=asked)
@@ -295,7 +390,9 @@ def test_80x24_terminal_hides_the_panel_and_keeps_chat_and_prompt(
         await wait_ready(pilot)
         await send(pilot, QUESTION)
         await wait_until(pilot, lambda: answers_rendered(app), what="the answer on screen")
-        await wait_until(pilot, lambda: len(server.requests_for(MEMORY_MODEL)) == 1, what="the memory request")
+        await wait_until(
+            pilot, lambda: len(server.requests_for(MEMORY_MODEL)) == 1, what="the memory request"
+        )
 
     assert snap_compare(app, terminal_size=SMALL, run_before=run(converse, settle))
 

@@ -23,17 +23,35 @@ pytestmark = pytest.mark.timeout(90)
 SnapCompare = Callable[..., bool]
 SIZES = {"80x24": (80, 24), "wide": (120, 34)}
 
-OURS = CardDraft(level="project", type="project_knowledge", title="Build workflow", summary="make build, then make test",
-                 body="Run `make build` then `make test`.\n\nUse `make -j8` on the build machines.\n")
-THEIRS = CardDraft(level="project", type="project_knowledge", title="Build workflow with ninja",
-                   summary="ninja replaces make", body="Run `ninja` then `ninja test`.\n\nThe build needs Go 1.23.\n",
-                   pinned=True)
+OURS = CardDraft(
+    level="project",
+    type="project_knowledge",
+    title="Build workflow",
+    summary="make build, then make test",
+    body="Run `make build` then `make test`.\n\nUse `make -j8` on the build machines.\n",
+)
+THEIRS = CardDraft(
+    level="project",
+    type="project_knowledge",
+    title="Build workflow with ninja",
+    summary="ninja replaces make",
+    body="Run `ninja` then `ninja test`.\n\nThe build needs Go 1.23.\n",
+    pinned=True,
+)
 CONFLICT = CardConflict(ours=ConflictSide("HEAD", OURS), theirs=ConflictSide("feature/ninja", THEIRS))
 CONFLICTED = CardRow(
-    level="project", filename="project_knowledge_build-workflow.md", type="project_knowledge",
-    title="Build workflow", summary="make build, then make test", updated="2026-11-30T11:50:00Z", source="manual",
-    body="<<<<<<< HEAD\n(the raw file)\n=======\n(the raw file)\n>>>>>>> feature/ninja\n", sha256="0" * 64,
-    broken="conflicted: changed on two branches (HEAD and feature/ninja)", in_prompt=False, conflict=CONFLICT,
+    level="project",
+    filename="project_knowledge_build-workflow.md",
+    type="project_knowledge",
+    title="Build workflow",
+    summary="make build, then make test",
+    updated="2026-11-30T11:50:00Z",
+    source="manual",
+    body="<<<<<<< HEAD\n(the raw file)\n=======\n(the raw file)\n>>>>>>> feature/ninja\n",
+    sha256="0" * 64,
+    broken="conflicted: changed on two branches (HEAD and feature/ninja)",
+    in_prompt=False,
+    conflict=CONFLICT,
 )
 ROWS = (CONFLICTED, *mh.CARD_ROWS[1:4])
 
@@ -44,7 +62,9 @@ def test_card_browser_with_a_conflicted_card_selected(snap_compare: SnapCompare,
 
     async def shown(pilot: Pilot[Any]) -> None:
         await pilot.app.push_screen(screen)
-        await wait_until(pilot, lambda: screen.preview_row == CONFLICTED, what="the conflicted card's preview")
+        await wait_until(
+            pilot, lambda: screen.preview_row == CONFLICTED, what="the conflicted card's preview"
+        )
         await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(mh.ScreenHost(), terminal_size=SIZES[size], run_before=shown)
@@ -56,7 +76,10 @@ def test_resolution_view_of_a_conflicted_card(snap_compare: SnapCompare, size: s
 
     async def shown(pilot: Pilot[Any]) -> None:
         await pilot.app.push_screen(modal)
-        await wait_until(pilot, lambda: pilot.app.screen is modal and modal.query_one("#ours-pane").has_focus,
-                         what="the resolution view")
+        await wait_until(
+            pilot,
+            lambda: pilot.app.screen is modal and modal.query_one("#ours-pane").has_focus,
+            what="the resolution view",
+        )
 
     assert snap_compare(mh.ScreenHost(), terminal_size=SIZES[size], run_before=shown)

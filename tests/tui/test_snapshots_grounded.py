@@ -34,17 +34,43 @@ MAKEFILE_CHANGED = "Makefile changed since this card was written"
 RENAMED = "scripts/release.sh was renamed to tools/release.sh"
 
 
-def _row(type_: str, title: str, summary: str, body: str, updated: str, *, stale: str | None = None,
-         cites: tuple[CiteLine, ...] = (), reads: int = 0, last_read: str = "", use: str = "never read",
-         level: str = "project") -> CardRow:
+def _row(
+    type_: str,
+    title: str,
+    summary: str,
+    body: str,
+    updated: str,
+    *,
+    stale: str | None = None,
+    cites: tuple[CiteLine, ...] = (),
+    reads: int = 0,
+    last_read: str = "",
+    use: str = "never read",
+    level: str = "project",
+) -> CardRow:
     slug = title.lower().replace(" ", "-")[:40]
-    return CardRow(level=level, filename=f"{type_}_{slug}.md", type=type_, title=title, summary=summary,
-                   updated=updated, source="model", body=body, sha256="0" * 64, stale=stale, cites=cites,
-                   reads=reads, last_read=last_read, use=use)
+    return CardRow(
+        level=level,
+        filename=f"{type_}_{slug}.md",
+        type=type_,
+        title=title,
+        summary=summary,
+        updated=updated,
+        source="model",
+        body=body,
+        sha256="0" * 64,
+        stale=stale,
+        cites=cites,
+        reads=reads,
+        last_read=last_read,
+        use=use,
+    )
 
 
 RELEASE = _row(
-    "project_knowledge", "Release workflow", "make release from main; CI tags vX.Y.Z",
+    "project_knowledge",
+    "Release workflow",
+    "make release from main; CI tags vX.Y.Z",
     "Cut a release with `make release`, from **main** only.\n\n"
     "- `scripts/release.sh` bumps the version\n- CI tags the commit `vX.Y.Z`\n",
     "2026-11-20T09:00:00Z",
@@ -54,34 +80,78 @@ RELEASE = _row(
         CiteLine("scripts/release.sh", "renamed", RENAMED),
         CiteLine("docs/RELEASING.md", "fresh"),
     ),
-    reads=12, last_read="2026-11-27T10:00:00Z", use="read 12× · last 3 days ago",
+    reads=12,
+    last_read="2026-11-27T10:00:00Z",
+    use="read 12× · last 3 days ago",
 )
 ROWS = (
-    _row("project_knowledge", "Build workflow", "make build, then make test",
-         "Run `make build` then `make test` from the repository root.", "2026-11-30T11:50:00Z",
-         cites=(CiteLine("Makefile:1-10", "fresh"),), reads=31, last_read="2026-11-30T11:00:00Z",
-         use="read 31× · last 1 hour ago"),
+    _row(
+        "project_knowledge",
+        "Build workflow",
+        "make build, then make test",
+        "Run `make build` then `make test` from the repository root.",
+        "2026-11-30T11:50:00Z",
+        cites=(CiteLine("Makefile:1-10", "fresh"),),
+        reads=31,
+        last_read="2026-11-30T11:00:00Z",
+        use="read 31× · last 1 hour ago",
+    ),
     RELEASE,
-    _row("reference_material", "CI dashboard", "grafana board ci-main",
-         "The CI dashboard is https://grafana.example.com/d/ci-main.", "2026-11-29T08:10:00Z"),
-    _row("correction_feedback", "Config loader moved", "settings come from app/config.py",
-         "Settings are read by `app/config.py` (load_settings).", "2026-11-10T16:00:00Z",
-         stale="src/settings.py was deleted", cites=(CiteLine("src/settings.py", "deleted", "src/settings.py was deleted"),),
-         reads=2, last_read="2026-11-12T10:00:00Z", use="read 2× · last 18 days ago"),
-    _row("user_preference", "Short answers, code first", "no preamble", "Lead with the code.",
-         "2026-11-18T10:00:00Z", level="user", reads=5, last_read="2026-11-29T10:00:00Z",
-         use="read 5× · last 1 day ago"),
+    _row(
+        "reference_material",
+        "CI dashboard",
+        "grafana board ci-main",
+        "The CI dashboard is https://grafana.example.com/d/ci-main.",
+        "2026-11-29T08:10:00Z",
+    ),
+    _row(
+        "correction_feedback",
+        "Config loader moved",
+        "settings come from app/config.py",
+        "Settings are read by `app/config.py` (load_settings).",
+        "2026-11-10T16:00:00Z",
+        stale="src/settings.py was deleted",
+        cites=(CiteLine("src/settings.py", "deleted", "src/settings.py was deleted"),),
+        reads=2,
+        last_read="2026-11-12T10:00:00Z",
+        use="read 2× · last 18 days ago",
+    ),
+    _row(
+        "user_preference",
+        "Short answers, code first",
+        "no preamble",
+        "Lead with the code.",
+        "2026-11-18T10:00:00Z",
+        level="user",
+        reads=5,
+        last_read="2026-11-29T10:00:00Z",
+        use="read 5× · last 1 day ago",
+    ),
 )
 
 PANEL = PanelState(
     project=(
-        PanelCard("project_knowledge", "Build workflow", "make build, then make test", "project_knowledge_build.md"),
-        PanelCard("project_knowledge", "Release workflow", "make release from main; CI tags vX.Y.Z",
-                  "project_knowledge_release.md", stale=MAKEFILE_CHANGED),
-        PanelCard("correction_feedback", "Config loader moved", "settings come from app/config.py",
-                  "correction_feedback_config.md", stale="src/settings.py was deleted"),
+        PanelCard(
+            "project_knowledge", "Build workflow", "make build, then make test", "project_knowledge_build.md"
+        ),
+        PanelCard(
+            "project_knowledge",
+            "Release workflow",
+            "make release from main; CI tags vX.Y.Z",
+            "project_knowledge_release.md",
+            stale=MAKEFILE_CHANGED,
+        ),
+        PanelCard(
+            "correction_feedback",
+            "Config loader moved",
+            "settings come from app/config.py",
+            "correction_feedback_config.md",
+            stale="src/settings.py was deleted",
+        ),
     ),
-    user=(PanelCard("user_preference", "Short answers, code first", "no preamble", "user_preference_short.md"),),
+    user=(
+        PanelCard("user_preference", "Short answers, code first", "no preamble", "user_preference_short.md"),
+    ),
     cut_note=None,
     project_note=None,
     jobs=(),
@@ -113,8 +183,14 @@ def test_card_browser_stale_only_sorted_by_use_at_80x24(snap_compare: SnapCompar
     async def filtered(pilot: Pilot[Any]) -> None:
         await _browser_at_release(pilot, screen)
         await pilot.press("s", "r")
-        await wait_until(pilot, lambda: [r.title for r in screen.visible_rows] == ["Release workflow", "Config loader moved"]
-                         and screen.preview_row == screen.selected, what="stale only, by use")
+        await wait_until(
+            pilot,
+            lambda: (
+                [r.title for r in screen.visible_rows] == ["Release workflow", "Config loader moved"]
+                and screen.preview_row == screen.selected
+            ),
+            what="stale only, by use",
+        )
         await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(mh.ScreenHost(), terminal_size=SMALL, run_before=filtered)

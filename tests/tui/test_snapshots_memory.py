@@ -39,7 +39,9 @@ def test_pending_screen_with_a_held_job_and_the_diff_of_its_update(snap_compare:
     async def expand(pilot: Pilot[Any]) -> None:
         await _push(pilot, screen)
         await pilot.press("enter", "down")
-        await wait_until(pilot, lambda: screen.selected_op is not None and screen.selected_op.action == "update")
+        await wait_until(
+            pilot, lambda: screen.selected_op is not None and screen.selected_op.action == "update"
+        )
         await wait_until(pilot, lambda: "+Releases: `make release`" in screen.detail_text(), what="the diff")
 
     assert snap_compare(mh.ScreenHost(), terminal_size=WIDE, run_before=expand)
@@ -62,8 +64,11 @@ def test_card_browser_with_both_levels_and_the_selected_cards_preview(snap_compa
 
     async def shown(pilot: Pilot[Any]) -> None:
         await _push(pilot, screen)
-        await wait_until(pilot, lambda: screen.selected is not None and screen.preview_row == screen.selected,
-                         what="the preview")
+        await wait_until(
+            pilot,
+            lambda: screen.selected is not None and screen.preview_row == screen.selected,
+            what="the preview",
+        )
         await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(mh.ScreenHost(), terminal_size=WIDE, run_before=shown)
@@ -75,8 +80,11 @@ def test_card_browser_at_80x24_filtered_to_user_preferences(snap_compare: SnapCo
     async def filtered(pilot: Pilot[Any]) -> None:
         await _push(pilot, screen)
         await pilot.press("1")
-        await wait_until(pilot, lambda: screen.type_filter == "user_preference" and screen.preview_row == screen.selected,
-                         what="the filter and the preview")
+        await wait_until(
+            pilot,
+            lambda: screen.type_filter == "user_preference" and screen.preview_row == screen.selected,
+            what="the filter and the preview",
+        )
         await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(mh.ScreenHost(), terminal_size=SMALL, run_before=filtered)

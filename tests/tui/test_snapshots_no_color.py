@@ -66,7 +66,9 @@ async def test_no_color_pending_screen_with_a_held_job_and_the_diff_of_its_updat
     async def expand(pilot: Pilot[Any]) -> None:
         await _push(pilot, screen)
         await pilot.press("enter", "down")
-        await wait_until(pilot, lambda: screen.selected_op is not None and screen.selected_op.action == "update")
+        await wait_until(
+            pilot, lambda: screen.selected_op is not None and screen.selected_op.action == "update"
+        )
         await wait_until(pilot, lambda: "+Releases: `make release`" in screen.detail_text(), what="the diff")
 
     shown = await monochrome(mh.ScreenHost(), WIDE, expand)
@@ -78,8 +80,11 @@ async def test_no_color_card_browser_with_both_levels_and_the_selected_cards_pre
 
     async def shown(pilot: Pilot[Any]) -> None:
         await _push(pilot, screen)
-        await wait_until(pilot, lambda: screen.selected is not None and screen.preview_row == screen.selected,
-                         what="the preview")
+        await wait_until(
+            pilot,
+            lambda: screen.selected is not None and screen.preview_row == screen.selected,
+            what="the preview",
+        )
 
     drawn = await monochrome(mh.ScreenHost(), WIDE, shown)
     n = len(mh.CARD_ROWS)

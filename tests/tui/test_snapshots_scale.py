@@ -33,33 +33,46 @@ async def _push(pilot: Pilot[Any], screen: Any) -> None:
 
 
 @pytest.mark.parametrize("size", SIZES.values(), ids=SIZES.keys())
-def test_panel_shows_how_many_cards_are_not_in_the_prompt(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+def test_panel_shows_how_many_cards_are_not_in_the_prompt(
+    snap_compare: SnapCompare, size: tuple[int, int]
+) -> None:
     assert snap_compare(PanelHost(sh.SPLIT_PANEL), terminal_size=size)
 
 
 @pytest.mark.parametrize("size", SIZES.values(), ids=SIZES.keys())
-def test_card_browser_filtered_to_the_cards_not_in_the_prompt(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+def test_card_browser_filtered_to_the_cards_not_in_the_prompt(
+    snap_compare: SnapCompare, size: tuple[int, int]
+) -> None:
     screen = sh.browser_not_in_prompt()
 
     async def filtered(pilot: Pilot[Any]) -> None:
         await _push(pilot, screen)
         await pilot.press("i", "i")
         await wait_until(pilot, lambda: screen.prompt_filter == "out" and len(screen.visible_rows) == 5)
-        await wait_until(pilot, lambda: screen.selected is not None and screen.preview_row == screen.selected,
-                         what="the preview")
+        await wait_until(
+            pilot,
+            lambda: screen.selected is not None and screen.preview_row == screen.selected,
+            what="the preview",
+        )
         await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(mh.ScreenHost(), terminal_size=size, run_before=filtered)
 
 
 @pytest.mark.parametrize("size", SIZES.values(), ids=SIZES.keys())
-def test_pending_screen_with_a_consolidation_job_and_its_diff(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+def test_pending_screen_with_a_consolidation_job_and_its_diff(
+    snap_compare: SnapCompare, size: tuple[int, int]
+) -> None:
     screen = sh.consolidation_screen()
 
     async def expand(pilot: Pilot[Any]) -> None:
         await _push(pilot, screen)
         await pilot.press("enter", "down")
-        await wait_until(pilot, lambda: screen.selected_op is not None and screen.selected_op.action == "update")
-        await wait_until(pilot, lambda: "+The project installs with pnpm only" in screen.detail_text(), what="the diff")
+        await wait_until(
+            pilot, lambda: screen.selected_op is not None and screen.selected_op.action == "update"
+        )
+        await wait_until(
+            pilot, lambda: "+The project installs with pnpm only" in screen.detail_text(), what="the diff"
+        )
 
     assert snap_compare(mh.ScreenHost(), terminal_size=size, run_before=expand)

@@ -25,18 +25,33 @@ SnapCompare = Callable[..., bool]
 
 PANEL = PanelState(
     project=(
-        PanelCard("project_knowledge", "Build command", "run make build, not npm", "project_knowledge_build.md"),
-        PanelCard("project_knowledge", "Deploy", "ship with make deploy from a tag", "project_knowledge_deploy.md",
-                  new=True, author="Bea"),
-        PanelCard("reference_material", "CI dashboard", "grafana board ci-main", "reference_material_ci.md",
-                  author="Carlos Quintana"),
+        PanelCard(
+            "project_knowledge", "Build command", "run make build, not npm", "project_knowledge_build.md"
+        ),
+        PanelCard(
+            "project_knowledge",
+            "Deploy",
+            "ship with make deploy from a tag",
+            "project_knowledge_deploy.md",
+            new=True,
+            author="Bea",
+        ),
+        PanelCard(
+            "reference_material",
+            "CI dashboard",
+            "grafana board ci-main",
+            "reference_material_ci.md",
+            author="Carlos Quintana",
+        ),
     ),
     user=(PanelCard("user_preference", "Answers in English", "even when asked in French", "u.md"),),
     cut_note=None,
     project_note=None,
     jobs=(),
     conflicted=(
-        PanelCard("project_knowledge", "Release steps", "", "project_knowledge_release-steps.md", level="project"),
+        PanelCard(
+            "project_knowledge", "Release steps", "", "project_knowledge_release-steps.md", level="project"
+        ),
         PanelCard("user_preference", "Indentation", "", "user_preference_indentation.md", level="user"),
     ),
     sync_note="memory sync: cannot reach git@example.invalid:me/memory.git",
@@ -48,7 +63,9 @@ def test_side_panel_with_authors_conflicted_cards_and_a_failed_sync(snap_compare
     assert snap_compare(PanelHost(PANEL), terminal_size=(100, 34))
 
 
-def test_side_panel_with_authors_conflicted_cards_and_a_failed_sync_at_80x24(snap_compare: SnapCompare) -> None:
+def test_side_panel_with_authors_conflicted_cards_and_a_failed_sync_at_80x24(
+    snap_compare: SnapCompare,
+) -> None:
     app = PanelHost(PANEL)
 
     async def narrow(pilot: Pilot[Any]) -> None:

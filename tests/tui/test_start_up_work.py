@@ -58,8 +58,14 @@ _CLI_PROBE = textwrap.dedent(
 
 def test_the_first_frame_runs_no_collection_and_loads_no_memory_command(ws: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    proc = subprocess.run([sys.executable, "-c", _CLI_PROBE, str(ws)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=90)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CLI_PROBE, str(ws)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     seen = eval(proc.stdout.strip().splitlines()[-1])  # a dict printed by the probe
     assert seen == {
@@ -106,7 +112,8 @@ async def test_the_trust_window_is_drawn_before_the_stores_are_loaded(make_app, 
     folder.mkdir(parents=True)
     (folder / "project_knowledge_deploy.md").write_text(
         "---\ntitle: Deploy on Fridays\nsummary: ok\ntype: project_knowledge\ncreated: '2026-01-01T00:00:00Z'\n"
-        "updated: '2026-01-01T00:00:00Z'\nsource: manual\n---\nBody.\n")
+        "updated: '2026-01-01T00:00:00Z'\nsource: manual\n---\nBody.\n"
+    )
     app = make_app()
     first_load: list[bool] = []
     load = app.bridge.trust.stores
@@ -121,8 +128,11 @@ async def test_the_trust_window_is_drawn_before_the_stores_are_loaded(make_app, 
         await wait_until(pilot, lambda: isinstance(app.screen, TrustModal), what="the trust window")
         await wait_until(pilot, lambda: bool(first_load), what="the stores loaded")
         assert first_load == [True]
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
-                         what="the cards listed")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
+            what="the cards listed",
+        )
 
 
 async def test_no_trust_window_and_a_connection_for_a_store_that_needs_none(

@@ -27,9 +27,17 @@ def seed_clone(ws: Path, n: int) -> MemoryStores:
     """``n`` filler cards and one lab card in a project store that came with a clone (untrusted)."""
     stores = MemoryStores(ws.resolve())
     for k in range(n):
-        write_note(stores, Level.PROJECT, f"project_knowledge_fact-{k:05d}.md", f"Fact {k:05d}",
-                   f"Fact number {k}", summary=f"about fact {k}")
-    write_note(stores, Level.PROJECT, LAB, "Lab bench", "The frobnicator is calibrated weekly.", summary="hardware")
+        write_note(
+            stores,
+            Level.PROJECT,
+            f"project_knowledge_fact-{k:05d}.md",
+            f"Fact {k:05d}",
+            f"Fact number {k}",
+            summary=f"about fact {k}",
+        )
+    write_note(
+        stores, Level.PROJECT, LAB, "Lab bench", "The frobnicator is calibrated weekly.", summary="hardware"
+    )
     assert not stores.project_trusted
     return stores
 
@@ -43,24 +51,42 @@ async def test_trusting_a_cloned_store_makes_it_recalled_and_searched_in_the_sam
     make_app, server: FakeAnthropic, ws: Path
 ) -> None:
     stores = seed_clone(ws, 320)
-    server.script(MODEL, text("calibrate it weekly"), tool_use("search_memory", {"query": "frobnicator"}),
-                  text("found it"))
+    server.script(
+        MODEL,
+        text("calibrate it weekly"),
+        tool_use("search_memory", {"query": "frobnicator"}),
+        text("found it"),
+    )
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
-                         timeout=30, what="the trust window's cards")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, TrustModal) and app.screen.cards is not None,
+            timeout=30,
+            what="the trust window's cards",
+        )
         await pilot.press("y")
-        await wait_until(pilot, lambda: any("project memory trusted" in t for t in chat_texts(app)),
-                         timeout=30, what="the trust note")
+        await wait_until(
+            pilot,
+            lambda: any("project memory trusted" in t for t in chat_texts(app)),
+            timeout=30,
+            what="the trust note",
+        )
         await wait_ready(pilot)
         # The lab card is beyond the prompt's index: only recall or search can bring it.
         assert f"project/{LAB}" in stores.prompt_index().left_out
         runtime = app.bridge.require()
         # Built in the background after the answer, before any question asked for it.
-        await wait_until(pilot, lambda: runtime.search.cache(Level.PROJECT).ready_within(0), timeout=60,
-                         what="the trusted store's search index built")
+        await wait_until(
+            pilot,
+            lambda: runtime.search.cache(Level.PROJECT).ready_within(0),
+            timeout=60,
+            what="the trusted store's search index built",
+        )
         await send(pilot, "How do I calibrate the frobnicator?")
-        await wait_until(pilot, lambda: "calibrate it weekly" in chat_texts(app), timeout=30, what="the answer")
+        await wait_until(
+            pilot, lambda: "calibrate it weekly" in chat_texts(app), timeout=30, what="the answer"
+        )
         recall = _recall_text(server, 0)
         assert f"({LAB})" in recall, recall
         await send(pilot, "Look it up in memory.")

@@ -27,8 +27,12 @@ def test_a_store_trusted_in_the_window_is_recalled_and_searched_in_the_same_sess
 ) -> None:
     seed_clone(workspace, 320)
     with FakeAnthropic() as server:
-        server.script(MODEL, text("Calibrate it weekly."), tool_use("search_memory", {"query": "frobnicator"}),
-                      text("Found it in memory."))
+        server.script(
+            MODEL,
+            text("Calibrate it weekly."),
+            tool_use("search_memory", {"query": "frobnicator"}),
+            text("Found it in memory."),
+        )
         env = {k: v for k, v in cli_env(server).items() if not k.startswith("TMUX")}
         tmux.start([str(pseudoclaude_exe()), "-C", str(workspace), "--memory", "off"], env, cwd=workspace)
         tmux.wait_for(lambda s: "321 cards" in s, "the trust window's cards", timeout=60)

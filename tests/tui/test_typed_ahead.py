@@ -30,8 +30,9 @@ from widgets.pending.screen import PendingScreen
 pytestmark = [pytest.mark.typed_ahead, pytest.mark.timeout(60)]
 
 _UNSET = object()
-BASH = PermissionRequest(call_id="c1", name="bash", summary="run a command", preview="touch pwned",
-                         preview_kind="command")
+BASH = PermissionRequest(
+    call_id="c1", name="bash", summary="run a command", preview="touch pwned", preview_kind="command"
+)
 CARDS = [TrustCard(type="project_knowledge", title="Build with make", summary="make build", filename="p.md")]
 
 
@@ -98,8 +99,11 @@ def note_text(modal: Screen[Any]) -> str:
 
 async def opened(pilot: Pilot[Any], app: Host) -> None:
     app.open()
-    await wait_until(pilot, lambda: app.screen is app.modal and app.modal._gate_shown_at is not None,
-                     what="the window drawn")
+    await wait_until(
+        pilot,
+        lambda: app.screen is app.modal and app.modal._gate_shown_at is not None,
+        what="the window drawn",
+    )
 
 
 async def test_a_key_typed_as_the_permission_window_opens_goes_to_the_prompt_not_the_answer(
@@ -243,7 +247,8 @@ async def test_in_the_app_a_y_typed_as_the_permission_window_opens_runs_nothing(
 
 
 async def test_a_burst_typed_on_the_panel_reaches_the_prompt_whole(
-    make_app: Any, server: FakeAnthropic,
+    make_app: Any,
+    server: FakeAnthropic,
 ) -> None:
     from widgets.panel.memory_panel import MemoryPanel
 
@@ -252,10 +257,15 @@ async def test_a_burst_typed_on_the_panel_reaches_the_prompt_whole(
         await wait_ready(pilot)
         await pilot.press("tab")
         panel = app.query_one(MemoryPanel)
-        await wait_until(pilot, lambda: app.focused is not None and panel in app.focused.ancestors_with_self,
-                         what="the panel focused")
+        await wait_until(
+            pilot,
+            lambda: app.focused is not None and panel in app.focused.ancestors_with_self,
+            what="the panel focused",
+        )
         # One write of many keys, as a terminal delivers a fast typist or tmux's send-keys: the
         # keys are all queued before the first is handled.
         for ch in "hello world":
             app.post_message(events.Key(ch if ch != " " else "space", ch))
-        await wait_until(pilot, lambda: app.prompt.text == "hello world", what="the whole burst in the prompt")
+        await wait_until(
+            pilot, lambda: app.prompt.text == "hello world", what="the whole burst in the prompt"
+        )

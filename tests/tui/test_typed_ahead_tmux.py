@@ -40,8 +40,12 @@ def test_a_permission_window_that_opens_under_the_typing_runs_nothing(tmux: Tmux
         # the person is typing the next prompt.
         server.script(
             MODEL,
-            tool_use("bash", {"command": f"touch {marker}"}, id="toolu_1",
-                     text_before="Let me tidy that up for you.").held(after=gate, at=3),
+            tool_use(
+                "bash",
+                {"command": f"touch {marker}"},
+                id="toolu_1",
+                text_before="Let me tidy that up for you.",
+            ).held(after=gate, at=3),
             text("Fine, I did not run it."),
         )
         server.script(MEMORY_MODEL, text("[]"))

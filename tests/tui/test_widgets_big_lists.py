@@ -37,10 +37,14 @@ class Host(App[None]):
 
 
 def _trust_cards(n: int, broken: int = 0) -> list[TrustCard]:
-    cards = [TrustCard("project_knowledge", f"Card {i}", f"summary {i}", f"project_knowledge_card-{i:05d}.md")
-             for i in range(n - broken)]
-    cards += [TrustCard("", f"bad-{i}.md", "", f"bad-{i}.md", problem=f"unknown type 'x{i}' in the front matter")
-              for i in range(broken)]
+    cards = [
+        TrustCard("project_knowledge", f"Card {i}", f"summary {i}", f"project_knowledge_card-{i:05d}.md")
+        for i in range(n - broken)
+    ]
+    cards += [
+        TrustCard("", f"bad-{i}.md", "", f"bad-{i}.md", problem=f"unknown type 'x{i}' in the front matter")
+        for i in range(broken)
+    ]
     return cards
 
 
@@ -57,10 +61,13 @@ async def test_the_trust_window_lists_ten_thousand_cards_in_one_widget_with_a_co
         assert len(list(modal.query("*"))) < 12
         listing = _listing(modal)
         # The two a prompt would leave out come first, with why; then the rest, counted.
-        assert listing.startswith("[left out] bad-0.md\n  unknown type 'x0' in the front matter\n\n"
-                                  "[left out] bad-1.md\n")
+        assert listing.startswith(
+            "[left out] bad-0.md\n  unknown type 'x0' in the front matter\n\n[left out] bad-1.md\n"
+        )
         assert listing.count("\n  ") == TRUST_SHOWN
-        assert listing.endswith(f"… and {BIG - TRUST_SHOWN:,} more cards (the card browser, /memory, lists them all)")
+        assert listing.endswith(
+            f"… and {BIG - TRUST_SHOWN:,} more cards (the card browser, /memory, lists them all)"
+        )
         summary = str(modal.query_one("#summary", Static).content.plain)  # type: ignore[union-attr]
         assert "Its 10,001 cards are not put into any prompt" in summary
         assert "2 of them do not parse and would be left out even then" in summary
@@ -102,8 +109,16 @@ async def test_the_trust_window_that_could_not_read_the_cards_says_why_and_still
 
 
 def _panel_cards(n: int, *, untrusted: bool = False) -> tuple[PanelCard, ...]:
-    return tuple(PanelCard("project_knowledge", f"Card {i}", f"summary {i}", f"project_knowledge_card-{i:05d}.md",
-                           untrusted=untrusted) for i in range(n))
+    return tuple(
+        PanelCard(
+            "project_knowledge",
+            f"Card {i}",
+            f"summary {i}",
+            f"project_knowledge_card-{i:05d}.md",
+            untrusted=untrusted,
+        )
+        for i in range(n)
+    )
 
 
 def _state(project: tuple[PanelCard, ...]) -> PanelState:

@@ -75,7 +75,9 @@ async def pick_next_option(pilot: Pilot[None], ed: CardEditor, selector: str) ->
     await pilot.press("enter")
     await wait_until(pilot, lambda: select.expanded, what=f"{selector} open")
     await pilot.press("down", "enter")
-    await wait_until(pilot, lambda: not select.expanded and select.value != before, what=f"{selector} changed")
+    await wait_until(
+        pilot, lambda: not select.expanded and select.value != before, what=f"{selector} changed"
+    )
 
 
 async def test_fields_are_prefilled_and_edits_make_the_draft_dirty() -> None:
@@ -189,7 +191,9 @@ async def test_errors_show_under_their_field_and_focus_it_then_clear() -> None:
         # The general line is hidden again: no gap above the title.
         await wait_until(pilot, lambda: "Title" in lines(app)[1], what="the errors cleared")
         shown = lines(app)
-        assert not any("too long" in line or "2 problems" in line or "title is needed" in line for line in shown)
+        assert not any(
+            "too long" in line or "2 problems" in line or "title is needed" in line for line in shown
+        )
 
 
 async def test_esc_when_clean_dismisses_with_none() -> None:
@@ -287,7 +291,15 @@ async def test_every_field_and_the_key_hints_fit(size: tuple[int, int]) -> None:
         shown = lines(app)
         assert len(shown) == size[1]
         text = "\n".join(shown)
-        for expected in ("Title", "Summary", "Type", "Level", "Body", "project_knowledge", "make build, not npm"):
+        for expected in (
+            "Title",
+            "Summary",
+            "Type",
+            "Level",
+            "Body",
+            "project_knowledge",
+            "make build, not npm",
+        ):
             assert expected in text, expected
         assert "Build with make" in shown[1]
         assert "Run `make build`." in text and "Never npm." in text
@@ -337,7 +349,9 @@ async def test_conflict_modal_shows_both_versions(size: tuple[int, int]) -> None
         assert wide is (size[0] >= 100)
 
 
-@pytest.mark.parametrize(("key", "expected"), [("k", "mine"), ("t", "disk"), ("c", "cancel"), ("escape", "cancel")])
+@pytest.mark.parametrize(
+    ("key", "expected"), [("k", "mine"), ("t", "disk"), ("c", "cancel"), ("escape", "cancel")]
+)
 async def test_conflict_modal_keys(key: str, expected: str) -> None:
     app = conflict_host(DISK)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -365,8 +379,11 @@ async def test_conflict_modal_when_deleted_on_disk() -> None:
 
 
 def problem_host(text: str = "---\ntitle: [unclosed\n---\nmy words\n") -> Host:
-    return Host(EditProblemModal("front matter is not valid YAML at line 2", text,
-                                 where="project/project_knowledge_build.md"))
+    return Host(
+        EditProblemModal(
+            "front matter is not valid YAML at line 2", text, where="project/project_knowledge_build.md"
+        )
+    )
 
 
 @pytest.mark.parametrize("size", [(80, 24), (140, 40)])

@@ -119,7 +119,9 @@ async def _finished_answer(app: ChatHost, pilot: Any, text: str, source: str) ->
 async def test_answer_text_is_stripped_of_terminal_escapes_before_display() -> None:
     app = ChatHost()
     async with app.run_test() as pilot:
-        answer = await _finished_answer(app, pilot, "safe \x1b]0;pwned\x07title \x1b[31mred\x1b[0m", "safe title red")
+        answer = await _finished_answer(
+            app, pilot, "safe \x1b]0;pwned\x07title \x1b[31mred\x1b[0m", "safe title red"
+        )
         assert "\x1b" in answer.text  # what was received is kept as received
 
 
@@ -153,7 +155,9 @@ async def test_an_answer_removed_while_a_modal_draws_the_screen_behind_it_is_no_
 
     app = ChatHost()
     async with app.run_test() as pilot:
-        answer = await _finished_answer(app, pilot, "an answer with\n\nsome lines", "an answer with\n\nsome lines")
+        answer = await _finished_answer(
+            app, pilot, "an answer with\n\nsome lines", "an answer with\n\nsome lines"
+        )
         width = answer.size.width
         await answer.remove()
         lines = answer.render_lines(Region(0, 0, width, 5))
@@ -340,7 +344,9 @@ DESCRIPTION = (("description", "{}"),)
 
 
 def test_summarize_args_puts_the_telling_values_first_and_bulky_ones_as_sizes() -> None:
-    assert summarize_args({"path": "a.py", "content": "x\ny\n"}) == "a.py  content: 2 lines"  # as the dialog counts
+    assert (
+        summarize_args({"path": "a.py", "content": "x\ny\n"}) == "a.py  content: 2 lines"
+    )  # as the dialog counts
     assert summarize_args({"command": "echo \x1b[31mhi\nthere"}) == "echo hi there"
     assert summarize_args({"level": "user", "filename": "MEMORY.md", "offset": 10}, READ_MEMORY) == (
         "MEMORY.md  user level  offset=10"
@@ -375,9 +381,9 @@ def test_summarize_args_puts_the_display_keys_first_in_their_formats() -> None:
     assert summarize_args({"path": "src", "pattern": "**/*.py"}, LIST_FILES) == "**/*.py  in src"
     assert summarize_args({"path": "src"}, LIST_FILES) == "src"  # no dangling "in"
     assert summarize_args({"limit": 20, "path": "a.py", "offset": 5}, PATH) == "a.py  limit=20  offset=5"
-    assert summarize_args({"replace_all": True, "new_string": "b", "old_string": "a", "path": "x.py"}, PATH) == (
-        "x.py  replace_all=true  new_string: 1 line  old_string: 1 line"
-    )
+    assert summarize_args(
+        {"replace_all": True, "new_string": "b", "old_string": "a", "path": "x.py"}, PATH
+    ) == ("x.py  replace_all=true  new_string: 1 line  old_string: 1 line")
     assert summarize_args({"timeout": 30, "command": "make test"}, COMMAND) == "make test  timeout=30"
     assert summarize_args({"prompt": "a\nb", "description": "look"}, DESCRIPTION) == "look  prompt: 2 lines"
     # No keys: the generic order (a command before a path), every other input after.
@@ -396,8 +402,12 @@ async def test_a_bash_result_puts_the_exit_code_in_the_header_and_output_in_the_
         ok.set_running({"command": "make test"})
         ok.set_result(BASH_OK, is_error=False, denied=False, view=OK_VIEW)
         failed = app.pane.add_tool("c2", "bash", display_keys=COMMAND)
-        failed.set_result("exit code: 2\n--- stderr ---\nmake: *** no rule", is_error=True, denied=False,
-                          view=ResultView("exit 2", "make: *** no rule", True))
+        failed.set_result(
+            "exit code: 2\n--- stderr ---\nmake: *** no rule",
+            is_error=True,
+            denied=False,
+            view=ResultView("exit 2", "make: *** no rule", True),
+        )
         await wait_until(pilot, lambda: ok.is_mounted and failed.is_mounted)
         assert ok.header_text == "✓ bash  exit 0  make test  4 lines"
         assert ok.excerpt.startswith("first\nsecond\nthird\n… 1 more line")
@@ -405,11 +415,15 @@ async def test_a_bash_result_puts_the_exit_code_in_the_header_and_output_in_the_
         assert failed.header_text == "✗ bash  exit 2  1 line" and failed.status == "error"
         assert failed.excerpt == "make: *** no rule"
         # Non-zero exit: the status is drawn in the error colour; a long command never hides it.
-        spans = [s for s in failed._header.visual.spans if "exit 2" in failed._header.visual.plain[s.start : s.end]]
+        spans = [
+            s for s in failed._header.visual.spans if "exit 2" in failed._header.visual.plain[s.start : s.end]
+        ]
         assert spans and all(s.style == "$text-error" for s in spans)
         long = app.pane.add_tool("c3", "bash", display_keys=COMMAND)
         long.set_running({"command": "echo " + "word " * 100})
-        long.set_result("exit code: 3\n(no output)", is_error=True, denied=False, view=ResultView("exit 3", "", True))
+        long.set_result(
+            "exit code: 3\n(no output)", is_error=True, denied=False, view=ResultView("exit 3", "", True)
+        )
         await wait_until(pilot, lambda: long.is_mounted and long._header.size.width > 0)
         row = app.screen._compositor.render_strips()[long._header.region.y].text
         assert "✗ bash  exit 3  echo word" in row
@@ -423,9 +437,13 @@ async def test_a_result_without_a_view_is_plain_text_and_a_denied_call_ignores_i
         denied = app.pane.add_tool("c2", "bash")
         denied.set_result("the user denied this call", is_error=True, denied=True, view=OK_VIEW)
         hostile = app.pane.add_tool("c3", "bash")
-        hostile.set_result("x", is_error=False, denied=False, view=ResultView("exit\x1b[31m 0\n", "\x1b]0;t\x07out", False))
+        hostile.set_result(
+            "x", is_error=False, denied=False, view=ResultView("exit\x1b[31m 0\n", "\x1b]0;t\x07out", False)
+        )
         await wait_until(pilot, lambda: plain.is_mounted and denied.is_mounted and hostile.is_mounted)
-        assert plain.header_text == "✓ bash  6 lines" and plain.excerpt.startswith("exit code: 0\n--- stdout ---")
+        assert plain.header_text == "✓ bash  6 lines" and plain.excerpt.startswith(
+            "exit code: 0\n--- stdout ---"
+        )
         assert denied.header_text == "⊘ bash  denied" and denied.excerpt == "the user denied this call"
         assert hostile.header_text == "✓ bash  exit 0  1 line" and hostile.excerpt == "out"
 
@@ -434,7 +452,9 @@ async def test_a_bash_result_without_output_says_so_and_shows_no_excerpt() -> No
     app = ChatHost()
     async with app.run_test() as pilot:
         block = app.pane.add_tool("c1", "bash")
-        block.set_result("exit code: 0\n(no output)", is_error=False, denied=False, view=ResultView("exit 0", "", False))
+        block.set_result(
+            "exit code: 0\n(no output)", is_error=False, denied=False, view=ResultView("exit 0", "", False)
+        )
         await wait_until(pilot, lambda: block.is_mounted)
         assert block.header_text == "✓ bash  exit 0  no output"
         assert not block.has_class("-has-result")
@@ -482,17 +502,24 @@ async def test_while_the_person_types_the_answer_is_written_less_often_and_after
         # Each of those writes came right after a key (its frame), not at some random moment.
         assert all(since < 0.1 for _, since in typing_writes[1:]), typing_writes
         # The typing stops: the rest is written without another key.
-        await wait_until(pilot, lambda: answer.source == "".join(sent).strip() or answer.source == "".join(sent),
-                         timeout=5, what="the pending words after the typing stopped")
+        await wait_until(
+            pilot,
+            lambda: answer.source == "".join(sent).strip() or answer.source == "".join(sent),
+            timeout=5,
+            what="the pending words after the typing stopped",
+        )
 
 
 def _long_answer(sections: int) -> str:
-    return "".join(
-        f"## Step {i}\n\nParagraph {i} explains the change in some detail, enough to wrap once or twice "
-        f"at eighty columns so that the part is several rows tall.\n\n- item {i}a\n- item {i}b\n\n"
-        f"```py\nvalue_{i} = {i}\n```\n\n"
-        for i in range(sections)
-    ) + "The end of the answer."
+    return (
+        "".join(
+            f"## Step {i}\n\nParagraph {i} explains the change in some detail, enough to wrap once or twice "
+            f"at eighty columns so that the part is several rows tall.\n\n- item {i}a\n- item {i}b\n\n"
+            f"```py\nvalue_{i} = {i}\n```\n\n"
+            for i in range(sections)
+        )
+        + "The end of the answer."
+    )
 
 
 def _screen_text(app: App[None]) -> str:
@@ -578,7 +605,9 @@ async def test_text_selected_in_an_answer_is_what_it_shows() -> None:
         app.screen.selections = {answer: Selection(Offset(6, 0), Offset(15, 0))}
         line = answer.render_line(0)
         style = app.screen.get_component_rich_style("screen--selection")
-        marked = "".join(seg.text for seg in line if seg.style and style.bgcolor and seg.style.bgcolor == style.bgcolor)
+        marked = "".join(
+            seg.text for seg in line if seg.style and style.bgcolor and seg.style.bgcolor == style.bgcolor
+        )
         assert marked == "paragraph"
 
 

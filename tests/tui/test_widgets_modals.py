@@ -21,8 +21,6 @@ from widgets.dialogs.trust import TrustCard, TrustModal
 _UNSET = object()
 
 
-
-
 class ModalHost(App[None]):
     def __init__(self, modal: PermissionModal | TrustModal) -> None:
         super().__init__()
@@ -50,14 +48,26 @@ BASH = PermissionRequest(
     call_id="c2", name="bash", summary="run a command", preview="rm -rf build", preview_kind="command"
 )
 CARDS = [
-    TrustCard(type="project", title="Build with make", summary="make build, not npm", filename="project_build.md"),
-    TrustCard(type="feedback", title="Run \x1b[31mall\x1b[0m tests", summary="", filename="feedback_tests.md"),
+    TrustCard(
+        type="project", title="Build with make", summary="make build, not npm", filename="project_build.md"
+    ),
+    TrustCard(
+        type="feedback", title="Run \x1b[31mall\x1b[0m tests", summary="", filename="feedback_tests.md"
+    ),
 ]
 
 
 @pytest.mark.parametrize(
     ("key", "expected"),
-    [("1", "once"), ("y", "once"), ("2", "session"), ("a", "session"), ("3", "deny"), ("n", "deny"), ("escape", "deny")],
+    [
+        ("1", "once"),
+        ("y", "once"),
+        ("2", "session"),
+        ("a", "session"),
+        ("3", "deny"),
+        ("n", "deny"),
+        ("escape", "deny"),
+    ],
 )
 async def test_permission_modal_key_dismisses_with_its_choice(key: str, expected: str) -> None:
     app = ModalHost(PermissionModal(BASH))

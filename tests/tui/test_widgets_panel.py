@@ -20,9 +20,16 @@ LONG_SUMMARY = (
 def _state(**kw: object) -> PanelState:
     base: dict[str, object] = {
         "project": (
-            PanelCard("project_knowledge", "Build before testing", LONG_SUMMARY, "project_knowledge_build.md"),
-            PanelCard("reference_material", "CI dashboard", "grafana board ci-main", "reference_material_ci.md",
-                      new=True),
+            PanelCard(
+                "project_knowledge", "Build before testing", LONG_SUMMARY, "project_knowledge_build.md"
+            ),
+            PanelCard(
+                "reference_material",
+                "CI dashboard",
+                "grafana board ci-main",
+                "reference_material_ci.md",
+                new=True,
+            ),
         ),
         "user": (PanelCard("user_preference", "Answers in English", "even when asked in French", "u.md"),),
         "cut_note": None,
@@ -48,8 +55,6 @@ class PanelApp(App[None]):
 
     def on_memory_panel_open_pending(self, message: MemoryPanel.OpenPending) -> None:
         self.opened += 1
-
-
 
 
 def screen_lines(app: App[None]) -> list[str]:
@@ -87,8 +92,12 @@ async def test_the_panel_says_when_the_index_is_cut_and_when_the_project_store_i
     app = PanelApp()
     async with app.run_test(size=(100, 30)) as pilot:
         panel = app.query_one(MemoryPanel)
-        panel.show(_state(cut_note="index cut: 12 notes not shown",
-                          project_note="untrusted — not used until you trust it"))
+        panel.show(
+            _state(
+                cut_note="index cut: 12 notes not shown",
+                project_note="untrusted — not used until you trust it",
+            )
+        )
         await wait_until(pilot, lambda: "index cut: 12 notes not shown" in "\n".join(panel_lines(app)))
         text = "\n".join(panel_lines(app))
         assert "untrusted — not used until" in text
@@ -99,7 +108,9 @@ async def test_the_panel_says_when_the_index_is_cut_and_when_the_project_store_i
 
 async def test_card_text_is_shown_without_terminal_control_sequences() -> None:
     app = PanelApp()
-    hostile = PanelCard("project_knowledge", "Evil\x1b[2J\x1b]0;owned\x07 title", "sum\x1b[31mred\u202e", "e.md")
+    hostile = PanelCard(
+        "project_knowledge", "Evil\x1b[2J\x1b]0;owned\x07 title", "sum\x1b[31mred\u202e", "e.md"
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         panel = app.query_one(MemoryPanel)
         panel.show(_state(project=(hostile,)))
@@ -191,7 +202,9 @@ class PromptFirstApp(App[None]):
             yield MemoryPanel(id="panel")
 
 
-async def test_the_card_list_scrolls_from_the_keyboard_once_focused_but_the_prompt_keeps_focus_at_start() -> None:
+async def test_the_card_list_scrolls_from_the_keyboard_once_focused_but_the_prompt_keeps_focus_at_start() -> (
+    None
+):
     app = PromptFirstApp()
     many = tuple(PanelCard("project_knowledge", f"Fact {i}", LONG_SUMMARY, f"f{i}.md") for i in range(30))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -235,7 +248,9 @@ async def test_the_status_line_fits_one_row_at_80_columns_keeping_the_essentials
         assert "12.3k in" not in row  # the first thing given up when the row is narrow
         status.show(_info())
         await wait_until(pilot, lambda: "connecting…" not in screen_lines(app)[-1])
-        assert " …/projects/pseudoclaude │ claude-sonnet-5-5" in screen_lines(app)[-1]  # the tail, whole folders
+        assert (
+            " …/projects/pseudoclaude │ claude-sonnet-5-5" in screen_lines(app)[-1]
+        )  # the tail, whole folders
         # Narrower still (the status line in a split column): the workspace goes, the cost stays.
         status.show(_info(note="connecting…"))
         narrow = status.line(60).plain

@@ -179,7 +179,10 @@ def test_the_widget_state_enum_covers_every_spooled_state_and_each_has_a_look() 
 
     assert set(get_args(JobViewState)) | {"applied", "rejected"} == {s.value for s in PendingJobState}
     assert set(STATE_STYLES) == set(PendingJobState)
-    assert PendingJob(id="j", state=PendingJobState("held"), excerpt="", created="").state is PendingJobState.HELD
+    assert (
+        PendingJob(id="j", state=PendingJobState("held"), excerpt="", created="").state
+        is PendingJobState.HELD
+    )
 
 
 def test_format_age_units() -> None:
@@ -363,7 +366,10 @@ async def test_enter_expands_into_ops_and_the_detail_shows_each_change() -> None
         await pilot.press("down")
         await wait_until(pilot, lambda: screen.selected_op == DELETE)
         detail = screen.detail_text()
-        assert "Would delete: moves to .trash/ (undo restores it)\n# Stale preference\nuse tabs everywhere" in detail
+        assert (
+            "Would delete: moves to .trash/ (undo restores it)\n# Stale preference\nuse tabs everywhere"
+            in detail
+        )
         await pilot.press("down")
         await wait_until(pilot, lambda: screen.selected_op == CREATE)
         assert "New card:\n# API docs\nsee docs/api.md" in screen.detail_text()
@@ -593,18 +599,29 @@ async def test_hostile_text_is_shown_literally() -> None:
 
 
 REFUSED = replace(
-    UPDATE, index=0, status="rejected", before=None, after=None,
+    UPDATE,
+    index=0,
+    status="rejected",
+    before=None,
+    after=None,
     reason="op 0: no note named 'gone.md'",
 )
 CONFLICTED = replace(
     DELETE, index=1, status="conflict", before=None, reason="user note 'user_stale.md' changed since"
 )
 REJECTED = PendingJob(
-    id="j-rejected", state="rejected", excerpt="forget the old build", created=ago(minutes=7),
+    id="j-rejected",
+    state="rejected",
+    excerpt="forget the old build",
+    created=ago(minutes=7),
     ops=(REFUSED, CONFLICTED),
 )
 PARTLY = PendingJob(
-    id="j-partly", state="applied", excerpt="two facts", created=ago(minutes=2), counts=(1, 0, 0),
+    id="j-partly",
+    state="applied",
+    excerpt="two facts",
+    created=ago(minutes=2),
+    counts=(1, 0, 0),
     ops=(replace(APPLIED_OP, index=0), replace(REFUSED, index=1, reason="op 1: content is empty")),
 )
 
@@ -617,7 +634,9 @@ async def test_a_job_whose_every_op_was_refused_reads_rejected_with_the_count_an
         assert "Rejected this session 1" in rows and "Applied this session 1" in rows
         heading = rows.index("Rejected this session 1")
         row = rows[heading + 1]
-        assert row.startswith("▸ ⊘ rejected: 2 ops · op 0: no note named 'gone.md'  forget the old build"), row
+        assert row.startswith("▸ ⊘ rejected: 2 ops · op 0: no note named 'gone.md'  forget the old build"), (
+            row
+        )
         assert row.endswith(" 7m")
         assert not any("applied +0" in r for r in rows)
         await select_job(pilot, screen, REJECTED.id)

@@ -269,7 +269,9 @@ async def test_slash_at_the_start_opens_command_completion_and_tab_accepts() -> 
         prompt.set_completer(completer)
         prompt.focus()
         await pilot.press("slash", "m")
-        await wait_until(pilot, lambda: [s.label for s in prompt.suggestions] == ["/memory", "/model", "/mode"])
+        await wait_until(
+            pilot, lambda: [s.label for s in prompt.suggestions] == ["/memory", "/model", "/mode"]
+        )
         dropdown = app.screen.query_one(CompletionDropdown)
         assert dropdown.display and dropdown.option_count == 3
         # Drawn above the prompt.

@@ -21,16 +21,33 @@ _UNSET = object()
 
 DIFF = "--- a.txt (as the agent left it)\n+++ a.txt (now)\n@@ -1 +1 @@\n-by the agent\n+typed by hand\n"
 STATE = PlanState(
-    to_turn=2, text="rework the parser",
-    files=(PlanFile("made/new.txt", "delete"), PlanFile("a.txt", "restore", "a.txt changed since the agent last wrote it", DIFF),
-           PlanFile("same.txt", "same")),
-    bash_turns=(3,), conversation="turn 2 and turn 3 leave the conversation",
-    memory="memory is not rewound: turns 2–3 produced memory batch tx1 (turn 2); m undoes it", memory_undo=True)
+    to_turn=2,
+    text="rework the parser",
+    files=(
+        PlanFile("made/new.txt", "delete"),
+        PlanFile("a.txt", "restore", "a.txt changed since the agent last wrote it", DIFF),
+        PlanFile("same.txt", "same"),
+    ),
+    bash_turns=(3,),
+    conversation="turn 2 and turn 3 leave the conversation",
+    memory="memory is not rewound: turns 2–3 produced memory batch tx1 (turn 2); m undoes it",
+    memory_undo=True,
+)
 ITEMS = [
-    TurnItem(turn=2, when="16:12", text="add the tests\x1b[31m and run them", files=(FileLine("tests/t.py", 12, 0),),
-             bash=True),
-    TurnItem(turn=1, when="16:09", text="rework the parser",
-             files=tuple(FileLine(f"f{i}.py", i, 1) for i in range(FILES_SHOWN + 2)), note="rewound: not in the conversation"),
+    TurnItem(
+        turn=2,
+        when="16:12",
+        text="add the tests\x1b[31m and run them",
+        files=(FileLine("tests/t.py", 12, 0),),
+        bash=True,
+    ),
+    TurnItem(
+        turn=1,
+        when="16:09",
+        text="rework the parser",
+        files=tuple(FileLine(f"f{i}.py", i, 1) for i in range(FILES_SHOWN + 2)),
+        note="rewound: not in the conversation",
+    ),
 ]
 
 
@@ -78,9 +95,12 @@ async def test_enter_picks_the_highlighted_turn_and_esc_closes() -> None:
         await wait_until(pilot, lambda: app.result is None)
 
 
-@pytest.mark.parametrize(("key", "files", "conversation"), [("b", True, True), ("f", True, False),
-                                                            ("c", False, True)])
-async def test_the_plan_windows_keys_choose_what_is_rewound(key: str, files: bool, conversation: bool) -> None:
+@pytest.mark.parametrize(
+    ("key", "files", "conversation"), [("b", True, True), ("f", True, False), ("c", False, True)]
+)
+async def test_the_plan_windows_keys_choose_what_is_rewound(
+    key: str, files: bool, conversation: bool
+) -> None:
     app = Host(RewindPlanScreen(STATE))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.screen is app.modal)
@@ -102,10 +122,14 @@ def test_the_plan_lists_a_conflict_first_with_its_diff_then_bash_and_the_convers
     assert lines[0].startswith("Files") and "1 changed since the agent last wrote it" in lines[0]
     assert "⚠ conflict: a.txt changed since the agent last wrote it" in lines[1]
     assert "-by the agent" in body and "+typed by hand" in body
-    assert body.index("+typed by hand") < body.index("delete    made/new.txt") < body.index("unchanged same.txt")
+    assert (
+        body.index("+typed by hand") < body.index("delete    made/new.txt") < body.index("unchanged same.txt")
+    )
     assert "turn 3 ran bash: files it changed are not restored" in body
     assert lines[-1] == "Conversation: turn 2 and turn 3 leave the conversation"
-    none = plan_body(PlanState(to_turn=1, text="", files=(), bash_turns=(), conversation="c", memory="m")).plain
+    none = plan_body(
+        PlanState(to_turn=1, text="", files=(), bash_turns=(), conversation="c", memory="m")
+    ).plain
     assert "changed none" in none
 
 
@@ -126,8 +150,18 @@ async def test_m_asks_the_memory_undo_once_and_the_window_shows_what_came_of_it(
 
 
 async def test_without_batches_to_undo_m_does_nothing() -> None:
-    app = Host(RewindPlanScreen(PlanState(to_turn=1, text="t", files=(), bash_turns=(), conversation="c",
-                                          memory="memory is not rewound: turn 1 left no memory batch to undo")))
+    app = Host(
+        RewindPlanScreen(
+            PlanState(
+                to_turn=1,
+                text="t",
+                files=(),
+                bash_turns=(),
+                conversation="c",
+                memory="memory is not rewound: turn 1 left no memory batch to undo",
+            )
+        )
+    )
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.screen is app.modal)
         assert app.modal.query_one("#m", Button).disabled

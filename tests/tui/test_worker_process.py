@@ -50,8 +50,10 @@ def _batches_for(ws: Path, job_prefix: str = "") -> list[object]:
 
 
 def _spooled_states(ws: Path) -> list[str]:
-    return [f"{e.id}:{e.job.state}/{e.job.phase}" if e.job else f"{e.id}:{e.problem}"
-            for e in Spool(MemoryStores(ws).paths).list(ws, include_orphans=False)]
+    return [
+        f"{e.id}:{e.job.state}/{e.job.phase}" if e.job else f"{e.id}:{e.problem}"
+        for e in Spool(MemoryStores(ws).paths).list(ws, include_orphans=False)
+    ]
 
 
 def _worker_pids(ws: Path) -> list[int]:
@@ -101,7 +103,9 @@ async def test_a_turns_card_reaches_the_panel_from_the_worker_child(
     process_worker: None, make_app, server: FakeAnthropic, ws: Path
 ) -> None:
     server.script(MODEL, text("Use make build."))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.", summary="make build"))))
+    server.script(
+        MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.", summary="make build")))
+    )
     app = make_app(server)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_ready(pilot, CHILD_START_S)
@@ -109,8 +113,12 @@ async def test_a_turns_card_reaches_the_panel_from_the_worker_child(
         await wait_until(pilot, lambda: rt.child.pid is not None, CHILD_START_S, "the worker child")
         assert rt.child.pid != os.getpid()
         await send(pilot, "How do I build?")
-        await wait_until(pilot, lambda: "Build with make" in _titles(app.panel.state.project), CHILD_START_S,
-                         "the new card in the panel")
+        await wait_until(
+            pilot,
+            lambda: "Build with make" in _titles(app.panel.state.project),
+            CHILD_START_S,
+            "the new card in the panel",
+        )
         [card] = app.panel.state.project
         assert card.new and card.summary == "make build"
         # The app's own manager never ran a job: the child did.
@@ -123,7 +131,9 @@ async def test_a_turns_card_reaches_the_panel_from_the_worker_child(
         await pilot.pause(0.5)
         assert app.sharing.refreshes == 0
         # The child's request counts in the session's cost (its usage line on the pipe).
-        await wait_until(pilot, lambda: set(app.cost.by_model) == {MODEL, MEMORY_MODEL}, what="the memory cost")
+        await wait_until(
+            pilot, lambda: set(app.cost.by_model) == {MODEL, MEMORY_MODEL}, what="the memory cost"
+        )
 
 
 async def test_the_childs_batch_is_one_job_event_and_one_panel_refresh(
@@ -131,7 +141,9 @@ async def test_the_childs_batch_is_one_job_event_and_one_panel_refresh(
 ) -> None:
     gate = Gate("memory answer", timeout=60)
     server.script(MODEL, text("Use make build."))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.")), hold_before=gate))
+    server.script(
+        MEMORY_MODEL, text(ops_answer(create_op("Build with make", "Run make build.")), hold_before=gate)
+    )
     app = make_app(server)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_ready(pilot, CHILD_START_S)
@@ -151,8 +163,12 @@ async def test_the_childs_batch_is_one_job_event_and_one_panel_refresh(
 
         app._refresh_panel = counted
         gate.release()
-        await wait_until(pilot, lambda: "Build with make" in _titles(app.panel.state.project), CHILD_START_S,
-                         "the new card in the panel")
+        await wait_until(
+            pilot,
+            lambda: "Build with make" in _titles(app.panel.state.project),
+            CHILD_START_S,
+            "the new card in the panel",
+        )
         await pilot.pause(2.0)  # several looks at the spool: none may announce the batch again
         assert [type(e) for e in events] == [JobApplied]
         assert [a.filename for a in events[0].applied] == [c.name for c in _project_cards(ws)]  # type: ignore[union-attr]
@@ -161,14 +177,19 @@ async def test_the_childs_batch_is_one_job_event_and_one_panel_refresh(
 
 
 async def test_a_child_killed_mid_apply_is_said_once_replaced_and_the_job_applies_once(
-    process_worker: None, make_app, server: FakeAnthropic, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    process_worker: None,
+    make_app,
+    server: FakeAnthropic,
+    ws: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     marker = tmp_path / "killed"
     real_argv = runtime_module.worker_argv
 
     def driver_argv(*args: object, **kwargs: object) -> list[str]:
         argv = real_argv(*args, **kwargs)  # type: ignore[arg-type]
-        rest = argv[argv.index("app.cli.main") + 1:]
+        rest = argv[argv.index("app.cli.main") + 1 :]
         # The 4th file change of the transaction: after the journal's commit point, before the cards.
         return [sys.executable, "-P", "-m", "tests.support.worker_driver", "4", str(marker), "--", *rest]
 
@@ -185,8 +206,12 @@ async def test_a_child_killed_mid_apply_is_said_once_replaced_and_the_job_applie
         first = rt.child.pid
         await send(pilot, "How do I deploy?")
         await wait_until(pilot, marker.exists, CHILD_START_S, "the child to kill itself mid-apply")
-        await wait_until(pilot, lambda: "Deploy with make" in _titles(app.panel.state.project), CHILD_START_S,
-                         "the card, applied by the next child")
+        await wait_until(
+            pilot,
+            lambda: "Deploy with make" in _titles(app.panel.state.project),
+            CHILD_START_S,
+            "the card, applied by the next child",
+        )
         assert int(marker.read_text()) == first and _gone(first)
         assert rt.child.pid not in (None, first) and rt.child.started == 2
         said = [t for t in chat_texts(app) if "memory worker stopped" in t]
@@ -195,8 +220,11 @@ async def test_a_child_killed_mid_apply_is_said_once_replaced_and_the_job_applie
         assert len(_project_cards(ws)) == 1
         assert len(_batches_for(ws)) == 1
         assert len(server.requests_for(MEMORY_MODEL)) == 1
-        await wait_until(pilot, lambda: not Spool(MemoryStores(ws).paths).list(ws, include_orphans=False),
-                         what="the spool to empty")
+        await wait_until(
+            pilot,
+            lambda: not Spool(MemoryStores(ws).paths).list(ws, include_orphans=False),
+            what="the spool to empty",
+        )
         # The killed child never said the job's outcome: the app's look at the spool did, once.
         await pilot.pause(1.5)
         [queued] = [e for e in events if isinstance(e, JobQueued)]
@@ -207,24 +235,38 @@ async def test_two_windows_on_one_workspace_have_one_worker_process(
     process_worker: None, make_app, server: FakeAnthropic, ws: Path
 ) -> None:
     server.script(MODEL, text("first"), text("second"))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op("Card one", "one"))), text(ops_answer(create_op("Card two", "two"))))
+    server.script(
+        MEMORY_MODEL,
+        text(ops_answer(create_op("Card one", "one"))),
+        text(ops_answer(create_op("Card two", "two"))),
+    )
     one, two = make_app(server), make_app(server)
     async with one.run_test(size=(140, 40)) as p1, two.run_test(size=(140, 40)) as p2:
         await wait_ready(p1, CHILD_START_S)
         await wait_ready(p2, CHILD_START_S)
         c1, c2 = one.bridge.runtime.child, two.bridge.runtime.child
-        await wait_until(p1, lambda: len(_worker_pids(ws)) == 1 and (c1.pid or c2.pid), CHILD_START_S,
-                         "one worker child")
+        await wait_until(
+            p1, lambda: len(_worker_pids(ws)) == 1 and (c1.pid or c2.pid), CHILD_START_S, "one worker child"
+        )
         # A child started meanwhile by the other window found the lock taken and left quietly.
-        await wait_until(p1, lambda: (c1.pid is None) != (c2.pid is None), CHILD_START_S, "one supervisor's child")
+        await wait_until(
+            p1, lambda: (c1.pid is None) != (c2.pid is None), CHILD_START_S, "one supervisor's child"
+        )
         # Each window's turn in turn (queued together, they would be one coalesced request).
-        for pilot, msg, title in ((p2, "second window's turn", "Card one"), (p1, "first window's turn", "Card two")):
+        for pilot, msg, title in (
+            (p2, "second window's turn", "Card one"),
+            (p1, "first window's turn", "Card two"),
+        ):
             await send(pilot, msg)
             for p, a in ((p1, one), (p2, two)):
-                await wait_until(p, lambda a=a, title=title: title in _titles(a.panel.state.project), CHILD_START_S,
-                                 f"{title} in both windows ({_titles(a.panel.state.project)}, cards on disk "
-                                 f"{[c.name for c in _project_cards(ws)]}, {len(server.requests_for(MEMORY_MODEL))} "
-                                 f"memory requests, spool {_spooled_states(ws)})")
+                await wait_until(
+                    p,
+                    lambda a=a, title=title: title in _titles(a.panel.state.project),
+                    CHILD_START_S,
+                    f"{title} in both windows ({_titles(a.panel.state.project)}, cards on disk "
+                    f"{[c.name for c in _project_cards(ws)]}, {len(server.requests_for(MEMORY_MODEL))} "
+                    f"memory requests, spool {_spooled_states(ws)})",
+                )
         assert len(_worker_pids(ws)) == 1
         assert c1.deaths == [] and c2.deaths == []
 
@@ -234,7 +276,9 @@ async def test_quitting_with_a_job_in_flight_leaves_the_child_to_finish_it_and_e
 ) -> None:
     gate = Gate("memory answer", timeout=60)
     server.script(MODEL, text("Lint with ruff."))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op("Lint with ruff", "Run ruff check.")), hold_before=gate))
+    server.script(
+        MEMORY_MODEL, text(ops_answer(create_op("Lint with ruff", "Run ruff check.")), hold_before=gate)
+    )
     app = make_app(server)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_ready(pilot, CHILD_START_S)
@@ -273,8 +317,12 @@ async def test_memory_off_stops_the_childs_requests_and_back_on_resumes_them(
         await wait_until(pilot, lambda: "one" in chat_texts(app))
         await rt.set_memory_mode(MemoryMode.AUTO)
         await send(pilot, "a turn with memory on")
-        await wait_until(pilot, lambda: "Card after on" in _titles(app.panel.state.project), CHILD_START_S,
-                         "the card after memory is back on")
+        await wait_until(
+            pilot,
+            lambda: "Card after on" in _titles(app.panel.state.project),
+            CHILD_START_S,
+            "the card after memory is back on",
+        )
         assert len(server.requests_for(MEMORY_MODEL)) == 1
 
 
@@ -284,5 +332,12 @@ def test_the_child_is_a_session_of_its_own_reading_a_pipe(tmp_path: Path) -> Non
 
     argv = worker_argv(tmp_path, "m", MemoryMode.AUTO, drain=3)
     assert argv[:4] == [sys.executable, "-P", "-m", "app.cli.main"] and argv[-2:] == ["--drain", "3"]
-    assert subprocess.run([*argv[:4], "memory", "worker", "--help"], capture_output=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}).returncode == 0
+    assert (
+        subprocess.run(
+            [*argv[:4], "memory", "worker", "--help"],
+            capture_output=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        ).returncode
+        == 0
+    )

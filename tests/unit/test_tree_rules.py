@@ -75,7 +75,9 @@ _PARSE_BACK = re.compile(
     r"\bINDEX_LINE_RE\b|\b_parse_merged\b|\b_OVERFLOW_RE\b|\bindex_files\(|\bindex_keys\("
     r"|\b_is_stale\b|\bSTALE_LINE\b|\bCITES_HEAD\b"
 )
-_REGEX_CALLS = frozenset({"compile", "match", "search", "fullmatch", "findall", "finditer", "sub", "subn", "split"})
+_REGEX_CALLS = frozenset(
+    {"compile", "match", "search", "fullmatch", "findall", "finditer", "sub", "subn", "split"}
+)
 # Files that parse index text on purpose -> why.
 PARSE_BACK_EXCEPTIONS: dict[str, str] = {
     "app/agent/memory_bridge/receipts.py": "a turn's receipt reads the index the Run was shown, as the session recorded it",
@@ -87,8 +89,13 @@ def _stale_regexes(tree: ast.AST) -> list[int]:
     """Lines of ``re``/``regex`` calls whose pattern mentions "stale" (a stale mark read back)."""
     found = []
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _REGEX_CALLS
-                and isinstance(node.func.value, ast.Name) and node.func.value.id in ("re", "regex")):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _REGEX_CALLS
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in ("re", "regex")
+        ):
             texts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
             if any("stale" in t.lower() for t in texts):
                 found.append(node.lineno)
@@ -115,7 +122,9 @@ def test_no_index_text_is_parsed_back_outside_the_store() -> None:
 
 def test_each_parse_back_exception_is_still_needed() -> None:
     found = parse_backs(ROOT)
-    assert not [rel for rel in PARSE_BACK_EXCEPTIONS if rel not in found], "within the rule now: drop its exception"
+    assert not [rel for rel in PARSE_BACK_EXCEPTIONS if rel not in found], (
+        "within the rule now: drop its exception"
+    )
 
 
 def test_the_parse_back_rule_sees_a_regex_over_a_stale_mark() -> None:
@@ -146,8 +155,11 @@ def _says_why(lines: list[str], lineno: int) -> bool:
     if "#" in lines[lineno - 1]:
         return True
     i = lineno - 2
-    while i >= 0 and (_IMPORT_LINE.match(lines[i]) or lines[i].strip() in (")", "")
-                      or (lines[i].startswith(" " * 8) and lines[i].strip().endswith(","))):
+    while i >= 0 and (
+        _IMPORT_LINE.match(lines[i])
+        or lines[i].strip() in (")", "")
+        or (lines[i].startswith(" " * 8) and lines[i].strip().endswith(","))
+    ):
         if "#" in lines[i]:
             return True
         i -= 1

@@ -67,8 +67,6 @@ def conflict_refusal(what: str, versions: str = "ours, theirs") -> str:
     return f"a conflicted card cannot be {what}: resolve it first (Enter: take {versions} or edit the merge)"
 
 
-
-
 class CardBrowser(Screen[None]):
     """Every memory card, filterable, with a preview. See the module docstring for the split of
     work with the App; keys are a contract (the hint line at the bottom lists them)."""
@@ -101,8 +99,23 @@ class CardBrowser(Screen[None]):
     # Actions that are letters or digits: never while the filter box has the focus (there the
     # key is text). The Input consumes printable keys first anyway; this is the second lock.
     _LIST_ACTIONS: ClassVar[frozenset[str]] = frozenset(
-        {"type_filter", "cycle_level", "new", "edit", "delete", "move", "open_external", "undo", "focus_filter",
-         "toggle_stale", "cycle_sort", "confirm", "cycle_prompt_filter", "pin", "toggle_view"}
+        {
+            "type_filter",
+            "cycle_level",
+            "new",
+            "edit",
+            "delete",
+            "move",
+            "open_external",
+            "undo",
+            "focus_filter",
+            "toggle_stale",
+            "cycle_sort",
+            "confirm",
+            "cycle_prompt_filter",
+            "pin",
+            "toggle_view",
+        }
     )
 
     @dataclass
@@ -302,8 +315,9 @@ class CardBrowser(Screen[None]):
         def indexed(row: CardRow) -> bool:
             keys = found.get(row.level)
             # A conflicted card is in no prompt, so in no search index: its words, both versions'.
-            return (keys is None or row.conflict is not None or f"{row.level}/{row.filename}" in keys) \
-                and substring(row)
+            return (
+                keys is None or row.conflict is not None or f"{row.level}/{row.filename}" in keys
+            ) and substring(row)
 
         return indexed
 
@@ -328,8 +342,15 @@ class CardBrowser(Screen[None]):
             if score is None:
                 return (1, order[id(row)])
             newest = tuple(-ord(c) for c in row.updated) or (1,)  # newest first, undated last
-            return (0, -round(score, 9), row.stale is not None, -row.reads, newest, row.level != "project",
-                    row.filename)
+            return (
+                0,
+                -round(score, 9),
+                row.stale is not None,
+                -row.reads,
+                newest,
+                row.level != "project",
+                row.filename,
+            )
 
         return key
 
@@ -387,9 +408,13 @@ class CardBrowser(Screen[None]):
             if out:
                 parts.append(f" · {out:,} not in the prompt")
         # More pins than the prompt's budget holds: said, never dropped silently.
-        pins = sum(1 for r in self._rows if r.pinned and not r.in_prompt and not r.untrusted and r.broken is None)
+        pins = sum(
+            1 for r in self._rows if r.pinned and not r.in_prompt and not r.untrusted and r.broken is None
+        )
         if pins:
-            parts.append((f" · {pins:,} pinned {'card' if pins == 1 else 'cards'} did not fit", "bold $text-warning"))
+            parts.append(
+                (f" · {pins:,} pinned {'card' if pins == 1 else 'cards'} did not fit", "bold $text-warning")
+            )
         if self.sort_by != SORTS[0]:
             parts.append(f" · sort: {self.sort_by}")
         if self.filter_text.strip():
@@ -453,8 +478,11 @@ class CardBrowser(Screen[None]):
             return
         self._preview_key = key
         conflict = row.conflict if row is not None else None
-        self._show_keys(KEY_HINTS if conflict is None else
-                        KEY_HINTS.replace("e edit", f"e/Enter resolve ({conflict.versions()} or a merge)"))
+        self._show_keys(
+            KEY_HINTS
+            if conflict is None
+            else KEY_HINTS.replace("e edit", f"e/Enter resolve ({conflict.versions()} or a merge)")
+        )
         body = ""
         if row is None:
             self._meta.update(Content.assemble((empty, "italic $foreground-muted")))
@@ -510,7 +538,9 @@ class CardBrowser(Screen[None]):
         self._refilter()
 
     def action_cycle_sort(self) -> None:
-        self.sort_by = SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)] if self.sort_by in SORTS else SORTS[0]
+        self.sort_by = (
+            SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)] if self.sort_by in SORTS else SORTS[0]
+        )
         self._refilter()
 
     def action_cycle_prompt_filter(self) -> None:
@@ -589,4 +619,3 @@ class CardBrowser(Screen[None]):
             self._list.focus()
             return
         self.dismiss()
-

@@ -38,6 +38,7 @@ CONFLICT_TAG = "conflicted"
 # of the matching cards, best first; None for a level it cannot search (untrusted).
 FilterAnswer = dict[str, dict[str, float] | None]
 
+
 @dataclass(frozen=True)
 class CiteLine:
     """One citation of a card as checked when the rows were read."""
@@ -79,9 +80,8 @@ class CardRow:
             object.__setattr__(self, "haystack", text.casefold())
 
 
-
 def conflict_line(conflict: CardConflict) -> str:
-    """"changed on two branches: HEAD and feature" (the list's and the preview's words)."""
+    """ "changed on two branches: HEAD and feature" (the list's and the preview's words)."""
     labels = [one_line(side.label, 40) for side in (conflict.ours, conflict.theirs) if side.label]
     return "changed on two branches" + (f": {' and '.join(labels)}" if labels else "")
 
@@ -131,7 +131,9 @@ def _row_text(row: CardRow, width: int) -> Text:
         text.append(" — " + summary, "dim")
     if row.untrusted:
         # The whole card reads as inactive, the tag stays legible.
-        text.stylize("dim", start + len("untrusted ") + (len(STALE_TAG) + 1 if row.stale is not None else 0), len(text))
+        text.stylize(
+            "dim", start + len("untrusted ") + (len(STALE_TAG) + 1 if row.stale is not None else 0), len(text)
+        )
     right = Text(f" {card_date(row.updated)} {one_line(row.source)[:6]:<6}", "dim", no_wrap=True, end="")
     if width >= cell_len(right.plain) + 24:
         text.truncate(width - cell_len(right.plain), overflow="ellipsis", pad=True)

@@ -115,7 +115,9 @@ class ConflictModal(DecisionGate, ModalScreen[str]):
     def compose(self) -> ComposeResult:
         mine, disk = self.mine, self.disk
         with Vertical(id="dialog"):
-            yield Static(Content.styled("This card changed on disk since you opened it", "bold"), id="conflict-title")
+            yield Static(
+                Content.styled("This card changed on disk since you opened it", "bold"), id="conflict-title"
+            )
             yield Static(Content(as_typed(self.where)), id="where")
             if disk is not None:
                 differs = _differing(mine, disk)
@@ -134,7 +136,9 @@ class ConflictModal(DecisionGate, ModalScreen[str]):
                         disk.body.splitlines(), mine.body.splitlines(), "on disk", "yours", lineterm=""
                     )
                 )
-                yield self._pane("diff", "Body changes (on disk → yours)", Static(render_preview(diff, "diff")))
+                yield self._pane(
+                    "diff", "Body changes (on disk → yours)", Static(render_preview(diff, "diff"))
+                )
             yield typed_ahead_line()
             with Horizontal(id="keys"):
                 yield Button(Content("Keep yours [k]"), id="mine", variant="warning", compact=True)

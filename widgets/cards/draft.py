@@ -13,8 +13,16 @@ from memory.text.conflict_sides import SideName, side_names
 from memory.text.terminal import strip_terminal
 
 __all__ = [
-    "CARD_TYPES", "FIELDS", "LEVELS", "CardConflict", "CardDraft", "ConflictSide", "as_typed", "clean_draft",
-    "format_cites", "parse_cites",
+    "CARD_TYPES",
+    "FIELDS",
+    "LEVELS",
+    "CardConflict",
+    "CardDraft",
+    "ConflictSide",
+    "as_typed",
+    "clean_draft",
+    "format_cites",
+    "parse_cites",
 ]
 
 CARD_TYPES: tuple[str, ...] = tuple(t.value for t in NoteType)
@@ -58,7 +66,7 @@ class CardConflict:
         return side_names(self.ours.label, self.theirs.label)
 
     def versions(self) -> str:
-        """"ours, theirs" or "this machine's, the remote's": its two versions, for a line of keys."""
+        """ "ours, theirs" or "this machine's, the remote's": its two versions, for a line of keys."""
         first, second = self.names()
         return f"{first.possessive}, {second.possessive}"
 

@@ -33,7 +33,10 @@ class EditProblemModal(DecisionGate, ModalScreen[str]):
     ]
 
     # The dialogs' frame (widgets/dialogs/frame.py), with an error border and the person's text below.
-    DEFAULT_CSS = "EditProblemModal {" + DIALOG_CSS + """
+    DEFAULT_CSS = (
+        "EditProblemModal {"
+        + DIALOG_CSS
+        + """
         & > #dialog { border: round $error; }
         #problem { height: auto; color: $text-error; }
         #where { height: auto; color: $text-muted; margin: 0 0 1 0; }
@@ -47,6 +50,7 @@ class EditProblemModal(DecisionGate, ModalScreen[str]):
             &:focus { border: solid $foreground 40%; }
         }
     }"""
+    )
 
     def __init__(self, problem: str, text: str, *, where: str) -> None:
         super().__init__()
@@ -58,8 +62,10 @@ class EditProblemModal(DecisionGate, ModalScreen[str]):
         with Vertical(id="dialog") as dialog:
             dialog.border_title = Content("Your edit was not applied")
             yield Static(Content(as_typed(self.problem)), id="problem")
-            yield Static(Content(f"{as_typed(self.where)} is unchanged · your text is kept until you discard it"),
-                         id="where")
+            yield Static(
+                Content(f"{as_typed(self.where)} is unchanged · your text is kept until you discard it"),
+                id="where",
+            )
             shown = self.text if self.text.strip() else "(nothing could be read)"
             with VerticalScroll(id="edited"):
                 yield Static(render_preview(shown, "text"), id="edited-text")
@@ -81,8 +87,12 @@ class EditProblemModal(DecisionGate, ModalScreen[str]):
                 self.dismiss("discard")
 
         self.app.push_screen(
-            ConfirmModal("Discard your edit?", "Your text is dropped; the card stays as it is.",
-                         yes="Discard", no="Keep it"),
+            ConfirmModal(
+                "Discard your edit?",
+                "Your text is dropped; the card stays as it is.",
+                yes="Discard",
+                no="Keep it",
+            ),
             answered,
         )
 
@@ -91,4 +101,3 @@ class EditProblemModal(DecisionGate, ModalScreen[str]):
         event.stop()
         if event.button.id in ("edit", "discard"):
             self.dismiss(event.button.id)
-

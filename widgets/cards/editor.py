@@ -311,7 +311,9 @@ class CardEditor(Screen[str | None]):
     def saving(self) -> bool:
         return self._saving
 
-    def load(self, draft: CardDraft, *, sha256: str | None, filename: str | EllipsisType | None = ...) -> None:
+    def load(
+        self, draft: CardDraft, *, sha256: str | None, filename: str | EllipsisType | None = ...
+    ) -> None:
         """Replace every field (e.g. the person took the disk's version in a conflict): clean
         again, errors cleared, saving ended. ``filename`` left out keeps the current one."""
         if not isinstance(filename, EllipsisType):
@@ -419,8 +421,17 @@ class CardEditor(Screen[str | None]):
         if self._saving:
             return
         original = self.original_level if self.filename is not None else None
-        self.post_message(self.Save(self, self.draft(), self.filename, self.sha256, original, self.changed_cites(),
-                                    self.changed_pinned()))
+        self.post_message(
+            self.Save(
+                self,
+                self.draft(),
+                self.filename,
+                self.sha256,
+                original,
+                self.changed_cites(),
+                self.changed_pinned(),
+            )
+        )
 
     def action_still_true(self) -> None:
         if self._saving:
@@ -428,7 +439,9 @@ class CardEditor(Screen[str | None]):
         if self.filename is None:
             self.show_errors({}, "a new card has nothing to confirm yet: save it first")
         elif self.dirty:
-            self.show_errors({}, "save your changes first (or Esc): “still true” confirms the card as it is on disk")
+            self.show_errors(
+                {}, "save your changes first (or Esc): “still true” confirms the card as it is on disk"
+            )
         else:
             self.set_saving(True)
             self.post_message(self.StillTrue(self, self.original_level, self.filename, self.sha256))

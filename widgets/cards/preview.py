@@ -18,8 +18,15 @@ from widgets.cards.draft import ConflictSide
 from widgets.marked import marked, markup_counts
 
 __all__ = [
-    "CONFLICT_HELP", "FRESH_TEXT", "PREVIEW_MAX_BYTES", "UNTRUSTED_NOTE", "preview_body", "preview_conflict",
-    "preview_meta", "preview_raw", "preview_view_line",
+    "CONFLICT_HELP",
+    "FRESH_TEXT",
+    "PREVIEW_MAX_BYTES",
+    "UNTRUSTED_NOTE",
+    "preview_body",
+    "preview_conflict",
+    "preview_meta",
+    "preview_raw",
+    "preview_view_line",
 ]
 
 UNTRUSTED_NOTE = "untrusted — not used until you trust the project store"
@@ -37,8 +44,10 @@ def preview_meta(row: CardRow) -> Content:
     title = one_line(row.title) or one_line(row.filename)
     parts: list[Part] = [
         (title, "bold"),
-        ("\n" + " · ".join([one_line(row.level), one_line(row.type) or "no type", one_line(row.filename)]),
-         "$foreground-muted"),
+        (
+            "\n" + " · ".join([one_line(row.level), one_line(row.type) or "no type", one_line(row.filename)]),
+            "$foreground-muted",
+        ),
         (f"\nupdated {card_date(row.updated)} · source {one_line(row.source)}", "$foreground-muted"),
     ]
     if row.use:
@@ -55,7 +64,7 @@ def preview_meta(row: CardRow) -> Content:
 
 
 def _cite_parts(row: CardRow) -> list[Part]:
-    """"stale: <reason>", then one line per citation: "• path[:lines]: unchanged" or its reason."""
+    """ "stale: <reason>", then one line per citation: "• path[:lines]: unchanged" or its reason."""
     if not row.cites:
         return []
     parts: list[Part] = []
@@ -93,8 +102,10 @@ def preview_raw(body: str) -> Content:
         return marked(body)
     return Content.assemble(
         marked(data[:PREVIEW_MAX_BYTES].decode("utf-8", "ignore")),
-        (f"\n\n… cut: the body is {format_bytes(len(data))}, the preview shows the first 64 KiB",
-         "italic $foreground-muted"),
+        (
+            f"\n\n… cut: the body is {format_bytes(len(data))}, the preview shows the first 64 KiB",
+            "italic $foreground-muted",
+        ),
     )
 
 
@@ -103,13 +114,17 @@ def preview_view_line(body: str, *, raw: bool) -> Content:
     model reads that a rendered view hides."""
     hides = markup_counts(body)
     if raw:
-        parts: list[Part] = [("\nraw text, as the model reads it · v: rendered Markdown", "$foreground-muted")]
+        parts: list[Part] = [
+            ("\nraw text, as the model reads it · v: rendered Markdown", "$foreground-muted")
+        ]
         if hides:
             parts.append((f"\n⚠ hidden when rendered: {hides} (marked below)", "bold $text-warning"))
     else:
         parts = [("\nrendered Markdown · v: the raw text the model reads", "$foreground-muted")]
         if hides:
-            parts.append((f"\n⚠ this view hides what the model reads: {hides} (v shows it)", "bold $text-warning"))
+            parts.append(
+                (f"\n⚠ this view hides what the model reads: {hides} (v shows it)", "bold $text-warning")
+            )
     return Content.assemble(*parts)
 
 
@@ -119,13 +134,22 @@ def _side_parts(name: SideName, side: ConflictSide) -> list[Part]:
     draft = side.draft
     parts: list[Part] = [(f"\n\n── {label} ──", "bold $text-accent")]
     if side.problem:
-        parts.append((f"\nits front matter does not parse ({one_line(side.problem, 120)}): "
-                      "offered as body text only", "$text-warning"))
+        parts.append(
+            (
+                f"\nits front matter does not parse ({one_line(side.problem, 120)}): "
+                "offered as body text only",
+                "$text-warning",
+            )
+        )
     else:
         parts.append(("\ntitle    ", "$foreground-muted"))
         parts.append((one_line(draft.title), "bold"))
-        for field, value in (("summary  ", draft.summary), ("type     ", draft.type),
-                             ("cites    ", ", ".join(draft.cites)), ("pinned   ", "yes" if draft.pinned else "")):
+        for field, value in (
+            ("summary  ", draft.summary),
+            ("type     ", draft.type),
+            ("cites    ", ", ".join(draft.cites)),
+            ("pinned   ", "yes" if draft.pinned else ""),
+        ):
             if value:
                 parts += [(f"\n{field}", "$foreground-muted"), one_line(value)]
     parts.append("\n" + preview_body(draft.body).rstrip("\n"))
@@ -141,15 +165,23 @@ def preview_conflict(row: CardRow) -> Content:
     parts: list[Part] = [
         (title, "bold"),
         ("\n" + " · ".join([one_line(row.level), "conflicted", one_line(row.filename)]), "$foreground-muted"),
-        ("\nconflicted: " + (conflict_line(conflict) if conflict is not None else "changed on two branches"),
-         "bold $text-error"),
+        (
+            "\nconflicted: "
+            + (conflict_line(conflict) if conflict is not None else "changed on two branches"),
+            "bold $text-error",
+        ),
     ]
     if conflict is None:
         parts.append(("\n" + CONFLICT_HELP, "$text-warning"))
     else:
         first, second = conflict.names()
-        parts.append((f"\nIn no prompt until it is resolved. Enter: take {first.possessive}, take "
-                      f"{second.possessive}, or edit the merge.", "$text-warning"))
+        parts.append(
+            (
+                f"\nIn no prompt until it is resolved. Enter: take {first.possessive}, take "
+                f"{second.possessive}, or edit the merge.",
+                "$text-warning",
+            )
+        )
         parts += _side_parts(first, conflict.ours)
         parts += _side_parts(second, conflict.theirs)
     return Content.assemble(*parts)

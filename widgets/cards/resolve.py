@@ -35,7 +35,7 @@ COMPARED = ("title", "summary", "type", "cites", "pinned", "body")
 
 
 def side_title(name: str | SideName, side: ConflictSide) -> str:
-    """"ours · HEAD", "this machine · laptop": the version's name and the rest of git's label."""
+    """ "ours · HEAD", "this machine · laptop": the version's name and the rest of git's label."""
     if isinstance(name, SideName):
         return f"{name.name} · {as_typed(name.detail)}" if name.detail else name.name
     return f"{name} · {as_typed(side.label)}" if side.label else name
@@ -48,8 +48,14 @@ def _version(side: ConflictSide, extra: tuple[str, ...]) -> Content:
     draft = side.draft
     parts: list[str | tuple[str, str]] = []
     if side.problem:
-        parts += [(f"front matter does not parse ({as_typed(side.problem)}): taken as body text only, "
-                   f"titled {as_typed(draft.title)!r}", "$text-warning"), "\n"]
+        parts += [
+            (
+                f"front matter does not parse ({as_typed(side.problem)}): taken as body text only, "
+                f"titled {as_typed(draft.title)!r}",
+                "$text-warning",
+            ),
+            "\n",
+        ]
     else:
         for label, value in (
             ("title   ", draft.title),
@@ -145,18 +151,25 @@ class ResolveModal(DecisionGate, ModalScreen[str]):
         names = conflict.names()
         where = f"on {names[0].name} and on {names[1].name}" if by_machine(names) else "on two branches"
         with Vertical(id="dialog"):
-            yield Static(Content.styled(f"This card was changed {where}: choose what it says", "bold"),
-                         id="resolve-title")
+            yield Static(
+                Content.styled(f"This card was changed {where}: choose what it says", "bold"),
+                id="resolve-title",
+            )
             yield Static(Content(f"{as_typed(self.where)} · in no prompt until resolved"), id="where")
             differs = differing(conflict)
-            yield Static(Content(f"Different: {', '.join(differs) if differs else 'nothing but git markers'}"),
-                         id="differs")
+            yield Static(
+                Content(f"Different: {', '.join(differs) if differs else 'nothing but git markers'}"),
+                id="differs",
+            )
             drafts = (conflict.ours.draft, conflict.theirs.draft)
             extra = tuple(name for name in ("cites", "pinned") if any(getattr(d, name) for d in drafts))
             with Horizontal(id="panes"):
-                yield self._pane("ours-pane", side_title(names[0], conflict.ours), _version(conflict.ours, extra))
-                yield self._pane("theirs-pane", side_title(names[1], conflict.theirs),
-                                 _version(conflict.theirs, extra))
+                yield self._pane(
+                    "ours-pane", side_title(names[0], conflict.ours), _version(conflict.ours, extra)
+                )
+                yield self._pane(
+                    "theirs-pane", side_title(names[1], conflict.theirs), _version(conflict.theirs, extra)
+                )
             yield typed_ahead_line()
             with Horizontal(id="keys"):
                 for side_id, name in zip(("ours", "theirs"), names, strict=True):

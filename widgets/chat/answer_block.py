@@ -141,14 +141,21 @@ class AnswerBlock(Widget):
         return AwaitComplete.nothing()
 
     def _schedule_flush(self) -> None:
-        if (self._ready and self._pending and self._flush_timer is None and not self._flush_after_frame
-                and not self._closed):
+        if (
+            self._ready
+            and self._pending
+            and self._flush_timer is None
+            and not self._flush_after_frame
+            and not self._closed
+        ):
             delay = self._interval
             now = time.monotonic()
             if now - self._typed_at < self.TYPING_S:
                 # The person is typing: the next write goes right after a keystroke's frame
                 # (``typing``); this timer only writes if the typing stops.
-                delay = max(self._last_write + self._typing_interval + self.TYPING_S - now, self.FLUSH_INTERVAL)
+                delay = max(
+                    self._last_write + self._typing_interval + self.TYPING_S - now, self.FLUSH_INTERVAL
+                )
             self._flush_timer = self.set_timer(delay, self._flush)
 
     def _stop_timer(self) -> None:
@@ -204,7 +211,10 @@ class AnswerBlock(Widget):
             self._lines.source += chunk  # drawn whole at the first width (``on_resize``)
             return
         self._last_write = time.monotonic()
-        self._interval = min(self.MAX_FLUSH_INTERVAL, max(self.FLUSH_INTERVAL, self.FLUSH_INTERVAL * len(chunk) / self.FAST_CHARS))
+        self._interval = min(
+            self.MAX_FLUSH_INTERVAL,
+            max(self.FLUSH_INTERVAL, self.FLUSH_INTERVAL * len(chunk) / self.FAST_CHARS),
+        )
         height = self._lines.height
         changed = len(self._lines.finished)  # the first line a write can change
         self._lines.write(self.app.console, self.app.console.options, chunk, complete=self._finished)
@@ -212,8 +222,10 @@ class AnswerBlock(Widget):
         # rendering, even though the block's height changes (see ``_set_dirty``).
         grown = self._lines.height != height
         self._dirty_from = changed if self._dirty_from is None else min(self._dirty_from, changed)
-        self.refresh(Region(0, changed, max(self.size.width, 1), max(self._lines.height, height) - changed + 1),
-                     layout=grown)
+        self.refresh(
+            Region(0, changed, max(self.size.width, 1), max(self._lines.height, height) - changed + 1),
+            layout=grown,
+        )
 
     def _set_dirty(self, *regions: Region) -> None:
         # Textual repaints all of a widget whose size changed: a streamed answer's size changes

@@ -129,11 +129,19 @@ def _fold(console: Console, options: ConsoleOptions, row: list[Segment], width: 
 class _ListItem(ListItem):
     """A list item; an ordered one numbered "1." (Rich draws a bare "1")."""
 
-    def render_number(self, console: Console, options: ConsoleOptions, number: int, last_number: int) -> RenderResult:
+    def render_number(
+        self, console: Console, options: ConsoleOptions, number: int, last_number: int
+    ) -> RenderResult:
         width = len(str(last_number)) + 3
-        lines = console.render_lines(self.elements, options.update(width=options.max_width - width), style=self.style)
+        lines = console.render_lines(
+            self.elements, options.update(width=options.max_width - width), style=self.style
+        )
         style = console.get_style("markdown.item.number", default="none")
-        pad, numeral, new_line = Segment(" " * width, style), Segment(f"{number}.".rjust(width - 1) + " ", style), Segment("\n")
+        pad, numeral, new_line = (
+            Segment(" " * width, style),
+            Segment(f"{number}.".rjust(width - 1) + " ", style),
+            Segment("\n"),
+        )
         for index, line in enumerate(lines):
             yield pad if index else numeral
             yield from line
@@ -145,7 +153,11 @@ class _Markdown(Markdown):
     and fences drawn by ``_CodeBlock``."""
 
     elements: ClassVar[dict[str, type[MarkdownElement]]] = {
-        **Markdown.elements, "fence": _CodeBlock, "code_block": _CodeBlock, "list_item_open": _ListItem}
+        **Markdown.elements,
+        "fence": _CodeBlock,
+        "code_block": _CodeBlock,
+        "list_item_open": _ListItem,
+    }
     _parser: ClassVar[MarkdownIt] = _PARSER
 
     def __init__(self, markup: str, *, plain_code: bool) -> None:
@@ -224,7 +236,7 @@ class AnswerLines:
         if self.width <= 0:
             return
         options = options.update(width=self.width, max_width=self.width, height=None, highlight=False)
-        tail = self.source[self.done_at:]
+        tail = self.source[self.done_at :]
         rows = tail.splitlines(keepends=True)
         starts = block_starts(tail)
         ends = [*starts[1:], len(rows)] if starts else []
@@ -237,7 +249,9 @@ class AnswerLines:
                 consumed = end
             else:
                 drawn = _draw(console, options, block, growing=True)
-                self.tail = ([Strip.blank(self.width, Style.null())] if self.finished and drawn else []) + drawn
+                self.tail = (
+                    [Strip.blank(self.width, Style.null())] if self.finished and drawn else []
+                ) + drawn
                 break
         else:
             self.tail = []

@@ -60,9 +60,7 @@ class ChatPane(VerticalScroll):
     }
     """
 
-    def __init__(
-        self, *, max_blocks: int = 300, id: str | None = None, classes: str | None = None
-    ) -> None:
+    def __init__(self, *, max_blocks: int = 300, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.max_blocks = max_blocks
         self._tools: dict[str, ToolBlock] = {}

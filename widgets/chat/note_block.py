@@ -17,4 +17,3 @@ class NoteBlock(TextBlock):
         color: $text-muted;
     }
     """
-

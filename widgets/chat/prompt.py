@@ -375,8 +375,10 @@ class PromptInput(TextArea):
             event.stop()
             event.prevent_default()
             self._recall(-1)
-        elif key == "down" and self._history_index is not None and self.navigator.is_last_wrapped_line(
-            self.cursor_location
+        elif (
+            key == "down"
+            and self._history_index is not None
+            and self.navigator.is_last_wrapped_line(self.cursor_location)
         ):
             event.stop()
             event.prevent_default()

@@ -41,7 +41,6 @@ class StatusInfo:
     compact_pct: int = 80  # where a compaction starts: the fill is shown in yellow from there
 
 
-
 def shorten_left(text: str, width: int) -> str:
     """``text`` in at most ``width`` cells, keeping its end ("…/projects/app")."""
     if cell_len(text) <= width:
@@ -71,7 +70,9 @@ class StatusLine(Static):
     }
     """
 
-    def __init__(self, info: StatusInfo | None = None, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, info: StatusInfo | None = None, *, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.info: StatusInfo | None = info
 

@@ -217,8 +217,16 @@ class ToolBlock(Widget, can_focus=True):
         self.status = "running"
         self._render_header()
 
-    def set_result(self, text: str, is_error: bool, denied: bool, *, view: ResultView | None = None,
-                   hook_s: float = 0.0, hook_failed: int = 0) -> None:
+    def set_result(
+        self,
+        text: str,
+        is_error: bool,
+        denied: bool,
+        *,
+        view: ResultView | None = None,
+        hook_s: float = 0.0,
+        hook_failed: int = 0,
+    ) -> None:
         """The call finished: ``text`` as the model got it; ``view`` (not for a denied call) is
         what the header and the excerpt show instead of the plain text; ``hook_s``: the seconds
         its hooks took, ``hook_failed``: how many of them failed."""
@@ -322,4 +330,3 @@ class ToolBlock(Widget, can_focus=True):
             content = Content.assemble("\n".join(shown), (tail, "$foreground-muted italic"))
         self.excerpt = content.plain
         self._result.update(content)
-

@@ -93,7 +93,9 @@ class UserBlock(TextBlock):
         if not self.pastes:
             parts.append(strip_terminal(self.text))
         else:
-            pattern = re.compile("|".join(re.escape(label) for label in sorted(self.pastes, key=len, reverse=True)))
+            pattern = re.compile(
+                "|".join(re.escape(label) for label in sorted(self.pastes, key=len, reverse=True))
+            )
             at = 0
             for m in pattern.finditer(self.typed):
                 parts.append(strip_terminal(self.typed[at : m.start()]))
@@ -113,6 +115,8 @@ class UserBlock(TextBlock):
         lines = strip_terminal(pasted).splitlines()
         head = "\n".join(lines[: self.EXPANDED_LINES])
         if len(lines) > self.EXPANDED_LINES or len(head) > self.EXPANDED_CHARS:
-            return head[: self.EXPANDED_CHARS] + f"\n… cut here: {len(lines):,} lines in all (the model got them all)"
+            return (
+                head[: self.EXPANDED_CHARS]
+                + f"\n… cut here: {len(lines):,} lines in all (the model got them all)"
+            )
         return head
-

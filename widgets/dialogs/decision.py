@@ -24,7 +24,15 @@ from textual.content import Content
 from textual.css.query import NoMatches
 from textual.widgets import Static
 
-__all__ = ["QUIET_S", "SETTLE_S", "DecisionGate", "TypedAheadSink", "clock", "typed_ahead_line", "typed_ahead_note"]
+__all__ = [
+    "QUIET_S",
+    "SETTLE_S",
+    "DecisionGate",
+    "TypedAheadSink",
+    "clock",
+    "typed_ahead_line",
+    "typed_ahead_note",
+]
 
 SETTLE_S = 0.3  # a window is on the screen this long before a key can answer it
 QUIET_S = 0.5  # and no key came this long before the answering one
@@ -104,7 +112,9 @@ class DecisionGate:
             return True  # no delays: the gate is off
         now = clock() if now is None else now
         shown = self._gate_shown_at
-        return shown is not None and now - shown >= self.SETTLE_S and now - self._gate_last_key >= self.QUIET_S
+        return (
+            shown is not None and now - shown >= self.SETTLE_S and now - self._gate_last_key >= self.QUIET_S
+        )
 
     async def _on_key(self, event: events.Key) -> None:
         now = clock()

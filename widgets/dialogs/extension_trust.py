@@ -59,7 +59,10 @@ class ExtensionTrustModal(DecisionGate, ModalScreen[bool]):
 
     # The preview's border is the gap above and below it: on a small terminal every row is a
     # line of what would run.
-    DEFAULT_CSS = "ExtensionTrustModal {" + DIALOG_CSS + """
+    DEFAULT_CSS = (
+        "ExtensionTrustModal {"
+        + DIALOG_CSS
+        + """
         #tally {
             text-style: bold;
         }
@@ -74,6 +77,7 @@ class ExtensionTrustModal(DecisionGate, ModalScreen[bool]):
             }
         }
     }"""
+    )
 
     def __init__(self, kinds: Sequence[WaitingKind]) -> None:
         super().__init__()
@@ -85,8 +89,9 @@ class ExtensionTrustModal(DecisionGate, ModalScreen[bool]):
             counts = Static(Content(" · ".join(k.tally for k in self.kinds if k.tally)), id="tally")
             counts.display = any(k.tally for k in self.kinds)
             yield counts
-            yield Static(Content("None of it is used until you trust it; a change to it asks again."),
-                         id="summary")
+            yield Static(
+                Content("None of it is used until you trust it; a change to it asks again."), id="summary"
+            )
             with VerticalScroll(id="preview"):
                 yield Static(self._listing(), id="listing")
             yield typed_ahead_line()
@@ -97,7 +102,9 @@ class ExtensionTrustModal(DecisionGate, ModalScreen[bool]):
     def _listing(self) -> Content:
         # No blank line between kinds (each title stands out instead): a line more of each is
         # on the first screen of a small terminal.
-        parts = [Content.assemble((f" {k.title} ", "bold reverse"), "\n", _bounded(k.shown)) for k in self.kinds]
+        parts = [
+            Content.assemble((f" {k.title} ", "bold reverse"), "\n", _bounded(k.shown)) for k in self.kinds
+        ]
         return Content("\n").join(parts)
 
     def on_mount(self) -> None:

@@ -51,7 +51,9 @@ def render_preview(preview: str, kind: str) -> Content:
         else:
             parts.append(line + end)
     if hidden:
-        parts.append((f"\n… {hidden} more line{'s' if hidden != 1 else ''} not shown", "italic $foreground-muted"))
+        parts.append(
+            (f"\n… {hidden} more line{'s' if hidden != 1 else ''} not shown", "italic $foreground-muted")
+        )
     return Content.assemble(*parts)
 
 

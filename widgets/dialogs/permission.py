@@ -94,7 +94,10 @@ class PermissionModal(DecisionGate, ModalScreen[PermissionAnswer]):
         Binding("4,r", "edit_rule", "Always allow in this project"),
     ]
 
-    DEFAULT_CSS = "PermissionModal {" + DIALOG_CSS + """
+    DEFAULT_CSS = (
+        "PermissionModal {"
+        + DIALOG_CSS
+        + """
         #note {
             margin: 1 0 0 0;
             border: none;
@@ -131,6 +134,7 @@ class PermissionModal(DecisionGate, ModalScreen[PermissionAnswer]):
             margin: 1 0 0 0;
         }
     }"""
+    )
 
     def __init__(self, request: PermissionRequest, check_rule: CheckRule | None = None) -> None:
         super().__init__()
@@ -160,18 +164,32 @@ class PermissionModal(DecisionGate, ModalScreen[PermissionAnswer]):
                 shown = one_line(request.rule, RULE_SHOWN_CHARS)
                 with Horizontal(id="rule-keys"):
                     # The key first: on a narrow screen the rule is what the edge cuts.
-                    yield Button(Content(f"Always allow in this project [4/r]: {shown}"), id="always", compact=True)
+                    yield Button(
+                        Content(f"Always allow in this project [4/r]: {shown}"), id="always", compact=True
+                    )
                 with Vertical(id="rule-edit"):
-                    yield Static(Content("The rule to save (.PseudoClaude/settings.local.toml): "
-                                         "Enter saves it, Esc goes back"))
-                    yield _RuleInput(one_line(request.rule), max_length=RULE_MAX_CHARS, id="rule", compact=True)
+                    yield Static(
+                        Content(
+                            "The rule to save (.PseudoClaude/settings.local.toml): "
+                            "Enter saves it, Esc goes back"
+                        )
+                    )
+                    yield _RuleInput(
+                        one_line(request.rule), max_length=RULE_MAX_CHARS, id="rule", compact=True
+                    )
                     if request.still_asks:
-                        yield Static(Content(one_line(f"still asks: {request.still_asks}", STILL_ASKS_SHOWN_CHARS)),
-                                     id="rule-still-asks")
+                        yield Static(
+                            Content(one_line(f"still asks: {request.still_asks}", STILL_ASKS_SHOWN_CHARS)),
+                            id="rule-still-asks",
+                        )
                     yield Static("", id="rule-error")
             elif request.still_asks:
-                yield Static(Content(one_line(f"no rule can remember it: {request.still_asks}",
-                                              STILL_ASKS_SHOWN_CHARS)), id="rule-none")
+                yield Static(
+                    Content(
+                        one_line(f"no rule can remember it: {request.still_asks}", STILL_ASKS_SHOWN_CHARS)
+                    ),
+                    id="rule-none",
+                )
 
     def on_mount(self) -> None:
         self.query_one("#preview").focus()
@@ -202,7 +220,13 @@ class PermissionModal(DecisionGate, ModalScreen[PermissionAnswer]):
     def _save_rule(self, event: Input.Submitted) -> None:
         event.stop()
         rule = one_line(event.value)
-        why = "the rule is empty" if not rule else self.check_rule(rule) if self.check_rule is not None else None
+        why = (
+            "the rule is empty"
+            if not rule
+            else self.check_rule(rule)
+            if self.check_rule is not None
+            else None
+        )
         if why is not None:
             error = self.query_one("#rule-error", Static)
             error.update(Content(one_line(f"not saved: {why}", 300)))

@@ -67,7 +67,10 @@ class _Listing(Static):
         rows = self._rows
         if rows is None or rows[0] != width:
             visual = self.visual
-            rows = self._rows = (width, visual.wrap(width) if isinstance(visual, Content) and width > 0 else [])
+            rows = self._rows = (
+                width,
+                visual.wrap(width) if isinstance(visual, Content) and width > 0 else [],
+            )
         return rows[1] if isinstance(self.visual, Content) else None
 
     def render_line(self, y: int) -> Strip:
@@ -96,11 +99,15 @@ class TrustModal(DecisionGate, ModalScreen[bool]):
     ]
 
     # Its summary takes four or five lines: a shorter list keeps the y/n keys on an 80×24 screen.
-    DEFAULT_CSS = "TrustModal {" + DIALOG_CSS + """
+    DEFAULT_CSS = (
+        "TrustModal {"
+        + DIALOG_CSS
+        + """
         #preview {
             max-height: 40vh;
         }
     }"""
+    )
 
     def __init__(self, cards: Sequence[TrustCard] | None, *, where: str = "") -> None:
         super().__init__()
@@ -119,8 +126,13 @@ class TrustModal(DecisionGate, ModalScreen[bool]):
                 yield _Listing(self._listing(), id="cards")
             yield typed_ahead_line()
             with Horizontal(id="keys"):
-                yield Button(Content("Trust and use it [y]"), id="trust", variant="warning", compact=True,
-                             disabled=self.cards is None)
+                yield Button(
+                    Content("Trust and use it [y]"),
+                    id="trust",
+                    variant="warning",
+                    compact=True,
+                    disabled=self.cards is None,
+                )
                 yield Button(Content("Not now, ask next start [n/Esc]"), id="not-now", compact=True)
 
     def on_mount(self) -> None:
@@ -162,7 +174,9 @@ class TrustModal(DecisionGate, ModalScreen[bool]):
         )
         cards = self.cards
         if cards is None:
-            return Content(head + "Its cards are not put into any prompt or memory update until you trust it.")
+            return Content(
+                head + "Its cards are not put into any prompt or memory update until you trust it."
+            )
         count = len(cards)
         text = (
             f"{head}Its {count:,} card{'s are' if count != 1 else ' is'} not put into any prompt or "
@@ -177,10 +191,15 @@ class TrustModal(DecisionGate, ModalScreen[bool]):
         hiding = sum(1 for c in cards if c.markup and not c.problem)
         if not hiding:
             return Content(text)
-        return Content.assemble(text, (
-            f" {hiding:,} card{'s hold' if hiding != 1 else ' holds'} HTML comments, hidden markup or "
-            "tag-like text that the model reads and a rendered view hides "
-            f"(listed {'next' if left else 'first'}, with the text).", "bold $text-warning"))
+        return Content.assemble(
+            text,
+            (
+                f" {hiding:,} card{'s hold' if hiding != 1 else ' holds'} HTML comments, hidden markup or "
+                "tag-like text that the model reads and a rendered view hides "
+                f"(listed {'next' if left else 'first'}, with the text).",
+                "bold $text-warning",
+            ),
+        )
 
     def _listing(self) -> Content:
         cards = self.cards
@@ -197,10 +216,12 @@ class TrustModal(DecisionGate, ModalScreen[bool]):
         parts: list[Content] = [_card_line(c) for c in shown]
         rest = len(cards) - len(shown)
         if rest:
-            parts.append(Content.styled(
-                f"… and {rest:,} more card{'s' if rest != 1 else ''} (the card browser, /memory, lists them all)",
-                "italic $foreground-muted",
-            ))
+            parts.append(
+                Content.styled(
+                    f"… and {rest:,} more card{'s' if rest != 1 else ''} (the card browser, /memory, lists them all)",
+                    "italic $foreground-muted",
+                )
+            )
         return Content("\n\n").join(parts)
 
     def gate_open(self, now: float | None = None) -> bool:
@@ -239,8 +260,10 @@ def _card_line(card: TrustCard) -> Content:
     parts.append(("\n  " + details, "$foreground-muted"))
     if card.markup:
         # The fragment came printable (invisible characters named) and cut to one line.
-        parts += ["\n  ", (f"⚠ {one_line(card.markup)}", LABEL_STYLE), " ",
-                  (one_line(card.fragment) or "(no text)", MARK_STYLE)]
+        parts += [
+            "\n  ",
+            (f"⚠ {one_line(card.markup)}", LABEL_STYLE),
+            " ",
+            (one_line(card.fragment) or "(no text)", MARK_STYLE),
+        ]
     return Content.assemble(*parts)
-
-

@@ -91,7 +91,6 @@ MAX_JOB_LINES = 4
 MAX_SECTION_CARDS = 300
 
 
-
 def wrap_cells(text: str, width: int, max_lines: int) -> list[str]:
     """``text`` word-wrapped to ``width`` terminal cells, at most ``max_lines`` lines; a cut
     ends in "…". Cell-aware: wide (CJK, emoji) characters count double."""
@@ -150,7 +149,9 @@ def _tagged_lines(tags: list[tuple[str, str]], text: str, width: int, max_lines:
     each tag styled where the first line shows it. An author keeps its " ·" on its line (a
     no-break space): a wrapped line does not start with the separator."""
     words = [t for t, _ in tags] + ([text] if text else [])
-    whole = "".join(f"{w}{NBSP if w.startswith('by ') else ' '}· " for w in words[:-1]) + (words[-1] if words else "")
+    whole = "".join(f"{w}{NBSP if w.startswith('by ') else ' '}· " for w in words[:-1]) + (
+        words[-1] if words else ""
+    )
     out = [Text("  " + line, "dim") for line in wrap_cells(whole, width - 2, max_lines)]
     if out:
         shown = len(out[0]) - 2  # the first line is a prefix of ``whole``
@@ -202,13 +203,18 @@ class _CardList(Widget):
             # One line, replaced by the next sync's: a failure is said, never stacked.
             sync = one_line(s.sync_note)
             if s.sync_failed:
-                out.extend(Text(line, "yellow") for line in wrap_cells(f"{CONFLICT_MARK} {sync}", width, SYNC_FAILED_LINES))
+                out.extend(
+                    Text(line, "yellow")
+                    for line in wrap_cells(f"{CONFLICT_MARK} {sync}", width, SYNC_FAILED_LINES)
+                )
             else:
                 out.append(_fit(Text(sync, "dim"), width))
         if s.conflicted:
             # First: they need a person, and they are in no section below (no index has them).
             out.append(Text(""))
-            head = Text.assemble((f"{CONFLICT_MARK} Conflicted", "bold red"), (f" {len(s.conflicted)}", "dim"))
+            head = Text.assemble(
+                (f"{CONFLICT_MARK} Conflicted", "bold red"), (f" {len(s.conflicted)}", "dim")
+            )
             out.append(_fit(head, width))
             for card in s.conflicted[:MAX_SECTION_CARDS]:
                 lines.extend([None] * (len(out) - len(lines)))
@@ -278,8 +284,11 @@ class _CardList(Widget):
     @staticmethod
     def _conflicted(card: PanelCard, width: int) -> list[Text]:
         tag, colour = TYPE_TAGS.get(card.type, (one_line(card.type)[:8] or "?", "white"))
-        first = Text.assemble((f"{CONFLICT_MARK} ", "bold red"), (f"{tag} ", colour),
-                              (one_line(card.title) or one_line(card.filename), "bold"))
+        first = Text.assemble(
+            (f"{CONFLICT_MARK} ", "bold red"),
+            (f"{tag} ", colour),
+            (one_line(card.title) or one_line(card.filename), "bold"),
+        )
         tags = [(UNTRUSTED_TAG, "italic yellow")] if card.untrusted else []
         tags.append((one_line(card.level) or "conflicted", "italic"))
         return [_fit(first, width), *_tagged_lines(tags, CONFLICT_TEXT, width, CONFLICT_LINES)]
@@ -348,7 +357,9 @@ class _JobsLine(Widget, can_focus=True):
         out: list[Text] = []
         for job in jobs[:MAX_JOB_LINES]:
             style = "bold red" if job.failed else "cyan"
-            line = Text.assemble(("✗ " if job.failed else "• ", style), (one_line(job.line), "red" if job.failed else ""))
+            line = Text.assemble(
+                ("✗ " if job.failed else "• ", style), (one_line(job.line), "red" if job.failed else "")
+            )
             out.append(_fit(line, width))
         if len(jobs) > MAX_JOB_LINES:
             out.append(Text(f"+{len(jobs) - MAX_JOB_LINES} more", "dim"))

@@ -98,8 +98,10 @@ def _change(op: PendingOp) -> list[str | Content | tuple[str, str]]:
     if op.action == "delete":
         if op.before is None:
             return [gone]
-        return [("Would delete: moves to .trash/ (undo restores it)\n", "bold $text-error"),
-                marked_preview(op.before)]
+        return [
+            ("Would delete: moves to .trash/ (undo restores it)\n", "bold $text-error"),
+            marked_preview(op.before),
+        ]
     if op.action == "create":
         return [("New card:\n", "bold $text-success"), marked_preview(op.after or "")]
     text = op.after if op.after is not None else op.before
@@ -195,4 +197,3 @@ class DetailPane(Widget):
 
     def render(self) -> Content:
         return self._content()
-

@@ -161,4 +161,3 @@ def state_text(job: PendingJob, now: datetime) -> str:
 
 def op_label(op: PendingOp) -> str:
     return one_line(op.title) or one_line(op.filename) or "(untitled)"
-

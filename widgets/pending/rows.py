@@ -133,7 +133,6 @@ def row_text(row: Row, width: int, now: datetime, expanded: frozenset[str], coun
     return Text("")
 
 
-
 def section_counts(state: PendingState) -> dict[str, int]:
     return {name: sum(1 for job in state.jobs if belongs(job)) for name, belongs in SECTIONS}
 

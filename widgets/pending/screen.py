@@ -387,4 +387,3 @@ class PendingScreen(DecisionGate, Screen[None]):
 
     def action_back(self) -> None:
         self.dismiss()
-

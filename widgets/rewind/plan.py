@@ -43,8 +43,12 @@ _ACTION = {"restore": "restore", "delete": "delete", "same": "unchanged"}
 
 def _file(f: PlanFile) -> Content:
     if f.conflict is not None:
-        return Content.assemble(("  ⚠ conflict: ", "bold $text-warning"), one_line(f.conflict, 300),
-                                ("\n", ""), render_preview(f.diff.rstrip("\n"), "diff"))
+        return Content.assemble(
+            ("  ⚠ conflict: ", "bold $text-warning"),
+            one_line(f.conflict, 300),
+            ("\n", ""),
+            render_preview(f.diff.rstrip("\n"), "diff"),
+        )
     muted = "$foreground-muted" if f.action == "same" else ""
     return Content.assemble((f"  {_ACTION[f.action]:<9} ", muted or "bold"), (one_line(f.path, 200), muted))
 
@@ -79,7 +83,10 @@ class RewindPlanScreen(DecisionGate, ModalScreen[RewindChoice | None]):
         Binding("m", "undo_memory", "Undo the memory batches"),
         Binding("escape", "back", "Back"),
     ]
-    DEFAULT_CSS = "RewindPlanScreen {" + DIALOG_CSS + """
+    DEFAULT_CSS = (
+        "RewindPlanScreen {"
+        + DIALOG_CSS
+        + """
         #memory {
             margin: 1 0 0 0;
         }
@@ -88,6 +95,7 @@ class RewindPlanScreen(DecisionGate, ModalScreen[RewindChoice | None]):
             margin: 1 0 0 0;
         }
     }"""
+    )
 
     class UndoMemory(Message):
         """``m``: undo the rewound turns' memory batches (newest first)."""
@@ -102,7 +110,9 @@ class RewindPlanScreen(DecisionGate, ModalScreen[RewindChoice | None]):
         state = self.state
         with Vertical(id="dialog") as dialog:
             dialog.border_title = Content(f"Rewind to before turn {state.to_turn}?")
-            yield Static(Content(f"turn {state.to_turn}: {one_line(state.text, 200) or '(no prompt)'}"), id="summary")
+            yield Static(
+                Content(f"turn {state.to_turn}: {one_line(state.text, 200) or '(no prompt)'}"), id="summary"
+            )
             with VerticalScroll(id="preview"):
                 yield Static(plan_body(state), id="plan")
             yield Static(Content(one_line(self.memory_line, 600)), id="memory")
@@ -113,8 +123,12 @@ class RewindPlanScreen(DecisionGate, ModalScreen[RewindChoice | None]):
                 yield Button(Content("Conversation only [c]"), id="c", compact=True)
                 yield Button(Content("Back [Esc]"), id="back", compact=True)
             with Horizontal(id="memory-keys"):
-                yield Button(Content("Undo these memory batches too [m]"), id="m", compact=True,
-                             disabled=not self.memory_undo)
+                yield Button(
+                    Content("Undo these memory batches too [m]"),
+                    id="m",
+                    compact=True,
+                    disabled=not self.memory_undo,
+                )
 
     def on_mount(self) -> None:
         self.query_one("#preview").focus()

@@ -28,8 +28,10 @@ __all__ = ["FILES_SHOWN", "RewindTurns", "file_line", "turn_prompt"]
 
 FILES_SHOWN = 8  # files listed under a turn; the rest are counted
 TITLE = "Rewind: pick a turn (Enter) · Esc closes"
-HINT = ("The files and the conversation go back to before the turn you pick; the next window says "
-        "what that does, and asks. Memory is never rewound.")
+HINT = (
+    "The files and the conversation go back to before the turn you pick; the next window says "
+    "what that does, and asks. Memory is never rewound."
+)
 
 
 def file_line(f: FileLine) -> Content:
@@ -42,7 +44,12 @@ def file_line(f: FileLine) -> Content:
 
 def turn_prompt(item: TurnItem) -> Content:
     """A turn's option: its number, time and prompt, then a line per file and the bash note."""
-    head: list[str | tuple[str, str]] = [(f"{item.turn:>3}", "bold"), "  ", (item.when, "$foreground-muted"), "  "]
+    head: list[str | tuple[str, str]] = [
+        (f"{item.turn:>3}", "bold"),
+        "  ",
+        (item.when, "$foreground-muted"),
+        "  ",
+    ]
     text = one_line(item.text, 160) or "(no prompt)"
     head.append((text, "$text-accent") if item.kind == "rewind" else text)
     if item.note:
@@ -52,7 +59,9 @@ def turn_prompt(item: TurnItem) -> Content:
         lines.append(Content("       ") + file_line(f))
     rest = len(item.files) - FILES_SHOWN
     if rest > 0:
-        lines.append(Content.styled(f"       … and {rest} more file{'s' if rest != 1 else ''}", "$foreground-muted"))
+        lines.append(
+            Content.styled(f"       … and {rest} more file{'s' if rest != 1 else ''}", "$foreground-muted")
+        )
     if item.bash:
         lines.append(Content.styled(f"       {BASH_NOTE}", "$text-warning"))
     return Content("\n").join(lines)
@@ -63,7 +72,10 @@ class RewindTurns(ModalScreen[int | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close")]
     AUTO_FOCUS = "#turns"
-    DEFAULT_CSS = "RewindTurns {" + DIALOG_CSS + """
+    DEFAULT_CSS = (
+        "RewindTurns {"
+        + DIALOG_CSS
+        + """
         #turns {
             height: auto;
             max-height: 70vh;
@@ -71,6 +83,7 @@ class RewindTurns(ModalScreen[int | None]):
             background: $background;
         }
     }"""
+    )
 
     def __init__(self, items: Sequence[TurnItem]) -> None:
         super().__init__()

@@ -87,7 +87,9 @@ class PendingTrust:
         return cls(kind=kind, shown=shown, digest=digest(shown))
 
 
-def is_trusted(workspace: Path, home: Path | None, pending: PendingTrust, trust: ProjectTrust | None = None) -> bool:
+def is_trusted(
+    workspace: Path, home: Path | None, pending: PendingTrust, trust: ProjectTrust | None = None
+) -> bool:
     """Whether the person said yes to exactly ``pending.shown`` for its kind in this workspace."""
     trust = trust or ProjectTrust(Path(workspace), home)
     return trust.trusted(pending.kind, pending.digest)
@@ -120,7 +122,10 @@ def tracked_by_git(workspace: Path, rel: Path) -> bool:
     try:
         done = subprocess.run(
             ["git", "-C", str(workspace), "ls-files", "--error-unmatch", "--", rel.as_posix()],
-            capture_output=True, timeout=10, check=False, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+            check=False,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError):
         return False
@@ -140,5 +145,7 @@ def read_layers(workspace: Path, home: Path | None = None) -> tuple[ConfigLayer,
     layers.append(ConfigLayer("project", project, data, error, shared=True))
     local = local_settings_path(workspace)
     data, error = _read_toml(local)
-    layers.append(ConfigLayer("local", local, data, error, shared=tracked_by_git(workspace, LOCAL_SETTINGS_REL)))
+    layers.append(
+        ConfigLayer("local", local, data, error, shared=tracked_by_git(workspace, LOCAL_SETTINGS_REL))
+    )
     return tuple(layers)

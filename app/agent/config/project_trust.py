@@ -81,5 +81,6 @@ class ProjectTrust:
             return
         del kinds[kind]
         record = {"id": ident, "workspace": os.path.realpath(self.paths.workspace), "kinds": kinds}
-        self.fs.atomic_write(self._record_path(ident), (json.dumps(record, indent=1, sort_keys=True) + "\n").encode(),
-                             0o600)
+        self.fs.atomic_write(
+            self._record_path(ident), (json.dumps(record, indent=1, sort_keys=True) + "\n").encode(), 0o600
+        )

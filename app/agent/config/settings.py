@@ -159,10 +159,23 @@ class Settings(BaseSettings):
             raise ValueError("remote helpers (`transport::address`) are not allowed; use a URL or a path")
         return v
 
-    @field_validator("max_iterations", "memory_wait", "max_tokens", "bash_timeout", "context_window", "compact_at",
-                     "offload_bytes", "tool_input_max_bytes", "consolidate_after", "memory_idle_timeout",
-                     "mcp_start_timeout", "mcp_call_timeout", "checkpoint_max_mb", "checkpoint_max_days",
-                     mode="before")
+    @field_validator(
+        "max_iterations",
+        "memory_wait",
+        "max_tokens",
+        "bash_timeout",
+        "context_window",
+        "compact_at",
+        "offload_bytes",
+        "tool_input_max_bytes",
+        "consolidate_after",
+        "memory_idle_timeout",
+        "mcp_start_timeout",
+        "mcp_call_timeout",
+        "checkpoint_max_mb",
+        "checkpoint_max_days",
+        mode="before",
+    )
     @classmethod
     def _no_booleans(cls, v: Any) -> Any:
         # TOML `max_iterations = true` would otherwise quietly become 1.

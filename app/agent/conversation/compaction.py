@@ -90,24 +90,31 @@ Write plain Markdown with short sections. Do not invent anything; do not address
 
 
 # How to get out of a conversation that no compaction makes fit, in both faces' words.
-WAY_OUT = ("go back to before the turn that made it this large (/rewind in the app, `pseudoclaude rewind N` "
-           "from a shell) or start a new session (/clear in the app; in print mode, leave out --continue "
-           "and --resume)")
+WAY_OUT = (
+    "go back to before the turn that made it this large (/rewind in the app, `pseudoclaude rewind N` "
+    "from a shell) or start a new session (/clear in the app; in print mode, leave out --continue "
+    "and --resume)"
+)
 
 
 def does_not_fit(tokens: int, window: int, summary_error: str = "") -> str:
     """Why a turn ends when even compacting left the conversation over the window."""
     why = f"; the summary failed: {summary_error}" if summary_error else ""
-    return (f"the conversation does not fit the model's context window ({tokens:,} of {window:,} tokens) "
-            f"even after compacting{why}")
+    return (
+        f"the conversation does not fit the model's context window ({tokens:,} of {window:,} tokens) "
+        f"even after compacting{why}"
+    )
 
 
 def too_large(reason: str, conversation: list[dict[str, Any]], turn_start: int | None, window: int) -> str:
     """``reason`` (the request cannot be made to fit) with what to do. A turn with no response yet,
     after a conversation that fits, is left out by the turn rules: a shorter prompt goes. Otherwise
     the conversation stays this large for every later prompt, and the way out is named."""
-    if (turn_start is not None and not any(m.get("role") == "assistant" for m in conversation[turn_start:])
-            and messages_chars(conversation[:turn_start]) // CHARS_PER_TOKEN < window):
+    if (
+        turn_start is not None
+        and not any(m.get("role") == "assistant" for m in conversation[turn_start:])
+        and messages_chars(conversation[:turn_start]) // CHARS_PER_TOKEN < window
+    ):
         return f"{reason}; the prompt was left out: send a shorter one"
     return f"{reason}; every later prompt would fail the same way: {WAY_OUT}"
 
@@ -237,7 +244,7 @@ def result_stub(text: str, rid: str) -> str:
         used += len(piece)
     hidden_from, hidden_to = len(head) + 1, len(pieces) - len(tail)
     lines = [
-        f'{STUB_PREFIX}{size:,} bytes in {len(pieces):,} lines; its head and tail are below. Read any part '
+        f"{STUB_PREFIX}{size:,} bytes in {len(pieces):,} lines; its head and tail are below. Read any part "
         f'with read_result {{"id": "{rid}", "offset": <first line>, "limit": <lines>}}]',
         "".join(head).rstrip("\n"),
     ]
@@ -303,15 +310,20 @@ def _user_words(message: dict[str, Any]) -> bool:
     if isinstance(content, str):
         return bool(content.strip())
     return any(
-        isinstance(b, dict) and b.get("type") == "text" and not is_app_note(b)
-        and not str(b.get("text", "")).startswith(_UPDATE_OPEN) and str(b.get("text", "")).strip()
+        isinstance(b, dict)
+        and b.get("type") == "text"
+        and not is_app_note(b)
+        and not str(b.get("text", "")).startswith(_UPDATE_OPEN)
+        and str(b.get("text", "")).strip()
         for b in content or []
     )
 
 
 def _has_results(message: dict[str, Any]) -> bool:
     content = message.get("content")
-    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
 
 
 def split_for_summary(messages: list[dict[str, Any]], keep_chars: int, must_keep_from: int | None) -> int:
@@ -392,7 +404,7 @@ def summary_prompt(previous: str | None, chunk: str, focus: str, part: tuple[int
     if previous:
         parts.append(f"<summary-so-far>\n{previous}\n</summary-so-far>")
     what = "the earlier conversation" if n == 1 else f"part {k} of {n} of the earlier conversation"
-    parts.append(f"<conversation part=\"{k}/{n}\">\n{chunk}\n</conversation>")
+    parts.append(f'<conversation part="{k}/{n}">\n{chunk}\n</conversation>')
     ask = f"Write the summary of {what}"
     ask += ", merged with the summary so far" if previous else ""
     ask += "."
@@ -443,8 +455,9 @@ class SummaryFailed(Exception):
         self.reason = reason
 
 
-def summary_request(model: str, max_tokens: int, previous: str | None, chunk: str, focus: str,
-                    part: tuple[int, int]) -> ModelRequest:
+def summary_request(
+    model: str, max_tokens: int, previous: str | None, chunk: str, focus: str, part: tuple[int, int]
+) -> ModelRequest:
     """One summary request: the chunk (part ``k`` of ``n``) merged into the summary so far."""
     return ModelRequest(
         model=model,
@@ -454,7 +467,9 @@ def summary_request(model: str, max_tokens: int, previous: str | None, chunk: st
     )
 
 
-async def request_summary(provider: Provider, request: ModelRequest, on_usage: Callable[[UsageEvent], None]) -> str:
+async def request_summary(
+    provider: Provider, request: ModelRequest, on_usage: Callable[[UsageEvent], None]
+) -> str:
     """Stream one summary request; its text (a response cut at ``max_tokens`` still counts).
     Raises :class:`SummaryFailed`. A retried attempt's text is void."""
     parts: list[str] = []

@@ -101,7 +101,8 @@ def app_note(text: str) -> dict[str, Any]:
 
 def is_app_note(block: Any) -> bool:
     return (
-        isinstance(block, dict) and block.get("type") == "text"
+        isinstance(block, dict)
+        and block.get("type") == "text"
         and str(block.get("text", "")).startswith(APP_NOTE_PREFIX)
     )
 
@@ -124,7 +125,9 @@ def drop_turn(conv: list[dict[str, Any]], mark: TurnMark) -> None:
         conv[-1] = copy.deepcopy(mark.last)
 
 
-def turn_closing(conv: list[dict[str, Any]], mark: TurnMark, status: str, reason: str = "") -> tuple[list[dict[str, Any]], bool]:
+def turn_closing(
+    conv: list[dict[str, Any]], mark: TurnMark, status: str, reason: str = ""
+) -> tuple[list[dict[str, Any]], bool]:
     """The rules for ending a turn that did not end on the model's own answer.
 
     Returns ``(messages to push, drop)``:
@@ -233,7 +236,9 @@ def _push_user(
         elif b["tool_use_id"] in pending and b["tool_use_id"] not in found:
             found[b["tool_use_id"]] = b
         else:
-            notes.append(f"dropped a tool_result for {b['tool_use_id']!r}, which answers no pending tool call")
+            notes.append(
+                f"dropped a tool_result for {b['tool_use_id']!r}, which answers no pending tool call"
+            )
     missing = [i for i in pending if i not in found]
     if target is None and missing:
         notes.append(f"{len(missing)} tool call(s) without a result marked {INTERRUPTED}")
@@ -258,7 +263,11 @@ def replace_result(conv: list[dict[str, Any]], tool_use_id: str, content: str) -
         if m.get("role") != "user" or not isinstance(m.get("content"), list):
             continue
         for block in m["content"]:
-            if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_result"
+                and block.get("tool_use_id") == tool_use_id
+            ):
                 block["content"] = content
                 return True
     return False

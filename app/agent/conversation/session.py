@@ -213,7 +213,9 @@ class Session:
             if not self.title:
                 self.title = title_of(user_text)
             self._lines += 1
-            self._write(dumps({"type": "turn_start", "turn": self.turns, "time": now_rfc3339(), "text": user_text}))
+            self._write(
+                dumps({"type": "turn_start", "turn": self.turns, "time": now_rfc3339(), "text": user_text})
+            )
             return self.turns
 
     def end_turn(self, status: str, **info: Any) -> bool:
@@ -232,7 +234,12 @@ class Session:
             closing, drop = turn_closing(self.messages, mark, status, str(info.get("message") or ""))
             for m in closing:
                 self._append(m, repair="interrupted")
-            record: dict[str, Any] = {"type": "turn_end", "turn": self.turns, "status": status, "time": now_rfc3339()}
+            record: dict[str, Any] = {
+                "type": "turn_end",
+                "turn": self.turns,
+                "status": status,
+                "time": now_rfc3339(),
+            }
             if drop:
                 drop_turn(self.messages, mark)
                 self.turn_start = len(self.messages)
@@ -265,9 +272,13 @@ class Session:
             self._check_open()
             for tool_use_id, stub in replaced:
                 self._lines += 1
-                self._write(dumps({"type": "offload", "tool_use_id": tool_use_id, "content": scrub_text(stub)}))
+                self._write(
+                    dumps({"type": "offload", "tool_use_id": tool_use_id, "content": scrub_text(stub)})
+                )
 
-    def compact(self, summary: str, messages: list[dict[str, Any]], turn_start: int | None, **info: Any) -> None:
+    def compact(
+        self, summary: str, messages: list[dict[str, Any]], turn_start: int | None, **info: Any
+    ) -> None:
         """Replace the conversation by its compacted form: ``summary`` (for the system prompt) and
         the verbatim ``messages`` that follow it. ``turn_start``: where the turn in progress begins in
         ``messages`` (None between turns). The log keeps everything before; this record is the
@@ -277,10 +288,21 @@ class Session:
             messages, _ = scrub(copy.deepcopy(messages))
             # ``at``: what the lines before this one add up to, so a replay without history
             # (session_log.replay_tail) reads the file from here on only.
-            at = {"line": self._lines + 1, "turns": self.turns, "compactions": self.compactions,
-                  "open": self._mark is not None}
-            record = {"type": "compaction", "time": now_rfc3339(), "summary": scrub_text(summary),
-                      "turn_start": turn_start, "messages": messages, **info, "at": at}
+            at = {
+                "line": self._lines + 1,
+                "turns": self.turns,
+                "compactions": self.compactions,
+                "open": self._mark is not None,
+            }
+            record = {
+                "type": "compaction",
+                "time": now_rfc3339(),
+                "summary": scrub_text(summary),
+                "turn_start": turn_start,
+                "messages": messages,
+                **info,
+                "at": at,
+            }
             line = dumps(record)
             self.messages[:] = json.loads(line)["messages"]
             self.summary = record["summary"]
@@ -295,8 +317,9 @@ class Session:
             self._write(line)
             self._fsync()
 
-    def record_rewind(self, text: str, to_turn: int, state: tuple[list[dict[str, Any]], str | None] | None,
-                      **info: Any) -> int:
+    def record_rewind(
+        self, text: str, to_turn: int, state: tuple[list[dict[str, Any]], str | None] | None, **info: Any
+    ) -> int:
         """A rewind (app/agent/undo/rewind.py), written as a turn-like entry with the next number (so
         rewinding it undoes it) and, with ``state`` (the messages and summary of the conversation
         when ``to_turn`` began), a ``rewind`` record replay honours. One write, synced; returns its number."""
@@ -305,12 +328,25 @@ class Session:
             if self._mark is not None:
                 raise SessionError("a turn is in progress: rewind between turns")
             n, now = self.turns + 1, now_rfc3339()
-            lines = [dumps({"type": "turn_start", "turn": n, "time": now, "text": scrub_text(text), "kind": "rewind"}),
-                     dumps({"type": "turn_end", "turn": n, "status": "rewind", "time": now, **info})]
+            lines = [
+                dumps(
+                    {"type": "turn_start", "turn": n, "time": now, "text": scrub_text(text), "kind": "rewind"}
+                ),
+                dumps({"type": "turn_end", "turn": n, "status": "rewind", "time": now, **info}),
+            ]
             if state is not None:
-                lines.append(dumps({"type": "rewind", "turn": n, "to": to_turn, "time": now,
-                                    "summary": scrub_text(state[1]) if state[1] else None,
-                                    "messages": scrub(copy.deepcopy(state[0]))[0]}))
+                lines.append(
+                    dumps(
+                        {
+                            "type": "rewind",
+                            "turn": n,
+                            "to": to_turn,
+                            "time": now,
+                            "summary": scrub_text(state[1]) if state[1] else None,
+                            "messages": scrub(copy.deepcopy(state[0]))[0],
+                        }
+                    )
+                )
             self._write("\n".join(lines))
             self.turns, self._lines = n, self._lines + len(lines)
             if state is not None:
@@ -420,9 +456,17 @@ class SessionStore:
         try:
             os.fchmod(fd, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            session = Session(id=sid, path=path, workspace=Path(ws), fd=fd, created=created, model=model, lines=1)
-            meta = {"type": "meta", "version": SESSION_VERSION, "id": sid, "workspace": ws, "created": created,
-                    "model": model}
+            session = Session(
+                id=sid, path=path, workspace=Path(ws), fd=fd, created=created, model=model, lines=1
+            )
+            meta = {
+                "type": "meta",
+                "version": SESSION_VERSION,
+                "id": sid,
+                "workspace": ws,
+                "created": created,
+                "model": model,
+            }
             session._write(dumps(meta))
             os.fsync(fd)
             FS().fsync_dir(self.dir)
@@ -473,7 +517,11 @@ class SessionStore:
         found: list[tuple[int, str, SessionInfo]] = []
         for path in self._files():
             meta, st = read_header(path)
-            if meta is None or st is None or (want is not None and not same_workspace(meta["workspace"], want)):
+            if (
+                meta is None
+                or st is None
+                or (want is not None and not same_workspace(meta["workspace"], want))
+            ):
                 continue
             title, turns = scan(path)
             info = SessionInfo(

@@ -192,7 +192,9 @@ def mtime_rfc3339(st: os.stat_result) -> str:
 
 
 # What versions before the turn rules wrote as the *assistant's* last words of a failed turn.
-_LEGACY_MARKER = re.compile(r"^\[(?:error|max_iterations|cancelled|stopped|interrupted)(?::.*)?\]$", re.DOTALL)
+_LEGACY_MARKER = re.compile(
+    r"^\[(?:error|max_iterations|cancelled|stopped|interrupted)(?::.*)?\]$", re.DOTALL
+)
 
 
 def _replay_turn_end(conv: list[dict[str, Any]], mark: TurnMark, rec: dict[str, Any]) -> list[str]:
@@ -432,8 +434,11 @@ def replay_tail(path: Path, tail: bytes, offset: int, head: bytes) -> Replayed |
     at = rec.get("at") if isinstance(rec, dict) else None
     if not isinstance(at, dict) or not isinstance(rec.get("messages"), list) or not isinstance(meta, dict):
         return None
-    counts = [n for n in (at.get(k) for k in ("line", "turns", "compactions"))
-              if isinstance(n, int) and not isinstance(n, bool) and n >= 0]
+    counts = [
+        n
+        for n in (at.get(k) for k in ("line", "turns", "compactions"))
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 0
+    ]
     if len(counts) != 3 or not counts[0]:
         return None
     line, turns, compactions = counts

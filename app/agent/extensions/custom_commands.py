@@ -134,7 +134,9 @@ class CommandCatalog(BaseModel):
         """The command of that name; else the one whose name differs only in case (typed names
         are read as the app's own commands are)."""
         name = name.removeprefix("/")
-        return self.get(name) or next((c for c in self.commands if c.name.casefold() == name.casefold()), None)
+        return self.get(name) or next(
+            (c for c in self.commands if c.name.casefold() == name.casefold()), None
+        )
 
     def broken_named(self, name: str) -> BrokenCommand | None:
         name = name.removeprefix("/").casefold()
@@ -198,6 +200,7 @@ def _front_matter(text: str) -> tuple[str | None, str]:
 def _hint_as_text(front: str) -> str:
     """``argument-hint`` quoted as a YAML string: Claude Code writes it as ``[pr-number]
     [priority]``, which YAML would read as a list or refuse; it is text as written."""
+
     def quote(m: re.Match[str]) -> str:
         value = m.group(2).strip()
         if not value or value[0] in "'\"":
@@ -221,7 +224,11 @@ def _meta(front: str) -> dict[str, Any]:
         raise _Broken("the front matter is not a mapping of keys")
     meta: dict[str, Any] = {}
     for key, value in data.items():
-        if key in ("description", "argument-hint", "model") and value is not None and not isinstance(value, str):
+        if (
+            key in ("description", "argument-hint", "model")
+            and value is not None
+            and not isinstance(value, str)
+        ):
             value = str(value)
         meta[str(key)] = value
     return meta
@@ -281,7 +288,9 @@ def _read(path: Path, root: Path) -> bytes:
     return data
 
 
-def _command(path: Path, root: Path, name: str, scope: Literal["project", "user"], source: str) -> CustomCommand:
+def _command(
+    path: Path, root: Path, name: str, scope: Literal["project", "user"], source: str
+) -> CustomCommand:
     data = _read(path, root)
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
@@ -293,10 +302,16 @@ def _command(path: Path, root: Path, name: str, scope: Literal["project", "user"
     hint = meta.get("argument-hint")
     model = meta.get("model")
     return CustomCommand(
-        name=name, path=path, scope=scope, source=source, description=_description(meta, body),
+        name=name,
+        path=path,
+        scope=scope,
+        source=source,
+        description=_description(meta, body),
         argument_hint=(hint.strip() or None) if isinstance(hint, str) else None,
         model=(model.strip() or None) if isinstance(model, str) else None,
-        allowed_tools=rules, body=body, problems=problems,
+        allowed_tools=rules,
+        body=body,
+        problems=problems,
     )
 
 
@@ -315,7 +330,9 @@ def _files(root: Path) -> tuple[list[tuple[Path, str | None, str]], list[BrokenC
         for d in list(dirs):
             if (here / d).is_symlink():
                 dirs.remove(d)
-                broken.append(BrokenCommand(name=None, path=here / d, why="a symlinked folder is not followed"))
+                broken.append(
+                    BrokenCommand(name=None, path=here / d, why="a symlinked folder is not followed")
+                )
         for f in sorted(files):
             if f.startswith(".") or not f.endswith(".md"):
                 continue
@@ -347,14 +364,21 @@ def _trust_blob(workspace: Path) -> tuple[bytes, str]:
                 data = f"unreadable: {e.strerror}".encode()
             entries.append((rel, data))
     entries.sort()
-    blob = b"".join(rel.encode("utf-8", "surrogateescape") + b"\0" + str(len(data)).encode() + b"\0" + data
-                    for rel, data in entries)
+    blob = b"".join(
+        rel.encode("utf-8", "surrogateescape") + b"\0" + str(len(data)).encode() + b"\0" + data
+        for rel, data in entries
+    )
     shown = "\n".join(f"── {rel} ──\n{data.decode('utf-8', 'replace')}" for rel, data in entries)
     return blob, shown
 
 
-def load_custom_commands(workspace: Path, home: Path | None = None, *, builtin: Iterable[str] = (),
-                         trust: ProjectTrust | None = None) -> CommandCatalog:
+def load_custom_commands(
+    workspace: Path,
+    home: Path | None = None,
+    *,
+    builtin: Iterable[str] = (),
+    trust: ProjectTrust | None = None,
+) -> CommandCatalog:
     """The commands of the three folders. Blocking (small files): call it off an event loop.
     ``builtin``: the app's own command names (with or without the slash); a file with one of
     them is refused."""
@@ -365,7 +389,9 @@ def load_custom_commands(workspace: Path, home: Path | None = None, *, builtin: 
     pending: PendingTrust | None = None
     project_trusted = True
     if blob:
-        wanted = PendingTrust(kind="commands", shown=shown, digest="sha256:" + hashlib.sha256(blob).hexdigest())
+        wanted = PendingTrust(
+            kind="commands", shown=shown, digest="sha256:" + hashlib.sha256(blob).hexdigest()
+        )
         project_trusted = is_trusted(workspace, home, wanted, trust)
         if not project_trusted:
             pending = wanted
@@ -388,7 +414,9 @@ def load_custom_commands(workspace: Path, home: Path | None = None, *, builtin: 
                 broken.append(BrokenCommand(name=None, path=path, why=why))
                 continue
             if name.casefold() in builtins:
-                broken.append(BrokenCommand(name=name, path=path, why=f"/{name} is a built-in command; rename the file"))
+                broken.append(
+                    BrokenCommand(name=name, path=path, why=f"/{name} is a built-in command; rename the file")
+                )
                 continue
             try:
                 command = _command(path, root, name, scope, source)
@@ -401,6 +429,9 @@ def load_custom_commands(workspace: Path, home: Path | None = None, *, builtin: 
                 continue
             commands[name] = command
     return CommandCatalog(
-        commands=tuple(sorted(commands.values(), key=lambda c: c.name)), broken=tuple(broken), notes=tuple(notes),
-        waiting=tuple(waiting), pending_trust=pending,
+        commands=tuple(sorted(commands.values(), key=lambda c: c.name)),
+        broken=tuple(broken),
+        notes=tuple(notes),
+        waiting=tuple(waiting),
+        pending_trust=pending,
     )

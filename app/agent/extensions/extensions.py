@@ -38,8 +38,24 @@ log = logging.getLogger(__name__)
 
 # The app's own slash commands: a custom command may not take one of these names (print mode
 # refuses the same ones as the app; a test keeps this list equal to the app's table).
-APP_COMMANDS = ("help", "clear", "memory", "pending", "remember", "undo", "consolidate", "model", "mode", "resume",
-                "cost", "compact", "quit", "permissions", "mcp", "rewind")
+APP_COMMANDS = (
+    "help",
+    "clear",
+    "memory",
+    "pending",
+    "remember",
+    "undo",
+    "consolidate",
+    "model",
+    "mode",
+    "resume",
+    "cost",
+    "compact",
+    "quit",
+    "permissions",
+    "mcp",
+    "rewind",
+)
 
 
 @dataclass(frozen=True)
@@ -57,9 +73,17 @@ class Extensions:
     ``trust_project_mcp``: this run starts the project's servers without a record (print mode's
     ``--trust-project-mcp``)."""
 
-    def __init__(self, workspace: Path, home: Path | None = None, *, builtin: Iterable[str] = (),
-                 trust_project_mcp: bool = False, start_timeout: float = 10.0, call_timeout: float = 120.0,
-                 on_change: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        home: Path | None = None,
+        *,
+        builtin: Iterable[str] = (),
+        trust_project_mcp: bool = False,
+        start_timeout: float = 10.0,
+        call_timeout: float = 120.0,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
         self.workspace = Path(workspace)
         self.home = home
         self._builtin = tuple(builtin)
@@ -97,8 +121,13 @@ class Extensions:
         if self.mcp is not None:
             self.mcp.add(self.servers.servers)
         elif self.servers.servers:
-            self.mcp = McpManager(self.servers.servers, workspace=self.workspace, start_timeout=self._start_timeout,
-                                  call_timeout=self._call_timeout, on_change=self._on_change)
+            self.mcp = McpManager(
+                self.servers.servers,
+                workspace=self.workspace,
+                start_timeout=self._start_timeout,
+                call_timeout=self._call_timeout,
+                on_change=self._on_change,
+            )
 
     def allow(self, rules: tuple[Rule, ...], source: str) -> None:
         """Rules given for this run only (print mode's ``--allow-tools``, a custom command's
@@ -111,7 +140,11 @@ class Extensions:
         runs without asking (hooks, then MCP servers), what loosens a rule (allow rules), then the
         commands (text the person sends themselves)."""
         out: list[Waiting] = []
-        hooks, rules, commands = self.hooks.pending_trust, self.rules.pending_trust, self.commands.pending_trust
+        hooks, rules, commands = (
+            self.hooks.pending_trust,
+            self.rules.pending_trust,
+            self.commands.pending_trust,
+        )
         if isinstance(hooks, PendingTrust):
             out.append(Waiting(hooks.kind, hooks.shown, hooks.digest, len(self.hooks.waiting)))
         project = self.servers.project
@@ -191,7 +224,9 @@ class Extensions:
         out = await run_hooks(self.hooks, event, session_id=session_id, **fields)
         notes = [(one_line(line, 400), True) for line in out.warnings]
         if out.blocked and event in ("PostToolUse", "Stop"):
-            notes.append((one_line(f"{event} hook `{out.blocker}` blocked (exit 2): {out.reason}", 300), False))
+            notes.append(
+                (one_line(f"{event} hook `{out.blocker}` blocked (exit 2): {out.reason}", 300), False)
+            )
         if event == "SessionStart":
             self.start_notes = tuple(notes)
         for line, failed in notes:
@@ -217,7 +252,9 @@ class ExtensionGate:
             return RulesGate(self.ext.rules, self.ask)
         return RulesGate(self.ext.rules, self.ask, no_ask=self._no_ask)
 
-    async def decide(self, name: str, tool_input: dict[str, Any], *, call_id: str = "", depth: int = 0) -> Any:
+    async def decide(
+        self, name: str, tool_input: dict[str, Any], *, call_id: str = "", depth: int = 0
+    ) -> Any:
         return await self._gate().decide(name, tool_input, call_id=call_id, depth=depth)
 
     def will_ask(self, name: str, tool_input: dict[str, Any] | None = None) -> bool:

@@ -118,10 +118,13 @@ class HookConfig(BaseModel):
     problems: tuple[str, ...] = ()
     pending_trust: PendingTrust | None = None
 
-    def select(self, event: HookEvent, tool_name: str | None = None,
-               tool_input: dict[str, Any] | None = None) -> tuple[HookSpec, ...]:
+    def select(
+        self, event: HookEvent, tool_name: str | None = None, tool_input: dict[str, Any] | None = None
+    ) -> tuple[HookSpec, ...]:
         """The hooks that run for this event (and tool call), in order."""
-        return tuple(h for h in self.hooks if h.event == event and h.selects(tool_name, tool_input, self.workspace))
+        return tuple(
+            h for h in self.hooks if h.event == event and h.selects(tool_name, tool_input, self.workspace)
+        )
 
 
 @dataclass(frozen=True)
@@ -196,8 +199,12 @@ def _matcher(value: object, where: str) -> tuple[Rule, ...]:
 def _timeout(value: object, where: str) -> float:
     if value is None:
         return DEFAULT_TIMEOUT
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 < value <= MAX_TIMEOUT:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 < value <= MAX_TIMEOUT
+    ):
         raise RuleError(f"{where}: timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:.0f}")
     return float(value)
 
@@ -209,7 +216,7 @@ def _on_error(value: object, event: str, where: str, problems: list[str]) -> Hoo
     if value is None or value == "warn":
         return "warn"
     if event != "PreToolUse":
-        problems.append(f'{where}: on_error {value!r} ignored (only a PreToolUse hook can deny; it warns)')
+        problems.append(f"{where}: on_error {value!r} ignored (only a PreToolUse hook can deny; it warns)")
         return "warn"
     if value != "block":
         problems.append(f'{where}: on_error must be "warn" or "block", not {value!r}; read as "block"')
@@ -228,7 +235,9 @@ def _hooks_of(layer: ConfigLayer, problems: list[str]) -> list[HookSpec]:
     out: list[HookSpec] = []
     for event, entries in table.items():
         if event not in EVENTS:
-            problems.append(f"{layer.label}: unknown hook event {event!r} ignored (known: {', '.join(EVENTS)})")
+            problems.append(
+                f"{layer.label}: unknown hook event {event!r} ignored (known: {', '.join(EVENTS)})"
+            )
             continue
         if not isinstance(entries, list):
             problems.append(f"{layer.label}: hooks.{event} must be [[hooks.{event}]] tables; ignored")
@@ -240,8 +249,9 @@ def _hooks_of(layer: ConfigLayer, problems: list[str]) -> list[HookSpec]:
                     raise RuleError(f"{where}: not a table")
                 unknown = sorted(set(entry) - _KEYS)
                 if unknown:
-                    raise RuleError(f"{where}: unknown key(s) {', '.join(unknown)} "
-                                    "(matcher, command, timeout, on_error)")
+                    raise RuleError(
+                        f"{where}: unknown key(s) {', '.join(unknown)} (matcher, command, timeout, on_error)"
+                    )
                 command = entry.get("command")
                 if not isinstance(command, str) or not command.strip() or "\x00" in command:
                     raise RuleError(f"{where}: command must be a non-empty string")
@@ -249,10 +259,17 @@ def _hooks_of(layer: ConfigLayer, problems: list[str]) -> list[HookSpec]:
                 if matcher and event not in TOOL_EVENTS:
                     problems.append(f"{where}: matcher ignored ({event} has no tool)")
                     matcher = ()
-                out.append(HookSpec(event=event, command=command, matcher=matcher,
-                                    timeout=_timeout(entry.get("timeout"), where),
-                                    on_error=_on_error(entry.get("on_error"), event, where, problems),
-                                    scope=layer.scope, source=layer.label))
+                out.append(
+                    HookSpec(
+                        event=event,
+                        command=command,
+                        matcher=matcher,
+                        timeout=_timeout(entry.get("timeout"), where),
+                        on_error=_on_error(entry.get("on_error"), event, where, problems),
+                        scope=layer.scope,
+                        source=layer.label,
+                    )
+                )
             except RuleError as e:
                 problems.append(f"{e}; hook ignored")
     return out
@@ -268,8 +285,13 @@ def shared_hooks_text(layers: Iterable[ConfigLayer]) -> str:
     return "\n".join(parts)
 
 
-def load_hooks(workspace: Path, home: Path | None = None, *, trust: ProjectTrust | None = None,
-               layers: tuple[ConfigLayer, ...] | None = None) -> HookConfig:
+def load_hooks(
+    workspace: Path,
+    home: Path | None = None,
+    *,
+    trust: ProjectTrust | None = None,
+    layers: tuple[ConfigLayer, ...] | None = None,
+) -> HookConfig:
     """The hooks of the three files. Blocking (small files): call it off an event loop."""
     workspace = Path(workspace)
     layers = layers if layers is not None else read_layers(workspace, home)
@@ -291,8 +313,13 @@ def load_hooks(workspace: Path, home: Path | None = None, *, trust: ProjectTrust
         else:
             pending, waiting = wanted, tuple(shared)
             problems.append(f"{len(shared)} hook(s) of the project wait for your trust")
-    return HookConfig(workspace=workspace, hooks=tuple(hooks), waiting=waiting, problems=tuple(problems),
-                      pending_trust=pending)
+    return HookConfig(
+        workspace=workspace,
+        hooks=tuple(hooks),
+        waiting=waiting,
+        problems=tuple(problems),
+        pending_trust=pending,
+    )
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -353,8 +380,14 @@ async def _run_one(hook: HookSpec, payload: bytes, workspace: Path) -> HookRun:
     env["CLAUDE_PROJECT_DIR"] = str(workspace)  # hook scripts written for Claude Code read this
     try:
         proc = await asyncio.create_subprocess_exec(
-            "/bin/sh", "-c", hook.command, cwd=str(workspace), env=env,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            "/bin/sh",
+            "-c",
+            hook.command,
+            cwd=str(workspace),
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )
     except OSError as e:
@@ -377,9 +410,13 @@ async def _run_one(hook: HookSpec, payload: bytes, workspace: Path) -> HookRun:
     stdout, t1 = out.result() if out in done and not out.cancelled() else (b"", False)
     stderr, t2 = err.result() if err in done and not err.cancelled() else (b"", False)
     return HookRun(
-        hook, None if timed_out else proc.returncode,
-        stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"),
-        time.monotonic() - started, timed_out=timed_out, truncated=t1 or t2,
+        hook,
+        None if timed_out else proc.returncode,
+        stdout.decode("utf-8", "replace"),
+        stderr.decode("utf-8", "replace"),
+        time.monotonic() - started,
+        timed_out=timed_out,
+        truncated=t1 or t2,
     )
 
 
@@ -396,20 +433,35 @@ def _warning(event: HookEvent, hook: HookSpec, failure: str) -> str:
     line = f"{event} hook `{hook.label}` {failure}"
     if event != "PreToolUse":
         return line
-    return line + ('; the call was denied (on_error = "block")' if hook.on_error == "block"
-                   else '; the call goes on (on_error = "warn")')
+    return line + (
+        '; the call was denied (on_error = "block")'
+        if hook.on_error == "block"
+        else '; the call goes on (on_error = "warn")'
+    )
 
 
-async def run_hooks(config: HookConfig, event: HookEvent, *, session_id: str, tool_name: str | None = None,
-                    tool_input: dict[str, Any] | None = None, tool_response: object = None,
-                    prompt: str | None = None, extra: dict[str, Any] | None = None) -> HookOutcome:
+async def run_hooks(
+    config: HookConfig,
+    event: HookEvent,
+    *,
+    session_id: str,
+    tool_name: str | None = None,
+    tool_input: dict[str, Any] | None = None,
+    tool_response: object = None,
+    prompt: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> HookOutcome:
     """Run the hooks selected for this event, one after the other; the first exit 2 blocks (for
     events that can block) and ends the run, as does a failed PreToolUse hook whose ``on_error``
     is "block". Never raises for a hook's failure: each is a line of ``warnings``."""
     hooks = config.select(event, tool_name, tool_input)
     if not hooks:
         return HookOutcome(event=event)
-    payload: dict[str, Any] = {"session_id": session_id, "hook_event_name": event, "cwd": str(config.workspace)}
+    payload: dict[str, Any] = {
+        "session_id": session_id,
+        "hook_event_name": event,
+        "cwd": str(config.workspace),
+    }
     if event in TOOL_EVENTS:
         payload["tool_name"] = tool_name
         payload["tool_input"] = tool_input or {}
@@ -431,16 +483,30 @@ async def run_hooks(config: HookConfig, event: HookEvent, *, session_id: str, to
         if failure is not None:
             warnings.append(_warning(event, hook, failure))
             if event == "PreToolUse" and hook.on_error == "block":
-                reason = (f"the PreToolUse hook `{hook.label}` failed: {failure}; "
-                          'its on_error = "block" denies the call')
+                reason = (
+                    f"the PreToolUse hook `{hook.label}` failed: {failure}; "
+                    'its on_error = "block" denies the call'
+                )
         elif run.exit_code == 0:
             if event in ("UserPromptSubmit", "SessionStart") and run.stdout.strip():
                 context.append(run.stdout.strip())
         else:  # exit 2 of an event that can block
             reason = run.stderr.strip() or f"blocked by the hook `{hook.label}` (exit 2, no reason given)"
         if reason:
-            return HookOutcome(event=event, blocked=True, reason=reason, context="\n".join(context),
-                               warnings=tuple(warnings), duration=time.monotonic() - started, runs=tuple(runs),
-                               blocker=hook.label)
-    return HookOutcome(event=event, context="\n".join(context), warnings=tuple(warnings),
-                       duration=time.monotonic() - started, runs=tuple(runs))
+            return HookOutcome(
+                event=event,
+                blocked=True,
+                reason=reason,
+                context="\n".join(context),
+                warnings=tuple(warnings),
+                duration=time.monotonic() - started,
+                runs=tuple(runs),
+                blocker=hook.label,
+            )
+    return HookOutcome(
+        event=event,
+        context="\n".join(context),
+        warnings=tuple(warnings),
+        duration=time.monotonic() - started,
+        runs=tuple(runs),
+    )

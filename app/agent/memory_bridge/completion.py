@@ -123,7 +123,9 @@ class Capabilities:
                 if any((e.base_url, e.model) == key for e in record.refused_structured_output):
                     return
                 since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-                record.refused_structured_output.append(RefusedEndpoint(base_url=key[0], model=key[1], since=since))
+                record.refused_structured_output.append(
+                    RefusedEndpoint(base_url=key[0], model=key[1], since=since)
+                )
                 data = json.dumps(record.model_dump(), indent=2, ensure_ascii=True) + "\n"
                 self.fs.atomic_write(self.path, data.encode("ascii"), mode=0o600)
         except Exception as e:
@@ -291,7 +293,9 @@ class AnthropicCompletion:
             within = self._timeout().connect or self.idle_timeout
             return CompletionError(f"no connection to the memory model within {within:g} s", retryable=True)
         if isinstance(cause, httpx2.TimeoutException):
-            return CompletionError(f"no data from the memory model for {self.idle_timeout:g} s", retryable=True)
+            return CompletionError(
+                f"no data from the memory model for {self.idle_timeout:g} s", retryable=True
+            )
         if isinstance(err, httpx2.TransportError):
             # A connection dropped mid-stream surfaces bare too: a failed attempt, tried again.
             detail = " ".join(str(err).split())[:200] or type(err).__name__

@@ -62,7 +62,10 @@ class MemoryHeads(NamedTuple):
 
 
 async def memory_heads(
-    memory: IndexSource | None, source: RecallSource | None, shown_index: str, user_text: str,
+    memory: IndexSource | None,
+    source: RecallSource | None,
+    shown_index: str,
+    user_text: str,
     recalled: dict[str, str],
 ) -> MemoryHeads:
     """The index update, then recall against the index it leaves, in one trip off the event loop:
@@ -71,8 +74,12 @@ async def memory_heads(
     cards = await asyncio.to_thread(_heads, memory, source, shown_index, user_text, dict(recalled))
     for key, sha, _ in cards.found:
         recalled[key] = sha
-    return MemoryHeads(cards.update, cards.shown_index, recall_block([line for _, _, line in cards.found]),
-                       [key for key, _, _ in cards.found])
+    return MemoryHeads(
+        cards.update,
+        cards.shown_index,
+        recall_block([line for _, _, line in cards.found]),
+        [key for key, _, _ in cards.found],
+    )
 
 
 class _Found(NamedTuple):
@@ -81,8 +88,13 @@ class _Found(NamedTuple):
     found: list[tuple[str, str, str]]
 
 
-def _heads(memory: IndexSource | None, source: RecallSource | None, shown_index: str, user_text: str,
-           recalled: dict[str, str]) -> _Found:
+def _heads(
+    memory: IndexSource | None,
+    source: RecallSource | None,
+    shown_index: str,
+    user_text: str,
+    recalled: dict[str, str],
+) -> _Found:
     update, current = "", shown_index
     if memory is not None:
         try:

@@ -44,8 +44,13 @@ def memory_completion(
     ``on_usage``: told (model, usage) after each answered request (the app counts it in the
     session's cost); ``share``: the main model's client, whose connection pool it then uses;
     ``home``: where the model's refusals of structured output are remembered."""
-    return memory_model.AnthropicCompletion(settings.memory_model, on_usage=on_usage, share=share, home=home,
-                                            idle_timeout=settings.memory_idle_timeout)
+    return memory_model.AnthropicCompletion(
+        settings.memory_model,
+        on_usage=on_usage,
+        share=share,
+        home=home,
+        idle_timeout=settings.memory_idle_timeout,
+    )
 
 
 def build_manager(
@@ -68,10 +73,19 @@ def build_manager(
     of the runtime's retry delay, so the retry time a job shows is the one it waits."""
     consolidation: dict[str, Any] = {}
     if settings is not None:
-        consolidation = {"consolidate_after": settings.consolidate_after,
-                         "consolidate_review": settings.consolidate_review}
+        consolidation = {
+            "consolidate_after": settings.consolidate_after,
+            "consolidate_review": settings.consolidate_review,
+        }
     if mode is None:
         mode = settings.memory_mode if settings is not None else MemoryMode.AUTO
-    return Manager(stores, completion, mode=mode, fs=fs if fs is not None else stores.fs,
-                   backoff_base=pipeline.BACKOFF_BASE * retry_base_delay(), search=search, runs_jobs=runs_jobs,
-                   **consolidation)
+    return Manager(
+        stores,
+        completion,
+        mode=mode,
+        fs=fs if fs is not None else stores.fs,
+        backoff_base=pipeline.BACKOFF_BASE * retry_base_delay(),
+        search=search,
+        runs_jobs=runs_jobs,
+        **consolidation,
+    )

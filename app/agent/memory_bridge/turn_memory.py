@@ -34,7 +34,9 @@ def text_of(content: Any) -> str:
     parts = []
     for b in content or []:
         if (
-            isinstance(b, dict) and b.get("type") == "text" and not is_app_note(b)
+            isinstance(b, dict)
+            and b.get("type") == "text"
+            and not is_app_note(b)
             and not str(b.get("text", "")).startswith(_UPDATE_OPEN)
         ):
             parts.append(str(b["text"]))

@@ -63,8 +63,22 @@ OUTCOME = b"outcome "
 def worker_argv(workspace: Path, memory_model: str, mode: MemoryMode, drain: float) -> list[str]:
     # -P: never import from the current folder (it may be a cloned repository); the package comes
     # from the same interpreter's site-packages (or PYTHONPATH, as for the app itself).
-    return [sys.executable, "-P", "-m", "app.cli.main", "memory", "worker", "-C", str(workspace),
-            "--memory-model", memory_model, "--memory", str(mode), "--drain", f"{drain:g}"]
+    return [
+        sys.executable,
+        "-P",
+        "-m",
+        "app.cli.main",
+        "memory",
+        "worker",
+        "-C",
+        str(workspace),
+        "--memory-model",
+        memory_model,
+        "--memory",
+        str(mode),
+        "--drain",
+        f"{drain:g}",
+    ]
 
 
 def describe_exit(code: int) -> str:
@@ -135,10 +149,13 @@ def parse_outcome(raw: bytes) -> Outcome | None:
         log.warning("memory worker process: an outcome line of %d bytes ignored", len(raw))
         return None
     try:
-        return OutcomeLine.model_validate_json(raw[len(OUTCOME):], strict=True).event
+        return OutcomeLine.model_validate_json(raw[len(OUTCOME) :], strict=True).event
     except ValidationError as e:
-        log.warning("memory worker process: a broken outcome line ignored (%d bytes): %.200s", len(raw),
-                    " ".join(str(e).split()))
+        log.warning(
+            "memory worker process: a broken outcome line ignored (%d bytes): %.200s",
+            len(raw),
+            " ".join(str(e).split()),
+        )
         return None
 
 
@@ -285,8 +302,10 @@ class WorkerProcess:
         if len(self._death_times) >= MAX_RESTARTS:
             self._paused_until = now + RESTART_WINDOW_S
             self._death_times = []
-            line = (f"memory worker stopped ({how}) {MAX_RESTARTS} times in a minute; memory jobs stay "
-                    f"spooled, trying again in a minute (its log: {self.log_path})")
+            line = (
+                f"memory worker stopped ({how}) {MAX_RESTARTS} times in a minute; memory jobs stay "
+                f"spooled, trying again in a minute (its log: {self.log_path})"
+            )
         else:
             line = f"memory worker stopped ({how}); started another (no memory job is lost)"
         self.deaths.append(line)
@@ -319,8 +338,9 @@ class WorkerProcess:
         self.proc = proc
         self.started += 1
         if proc.stdout is not None:
-            threading.Thread(target=self._read_reports, args=(proc.stdout,), name="memory-worker-reports",
-                             daemon=True).start()
+            threading.Thread(
+                target=self._read_reports, args=(proc.stdout,), name="memory-worker-reports", daemon=True
+            ).start()
 
     def _read_reports(self, out: IO[bytes]) -> None:
         """The child's stdout, in a daemon thread, until it closes (see the module's doc)."""
@@ -362,4 +382,12 @@ class WorkerProcess:
             return None
 
 
-__all__ = ["EXIT_BUSY", "OutcomeLine", "WorkerProcess", "describe_exit", "outcome_line", "parse_outcome", "worker_argv"]
+__all__ = [
+    "EXIT_BUSY",
+    "OutcomeLine",
+    "WorkerProcess",
+    "describe_exit",
+    "outcome_line",
+    "parse_outcome",
+    "worker_argv",
+]

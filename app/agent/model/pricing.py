@@ -24,7 +24,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.agent.model.provider import Usage
 
-__all__ = ["PRICES", "CostMeter", "ModelPrice", "cost", "format_cost", "format_tokens", "format_usage", "price_for"]
+__all__ = [
+    "PRICES",
+    "CostMeter",
+    "ModelPrice",
+    "cost",
+    "format_cost",
+    "format_tokens",
+    "format_usage",
+    "price_for",
+]
 
 
 class ModelPrice(BaseModel):
@@ -47,7 +56,11 @@ class ModelPrice(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _cache_defaults(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and isinstance(data.get("input"), int | float) and not isinstance(data["input"], bool):
+        if (
+            isinstance(data, Mapping)
+            and isinstance(data.get("input"), int | float)
+            and not isinstance(data["input"], bool)
+        ):
             data = dict(data)
             data.setdefault("cache_read", data["input"] * 0.1)
             data.setdefault("cache_write", data["input"] * 1.25)
@@ -168,7 +181,7 @@ class CostMeter:
             self.priced = True
 
     def describe(self) -> str:
-        """"$0.12", "$0.12 + 3.4k tok unpriced", "3.4k tok" (nothing priced) or "$0.00"."""
+        """ "$0.12", "$0.12 + 3.4k tok unpriced", "3.4k tok" (nothing priced) or "$0.00"."""
         if self.unpriced_tokens and not self.priced:
             return f"{format_tokens(self.unpriced_tokens)} tok"
         text = format_cost(self.usd)

@@ -115,7 +115,9 @@ class ErrorEvent:
     kind: str = "error"
 
 
-ProviderEvent = TextDelta | ToolUseStart | ToolUseArgs | ToolUseComplete | UsageEvent | Retrying | Stop | ErrorEvent
+ProviderEvent = (
+    TextDelta | ToolUseStart | ToolUseArgs | ToolUseComplete | UsageEvent | Retrying | Stop | ErrorEvent
+)
 
 
 @dataclass
@@ -205,8 +207,10 @@ def _describe_error(err: BaseException, *, model: str, base_url: str, model_swit
         return (f"the request to {where} timed out", True)
     if isinstance(err, anthropic.APIConnectionError):
         cause = err.__cause__ or err.__context__
-        detail = "connection refused" if "refused" in str(cause).lower() or "refused" in str(err).lower() else str(
-            cause or err
+        detail = (
+            "connection refused"
+            if "refused" in str(cause).lower() or "refused" in str(err).lower()
+            else str(cause or err)
         )
         return (f"cannot connect to {where}: {' '.join(detail.split())[:200]}", True)
     if isinstance(err, TypeError) and "authentication" in str(err).lower():
@@ -418,7 +422,9 @@ class AnthropicProvider:
                     # The SDK takes seconds to load: loaded here only after a request was made.
                     import anthropic
 
-                    in_stream = isinstance(e, anthropic.APIStatusError) and getattr(e, "status_code", 0) == 200
+                    in_stream = (
+                        isinstance(e, anthropic.APIStatusError) and getattr(e, "status_code", 0) == 200
+                    )
                     if not (retryable and in_stream):
                         # HTTP errors were already retried by the SDK: this one is final.
                         yield ErrorEvent(msg)

@@ -115,7 +115,10 @@ def gitignore_line_missing(workspace: Path) -> str | None:
     """``gitignore_line()`` when neither the workspace's ``.gitignore`` nor ``.PseudoClaude/.gitignore``
     ignores the personal settings file yet; None when one does."""
     workspace = Path(workspace)
-    for folder, rel in ((workspace, LOCAL_SETTINGS_REL.as_posix()), (workspace / ".PseudoClaude", LOCAL_SETTINGS_REL.name)):
+    for folder, rel in (
+        (workspace, LOCAL_SETTINGS_REL.as_posix()),
+        (workspace / ".PseudoClaude", LOCAL_SETTINGS_REL.name),
+    ):
         try:
             lines = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:

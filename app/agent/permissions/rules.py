@@ -90,8 +90,15 @@ LISTS: tuple[ListName, ...] = ("deny", "ask", "allow")
 # The tools whose ``path`` input a pattern rule is matched against.
 PATH_TOOLS = frozenset({"read_file", "write_file", "edit_file", "list_files", "grep"})
 CLAUDE_CODE_NAMES = {
-    "Bash": "bash", "Edit": "edit_file", "MultiEdit": "edit_file", "Write": "write_file", "Read": "read_file",
-    "Grep": "grep", "Glob": "list_files", "LS": "list_files", "Task": "task",
+    "Bash": "bash",
+    "Edit": "edit_file",
+    "MultiEdit": "edit_file",
+    "Write": "write_file",
+    "Read": "read_file",
+    "Grep": "grep",
+    "Glob": "list_files",
+    "LS": "list_files",
+    "Task": "task",
 }
 _RULE = re.compile(r"([A-Za-z0-9_*-]+)(?:\((.*)\))?", re.DOTALL)
 
@@ -174,7 +181,9 @@ class RuleDecision(BaseModel):
     rule: SourcedRule | None = None  # None: the tool's default decided
 
 
-def _names_redirections(used: tuple[Redirection, ...], named: tuple[Redirection, ...], *, exact: bool) -> bool:
+def _names_redirections(
+    used: tuple[Redirection, ...], named: tuple[Redirection, ...], *, exact: bool
+) -> bool:
     """Whether a rule naming ``named`` covers a part redirecting ``used``: an exact rule the same
     ones in the same order (``2>&1 >f`` is not ``>f 2>&1``), a prefix rule any of those it names."""
     return used == named if exact else set(used) <= set(named)
@@ -240,7 +249,9 @@ def parse_rule(text: object) -> Rule:
     if m is None:
         if "(" in t and not t.endswith(")"):
             raise RuleError("a pattern ends with ')', as in bash(git status:*)")
-        raise RuleError("a rule is a tool name, or a tool name with a pattern in parentheses: bash(git status:*)")
+        raise RuleError(
+            "a rule is a tool name, or a tool name with a pattern in parentheses: bash(git status:*)"
+        )
     name, pattern = m.group(1), m.group(2)
     tool = CLAUDE_CODE_NAMES.get(name, name)
     if tool.startswith("mcp__"):
@@ -370,8 +381,9 @@ class PermissionRules(BaseModel):
     problems: tuple[str, ...] = ()
     pending_trust: PendingTrust | None = None
 
-    def with_rules(self, rules: Iterable[Rule], *, scope: Scope, source: str,
-                   list_name: ListName = "allow") -> PermissionRules:
+    def with_rules(
+        self, rules: Iterable[Rule], *, scope: Scope, source: str, list_name: ListName = "allow"
+    ) -> PermissionRules:
         """These rules added (``--allow-tools``, a custom command's ``allowed-tools``)."""
         extra = tuple(SourcedRule(rule=r, list=list_name, scope=scope, source=source) for r in rules)
         return self.model_copy(update={"rules": self.rules + extra})
@@ -385,8 +397,12 @@ class PermissionRules(BaseModel):
     def _of(self, name: str, list_name: ListName) -> list[SourcedRule]:
         return [r for r in self.rules if r.list == list_name and r.rule.covers_tool(name)]
 
-    def decide(self, name: str, tool_input: dict[str, Any] | None = None,
-               default: Callable[[str], Decision] = default_decision) -> RuleDecision:
+    def decide(
+        self,
+        name: str,
+        tool_input: dict[str, Any] | None = None,
+        default: Callable[[str], Decision] = default_decision,
+    ) -> RuleDecision:
         """allow / ask / deny for this call, with the rule that decided and a one-line reason."""
         tool_input = tool_input or {}
         if name == "bash":
@@ -414,7 +430,9 @@ class PermissionRules(BaseModel):
         checks: tuple[tuple[ListName, list[SourcedRule]], ...] = (("deny", deny), ("ask", ask))
         for list_name, rules in checks:
             for r in rules:
-                if r.rule.pattern is None or any(r.rule.matches_part(p, tightening=True) for p in parsed.parts):
+                if r.rule.pattern is None or any(
+                    r.rule.matches_part(p, tightening=True) for p in parsed.parts
+                ):
                     return _decided(list_name, "bash", r)
         bare = next((r for r in allow if r.rule.pattern is None), None)
         guarded = any(r.rule.pattern is not None for r in deny + ask)
@@ -427,21 +445,31 @@ class PermissionRules(BaseModel):
             return _decided("allow", "bash", bare)
         if allow and parsed.parts:
             if any(p.writes_file for p in parsed.parts):
-                return RuleDecision(decision=default("bash"),
-                                    reason="the command redirects output to a file: a rule never allows that")
+                return RuleDecision(
+                    decision=default("bash"),
+                    reason="the command redirects output to a file: a rule never allows that",
+                )
             hits = [next((r for r in allow if r.rule.matches_part(p)), None) for p in parsed.parts]
             first = hits[0]
             if first is not None and all(h is not None for h in hits):
                 return _decided("allow", "bash", first)
             if any(h is None and p.command_words != p.words for p, h in zip(parsed.parts, hits, strict=True)):
-                return RuleDecision(decision=default("bash"),
-                                    reason="the command starts with NAME=value: a rule never allows that")
-            unnamed = [str(x) for p, h in zip(parsed.parts, hits, strict=True) if h is None for x in p.redirections]
+                return RuleDecision(
+                    decision=default("bash"),
+                    reason="the command starts with NAME=value: a rule never allows that",
+                )
+            unnamed = [
+                str(x) for p, h in zip(parsed.parts, hits, strict=True) if h is None for x in p.redirections
+            ]
             if unnamed:
-                return RuleDecision(decision=default("bash"), reason=(
-                    f"the command redirects ({' '.join(unnamed)}): no rule names that redirection"))
+                return RuleDecision(
+                    decision=default("bash"),
+                    reason=(f"the command redirects ({' '.join(unnamed)}): no rule names that redirection"),
+                )
             if len(parsed.parts) > 1:
-                return RuleDecision(decision=default("bash"), reason="not every command in it is allowed by a rule")
+                return RuleDecision(
+                    decision=default("bash"), reason="not every command in it is allowed by a rule"
+                )
         return RuleDecision(decision=default("bash"), reason="no rule matches this bash call")
 
 
@@ -470,7 +498,9 @@ def _rules_of(layer: ConfigLayer, problems: list[str]) -> list[SourcedRule]:
     out: list[SourcedRule] = []
     for key, value in table.items():
         if key not in LISTS:
-            problems.append(f"{layer.label}: unknown key permissions.{key} ignored (allow, ask and deny are known)")
+            problems.append(
+                f"{layer.label}: unknown key permissions.{key} ignored (allow, ask and deny are known)"
+            )
             continue
         if not isinstance(value, list):
             problems.append(f"{layer.label}: permissions.{key} must be a list of rules; ignored")
@@ -490,8 +520,13 @@ def shared_allow_text(rules: Iterable[SourcedRule]) -> str:
     return "".join(f"{r.source}: allow {r.rule.text}\n" for r in rules)
 
 
-def load_permission_rules(workspace: Path, home: Path | None = None, *, trust: ProjectTrust | None = None,
-                          layers: tuple[ConfigLayer, ...] | None = None) -> PermissionRules:
+def load_permission_rules(
+    workspace: Path,
+    home: Path | None = None,
+    *,
+    trust: ProjectTrust | None = None,
+    layers: tuple[ConfigLayer, ...] | None = None,
+) -> PermissionRules:
     """The rules of the three files. Blocking (small files): call it off an event loop."""
     workspace = Path(workspace)
     layers = layers if layers is not None else read_layers(workspace, home)
@@ -513,8 +548,13 @@ def load_permission_rules(workspace: Path, home: Path | None = None, *, trust: P
                 f"{len(shared_allow)} allow rule(s) of the project wait for your trust: "
                 + ", ".join(r.rule.text for r in shared_allow)
             )
-    return PermissionRules(workspace=workspace, rules=tuple(active), waiting=waiting, problems=tuple(problems),
-                           pending_trust=pending)
+    return PermissionRules(
+        workspace=workspace,
+        rules=tuple(active),
+        waiting=waiting,
+        problems=tuple(problems),
+        pending_trust=pending,
+    )
 
 
 # -- the gate ----------------------------------------------------------------------------------
@@ -524,14 +564,19 @@ class RulesGate:
     """A permission gate over the rules: allow runs, deny refuses with the rule as the reason, ask
     goes to ``ask`` (the app's window), or without one (print mode) is refused."""
 
-    def __init__(self, rules: PermissionRules, ask: PermissionGate | None = None,
-                 no_ask: str = "print mode runs it only when a rule or --allow-tools allows it") -> None:
+    def __init__(
+        self,
+        rules: PermissionRules,
+        ask: PermissionGate | None = None,
+        no_ask: str = "print mode runs it only when a rule or --allow-tools allows it",
+    ) -> None:
         self.rules = rules
         self.ask = ask
         self.no_ask = no_ask
 
-    async def decide(self, name: str, tool_input: dict[str, Any], *, call_id: str = "",
-                     depth: int = 0) -> PermissionDecision:
+    async def decide(
+        self, name: str, tool_input: dict[str, Any], *, call_id: str = "", depth: int = 0
+    ) -> PermissionDecision:
         d = self.rules.decide(name, tool_input)
         if d.decision == "allow":
             return PermissionDecision(True)

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 __all__ = ["ParsedCommand", "Redirection", "SimpleCommand", "split_command"]
 
-_RESERVED_LEADING = frozenset({"!", "{", "}", "if", "then", "elif", "else", "fi", "while", "until", "do", "done",
-                               "time"})
+_RESERVED_LEADING = frozenset(
+    {"!", "{", "}", "if", "then", "elif", "else", "fi", "while", "until", "do", "done", "time"}
+)
 _UNPARSED_KEYWORDS = frozenset({"for", "case", "select", "function", "coproc", "esac", "in"})
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]|[@*#?$!-]")
@@ -179,8 +180,11 @@ class _Scanner:
         nxt = self.peek(1)
         if nxt == "(":
             arithmetic = self.peek(2) == "("
-            self.note("arithmetic expansion $((…)) is not parsed" if arithmetic
-                      else "a command substitution $(…): a rule never allows one")
+            self.note(
+                "arithmetic expansion $((…)) is not parsed"
+                if arithmetic
+                else "a command substitution $(…): a rule never allows one"
+            )
             self.i += 2
             self.skip_balanced("(", ")")
             if out is not None:
@@ -255,8 +259,7 @@ class _Scanner:
         ``>`` is its fd (before ``&>`` it stays a word, as in bash)."""
         s = self.s[self.i :]
         fd = ""
-        if (self.in_word and not self.word_quoted and "".join(self.word).isdigit()
-                and not s.startswith("&")):
+        if self.in_word and not self.word_quoted and "".join(self.word).isdigit() and not s.startswith("&"):
             fd = "".join(self.word)
             self.word, self.in_word = [], False  # the fd number, not a word
         else:

@@ -86,7 +86,11 @@ async def _read_memory(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
             raise ToolError(str(e) or f"cannot read {quote(filename)} from the {level} store") from None
         text = read.text
         if not text.strip():
-            content = f"[the {level} store has no notes]" if filename == INDEX_FILE else "[this note has an empty body]"
+            content = (
+                f"[the {level} store has no notes]"
+                if filename == INDEX_FILE
+                else "[this note has an empty body]"
+            )
         else:
             content = page_lines(text, offset, limit, ctx.max_output_chars, filename)
         if filename == INDEX_FILE:
@@ -101,7 +105,9 @@ async def _read_memory(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
 def _count_read(memory: MemoryReader, level: str, filename: str) -> None:
     try:
         memory.record_read(level, filename)
-    except Exception as e:  # the stores' record_read never raises; whatever stands in for it must not fail a read
+    except (
+        Exception
+    ) as e:  # the stores' record_read never raises; whatever stands in for it must not fail a read
         log.warning("could not count a read of %s/%s: %s", level, filename, e)
 
 
@@ -197,7 +203,8 @@ async def _run_tool(name: str, tool_input: object, ctx: ToolContext) -> ToolResu
         return ToolResult(content="task is run by the runner as a sub-agent, not by run_tool", is_error=True)
     if name not in TOOL_SPECS:
         return ToolResult(
-            content=f"unknown tool {quote(str(name))}; available tools: {', '.join(TOOL_SPECS)}", is_error=True
+            content=f"unknown tool {quote(str(name))}; available tools: {', '.join(TOOL_SPECS)}",
+            is_error=True,
         )
     if not isinstance(tool_input, dict):
         return ToolResult(content=f"{name}: the input must be a JSON object", is_error=True)
@@ -219,4 +226,6 @@ async def _run_tool(name: str, tool_input: object, ctx: ToolContext) -> ToolResu
     except ToolError as e:
         return ToolResult(content=one_line(e, MAX_REASON_CHARS) or f"{name} failed", is_error=True)
     except Exception as e:  # the contract: a failing tool is a result, never an exception
-        return ToolResult(content=one_line(f"{name} failed: {type(e).__name__}: {e}", MAX_REASON_CHARS), is_error=True)
+        return ToolResult(
+            content=one_line(f"{name} failed: {type(e).__name__}: {e}", MAX_REASON_CHARS), is_error=True
+        )

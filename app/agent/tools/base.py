@@ -93,7 +93,9 @@ class MemorySearcher(Protocol):
     @property
     def stores(self) -> SearchedStores: ...
 
-    def search(self, query: str, level: str | None = ..., limit: int = ..., floor: float = ...) -> Sequence[FoundCard]: ...
+    def search(
+        self, query: str, level: str | None = ..., limit: int = ..., floor: float = ...
+    ) -> Sequence[FoundCard]: ...
 
     def notices(self) -> list[str]: ...
 
@@ -302,6 +304,11 @@ def opt_int(inp: dict[str, Any], key: str, *, minimum: int) -> int | None:
 def _type_name(v: object) -> str:
     if v is None:
         return "null"
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array", dict: "an object"}.get(
-        type(v), type(v).__name__
-    )
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "an object",
+    }.get(type(v), type(v).__name__)

@@ -74,7 +74,9 @@ def _open_regular(r: Resolved, raw: str) -> tuple[int, os.stat_result]:
         raise ToolError(f"no such file: {quote(r.display)}") from None
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise ToolError(f"{quote(raw)} is a symlink that changed while it was being opened; refused") from None
+            raise ToolError(
+                f"{quote(raw)} is a symlink that changed while it was being opened; refused"
+            ) from None
         if e.errno == errno.EISDIR:
             raise ToolError(f"{quote(r.display)} is a folder, not a file; use list_files") from None
         raise ToolError(f"cannot open {quote(r.display)}: {_os_reason(e)}") from None
@@ -411,7 +413,9 @@ def edit_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     if st is None:
         raise ToolError(f"no such file: {quote(r.display)}; use write_file to create a file")
     if st.st_size > MAX_FILE_BYTES:
-        raise ToolError(f"{quote(r.display)} is {format_bytes(st.st_size)}, over the {format_bytes(MAX_FILE_BYTES)} limit for edit_file")
+        raise ToolError(
+            f"{quote(r.display)} is {format_bytes(st.st_size)}, over the {format_bytes(MAX_FILE_BYTES)} limit for edit_file"
+        )
     fd, st = _open_regular(r, raw)
     with os.fdopen(fd, "rb") as f:
         data = f.read()
@@ -420,7 +424,9 @@ def edit_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ToolError(f"{quote(r.display)} is not valid UTF-8; edit_file edits UTF-8 text files only") from None
+        raise ToolError(
+            f"{quote(r.display)} is not valid UTF-8; edit_file edits UTF-8 text files only"
+        ) from None
     count = text.count(old)
     if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
         # The model writes '\n'; a CRLF file keeps its line endings.

@@ -53,9 +53,13 @@ def resolve(workspace: Path | str, raw: str) -> Resolved:
         # An absolute path may name the workspace through a symlinked prefix (/tmp on macOS):
         # what counts is where it really is.
         if not inside(real, ws):
-            raise ToolError(f"{quote(raw)} is outside the workspace {quote(ws)}; only paths inside it can be used")
+            raise ToolError(
+                f"{quote(raw)} is outside the workspace {quote(ws)}; only paths inside it can be used"
+            )
     elif not inside(lexical, ws):
-        raise ToolError(f"{quote(raw)} leaves the workspace through '..'; only paths inside {quote(ws)} can be used")
+        raise ToolError(
+            f"{quote(raw)} leaves the workspace through '..'; only paths inside {quote(ws)} can be used"
+        )
     if not inside(real, ws):
         raise ToolError(
             f"{quote(raw)} resolves through a symlink to {quote(real)}, outside the workspace; refused"
@@ -91,7 +95,9 @@ def resolve_write(workspace: Path | str, raw: str) -> Resolved:
     joined = raw if os.path.isabs(raw) else os.path.join(ws, raw)
     parent_real = os.path.realpath(os.path.dirname(os.path.normpath(joined)) or ws)
     if not inside(parent_real, ws):
-        raise ToolError(f"the folder of {quote(raw)} resolves to {quote(parent_real)}, outside the workspace; refused")
+        raise ToolError(
+            f"the folder of {quote(raw)} resolves to {quote(parent_real)}, outside the workspace; refused"
+        )
     if r.real == ws:
         raise ToolError(f"{quote(raw)} is the workspace folder itself, not a file")
     lexical = os.path.normpath(joined)

@@ -92,7 +92,9 @@ def _repeat_weight(items: Any, factor: int = 1) -> int:
 
 def _compile_pattern(pattern: str) -> regex.Pattern[str]:
     if len(pattern) > MAX_PATTERN_CHARS:
-        raise ToolError(f"the pattern is {len(pattern)} characters long; at most {MAX_PATTERN_CHARS} are searched for")
+        raise ToolError(
+            f"the pattern is {len(pattern)} characters long; at most {MAX_PATTERN_CHARS} are searched for"
+        )
     try:
         # The stdlib parser first: the contract is `re` syntax, and it tells the size cheaply.
         parsed = sre_parser.parse(pattern)
@@ -203,7 +205,9 @@ def _grep(ctx: ToolContext, inp: dict[str, Any], cancel: threading.Event) -> Too
         )
     if search.too_big:
         names = ", ".join(search.too_big[:5]) + (" …" if len(search.too_big) > 5 else "")
-        notes.append(f"[not searched: {len(search.too_big)} file(s) over {format_bytes(MAX_FILE_BYTES)}: {names}]")
+        notes.append(
+            f"[not searched: {len(search.too_big)} file(s) over {format_bytes(MAX_FILE_BYTES)}: {names}]"
+        )
     if stopped:
         notes.append(f"[search stopped after {MAX_WALK_ENTRIES} entries; narrow the path or glob]")
     if search.total == 0:
@@ -265,7 +269,9 @@ def _read_searchable(display: str, path: str, single: bool, search: _Search) -> 
             return None
         if st.st_size > MAX_FILE_BYTES:
             if single:
-                raise ToolError(f"{quote(display)} is {format_bytes(st.st_size)}, over the {format_bytes(MAX_FILE_BYTES)} grep limit")
+                raise ToolError(
+                    f"{quote(display)} is {format_bytes(st.st_size)}, over the {format_bytes(MAX_FILE_BYTES)} grep limit"
+                )
             search.too_big.append(display)
             return None
         if _is_binary(fd):

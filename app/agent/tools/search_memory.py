@@ -36,7 +36,9 @@ DEFAULT_LIMIT = 10
 MAX_LIMIT = SEARCH_MEMORY_MAX_LIMIT
 NO_MATCH = "no card matches"
 UNTRUSTED_NOTE = "[the project store was not searched: it came with this workspace and is not trusted yet]"
-NO_PROJECT_LEVEL = "this workspace has no project level (its project store is the user store): search level 'user'"
+NO_PROJECT_LEVEL = (
+    "this workspace has no project level (its project store is the user store): search level 'user'"
+)
 
 
 def check_input(inp: dict[str, Any]) -> tuple[str, str | None, int]:

@@ -100,7 +100,9 @@ async def _wait_exit(
         elif proc.returncode is not None:
             await asyncio.wait({pumps}, timeout=left)
         else:
-            await asyncio.wait({waiter, pumps}, timeout=min(left, EXIT_POLL), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                {waiter, pumps}, timeout=min(left, EXIT_POLL), return_when=asyncio.FIRST_COMPLETED
+            )
     return True
 
 
@@ -196,7 +198,10 @@ def _status(o: _Outcome) -> tuple[str, str | None]:
     rc = o.rc
     if o.timed_out:
         after = _fmt_seconds(o.timeout)
-        return f"timed out after {after} s; the command and its child processes were killed", f"timed out after {after} s"
+        return (
+            f"timed out after {after} s; the command and its child processes were killed",
+            f"timed out after {after} s",
+        )
     if rc is not None and rc < 0:
         try:
             name = signal.Signals(-rc).name

@@ -102,7 +102,9 @@ class ListFilesInput(ToolInput):
 
 class GrepInput(ToolInput):
     pattern: FilledText = Field(description="Python regular expression to search for.")
-    path: Text | None = Field(None, description=f"File or folder to search, {_PATH_NOTE} (default: the root).")
+    path: Text | None = Field(
+        None, description=f"File or folder to search, {_PATH_NOTE} (default: the root)."
+    )
     glob: Text | None = Field(None, description="Only search files matching this glob, e.g. `*.py`.")
 
 
@@ -115,7 +117,9 @@ class EditFileInput(ToolInput):
     path: FilledText = Field(description=f"The file to edit, {_PATH_NOTE}.")
     old_string: Text = Field(description="The exact text to replace.")
     new_string: Text = Field(description="The text to put in its place (may be empty).")
-    replace_all: Flag = Field(False, description="Replace every occurrence instead of requiring exactly one (default false).")
+    replace_all: Flag = Field(
+        False, description="Replace every occurrence instead of requiring exactly one (default false)."
+    )
 
 
 class BashInput(ToolInput):
@@ -125,8 +129,12 @@ class BashInput(ToolInput):
 
 class ReadMemoryInput(ToolInput):
     # The store is checked after the other inputs: a malformed input is named before a wrong level.
-    level: FilledText = Field(description="Which store: project or user.", json_schema_extra={"enum": list(_LEVELS)})
-    filename: FilledText = Field(description="The note's filename, e.g. `project_knowledge_build.md`, or `MEMORY.md`.")
+    level: FilledText = Field(
+        description="Which store: project or user.", json_schema_extra={"enum": list(_LEVELS)}
+    )
+    filename: FilledText = Field(
+        description="The note's filename, e.g. `project_knowledge_build.md`, or `MEMORY.md`."
+    )
     offset: Line | None = Field(None, description="First line to read, 1-based (default 1).")
     limit: Count | None = Field(None, description="How many lines to read (default 2000).")
 
@@ -330,7 +338,7 @@ _SPECS = [
         kind="read",
         description=(
             "Read a tool result that was too large to keep in the conversation. Such a result shows "
-            "only its head and tail and says `read_result {\"id\": \"r…\"}`; this returns its lines "
+            'only its head and tail and says `read_result {"id": "r…"}`; this returns its lines '
             "exactly as the tool produced them, a part at a time (a line over 4000 characters counts "
             "as several). `offset` is the first line (1-based) and `limit` the number of lines "
             "(default 2000, and about 24,000 characters at most); a cut output ends with the "
@@ -354,7 +362,9 @@ _SPECS = [
 ]
 
 TOOL_SPECS: dict[str, ToolSpec] = {s.name: s for s in _SPECS}
-READ_ONLY_TOOLS: frozenset[str] = frozenset({"read_file", "list_files", "grep", "read_memory", "search_memory", "read_result"})
+READ_ONLY_TOOLS: frozenset[str] = frozenset(
+    {"read_file", "list_files", "grep", "read_memory", "search_memory", "read_result"}
+)
 
 
 def api_tools(names: Iterable[str] | None = None) -> list[dict[str, Any]]:

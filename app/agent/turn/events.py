@@ -112,7 +112,9 @@ class Compacted:
             return f"could not compact the conversation: {self.error}"
         parts = []
         if self.summarised:
-            parts.append(f"compacted {self.summarised} message{'s' if self.summarised != 1 else ''} into a summary")
+            parts.append(
+                f"compacted {self.summarised} message{'s' if self.summarised != 1 else ''} into a summary"
+            )
         if self.offloaded_bytes:
             parts.append(f"{format_bytes(self.offloaded_bytes)} of tool output kept on disk")
         if not parts:
@@ -139,8 +141,21 @@ class AnswerDone:
 
 
 RunEvent = (
-    TextDelta | ToolUseStart | ToolUseArgs | UsageEvent | Retrying | RequestStarted | ToolCallStarted
-    | ToolCallApproved | ToolCallFinished | MemorySubmitted | RunStop | ContextUsage | Compacting | Compacted | AnswerDone
+    TextDelta
+    | ToolUseStart
+    | ToolUseArgs
+    | UsageEvent
+    | Retrying
+    | RequestStarted
+    | ToolCallStarted
+    | ToolCallApproved
+    | ToolCallFinished
+    | MemorySubmitted
+    | RunStop
+    | ContextUsage
+    | Compacting
+    | Compacted
+    | AnswerDone
 )
 OnEvent = Callable[[RunEvent], None]
 # Done when the face shows the answer's end (the last words on screen, stdout flushed).

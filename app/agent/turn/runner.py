@@ -78,14 +78,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_STOP_BLOCKS = 3  # a Stop hook that keeps blocking sends the model on this often in a turn, then the turn ends
+MAX_STOP_BLOCKS = (
+    3  # a Stop hook that keeps blocking sends the model on this often in a turn, then the turn ends
+)
 
 
 class PromptRefused(ValueError):
     """A UserPromptSubmit hook refused the prompt (the message says why); nothing was sent."""
 
+
 # Stop reasons whose tool calls are complete and must run (``end_turn``: some compatible servers).
 TOOL_CALL_STOPS = COMPLETED_STOPS | {"tool_use"}
+
 
 class _Overflow(Exception):
     """The API refused the request as larger than the model's context window."""
@@ -145,9 +149,13 @@ class Runner:
             push_message(self._own, m)
         # The index the model has seen: in full in the system prompt at session start, then as update
         # diffs at the head of later Runs (the cached prefix stays valid); read off the loop by the Runtime.
-        self.shown_index = shown_index if shown_index is not None else memory.merged_index() if memory is not None else ""
+        self.shown_index = (
+            shown_index if shown_index is not None else memory.merged_index() if memory is not None else ""
+        )
         # Long sessions: the system prompt without the summary, when to compact, where big results go.
-        self.base_system = system if system is not None else build_system(tool_ctx.workspace, self.shown_index)
+        self.base_system = (
+            system if system is not None else build_system(tool_ctx.workspace, self.shown_index)
+        )
         self.context_window, self.compact_at, self.offload_bytes = context_window, compact_at, offload_bytes
         self.results = results
         self._measured_chars: int | None = None  # the conversation's size at the last estimate()
@@ -164,7 +172,11 @@ class Runner:
         self._mark: TurnMark | None = None
         self.receipt = Receipt()  # the turn's memory receipt (a sub-agent adds to its parent's)
         # level/filename -> sha of each card recalled in this conversation (app/agent/memory_bridge/heads.py).
-        self.recall, self.recalled, self._recalled_before = recall, recalled_in(self.conversation), dict[str, str]()
+        self.recall, self.recalled, self._recalled_before = (
+            recall,
+            recalled_in(self.conversation),
+            dict[str, str](),
+        )
 
     @property
     def conversation(self) -> list[dict[str, Any]]:
@@ -213,15 +225,18 @@ class Runner:
     # settings (``tool_calls.input_limit``).
     tool_input_bytes = 256 * 1024
 
-    async def run(self, user_text: str, on_event: OnEvent | None = None,
-                  answer_shown: AnswerShown | None = None) -> RunStop:
+    async def run(
+        self, user_text: str, on_event: OnEvent | None = None, answer_shown: AnswerShown | None = None
+    ) -> RunStop:
         """Run one turn. Raises RuntimeError if a Run of this Runner is still in progress, and
         ValueError for an empty prompt (the API refuses an empty message). ``answer_shown``: done
         once the face shows a completed answer's end (awaited before the job is spooled)."""
         if not user_text.strip():
             raise ValueError("the prompt is empty")
         if self._running:
-            raise RuntimeError("a turn is already running in this conversation; wait for it or cancel it first")
+            raise RuntimeError(
+                "a turn is already running in this conversation; wait for it or cancel it first"
+            )
         self._running, self._answer_shown = True, answer_shown
         try:
             return await self._run(scrub_text(user_text), on_event or (lambda _e: None))
@@ -291,7 +306,9 @@ class Runner:
                 continue
             # No tool calls to run: any tool_use block here is cut short (max_tokens) and
             # must not stay in the conversation without a result.
-            kept = [b for b in blocks if b.get("type") != "tool_use"] or [{"type": "text", "text": "[no text]"}]
+            kept = [b for b in blocks if b.get("type") != "tool_use"] or [
+                {"type": "text", "text": "[no text]"}
+            ]
             await self._append({"role": "assistant", "content": kept})
             text = text_of(kept)
             if stop.reason in COMPLETED_STOPS and await self._stop_hook_goes_on(kept):
@@ -306,11 +323,19 @@ class Runner:
                 return RunStop("completed", stop_reason=stop.reason, usage=usage, job_id=job_id, text=text)
             await self._end_turn("stopped", stop_reason=stop.reason)
             return RunStop("stopped", stop_message(stop.reason), stop.reason, usage=usage, text=text)
-        raise _Halt("max_iterations", f"stopped after {self.max_iterations} model requests (--max-iterations)")
+        raise _Halt(
+            "max_iterations", f"stopped after {self.max_iterations} model requests (--max-iterations)"
+        )
 
-    async def _request(self, tools: list[dict[str, Any]], usage: Usage, emit: OnEvent, chars: int | None = None) -> Stop:
+    async def _request(
+        self, tools: list[dict[str, Any]], usage: Usage, emit: OnEvent, chars: int | None = None
+    ) -> Stop:
         request = ModelRequest(
-            model=self.model, system=self.system, messages=self.conversation, tools=tools, max_tokens=self.max_tokens
+            model=self.model,
+            system=self.system,
+            messages=self.conversation,
+            tools=tools,
+            max_tokens=self.max_tokens,
         )
         if self.is_subagent:
             chars = 0
@@ -318,7 +343,9 @@ class Runner:
             chars = cmp.messages_chars(request.messages)
         async for ev in self.provider.stream(request):
             if isinstance(ev, TextDelta | Retrying | ToolUseStart | ToolUseArgs):
-                emit(dataclasses.replace(ev, depth=self.depth) if self.depth else ev)  # a copy per token costs
+                emit(
+                    dataclasses.replace(ev, depth=self.depth) if self.depth else ev
+                )  # a copy per token costs
             elif isinstance(ev, UsageEvent):
                 usage.add(ev.usage)
                 emit(dataclasses.replace(ev, depth=self.depth))
@@ -343,7 +370,8 @@ class Runner:
                 name, tool_input, call_id = call.get("name", ""), call.get("input") or {}, call.get("id", "")
                 # Refused before the gate (no one is asked): an oversized input, a write the tool would refuse.
                 refused = oversized.get(call_id) or (
-                    await refusal(name, tool_input, self.tool_ctx) if name in self.tool_names else None)
+                    await refusal(name, tool_input, self.tool_ctx) if name in self.tool_names else None
+                )
                 waiting = refused is None and self._asks(name, tool_input)
                 emit(ToolCallStarted(call_id, name, tool_input, self.depth, waiting))
                 result, denied = await self._run_one(name, tool_input, call_id, emit, waiting, refused)
@@ -367,8 +395,15 @@ class Runner:
     def _asks(self, name: str, tool_input: Any) -> bool:
         return tool_calls.asks(self, name, tool_input)
 
-    async def _run_one(self, name: str, tool_input: Any, call_id: str, emit: OnEvent, waiting: bool = False,
-                       refused: str | None = None) -> tuple[ToolResult, bool]:
+    async def _run_one(
+        self,
+        name: str,
+        tool_input: Any,
+        call_id: str,
+        emit: OnEvent,
+        waiting: bool = False,
+        refused: str | None = None,
+    ) -> tuple[ToolResult, bool]:
         return await tool_calls.run_call(self, name, tool_input, call_id, emit, waiting, refused)
 
     # -- hooks around the turn (app/agent/extensions/hooks.py) -------------------------------------------------
@@ -386,14 +421,21 @@ class Runner:
 
     async def _stop_hook_goes_on(self, kept: list[dict[str, Any]]) -> bool:
         """A Stop hook that exits 2 sends the model on with its reason (at most three times a turn)."""
-        if self.ext is None or self.is_subagent or not self.ext.hooks.hooks or self._stop_blocks >= MAX_STOP_BLOCKS:
+        if (
+            self.ext is None
+            or self.is_subagent
+            or not self.ext.hooks.hooks
+            or self._stop_blocks >= MAX_STOP_BLOCKS
+        ):
             return False
         out = await self.ext.hook("Stop", session_id=self.session_id)
         if not out.blocked:
             return False
         self._stop_blocks += 1
         await self._append({"role": "assistant", "content": kept})
-        await self._append({"role": "user", "content": [{"type": "text", "text": f"[Stop hook] {out.reason}"}]})
+        await self._append(
+            {"role": "user", "content": [{"type": "text", "text": f"[Stop hook] {out.reason}"}]}
+        )
         return True
 
     # -- long sessions (app/agent/conversation/compaction.py) ----------------------------------------------------
@@ -418,10 +460,16 @@ class Runner:
         except OSError as e:
             log.warning("could not keep a large tool result on disk: %s", e)
             return result
-        return ToolResult(content=cmp.result_stub(result.content, rid), is_error=result.is_error,
-                          hook_s=result.hook_s, hook_failed=result.hook_failed)
+        return ToolResult(
+            content=cmp.result_stub(result.content, rid),
+            is_error=result.is_error,
+            hook_s=result.hook_s,
+            hook_failed=result.hook_failed,
+        )
 
-    async def _fit(self, emit: OnEvent, *, reason: str = "auto", force: bool = False, focus: str = "") -> bool:
+    async def _fit(
+        self, emit: OnEvent, *, reason: str = "auto", force: bool = False, focus: str = ""
+    ) -> bool:
         """Before a request: when the estimate passes the threshold (or ``force``), move older tool
         results to disk, then summarise older turns if that was not enough. Returns whether the
         conversation is now within the threshold. Raises _Halt when even that cannot make it fit
@@ -436,7 +484,9 @@ class Runner:
         if self.results is not None:
             # Forced (by the person, or by the API's refusal): every older result goes to disk.
             needed = 1 << 62 if force else max(0, before - target) * cmp.CHARS_PER_TOKEN
-            offloaded, moved = await asyncio.to_thread(cmp.offload_old, self.conversation, self.results, needed)
+            offloaded, moved = await asyncio.to_thread(
+                cmp.offload_old, self.conversation, self.results, needed
+            )
             if offloaded and self.session is not None:
                 with contextlib.suppress(Exception):
                     await self._io(self.session.record_offloads, offloaded)
@@ -450,7 +500,9 @@ class Runner:
             except cmp.SummaryFailed as e:
                 error = e.reason
             after = self.estimate()
-        done = Compacted(reason, summarised, len(offloaded), moved, requests, before, after, self.context_window, error)
+        done = Compacted(
+            reason, summarised, len(offloaded), moved, requests, before, after, self.context_window, error
+        )
         emit(done)
         emit(ContextUsage(after, self.context_window))
         if after >= self.context_window:
@@ -475,18 +527,27 @@ class Runner:
         summary = self._summary
         requests = 0
         for i, chunk in enumerate(chunks, 1):
-            request = cmp.summary_request(self.model, self.max_tokens, summary, chunk, focus, (i, len(chunks)))
+            request = cmp.summary_request(
+                self.model, self.max_tokens, summary, chunk, focus, (i, len(chunks))
+            )
             summary = await cmp.request_summary(
-                self.provider, request,
+                self.provider,
+                request,
                 lambda ev: emit(dataclasses.replace(ev, depth=self.depth)),  # it costs like any request
             )
             requests += 1
         kept = cmp.rebuilt(conv[k:])
         # The turn in progress (at or after k) keeps its place relative to the verbatim part.
         turn_start = max(0, self._turn_start - k) if self._turn_start is not None else None
-        new_base = build_system(self.tool_ctx.workspace, self.shown_index) if self.memory is not None else self.base_system
+        new_base = (
+            build_system(self.tool_ctx.workspace, self.shown_index)
+            if self.memory is not None
+            else self.base_system
+        )
         if self.session is not None:
-            await self._io(self.session.compact, summary or "", kept, turn_start, summarised=k, requests=requests)
+            await self._io(
+                self.session.compact, summary or "", kept, turn_start, summarised=k, requests=requests
+            )
         else:
             self._own[:] = kept
             if self._mark is not None and turn_start is not None:

@@ -57,14 +57,16 @@ def build_system(workspace: Path, memory_index: str) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "text", "text": f"{BASE_INSTRUCTIONS}\n{env}"}]
     for name, text in _read_instructions(workspace):
         body = defuse_tags(text, ("project-instructions",))
-        blocks.append({
-            "type": "text",
-            "text": (
-                f"The repository's {name} (its maintainers' instructions for agents; follow them where "
-                f"they concern this repository):\n<project-instructions file=\"{name}\">\n{body}\n"
-                "</project-instructions>"
-            ),
-        })
+        blocks.append(
+            {
+                "type": "text",
+                "text": (
+                    f"The repository's {name} (its maintainers' instructions for agents; follow them where "
+                    f'they concern this repository):\n<project-instructions file="{name}">\n{body}\n'
+                    "</project-instructions>"
+                ),
+            }
+        )
     blocks.append({"type": "text", "text": frame_index(memory_index)})
     blocks[-1]["cache_control"] = {"type": "ephemeral"}
     return blocks

@@ -25,7 +25,16 @@ if TYPE_CHECKING:
     from app.agent.tools import ToolContext
     from app.agent.turn.events import OnEvent, RunEvent
 
-__all__ = ["Calling", "asks", "bound_inputs", "input_limit", "result_block", "run_call", "run_task", "subagent_kwargs"]
+__all__ = [
+    "Calling",
+    "asks",
+    "bound_inputs",
+    "input_limit",
+    "result_block",
+    "run_call",
+    "run_task",
+    "subagent_kwargs",
+]
 
 # What a refused input keeps: its fields that are this short (as JSON) as written, at most this
 # many; a longer one becomes a note of its size. The tool_use block stays valid (its input an
@@ -85,8 +94,15 @@ def asks(runner: Calling, name: str, tool_input: Any) -> bool:
         return bool(will_ask(name))
 
 
-async def run_call(runner: Calling, name: str, tool_input: Any, call_id: str, emit: OnEvent, waiting: bool = False,
-                   refused: str | None = None) -> tuple[ToolResult, bool]:
+async def run_call(
+    runner: Calling,
+    name: str,
+    tool_input: Any,
+    call_id: str,
+    emit: OnEvent,
+    waiting: bool = False,
+    refused: str | None = None,
+) -> tuple[ToolResult, bool]:
     """The call's result, and whether it was denied (by a rule, a hook or the person)."""
     ext = runner.ext
     mcp = ext is not None and ext.is_tool(name)
@@ -98,17 +114,27 @@ async def run_call(runner: Calling, name: str, tool_input: Any, call_id: str, em
         return ToolResult(content=refused, is_error=True), False
     took, failed = 0.0, 0  # the call's hooks: seconds, and how many failed (its block shows both)
     if ext is not None and ext.hooks.hooks:
-        pre = await ext.hook("PreToolUse", session_id=runner.session_id, tool_name=name, tool_input=tool_input)
+        pre = await ext.hook(
+            "PreToolUse", session_id=runner.session_id, tool_name=name, tool_input=tool_input
+        )
         took, failed = pre.duration, pre.failures
         if pre.blocked:
             reason = pre.reason or "blocked by a PreToolUse hook"
-            return ToolResult(content=f"{name} was blocked by a hook: {reason}", is_error=True, hook_s=took,
-                              hook_failed=failed), True
+            return ToolResult(
+                content=f"{name} was blocked by a hook: {reason}",
+                is_error=True,
+                hook_s=took,
+                hook_failed=failed,
+            ), True
     if _needs_gate(runner, name):
         decision = await runner.gate.decide(name, tool_input, call_id=call_id, depth=runner.depth)
         if not decision.allowed:
-            return ToolResult(content=decision.reason or f"{name} was denied by the user", is_error=True,
-                              hook_s=took, hook_failed=failed), True
+            return ToolResult(
+                content=decision.reason or f"{name} was denied by the user",
+                is_error=True,
+                hook_s=took,
+                hook_failed=failed,
+            ), True
         if waiting:
             emit(ToolCallApproved(call_id, name, runner.depth))
     if name == "task":
@@ -118,11 +144,18 @@ async def run_call(runner: Calling, name: str, tool_input: Any, call_id: str, em
     else:
         result = await run_tool(name, tool_input, runner.tool_ctx)
     if ext is not None and ext.hooks.hooks:
-        post = await ext.hook("PostToolUse", session_id=runner.session_id, tool_name=name, tool_input=tool_input,
-                              tool_response={"content": result.content, "is_error": result.is_error})
+        post = await ext.hook(
+            "PostToolUse",
+            session_id=runner.session_id,
+            tool_name=name,
+            tool_input=tool_input,
+            tool_response={"content": result.content, "is_error": result.is_error},
+        )
         took, failed = took + post.duration, failed + post.failures
         if post.blocked and post.reason:
-            result = result.model_copy(update={"content": f"{result.content}\n\n[PostToolUse hook] {post.reason}"})
+            result = result.model_copy(
+                update={"content": f"{result.content}\n\n[PostToolUse hook] {post.reason}"}
+            )
     return (result.model_copy(update={"hook_s": took, "hook_failed": failed}) if took else result), False
 
 
@@ -166,7 +199,8 @@ def bound_inputs(blocks: list[dict[str, Any]], limit: int) -> tuple[list[dict[st
         refused[str(block.get("id", ""))] = (
             f"{name} was not run: its input is {size:,} bytes ({format_bytes(size)}), over the "
             f"{format_bytes(limit)} limit for one tool call's input (tool_input_max_bytes); the long fields "
-            "were not kept. Do the work in smaller calls (a large file in parts).")
+            "were not kept. Do the work in smaller calls (a large file in parts)."
+        )
         out.append({**block, "input": _kept_input(block.get("input"))})
     return out, refused
 
@@ -207,7 +241,9 @@ async def run_task(runner: Calling, tool_input: dict[str, Any], emit: OnEvent) -
 
     stop = await sub.run(prompt, forward)
     if stop.status != "completed":
-        return ToolResult(content=f"the sub-agent did not finish: {stop.message or stop.status}", is_error=True)
+        return ToolResult(
+            content=f"the sub-agent did not finish: {stop.message or stop.status}", is_error=True
+        )
     return ToolResult(content=stop.text or "(the sub-agent gave no text)")
 
 

@@ -340,18 +340,33 @@ class SessionCheckpoints:
         if torn:
             log.warning("checkpoints of session %s: a cut last line left out", self.session_id)
         try:
-            return Manifest(session=self.session_id, workspace=self.workspace, entries=tuple(
-                Entry(turn=n, time=e.time, bash=e.bash, restore_of=e.restore_of,
-                      files=tuple(FileChange(path=p, before=b, after=a, mode=md)  # type: ignore[arg-type]
-                                  for p, (b, a, md) in e.files.items()))
-                for n, e in sorted(entries.items())))
+            return Manifest(
+                session=self.session_id,
+                workspace=self.workspace,
+                entries=tuple(
+                    Entry(
+                        turn=n,
+                        time=e.time,
+                        bash=e.bash,
+                        restore_of=e.restore_of,
+                        files=tuple(
+                            FileChange(path=p, before=b, after=a, mode=md)  # type: ignore[arg-type]
+                            for p, (b, a, md) in e.files.items()
+                        ),
+                    )
+                    for n, e in sorted(entries.items())
+                ),
+            )
         except ValidationError as e:
             first = e.errors(include_url=False)[0]
             raise CheckpointError(self._bad(one_line(first["msg"], 160))) from None
 
     def _bad(self, why: str) -> str:
-        return one_line(f"the checkpoints of session {self.session_id} cannot be read "
-                        f"({self.manifest_path}: {why}); nothing was changed", 400)
+        return one_line(
+            f"the checkpoints of session {self.session_id} cannot be read "
+            f"({self.manifest_path}: {why}); nothing was changed",
+            400,
+        )
 
     def blob(self, sha: str) -> bytes:
         """A blob's bytes, checked against its name; CheckpointError when missing or damaged."""
@@ -460,7 +475,9 @@ class SessionCheckpoints:
             try:
                 m = self.manifest()
             except CheckpointError as bad:
-                aside = self.dir / f"manifest.bad-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}.jsonl"
+                aside = (
+                    self.dir / f"manifest.bad-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}.jsonl"
+                )
                 log.warning("%s; set aside as %s", bad, aside.name)
                 self.fs.replace(self.manifest_path, aside)
                 now = None
@@ -496,7 +513,7 @@ class SessionCheckpoints:
                 raise UnsafePathError(errno.EINVAL, "not a regular file", str(self.manifest_path))
             view = memoryview(line)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             self._left = (st.st_ino, st.st_size + len(line))
         finally:
             os.close(fd)
@@ -541,8 +558,12 @@ class Recorder:
     """The file tools' hook (``ToolContext.checkpoints``): the turn is read from the live session
     when a tool writes. A checkpoint that cannot be kept is logged; the edit goes on."""
 
-    def __init__(self, checkpoints: SessionCheckpoints, turn: Callable[[], int],
-                 prune: Callable[[], object] | None = None) -> None:
+    def __init__(
+        self,
+        checkpoints: SessionCheckpoints,
+        turn: Callable[[], int],
+        prune: Callable[[], object] | None = None,
+    ) -> None:
         self.checkpoints, self.turn = checkpoints, turn
         self._prune = prune  # the bounds, applied once, at the session's first checkpoint
 

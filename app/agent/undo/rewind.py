@@ -129,8 +129,13 @@ def _turns(data: bytes) -> tuple[list[_Turn], set[int]]:
         if kind == "turn_start":
             n = len(turns) + 1
             rewind = rec.get("kind") == "rewind"
-            turns.append(_Turn(time=str(rec.get("time") or ""), text=_first_line(rec.get("text")),
-                               kind="rewind" if rewind else "turn"))
+            turns.append(
+                _Turn(
+                    time=str(rec.get("time") or ""),
+                    text=_first_line(rec.get("text")),
+                    kind="rewind" if rewind else "turn",
+                )
+            )
             at_start[n] = frozenset(held)
             if not rewind:
                 held.add(n)
@@ -156,9 +161,20 @@ def list_turns(session_path: Path, checkpoints: SessionCheckpoints | None) -> li
     for n, t in enumerate(turns, 1):
         e = manifest.entry(n) if manifest is not None else None
         changed = tuple(display_path(f.path) for f in e.files if f.before != f.after) if e is not None else ()
-        out.append(TurnLine(turn=n, time=t.time, text=t.text, kind=t.kind, files=changed,
-                            bash=bool(e and e.bash), in_conversation=n in held,
-                            rewound=t.kind == "turn" and n not in held and not t.dropped, job=t.job, status=t.status))
+        out.append(
+            TurnLine(
+                turn=n,
+                time=t.time,
+                text=t.text,
+                kind=t.kind,
+                files=changed,
+                bash=bool(e and e.bash),
+                in_conversation=n in held,
+                rewound=t.kind == "turn" and n not in held and not t.dropped,
+                job=t.job,
+                status=t.status,
+            )
+        )
     return out
 
 
@@ -270,8 +286,9 @@ def describe(to_turn: int, files: bool, conversation: bool) -> str:
     return f"[rewind to before turn {to_turn}: {what}]"
 
 
-def plan_rewind(session: Session, store: CheckpointStore, turn: int, *, files: bool = True,
-                conversation: bool = True) -> RewindPlan:
+def plan_rewind(
+    session: Session, store: CheckpointStore, turn: int, *, files: bool = True, conversation: bool = True
+) -> RewindPlan:
     """What rewinding ``session`` to before ``turn`` would do (nothing is changed). RewindError
     when there is no such turn, the checkpoints cannot be read, or a needed checkpoint is lost."""
     if not files and not conversation:
@@ -286,9 +303,17 @@ def plan_rewind(session: Session, store: CheckpointStore, turn: int, *, files: b
     jobs = tuple((n, t.job) for n, t in enumerate(turns, 1) if n >= turn and t.job)
     plans = tuple(_file_plan(cp, manifest, later, rel) for rel in _paths(later)) if files else ()
     state = conversation_before(session.path, turn) if conversation else None
-    return RewindPlan(session=session.id, to_turn=turn, files=plans, conversation=conversation, rewound=rewound,
-                      bash_turns=tuple(e.turn for e in later if e.bash), jobs=jobs, restore_files=files,
-                      state=state)
+    return RewindPlan(
+        session=session.id,
+        to_turn=turn,
+        files=plans,
+        conversation=conversation,
+        rewound=rewound,
+        bash_turns=tuple(e.turn for e in later if e.bash),
+        jobs=jobs,
+        restore_files=files,
+        state=state,
+    )
 
 
 def _paths(entries: list[Entry]) -> list[str]:
@@ -310,14 +335,26 @@ def _file_plan(cp: SessionCheckpoints, manifest: Manifest, later: list[Entry], r
         _check_blob(cp, target, shown)
     conflict, diff = None, ""
     if current != left:
-        conflict = (f"{shown} was deleted since the agent last wrote it" if current is None
-                    else f"{shown} was created since the agent deleted it" if left is None
-                    else f"{shown} changed since the agent last wrote it")
+        conflict = (
+            f"{shown} was deleted since the agent last wrote it"
+            if current is None
+            else f"{shown} was created since the agent deleted it"
+            if left is None
+            else f"{shown} changed since the agent last wrote it"
+        )
         diff = _diff(shown, _blob_or_empty(cp, left), now or b"")
     action: Literal["restore", "delete", "same"] = (
-        "same" if current == target else "delete" if target is None else "restore")
-    return FilePlan(path=shown, rel=rel, action=action, target=target, current=current,
-                    conflict=conflict if action != "same" else None, diff=diff if action != "same" else "")
+        "same" if current == target else "delete" if target is None else "restore"
+    )
+    return FilePlan(
+        path=shown,
+        rel=rel,
+        action=action,
+        target=target,
+        current=current,
+        conflict=conflict if action != "same" else None,
+        diff=diff if action != "same" else "",
+    )
 
 
 def _check_blob(cp: SessionCheckpoints, sha: str, shown: str) -> None:
@@ -386,30 +423,48 @@ def conflict_line(plan: RewindPlan) -> str:
     """The one line a refused rewind says."""
     names = [f.path for f in plan.conflicts]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    what = plan.conflicts[0].conflict if len(names) == 1 else f"{len(names)} files changed since the agent last wrote them ({shown})"
+    what = (
+        plan.conflicts[0].conflict
+        if len(names) == 1
+        else f"{len(names)} files changed since the agent last wrote them ({shown})"
+    )
     return one_line(f"{what}; nothing was rewound (--force overwrites)", 400)
 
 
 # -- applying it -----------------------------------------------------------------------------------
 
 
-def apply_rewind(session: Session, store: CheckpointStore, plan: RewindPlan, *, force: bool = False) -> RewindResult:
+def apply_rewind(
+    session: Session, store: CheckpointStore, plan: RewindPlan, *, force: bool = False
+) -> RewindResult:
     """Do ``plan`` (planned again now: a file that changed since is caught). RewindError, and
     nothing changed, on a conflict unless ``force`` (a conflict the plan did not show is refused
     even then). The rewind is recorded as the session's next turn-like entry; the app then
     rebuilds its Runner from the session (``runtime.open_session(resume=session.id)``)."""
-    fresh = plan_rewind(session, store, plan.to_turn, files=plan.restore_files, conversation=plan.conversation)
+    fresh = plan_rewind(
+        session, store, plan.to_turn, files=plan.restore_files, conversation=plan.conversation
+    )
     shown = {(f.path, f.current) for f in plan.conflicts}
     if fresh.conflicts and (not force or any((f.path, f.current) not in shown for f in fresh.conflicts)):
         raise RewindError(conflict_line(fresh))
     cp = store.session(session.id, session.workspace)
     changes = fresh.changes
     data = {f.rel: cp.blob(f.target) for f in changes if f.target is not None}
-    info = {"rewind": {"to": fresh.to_turn, "files": [f.path for f in changes],
-                       "forced": [f.path for f in fresh.conflicts], "conversation": fresh.conversation}}
+    info = {
+        "rewind": {
+            "to": fresh.to_turn,
+            "files": [f.path for f in changes],
+            "forced": [f.path for f in fresh.conflicts],
+            "conversation": fresh.conversation,
+        }
+    }
     try:
-        entry = session.record_rewind(describe(fresh.to_turn, fresh.restore_files, fresh.conversation),
-                                      fresh.to_turn, fresh.state, **info)
+        entry = session.record_rewind(
+            describe(fresh.to_turn, fresh.restore_files, fresh.conversation),
+            fresh.to_turn,
+            fresh.state,
+            **info,
+        )
     except SessionError as e:
         raise RewindError(str(e)) from None
     restored: list[str] = []
@@ -421,11 +476,17 @@ def apply_rewind(session: Session, store: CheckpointStore, plan: RewindPlan, *, 
             _write_back(cp, real, data.get(f.rel), _mode_of(cp.manifest(), f))
             cp.record_after(entry, real, data.get(f.rel))
         except (OSError, CheckpointError) as e:
-            raise RewindError(one_line(f"{f.path}: {e}; the files before it in the list were rewound "
-                                       f"(rewind turn {entry} to undo them)", 400)) from None
+            raise RewindError(
+                one_line(
+                    f"{f.path}: {e}; the files before it in the list were rewound "
+                    f"(rewind turn {entry} to undo them)",
+                    400,
+                )
+            ) from None
         (restored if f.target is not None else deleted).append(f.path)
-    return RewindResult(entry=entry, restored=tuple(restored), deleted=tuple(deleted),
-                        conversation=fresh.conversation)
+    return RewindResult(
+        entry=entry, restored=tuple(restored), deleted=tuple(deleted), conversation=fresh.conversation
+    )
 
 
 def _mode_of(manifest: Manifest, f: FilePlan) -> int:

@@ -55,8 +55,12 @@ def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.Argume
         return p
 
     cmd("index", "print the merged index exactly as a new session's system prompt gets it")
-    grounding.add_list_options(cmd("list", "list the notes of both stores (a stale card says why); "
-                                           "--stale and --unused DAYS filter them"))
+    grounding.add_list_options(
+        cmd(
+            "list",
+            "list the notes of both stores (a stale card says why); --stale and --unused DAYS filter them",
+        )
+    )
     p = cmd("show", "print one note")
     p.add_argument("level", choices=[lv.value for lv in Level])
     p.add_argument("file")
@@ -64,18 +68,28 @@ def add_commands(mem: argparse.ArgumentParser, common: Callable[[argparse.Argume
     p.add_argument("file", help="file with the operations, or - for stdin")
     p = cmd("pending", "list this workspace's spooled memory jobs")
     p.add_argument("--all", action="store_true", help="every workspace's jobs, orphans included")
-    for name, what in (("approve", "apply held operations of a review-mode job"),
-                       ("reject", "drop held operations of a review-mode job")):
+    for name, what in (
+        ("approve", "apply held operations of a review-mode job"),
+        ("reject", "drop held operations of a review-mode job"),
+    ):
         p = cmd(name, what)
         p.add_argument("job", type=_job_ref, help="job id (or an unambiguous part of it)")
-        p.add_argument("ops", nargs="*", type=_op_number, metavar="OP", help="operation numbers (default: all)")
+        p.add_argument(
+            "ops", nargs="*", type=_op_number, metavar="OP", help="operation numbers (default: all)"
+        )
     p = cmd("flush", "run spooled memory jobs now, failed ones included (calls the memory model)")
-    p.add_argument("--timeout", type=_timeout, default=120.0, metavar="S", help="give up after S seconds (default 120)")
+    p.add_argument(
+        "--timeout", type=_timeout, default=120.0, metavar="S", help="give up after S seconds (default 120)"
+    )
     p.add_argument("--all", action="store_true", help="every workspace's jobs (orphans are never run)")
     cmd("undo", "revert the last applied batch of this workspace")
-    grounding.add_confirm_command(cmd(
-        "confirm", "say a card still holds: its citations' content ids are taken again from the workspace "
-                   "(a renamed file followed, a deleted one dropped); `memory undo` reverts it"))
+    grounding.add_confirm_command(
+        cmd(
+            "confirm",
+            "say a card still holds: its citations' content ids are taken again from the workspace "
+            "(a renamed file followed, a deleted one dropped); `memory undo` reverts it",
+        )
+    )
     scale.add_commands(cmd)
     consolidation.add_command(cmd)
     history_log.add_command(cmd)
@@ -98,7 +112,9 @@ def _timeout(v: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number of seconds, not {quote(v)}") from None
     if not 0 < x <= MAX_FLUSH_TIMEOUT:  # also false for nan
-        raise argparse.ArgumentTypeError(f"must be more than 0 and at most {MAX_FLUSH_TIMEOUT:g} seconds, not {quote(v)}")
+        raise argparse.ArgumentTypeError(
+            f"must be more than 0 and at most {MAX_FLUSH_TIMEOUT:g} seconds, not {quote(v)}"
+        )
     return x
 
 
@@ -273,8 +289,10 @@ def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
     left_out = untrusted_cards(stores)
     if left_out:
         # Said on stderr: stdout stays exactly what a new session gets.
-        err(f"left out {len(left_out)} note(s) of the project store {stores.project.dir}: it came with this "
-            "workspace and is not trusted yet (`pseudoclaude -p --trust-project-memory ...` or the app trusts it)")
+        err(
+            f"left out {len(left_out)} note(s) of the project store {stores.project.dir}: it came with this "
+            "workspace and is not trusted yet (`pseudoclaude -p --trust-project-memory ...` or the app trusts it)"
+        )
     return EXIT_OK
 
 
@@ -305,8 +323,10 @@ def _list(stores: MemoryStores, args: argparse.Namespace) -> int:
             flag += "  [untrusted]" if untrusted else ""
             flag += grounding.stale_suffix(stale.get(n.filename)) if level is Level.PROJECT else ""
             summary = f" — {n.meta.summary}" if n.meta.summary else ""
-            lines.append(f"  {n.filename}  [{n.meta.type}] {n.meta.title}{summary}  (updated "
-                         f"{n.meta.updated or '?'}, source {n.meta.source}){flag}")
+            lines.append(
+                f"  {n.filename}  [{n.meta.type}] {n.meta.title}{summary}  (updated "
+                f"{n.meta.updated or '?'}, source {n.meta.source}){flag}"
+            )
         # One write per store: the output stream strips each write, a tenth of listing 10,000 cards.
         print("\n".join(lines))
     return EXIT_OK
@@ -357,9 +377,11 @@ def _apply(stores: MemoryStores, args: argparse.Namespace) -> int:
         return EXIT_USAGE if isinstance(e, FileNotFoundError) else EXIT_ERROR
     parsed = parse_and_validate(text)
     if not parsed.found:
-        err("no operations found: expected a JSON array or an object with an \"operations\" array")
+        err('no operations found: expected a JSON array or an object with an "operations" array')
         return EXIT_REJECTED
-    return report(stores.apply(parsed.ops, source=MANUAL_SOURCE, rejected=parsed.rejected, label="memory apply"))
+    return report(
+        stores.apply(parsed.ops, source=MANUAL_SOURCE, rejected=parsed.rejected, label="memory apply")
+    )
 
 
 def _pending(stores: MemoryStores, args: argparse.Namespace) -> int:
@@ -486,8 +508,10 @@ def _doctor(stores: MemoryStores, args: argparse.Namespace) -> int:
         print(f"note: {line}")  # information: an untrusted store is left as it came
     for name, reason in report.stale:
         # Information: the exit status and --fix leave stale cards alone.
-        print(f"stale: project/{name}: {reason} (check it; `pseudoclaude memory confirm project {name}` "
-              "if it still holds)")
+        print(
+            f"stale: project/{name}: {reason} (check it; `pseudoclaude memory confirm project {name}` "
+            "if it still holds)"
+        )
     if report.ok:
         print("memory stores are healthy")
         return EXIT_OK

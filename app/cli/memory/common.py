@@ -29,7 +29,9 @@ def report(result: BatchResult) -> int:
     for a in result.applied:
         print(f"{a.action} {a.level}/{a.filename}")
     problems: list[Rejection | Conflict] = [*result.rejected, *result.conflicts]
-    lines = [(r.index, r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}") for r in problems]
+    lines = [
+        (r.index, r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}") for r in problems
+    ]
     lines += [(d.index, dropped_line(d)) for d in result.dropped_cites]
     for _, line in sorted(lines, key=lambda x: x[0]):
         err(line)

@@ -31,17 +31,27 @@ def _timeout(v: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {v!r}") from None
     if not math.isfinite(t) or t <= 0 or t > MAX_TIMEOUT:
-        raise argparse.ArgumentTypeError(f"seconds must be more than 0 and at most {MAX_TIMEOUT:g}, not {v!r}")
+        raise argparse.ArgumentTypeError(
+            f"seconds must be more than 0 and at most {MAX_TIMEOUT:g}, not {v!r}"
+        )
     return t
 
 
 def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    p = cmd("consolidate", "ask the memory model to merge likely duplicates and fix contradictions in a store; "
-                           "its operations are held for review (`memory approve`) unless --yes")
+    p = cmd(
+        "consolidate",
+        "ask the memory model to merge likely duplicates and fix contradictions in a store; "
+        "its operations are held for review (`memory approve`) unless --yes",
+    )
     p.add_argument("--level", choices=[lv.value for lv in Level])
     p.add_argument("--yes", action="store_true", help="apply the proposed operations at once")
-    p.add_argument("--timeout", type=_timeout, default=120.0, metavar="S",
-                   help="give up waiting for the memory model after S seconds (default 120); the job stays spooled")
+    p.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=120.0,
+        metavar="S",
+        help="give up waiting for the memory model after S seconds (default 120); the job stays spooled",
+    )
 
 
 def consolidate(stores: MemoryStores, args: argparse.Namespace) -> int:
@@ -86,8 +96,10 @@ async def _consolidate(manager: Manager, args: argparse.Namespace) -> int:
             err(f"consolidation job {o.job_id} failed: {done.reason or 'failed'}")
             code = EXIT_ERROR
         else:
-            err(f"consolidation job {o.job_id} unfinished after {args.timeout:g}s; it stays spooled "
-                "(`memory flush` runs it)")
+            err(
+                f"consolidation job {o.job_id} unfinished after {args.timeout:g}s; it stays spooled "
+                "(`memory flush` runs it)"
+            )
             code = EXIT_ERROR
     return code
 
@@ -100,8 +112,10 @@ async def _held(manager: Manager, job_id: str, yes: bool) -> int:
     for r in job.rejected:
         err(r.reason if r.reason.startswith("op ") else f"op {r.index}: {r.reason}")
     if not yes:
-        print(f"held for review: `pseudoclaude memory approve {job.id}` applies them (give op numbers to "
-              f"choose), `pseudoclaude memory reject {job.id}` drops them")
+        print(
+            f"held for review: `pseudoclaude memory approve {job.id}` applies them (give op numbers to "
+            f"choose), `pseudoclaude memory reject {job.id}` drops them"
+        )
         return EXIT_OK
     return report(await manager.approve(job.id))
 

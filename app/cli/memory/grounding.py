@@ -43,12 +43,19 @@ def unused_days(v: str) -> int:
 
 
 def add_list_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--stale", action="store_true",
-                   help="only stale cards: project cards whose cited files changed, were renamed or deleted "
-                        "since the card was written or confirmed (each with the reason)")
-    p.add_argument("--unused", type=unused_days, metavar="DAYS",
-                   help="only cards the model has not read in the last DAYS days (never read and older than "
-                        "DAYS days, or last read before then), each with its use; with --stale, both must hold")
+    p.add_argument(
+        "--stale",
+        action="store_true",
+        help="only stale cards: project cards whose cited files changed, were renamed or deleted "
+        "since the card was written or confirmed (each with the reason)",
+    )
+    p.add_argument(
+        "--unused",
+        type=unused_days,
+        metavar="DAYS",
+        help="only cards the model has not read in the last DAYS days (never read and older than "
+        "DAYS days, or last read before then), each with its use; with --stale, both must hold",
+    )
 
 
 def add_confirm_command(p: argparse.ArgumentParser) -> None:
@@ -114,12 +121,18 @@ def list_filtered(stores: MemoryStores, args: argparse.Namespace) -> int:
             if cutoff is not None:
                 parts.append(use_text(use, now))
             untrusted = "  [untrusted]" if level is Level.PROJECT and not trusted else ""
-            print(f"{level}  {note.filename}  {sanitize_line(note.meta.title, 200)} — {' · '.join(parts)}{untrusted}")
+            print(
+                f"{level}  {note.filename}  {sanitize_line(note.meta.title, 200)} — {' · '.join(parts)}{untrusted}"
+            )
             shown += 1
     if not shown:
         # On stderr: stdout holds only cards, so a script reads an empty list as none.
         what = "stale cards" if args.stale else "cards"
-        when = f" unused in the last {args.unused} day{'s' if args.unused != 1 else ''}" if cutoff is not None else ""
+        when = (
+            f" unused in the last {args.unused} day{'s' if args.unused != 1 else ''}"
+            if cutoff is not None
+            else ""
+        )
         print(f"pseudoclaude: no {what}{when}", file=sys.stderr)
     return EXIT_OK
 

@@ -33,13 +33,21 @@ STRIPPED = "terminal escapes and control or invisible characters of the source w
 
 
 def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    p = cmd("import", "make cards from CLAUDE.md / AGENTS.md / GEMINI.md (a card per section), a Claude Code "
-                      "auto-memory folder or a Codex memories folder (a card per note); held for review "
-                      "(`memory approve`) unless --yes; the sources are never changed")
+    p = cmd(
+        "import",
+        "make cards from CLAUDE.md / AGENTS.md / GEMINI.md (a card per section), a Claude Code "
+        "auto-memory folder or a Codex memories folder (a card per note); held for review "
+        "(`memory approve`) unless --yes; the sources are never changed",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a Markdown file or a memory folder")
-    p.add_argument("--level", choices=[lv.value for lv in Level],
-                   help="the store the cards go to (default: project, or user where the workspace has no project level)")
-    p.add_argument("--dry-run", action="store_true", help="print the cards that would be made and change nothing")
+    p.add_argument(
+        "--level",
+        choices=[lv.value for lv in Level],
+        help="the store the cards go to (default: project, or user where the workspace has no project level)",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the cards that would be made and change nothing"
+    )
     p.add_argument("--yes", action="store_true", help="make the cards now instead of holding them for review")
 
 
@@ -51,8 +59,10 @@ def _card_lines(p: PlannedCard, level: Level, lead: str) -> str:
     title = op.title if op is not None and op.title else p.card.title
     body = op.content if op is not None and op.content is not None else p.card.body
     first = next((ln for ln in body.splitlines() if ln.strip()), "")
-    lines = [f"{lead}{level.value}/{p.filename}  [{p.card.type.value}] {one_line(title, 100)}",
-             f"    source: {p.card.provenance}"]
+    lines = [
+        f"{lead}{level.value}/{p.filename}  [{p.card.type.value}] {one_line(title, 100)}",
+        f"    source: {p.card.provenance}",
+    ]
     if p.markup is not None:
         kind, fragment = p.markup
         lines.append(f"    ⚠ {kind}: {one_line(fragment, 120) or '(no text)'}")
@@ -75,8 +85,10 @@ def _hidden_summary(todo: Sequence[PlannedCard], where: str = "listed first") ->
     stripped = sum(1 for p in todo if p.card.stripped)
     parts = []
     if hiding:
-        parts.append(f"{_count(hiding)} {'hold' if hiding != 1 else 'holds'} HTML comments, hidden markup or "
-                     f"tag-like text that the model reads and a rendered view hides ({where}, with the text)")
+        parts.append(
+            f"{_count(hiding)} {'hold' if hiding != 1 else 'holds'} HTML comments, hidden markup or "
+            f"tag-like text that the model reads and a rendered view hides ({where}, with the text)"
+        )
     if stripped:
         parts.append(f"terminal escapes and control or invisible characters removed from {_count(stripped)}")
     return "; ".join(parts)
@@ -124,8 +136,10 @@ def import_cards(stores: MemoryStores, args: argparse.Namespace) -> int:
         for line in skipped:
             print(line)
         hidden = _hidden_summary(todo)
-        print(f"dry run: {_count(len(todo))} would be made, {len(skipped)} skipped; "
-              f"{hidden + '; ' if hidden else ''}nothing was changed")
+        print(
+            f"dry run: {_count(len(todo))} would be made, {len(skipped)} skipped; "
+            f"{hidden + '; ' if hidden else ''}nothing was changed"
+        )
         return code
     for line in skipped:
         print(line)
@@ -142,8 +156,14 @@ def _count(n: int) -> str:
     return f"{n} card{'s' if n != 1 else ''}"
 
 
-def _store(stores: MemoryStores, args: argparse.Namespace, todo: list[PlannedCard], planned: list[PlannedCard],
-           origins: list[str], level: Level) -> int:
+def _store(
+    stores: MemoryStores,
+    args: argparse.Namespace,
+    todo: list[PlannedCard],
+    planned: list[PlannedCard],
+    origins: list[str],
+    level: Level,
+) -> int:
     # The spool and the transaction load only when cards are stored.
     from memory.jobs.importing import apply_import, hold_import
 
@@ -154,7 +174,9 @@ def _store(stores: MemoryStores, args: argparse.Namespace, todo: list[PlannedCar
             print(f"of these {_count(len(todo))}: {hidden}")
         for p in todo:
             if p.markup is not None:
-                print(f"⚠ {level.value}/{p.filename}: {p.markup[0]}: {one_line(p.markup[1], 120) or '(no text)'}")
+                print(
+                    f"⚠ {level.value}/{p.filename}: {p.markup[0]}: {one_line(p.markup[1], 120) or '(no text)'}"
+                )
         return code
     hidden = _hidden_summary(todo)
     job = hold_import(stores, planned, origins)
@@ -163,8 +185,10 @@ def _store(stores: MemoryStores, args: argparse.Namespace, todo: list[PlannedCar
         print(_card_lines(p, level, f"{p.index} create "))
     if hidden:
         print(f"of these {_count(len(todo))}: {hidden}")
-    print(f"held for review: `pseudoclaude memory approve {job.id}` makes them (give op numbers to choose), "
-          f"`pseudoclaude memory reject {job.id}` drops them")
+    print(
+        f"held for review: `pseudoclaude memory approve {job.id}` makes them (give op numbers to choose), "
+        f"`pseudoclaude memory reject {job.id}` drops them"
+    )
     return EXIT_OK
 
 

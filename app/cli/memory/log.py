@@ -34,7 +34,10 @@ def _limit(v: str) -> int:
 
 
 def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    p = cmd("log", "the history of the cards: the app's batches and the git commits touching the store, newest first")
+    p = cmd(
+        "log",
+        "the history of the cards: the app's batches and the git commits touching the store, newest first",
+    )
     p.add_argument("level", nargs="?", choices=[lv.value for lv in Level], help="one store (default: both)")
     p.add_argument("file", nargs="?", help="one card of that store")
     p.add_argument("--limit", type=_limit, metavar="N", help="only the N newest entries")
@@ -55,7 +58,11 @@ def log(stores: MemoryStores, args: argparse.Namespace) -> int:
         # Said, not fatal: the app's own batches are still shown.
         print(f"pseudoclaude: {line}", file=sys.stderr)
     if not history.entries:
-        what = f"{level} card {args.file}" if args.file else (f"the {level} store" if level else "the memory stores")
+        what = (
+            f"{level} card {args.file}"
+            if args.file
+            else (f"the {level} store" if level else "the memory stores")
+        )
         print(f"no history of {what} in this workspace")
         return EXIT_OK
     for entry in history.entries:

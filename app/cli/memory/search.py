@@ -49,15 +49,27 @@ def _query(v: str) -> str:
 
 
 def add_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    p = cmd("search", "find cards by their words (title, summary, body, filename), best first: one line per card, "
-                      "`<level>: <index line>`, as the search_memory tool gives the model; exit 0 when a card "
-                      "matches, 1 when none does (like grep); an untrusted project store is not searched")
+    p = cmd(
+        "search",
+        "find cards by their words (title, summary, body, filename), best first: one line per card, "
+        "`<level>: <index line>`, as the search_memory tool gives the model; exit 0 when a card "
+        "matches, 1 when none does (like grep); an untrusted project store is not searched",
+    )
     p.add_argument("query", type=_query, help="a few words naming the topic")
-    p.add_argument("--level", choices=[lv.value for lv in Level], help="search one store only (default: both)")
-    p.add_argument("--limit", type=_limit, default=DEFAULT_LIMIT, metavar="N",
-                   help=f"at most N cards, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})")
-    for name, what in (("pin", "keep a card in the prompt's index whatever its rank (`memory undo` reverts it)"),
-                       ("unpin", "let a pinned card compete for the prompt's index again")):
+    p.add_argument(
+        "--level", choices=[lv.value for lv in Level], help="search one store only (default: both)"
+    )
+    p.add_argument(
+        "--limit",
+        type=_limit,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"at most N cards, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})",
+    )
+    for name, what in (
+        ("pin", "keep a card in the prompt's index whatever its rank (`memory undo` reverts it)"),
+        ("unpin", "let a pinned card compete for the prompt's index again"),
+    ):
         p = cmd(name, what)
         p.add_argument("level", choices=[lv.value for lv in Level])
         p.add_argument("file", help="the card's filename (see `pseudoclaude memory list`)")

@@ -48,12 +48,18 @@ INSTRUCTIONS = (
 
 
 def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    p = cmd("serve-mcp", "serve this workspace's memory to another agent as an MCP server on stdin/stdout: the "
-                         "tools memory_index, read_memory and search_memory and the index as a resource, read-only "
-                         "(an untrusted project store is not served, secrets stay redacted)")
-    p.add_argument("--allow-remember", action="store_true",
-                   help="add the tool remember: a note the agent gives becomes a card (source mcp:<client name>), "
-                        "held for review unless the memory mode is auto")
+    p = cmd(
+        "serve-mcp",
+        "serve this workspace's memory to another agent as an MCP server on stdin/stdout: the "
+        "tools memory_index, read_memory and search_memory and the index as a resource, read-only "
+        "(an untrusted project store is not served, secrets stay redacted)",
+    )
+    p.add_argument(
+        "--allow-remember",
+        action="store_true",
+        help="add the tool remember: a note the agent gives becomes a card (source mcp:<client name>), "
+        "held for review unless the memory mode is auto",
+    )
 
 
 def serve_mcp(stores: MemoryStores, args: argparse.Namespace) -> int:
@@ -71,8 +77,10 @@ def serve_mcp(stores: MemoryStores, args: argparse.Namespace) -> int:
         if notice is not None:
             err(notice)  # the client's log of the server: stdout is the protocol's
         if sys.stdin.isatty():
-            err("serving this workspace's memory over MCP on stdin/stdout; an MCP client starts this command "
-                "itself (see `pseudoclaude memory serve-mcp --help`); Ctrl+C stops it")
+            err(
+                "serving this workspace's memory over MCP on stdin/stdout; an MCP client starts this command "
+                "itself (see `pseudoclaude memory serve-mcp --help`); Ctrl+C stops it"
+            )
         return _run(served)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -166,42 +174,69 @@ def build_server(served: ServedMemory) -> Server[Any]:
 
     paused = _GcPause()
 
-    async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-                         ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[
-            types.Tool(name=t.name, description=t.description, input_schema=t.input_schema,
-                       annotations=_annotations(t.read_only))
-            for t in served.tools()
-        ])
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=t.name,
+                    description=t.description,
+                    input_schema=t.input_schema,
+                    annotations=_annotations(t.read_only),
+                )
+                for t in served.tools()
+            ]
+        )
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-                        ) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         async with paused():
             answer = await served.call(params.name, dict(params.arguments or {}), client=client_name(ctx))
         if answer is None:
             raise MCPError(code=types.INVALID_PARAMS, message=_unknown_tool(params.name, served))
         return types.CallToolResult(content=[types.TextContent(text=answer.text)], is_error=answer.is_error)
 
-    async def list_resources(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-                             ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[types.Resource(
-            uri=INDEX_URI, name=INDEX_NAME, title="PseudoClaude memory index", mime_type=INDEX_MIME,
-            description="The merged index of this workspace's memory, as a PseudoClaude session's prompt gets it.",
-        )])
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=INDEX_URI,
+                    name=INDEX_NAME,
+                    title="PseudoClaude memory index",
+                    mime_type=INDEX_MIME,
+                    description="The merged index of this workspace's memory, as a PseudoClaude session's prompt gets it.",
+                )
+            ]
+        )
 
-    async def read_resource(ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
-                            ) -> types.ReadResourceResult:
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
         if params.uri != INDEX_URI:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"no resource {_shown(params.uri)}: this server has "
-                                                              f"only {INDEX_URI}")
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"no resource {_shown(params.uri)}: this server has only {INDEX_URI}",
+            )
         async with paused():
             text = await served.index()
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=INDEX_URI, mime_type=INDEX_MIME,
-                                                                             text=text)])
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=INDEX_URI, mime_type=INDEX_MIME, text=text)]
+        )
 
-    return Server(SERVER_NAME, version=_version(), title="PseudoClaude memory", instructions=INSTRUCTIONS,
-                  on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
-                  on_read_resource=read_resource)
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        title="PseudoClaude memory",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
 
 
 def _annotations(read_only: bool) -> types.ToolAnnotations:
@@ -211,8 +246,9 @@ def _annotations(read_only: bool) -> types.ToolAnnotations:
     if read_only:
         return types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
     # remember only adds a card (or a job held for review): nothing is changed or removed.
-    return types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                                 open_world_hint=False)
+    return types.ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
 
 
 def _shown(value: str) -> str:
@@ -223,8 +259,10 @@ def _shown(value: str) -> str:
 def _unknown_tool(name: str, served: ServedMemory) -> str:
     known = ", ".join(t.name for t in served.tools())
     if name == "remember":
-        return f"unknown tool 'remember': this server was started without --allow-remember, so it only reads " \
-               f"memory (tools: {known})"
+        return (
+            f"unknown tool 'remember': this server was started without --allow-remember, so it only reads "
+            f"memory (tools: {known})"
+        )
     return f"unknown tool {_shown(name)} (tools: {known})"
 
 

@@ -17,10 +17,15 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
 def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    p = cmd("sync", "pull the user store from user_memory_remote (rebase), rebuild its index, commit and push")
-    p.add_argument("--accept-rewrite", action="store_true",
-                   help="take a remote whose history was rewritten (refused otherwise): this machine's changes "
-                        "since the last sync are replayed on it")
+    p = cmd(
+        "sync", "pull the user store from user_memory_remote (rebase), rebuild its index, commit and push"
+    )
+    p.add_argument(
+        "--accept-rewrite",
+        action="store_true",
+        help="take a remote whose history was rewritten (refused otherwise): this machine's changes "
+        "since the last sync are replayed on it",
+    )
 
 
 def sync(stores: MemoryStores, args: argparse.Namespace) -> int:

@@ -60,9 +60,16 @@ def _drain(v: str) -> float:
 def add_command(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
     p = cmd("worker", "run this workspace's memory jobs in this process until stdin ends (the app starts it)")
     p.add_argument("--memory-model", dest="worker_memory_model", metavar="M", help="the memory model")
-    p.add_argument("--memory", dest="worker_mode", choices=WORKER_MODES, help="memory mode (default: the settings')")
-    p.add_argument("--drain", type=_drain, default=DEFAULT_DRAIN_S, metavar="S",
-                   help=f"at the end of stdin, run what is queued for at most S seconds (default {DEFAULT_DRAIN_S:g})")
+    p.add_argument(
+        "--memory", dest="worker_mode", choices=WORKER_MODES, help="memory mode (default: the settings')"
+    )
+    p.add_argument(
+        "--drain",
+        type=_drain,
+        default=DEFAULT_DRAIN_S,
+        metavar="S",
+        help=f"at the end of stdin, run what is queued for at most S seconds (default {DEFAULT_DRAIN_S:g})",
+    )
 
 
 def worker(stores: MemoryStores, args: argparse.Namespace) -> int:

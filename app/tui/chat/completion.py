@@ -12,7 +12,9 @@ if TYPE_CHECKING:
     from app.services.extensions import CommandView
 
 
-def complete(text: str, cursor: int, files: list[str], custom: Sequence[CommandView] = ()) -> list[Suggestion]:
+def complete(
+    text: str, cursor: int, files: list[str], custom: Sequence[CommandView] = ()
+) -> list[Suggestion]:
     """What the word before ``cursor`` may become; ``files``: the workspace's, as listed;
     ``custom``: the custom commands and MCP prompts, after the app's own."""
     before = text[:cursor]
@@ -20,11 +22,20 @@ def complete(text: str, cursor: int, files: list[str], custom: Sequence[CommandV
     if word.startswith("/") and before.lstrip() == word:
         prefix = word.lower()
         return [
-            *(Suggestion(label=c.usage, insert=f"/{c.name} ", kind="command", detail=c.help)
-              for c in commands.completions(word)),
-            *(Suggestion(label=f"{c.name} {c.hint}".rstrip(), insert=f"{c.name} ", kind="command",
-                         detail=c.description)
-              for c in custom if c.name.lower().startswith(prefix)),
+            *(
+                Suggestion(label=c.usage, insert=f"/{c.name} ", kind="command", detail=c.help)
+                for c in commands.completions(word)
+            ),
+            *(
+                Suggestion(
+                    label=f"{c.name} {c.hint}".rstrip(),
+                    insert=f"{c.name} ",
+                    kind="command",
+                    detail=c.description,
+                )
+                for c in custom
+                if c.name.lower().startswith(prefix)
+            ),
         ]
     if word.startswith("@"):
         # Loaded at the first "@": the module brings the file tools' path rules, not needed for

@@ -169,8 +169,13 @@ def fuzzy(query: str, paths: list[str], limit: int = 20) -> list[str]:
         return out
     if take([key(i) for i, low in enumerate(lows) if low.startswith(q) and i not in taken]):
         return out
-    if take([key(i, low.find(q, names[i]) - names[i]) for i, low in enumerate(lows)
-             if i not in taken and low.find(q, names[i]) != -1]):
+    if take(
+        [
+            key(i, low.find(q, names[i]) - names[i])
+            for i, low in enumerate(lows)
+            if i not in taken and low.find(q, names[i]) != -1
+        ]
+    ):
         return out
     if take([key(i, low.find(q)) for i, low in enumerate(lows) if i not in taken and q in low]):
         return out

@@ -119,7 +119,9 @@ class HistoryView:
             from app.agent.tools.shell import view_of_content
 
             view = widget_view(view_of_content(text)) if name == "bash" else None
-            block.set_result(strip_terminal(text), is_error=bool(result.get("is_error")), denied=False, view=view)
+            block.set_result(
+                strip_terminal(text), is_error=bool(result.get("is_error")), denied=False, view=view
+            )
 
     def _user_text(self, text: str) -> None:
         """An earlier user message; a large one collapsed as a paste would be (its typed form

@@ -50,8 +50,14 @@ class SendQueue:
     runs a slash command; ``trust_pending`` says whether the trust question waits for its answer;
     ``configure_help`` shows how to configure a model."""
 
-    def __init__(self, app: QueueHost, *, run_command: Callable[..., Awaitable[None]],
-                 trust_pending: Callable[[], bool], configure_help: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        app: QueueHost,
+        *,
+        run_command: Callable[..., Awaitable[None]],
+        trust_pending: Callable[[], bool],
+        configure_help: Callable[[], None],
+    ) -> None:
         self.app = app
         self._run_command = run_command
         self._trust_pending = trust_pending
@@ -74,7 +80,9 @@ class SendQueue:
         item = Queued(text, typed or text, dict(pastes))
         if app.phase.connecting or self.items or not self.can_send():
             item.block = app.chat.add_user(item.typed, item.pastes)
-            item.block.set_note(QUEUED_NOTE if app.phase.connecting else "queued: sent after what runs now (Esc cancels)")
+            item.block.set_note(
+                QUEUED_NOTE if app.phase.connecting else "queued: sent after what runs now (Esc cancels)"
+            )
             self.items.append(item)
             self.show_notice()
             self.drain_soon()
@@ -90,7 +98,11 @@ class SendQueue:
             chat.add_note(f"/{parsed.name} runs in a moment (the memory stores are being opened)")
         else:
             self.items.append(parsed)
-            when = "once the model is connected" if self.app.phase.connecting else "after what runs or waits before it"
+            when = (
+                "once the model is connected"
+                if self.app.phase.connecting
+                else "after what runs or waits before it"
+            )
             chat.add_note(f"/{parsed.name} runs {when} (Esc cancels)")
             self.drain_soon()
         self.show_notice()

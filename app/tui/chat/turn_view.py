@@ -80,6 +80,7 @@ class TurnRenderer:
             # (loaded before the app's first frame) must not.
             from app.agent.model import provider
             from app.agent.turn import events as runner
+
             self._handlers = {
                 provider.TextDelta: self._text,
                 provider.ToolUseStart: self._tool_start,
@@ -158,8 +159,9 @@ class TurnRenderer:
     def _new_block(self, call_id: str, name: str, depth: int) -> ToolBlock:
         parent = self._task_blocks.get(depth - 1) if depth else None
         parent_id = parent.call_id if parent is not None else None
-        block = self._chat().add_tool(call_id, one_line(name, 60), depth=depth, parent_id=parent_id,
-                                      display_keys=display_keys(name))
+        block = self._chat().add_tool(
+            call_id, one_line(name, 60), depth=depth, parent_id=parent_id, display_keys=display_keys(name)
+        )
         self.tools[call_id] = block
         return block
 
@@ -202,8 +204,14 @@ class TurnRenderer:
     async def _call_finished(self, ev: ToolCallFinished) -> None:
         block = self._block(ev.id, ev.name, ev.depth)
         self._running.discard(ev.id)
-        block.set_result(strip_terminal(ev.result.content), is_error=ev.result.is_error, denied=ev.denied,
-                         view=widget_view(ev.view), hook_s=ev.result.hook_s, hook_failed=ev.result.hook_failed)
+        block.set_result(
+            strip_terminal(ev.result.content),
+            is_error=ev.result.is_error,
+            denied=ev.denied,
+            view=widget_view(ev.view),
+            hook_s=ev.result.hook_s,
+            hook_failed=ev.result.hook_failed,
+        )
         self.tools.pop(ev.id, None)  # finished: nothing changes it any more
         if ev.name == "task":
             self._task_blocks.pop(ev.depth, None)

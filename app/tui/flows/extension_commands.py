@@ -85,19 +85,24 @@ class ExtensionCommands:
         if trusted:
             start(self.host, self._trust, group="ext-trust", exclusive=True)
         else:
-            self.host.chat.add_note("what the project brings is not trusted for now: it is not used "
-                                    "(asked again next start)")
+            self.host.chat.add_note(
+                "what the project brings is not trusted for now: it is not used (asked again next start)"
+            )
 
     async def _trust(self) -> None:
         service = self._service()
         if service is None:
             return
         started = await service.trust()
-        self.host.post_message(ChatNote("trusted: the project's servers start, its commands, hooks and rules are used"))
+        self.host.post_message(
+            ChatNote("trusted: the project's servers start, its commands, hooks and rules are used")
+        )
         self.host.call_later(self._poll)
         for s in await service.settled(started):
             if s.state == "ready":  # a failure is said by the poll
-                self.host.post_message(ChatNote(one_line(f"MCP server {s.name} ready: {len(s.tools)} tool(s)", 200)))
+                self.host.post_message(
+                    ChatNote(one_line(f"MCP server {s.name} ready: {len(s.tools)} tool(s)", 200))
+                )
 
     def _poll(self) -> None:
         """A server that failed (at start or later) is one line in the chat, once per failure."""
@@ -110,7 +115,9 @@ class ExtensionCommands:
             before = self._states.get(s.name)
             self._states[s.name] = s.state
             if s.state == "failed" and before != "failed":
-                self.host.chat.add_error(one_line(f"MCP server {s.name} failed: {s.reason or 'no reason given'}", 300))
+                self.host.chat.add_error(
+                    one_line(f"MCP server {s.name} failed: {s.reason or 'no reason given'}", 300)
+                )
 
     @staticmethod
     def failed_line(e: BaseException) -> str:
@@ -135,17 +142,27 @@ class ExtensionCommands:
         service = self._service()
         if service is None:
             return []
-        rows = [(f"{c.name} {c.hint}".rstrip(), one_line(c.description, HELP_DESCRIPTION_CHARS))
-                for c in service.commands()]
-        rows += [(f"/{b.name}" if b.name else b.path, one_line(f"broken: {b.why}", 200)) for b in service.broken()]
+        rows = [
+            (f"{c.name} {c.hint}".rstrip(), one_line(c.description, HELP_DESCRIPTION_CHARS))
+            for c in service.commands()
+        ]
+        rows += [
+            (f"/{b.name}" if b.name else b.path, one_line(f"broken: {b.why}", 200)) for b in service.broken()
+        ]
         return rows
 
     def unknown(self, name: str) -> str:
         """The chat's line for a typed ``/name`` that runs nothing: a broken command says why."""
         service = self._service()
-        broken = [b for b in service.broken() if b.name and b.name.casefold() == name.casefold()] if service else []
+        broken = (
+            [b for b in service.broken() if b.name and b.name.casefold() == name.casefold()]
+            if service
+            else []
+        )
         if broken:
-            return one_line(f"/{broken[0].name} is a broken custom command ({broken[0].path}): {broken[0].why}", 400)
+            return one_line(
+                f"/{broken[0].name} is a broken custom command ({broken[0].path}): {broken[0].why}", 400
+            )
         return f"unknown command /{one_line(name, 40)}: /help lists the commands"
 
     def run(self, name: str, arg: str) -> bool:
@@ -158,11 +175,21 @@ class ExtensionCommands:
         expanded = service.expand(typed)
         if expanded is not None:
             if expanded.allowed_tools:
-                self.host.chat.add_note(one_line(f"{expanded.name} allows without asking for this run: "
-                                                 f"{', '.join(expanded.allowed_tools)}", 300))
+                self.host.chat.add_note(
+                    one_line(
+                        f"{expanded.name} allows without asking for this run: "
+                        f"{', '.join(expanded.allowed_tools)}",
+                        300,
+                    )
+                )
             if expanded.model:
-                self.host.chat.add_note(one_line(f"{expanded.name} asks for the model {expanded.model}: "
-                                                 f"/model {expanded.model} switches to it (print mode uses it)", 300))
+                self.host.chat.add_note(
+                    one_line(
+                        f"{expanded.name} asks for the model {expanded.model}: "
+                        f"/model {expanded.model} switches to it (print mode uses it)",
+                        300,
+                    )
+                )
             self.host.queue.submit(expanded.prompt, typed, {})
             return True
         if any(c.name == f"/{name}" for c in service.commands()):
@@ -179,7 +206,9 @@ class ExtensionCommands:
             self.host.post_message(ChatNote(one_line(f"/{name}: {e}", 300), error=True))
             return
         if expanded is None:
-            self.host.post_message(ChatNote(f"/{one_line(name, 60)}: the server's prompt is gone", error=True))
+            self.host.post_message(
+                ChatNote(f"/{one_line(name, 60)}: the server's prompt is gone", error=True)
+            )
             return
         self.host.call_later(self.host.queue.submit, expanded.prompt, typed, {})
 
@@ -203,11 +232,15 @@ class ExtensionCommands:
             return
         rules = service.rules()
         if not rules:
-            chat.add_note("no permission rules: writing, running and MCP tools ask ([permissions] allow/ask/deny "
-                          "in .PseudoClaude/settings.local.toml or your config.toml)")
+            chat.add_note(
+                "no permission rules: writing, running and MCP tools ask ([permissions] allow/ask/deny "
+                "in .PseudoClaude/settings.local.toml or your config.toml)"
+            )
             return
-        lines = [f"{r.list:<5}  {r.text}  — {r.where}" + ("  (waiting for trust)" if r.state != "active" else "")
-                 for r in rules]
+        lines = [
+            f"{r.list:<5}  {r.text}  — {r.where}" + ("  (waiting for trust)" if r.state != "active" else "")
+            for r in rules
+        ]
         lines.append("/permissions remove RULE removes one from your own files")
         chat.add_note("\n".join(one_line(line, 300) for line in lines))
 
@@ -234,7 +267,9 @@ class ExtensionCommands:
             return
         servers = service.servers()
         if not servers:
-            chat.add_note("no MCP servers ([mcp_servers.NAME] in your config.toml, or the project's .mcp.json)")
+            chat.add_note(
+                "no MCP servers ([mcp_servers.NAME] in your config.toml, or the project's .mcp.json)"
+            )
             return
         lines: list[str] = []
         for s in servers:

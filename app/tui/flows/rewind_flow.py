@@ -144,18 +144,22 @@ class RewindFlow:
         force = False
         if choice.files and preview.conflicts:
             title, summary, body = conflict_question(preview)
-            yes = await host.push_screen_wait(ConfirmModal(title, summary, body, kind="diff",
-                                                           yes="Overwrite them", no="Rewind nothing"))
+            yes = await host.push_screen_wait(
+                ConfirmModal(title, summary, body, kind="diff", yes="Overwrite them", no="Rewind nothing")
+            )
             if not yes:
                 kept = ", ".join(f.path for f in preview.conflicts)
-                host.post_message(ChatNote(one_line(f"nothing was rewound: {kept} kept as it is", NOTE_WIDTH)))
+                host.post_message(
+                    ChatNote(one_line(f"nothing was rewound: {kept} kept as it is", NOTE_WIDTH))
+                )
                 return
             force = True
         messages: list[dict[str, Any]] | None = None
         async with self._switching:
             try:
-                done = await self.service.rewind(preview, files=choice.files, conversation=choice.conversation,
-                                                 force=force)
+                done = await self.service.rewind(
+                    preview, files=choice.files, conversation=choice.conversation, force=force
+                )
                 if done.conversation:
                     messages = await self.service.reopen()
             except Exception as e:  # RewindProblem: one line, and what was done is said in it
@@ -181,7 +185,9 @@ class RewindFlow:
 
     def undo_memory(self, screen: RewindPlanScreen, preview: RewindPreview) -> None:
         """``m`` in the plan window: undo the rewound turns' memory batches, newest first."""
-        self.host.run_worker(partial(self._undo_memory, screen, preview), group="cards-edit", exit_on_error=False)
+        self.host.run_worker(
+            partial(self._undo_memory, screen, preview), group="cards-edit", exit_on_error=False
+        )
 
     async def _undo_memory(self, screen: RewindPlanScreen, preview: RewindPreview) -> None:
         host = self.host

@@ -34,9 +34,17 @@ def turn_items(rows: list[TurnRow], today: datetime | None = None) -> list[TurnI
         notes = ["rewound: not in the conversation"] if r.rewound else []
         if r.status not in _QUIET_STATUS:
             notes.append(r.status)
-        out.append(TurnItem(turn=r.turn, when=when(r.time, today), text=r.text, kind=r.kind,
-                            files=tuple(FileLine(f.path, f.added, f.removed) for f in r.files),
-                            bash=r.bash, note=", ".join(notes)))
+        out.append(
+            TurnItem(
+                turn=r.turn,
+                when=when(r.time, today),
+                text=r.text,
+                kind=r.kind,
+                files=tuple(FileLine(f.path, f.added, f.removed) for f in r.files),
+                bash=r.bash,
+                note=", ".join(notes),
+            )
+        )
     return out
 
 
@@ -53,8 +61,10 @@ def memory_line(p: RewindPreview) -> tuple[str, bool]:
     parts = []
     if live:
         which = ", ".join(f"{b.txid} (turn {b.turn})" for b in p.batches if b.txid in live)
-        parts.append(f"memory is not rewound: {_span(p.rewound)} produced memory batch"
-                     f"{'es' if len(live) != 1 else ''} {which}; m undoes {'them' if len(live) != 1 else 'it'}")
+        parts.append(
+            f"memory is not rewound: {_span(p.rewound)} produced memory batch"
+            f"{'es' if len(live) != 1 else ''} {which}; m undoes {'them' if len(live) != 1 else 'it'}"
+        )
     else:
         parts.append(f"memory is not rewound: {_span(p.rewound)} left no memory batch to undo")
     if undone:
@@ -71,22 +81,34 @@ def plan_state(p: RewindPreview) -> PlanState:
     else:
         later = p.rewound[1:]
         also = f" and {_span(later)}" if later else ""
-        conversation = (f"turn {p.to_turn}{also} leave{'s' if not later else ''} the conversation; "
-                        f"turn {p.to_turn}'s prompt goes back into the input")
+        conversation = (
+            f"turn {p.to_turn}{also} leave{'s' if not later else ''} the conversation; "
+            f"turn {p.to_turn}'s prompt goes back into the input"
+        )
     line, can_undo = memory_line(p)
-    return PlanState(to_turn=p.to_turn, text=p.text,
-                     files=tuple(PlanFile(f.path, f.action, f.conflict, f.diff) for f in p.files),
-                     bash_turns=p.bash_turns, conversation=conversation, memory=line, memory_undo=can_undo)
+    return PlanState(
+        to_turn=p.to_turn,
+        text=p.text,
+        files=tuple(PlanFile(f.path, f.action, f.conflict, f.diff) for f in p.files),
+        bash_turns=p.bash_turns,
+        conversation=conversation,
+        memory=line,
+        memory_undo=can_undo,
+    )
 
 
 def conflict_question(p: RewindPreview) -> tuple[str, str, str]:
     """The conflict window's title, summary and body (the diffs of the files changed since)."""
     names = [f.path for f in p.conflicts]
-    shown = ", ".join(one_line(n, 120) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    shown = ", ".join(one_line(n, 120) for n in names[:5]) + (
+        f" and {len(names) - 5} more" if len(names) > 5 else ""
+    )
     n = len(names)
     title = f"Overwrite {n} file{'s' if n != 1 else ''} changed since?"
-    summary = (f"{shown} changed since the agent last wrote {'them' if n != 1 else 'it'} (a hand edit, a git "
-               f"checkout?). y puts {'them' if n != 1 else 'it'} back as before turn {p.to_turn} too; the rewind "
-               "is recorded, so /rewind of it brings these changes back. n rewinds nothing.")
+    summary = (
+        f"{shown} changed since the agent last wrote {'them' if n != 1 else 'it'} (a hand edit, a git "
+        f"checkout?). y puts {'them' if n != 1 else 'it'} back as before turn {p.to_turn} too; the rewind "
+        "is recorded, so /rewind of it brings these changes back. n rewinds nothing."
+    )
     body = "\n".join(f.diff.rstrip("\n") for f in p.conflicts)
     return title, summary, body

@@ -43,8 +43,15 @@ class ScaleHost(RunsWorkers, Protocol):
 
     def post_message(self, message: Message) -> bool: ...
 
-    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
-               markup: bool = True) -> None: ...
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
 
 
 def _plural(n: int, word: str) -> str:
@@ -58,7 +65,11 @@ def outcome_line(outcome: Consolidation, review: bool) -> str:
     if not job_id:
         reason = one_line(outcome.reason or "nothing to consolidate", 200)
         return f"{level} store: {reason}" if level and level not in reason else reason
-    then = "its changes wait for your review (/pending)" if review else "its changes apply when the memory model answers"
+    then = (
+        "its changes wait for your review (/pending)"
+        if review
+        else "its changes apply when the memory model answers"
+    )
     counts = f"{_plural(outcome.clusters, 'cluster')}, {_plural(outcome.cards, 'card')}"
     where = f" ({level} store)" if level else ""
     return f"consolidation job {one_line(job_id, 40)}{where} queued: {counts}; {then}"
@@ -139,7 +150,9 @@ class ScaleFlow:
         try:
             outcomes = await self.host.services.jobs.maybe_consolidate()
         except Exception as e:
-            self.host.post_message(ChatNote(one_line(f"automatic consolidation failed: {e}", 300), error=True))
+            self.host.post_message(
+                ChatNote(one_line(f"automatic consolidation failed: {e}", 300), error=True)
+            )
             return
         review = self._review()
         for outcome in outcomes or []:

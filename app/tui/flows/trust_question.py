@@ -33,14 +33,24 @@ if TYPE_CHECKING:
 def trust_cards(views: Iterable[TrustCardView]) -> list[TrustCard]:
     """The trust window's cards, each field one line and bounded (the service gives them whole).
     Blocking on a big store: call in a thread."""
-    return [TrustCard(type=v.type, title=one_line(v.title, 120), summary=one_line(v.summary, 120),
-                      filename=one_line(v.filename, 120), markup=one_line(v.markup, 60),
-                      fragment=one_line(v.fragment, 160), problem=one_line(v.problem, 300))
-            for v in views]
+    return [
+        TrustCard(
+            type=v.type,
+            title=one_line(v.title, 120),
+            summary=one_line(v.summary, 120),
+            filename=one_line(v.filename, 120),
+            markup=one_line(v.markup, 60),
+            fragment=one_line(v.fragment, 160),
+            problem=one_line(v.problem, 300),
+        )
+        for v in views
+    ]
 
 
 class TrustHost(Host, Protocol):
-    def push_screen(self, screen: TrustModal, callback: Callable[[bool | None], None] | None = None) -> object: ...
+    def push_screen(
+        self, screen: TrustModal, callback: Callable[[bool | None], None] | None = None
+    ) -> object: ...
 
 
 class TrustQuestion:
@@ -48,8 +58,15 @@ class TrustQuestion:
     ``service`` gives the trust service (the bridge's); ``connect`` starts the runtime, ``early_panel`` reads the panel's cards before it, ``drain``
     sends what waited for the answer."""
 
-    def __init__(self, app: TrustHost, service: Callable[[], TrustService], *, connect: Callable[[], None],
-                 early_panel: Callable[[], None], drain: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        app: TrustHost,
+        service: Callable[[], TrustService],
+        *,
+        connect: Callable[[], None],
+        early_panel: Callable[[], None],
+        drain: Callable[[], None],
+    ) -> None:
         self.app = app
         self._service = service
         self._connect = connect
@@ -133,5 +150,7 @@ class TrustQuestion:
             await self._service().trust()
             app.post_message(ChatNote("project memory trusted: its cards are used from now on"))
         else:
-            app.post_message(ChatNote("project memory not trusted for now: it is left out (asked again next start)"))
+            app.post_message(
+                ChatNote("project memory not trusted for now: it is left out (asked again next start)")
+            )
         app.refresh_panel()

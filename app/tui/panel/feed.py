@@ -32,8 +32,13 @@ class PanelFeed:
         self.workspace = workspace
         self.card_reads = card_reads
 
-    def _kept(self, stores: Any, jobs: Sequence[JobLine] | None = None, files: frozenset[Key] | None = None,
-              sync: tuple[str, bool] | None = None) -> PanelState:
+    def _kept(
+        self,
+        stores: Any,
+        jobs: Sequence[JobLine] | None = None,
+        files: frozenset[Key] | None = None,
+        sync: tuple[str, bool] | None = None,
+    ) -> PanelState:
         """A panel state built from ``stores`` (blocking), kept as the next start's snapshot."""
         # Loaded in this thread, not with the App: the stores' modules come with them.
         from app.services.index import IndexService
@@ -42,9 +47,12 @@ class PanelFeed:
 
         with self.card_reads:
             return recorder(self.home, self.workspace).record(
-                lambda: build_panel_state(IndexService(stores).view(), jobs or [], files, sync=sync))
+                lambda: build_panel_state(IndexService(stores).view(), jobs or [], files, sync=sync)
+            )
 
-    async def state(self, services: Services, run_start_files: frozenset[Key] | None) -> tuple[PanelState, int]:
+    async def state(
+        self, services: Services, run_start_files: frozenset[Key] | None
+    ) -> tuple[PanelState, int]:
         """(PanelState, number of this workspace's spooled jobs: in flight, failed or held)."""
         jobs = await services.jobs.jobs()
         stores = services.index.stores

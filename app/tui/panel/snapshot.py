@@ -30,19 +30,30 @@ _CARD_STR = ("type", "title", "summary", "filename", "author", "level")
 
 
 def _card_json(c: PanelCard) -> dict[str, Any]:
-    return {"type": c.type, "title": c.title, "summary": c.summary, "filename": c.filename,
-            "untrusted": c.untrusted, "stale": c.stale, "author": c.author, "level": c.level}
+    return {
+        "type": c.type,
+        "title": c.title,
+        "summary": c.summary,
+        "filename": c.filename,
+        "untrusted": c.untrusted,
+        "stale": c.stale,
+        "author": c.author,
+        "level": c.level,
+    }
 
 
 def encode(state: PanelState, stamp: Stamp, workspace: str) -> bytes:
     """The visible part of ``state``: its cards (capped), the notes the stores decide; not the
     jobs, the "new" marks or the sync line (the runtime decides those)."""
     body = {
-        "version": VERSION, "workspace": workspace, "stamp": stamp,
+        "version": VERSION,
+        "workspace": workspace,
+        "stamp": stamp,
         "project": [_card_json(c) for c in state.project[:MAX_CARDS]],
         "user": [_card_json(c) for c in state.user[:MAX_CARDS]],
         "conflicted": [_card_json(c) for c in state.conflicted[:MAX_CARDS]],
-        "cut_note": state.cut_note, "project_note": state.project_note,
+        "cut_note": state.cut_note,
+        "project_note": state.project_note,
     }
     return json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
@@ -59,8 +70,16 @@ def _card(raw: object) -> PanelCard:
     if not isinstance(raw, dict) or not isinstance(raw.get("untrusted"), bool):
         raise ValueError("not a card")
     t, title, summary, filename, author, level = (_text(raw.get(k)) or "" for k in _CARD_STR)
-    return PanelCard(type=t, title=title, summary=summary, filename=filename, untrusted=raw["untrusted"],
-                     stale=_text(raw.get("stale"), optional=True), author=author, level=level)
+    return PanelCard(
+        type=t,
+        title=title,
+        summary=summary,
+        filename=filename,
+        untrusted=raw["untrusted"],
+        stale=_text(raw.get("stale"), optional=True),
+        author=author,
+        level=level,
+    )
 
 
 def _cards(raw: object) -> tuple[PanelCard, ...]:
@@ -73,13 +92,21 @@ def decode(data: bytes, stamp: Stamp, workspace: str) -> PanelState | None:
     """The snapshot's state when it is well formed and stamped ``stamp``; else None."""
     try:
         body = json.loads(data)
-        if (not isinstance(body, dict) or body.get("version") != VERSION or body.get("workspace") != workspace
-                or body.get("stamp") != stamp):
+        if (
+            not isinstance(body, dict)
+            or body.get("version") != VERSION
+            or body.get("workspace") != workspace
+            or body.get("stamp") != stamp
+        ):
             return None
-        return PanelState(project=_cards(body.get("project")), user=_cards(body.get("user")),
-                          cut_note=_text(body.get("cut_note"), optional=True),
-                          project_note=_text(body.get("project_note"), optional=True), jobs=(),
-                          conflicted=_cards(body.get("conflicted")))
+        return PanelState(
+            project=_cards(body.get("project")),
+            user=_cards(body.get("user")),
+            cut_note=_text(body.get("cut_note"), optional=True),
+            project_note=_text(body.get("project_note"), optional=True),
+            jobs=(),
+            conflicted=_cards(body.get("conflicted")),
+        )
     except (ValueError, TypeError, RecursionError):
         return None
 

@@ -86,8 +86,14 @@ def build_panel_state(
     def cards(entries: Iterable[IndexEntry], trusted: bool) -> tuple[PanelCard, ...]:
         # An untrusted card is in no Run's index: "new" would mean nothing for it.
         return tuple(
-            _card(e, index.others_name(e), untrusted=not trusted,
-                  new=trusted and run_start_files is not None and (str(e.level), e.filename) not in run_start_files)
+            _card(
+                e,
+                index.others_name(e),
+                untrusted=not trusted,
+                new=trusted
+                and run_start_files is not None
+                and (str(e.level), e.filename) not in run_start_files,
+            )
             for e in entries
         )
 
@@ -100,7 +106,9 @@ def build_panel_state(
         cut_note=cut_note,
         project_note=project_note,
         jobs=tuple(job_line(j, now=now) for j in jobs),
-        conflicted=tuple(_conflicted(c, trusted=trusted_project or c.level != "project") for c in index.conflicted),
+        conflicted=tuple(
+            _conflicted(c, trusted=trusted_project or c.level != "project") for c in index.conflicted
+        ),
         sync_note=None if sync is None else strip_terminal(sync[0], keep_newlines=False) or None,
         sync_failed=sync is not None and sync[1],
     )
@@ -120,8 +128,14 @@ def _card(entry: IndexEntry, author: str, *, untrusted: bool, new: bool) -> Pane
 
 
 def _conflicted(card: ConflictedCard, *, trusted: bool) -> PanelCard:
-    return PanelCard(type=card.type, title=_one_line(card.title), summary="", filename=_one_line(card.filename),
-                     untrusted=not trusted, level=card.level)
+    return PanelCard(
+        type=card.type,
+        title=_one_line(card.title),
+        summary="",
+        filename=_one_line(card.filename),
+        untrusted=not trusted,
+        level=card.level,
+    )
 
 
 def _one_line(text: str) -> str:

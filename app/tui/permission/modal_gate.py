@@ -87,7 +87,9 @@ def build_preview(workspace: Path, name: str, tool_input: dict[str, Any]) -> tup
             return summary, strip_terminal(_cut(diff)), "diff"
         after = before.replace(old, new) if tool_input.get("replace_all") else before.replace(old, new, 1)
         diff = list(
-            difflib.unified_diff(before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm="")
+            difflib.unified_diff(
+                before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm=""
+            )
         )
         return summary, strip_terminal(_cut(diff, PREVIEW_LINES * 2)), "diff"
     if name.startswith(MCP_PREFIX):
@@ -98,7 +100,7 @@ def build_preview(workspace: Path, name: str, tool_input: dict[str, Any]) -> tup
 
 def _mcp_preview(name: str, tool_input: dict[str, Any]) -> tuple[str, str, PreviewKind]:
     """An MCP call: its server and tool, and its arguments as JSON (bounded)."""
-    server, _, tool = name[len(MCP_PREFIX):].partition("__")
+    server, _, tool = name[len(MCP_PREFIX) :].partition("__")
     summary = strip_terminal(f"MCP server {server}: call the tool {tool or '?'}", keep_newlines=False)
     try:
         text = json.dumps(tool_input, indent=2, ensure_ascii=False, default=str)
@@ -137,8 +139,15 @@ class ModalGate:
             return PermissionDecision(True)
         summary, preview, kind = await asyncio.to_thread(build_preview, self.workspace, name, tool_input)
         proposed = await asyncio.to_thread(suggest, name, tool_input, self.workspace)
-        request = PermissionRequest(call_id=call_id, name=name, summary=summary, preview=preview, preview_kind=kind,
-                                    rule=", ".join(proposed.rules), still_asks="; ".join(proposed.still_asks))
+        request = PermissionRequest(
+            call_id=call_id,
+            name=name,
+            summary=summary,
+            preview=preview,
+            preview_kind=kind,
+            rule=", ".join(proposed.rules),
+            still_asks="; ".join(proposed.still_asks),
+        )
         answer = await self.ask(request)
         choice = getattr(answer, "choice", answer)
         if choice == "always":  # the App saved the rule (or said why not): this call runs

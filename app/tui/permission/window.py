@@ -61,6 +61,10 @@ async def save_rule(app: App[Any], rule: str) -> None:
         app.post_message(ChatNote(one_line(f"the rule was not saved: {saved.error}", 400), error=True))
         return
     what = ", ".join(saved.saved) if saved.saved else f"{one_line(rule, 200)} (already there)"
-    app.post_message(ChatNote(one_line(f"always allowed in this project: {what} (saved in {saved.path})", 400)))
+    app.post_message(
+        ChatNote(one_line(f"always allowed in this project: {what} (saved in {saved.path})", 400))
+    )
     if saved.gitignore_line is not None:
-        app.post_message(ChatNote(f"add {saved.gitignore_line} to .gitignore to keep your personal settings out of git"))
+        app.post_message(
+            ChatNote(f"add {saved.gitignore_line} to .gitignore to keep your personal settings out of git")
+        )

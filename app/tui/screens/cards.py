@@ -56,7 +56,12 @@ async def save_resolution(memory: MemoryControl, row: CardRow, draft: CardDraft,
 
 
 async def confirm_and_say(
-    memory: MemoryControl, level: str, filename: str, sha256: str | None, *, before: Callable[[], None] | None = None
+    memory: MemoryControl,
+    level: str,
+    filename: str,
+    sha256: str | None,
+    *,
+    before: Callable[[], None] | None = None,
 ) -> str | None:
     """A person's "still true" for a card: confirmed off the loop, then said (with what changed)
     and the views refreshed; ``before`` runs first on success. The one-line problem, or None."""
@@ -130,8 +135,15 @@ class CardsScreen(CardBrowser):
         if row.conflict is not None:
             self._open_resolution(row)
             return
-        draft = CardDraft(level=row.level, type=row.type, title=row.title, summary=row.summary, body=row.body,
-                          cites=tuple(c.spec for c in row.cites), pinned=row.pinned)
+        draft = CardDraft(
+            level=row.level,
+            type=row.type,
+            title=row.title,
+            summary=row.summary,
+            body=row.body,
+            cites=tuple(c.spec for c in row.cites),
+            pinned=row.pinned,
+        )
         self._memory.open_editor(draft, filename=row.filename, sha256=row.sha256)
 
     # -- a conflicted card: take a side, or edit the merge ---------------------------
@@ -148,10 +160,13 @@ class CardsScreen(CardBrowser):
                 side, name = (conflict.ours, first) if choice == "ours" else (conflict.theirs, second)
                 self._memory.run(self._take_side, row, name, side, group="cards-edit")
             elif choice == "edit":
-                self._memory.open_editor(merge_draft(conflict), filename=row.filename, sha256=row.sha256,
-                                         resolving=row)
+                self._memory.open_editor(
+                    merge_draft(conflict), filename=row.filename, sha256=row.sha256, resolving=row
+                )
 
-        self._memory.host.push_screen(ResolveModal(conflict, where=f"{row.level}/{row.filename}"), callback=chosen)
+        self._memory.host.push_screen(
+            ResolveModal(conflict, where=f"{row.level}/{row.filename}"), callback=chosen
+        )
 
     async def _take_side(self, row: CardRow, name: SideName, side: ConflictSide) -> None:
         memory = self._memory
@@ -159,8 +174,11 @@ class CardsScreen(CardBrowser):
             errors = await memory.services.cards.check_card(side.draft)
             if errors:
                 problems = " · ".join(f"{field}: {why}" for field, why in errors.items())
-                memory.flash(f"not resolved: the version of {name.name} cannot be saved as it is ({problems}); "
-                             "edit the merge instead", error=True)
+                memory.flash(
+                    f"not resolved: the version of {name.name} cannot be saved as it is ({problems}); "
+                    "edit the merge instead",
+                    error=True,
+                )
                 return
             result = await save_resolution(memory, row, side.draft, row.sha256)
             if result.status == "conflict":
@@ -363,15 +381,26 @@ class EditorScreen(CardEditor):
         self._save(message.draft, message.filename, message.sha256, message.original_level, cites, pinned)
 
     def _save(
-        self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None,
-        cites: tuple[str, ...] | None = None, pinned: bool | None = None,
+        self,
+        draft: CardDraft,
+        filename: str | None,
+        sha256: str | None,
+        original_level: str | None,
+        cites: tuple[str, ...] | None = None,
+        pinned: bool | None = None,
     ) -> None:
-        self._memory.run(self._check_and_save, draft, filename, sha256, original_level, cites, pinned,
-                         group="cards-edit")
+        self._memory.run(
+            self._check_and_save, draft, filename, sha256, original_level, cites, pinned, group="cards-edit"
+        )
 
     async def _check_and_save(
-        self, draft: CardDraft, filename: str | None, sha256: str | None, original_level: str | None,
-        cites: tuple[str, ...] | None, pinned: bool | None,
+        self,
+        draft: CardDraft,
+        filename: str | None,
+        sha256: str | None,
+        original_level: str | None,
+        cites: tuple[str, ...] | None,
+        pinned: bool | None,
     ) -> None:
         cards, post = self._memory.services.cards, self.post_message
         try:
@@ -381,11 +410,20 @@ class EditorScreen(CardEditor):
             if errors:
                 post(EditorOutcome(self, "invalid", errors=errors))
                 return
-            if pinned is not None and filename is not None and replace(draft, pinned=self._loaded.pinned) == self._loaded \
-                    and draft.level == original_level and self.resolving is None:
+            if (
+                pinned is not None
+                and filename is not None
+                and replace(draft, pinned=self._loaded.pinned) == self._loaded
+                and draft.level == original_level
+                and self.resolving is None
+            ):
                 # Only the Pinned box changed: the pin alone, its own undoable batch (never while
                 # merging: a conflicted card takes no pin, the merge itself must be saved).
-                post(EditorOutcome(self, "saved", result=await cards.pin_as_edit(draft.level, filename, pinned, sha256)))
+                post(
+                    EditorOutcome(
+                        self, "saved", result=await cards.pin_as_edit(draft.level, filename, pinned, sha256)
+                    )
+                )
                 return
             result = await cards.save_card(draft, filename, sha256, original_level, cites)
             if result.status == "applied":
@@ -406,10 +444,14 @@ class EditorScreen(CardEditor):
     @on(CardEditor.StillTrue)
     def _still_true_asked(self, message: CardEditor.StillTrue) -> None:
         message.stop()
-        self._memory.run(self._still_true, message.level, message.filename, message.sha256, group="cards-edit")
+        self._memory.run(
+            self._still_true, message.level, message.filename, message.sha256, group="cards-edit"
+        )
 
     async def _still_true(self, level: str, filename: str, sha256: str | None) -> None:
-        problem = await confirm_and_say(self._memory, level, filename, sha256, before=self._close_as(filename))
+        problem = await confirm_and_say(
+            self._memory, level, filename, sha256, before=self._close_as(filename)
+        )
         if problem is not None:
             self.post_message(EditorOutcome(self, "invalid", general=one_line(problem, 300)))
 
@@ -450,8 +492,14 @@ class EditorScreen(CardEditor):
                 # Save again over what is on disk now (or as a new card, when it was deleted).
                 filename = self.filename if disk is not None else None
                 sha = disk[1] if disk is not None else None
-                self._save(self.draft(), filename, sha, self.original_level if disk else None, self._cites_to_save(),
-                           self._pinned_to_save())
+                self._save(
+                    self.draft(),
+                    filename,
+                    sha,
+                    self.original_level if disk else None,
+                    self._cites_to_save(),
+                    self._pinned_to_save(),
+                )
             elif choice == "disk":
                 if disk is None:
                     self.dismiss(None)

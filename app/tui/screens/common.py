@@ -59,7 +59,11 @@ class MemoryControl(Protocol):
     def after_change(self, select: tuple[str, str] | None = None) -> None: ...
 
     def open_editor(
-        self, draft: CardDraft, *, filename: str | None = None, sha256: str | None = None,
+        self,
+        draft: CardDraft,
+        *,
+        filename: str | None = None,
+        sha256: str | None = None,
         resolving: CardRow | None = None,
     ) -> None: ...
 

@@ -124,7 +124,9 @@ class ExternalEdits:
         host = self._memory.host
         if host.is_headless:
             # Tests: nothing to hand the terminal to; the "editor" is a script.
-            done = await asyncio.to_thread(subprocess.run, argv, stdin=subprocess.DEVNULL, capture_output=True)
+            done = await asyncio.to_thread(
+                subprocess.run, argv, stdin=subprocess.DEVNULL, capture_output=True
+            )
             return done.returncode
         with host.suspend():
             return subprocess.run(argv).returncode
@@ -179,7 +181,9 @@ class ExternalEdits:
     ) -> None:
         """The person's version over the disk's (or as a new card, when the card was deleted)."""
         cards = self._memory.services.cards
-        fields = CardText(level=mine.level, type=mine.type, title=mine.title, summary=mine.summary, body=mine.body)
+        fields = CardText(
+            level=mine.level, type=mine.type, title=mine.title, summary=mine.summary, body=mine.body
+        )
         try:
             if disk is None:
                 result = await cards.save_card(mine, None, None, None)

@@ -72,7 +72,9 @@ class MemoryScreens:
     ) -> Worker[Any]:
         """``work(*args)`` as the App's worker: a failure is one line in the chat, never a crash.
         Called when the worker starts (an exclusive one may be cancelled before that)."""
-        return self.host.run_worker(partial(work, *args), group=group, exclusive=exclusive, exit_on_error=False)
+        return self.host.run_worker(
+            partial(work, *args), group=group, exclusive=exclusive, exit_on_error=False
+        )
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -105,15 +107,27 @@ class MemoryScreens:
         self.browser = None
 
     def open_editor(
-        self, draft: CardDraft, *, filename: str | None = None, sha256: str | None = None,
+        self,
+        draft: CardDraft,
+        *,
+        filename: str | None = None,
+        sha256: str | None = None,
         resolving: CardRow | None = None,
     ) -> None:
         """The card editor on ``draft``; ``resolving``: the conflicted card whose merge it is."""
         # The screens load when first opened, not with this module before the app's first frame.
         from app.tui.screens.cards import EditorScreen
 
-        self.host.push_screen(EditorScreen(self, draft, filename=filename, sha256=sha256,
-                                           levels=self.services.cards.levels, resolving=resolving))
+        self.host.push_screen(
+            EditorScreen(
+                self,
+                draft,
+                filename=filename,
+                sha256=sha256,
+                levels=self.services.cards.levels,
+                resolving=resolving,
+            )
+        )
 
     def remember(self, text: str) -> None:
         """/remember TEXT: the editor, prefilled; Ctrl+S saves (nothing is written before)."""

@@ -53,9 +53,14 @@ def _value(x: object) -> str:
 
 def _cites(entry: CardEntry) -> tuple[CiteLine, ...]:
     """The card's citations with their states as checked, terminal-safe."""
-    return tuple(CiteLine(spec=strip_terminal(c.spec, keep_newlines=False), state=c.state,
-                          reason=strip_terminal(c.reason, keep_newlines=False))
-                 for c in entry.cites)
+    return tuple(
+        CiteLine(
+            spec=strip_terminal(c.spec, keep_newlines=False),
+            state=c.state,
+            reason=strip_terminal(c.reason, keep_newlines=False),
+        )
+        for c in entry.cites
+    )
 
 
 def card_row(entry: CardEntry) -> CardRow:
@@ -97,7 +102,9 @@ def card_rows(listing: CardListing) -> tuple[list[CardRow], str | None]:
 MERGE_MARK = "▼▼▼ THE OTHER VERSION"
 
 
-def _side_draft(level: str, mine: NoteMeta | None, body: str, other: NoteMeta | None, note: Note) -> CardDraft:
+def _side_draft(
+    level: str, mine: NoteMeta | None, body: str, other: NoteMeta | None, note: Note
+) -> CardDraft:
     """A side as the editor would save it: sanitized like any card read from a clone. An
     unparsed side borrows the other side's title and type (else the file's), nothing else."""
     fields = mine or other
@@ -120,7 +127,9 @@ def _label(label: str) -> str:
 
 
 def _side(level: str, mine: ConflictVersion, other: ConflictVersion, note: Note) -> ConflictSide:
-    return ConflictSide(_label(mine.label), _side_draft(level, mine.meta, mine.body, other.meta, note), mine.problem)
+    return ConflictSide(
+        _label(mine.label), _side_draft(level, mine.meta, mine.body, other.meta, note), mine.problem
+    )
 
 
 def card_conflict(card: StoredCard) -> CardConflict | None:
@@ -129,12 +138,14 @@ def card_conflict(card: StoredCard) -> CardConflict | None:
     if versions is None:
         return None
     level = card.note.level.value
-    return CardConflict(ours=_side(level, versions.ours, versions.theirs, card.note),
-                        theirs=_side(level, versions.theirs, versions.ours, card.note))
+    return CardConflict(
+        ours=_side(level, versions.ours, versions.theirs, card.note),
+        theirs=_side(level, versions.theirs, versions.ours, card.note),
+    )
 
 
 def merge_draft(conflict: CardConflict) -> CardDraft:
-    """"Edit the merge": the fields of our side (of theirs when ours does not parse); the body
+    """ "Edit the merge": the fields of our side (of theirs when ours does not parse); the body
     that side's, then, when anything differs, the other version under ``MERGE_MARK`` (its
     differing fields, then its body) for the person to merge by hand. Never git's markers."""
     names = conflict.names()
@@ -144,8 +155,12 @@ def merge_draft(conflict: CardConflict) -> CardDraft:
     a, b = first.draft, second.draft
     fields: list[str] = []
     if not second.problem:  # an unparsed side's fields are borrowed: only its text is its own
-        for name, mine, other in (("title", a.title, b.title), ("summary", a.summary, b.summary),
-                                  ("type", a.type, b.type), ("cites", ", ".join(a.cites), ", ".join(b.cites))):
+        for name, mine, other in (
+            ("title", a.title, b.title),
+            ("summary", a.summary, b.summary),
+            ("type", a.type, b.type),
+            ("cites", ", ".join(a.cites), ", ".join(b.cites)),
+        ):
             if mine != other:
                 fields.append(f"{name}: {other}")
     if not fields and a.body == b.body:
@@ -154,8 +169,15 @@ def merge_draft(conflict: CardConflict) -> CardDraft:
     head = f"{MERGE_MARK} ({label}): merge it into the text above, then delete from this line down ▼▼▼"
     block = "\n".join([head, *fields])
     body = f"{a.body.rstrip()}\n\n{block}\n\n{b.body}" if a.body.strip() else f"{block}\n\n{b.body}"
-    return CardDraft(level=a.level, type=a.type, title=a.title, summary=a.summary, body=body, cites=a.cites,
-                     pinned=a.pinned)
+    return CardDraft(
+        level=a.level,
+        type=a.type,
+        title=a.title,
+        summary=a.summary,
+        body=body,
+        cites=a.cites,
+        pinned=a.pinned,
+    )
 
 
 # -- the editor --------------------------------------------------------------------------------
@@ -186,8 +208,15 @@ def disk_draft(card: StoredCard | None) -> tuple[CardDraft, str] | None:
 
 
 def draft_from(text: CardText) -> CardDraft:
-    return CardDraft(level=text.level, type=text.type, title=text.title, summary=text.summary, body=text.body,
-                     cites=text.cites, pinned=text.pinned)
+    return CardDraft(
+        level=text.level,
+        type=text.type,
+        title=text.title,
+        summary=text.summary,
+        body=text.body,
+        cites=text.cites,
+        pinned=text.pinned,
+    )
 
 
 # -- the pending screen ------------------------------------------------------------------------
@@ -214,22 +243,46 @@ def applied_record(event: JobApplied, excerpt: str, *, now: _dt.datetime | None 
     for a in event.applied:
         counts[{Action.CREATE: 0, Action.UPDATE: 1, Action.DELETE: 2}.get(a.action, 1)] += 1
         ops.append(
-            PendingOp(index=a.index, action=_value(a.action), level=_value(a.level), type="", title=a.title,
-                      summary="", filename=a.filename, status="applied")
+            PendingOp(
+                index=a.index,
+                action=_value(a.action),
+                level=_value(a.level),
+                type="",
+                title=a.title,
+                summary="",
+                filename=a.filename,
+                status="applied",
+            )
         )
     for c in event.conflicts:
         op = c.op or {}
         ops.append(
-            PendingOp(index=c.index, action=str(op.get("action", "update")), level=_value(c.level),
-                      type=str(op.get("type", "")), title=str(op.get("title", "")), summary="",
-                      filename=c.filename, status="conflict", reason=c.reason)
+            PendingOp(
+                index=c.index,
+                action=str(op.get("action", "update")),
+                level=_value(c.level),
+                type=str(op.get("type", "")),
+                title=str(op.get("title", "")),
+                summary="",
+                filename=c.filename,
+                status="conflict",
+                reason=c.reason,
+            )
         )
     for r in event.rejected:
         op = r.op or {}
         ops.append(
-            PendingOp(index=r.index, action=str(op.get("action", "")), level=str(op.get("level", "")),
-                      type=str(op.get("type", "")), title=str(op.get("title", "")), summary="",
-                      filename=str(op.get("filename", "")), status="rejected", reason=r.reason)
+            PendingOp(
+                index=r.index,
+                action=str(op.get("action", "")),
+                level=str(op.get("level", "")),
+                type=str(op.get("type", "")),
+                title=str(op.get("title", "")),
+                summary="",
+                filename=str(op.get("filename", "")),
+                status="rejected",
+                reason=r.reason,
+            )
         )
     ops.sort(key=lambda o: o.index)
     when = rfc3339(now or _dt.datetime.now(_dt.UTC))
@@ -237,15 +290,32 @@ def applied_record(event: JobApplied, excerpt: str, *, now: _dt.datetime | None 
         f"op {d.index}: {d.reason}" if repr(d.cite) in d.reason else f"op {d.index}: {d.cite!r}: {d.reason}"
         for d in event.dropped_cites
     )
-    return AppliedRecord(job_id=event.job_id, seen=when, excerpt=excerpt, ops=tuple(ops),
-                         counts=(counts[0], counts[1], counts[2]), created=event.created,
-                         state="rejected" if event.all_refused else "applied", dropped=dropped)
+    return AppliedRecord(
+        job_id=event.job_id,
+        seen=when,
+        excerpt=excerpt,
+        ops=tuple(ops),
+        counts=(counts[0], counts[1], counts[2]),
+        created=event.created,
+        state="rejected" if event.all_refused else "applied",
+        dropped=dropped,
+    )
 
 
 def _op(op: ProposedOp) -> PendingOp:
-    return PendingOp(index=op.index, action=op.action, level=op.level, type=op.type, title=op.title,
-                     summary=op.summary, filename=op.filename, status=op.status, reason=op.reason,
-                     before=op.before, after=op.after)
+    return PendingOp(
+        index=op.index,
+        action=op.action,
+        level=op.level,
+        type=op.type,
+        title=op.title,
+        summary=op.summary,
+        filename=op.filename,
+        status=op.status,
+        reason=op.reason,
+        before=op.before,
+        after=op.after,
+    )
 
 
 def pending_job(job: JobInfo) -> PendingJob:
@@ -266,7 +336,9 @@ def pending_job(job: JobInfo) -> PendingJob:
     )
 
 
-def pending_state(data: PendingJobs, applied: Iterable[AppliedRecord], note: str | None = None) -> PendingState:
+def pending_state(
+    data: PendingJobs, applied: Iterable[AppliedRecord], note: str | None = None
+) -> PendingState:
     """The pending screen's state: this workspace's spooled jobs (oldest first), the jobs finished
     in this session (newest first; "rejected" when every op was refused), then orphaned jobs of
     any workspace. Every row's age counts from when its job was spooled, retries included."""
@@ -275,7 +347,16 @@ def pending_state(data: PendingJobs, applied: Iterable[AppliedRecord], note: str
     for rec in sorted(applied, key=lambda r: r.seen, reverse=True):
         if rec.job_id in seen:
             continue
-        jobs.append(PendingJob(id=rec.job_id, state=PendingJobState(rec.state), excerpt=rec.excerpt, created=rec.created or rec.seen,
-                               counts=rec.counts, ops=rec.ops, dropped=rec.dropped))
+        jobs.append(
+            PendingJob(
+                id=rec.job_id,
+                state=PendingJobState(rec.state),
+                excerpt=rec.excerpt,
+                created=rec.created or rec.seen,
+                counts=rec.counts,
+                ops=rec.ops,
+                dropped=rec.dropped,
+            )
+        )
     jobs.extend(pending_job(j) for j in data.orphans if j.id not in seen)
     return PendingState(jobs=tuple(jobs), mode=data.mode, note=note)

@@ -25,7 +25,7 @@ WHERE = "pending"
 
 
 def change_counts(applied: Any) -> str:
-    """"+created ~updated −deleted" of a batch's applied ops."""
+    """ "+created ~updated −deleted" of a batch's applied ops."""
     c = u = d = 0
     for a in applied:
         action = str(getattr(a.action, "value", a.action))

@@ -24,7 +24,6 @@ pytestmark = pytest.mark.timeout(120)
 REQUEST = CompletionRequest(purpose="extract", system="s", prompt="p", json_schema=OPERATIONS_SCHEMA)
 
 
-
 def _capabilities_path() -> Path:
     return Path(os.environ["PSEUDOCLAUDE_HOME"]) / CAPABILITIES_FILE
 
@@ -50,7 +49,9 @@ def test_two_print_mode_runs_against_an_endpoint_refusing_output_config_make_one
     assert entry["base_url"] == server.base_url.rstrip("/") and entry["model"] == MEMORY_MODEL
 
 
-async def test_two_runtimes_share_the_refusal_through_the_home(server: FakeAnthropic, ws: Path, sdk_env: None) -> None:
+async def test_two_runtimes_share_the_refusal_through_the_home(
+    server: FakeAnthropic, ws: Path, sdk_env: None
+) -> None:
     server.script(MEMORY_MODEL, reject_param("output_config", sticky=True), text("[]"), text("[]"))
     for _ in range(2):
         rt = Runtime(load_settings({}), ws, gate=AllowListGate(()))
@@ -77,7 +78,9 @@ async def test_a_400_whose_message_merely_contains_format_is_not_taken_as_a_refu
     assert _structured(server) == [True, True]
 
 
-async def test_a_refusal_naming_output_config_format_is_recognised(server: FakeAnthropic, sdk_env: None) -> None:
+async def test_a_refusal_naming_output_config_format_is_recognised(
+    server: FakeAnthropic, sdk_env: None
+) -> None:
     server.script(MEMORY_MODEL, reject_param("output_config.format"), text("[]"))
     assert await AnthropicCompletion(MEMORY_MODEL)(REQUEST) == "[]"
     assert _structured(server) == [True, False]
@@ -107,7 +110,9 @@ async def test_a_refusal_is_remembered_for_its_model_only(server: FakeAnthropic,
     assert "output_config" in other.body
 
 
-async def test_an_unknown_memory_model_names_the_memory_model_setting(server: FakeAnthropic, sdk_env: None) -> None:
+async def test_an_unknown_memory_model_names_the_memory_model_setting(
+    server: FakeAnthropic, sdk_env: None
+) -> None:
     server.script(MEMORY_MODEL, http_error(404, "not_found_error", f"model: {MEMORY_MODEL}"))
     with pytest.raises(CompletionError) as info:
         await AnthropicCompletion(MEMORY_MODEL)(REQUEST)

@@ -68,7 +68,6 @@ def assert_all_answered(server: FakeAnthropic) -> None:
     assert not bad, bad
 
 
-
 @pytest.fixture
 def make_runtime(ws: Path) -> Iterator[Callable[..., Any]]:
     made: list[Runtime] = []
@@ -98,7 +97,8 @@ async def test_the_next_run_offloads_before_summarising_then_summarises_when_sti
     server.script(
         MODEL,
         text("answer one"),
-        tool_use("bash", {"command": "cat big.txt"}), text("answer two"),
+        tool_use("bash", {"command": "cat big.txt"}),
+        text("answer two"),
         text("answer three"),
     )
     rt = await make_runtime(context_window=window, offload_bytes=64 * 1024)  # no offload on arrival
@@ -167,7 +167,11 @@ async def test_an_offloaded_result_read_back_in_parts_gives_the_exact_bytes(
     def model(body: Mapping[str, Any]) -> Reply:
         # A scripted model that follows read_result's hints, as a real one would.
         last = body["messages"][-1]
-        blocks = [b for b in last["content"] if b.get("type") == "tool_result"] if isinstance(last["content"], list) else []
+        blocks = (
+            [b for b in last["content"] if b.get("type") == "tool_result"]
+            if isinstance(last["content"], list)
+            else []
+        )
         if not blocks:
             return tool_use("bash", {"command": "cat big.txt"})
         got = result_text(blocks[-1])
@@ -194,7 +198,9 @@ async def test_an_offloaded_result_read_back_in_parts_gives_the_exact_bytes(
     assert_all_answered(server)
     assert stored == expected.encode()
     final = server.requests_for(MODEL)[-1].body["messages"]
-    calls = {b["id"]: b for m in final if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"}
+    calls = {
+        b["id"]: b for m in final if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"
+    }
     parts = []
     for m in final:
         for b in m["content"] if isinstance(m["content"], list) else []:
@@ -302,7 +308,9 @@ async def test_a_summary_request_never_creates_a_memory_job_and_a_later_update_s
 def test_a_failing_summary_leaves_the_conversation_as_it_was_and_says_why(
     server: FakeAnthropic, ws: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server.respond(MODEL, is_summary, http_error(400, message="summaries are switched off on this test server"))
+    server.respond(
+        MODEL, is_summary, http_error(400, message="summaries are switched off on this test server")
+    )
     server.script(MODEL, text("answer one"), text("answer two"), text("answer three"))
     assert run_print(capsys, ws, "-p", "turn one")[0] == 0
     assert run_print(capsys, ws, "--continue", "-p", "turn two")[0] == 0
@@ -343,7 +351,9 @@ def test_a_turn_that_still_cannot_fit_fails_with_a_one_line_reason(
     assert len(errors) == 1, err
     assert re.fullmatch(
         r"pseudoclaude: the conversation does not fit the model's context window \([\d,]+ of 20,000 tokens\) "
-        r"even after compacting; the prompt was left out: send a shorter one", errors[0]), errors[0]
+        r"even after compacting; the prompt was left out: send a shorter one",
+        errors[0],
+    ), errors[0]
     assert len(turns(server)) == 1, "nothing that cannot fit is sent"
     # The failed turn is left out of the conversation; the session goes on.
     server.script(MODEL, text("answer three"))
@@ -429,7 +439,10 @@ async def test_a_second_refusal_ends_the_turn_with_the_apis_reason(
     assert stop.status == "error"
     assert "prompt is too long: " in stop.message and "\n" not in stop.message
     assert "internal error" not in stop.message and "_Overflow" not in stop.message
-    assert len([r for r in server.requests_for(MODEL) if r.outcome.startswith("invalid: prompt is too long")]) == 2
+    assert (
+        len([r for r in server.requests_for(MODEL) if r.outcome.startswith("invalid: prompt is too long")])
+        == 2
+    )
     assert "turn two" not in all_text(conversation), "a turn that never got an answer is left out"
 
 

@@ -29,13 +29,14 @@ from tests.support.memtools import create, trust_workspace
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
 
 
-
 async def _no_sleep(_: float) -> None:
     return None
 
 
 def _git(ws: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(ws), *args], check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(ws), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -69,7 +70,8 @@ async def manager(repo: Path) -> AsyncIterator[tuple[Manager, list[MemoryEvent]]
 
 def _turn(words: str, paths: list[str] | None = None) -> Turn:
     return Turn(
-        messages=[TurnMessage(role="user", text=words), TurnMessage(role="assistant", text="ok")], paths=paths or []
+        messages=[TurnMessage(role="user", text=words), TurnMessage(role="assistant", text="ok")],
+        paths=paths or [],
     )
 
 
@@ -83,7 +85,9 @@ async def _run_job(m: Manager, turn: Turn) -> None:
 def _extraction_prompt(server: FakeAnthropic, k: int = 0) -> str:
     body = server.requests_for(MEMORY_MODEL)[k].body
     contents = [m["content"] for m in body["messages"]]
-    return "\n".join(c if isinstance(c, str) else "\n".join(str(b.get("text", "")) for b in c) for c in contents)
+    return "\n".join(
+        c if isinstance(c, str) else "\n".join(str(b.get("text", "")) for b in c) for c in contents
+    )
 
 
 async def test_the_extraction_request_lists_the_turns_paths_and_nothing_else_of_its_tool_calls(
@@ -121,7 +125,9 @@ async def test_the_extraction_request_lists_a_stale_card_with_its_reason(
     server: FakeAnthropic, repo: Path, manager: tuple[Manager, list[MemoryEvent]]
 ) -> None:
     m, _ = manager
-    made = m.stores.apply([(0, create("project", "Build", "Run make all.", cites=("Makefile",)))], source="manual")
+    made = m.stores.apply(
+        [(0, create("project", "Build", "Run make all.", cites=("Makefile",)))], source="manual"
+    )
     name = made.applied[0].filename
     fresh = create("project", "App", "x is set.", cites=("src/app.py",))
     m.stores.apply([(0, fresh)], source="manual")
@@ -129,7 +135,9 @@ async def test_the_extraction_request_lists_a_stale_card_with_its_reason(
     server.script(MEMORY_MODEL, text("[]"), text("[]"))
     await _run_job(m, _turn("what does make do?"))
     prompt = _extraction_prompt(server)
-    stale = prompt[prompt.index("<stale-notes>\n") + len("<stale-notes>\n") : prompt.index("\n</stale-notes>")]
+    stale = prompt[
+        prompt.index("<stale-notes>\n") + len("<stale-notes>\n") : prompt.index("\n</stale-notes>")
+    ]
     assert stale == f"{name} \u2014 Makefile changed since this card was written"
     # Confirmed ("still true"), the card is no longer listed: the list is what stands now.
     await asyncio.to_thread(m.stores.confirm, Level.PROJECT, name)
@@ -142,7 +150,10 @@ async def test_cites_are_kept_confined_with_real_blob_ids_and_the_dropped_ones_r
 ) -> None:
     m, events = manager
     op = {
-        "action": "create", "level": "project", "type": "project_knowledge", "title": "Build entry",
+        "action": "create",
+        "level": "project",
+        "type": "project_knowledge",
+        "title": "Build entry",
         "content": "x is set at the top of src/app.py; make all builds.",
         "cites": ["src/app.py:1-2", "../x", {"path": "Makefile", "blob": "0" * 40}],
     }
@@ -169,7 +180,9 @@ async def test_a_merged_update_replaces_cites_when_it_gives_them_and_keeps_them_
     server: FakeAnthropic, repo: Path, manager: tuple[Manager, list[MemoryEvent]]
 ) -> None:
     m, _ = manager
-    made = m.stores.apply([(0, create("project", "Build", "Run make all.", cites=("Makefile",)))], source="manual")
+    made = m.stores.apply(
+        [(0, create("project", "Build", "Run make all.", cites=("Makefile",)))], source="manual"
+    )
     name = made.applied[0].filename
 
     def cites() -> list[tuple[str, str | None]]:
@@ -194,14 +207,26 @@ async def test_an_approved_held_create_keeps_its_cites_and_its_dropped_ones_reac
     server: FakeAnthropic, repo: Path
 ) -> None:
     completion = AnthropicCompletion(MEMORY_MODEL)
-    m = Manager(MemoryStores(repo), completion, sleep=_no_sleep, poll_interval=0.05, session="s",
-                mode=MemoryMode.REVIEW)
+    m = Manager(
+        MemoryStores(repo),
+        completion,
+        sleep=_no_sleep,
+        poll_interval=0.05,
+        session="s",
+        mode=MemoryMode.REVIEW,
+    )
     events: list[MemoryEvent] = []
     m.subscribe(events.append)
     await m.start()
     try:
-        op = {"action": "create", "level": "project", "type": "project_knowledge", "title": "Build",
-              "content": "make all builds.", "cites": ["Makefile", ".git/config"]}
+        op = {
+            "action": "create",
+            "level": "project",
+            "type": "project_knowledge",
+            "title": "Build",
+            "content": "make all builds.",
+            "cites": ["Makefile", ".git/config"],
+        }
         server.script(MEMORY_MODEL, text(json.dumps([op])))
         job = await m.submit(_turn("how to build?", ["Makefile"]))
         assert job is not None

@@ -61,15 +61,19 @@ def sdk_loaded() -> None:
     import app.agent.extensions.mcp.connection  # noqa: F401
 
 
-async def test_echo_round_trip_with_env_prompts_and_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_echo_round_trip_with_env_prompts_and_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("MCP_T_GREETING", raising=False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-not-for-servers")
     m = McpManager([stdio("t", GREETING="${MCP_T_GREETING:-hello}")], workspace=tmp_path, start_timeout=20)
     try:
         [status] = await m.wait_ready()
         assert status.state == "ready", status.reason
-        assert status.tools == tuple(f"mcp__t__{n}" for n in
-                                     ["big", "crash", "echo", "env", "fail", "header", "peek", "picture", "sleep"])
+        assert status.tools == tuple(
+            f"mcp__t__{n}"
+            for n in ["big", "crash", "echo", "env", "fail", "header", "peek", "picture", "sleep"]
+        )
         assert await m.call("mcp__t__echo", {"text": "hi there"}) == _result("hi there")
         assert await m.call("mcp__t__env", {"name": "GREETING"}) == _result("hello")
         assert await m.call("mcp__t__env", {"name": "ANTHROPIC_API_KEY"}) == _result("<unset>")
@@ -104,15 +108,22 @@ async def test_a_server_that_hangs_at_start_fails_within_the_bound(tmp_path: Pat
     assert await gone(status.pid)
 
 
-async def test_a_server_that_cannot_start_is_failed_with_why(tmp_path: Path, sdk_loaded: None,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_server_that_cannot_start_is_failed_with_why(
+    tmp_path: Path, sdk_loaded: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("MCP_T_MISSING", raising=False)
-    m = McpManager([stdio("a", TOKEN="${MCP_T_MISSING}"), StdioServer("b", str(tmp_path / "no-such-server"))],
-                   workspace=tmp_path, start_timeout=5)
+    m = McpManager(
+        [stdio("a", TOKEN="${MCP_T_MISSING}"), StdioServer("b", str(tmp_path / "no-such-server"))],
+        workspace=tmp_path,
+        start_timeout=5,
+    )
     try:
         a, b = await m.wait_ready()
         assert (a.state, a.reason, a.pid) == ("failed", "${MCP_T_MISSING} is not set", None)
-        assert (b.state, b.reason) == ("failed", f"cannot run {str(tmp_path / 'no-such-server')!r}: no such file")
+        assert (b.state, b.reason) == (
+            "failed",
+            f"cannot run {str(tmp_path / 'no-such-server')!r}: no such file",
+        )
         assert m.tools() == [] and m.prompts() == []
     finally:
         await m.close()
@@ -146,8 +157,9 @@ async def test_a_server_that_exits_mid_call_is_a_one_line_error_and_failed(tmp_p
         [before] = await m.wait_ready()
         result = await m.call("mcp__t__crash", {})
         assert result.is_error and one_line(result.content)
-        assert result.content == ("mcp__t__crash failed: the MCP server 't' failed: "
-                                  "the server exited (code 3): about to crash")
+        assert result.content == (
+            "mcp__t__crash failed: the MCP server 't' failed: the server exited (code 3): about to crash"
+        )
         [after] = m.status()
         assert after.state == "failed" and after.reason == "the server exited (code 3): about to crash"
         assert m.tools() == []
@@ -163,7 +175,9 @@ async def test_garbage_on_stdout_fails_that_server_only(tmp_path: Path) -> None:
     try:
         garbage, good = await m.wait_ready()
         assert garbage.state == "failed" and one_line(garbage.reason)
-        assert garbage.reason.startswith("the server wrote something that is not MCP to stdout: 'Starting the")
+        assert garbage.reason.startswith(
+            "the server wrote something that is not MCP to stdout: 'Starting the"
+        )
         assert good.state == "ready"
         assert [t.server for t in m.tools()] == ["t"] * len(good.tools)
     finally:
@@ -185,8 +199,10 @@ async def test_a_five_megabyte_result_comes_back_whole(tmp_path: Path) -> None:
 async def _order(tmp_path: Path, slow: str) -> tuple[list[str], list[dict[str, object]]]:
     """Two servers, ``slow`` ready a second after the other: the tool list once the fast one
     is ready, and the API tools once both are."""
-    servers = [stdio(name, "slow" if name == slow else "normal", MCP_TEST_DELAY="1.5", MCP_TEST_NAME=f"{name}_")
-               for name in ("beta", "alpha")]
+    servers = [
+        stdio(name, "slow" if name == slow else "normal", MCP_TEST_DELAY="1.5", MCP_TEST_NAME=f"{name}_")
+        for name in ("beta", "alpha")
+    ]
     m = McpManager(servers, workspace=tmp_path, start_timeout=20)
     try:
         m.start()
@@ -222,11 +238,15 @@ async def test_the_read_only_view_has_only_tools_marked_read_only(tmp_path: Path
 async def test_close_leaves_no_process_behind(tmp_path: Path) -> None:
     child_pid_file = tmp_path / "child.pid"
     starting_pid_file = tmp_path / "starting.pid"
-    m = McpManager([
-        stdio("kids", "child", MCP_TEST_CHILD_PID=str(child_pid_file)),
-        stdio("plain"),
-        stdio("still", "slow", MCP_TEST_DELAY="60", MCP_TEST_PID_FILE=str(starting_pid_file)),
-    ], workspace=tmp_path, start_timeout=30)
+    m = McpManager(
+        [
+            stdio("kids", "child", MCP_TEST_CHILD_PID=str(child_pid_file)),
+            stdio("plain"),
+            stdio("still", "slow", MCP_TEST_DELAY="60", MCP_TEST_PID_FILE=str(starting_pid_file)),
+        ],
+        workspace=tmp_path,
+        start_timeout=30,
+    )
     m.start()
     while [s.state for s in m.status()][:2] != ["ready", "ready"]:
         await asyncio.sleep(0.05)
@@ -251,8 +271,9 @@ def _write_project(ws: Path, pid_file: Path) -> None:
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": entry}}))
 
 
-async def test_an_untrusted_project_server_is_not_started_and_a_trusted_one_is(tmp_path: Path,
-                                                                             isolated_home: Path) -> None:
+async def test_an_untrusted_project_server_is_not_started_and_a_trusted_one_is(
+    tmp_path: Path, isolated_home: Path
+) -> None:
     pid_file = tmp_path / "proj.pid"
     _write_project(tmp_path, pid_file)
     loaded = load_servers(tmp_path, isolated_home)
@@ -299,8 +320,13 @@ def _free_port() -> int:
 def http_server(request: pytest.FixtureRequest) -> Iterator[int]:
     port = _free_port()
     env = {**os.environ, "MCP_TEST_PORT": str(port)}
-    proc = subprocess.Popen([sys.executable, SERVER, request.param], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, SERVER, request.param],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -314,13 +340,21 @@ def http_server(request: pytest.FixtureRequest) -> Iterator[int]:
         proc.wait(timeout=10)
 
 
-@pytest.mark.parametrize(("http_server", "kind", "path"), [("http", "http", "/mcp"), ("sse", "sse", "/sse")],
-                         indirect=["http_server"])
-async def test_http_transports_send_the_expanded_headers(http_server: int, kind: str, path: str, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("http_server", "kind", "path"),
+    [("http", "http", "/mcp"), ("sse", "sse", "/sse")],
+    indirect=["http_server"],
+)
+async def test_http_transports_send_the_expanded_headers(
+    http_server: int, kind: str, path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MCP_T_SECRET", "Bearer s3cret")
-    server = HttpServer("web", f"http://127.0.0.1:{http_server}{path}", (("X-Test", "${MCP_T_SECRET}"),),
-                        "http" if kind == "http" else "sse")
+    server = HttpServer(
+        "web",
+        f"http://127.0.0.1:{http_server}{path}",
+        (("X-Test", "${MCP_T_SECRET}"),),
+        "http" if kind == "http" else "sse",
+    )
     m = McpManager([server], workspace=tmp_path, start_timeout=20)
     try:
         [status] = await m.wait_ready()

@@ -44,7 +44,9 @@ def sdk_env(server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _turn() -> Turn:
-    return Turn(messages=[TurnMessage(role="user", text="remember this"), TurnMessage(role="assistant", text="ok")])
+    return Turn(
+        messages=[TurnMessage(role="user", text="remember this"), TurnMessage(role="assistant", text="ok")]
+    )
 
 
 async def _run_job(
@@ -88,7 +90,9 @@ async def test_a_silent_memory_model_fails_each_attempt_after_the_idle_timeout_a
     gate = server.gate("silent", timeout=OUTER)  # never released: the model never speaks again
     server.script(MEMORY_MODEL, *[_silent(gate, at=at) for _ in range(3)])
     retrying: list[list[JobView]] = []
-    status, reason, views, elapsed = await _run_job(stores, AnthropicCompletion(MEMORY_MODEL, idle_timeout=IDLE), retrying)
+    status, reason, views, elapsed = await _run_job(
+        stores, AnthropicCompletion(MEMORY_MODEL, idle_timeout=IDLE), retrying
+    )
 
     assert status == "failed", reason
     assert reason.endswith(f"3 attempts used in all; last: {IDLE_REASON}"), reason
@@ -107,17 +111,28 @@ async def test_a_silent_memory_model_fails_each_attempt_after_the_idle_timeout_a
     assert row.startswith("failed: ") and row.endswith(IDLE_REASON) and "\n" not in row, row
 
 
-async def test_a_silent_attempt_is_retried_and_the_next_answer_is_applied(server: FakeAnthropic, tmp_path: Path) -> None:
+async def test_a_silent_attempt_is_retried_and_the_next_answer_is_applied(
+    server: FakeAnthropic, tmp_path: Path
+) -> None:
     stores = make_env(tmp_path)
     gate = server.gate("silent", timeout=OUTER)
-    card = {"action": "create", "level": "project", "type": "project_knowledge", "title": "Build",
-            "content": "make build builds it"}
+    card = {
+        "action": "create",
+        "level": "project",
+        "type": "project_knowledge",
+        "title": "Build",
+        "content": "make build builds it",
+    }
     server.script(MEMORY_MODEL, _silent(gate, at=3), text(json.dumps([card])))
     retrying: list[list[JobView]] = []
-    status, reason, _, elapsed = await _run_job(stores, AnthropicCompletion(MEMORY_MODEL, idle_timeout=IDLE), retrying)
+    status, reason, _, elapsed = await _run_job(
+        stores, AnthropicCompletion(MEMORY_MODEL, idle_timeout=IDLE), retrying
+    )
     assert status == "done", reason
     # The silent attempt ended on the idle timeout, not on the whole request's bound.
-    assert [[(v.attempt, v.reason) for v in vs] for vs in retrying] == [[(2, f"extract request failed: {IDLE_REASON}")]]
+    assert [[(v.attempt, v.reason) for v in vs] for vs in retrying] == [
+        [(2, f"extract request failed: {IDLE_REASON}")]
+    ]
     assert elapsed < OUTER, elapsed
     assert len(server.requests_for(MEMORY_MODEL)) == 2
     assert any("make build builds it" in p.read_text() for p in stores.project.dir.glob("*.md"))
@@ -130,10 +145,14 @@ SLOW_IDLE = 1.5
 PACE = 0.1
 
 
-async def test_a_slow_stream_that_keeps_sending_deltas_is_not_cut(server: FakeAnthropic, tmp_path: Path) -> None:
+async def test_a_slow_stream_that_keeps_sending_deltas_is_not_cut(
+    server: FakeAnthropic, tmp_path: Path
+) -> None:
     stores = make_env(tmp_path)
     server.script(MEMORY_MODEL, text("[" + " " * 28 + "]", chunk_size=1).paced(PACE))  # 30 deltas: ≥ 3.4 s
-    status, reason, _, elapsed = await _run_job(stores, AnthropicCompletion(MEMORY_MODEL, idle_timeout=SLOW_IDLE))
+    status, reason, _, elapsed = await _run_job(
+        stores, AnthropicCompletion(MEMORY_MODEL, idle_timeout=SLOW_IDLE)
+    )
     assert status == "done", reason
     assert elapsed > 2 * SLOW_IDLE, elapsed
     assert len(server.requests_for(MEMORY_MODEL)) == 1
@@ -143,7 +162,9 @@ async def test_pings_alone_keep_a_thinking_model_alive(server: FakeAnthropic, tm
     # Nothing but pings for ≥ 3 s before the answer's first word: each one resets the idle clock.
     stores = make_env(tmp_path)
     server.script(MEMORY_MODEL, text("[]").paced(PACE, extra_pings=30))
-    status, reason, _, elapsed = await _run_job(stores, AnthropicCompletion(MEMORY_MODEL, idle_timeout=SLOW_IDLE))
+    status, reason, _, elapsed = await _run_job(
+        stores, AnthropicCompletion(MEMORY_MODEL, idle_timeout=SLOW_IDLE)
+    )
     assert status == "done", reason
     assert elapsed > 2 * SLOW_IDLE, elapsed
     assert len(server.requests_for(MEMORY_MODEL)) == 1
@@ -201,8 +222,13 @@ async def test_a_stream_dropped_mid_way_is_retried_and_the_next_answer_is_applie
     # Before: the bare transport error was read as the request's own fault, and the job failed
     # at its first attempt.
     stores = make_env(tmp_path)
-    card = {"action": "create", "level": "project", "type": "project_knowledge", "title": "Test",
-            "content": "make test tests it"}
+    card = {
+        "action": "create",
+        "level": "project",
+        "type": "project_knowledge",
+        "title": "Test",
+        "content": "make test tests it",
+    }
     server.script(MEMORY_MODEL, drop_connection(), text(json.dumps([card])))
     status, reason, _, _ = await _run_job(stores, AnthropicCompletion(MEMORY_MODEL, idle_timeout=IDLE))
     assert status == "done", reason

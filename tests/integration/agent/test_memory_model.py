@@ -28,7 +28,9 @@ async def _no_sleep(_: float) -> None:
     return None
 
 
-async def test_five_updates_of_16_kib_notes_are_merged_through_the_sdk(server: FakeAnthropic, tmp_path: Path) -> None:
+async def test_five_updates_of_16_kib_notes_are_merged_through_the_sdk(
+    server: FakeAnthropic, tmp_path: Path
+) -> None:
     # Before: one non-streaming merge request with max_tokens ~29,900, refused by the SDK before
     # it was sent ("Streaming is required…"); the job failed on every flush.
     stores = make_env(tmp_path)
@@ -44,7 +46,9 @@ async def test_five_updates_of_16_kib_notes_are_merged_through_the_sdk(server: F
     server.script(MEMORY_MODEL, text(json.dumps(updates)), *[text(merged) for _ in range(5)])
     m = Manager(stores, AnthropicCompletion(MEMORY_MODEL), sleep=_no_sleep, poll_interval=0.05, session="s")
     await m.start()
-    turn = Turn(messages=[TurnMessage(role="user", text="five facts"), TurnMessage(role="assistant", text="ok")])
+    turn = Turn(
+        messages=[TurnMessage(role="user", text="five facts"), TurnMessage(role="assistant", text="ok")]
+    )
     job = await m.submit(turn)
     assert job is not None
     outcome = await m.wait_for(job.id, 30)
@@ -71,9 +75,16 @@ async def test_a_merge_answer_without_json_is_asked_again_through_the_sdk_and_th
 ) -> None:
     stores = make_env(tmp_path)
     write_note(stores, Level.PROJECT, "project_knowledge_a.md", "A", "old a")
-    update = {"action": "update", "level": "project", "filename": "project_knowledge_a.md", "content": "new a"}
+    update = {
+        "action": "update",
+        "level": "project",
+        "filename": "project_knowledge_a.md",
+        "content": "new a",
+    }
     merged = json.dumps({"merged": [{"key": "op0", "content": "old a, new a"}]})
-    server.script(MEMORY_MODEL, text(json.dumps([update])), text("I merged it."), text("Done, merged."), text(merged))
+    server.script(
+        MEMORY_MODEL, text(json.dumps([update])), text("I merged it."), text("Done, merged."), text(merged)
+    )
     m = Manager(stores, AnthropicCompletion(MEMORY_MODEL), sleep=_no_sleep, poll_interval=0.05, session="s")
     await m.start()
     job = await m.submit(_one_turn("a is new"))
@@ -91,7 +102,12 @@ async def test_a_merge_that_never_answers_json_through_the_sdk_leaves_the_job_fa
 ) -> None:
     stores = make_env(tmp_path)
     write_note(stores, Level.PROJECT, "project_knowledge_a.md", "A", "old a")
-    update = {"action": "update", "level": "project", "filename": "project_knowledge_a.md", "content": "new a"}
+    update = {
+        "action": "update",
+        "level": "project",
+        "filename": "project_knowledge_a.md",
+        "content": "new a",
+    }
     server.script(MEMORY_MODEL, text(json.dumps([update])), *[text("Merged, all good.") for _ in range(3)])
     m = Manager(stores, AnthropicCompletion(MEMORY_MODEL), sleep=_no_sleep, poll_interval=0.05, session="s")
     await m.start()

@@ -47,8 +47,14 @@ def filler(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "ws" / ".git").mkdir(parents=True)
     stores = MemoryStores(root / "ws", root / "home")
     for i in range(CARDS - 1):
-        write_note(stores, Level.PROJECT, f"project_knowledge_n{i:04d}.md", f"Note {i}",
-                   f"Release and build notes, part {i}.\n", summary=f"part {i}")
+        write_note(
+            stores,
+            Level.PROJECT,
+            f"project_knowledge_n{i:04d}.md",
+            f"Note {i}",
+            f"Release and build notes, part {i}.\n",
+            summary=f"part {i}",
+        )
     return stores.project.dir
 
 
@@ -115,7 +121,9 @@ async def _turn(rt: Runtime, prompt: str) -> None:
 async def test_a_card_beyond_the_index_is_recalled_once_and_again_after_it_changed(
     server: FakeAnthropic, runtime: Runtime
 ) -> None:
-    assert f"project/{TOPIC}" not in index_keys(runtime.runner.shown_index), "the card must be beyond the index"
+    assert f"project/{TOPIC}" not in index_keys(runtime.runner.shown_index), (
+        "the card must be beyond the index"
+    )
     server.script(MODEL, *(text(f"answer {i}") for i in range(5)))
 
     await _turn(runtime, "Which shell does the deploy script use?")

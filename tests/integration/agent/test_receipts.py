@@ -27,7 +27,6 @@ from tests.support.memtools import create
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
 
 
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git work tree with a tracked Makefile; a trusted project card cites it, another cites
@@ -93,8 +92,11 @@ async def test_a_read_of_a_stale_card_counts_leaves_the_card_file_alone_and_is_o
     before = card.read_bytes()
     assert await asyncio.to_thread(runtime.stores.usage_of, "project") == {}
     gate = server.gate()
-    server.script(MODEL, tool_use("read_memory", {"level": "project", "filename": BUILD}, hold_before=gate),
-                  text("done"))
+    server.script(
+        MODEL,
+        tool_use("read_memory", {"level": "project", "filename": BUILD}, hold_before=gate),
+        text("done"),
+    )
     events: list[object] = []
     task = asyncio.create_task(runtime.runner.run("how do I build?", events.append))
     # The Run was shown the card fresh; the Makefile changes before the model reads the card.
@@ -122,8 +124,11 @@ async def test_the_receipt_takes_a_stale_mark_from_the_index_the_run_was_shown(
     first, second = turn_ends(runtime)
     assert first["memory"] == {"shown": SHOWN, "read": [], "stale": []}
     # Reads in order, each once; the card read twice counts twice.
-    assert second["memory"] == {"shown": SHOWN, "read": [f"project/{STYLE}", f"user/{TONE}"],
-                                "stale": [f"project/{BUILD}"]}
+    assert second["memory"] == {
+        "shown": SHOWN,
+        "read": [f"project/{STYLE}", f"user/{TONE}"],
+        "stale": [f"project/{BUILD}"],
+    }
     assert (await asyncio.to_thread(runtime.stores.usage_of, "project"))[STYLE].reads == 2
     assert (await asyncio.to_thread(runtime.stores.usage_of, "user"))[TONE].reads == 1
 
@@ -190,7 +195,9 @@ async def test_every_ending_records_the_receipt(server: FakeAnthropic, repo: Pat
         gate = server.gate()
         server.script(MODEL, read(TONE, "user"), text("never", hold_before=gate))
         stops: list[RunStop] = []
-        task = asyncio.create_task(rt.runner.run("three", lambda e: stops.append(e) if isinstance(e, RunStop) else None))
+        task = asyncio.create_task(
+            rt.runner.run("three", lambda e: stops.append(e) if isinstance(e, RunStop) else None)
+        )
         assert await gate.wait_reached_async(30)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -199,7 +206,9 @@ async def test_every_ending_records_the_receipt(server: FakeAnthropic, repo: Pat
         ends = turn_ends(rt)
         assert [e["status"] for e in ends] == ["error", "max_iterations", "cancelled"]
         assert [e["memory"]["read"] for e in ends] == [
-            [f"project/{BUILD}"], [f"project/{STYLE}", f"project/{BUILD}"], [f"user/{TONE}"]
+            [f"project/{BUILD}"],
+            [f"project/{STYLE}", f"project/{BUILD}"],
+            [f"user/{TONE}"],
         ]
         assert all(e["memory"]["shown"] == SHOWN for e in ends)
         # A resumed session loads the receipts' log as ever: the same conversation.

@@ -32,7 +32,9 @@ class RecordingGate:
     def will_ask(self, name: str) -> bool:
         return True
 
-    async def decide(self, name: str, tool_input: dict[str, Any], *, call_id: str, depth: int) -> PermissionDecision:
+    async def decide(
+        self, name: str, tool_input: dict[str, Any], *, call_id: str, depth: int
+    ) -> PermissionDecision:
         self.asked.append((name, tool_input))
         return PermissionDecision(True)
 
@@ -53,13 +55,20 @@ def layout(ws: Path) -> Iterator[Path]:
 REFUSED: list[tuple[str, dict[str, Any], str]] = [
     ("write_file", {"path": ".git/config", "content": "x"}, ".git"),
     ("edit_file", {"path": ".git/config", "old_string": "core", "new_string": "x"}, ".git"),
-    ("write_file", {"path": ".PseudoClaude/memory/project_knowledge_build.md", "content": "x"}, "memory store"),
+    (
+        "write_file",
+        {"path": ".PseudoClaude/memory/project_knowledge_build.md", "content": "x"},
+        "memory store",
+    ),
     ("write_file", {"path": ".PseudoClaude/memory/new/sub.md", "content": "x"}, "memory store"),
     ("write_file", {"path": "../outside.txt", "content": "x"}, "leaves the workspace"),
     ("write_file", {"path": "gitlink/config", "content": "x"}, ".git"),
     ("write_file", {"path": "cards/project_knowledge_build.md", "content": "x"}, "memory store"),
-    ("edit_file", {"path": "cards/project_knowledge_build.md", "old_string": "card", "new_string": "x"},
-     "memory store"),
+    (
+        "edit_file",
+        {"path": "cards/project_knowledge_build.md", "old_string": "card", "new_string": "x"},
+        "memory store",
+    ),
 ]
 
 
@@ -84,7 +93,9 @@ async def test_refused_writes_never_ask_and_say_why_a_normal_write_still_asks(
     server: FakeAnthropic, layout: Path
 ) -> None:
     ws = layout
-    calls = [(name, inp) for name, inp, _ in REFUSED] + [("write_file", {"path": "src/ok.txt", "content": "fine"})]
+    calls = [(name, inp) for name, inp, _ in REFUSED] + [
+        ("write_file", {"path": "src/ok.txt", "content": "fine"})
+    ]
     _script(server, calls)
     gate = RecordingGate()
     events = await _run(ws, gate)
@@ -122,21 +133,30 @@ async def test_a_user_store_inside_the_workspace_is_refused_without_asking(
     assert os.listdir(home / "memory") == []
 
 
-async def test_the_apps_modal_gate_opens_no_window_for_a_refused_write(server: FakeAnthropic, layout: Path) -> None:
+async def test_the_apps_modal_gate_opens_no_window_for_a_refused_write(
+    server: FakeAnthropic, layout: Path
+) -> None:
     asked: list[object] = []
 
     async def ask(request: object) -> str:
         asked.append(request)
         return "once"
 
-    _script(server, [("write_file", {"path": "gitlink/config", "content": "x"}),
-                     ("write_file", {"path": "src/ok.txt", "content": "fine"})])
+    _script(
+        server,
+        [
+            ("write_file", {"path": "gitlink/config", "content": "x"}),
+            ("write_file", {"path": "src/ok.txt", "content": "fine"}),
+        ],
+    )
     await _run(layout, ModalGate(layout, ask))
     assert [getattr(r, "name", None) for r in asked] == ["write_file"]
     assert "src/ok.txt" in getattr(asked[0], "summary", "")
 
 
-async def test_print_mode_names_the_real_reason_not_the_allow_list(server: FakeAnthropic, layout: Path) -> None:
+async def test_print_mode_names_the_real_reason_not_the_allow_list(
+    server: FakeAnthropic, layout: Path
+) -> None:
     # write_file is not in --allow-tools: the reason is still where the write would go.
     _script(server, [("write_file", {"path": ".git/config", "content": "x"})])
     await _run(layout, AllowListGate(set()))

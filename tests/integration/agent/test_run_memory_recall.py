@@ -45,7 +45,11 @@ class ScriptedRecall:
         self.asked.append((text, set(shown), dict(seen or {})))
         if self.fail:
             raise RuntimeError("the search cache is on fire")
-        if "frobnicator" not in text.lower() or self.card.key in shown or (seen or {}).get(self.card.key) == self.card.sha:
+        if (
+            "frobnicator" not in text.lower()
+            or self.card.key in shown
+            or (seen or {}).get(self.card.key) == self.card.sha
+        ):
             return []
         return [self.card]
 
@@ -103,7 +107,9 @@ async def test_attached_file_contents_are_not_part_of_the_query_but_their_names_
 ) -> None:
     recall = runtime.runner.recall = ScriptedRecall()
     server.script(MODEL, text("ok"))
-    message = 'see @lab/setup.txt\n<attached-file path="lab/setup.txt">the frobnicator is here</attached-file>'
+    message = (
+        'see @lab/setup.txt\n<attached-file path="lab/setup.txt">the frobnicator is here</attached-file>'
+    )
     await runtime.runner.run(message)
     asked = recall.asked[-1][0]
     assert "lab/setup.txt" in asked and "frobnicator" not in asked
@@ -119,7 +125,9 @@ async def test_a_failing_recall_never_fails_the_turn(server: FakeAnthropic, runt
     assert stop.status == "completed" and _user_blocks(server) == ["the frobnicator"]
 
 
-async def test_a_dropped_turn_gives_its_recall_to_the_next_run(server: FakeAnthropic, runtime: Runtime) -> None:
+async def test_a_dropped_turn_gives_its_recall_to_the_next_run(
+    server: FakeAnthropic, runtime: Runtime
+) -> None:
     runtime.runner.recall = ScriptedRecall()
     server.script(MODEL, http_error(400, message="refused"), text("ok"))
     assert (await runtime.runner.run("the frobnicator")).status == "error"
@@ -157,7 +165,9 @@ async def test_the_receipt_names_the_recalled_cards(server: FakeAnthropic, runti
     assert second["recalled"] == ["project/project_knowledge_frob.md"]  # type: ignore[index]
 
 
-async def test_a_resumed_session_does_not_recall_what_it_recalled_before(server: FakeAnthropic, ws: Path) -> None:
+async def test_a_resumed_session_does_not_recall_what_it_recalled_before(
+    server: FakeAnthropic, ws: Path
+) -> None:
     server.script(MODEL, text("one"), text("two"))
     rt = Runtime(load_settings({"memory_mode": "off"}), ws, gate=AllowListGate(set()))
     try:

@@ -29,7 +29,6 @@ from tests.support.memtools import create
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
 
 
-
 @pytest.fixture
 async def runtime(server: FakeAnthropic, ws: Path) -> AsyncIterator[Runtime]:
     rt = Runtime(load_settings({"memory_wait": 10}), ws, gate=AllowListGate({"bash"}))
@@ -48,17 +47,24 @@ async def test_job_exists_on_disk_when_stop_event_arrives(server: FakeAnthropic,
             seen.append("submitted")
         if isinstance(ev, RunStop):
             assert ev.job_id is not None
-            assert runtime.manager.spool.exists(ev.job_id) or runtime.manager.spool.successors().get(ev.job_id) \
-                or (not runtime.manager.spool.ids() and seen), "job not on disk at stop"
+            assert (
+                runtime.manager.spool.exists(ev.job_id)
+                or runtime.manager.spool.successors().get(ev.job_id)
+                or (not runtime.manager.spool.ids() and seen)
+            ), "job not on disk at stop"
             seen.append("stop")
 
     stop = await runtime.runner.run("hi", on_event)
     assert seen == ["submitted", "stop"] and stop.status == "completed"
 
 
-async def test_second_run_gets_memory_update_for_note_that_landed(server: FakeAnthropic, runtime: Runtime) -> None:
+async def test_second_run_gets_memory_update_for_note_that_landed(
+    server: FakeAnthropic, runtime: Runtime
+) -> None:
     server.script(MODEL, text("first answer"), text("second answer"))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op("Lint rule", "Use ruff.", summary="ruff, not flake8"))))
+    server.script(
+        MEMORY_MODEL, text(ops_answer(create_op("Lint rule", "Use ruff.", summary="ruff, not flake8")))
+    )
     first = await runtime.runner.run("we lint with ruff")
     assert await runtime.manager.wait_for(first.job_id, 10)
     await runtime.runner.run("next question")
@@ -76,15 +82,21 @@ async def test_second_run_gets_memory_update_for_note_that_landed(server: FakeAn
 
 
 async def test_usage_with_cache_is_reported_per_turn(server: FakeAnthropic, runtime: Runtime) -> None:
-    usage = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 700,
-             "cache_creation_input_tokens": 30}
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "cache_read_input_tokens": 700,
+        "cache_creation_input_tokens": 30,
+    }
     server.script(MODEL, text("a", usage=usage))
     server.script(MEMORY_MODEL, text("[]"))
     stop = await runtime.runner.run("hi")
     assert (stop.usage.cache_read_input_tokens, stop.usage.cache_creation_input_tokens) == (700, 30)
 
 
-async def test_cancelled_turn_leaves_no_dangling_tool_call(server: FakeAnthropic, runtime: Runtime, ws: Path) -> None:
+async def test_cancelled_turn_leaves_no_dangling_tool_call(
+    server: FakeAnthropic, runtime: Runtime, ws: Path
+) -> None:
     server.script(MODEL, tool_use("bash", {"command": "sleep 30"}), text("after cancel"))
     server.script(MEMORY_MODEL, text("[]"))
     started = asyncio.Event()
@@ -153,7 +165,9 @@ async def test_structured_output_fallback_is_remembered(server: FakeAnthropic) -
 async def test_structured_output_used_where_supported(server: FakeAnthropic) -> None:
     server.script(MEMORY_MODEL, text("[]"))
     completion = AnthropicCompletion(MEMORY_MODEL)
-    await completion(CompletionRequest(purpose="extract", system="s", prompt="p", json_schema=OPERATIONS_SCHEMA))
+    await completion(
+        CompletionRequest(purpose="extract", system="s", prompt="p", json_schema=OPERATIONS_SCHEMA)
+    )
     [req] = server.requests_for(MEMORY_MODEL)
     assert req.body["output_config"]["format"]["type"] == "json_schema"
     assert req.header("x-stainless-retry-count") in (None, "0")
@@ -166,10 +180,18 @@ async def test_resumed_crashed_session_stays_valid_and_old_turns_are_not_extract
     crashed = store.create(ws, model=MODEL)
     crashed.begin_turn("old question")
     crashed.append({"role": "user", "content": [{"type": "text", "text": "old question"}]})
-    crashed.append({"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_1", "name": "list_files", "input": {}}]})
-    crashed.append({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "README.md"}]})
+    crashed.append(
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "list_files", "input": {}}],
+        }
+    )
+    crashed.append(
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "README.md"}],
+        }
+    )
     crashed.close()  # the process died here: no answer, no end of turn
     server.script(MODEL, text("new answer"))
     server.script(MEMORY_MODEL, text("[]"))
@@ -198,8 +220,11 @@ async def test_tool_calls_with_end_turn_stop_reason_run_and_the_turn_goes_on(
     server: FakeAnthropic, runtime: Runtime
 ) -> None:
     # Some compatible servers say end_turn on a response that calls tools.
-    server.script(MODEL, tool_use("read_file", {"path": "README.md"}, stop_reason="end_turn"),
-                  text("It is built with make build."))
+    server.script(
+        MODEL,
+        tool_use("read_file", {"path": "README.md"}, stop_reason="end_turn"),
+        text("It is built with make build."),
+    )
     server.script(MEMORY_MODEL, text("[]"))
     stop = await runtime.runner.run("how is it built?")
     assert stop.status == "completed" and stop.text == "It is built with make build."
@@ -211,8 +236,12 @@ async def test_tool_calls_with_end_turn_stop_reason_run_and_the_turn_goes_on(
     assert "It is built with make build." in json.dumps(extraction.body)
 
 
-async def test_tool_calls_cut_by_max_tokens_are_still_dropped(server: FakeAnthropic, runtime: Runtime) -> None:
-    server.script(MODEL, tool_use("read_file", {"path": "README.md"}, text_before="Let me", stop_reason="max_tokens"))
+async def test_tool_calls_cut_by_max_tokens_are_still_dropped(
+    server: FakeAnthropic, runtime: Runtime
+) -> None:
+    server.script(
+        MODEL, tool_use("read_file", {"path": "README.md"}, text_before="Let me", stop_reason="max_tokens")
+    )
     stop = await runtime.runner.run("read it")
     assert stop.status == "stopped" and stop.stop_reason == "max_tokens"
     assert len(server.requests_for(MODEL)) == 1
@@ -220,7 +249,9 @@ async def test_tool_calls_cut_by_max_tokens_are_still_dropped(server: FakeAnthro
     assert stop.job_id is None and server.requests_for(MEMORY_MODEL) == []
 
 
-async def test_failed_turn_is_never_sent_back_as_the_models_words(server: FakeAnthropic, runtime: Runtime) -> None:
+async def test_failed_turn_is_never_sent_back_as_the_models_words(
+    server: FakeAnthropic, runtime: Runtime
+) -> None:
     server.script(MODEL, http_error(400, message="prompt is too long"))
     stop = await runtime.runner.run("a request the API refuses")
     assert stop.status == "error"
@@ -256,8 +287,12 @@ async def test_undecodable_text_from_any_tool_or_the_user_cannot_break_the_sessi
 
     monkeypatch.setattr(tool_calls_module, "run_tool", surrogate_tool)
     # The SDK refuses lone surrogates in tool input JSON, but not in text (stdlib json).
-    server.script(MODEL, tool_use("list_files", {}, text_before="Listing \udcff."), text("One odd \udcff name."),
-                  text("ok"))
+    server.script(
+        MODEL,
+        tool_use("list_files", {}, text_before="Listing \udcff."),
+        text("One odd \udcff name."),
+        text("ok"),
+    )
     server.script(MEMORY_MODEL, text("[]"), text("[]"))
     stop = await runtime.runner.run("list files \udcff please")
     assert stop.status == "completed", stop.message
@@ -276,7 +311,9 @@ async def test_undecodable_text_from_any_tool_or_the_user_cannot_break_the_sessi
         await rt.close()
 
 
-async def test_recovery_runs_before_the_system_prompt_reads_the_index(server: FakeAnthropic, ws: Path) -> None:
+async def test_recovery_runs_before_the_system_prompt_reads_the_index(
+    server: FakeAnthropic, ws: Path
+) -> None:
     jdir = str(MemoryStores(ws).paths.journal_dir)
 
     def crash_after_commit(op: str, path: str) -> None:
@@ -284,8 +321,9 @@ async def test_recovery_runs_before_the_system_prompt_reads_the_index(server: Fa
             raise OSError(5, "simulated crash right after the commit point")
 
     with pytest.raises(OSError, match="simulated crash"):
-        MemoryStores(ws, fs=FS(crash_after_commit)).apply([(0, create("project", "Crash survivor", "b"))],
-                                                          source="manual")
+        MemoryStores(ws, fs=FS(crash_after_commit)).apply(
+            [(0, create("project", "Crash survivor", "b"))], source="manual"
+        )
     rt = Runtime(load_settings({}), ws, gate=AllowListGate(()))
     await rt.open_session()
     try:
@@ -319,7 +357,9 @@ class RecordingGate:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, int]] = []
 
-    async def decide(self, name: str, tool_input: dict[str, object], *, call_id: str, depth: int) -> PermissionDecision:
+    async def decide(
+        self, name: str, tool_input: dict[str, object], *, call_id: str, depth: int
+    ) -> PermissionDecision:
         self.calls.append((name, call_id, depth))
         return PermissionDecision(True)
 
@@ -333,7 +373,9 @@ async def test_events_tool_use_start_and_argument_deltas_request_started_and_usa
     command = "echo " + "x" * 120
     server.script(
         MODEL,
-        tool_use("bash", {"command": command}, id="toolu_long", json_chunk_size=16, usage={"input_tokens": 7}),
+        tool_use(
+            "bash", {"command": command}, id="toolu_long", json_chunk_size=16, usage={"input_tokens": 7}
+        ),
         text("done", usage={"input_tokens": 9, "output_tokens": 2}),
     )
     events: list[object] = []
@@ -355,7 +397,9 @@ async def test_events_tool_use_start_and_argument_deltas_request_started_and_usa
     assert gate.calls == [("bash", "toolu_long", 0)]
 
 
-async def test_sub_agent_text_and_tool_events_carry_their_depth(server: FakeAnthropic, runtime: Runtime) -> None:
+async def test_sub_agent_text_and_tool_events_carry_their_depth(
+    server: FakeAnthropic, runtime: Runtime
+) -> None:
     server.script(
         MODEL,
         tool_use("task", {"description": "look", "prompt": "find the build command"}),
@@ -372,10 +416,14 @@ async def test_sub_agent_text_and_tool_events_carry_their_depth(server: FakeAnth
     assert "".join(e.text for e in events if isinstance(e, TextDelta) and e.depth == 0) == "Use make build."
     assert [(e.name, e.depth) for e in events if isinstance(e, ToolCallStarted)] == [("task", 0), ("grep", 1)]
     assert {e.depth for e in events if isinstance(e, RequestStarted)} == {0, 1}
-    assert sum(isinstance(e, RunStop) for e in events) == 1, "the sub-agent's stop is its result, not an event"
+    assert sum(isinstance(e, RunStop) for e in events) == 1, (
+        "the sub-agent's stop is its result, not an event"
+    )
 
 
-async def test_run_refuses_to_start_while_a_run_is_in_progress(server: FakeAnthropic, runtime: Runtime) -> None:
+async def test_run_refuses_to_start_while_a_run_is_in_progress(
+    server: FakeAnthropic, runtime: Runtime
+) -> None:
     gate = server.gate()
     server.script(MODEL, text("slow answer", hold_before=gate))
     server.script(MEMORY_MODEL, text("[]"))
@@ -406,7 +454,9 @@ async def test_open_session_closes_the_previous_one_and_new_session_has_the_full
     assert [m["role"] for m in req.body["messages"]] == ["user"]
 
 
-async def test_memory_mode_switches_at_run_time_without_a_restart(server: FakeAnthropic, runtime: Runtime) -> None:
+async def test_memory_mode_switches_at_run_time_without_a_restart(
+    server: FakeAnthropic, runtime: Runtime
+) -> None:
     await runtime.set_memory_mode("off")
     server.script(MODEL, text("one"), text("two"))
     stop = await runtime.runner.run("not remembered")
@@ -449,10 +499,16 @@ async def test_switching_to_the_current_session_works_and_a_failed_switch_keeps_
     assert runtime.session is not None and runtime.session.id == sid and not runtime.session.closed
     stop = await runtime.runner.run("second")
     assert stop.status == "completed"
-    assert [m["role"] for m in server.requests_for(MODEL)[-1].body["messages"]] == ["user", "assistant", "user"]
+    assert [m["role"] for m in server.requests_for(MODEL)[-1].body["messages"]] == [
+        "user",
+        "assistant",
+        "user",
+    ]
 
 
-async def test_close_closes_the_memory_models_own_client_but_not_a_shared_one(server: FakeAnthropic, ws: Path) -> None:
+async def test_close_closes_the_memory_models_own_client_but_not_a_shared_one(
+    server: FakeAnthropic, ws: Path
+) -> None:
     """Left open, the SDK closes a client's connections when it is collected, after the event
     loop has ended, and a traceback ("Event loop is closed") lands on the person's terminal."""
     from app.agent.memory_bridge.completion import AnthropicCompletion

@@ -26,7 +26,6 @@ pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
 MARK = " (stale: Makefile changed since this card was written)"
 
 
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git work tree whose Makefile is tracked, with a trusted project card citing it."""
@@ -42,8 +41,10 @@ def make_card(ws: Path) -> tuple[str, str]:
     """The card's filename and its unmarked index line."""
     stores = MemoryStores(ws)
     stores.trust_project()
-    made = stores.apply([(0, create("project", "Build", "Run make all.", summary="make all", cites=("Makefile",)))],
-                        source="manual")
+    made = stores.apply(
+        [(0, create("project", "Build", "Run make all.", summary="make all", cites=("Makefile",)))],
+        source="manual",
+    )
     [applied] = made.applied
     [line] = stores.index_lines("project")
     return applied.filename, line

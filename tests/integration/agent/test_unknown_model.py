@@ -27,17 +27,25 @@ def test_print_mode_names_the_model_flag(server: FakeAnthropic, ws: Path) -> Non
     assert "choose one with --model" in last and "/model" not in last
 
 
-@pytest.mark.parametrize(("provider_kw", "named", "not_named"), [({}, "--model", "/model"),
-                                                                   ({"model_switch": MODEL_COMMAND}, "/model", "--model")])
+@pytest.mark.parametrize(
+    ("provider_kw", "named", "not_named"),
+    [({}, "--model", "/model"), ({"model_switch": MODEL_COMMAND}, "/model", "--model")],
+)
 async def test_the_provider_names_what_its_face_offers(
-    server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch, provider_kw: dict[str, str], named: str, not_named: str
+    server: FakeAnthropic,
+    monkeypatch: pytest.MonkeyPatch,
+    provider_kw: dict[str, str],
+    named: str,
+    not_named: str,
 ) -> None:
     for k, v in server.env().items():
         monkeypatch.setenv(k, v)
     server.script(MODEL, _not_found())
     provider = AnthropicProvider(**provider_kw)  # type: ignore[arg-type]
     try:
-        events = [ev async for ev in provider.stream(ModelRequest(MODEL, [], [{"role": "user", "content": "hi"}]))]
+        events = [
+            ev async for ev in provider.stream(ModelRequest(MODEL, [], [{"role": "user", "content": "hi"}]))
+        ]
     finally:
         await provider.aclose()
     [err] = [ev for ev in events if isinstance(ev, ErrorEvent)]

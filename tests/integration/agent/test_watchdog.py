@@ -30,7 +30,6 @@ SLOW_FS = 0.2  # seconds added to every memory.fs call
 LIMIT = 0.05  # the longest a loop callback may run
 
 
-
 class Watchdog:
     """Times every callback the event loop runs (asyncio.Handle._run: tasks' steps included).
 
@@ -113,8 +112,11 @@ async def test_a_whole_turn_with_memory_never_blocks_the_loop_even_with_slow_dis
 ) -> None:
     await warm_up(server, ws)
     slow = SlowFS()
-    server.script(MODEL, tool_use("read_memory", {"level": "project", "filename": "MEMORY.md"}),
-                  text("Noted: releases are cut on Fridays."))
+    server.script(
+        MODEL,
+        tool_use("read_memory", {"level": "project", "filename": "MEMORY.md"}),
+        text("Noted: releases are cut on Fridays."),
+    )
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Release day", "Releases are cut on Fridays."))))
 
     rt = Runtime(load_settings({"memory_mode": "auto"}), ws, gate=AllowListGate(()), fs=FS(slow))

@@ -34,21 +34,40 @@ def seed(ws: Path, dups: bool = True) -> None:
     if dups:
         ops += [
             {**create_op("Use pnpm, not npm", BODY, summary="pnpm, not npm"), "slug": "use-pnpm"},
-            {**create_op("Package manager is pnpm", "Use pnpm install, never npm: npm breaks the lockfile.",
-                         summary="pnpm, not npm"), "slug": "pnpm"},
-            {**create_op("pnpm only", "The project installs with pnpm; npm would break the lockfile.",
-                         summary="pnpm, not npm"), "slug": "pnpm-only"},
+            {
+                **create_op(
+                    "Package manager is pnpm",
+                    "Use pnpm install, never npm: npm breaks the lockfile.",
+                    summary="pnpm, not npm",
+                ),
+                "slug": "pnpm",
+            },
+            {
+                **create_op(
+                    "pnpm only",
+                    "The project installs with pnpm; npm would break the lockfile.",
+                    summary="pnpm, not npm",
+                ),
+                "slug": "pnpm-only",
+            },
         ]
     res = run_cli(None, ws, "memory", "apply", "-", stdin=json.dumps(ops))
     assert res.code == 0, res.err
 
 
 def answer() -> str:
-    return json.dumps([
-        {"action": "update", "level": "project", "filename": KEEP, "content": "pnpm only; npm breaks the lockfile."},
-        {"action": "delete", "level": "project", "filename": GONE[0]},
-        {"action": "delete", "level": "project", "filename": GONE[1]},
-    ])
+    return json.dumps(
+        [
+            {
+                "action": "update",
+                "level": "project",
+                "filename": KEEP,
+                "content": "pnpm only; npm breaks the lockfile.",
+            },
+            {"action": "delete", "level": "project", "filename": GONE[0]},
+            {"action": "delete", "level": "project", "filename": GONE[1]},
+        ]
+    )
 
 
 def test_consolidate_prints_the_job_and_its_ops_and_leaves_them_held(server: FakeAnthropic, ws: Path) -> None:
@@ -57,7 +76,9 @@ def test_consolidate_prints_the_job_and_its_ops_and_leaves_them_held(server: Fak
     res = run_cli(server, ws, "memory", "consolidate", "--level", "project")
     assert res.code == 0, res.err
     lines = res.out.splitlines()
-    assert lines[0].startswith("job ") and lines[0].endswith(": consolidate the project store: 1 cluster, 3 cards")
+    assert lines[0].startswith("job ") and lines[0].endswith(
+        ": consolidate the project store: 1 cluster, 3 cards"
+    )
     job_id = lines[0].split()[1].rstrip(":")
     assert lines[1:4] == [
         f"0 update project/{KEEP} \u2014 Use pnpm, not npm",

@@ -36,7 +36,6 @@ MARKED = f"- [project_knowledge] Build — How to build. ({CARD}) (stale: {CHANG
 UNMARKED = f"- [project_knowledge] Build — How to build. ({CARD})"
 
 
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A real git work tree with a tracked, committed Makefile (by its real path)."""
@@ -60,7 +59,10 @@ def apply(ws: Path, *ops: dict[str, Any]) -> tuple[str, str]:
 
 
 def cited(title: str, *cites: Any) -> dict[str, Any]:
-    return {**create_op(title, f"{title}: see the cited files.", summary="How to build."), "cites": list(cites)}
+    return {
+        **create_op(title, f"{title}: see the cited files.", summary="How to build."),
+        "cites": list(cites),
+    }
 
 
 def stale_list(ws: Path) -> str:
@@ -84,7 +86,9 @@ def test_a_card_citing_the_makefile_goes_stale_is_confirmed_and_the_confirmation
     index = run_cli(None, repo, "memory", "index").out
     assert MARKED in index.splitlines()
     listing = run_cli(None, repo, "memory", "list").out
-    assert f"{CARD}  [project_knowledge] Build — How to build." in listing and f"  stale: {CHANGED}" in listing
+    assert (
+        f"{CARD}  [project_knowledge] Build — How to build." in listing and f"  stale: {CHANGED}" in listing
+    )
     shown = run_cli(None, repo, "memory", "show", "project", CARD)
     assert shown.code == 0
     assert shown.out.startswith(f"Cites (checked now):\n- Makefile: {CHANGED}\n")
@@ -131,8 +135,14 @@ def test_a_renamed_file_is_said_renamed_and_a_deleted_one_deleted(repo: Path) ->
     (repo / "loose.txt").write_text("an untracked file\n")
     git(repo, "add", "a.py", "b.py", "c.py", "gone.py")
     git(repo, "commit", "-q", "-m", "files")
-    apply(repo, cited("Staged", "a.py"), cited("Committed", "b.py:1-3"), cited("Edited", "c.py"),
-          cited("Gone", "gone.py"), cited("Loose", "loose.txt"))
+    apply(
+        repo,
+        cited("Staged", "a.py"),
+        cited("Committed", "b.py:1-3"),
+        cited("Edited", "c.py"),
+        cited("Gone", "gone.py"),
+        cited("Loose", "loose.txt"),
+    )
 
     git(repo, "mv", "a.py", "a2.py")  # staged only
     git(repo, "mv", "b.py", "b2.py")
@@ -153,8 +163,13 @@ def test_a_renamed_file_is_said_renamed_and_a_deleted_one_deleted(repo: Path) ->
         "project  project_knowledge_staged.md  Staged — a.py was renamed to a2.py",
     ]
     res = run_cli(None, repo, "memory", "confirm", "project", "project_knowledge_committed.md")
-    assert res.code == 0 and res.out == "confirmed project/project_knowledge_committed.md\n  b.py is now cited as b2.py\n"
-    assert cites_of(repo, "project_knowledge_committed.md") == [("b2.py", "1-3", git(repo, "hash-object", "b2.py").strip())]
+    assert (
+        res.code == 0
+        and res.out == "confirmed project/project_knowledge_committed.md\n  b.py is now cited as b2.py\n"
+    )
+    assert cites_of(repo, "project_knowledge_committed.md") == [
+        ("b2.py", "1-3", git(repo, "hash-object", "b2.py").strip())
+    ]
     res = run_cli(None, repo, "memory", "confirm", "project", "project_knowledge_gone.md")
     assert res.code == 0 and "dropped the citation of gone.py: gone.py was deleted" in res.out
     assert "project_knowledge_gone.md" not in stale_list(repo)
@@ -167,8 +182,19 @@ def test_citations_out_of_the_workspace_are_dropped_each_with_a_reason_and_the_c
     os.symlink(tmp_path / "outside", repo / "link-out")
     (repo / "notes.txt").write_text("untracked notes\n")
     apply(repo, create_op("Seed", "a card, so the store exists"))
-    out, err = apply(repo, cited("Build", "Makefile", "../outside", "/etc/passwd", "link-out", ".git/config",
-                                ".PseudoClaude/memory/project_knowledge_seed.md", "notes.txt:2-4"))
+    out, err = apply(
+        repo,
+        cited(
+            "Build",
+            "Makefile",
+            "../outside",
+            "/etc/passwd",
+            "link-out",
+            ".git/config",
+            ".PseudoClaude/memory/project_knowledge_seed.md",
+            "notes.txt:2-4",
+        ),
+    )
     assert out == f"create project/{CARD}\n"
     assert err.splitlines() == [
         "pseudoclaude: op 0: citation '../outside' dropped: '../outside' leaves the workspace through '..'",
@@ -186,12 +212,18 @@ def test_citations_out_of_the_workspace_are_dropped_each_with_a_reason_and_the_c
 
 
 def test_recorded_ids_are_the_git_blob_for_tracked_files_and_sha256_for_others_whatever_the_op_says(
-    repo: Path
+    repo: Path,
 ) -> None:
     (repo / "notes.txt").write_bytes(b"untracked \xff bytes\n")
     fake = "0" * 40
-    apply(repo, cited("Build", {"path": "Makefile", "blob": fake}, {"path": "notes.txt", "lines": "1-1",
-                                                                   "blob": "sha256:" + "0" * 64}))
+    apply(
+        repo,
+        cited(
+            "Build",
+            {"path": "Makefile", "blob": fake},
+            {"path": "notes.txt", "lines": "1-1", "blob": "sha256:" + "0" * 64},
+        ),
+    )
     assert cites_of(repo) == [
         ("Makefile", None, git(repo, "hash-object", "Makefile").strip()),
         ("notes.txt", "1-1", "sha256:" + hashlib.sha256(b"untracked \xff bytes\n").hexdigest()),
@@ -205,7 +237,10 @@ def test_doctor_reports_a_stale_card_as_information_and_fix_leaves_it(repo: Path
     res = run_cli(None, repo, "memory", "doctor")
     assert res.code == 0, res.out + res.err
     lines = res.out.splitlines()
-    assert f"stale: project/{CARD}: {CHANGED} (check it; `pseudoclaude memory confirm project {CARD}` if it still holds)" in lines
+    assert (
+        f"stale: project/{CARD}: {CHANGED} (check it; `pseudoclaude memory confirm project {CARD}` if it still holds)"
+        in lines
+    )
     assert lines[-1] == "memory stores are healthy" and not any(x.startswith("problem:") for x in lines)
     before = card_path(repo).read_bytes()
     res = run_cli(None, repo, "memory", "doctor", "--fix")
@@ -213,7 +248,9 @@ def test_doctor_reports_a_stale_card_as_information_and_fix_leaves_it(repo: Path
     assert card_path(repo).read_bytes() == before
 
 
-def test_print_mode_says_each_citation_the_memory_job_dropped_and_still_exits_0(server: FakeAnthropic, repo: Path) -> None:
+def test_print_mode_says_each_citation_the_memory_job_dropped_and_still_exits_0(
+    server: FakeAnthropic, repo: Path
+) -> None:
     server.script(MODEL, text("Build with make."))
     server.script(MEMORY_MODEL, text(ops_answer(cited("Build", "Makefile", "../outside", ".git/config"))))
     res = run_cli(server, repo, "-p", "how do I build?")
@@ -221,6 +258,9 @@ def test_print_mode_says_each_citation_the_memory_job_dropped_and_still_exits_0(
     lines = res.err.splitlines()
     [applied] = [x for x in lines if " applied: " in x]
     job = applied.split()[2]
-    assert f"[memory: job {job}: op 0: citation '../outside' dropped: '../outside' leaves the workspace through '..']" in lines
+    assert (
+        f"[memory: job {job}: op 0: citation '../outside' dropped: '../outside' leaves the workspace through '..']"
+        in lines
+    )
     assert any(x.startswith(f"[memory: job {job}: op 0: citation '.git/config' dropped: ") for x in lines)
     assert cites_of(repo) == [("Makefile", None, git(repo, "hash-object", "Makefile").strip())]

@@ -29,8 +29,15 @@ def pin_cards(stores: MemoryStores, n: int, *, start: int = 0) -> None:
     folder = stores.project.dir
     folder.mkdir(parents=True, exist_ok=True)
     for k in range(start, start + n):
-        meta = NoteMeta(title=f"Pinned rule {k:03d}", summary=f"always keep rule {k}", type=NoteType.PROJECT_KNOWLEDGE,
-                        created="2026-01-01T00:00:00Z", updated="2026-01-01T00:00:00Z", source="seed", pinned=True)
+        meta = NoteMeta(
+            title=f"Pinned rule {k:03d}",
+            summary=f"always keep rule {k}",
+            type=NoteType.PROJECT_KNOWLEDGE,
+            created="2026-01-01T00:00:00Z",
+            updated="2026-01-01T00:00:00Z",
+            source="seed",
+            pinned=True,
+        )
         (folder / f"project_knowledge_pin-{k:03d}.md").write_bytes(dump_note(meta, f"Rule {k}.\n"))
 
 

@@ -49,8 +49,9 @@ def spool() -> list[Path]:
 
 def test_answer_streams_while_server_holds_the_rest(server: FakeAnthropic, ws: Path) -> None:
     gate = server.gate()
-    server.script(MODEL, text("first chunk, then the rest", chunks=["first chunk", ", then the rest"],
-                              hold_after=gate))
+    server.script(
+        MODEL, text("first chunk, then the rest", chunks=["first chunk", ", then the rest"], hold_after=gate)
+    )
     server.script(MEMORY_MODEL, text("[]"))
     live = Live(server, ws, "-p", "hello")
     try:
@@ -97,7 +98,9 @@ def test_job_is_on_disk_when_the_stop_event_is_seen(server: FakeAnthropic, ws: P
 
 def test_extraction_holds_exactly_the_new_turn_and_the_current_index(server: FakeAnthropic, ws: Path) -> None:
     server.script(MODEL, text("Turn one answer: the sky is blue."))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op("Sky colour", "Blue.", summary="The sky is blue."))))
+    server.script(
+        MEMORY_MODEL, text(ops_answer(create_op("Sky colour", "Blue.", summary="The sky is blue.")))
+    )
     assert run_cli(server, ws, "-p", "turn one question").code == 0
     # A note written by hand after the first job: the second job's index must show it.
     hand = json.dumps([create_op("Hand note", "Written by a person.")])
@@ -170,13 +173,17 @@ def test_tool_loop_with_allowed_write_and_bash(server: FakeAnthropic, ws: Path) 
 
 
 def test_denied_write_returns_error_result_and_turn_goes_on(server: FakeAnthropic, ws: Path) -> None:
-    server.script(MODEL, tool_use("write_file", {"path": "x.txt", "content": "x"}), text("I could not write it."))
+    server.script(
+        MODEL, tool_use("write_file", {"path": "x.txt", "content": "x"}), text("I could not write it.")
+    )
     server.script(MEMORY_MODEL, text("[]"))
     res = run_cli(server, ws, "-p", "write x")
     assert res.code == 0, res.err
     assert not (ws / "x.txt").exists()
     [result] = tool_results(server.requests_for(MODEL)[-1])
-    assert result.get("is_error") and "denied" in result_text(result) and "--allow-tools" in result_text(result)
+    assert (
+        result.get("is_error") and "denied" in result_text(result) and "--allow-tools" in result_text(result)
+    )
 
 
 def test_path_escaping_the_workspace_is_refused(server: FakeAnthropic, ws: Path, tmp_path: Path) -> None:
@@ -204,10 +211,17 @@ def test_sub_agent_turn_extracts_once(server: FakeAnthropic, ws: Path) -> None:
     reqs = server.requests_for(MODEL)
     assert len(reqs) == 4
     sub_first = reqs[1]
-    assert sub_first.body["messages"] == [{"role": "user", "content": [
-        {"type": "text", "text": "How is the project built?"}]}]
+    assert sub_first.body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "How is the project built?"}]}
+    ]
     assert {t["name"] for t in sub_first.body["tools"]} == {
-        "read_file", "list_files", "grep", "read_memory", "search_memory", "read_result"}
+        "read_file",
+        "list_files",
+        "grep",
+        "read_memory",
+        "search_memory",
+        "read_result",
+    }
     [result] = tool_results(reqs[3])
     assert "SUBAGENT REPORT" in result_text(result)
     assert len(server.requests_for(MEMORY_MODEL)) == 1
@@ -267,7 +281,9 @@ def test_max_iterations_stop_is_not_extracted(server: FakeAnthropic, ws: Path) -
     ("status", "expect"),
     [(401, "401"), (404, "unknown model"), (429, "rate limited"), (529, "overloaded")],
 )
-def test_api_failures_have_one_line_messages(server: FakeAnthropic, ws: Path, status: int, expect: str) -> None:
+def test_api_failures_have_one_line_messages(
+    server: FakeAnthropic, ws: Path, status: int, expect: str
+) -> None:
     # The SDK's own retries run for the main model; retry-after-ms keeps them quick here.
     server.script(MODEL, *[http_error(status, retry_after_ms=1) for _ in range(3)])
     res = run_cli(server, ws, "-p", "hi")
@@ -309,7 +325,9 @@ def test_quitting_before_memory_answers_leaves_job_spooled_and_flush_applies_it_
     assert res.code == 0 and notes(project_store(ws)) == ["project_knowledge_use-pnpm.md"]
 
 
-def test_memory_500s_leave_job_failed_and_retryable_while_turn_exits_0(server: FakeAnthropic, ws: Path) -> None:
+def test_memory_500s_leave_job_failed_and_retryable_while_turn_exits_0(
+    server: FakeAnthropic, ws: Path
+) -> None:
     server.script(MODEL, text("answer"))
     server.script(MEMORY_MODEL, *[http_error(500) for _ in range(3)])
     res = run_cli(server, ws, "-p", "remember nothing", "--memory-wait", "30")
@@ -361,7 +379,9 @@ def test_held_memory_response_does_not_delay_the_answer(server: FakeAnthropic, w
     assert held < off * 1.5 + 0.5, f"answer with memory held took {held:.2f}s vs {off:.2f}s with memory off"
 
 
-def test_an_earlier_runs_spooled_job_waits_until_this_runs_answer_is_out(server: FakeAnthropic, ws: Path) -> None:
+def test_an_earlier_runs_spooled_job_waits_until_this_runs_answer_is_out(
+    server: FakeAnthropic, ws: Path
+) -> None:
     """The answer comes first: the memory worker starts only once it is out, so a job left by an
     earlier run is asked for after this run's answer request, never before it or beside it."""
     gate = server.gate()
@@ -441,7 +461,10 @@ def test_settings_precedence_flag_env_file(server: FakeAnthropic, ws: Path) -> N
     server.script("model-from-flag", text("c"))
     assert run_cli(server, ws, "-p", "1").code == 0
     assert run_cli(server, ws, "-p", "2", PSEUDOCLAUDE_MODEL="model-from-env").code == 0
-    assert run_cli(server, ws, "-p", "3", "--model", "model-from-flag", PSEUDOCLAUDE_MODEL="model-from-env").code == 0
+    assert (
+        run_cli(server, ws, "-p", "3", "--model", "model-from-flag", PSEUDOCLAUDE_MODEL="model-from-env").code
+        == 0
+    )
     assert [r.model for r in server.requests] == ["model-from-file", "model-from-env", "model-from-flag"]
     (home / "config.toml").write_text('model = "model-from-file"\nmemory_mode = "off"\ncolour = "blue"\n')
     server.script("model-from-file", text("d"))
@@ -453,8 +476,13 @@ def test_settings_precedence_flag_env_file(server: FakeAnthropic, ws: Path) -> N
 
 
 def test_usage_errors_exit_2(ws: Path) -> None:
-    for args in (["-p", "x", "--allow-tools", "rm_rf"], ["-p", "x", "--max-iterations", "0"],
-                 ["-p", "x", "--memory", "sometimes"], ["-p", "   "], ["--continue", "--resume", "a", "-p", "x"]):
+    for args in (
+        ["-p", "x", "--allow-tools", "rm_rf"],
+        ["-p", "x", "--max-iterations", "0"],
+        ["-p", "x", "--memory", "sometimes"],
+        ["-p", "   "],
+        ["--continue", "--resume", "a", "-p", "x"],
+    ):
         res = run_cli(None, ws, *args)
         assert res.code == 2, (args, res.err)
         assert res.err.strip().count("\n") <= 1 or "usage" in res.err
@@ -470,7 +498,8 @@ def test_flush_all_runs_every_workspace(server: FakeAnthropic, ws: Path, tmp_pat
     for w in (ws, other):
         real = resolve_workspace(w)
         Spool(Paths.for_workspace(real)).submit(
-            make_job(real, [Turn(messages=[TurnMessage(role="user", text=f"remember {w.name}")])]))
+            make_job(real, [Turn(messages=[TurnMessage(role="user", text=f"remember {w.name}")])])
+        )
     assert len(spool()) == 2
     server.script(MEMORY_MODEL, text(ops_answer(create_op("A", "a"))), text(ops_answer(create_op("B", "b"))))
     res = run_cli(server, ws, "memory", "flush", "--all", "--timeout", "30")
@@ -553,7 +582,7 @@ def test_closed_stdout_stops_printing_quietly_and_the_turn_is_kept_and_submitted
 ) -> None:
     gate = server.gate()
     answer = "line one\n" + "".join(f"line {i}\n" for i in range(2, 2000))
-    server.script(MODEL, text(answer, chunks=["line one\n", answer[len("line one\n"):]], hold_after=gate))
+    server.script(MODEL, text(answer, chunks=["line one\n", answer[len("line one\n") :]], hold_after=gate))
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Piped", "Kept after a closed pipe."))))
     live = Live(server, ws, "-p", "count lines", "--memory-wait", "20")
     try:
@@ -571,7 +600,9 @@ def test_closed_stdout_stops_printing_quietly_and_the_turn_is_kept_and_submitted
     assert "Traceback" not in err and "BrokenPipe" not in err and "Broken pipe" not in err
     [session] = sessions_dir().glob("*.jsonl")
     records = [json.loads(x) for x in session.read_text().splitlines()]
-    [assistant] = [r["message"] for r in records if r["type"] == "message" and r["message"]["role"] == "assistant"]
+    [assistant] = [
+        r["message"] for r in records if r["type"] == "message" and r["message"]["role"] == "assistant"
+    ]
     assert assistant["content"][0]["text"] == answer, "the whole answer is kept"
     assert records[-1]["status"] == "completed"
     assert notes(project_store(ws)) == ["project_knowledge_piped.md"], "the turn was submitted to memory"
@@ -588,8 +619,14 @@ def test_non_utf8_prompt_bytes_become_replacement_characters_and_continue_still_
     argv = [os.fsencode(a) for a in cli_cmd("-C", str(ws), "--memory", "off", "-p")] + [b"bad\xffbyte"]
     proc = subprocess.run(argv, cwd=ROOT, env=cli_env(server), capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    stdin = subprocess.run(cli_cmd("-C", str(ws), "--memory", "off", "--continue", "-p", "-"), cwd=ROOT,
-                           env=cli_env(server), input=b"from stdin \xfe\xff\n", capture_output=True, timeout=60)
+    stdin = subprocess.run(
+        cli_cmd("-C", str(ws), "--memory", "off", "--continue", "-p", "-"),
+        cwd=ROOT,
+        env=cli_env(server),
+        input=b"from stdin \xfe\xff\n",
+        capture_output=True,
+        timeout=60,
+    )
     assert stdin.returncode == 0, stdin.stderr
     res = run_cli(server, ws, "--continue", "-p", "and again", "--memory", "off")
     assert res.code == 0, res.err
@@ -647,12 +684,17 @@ def test_a_failed_turn_is_not_sent_back_on_continue(server: FakeAnthropic, ws: P
     assert sent == [{"role": "user", "content": [{"type": "text", "text": "short question"}]}]
 
 
-def test_a_job_coalesced_by_another_process_reports_which_job_took_it_over(server: FakeAnthropic, ws: Path) -> None:
+def test_a_job_coalesced_by_another_process_reports_which_job_took_it_over(
+    server: FakeAnthropic, ws: Path
+) -> None:
     busy = server.gate("the first worker's extraction")
     server.script(MODEL, text("answer a"), text("answer b"), text("answer c"))
     # The first job holds the worker; the two queued behind it are coalesced into one job.
-    server.script(MEMORY_MODEL, text("[]", hold_before=busy),
-                  *[text(ops_answer(create_op("Shared fact", "Both later turns said it."))) for _ in range(3)])
+    server.script(
+        MEMORY_MODEL,
+        text("[]", hold_before=busy),
+        *[text(ops_answer(create_op("Shared fact", "Both later turns said it."))) for _ in range(3)],
+    )
     first = Live(server, ws, "-p", "turn a", "--memory-wait", "30")
     later: list[Live] = []
     try:

@@ -27,14 +27,28 @@ def _cards(ws: Path, n: int) -> MemoryStores:
     stores = MemoryStores(os.path.realpath(ws))
     trust_workspace(ws)
     for i in range(n):
-        write_note(stores, Level.PROJECT, f"project_knowledge_filler-{i:04d}.md", f"Filler card {i}",
-                   "Build notes about the parser and the release.", summary="x" * 90)
-    write_note(stores, Level.PROJECT, "project_knowledge_zz-lab.md", "Lab bench",
-               "The frobnicator must be calibrated before each release.", summary="hardware")
+        write_note(
+            stores,
+            Level.PROJECT,
+            f"project_knowledge_filler-{i:04d}.md",
+            f"Filler card {i}",
+            "Build notes about the parser and the release.",
+            summary="x" * 90,
+        )
+    write_note(
+        stores,
+        Level.PROJECT,
+        "project_knowledge_zz-lab.md",
+        "Lab bench",
+        "The frobnicator must be calibrated before each release.",
+        summary="hardware",
+    )
     return stores
 
 
-def test_a_damaged_cache_is_rebuilt_with_one_line_and_the_turn_still_recalls(server: FakeAnthropic, ws: Path) -> None:
+def test_a_damaged_cache_is_rebuilt_with_one_line_and_the_turn_still_recalls(
+    server: FakeAnthropic, ws: Path
+) -> None:
     stores = _cards(ws, 300)  # over the index budget: the lab card sorts last and is cut
     server.script(MODEL, text("one"), text("two"))
     server.script(MEMORY_MODEL, text("[]"), text("[]"))
@@ -52,4 +66,6 @@ def test_a_damaged_cache_is_rebuilt_with_one_line_and_the_turn_still_recalls(ser
     assert second.code == 0, second.err
     notices = [line for line in second.err.splitlines() if "search cache" in line]
     assert len(notices) == 1 and "rebuilt from the cards" in notices[0], second.err
-    assert any("(project_knowledge_zz-lab.md)" in t for t in _user_texts(server) if t.startswith("<memory-recall>"))
+    assert any(
+        "(project_knowledge_zz-lab.md)" in t for t in _user_texts(server) if t.startswith("<memory-recall>")
+    )

@@ -52,7 +52,9 @@ def test_list_then_rewind_restores_the_files_exactly(server: FakeAnthropic, ws: 
     assert "restored a.txt" in res.out and "deleted made/new.txt" in res.out
     assert "recorded as turn 2: `pseudoclaude rewind 2` undoes it" in res.out
     # Memory stays: the batch the turn's job applied is named, and the card is still there.
-    assert re.search(r"memory is not rewound: turn 1's memory job \S+ is applied as batch \S+", res.out), res.out
+    assert re.search(r"memory is not rewound: turn 1's memory job \S+ is applied as batch \S+", res.out), (
+        res.out
+    )
     assert list((ws / ".PseudoClaude" / "memory").glob("project_knowledge_*.md"))
     lines = run_cli(None, ws, "rewind", "--list").out.splitlines()
     assert lines[1].startswith("2  ") and lines[1].endswith("[rewind to before turn 1: files]")
@@ -63,8 +65,11 @@ def test_list_names_the_files_a_turn_changed_as_many_as_fit_the_width_then_count
     server: FakeAnthropic, ws: Path, columns: str, shown: int
 ) -> None:
     names = [f"src/part_{i}.py" for i in range(9)]
-    server.script(MODEL, *(tool_use("write_file", {"path": n, "content": f"{n}\n"}) for n in names),
-                  text("Nine files written."))
+    server.script(
+        MODEL,
+        *(tool_use("write_file", {"path": n, "content": f"{n}\n"}) for n in names),
+        text("Nine files written."),
+    )
     server.script(MEMORY_MODEL, text("[]"))
     res = run_cli(server, ws, "-p", "split the module", "--allow-tools", "write_file")
     assert res.code == 0, res.err
@@ -137,7 +142,8 @@ def test_the_rewind_cli_loads_neither_the_sdk_nor_textual(ws: Path) -> None:
         f"main(['-C', {str(ws)!r}, 'doctor'])\n"
         "print(sorted(m for m in ('anthropic', 'textual') if m in sys.modules))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=cli_env(None), capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=cli_env(None), capture_output=True, text=True, timeout=60
+    )
     assert proc.stdout.splitlines()[-1] == "[]", proc.stdout + proc.stderr
     assert os.environ["PSEUDOCLAUDE_HOME"]  # the child used the test's own home

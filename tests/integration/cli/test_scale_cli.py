@@ -35,12 +35,27 @@ def _stores(ws: Path, *, trusted: bool = True) -> tuple[Path, MemoryStores]:
 def _cards_400(stores: MemoryStores) -> int:
     """350 project and 50 user cards (LAST among the project ones); their count."""
     for i in range(349):
-        write_note(stores, Level.PROJECT, f"project_knowledge_c{i:03d}.md", f"Card {i}", f"Body {i}.\n",
-                   summary=f"about topic {i}")
-    write_note(stores, Level.PROJECT, LAST, "Kiln schedule", "Fire the bisque first.\n", summary="firing order")
+        write_note(
+            stores,
+            Level.PROJECT,
+            f"project_knowledge_c{i:03d}.md",
+            f"Card {i}",
+            f"Body {i}.\n",
+            summary=f"about topic {i}",
+        )
+    write_note(
+        stores, Level.PROJECT, LAST, "Kiln schedule", "Fire the bisque first.\n", summary="firing order"
+    )
     for i in range(50):
-        write_note(stores, Level.USER, f"user_preference_u{i:02d}.md", f"Pref {i}", f"Pref body {i}.\n",
-                   type_=NoteType.USER_PREFERENCE, summary=f"preference {i}")
+        write_note(
+            stores,
+            Level.USER,
+            f"user_preference_u{i:02d}.md",
+            f"Pref {i}",
+            f"Pref body {i}.\n",
+            type_=NoteType.USER_PREFERENCE,
+            summary=f"preference {i}",
+        )
     return 400
 
 
@@ -69,7 +84,9 @@ def test_a_pinned_card_sorting_last_is_in_memory_index_with_the_exact_count_left
     assert LAST_LINE in shown
     assert left_out == total - len(shown) > 0
     project_shown = len([line for line in shown if line.startswith("- [project_knowledge]")])
-    assert split.get("project", 0) == 350 - project_shown and split.get("user", 0) == 50 - (len(shown) - project_shown)
+    assert split.get("project", 0) == 350 - project_shown and split.get("user", 0) == 50 - (
+        len(shown) - project_shown
+    )
 
     res = run_cli(None, ws, "memory", "unpin", "project", LAST)
     assert (res.code, res.out) == (0, f"unpinned project/{LAST}\n"), res.err
@@ -85,7 +102,9 @@ def test_a_pinned_card_sorting_last_is_in_memory_index_with_the_exact_count_left
     assert LAST_LINE not in _index(ws)[0]
 
 
-def test_memory_index_prints_exactly_the_cut_ranked_index_a_new_session_gets(server: FakeAnthropic, ws: Path) -> None:
+def test_memory_index_prints_exactly_the_cut_ranked_index_a_new_session_gets(
+    server: FakeAnthropic, ws: Path
+) -> None:
     ws, stores = _stores(ws)
     _cards_400(stores)
     assert run_cli(None, ws, "memory", "pin", "project", LAST).code == 0
@@ -102,7 +121,9 @@ def test_memory_index_prints_exactly_the_cut_ranked_index_a_new_session_gets(ser
 def test_pin_of_a_card_that_is_not_there_is_one_line_on_stderr(ws: Path) -> None:
     ws, _ = _stores(ws)
     res = run_cli(None, ws, "memory", "pin", "project", "project_knowledge_nope.md")
-    assert (res.code, res.out) == (1, "") and res.err.count("\n") == 1 and "project_knowledge_nope.md" in res.err
+    assert (
+        (res.code, res.out) == (1, "") and res.err.count("\n") == 1 and "project_knowledge_nope.md" in res.err
+    )
 
 
 TOPIC = "project_knowledge_lab-bench.md"
@@ -116,16 +137,28 @@ def filler(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "ws" / ".git").mkdir(parents=True)
     stores = MemoryStores(root / "ws", root / "home")
     for i in range(1999):
-        write_note(stores, Level.PROJECT, f"project_knowledge_n{i:04d}.md", f"Note {i}",
-                   f"Release and build notes, part {i}.\n", summary=f"part {i}")
+        write_note(
+            stores,
+            Level.PROJECT,
+            f"project_knowledge_n{i:04d}.md",
+            f"Note {i}",
+            f"Release and build notes, part {i}.\n",
+            summary=f"part {i}",
+        )
     return stores.project.dir
 
 
 def _cards_2000(stores: MemoryStores, filler: Path) -> None:
     shutil.copytree(filler, stores.project.dir)
     # Its topic is named only in its body.
-    write_note(stores, Level.PROJECT, TOPIC, "Lab bench", "The frobnicator calibration runs before each release.\n",
-               summary="hardware on the shelf")
+    write_note(
+        stores,
+        Level.PROJECT,
+        TOPIC,
+        "Lab bench",
+        "The frobnicator calibration runs before each release.\n",
+        summary="hardware on the shelf",
+    )
 
 
 def test_memory_search_finds_a_card_among_2000_by_a_word_of_its_body(ws: Path, filler: Path) -> None:

@@ -44,11 +44,20 @@ def test_memory_log_lists_batches_and_commits_newest_first_filtered_and_sanitize
     repo = new_repo(tmp_path / "repo", "Ann")
     # A model batch: one op applied, one rejected with its reason.
     server.script(MODEL, text("The sky is blue."))
-    server.script(MEMORY_MODEL, text(ops_answer(create_op("Sky colour", "Blue.", summary="The sky is blue."),
-                                                {"action": "create", "level": "project"})))
+    server.script(
+        MEMORY_MODEL,
+        text(
+            ops_answer(
+                create_op("Sky colour", "Blue.", summary="The sky is blue."),
+                {"action": "create", "level": "project"},
+            )
+        ),
+    )
     res = run_cli(server, repo, "-p", "what colour is the sky")
     assert res.code == 0, res.err
-    commit(repo, "memory: the sky card\x1b]0;pwned\x07 \x1b[31mred\x1b[0m", "2020-01-02T03:04:05Z", "Bob\x1b[2J")
+    commit(
+        repo, "memory: the sky card\x1b]0;pwned\x07 \x1b[31mred\x1b[0m", "2020-01-02T03:04:05Z", "Bob\x1b[2J"
+    )
     hand = json.dumps([create_op("Build with make", "Run make build.")])
     res = run_cli(None, repo, "memory", "apply", "-", stdin=hand)
     assert res.code == 0, res.err
@@ -70,7 +79,10 @@ def test_memory_log_lists_batches_and_commits_newest_first_filtered_and_sanitize
     assert job is not None, model
     assert f"    job {job.group(1)}\n" in model and f"    create project/{SKY}  Sky colour" in model
     assert "    rejected: op 1: " in model
-    assert got[3] == f"2020-01-02T03:04:05Z  project store commit {got[3].split()[4]} by Bob: memory: the sky card red"
+    assert (
+        got[3]
+        == f"2020-01-02T03:04:05Z  project store commit {got[3].split()[4]} by Bob: memory: the sky card red"
+    )
 
     res = run_cli(None, repo, "memory", "log", "project", SKY)
     assert res.code == 0, res.err
@@ -86,7 +98,9 @@ def test_memory_log_lists_batches_and_commits_newest_first_filtered_and_sanitize
 def test_memory_log_outside_git_lists_the_batches_only(plain_ws: Path) -> None:
     res = run_cli(None, plain_ws, "memory", "log")
     assert res.code == 0 and res.out == "no history of the memory stores in this workspace\n", res
-    res = run_cli(None, plain_ws, "memory", "apply", "-", stdin=json.dumps([create_op("Build with make", "x")]))
+    res = run_cli(
+        None, plain_ws, "memory", "apply", "-", stdin=json.dumps([create_op("Build with make", "x")])
+    )
     assert res.code == 0, res.err
     res = run_cli(None, plain_ws, "memory", "log", "--limit", "1")
     assert res.code == 0 and res.err == ""

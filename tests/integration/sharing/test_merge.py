@@ -75,13 +75,19 @@ def index_cards(person: Person) -> list[str]:
 
 
 def cards_add_on_both_branches(ann: Person, bob: Person, *, keep_gitattributes: bool = True) -> None:
-    ann.apply(create_op("Alpha deploy", "Deploy with make deploy.", summary="How to deploy."),
-              create_op("Alpha tests", "Run make test.", summary="How to test."))
-    ann.apply(update_op(SHARED, "Both clones have this card; Ann added a line.", summary="The shared one, edited."),
-              create_op("Zebra", "The zebra crossing module.", summary="Zebra."))
+    ann.apply(
+        create_op("Alpha deploy", "Deploy with make deploy.", summary="How to deploy."),
+        create_op("Alpha tests", "Run make test.", summary="How to test."),
+    )
+    ann.apply(
+        update_op(SHARED, "Both clones have this card; Ann added a line.", summary="The shared one, edited."),
+        create_op("Zebra", "The zebra crossing module.", summary="Zebra."),
+    )
     # Names that sort between the other side's: a union merge keeps ours then theirs, unsorted.
-    bob.apply(create_op("Able lint", "Run make lint.", summary="How to lint."),
-              create_op("Zeta docs", "Docs live in docs/.", summary="Where the docs are."))
+    bob.apply(
+        create_op("Able lint", "Run make lint.", summary="How to lint."),
+        create_op("Zeta docs", "Docs live in docs/.", summary="Where the docs are."),
+    )
     for p in (ann, bob):
         if not keep_gitattributes:
             (p.store / ".gitattributes").unlink()
@@ -100,8 +106,16 @@ def test_cards_added_on_two_branches_merge_without_a_conflict_and_the_index_is_r
     assert "CONFLICT" not in done.stdout + done.stderr
     on_disk = (into.store / "MEMORY.md").read_text()
     assert "<<<<<<<" not in on_disk
-    expected = sorted(["project_knowledge_alpha-deploy.md", "project_knowledge_alpha-tests.md", SHARED,
-                       "project_knowledge_able-lint.md", "project_knowledge_zebra.md", "project_knowledge_zeta-docs.md"])
+    expected = sorted(
+        [
+            "project_knowledge_alpha-deploy.md",
+            "project_knowledge_alpha-tests.md",
+            SHARED,
+            "project_knowledge_able-lint.md",
+            "project_knowledge_zebra.md",
+            "project_knowledge_zeta-docs.md",
+        ]
+    )
     assert index_cards(into) == expected
     # The command rebuilt the union-merged file from the cards: sorted, each card once.
     rebuilt = (into.store / "MEMORY.md").read_text()
@@ -124,8 +138,12 @@ def test_without_the_gitattributes_the_same_merge_conflicts_on_memory_md(tmp_pat
 
 def conflicted_card(tmp_path: Path) -> tuple[Person, Person]:
     ann, bob = two_clones(tmp_path)
-    ann.apply(update_op(SHARED, "Ann's version of the card.", title="Shared card by Ann", summary="Ann's summary."))
-    bob.apply(update_op(SHARED, "Bob's version of the card.", title="Shared card by Bob", summary="Bob's summary."))
+    ann.apply(
+        update_op(SHARED, "Ann's version of the card.", title="Shared card by Ann", summary="Ann's summary.")
+    )
+    bob.apply(
+        update_op(SHARED, "Bob's version of the card.", title="Shared card by Bob", summary="Bob's summary.")
+    )
     commit_all(ann.repo, "memory: Ann's edit")
     commit_all(bob.repo, "memory: Bob's edit")
     done = merge(ann, bob)
@@ -145,9 +163,11 @@ def test_a_card_both_branches_edited_is_conflicted_until_memory_apply_of_an_upda
     assert shown.code == 1 and "conflicted" in shown.err and "Bob's version" not in shown.out
     doctor = ann.cli("doctor")
     assert doctor.code == 1
-    assert (f"problem: project store: {SHARED} is conflicted (changed on two branches): "
-            "ours: Shared card by Ann — Ann's summary., theirs: Shared card by Bob — Bob's summary.; "
-            "resolve it in the card editor or with `memory apply` of an update") in doctor.out
+    assert (
+        f"problem: project store: {SHARED} is conflicted (changed on two branches): "
+        "ours: Shared card by Ann — Ann's summary., theirs: Shared card by Bob — Bob's summary.; "
+        "resolve it in the card editor or with `memory apply` of an update"
+    ) in doctor.out
     # A person resolves it: an update op with the whole merged content replaces the file.
     ann.apply(update_op(SHARED, "Ann's and Bob's lines, merged.", title="Shared card", summary="Merged."))
     assert "<<<<<<<" not in (ann.store / SHARED).read_text()
@@ -175,13 +195,17 @@ def test_a_card_deleted_here_and_changed_on_another_branch_is_reported_until_a_p
     assert doctor.code == 1
     line = next(x for x in doctor.out.splitlines() if SHARED in x)
     assert f"project store: {SHARED} was deleted here (" in line
-    assert "changed by Bob on another branch; keep it (edit or `memory confirm` it) or delete it again" in line
+    assert (
+        "changed by Bob on another branch; keep it (edit or `memory confirm` it) or delete it again" in line
+    )
     if settle == "confirm":
         res = ann.cli("confirm", "project", SHARED)
     elif settle == "edit":
         res = ann.cli("apply", "-", stdin=json.dumps([update_op(SHARED, "Kept, with Ann's note.")]))
     else:
-        res = ann.cli("apply", "-", stdin=json.dumps([{"action": "delete", "level": "project", "filename": SHARED}]))
+        res = ann.cli(
+            "apply", "-", stdin=json.dumps([{"action": "delete", "level": "project", "filename": SHARED}])
+        )
     assert res.code == 0, res.err
     doctor = ann.cli("doctor")
     assert doctor.code == 0, doctor.out

@@ -37,8 +37,14 @@ class Machine:
         self.store = self.home / "memory"
 
     def cli(self, *args: str, stdin: str | None = None, remote: str | None = None) -> Result:
-        return run_cli(None, self.ws, *args, stdin=stdin, PSEUDOCLAUDE_HOME=str(self.home),
-                       PSEUDOCLAUDE_USER_MEMORY_REMOTE=str(self.remote) if remote is None else remote)
+        return run_cli(
+            None,
+            self.ws,
+            *args,
+            stdin=stdin,
+            PSEUDOCLAUDE_HOME=str(self.home),
+            PSEUDOCLAUDE_USER_MEMORY_REMOTE=str(self.remote) if remote is None else remote,
+        )
 
     def apply(self, *ops: dict[str, Any]) -> list[str]:
         """A person's ops, as ``memory apply`` applies them (in-process: the CLI is tested elsewhere)."""
@@ -48,8 +54,15 @@ class Machine:
         return [a.filename for a in result.applied]
 
     def add(self, title: str, content: str) -> str:
-        return self.apply({"action": "create", "level": "user", "type": "user_preference", "title": title,
-                           "content": content})[0]
+        return self.apply(
+            {
+                "action": "create",
+                "level": "user",
+                "type": "user_preference",
+                "title": title,
+                "content": content,
+            }
+        )[0]
 
     def update(self, filename: str, content: str) -> None:
         self.apply({"action": "update", "level": "user", "filename": filename, "content": content})
@@ -157,8 +170,9 @@ def test_diverged_machines_keep_every_card(tmp_path: Path, remote: Path) -> None
         assert all(listed.count(f"({n})") == 1 for n in everyone), listed
 
 
-def test_a_card_edited_on_both_machines_is_conflicted_until_a_person_resolves_it(tmp_path: Path,
-                                                                                remote: Path) -> None:
+def test_a_card_edited_on_both_machines_is_conflicted_until_a_person_resolves_it(
+    tmp_path: Path, remote: Path
+) -> None:
     a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
     card = a.add("Editor choice", "Uses vim.")
     a.synced()
@@ -191,7 +205,9 @@ def test_a_card_edited_on_both_machines_is_conflicted_until_a_person_resolves_it
         assert "Editor choice" in m.cli("memory", "index").out
 
 
-def test_changed_on_one_machine_and_deleted_on_the_other_keeps_the_change(tmp_path: Path, remote: Path) -> None:
+def test_changed_on_one_machine_and_deleted_on_the_other_keeps_the_change(
+    tmp_path: Path, remote: Path
+) -> None:
     a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
     kept_by_a = a.add("Edited on A", "v1")
     kept_by_b = a.add("Edited on B", "v1")
@@ -230,7 +246,9 @@ def test_an_unreachable_remote_fails_in_one_line_and_changes_nothing(tmp_path: P
     missing = str(tmp_path / "no-such-remote.git")
     res = a.cli("memory", "sync", remote=missing)
     assert res.code == 1 and res.out == ""
-    assert res.err.count("\n") == 1 and res.err.startswith(f"pseudoclaude: memory sync: cannot reach {short_remote(missing)}: ")
+    assert res.err.count("\n") == 1 and res.err.startswith(
+        f"pseudoclaude: memory sync: cannot reach {short_remote(missing)}: "
+    )
     assert a.files() == before
     # A machine's first sync, offline: its cards are all still there.
     c = Machine(tmp_path, "c", remote)
@@ -284,8 +302,9 @@ def rewrite_remote(tmp_path: Path, remote: Path, card: str, new_body: str) -> No
     git(scratch, "push", "-q", "--force", "origin", "main")
 
 
-def test_a_remote_rewritten_to_change_a_card_is_refused_and_git_push_force_puts_ours_back(tmp_path: Path,
-                                                                                        remote: Path) -> None:
+def test_a_remote_rewritten_to_change_a_card_is_refused_and_git_push_force_puts_ours_back(
+    tmp_path: Path, remote: Path
+) -> None:
     a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
     editor = a.add("Editor", "Uses vim.")
     shell = a.add("Shell", "Uses zsh.")
@@ -318,8 +337,9 @@ def test_a_remote_rewritten_to_change_a_card_is_refused_and_git_push_force_puts_
     assert "Uses vim." in body(b, editor) and local_log(a) == log
 
 
-def test_accept_rewrite_takes_the_rewritten_remote_with_this_machines_changes_replayed(tmp_path: Path,
-                                                                                     remote: Path) -> None:
+def test_accept_rewrite_takes_the_rewritten_remote_with_this_machines_changes_replayed(
+    tmp_path: Path, remote: Path
+) -> None:
     a = Machine(tmp_path, "a", remote)
     editor = a.add("Editor", "Uses vim.")
     shell = a.add("Shell", "Uses zsh.")
@@ -360,8 +380,10 @@ def test_without_a_remote_sync_says_how_to_set_one(tmp_path: Path, remote: Path)
     a = Machine(tmp_path, "a", remote)
     res = a.cli("memory", "sync", remote="")
     assert res.code == 1 and res.out == ""
-    assert res.err == (f"pseudoclaude: no user_memory_remote is set in {a.home / 'config.toml'}; set it to a git "
-                       "URL or a local bare repository\n")
+    assert res.err == (
+        f"pseudoclaude: no user_memory_remote is set in {a.home / 'config.toml'}; set it to a git "
+        "URL or a local bare repository\n"
+    )
     # From config.toml it works like the environment.
     a.home.mkdir(exist_ok=True)
     (a.home / "config.toml").write_text(f"user_memory_remote = {json.dumps(str(remote))}\n")
@@ -370,8 +392,9 @@ def test_without_a_remote_sync_says_how_to_set_one(tmp_path: Path, remote: Path)
     assert len(remote_cards(remote)) == 1
 
 
-@pytest.mark.parametrize("hostile", ["-uupload-pack=touch%20pc-owned", "ext::sh%20-c%20touch%20pc-owned",
-                                     "fd::3"])
+@pytest.mark.parametrize(
+    "hostile", ["-uupload-pack=touch%20pc-owned", "ext::sh%20-c%20touch%20pc-owned", "fd::3"]
+)
 def test_a_hostile_remote_is_refused_by_the_settings(tmp_path: Path, remote: Path, hostile: str) -> None:
     a = Machine(tmp_path, "a", remote)
     res = a.cli("memory", "sync", remote=hostile)
@@ -430,8 +453,9 @@ def test_a_card_committed_with_conflict_marker_lines_is_never_pushed(tmp_path: P
 # -- in-process: acting between a sync's steps -----------------------------------------------------
 
 
-def test_a_push_rejected_because_the_remote_moved_is_retried_once(tmp_path: Path, remote: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_push_rejected_because_the_remote_moved_is_retried_once(
+    tmp_path: Path, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
     a.add("From A", "a")
     a.synced()
@@ -456,8 +480,9 @@ def test_a_push_rejected_because_the_remote_moved_is_retried_once(tmp_path: Path
     assert mine in remote_cards(remote) and late in remote_cards(remote)
 
 
-def test_a_rebase_that_fails_midway_is_aborted_and_loses_nothing(tmp_path: Path, remote: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rebase_that_fails_midway_is_aborted_and_loses_nothing(
+    tmp_path: Path, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
     card = a.add("Shared", "v1")
     a.synced()
@@ -478,7 +503,9 @@ def test_a_rebase_that_fails_midway_is_aborted_and_loses_nothing(tmp_path: Path,
     assert not (store / ".git" / "rebase-merge").exists()
     now = a.files()
     assert "A's version" in now[card].decode() and extra in now
-    assert {n: v for n, v in now.items() if n != "MEMORY.md"} == {n: v for n, v in before.items() if n != "MEMORY.md"}
+    assert {n: v for n, v in now.items() if n != "MEMORY.md"} == {
+        n: v for n, v in before.items() if n != "MEMORY.md"
+    }
     monkeypatch.undo()
     assert a.sync().code == 1  # now it conflicts, as it should, with both versions
     assert "B's version" in body(a, card) and "A's version" in body(a, card)
@@ -505,11 +532,14 @@ def test_commits_carry_the_persons_identity_or_a_fallback(tmp_path: Path, remote
     set_user(a.store, "Ann Example")
     a.update(card, "c2")
     a.synced()
-    assert git(a.store, "log", "-1", "--format=%an <%ae>").strip() == "Ann Example <ann.example@example.invalid>"
+    assert (
+        git(a.store, "log", "-1", "--format=%an <%ae>").strip() == "Ann Example <ann.example@example.invalid>"
+    )
 
 
-def test_a_sync_that_died_mid_rebase_is_undone_first_unless_cards_changed_since(tmp_path: Path,
-                                                                                remote: Path) -> None:
+def test_a_sync_that_died_mid_rebase_is_undone_first_unless_cards_changed_since(
+    tmp_path: Path, remote: Path
+) -> None:
     a, b = Machine(tmp_path, "a", remote), Machine(tmp_path, "b", remote)
     card = a.add("Shared", "v1")
     a.synced()
@@ -564,8 +594,9 @@ def gone(pids: list[int], timeout: float = 5.0) -> list[int]:
     return [p for p in pids if alive(p)]
 
 
-def test_a_remote_that_hangs_is_cut_off_with_every_process_git_started(tmp_path: Path, remote: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_remote_that_hangs_is_cut_off_with_every_process_git_started(
+    tmp_path: Path, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pids = hanging_ssh(tmp_path, monkeypatch)
     a = Machine(tmp_path, "a", remote)
     a.add("Kept", "k")
@@ -578,14 +609,17 @@ def test_a_remote_that_hangs_is_cut_off_with_every_process_git_started(tmp_path:
     assert gone(ssh) == []
 
 
-def test_a_cancelled_sync_kills_the_git_it_runs_and_its_ssh(tmp_path: Path, remote: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cancelled_sync_kills_the_git_it_runs_and_its_ssh(
+    tmp_path: Path, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pids = hanging_ssh(tmp_path, monkeypatch)
     a = Machine(tmp_path, "a", remote)
     a.add("Kept", "k")
     cancel = GitCancel()
     out: list[SyncResult] = []
-    worker = threading.Thread(target=lambda: out.append(sync_user_store(a.stores(), UNREACHABLE, cancel=cancel)))
+    worker = threading.Thread(
+        target=lambda: out.append(sync_user_store(a.stores(), UNREACHABLE, cancel=cancel))
+    )
     worker.start()
     deadline = time.monotonic() + 30
     while len(started(pids)) < 2 and time.monotonic() < deadline:

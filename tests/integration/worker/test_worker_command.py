@@ -26,7 +26,9 @@ MEMORY_MODEL = "claude-haiku-5-5"
 
 def _spool_turn(ws: Path, said: str = "we build with make") -> str:
     stores = MemoryStores(ws)
-    job = make_job(ws, [Turn(messages=[TurnMessage(role="user", text=said), TurnMessage(role="assistant", text="ok")])])
+    job = make_job(
+        ws, [Turn(messages=[TurnMessage(role="user", text=said), TurnMessage(role="assistant", text="ok")])]
+    )
     Spool(stores.paths).submit(job)
     return job.id
 
@@ -62,8 +64,15 @@ async def test_it_leaves_at_once_when_another_process_is_the_worker(server: Fake
 
 
 def _start(server: FakeAnthropic, ws: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(cli_cmd("-C", str(ws), "memory", "worker", *args), cwd=ROOT, env=cli_env(server),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        cli_cmd("-C", str(ws), "memory", "worker", *args),
+        cwd=ROOT,
+        env=cli_env(server),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_a_job_cut_off_by_the_drain_bound_stays_spooled(server: FakeAnthropic, ws: Path) -> None:

@@ -127,12 +127,18 @@ DIFF = """\
 """
 
 EDIT_REQUEST = PermissionRequest(
-    call_id="toolu_2", name="edit_file", summary="edit app/settings.py (1 line changed)",
-    preview=DIFF, preview_kind="diff",
+    call_id="toolu_2",
+    name="edit_file",
+    summary="edit app/settings.py (1 line changed)",
+    preview=DIFF,
+    preview_kind="diff",
 )
 BASH_REQUEST = PermissionRequest(
-    call_id="toolu_7", name="bash", summary="run a command in the workspace",
-    preview="make test && git diff --stat", preview_kind="command",
+    call_id="toolu_7",
+    name="bash",
+    summary="run a command in the workspace",
+    preview="make test && git diff --stat",
+    preview_kind="command",
 )
 
 
@@ -146,7 +152,9 @@ class PermissionHost(ChatHost):
     async def ask(self) -> None:
         pane = self.query_one(ChatPane)
         pane.add_user("Rename the setting and run the tests.")
-        args = {"command": self.request.preview} if self.request.name == "bash" else {"path": "app/settings.py"}
+        args = (
+            {"command": self.request.preview} if self.request.name == "bash" else {"path": "app/settings.py"}
+        )
         pane.add_tool(self.request.call_id, self.request.name).set_running(args)
         self.push_screen(PermissionModal(self.request))
 
@@ -155,17 +163,34 @@ class PermissionHost(ChatHost):
 
 PANEL_STATE = PanelState(
     project=(
-        PanelCard("project_knowledge", "Build with make", "make build builds; make test runs the suite",
-                  "project_knowledge_build.md"),
-        PanelCard("reference_material", "API docs live in docs/api", "the OpenAPI file is docs/api/openapi.yaml",
-                  "reference_material_api_docs.md", new=True),
+        PanelCard(
+            "project_knowledge",
+            "Build with make",
+            "make build builds; make test runs the suite",
+            "project_knowledge_build.md",
+        ),
+        PanelCard(
+            "reference_material",
+            "API docs live in docs/api",
+            "the OpenAPI file is docs/api/openapi.yaml",
+            "reference_material_api_docs.md",
+            new=True,
+        ),
     ),
     user=(
-        PanelCard("user_preference", "Prefers short answers", "answer briefly, code first, no preamble",
-                  "user_preference_short.md"),
-        PanelCard("correction_feedback", "No mocks in integration tests",
-                  "integration tests use the fake server, never mocks of the SDK; unit tests may stub I/O",
-                  "correction_feedback_no_mocks.md", new=True),
+        PanelCard(
+            "user_preference",
+            "Prefers short answers",
+            "answer briefly, code first, no preamble",
+            "user_preference_short.md",
+        ),
+        PanelCard(
+            "correction_feedback",
+            "No mocks in integration tests",
+            "integration tests use the fake server, never mocks of the SDK; unit tests may stub I/O",
+            "correction_feedback_no_mocks.md",
+            new=True,
+        ),
     ),
     cut_note=None,
     project_note="untrusted — not used until you trust it",

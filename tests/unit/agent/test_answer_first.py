@@ -71,7 +71,9 @@ async def test_a_hook_that_raises_still_spools_the_job(server: FakeAnthropic, ru
     assert stop.status == "completed" and stop.job_id in _spooled(runtime)
 
 
-async def test_a_hook_that_cancels_itself_still_spools_the_job(server: FakeAnthropic, runtime: Runtime) -> None:
+async def test_a_hook_that_cancels_itself_still_spools_the_job(
+    server: FakeAnthropic, runtime: Runtime
+) -> None:
     server.script(MODEL, text("the answer"))
 
     async def answer_shown() -> None:

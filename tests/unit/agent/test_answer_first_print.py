@@ -44,7 +44,9 @@ async def test_the_answers_last_byte_is_flushed_before_the_spool_write(
         return real(self, job)
 
     monkeypatch.setattr(Spool, "submit", spy)
-    code = await run_print("hi", load_settings({"memory_wait": 0}), ws, allow_tools=frozenset(), out=out, err=err)
+    code = await run_print(
+        "hi", load_settings({"memory_wait": 0}), ws, allow_tools=frozenset(), out=out, err=err
+    )
     assert code == 0, err.getvalue()
     assert at_spool == ["the whole answer END\n"], at_spool
     assert out.getvalue() == "the whole answer END\n"

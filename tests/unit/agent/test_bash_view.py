@@ -60,7 +60,9 @@ async def test_timeout_with_the_cap_note(ws: Path) -> None:
         "timed out after 0.5 s; the command and its child processes were killed\n"
         "[timeout capped at 0.5 s]\n--- stdout ---\nstarted"
     )
-    assert r.view == ResultView(status="timed out after 0.5 s", output="started\n[timeout capped at 0.5 s]", failed=True)
+    assert r.view == ResultView(
+        status="timed out after 0.5 s", output="started\n[timeout capped at 0.5 s]", failed=True
+    )
 
 
 def test_notes_follow_the_output_and_no_exit_means_no_view() -> None:
@@ -77,9 +79,13 @@ async def test_the_model_never_gets_the_view(ws: Path) -> None:
     assert result_block("c1", r) == {"type": "tool_result", "tool_use_id": "c1", "content": r.content}
 
 
-@pytest.mark.parametrize("command", ["echo hi; echo there", "echo out; echo err >&2; exit 3", "true",
-                                     "echo oops >&2; exit 1", "kill -9 $$"])
-async def test_a_result_read_back_from_the_session_log_has_the_view_it_had_when_it_ran(ws: Path, command: str) -> None:
+@pytest.mark.parametrize(
+    "command",
+    ["echo hi; echo there", "echo out; echo err >&2; exit 3", "true", "echo oops >&2; exit 1", "kill -9 $$"],
+)
+async def test_a_result_read_back_from_the_session_log_has_the_view_it_had_when_it_ran(
+    ws: Path, command: str
+) -> None:
     """`--continue` and /resume draw old bash calls from the log's text alone: the same status line."""
     from app.agent.tools.shell import view_of_content
 

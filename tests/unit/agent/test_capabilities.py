@@ -22,7 +22,9 @@ class FakeStatusError(Exception):
     body: Any
 
 
-def _anthropic(message: str, type: str = "invalid_request_error", status: int = 400, **extra: Any) -> FakeStatusError:
+def _anthropic(
+    message: str, type: str = "invalid_request_error", status: int = 400, **extra: Any
+) -> FakeStatusError:
     return FakeStatusError(status, {"type": "error", "error": {"type": type, "message": message, **extra}})
 
 
@@ -34,7 +36,9 @@ def _anthropic(message: str, type: str = "invalid_request_error", status: int = 
         _anthropic("Unknown parameter 'output_config'"),
         _anthropic("unsupported", param="output_config"),  # a compatible server's param field
         _anthropic("unsupported", param="output_config.format.schema"),
-        FakeStatusError(422, {"detail": [{"loc": ["body", "output_config"], "msg": "Extra inputs are not permitted"}]}),
+        FakeStatusError(
+            422, {"detail": [{"loc": ["body", "output_config"], "msg": "Extra inputs are not permitted"}]}
+        ),
         FakeStatusError(400, "output_config: not supported by this proxy"),  # a plain-text body
     ],
 )
@@ -59,7 +63,10 @@ def test_an_error_that_does_not_name_the_parameter_is_not_a_refusal(err: FakeSta
 
 
 def test_a_remembered_endpoint_has_no_credentials_query_or_trailing_slash() -> None:
-    assert endpoint_url("https://user:s3cret@Proxy.Example:8443/v1/?key=abc#x") == "https://proxy.example:8443/v1"
+    assert (
+        endpoint_url("https://user:s3cret@Proxy.Example:8443/v1/?key=abc#x")
+        == "https://proxy.example:8443/v1"
+    )
     assert endpoint_url("http://127.0.0.1:8080/") == "http://127.0.0.1:8080"
 
 
@@ -84,8 +91,12 @@ def test_two_writers_keep_each_others_refusals(tmp_path: Path) -> None:
     assert {(e["base_url"], e["model"]) for e in entries} == {("http://h", "m1"), ("http://h", "m2")}
 
 
-@pytest.mark.parametrize("content", [b"not json", b'{"version": 1, "refused_structured_output": "x"}', b"\xff\xfe"])
-def test_a_damaged_file_is_unknown_and_the_next_refusal_writes_it_anew(tmp_path: Path, content: bytes) -> None:
+@pytest.mark.parametrize(
+    "content", [b"not json", b'{"version": 1, "refused_structured_output": "x"}', b"\xff\xfe"]
+)
+def test_a_damaged_file_is_unknown_and_the_next_refusal_writes_it_anew(
+    tmp_path: Path, content: bytes
+) -> None:
     path = tmp_path / "capabilities.json"
     path.write_bytes(content)
     assert not Capabilities(path).refuses_structured("http://h", "m")
@@ -95,7 +106,9 @@ def test_a_damaged_file_is_unknown_and_the_next_refusal_writes_it_anew(tmp_path:
 
 def test_a_symlinked_capabilities_file_is_not_followed(tmp_path: Path) -> None:
     target = tmp_path / "elsewhere.json"
-    target.write_text(json.dumps({"refused_structured_output": [{"base_url": "http://h", "model": "m", "since": "x"}]}))
+    target.write_text(
+        json.dumps({"refused_structured_output": [{"base_url": "http://h", "model": "m", "since": "x"}]})
+    )
     path = tmp_path / "capabilities.json"
     path.symlink_to(target)
     assert not Capabilities(path).refuses_structured("http://h", "m")

@@ -70,15 +70,26 @@ def test_an_edit_then_a_write_and_a_created_file_go_back_exactly(bench: Bench) -
     a = bench.ws / "a.txt"
     a.write_bytes(ORIGINAL)
     a.chmod(0o750)
-    bench.turn("change a and add b", _edit("a.txt", "second line", "2nd line"), _write("a.txt", "all new\n"),
-               _write("sub/b.txt", "created\n"))
+    bench.turn(
+        "change a and add b",
+        _edit("a.txt", "second line", "2nd line"),
+        _write("a.txt", "all new\n"),
+        _write("sub/b.txt", "created\n"),
+    )
     assert a.read_bytes() == b"all new\n" and (bench.ws / "sub" / "b.txt").exists()
     [line] = list_turns(bench.session.path, bench.cp)
-    assert (line.turn, line.text, line.files, line.bash) == (1, "change a and add b", ("a.txt", "sub/b.txt"), False)
+    assert (line.turn, line.text, line.files, line.bash) == (
+        1,
+        "change a and add b",
+        ("a.txt", "sub/b.txt"),
+        False,
+    )
 
     plan = plan_rewind(bench.session, bench.store, 1, files=True, conversation=False)
-    assert [(f.path, f.action, f.conflict) for f in plan.files] == [("a.txt", "restore", None),
-                                                                   ("sub/b.txt", "delete", None)]
+    assert [(f.path, f.action, f.conflict) for f in plan.files] == [
+        ("a.txt", "restore", None),
+        ("sub/b.txt", "delete", None),
+    ]
     result = apply_rewind(bench.session, bench.store, plan)
     assert a.read_bytes() == ORIGINAL
     assert a.stat().st_mode & 0o777 == 0o750
@@ -146,7 +157,10 @@ def test_a_rewind_is_itself_a_turn_and_rewinding_it_undoes_files_and_conversatio
     assert "second" not in json.dumps(bench.session.messages)
     lines = list_turns(bench.session.path, bench.cp)
     assert [(t.turn, t.kind, t.in_conversation, t.rewound) for t in lines] == [
-        (1, "turn", True, False), (2, "turn", False, True), (3, "rewind", False, False)]
+        (1, "turn", True, False),
+        (2, "turn", False, True),
+        (3, "rewind", False, False),
+    ]
     assert lines[2].text == "[rewind to before turn 2: files and conversation]"
     assert (turn_prompt(bench.session.path, 2), turn_prompt(bench.session.path, 3)) == ("second", "")
     assert lines[2].files == ("a.txt", "c.txt")
@@ -171,7 +185,9 @@ def test_a_conversation_rewind_is_what_every_replay_gives(bench: Bench) -> None:
     bench.session = bench.sessions.open(bench.session.id)
 
 
-def test_a_rewind_across_a_compaction_takes_back_its_summary_and_replays_from_a_later_one(bench: Bench) -> None:
+def test_a_rewind_across_a_compaction_takes_back_its_summary_and_replays_from_a_later_one(
+    bench: Bench,
+) -> None:
     bench.turn("alpha question", answer="alpha answer")
     before = [dict(m) for m in bench.session.messages]
     bench.turn("bravo question", answer="bravo answer")
@@ -190,7 +206,9 @@ def test_a_rewind_across_a_compaction_takes_back_its_summary_and_replays_from_a_
 
 
 def test_a_turn_that_ran_bash_is_flagged(bench: Bench) -> None:
-    bench.turn("use the shell", ("bash", {"command": "echo made by bash > shell.txt"}), _write("w.txt", "w\n"))
+    bench.turn(
+        "use the shell", ("bash", {"command": "echo made by bash > shell.txt"}), _write("w.txt", "w\n")
+    )
     [line] = list_turns(bench.session.path, bench.cp)
     assert line.bash and line.files == ("w.txt",)
     plan = plan_rewind(bench.session, bench.store, 1, conversation=False)
@@ -245,10 +263,15 @@ def test_a_session_in_use_is_never_pruned(bench: Bench) -> None:
 def test_a_hostile_manifest_is_one_line_and_nothing_is_lost(bench: Bench) -> None:
     (bench.ws / "a.txt").write_text("a\n")
     bench.turn("edit", _edit("a.txt", "a", "b"))
-    hostile = b'{"type":"meta","version":1,"session":"' + bench.session.id.encode() + b'"}\n' \
-              b'{"type":"before","turn":1,"path":"../../outside","sha":null,"mode":null}\n'
+    hostile = (
+        b'{"type":"meta","version":1,"session":"' + bench.session.id.encode() + b'"}\n'
+        b'{"type":"before","turn":1,"path":"../../outside","sha":null,"mode":null}\n'
+    )
     bench.cp.manifest_path.write_bytes(hostile)
-    for read in (lambda: list_turns(bench.session.path, bench.cp), lambda: plan_rewind(bench.session, bench.store, 1)):
+    for read in (
+        lambda: list_turns(bench.session.path, bench.cp),
+        lambda: plan_rewind(bench.session, bench.store, 1),
+    ):
         with pytest.raises(RewindError) as e:
             read()
         assert "\n" not in str(e.value) and "cannot be read" in str(e.value)

@@ -48,7 +48,10 @@ def asst_text(t: str) -> dict[str, Any]:
 
 
 def call(i: str, name: str = "bash") -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "tool_use", "id": i, "name": name, "input": {"command": i}}]}
+    return {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": i, "name": name, "input": {"command": i}}],
+    }
 
 
 def answer(i: str, content: str) -> dict[str, Any]:
@@ -97,7 +100,9 @@ _ENDING = st.sampled_from(["\n", "\r\n", "\n", "\r\n", "\r"])
 
 @st.composite
 def texts(draw: st.DrawFn) -> str:
-    lines = draw(st.lists(st.one_of(_SHORT_LINE, _SHORT_LINE, _SHORT_LINE, _LONG_LINE), min_size=0, max_size=40))
+    lines = draw(
+        st.lists(st.one_of(_SHORT_LINE, _SHORT_LINE, _SHORT_LINE, _LONG_LINE), min_size=0, max_size=40)
+    )
     out = "".join(line + draw(_ENDING) for line in lines)
     if draw(st.booleans()) and out:
         out = out.rstrip("\r\n")  # no final newline
@@ -144,8 +149,18 @@ def test_ids_are_stable_per_content(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path / "results")) == sorted([f"{a}.txt", f"{b}.txt"])
 
 
-@pytest.mark.parametrize("rid", ["r0123456789abcdef", "../r0123456789abcdef", "R0123456789ABCDEF", "r123", "",
-                                 "r0123456789abcdef/../x", "r0123456789abcdef\n"])
+@pytest.mark.parametrize(
+    "rid",
+    [
+        "r0123456789abcdef",
+        "../r0123456789abcdef",
+        "R0123456789ABCDEF",
+        "r123",
+        "",
+        "r0123456789abcdef/../x",
+        "r0123456789abcdef\n",
+    ],
+)
 def test_unknown_and_invalid_ids_are_a_one_line_value_error(tmp_path: Path, rid: str) -> None:
     store = ResultStore(tmp_path / "results")
     store.put("something\n")
@@ -267,10 +282,14 @@ def test_offload_old_moves_the_oldest_first_and_stops_when_enough_is_saved(tmp_p
     stub_already = result_stub(_big("older"), "r00000000000000aa")
     conv = conversation(
         user("go"),
-        call("t0"), answer("t0", stub_already),
-        call("t1"), answer("t1", first),
-        call("t2"), answer("t2", second),
-        call("t3"), answer("t3", "small result\n" * 10),
+        call("t0"),
+        answer("t0", stub_already),
+        call("t1"),
+        answer("t1", first),
+        call("t2"),
+        answer("t2", second),
+        call("t3"),
+        answer("t3", "small result\n" * 10),
         asst_text("done"),
     )
     before = copy.deepcopy(conv)
@@ -303,17 +322,35 @@ def test_offload_old_with_a_folder_it_cannot_write_leaves_the_conversation(tmp_p
 
 def _three_turns() -> list[dict[str, Any]]:
     return conversation(
-        user("turn one " + "a" * 3000), asst_text("answer one " + "b" * 3000),
-        user("turn two " + "c" * 3000), call("t1"), answer("t1", "d" * 3000), asst_text("answer two"),
-        user("turn three"), call("t2"), answer("t2", "e" * 3000), call("t3"), answer("t3", "f" * 50),
+        user("turn one " + "a" * 3000),
+        asst_text("answer one " + "b" * 3000),
+        user("turn two " + "c" * 3000),
+        call("t1"),
+        answer("t1", "d" * 3000),
+        asst_text("answer two"),
+        user("turn three"),
+        call("t2"),
+        answer("t2", "e" * 3000),
+        call("t3"),
+        answer("t3", "f" * 50),
     )
 
 
 def _pairs_kept(messages: list[dict[str, Any]], k: int) -> bool:
-    calls = {b["id"] for m in messages[:k] if isinstance(m["content"], list) for b in m["content"]
-             if b.get("type") == "tool_use"}
-    results = {b["tool_use_id"] for m in messages[k:] if isinstance(m["content"], list) for b in m["content"]
-               if b.get("type") == "tool_result"}
+    calls = {
+        b["id"]
+        for m in messages[:k]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_use"
+    }
+    results = {
+        b["tool_use_id"]
+        for m in messages[k:]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    }
     return not (calls & results)
 
 
@@ -334,7 +371,9 @@ def test_split_keeps_the_current_turn_and_never_parts_a_call_from_its_result() -
 
 
 def test_split_is_0_with_only_one_turn() -> None:
-    conv = conversation(user("only turn"), call("t1"), answer("t1", "x" * 5000), call("t2"), answer("t2", "y"))
+    conv = conversation(
+        user("only turn"), call("t1"), answer("t1", "x" * 5000), call("t2"), answer("t2", "y")
+    )
     assert split_for_summary(conv, 0, 0) == 0
     assert split_for_summary(conv, 0, None) == 0
     assert split_for_summary([], 0, None) == 0
@@ -344,11 +383,19 @@ def test_split_does_not_cut_at_a_turn_merged_into_an_interrupted_turns_results()
     # A cancelled turn's results and the app's note are merged with the next user message: that
     # message answers the call before it, so cutting there would lose the result.
     conv = conversation(
-        user("turn one " + "a" * 3000), asst_text("answer one"),
-        user("turn two"), call("t1"),
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "R" * 500},
-                                     app_note("this turn was interrupted by the app (the user cancelled it)")]},
-        user("turn three"), asst_text("answer three"),
+        user("turn one " + "a" * 3000),
+        asst_text("answer one"),
+        user("turn two"),
+        call("t1"),
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "R" * 500},
+                app_note("this turn was interrupted by the app (the user cancelled it)"),
+            ],
+        },
+        user("turn three"),
+        asst_text("answer three"),
     )
     assert len(conv) == 6 and conv[4]["content"][0]["type"] == "tool_result"
     for keep in (0, 1_000, 10**9):
@@ -413,7 +460,9 @@ def test_usage_offloads_and_compaction_replay_exactly(sessions: SessionStore, ws
     third.close()
 
 
-def test_a_compaction_mid_turn_then_a_crash_replays_to_a_closed_valid_turn(sessions: SessionStore, ws: Path) -> None:
+def test_a_compaction_mid_turn_then_a_crash_replays_to_a_closed_valid_turn(
+    sessions: SessionStore, ws: Path
+) -> None:
     s = sessions.create(ws)
     s.begin_turn("turn one")
     s.append(user("turn one"))
@@ -439,8 +488,12 @@ def test_a_compaction_mid_turn_then_a_crash_replays_to_a_closed_valid_turn(sessi
     msgs = again.messages
     assert valid(msgs) is None, valid(msgs)
     assert msgs[:4] == expected and msgs[0] == user("turn two") and len(msgs) == 5
-    assert msgs[4]["content"][0] == {"type": "tool_result", "tool_use_id": "t2", "content": INTERRUPTED,
-                                     "is_error": True}
+    assert msgs[4]["content"][0] == {
+        "type": "tool_result",
+        "tool_use_id": "t2",
+        "content": INTERRUPTED,
+        "is_error": True,
+    }
     assert is_app_note(msgs[4]["content"][-1]) and "PseudoClaude stopped" in msgs[4]["content"][-1]["text"]
     assert again.summary == "Turn one: asked and answered." and again.anchor is None
     assert any("cut short" in w for w in again.warnings)

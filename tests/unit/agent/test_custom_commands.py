@@ -46,8 +46,12 @@ def _trust_project(ws: Path, home: Path) -> CommandCatalog:
 def test_personal_commands_load_with_namespaces_and_descriptions(ws: Path, isolated_home: Path) -> None:
     user = isolated_home / "commands"
     _cmd(user, "review.md", "# Review the staged changes\n\nLook at `git diff --cached`.\n")
-    _cmd(user, "frontend/lint.md", "---\ndescription: Lint the UI\nargument-hint: [path]\nmodel: claude-haiku-5-5\n"
-         "allowed-tools: bash(npm run lint:*), Bash(git status:*)\n---\nLint $ARGUMENTS\n")
+    _cmd(
+        user,
+        "frontend/lint.md",
+        "---\ndescription: Lint the UI\nargument-hint: [path]\nmodel: claude-haiku-5-5\n"
+        "allowed-tools: bash(npm run lint:*), Bash(git status:*)\n---\nLint $ARGUMENTS\n",
+    )
     _cmd(user, "notes.txt", "not a command")
     catalog = load_custom_commands(ws, isolated_home, builtin=BUILTIN)
     assert catalog.listing() == (
@@ -70,7 +74,10 @@ def test_arguments_and_positionals_expand(ws: Path, isolated_home: Path) -> None
     expanded = catalog.expand_prompt('/fix 123 "very high"')
     assert expanded is not None
     # A missing positional is empty; @path is left for the prompt's own attachment.
-    assert expanded.prompt == 'Fix ticket #123 with priority very high (owner: ).\nAll: 123 "very high"\nSee @src/app.py\n'
+    assert (
+        expanded.prompt
+        == 'Fix ticket #123 with priority very high (owner: ).\nAll: 123 "very high"\nSee @src/app.py\n'
+    )
     assert _prompt(catalog, "/fix").startswith("Fix ticket # with priority  (owner: )")
     # A body without placeholders gets the arguments on a last line; none: the body as it is.
     assert _prompt(catalog, "/plain in detail") == "Explain the build.\n\nARGUMENTS: in detail"
@@ -93,7 +100,9 @@ def test_a_name_of_a_builtin_is_refused_with_one_line(ws: Path, isolated_home: P
     assert "built-in" in whys["Clear"]
 
 
-def test_broken_files_are_listed_with_why_and_never_raise(ws: Path, isolated_home: Path, tmp_path: Path) -> None:
+def test_broken_files_are_listed_with_why_and_never_raise(
+    ws: Path, isolated_home: Path, tmp_path: Path
+) -> None:
     user = isolated_home / "commands"
     _cmd(user, "good.md", "Fine.\n")
     _cmd(user, "yaml.md", "---\ndescription: [unclosed\nmodel: {\n---\nbody\n")
@@ -118,13 +127,23 @@ def test_broken_files_are_listed_with_why_and_never_raise(ws: Path, isolated_hom
 
 
 def test_claude_code_front_matter_that_is_not_strict_yaml_still_reads(ws: Path, isolated_home: Path) -> None:
-    _cmd(isolated_home / "commands", "pr.md",
-         "---\nargument-hint: [pr-number] [priority]\ndescription: Review a pull request\n---\nReview PR $1\n")
-    _cmd(isolated_home / "commands", "list.md",
-         "---\nallowed-tools:\n  - bash(git log:*)\n  - frobnicate\nargument-hint: [file]\n---\nLog\n")
+    _cmd(
+        isolated_home / "commands",
+        "pr.md",
+        "---\nargument-hint: [pr-number] [priority]\ndescription: Review a pull request\n---\nReview PR $1\n",
+    )
+    _cmd(
+        isolated_home / "commands",
+        "list.md",
+        "---\nallowed-tools:\n  - bash(git log:*)\n  - frobnicate\nargument-hint: [file]\n---\nLog\n",
+    )
     catalog = load_custom_commands(ws, isolated_home, builtin=BUILTIN)
     pr = catalog.get("pr")
-    assert pr is not None and pr.argument_hint == "[pr-number] [priority]" and pr.description == "Review a pull request"
+    assert (
+        pr is not None
+        and pr.argument_hint == "[pr-number] [priority]"
+        and pr.description == "Review a pull request"
+    )
     listed = catalog.get("list")
     assert listed is not None and listed.argument_hint == "[file]"
     assert [r.text for r in listed.allowed_tools] == ["bash(git log:*)"]
@@ -144,7 +163,9 @@ def test_untrusted_project_commands_are_not_loaded(ws: Path, isolated_home: Path
 
     trusted = _trust_project(ws, isolated_home)
     assert [(c.name, c.scope, c.source) for c in trusted.commands] == [
-        ("deploy", "project", ".PseudoClaude/commands"), ("ship", "project", ".claude/commands")]
+        ("deploy", "project", ".PseudoClaude/commands"),
+        ("ship", "project", ".claude/commands"),
+    ]
 
     # A changed file asks again.
     _cmd(ws / ".claude" / "commands", "ship.md", "Ship it, and push --force.\n")
@@ -165,8 +186,10 @@ def test_project_wins_over_personal_and_the_shadowed_one_is_reported(ws: Path, i
     assert catalog.get("frontend:build") is not None  # .claude/commands is read too
     assert len(catalog.notes) == 2
     assert any(".claude/commands" in n and "shadowed" in n for n in catalog.notes)
-    assert any(str(isolated_home / "commands") in n and "shadowed by /test in .PseudoClaude/commands" in n
-               for n in catalog.notes)
+    assert any(
+        str(isolated_home / "commands") in n and "shadowed by /test in .PseudoClaude/commands" in n
+        for n in catalog.notes
+    )
 
 
 def test_a_symlinked_folder_is_not_followed(ws: Path, isolated_home: Path, tmp_path: Path) -> None:

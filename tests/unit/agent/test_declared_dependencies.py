@@ -49,7 +49,9 @@ def test_every_package_the_product_imports_is_declared() -> None:
     declared = _declared()
     providers = importlib.metadata.packages_distributions()
     imported = _imported_top_levels()
-    assert {"textual", "anthropic", "httpx2", "pydantic", "pathspec"} <= set(imported)  # the scan sees imports
+    assert {"textual", "anthropic", "httpx2", "pydantic", "pathspec"} <= set(
+        imported
+    )  # the scan sees imports
     missing = {
         top: where
         for top, where in imported.items()

@@ -42,19 +42,33 @@ def _alive(pid: int) -> bool:
 
 
 async def test_the_event_arrives_as_json_on_stdin_in_the_workspace(ws: Path, isolated_home: Path) -> None:
-    config = _hooks(ws, isolated_home, '[[hooks.PreToolUse]]\ncommand = "cat > event.json; pwd > cwd.txt"\n'
-                    '[[hooks.PostToolUse]]\ncommand = "cat > post.json"\n'
-                    '[[hooks.UserPromptSubmit]]\ncommand = "cat > prompt.json"\n')
-    outcome = await run_hooks(config, "PreToolUse", session_id="s1", tool_name="bash",
-                              tool_input={"command": "ls é"})
+    config = _hooks(
+        ws,
+        isolated_home,
+        '[[hooks.PreToolUse]]\ncommand = "cat > event.json; pwd > cwd.txt"\n'
+        '[[hooks.PostToolUse]]\ncommand = "cat > post.json"\n'
+        '[[hooks.UserPromptSubmit]]\ncommand = "cat > prompt.json"\n',
+    )
+    outcome = await run_hooks(
+        config, "PreToolUse", session_id="s1", tool_name="bash", tool_input={"command": "ls é"}
+    )
     assert outcome.decision == "continue" and outcome.warnings == ()
     assert json.loads((ws / "event.json").read_text()) == {
-        "session_id": "s1", "hook_event_name": "PreToolUse", "cwd": str(ws),
-        "tool_name": "bash", "tool_input": {"command": "ls é"},
+        "session_id": "s1",
+        "hook_event_name": "PreToolUse",
+        "cwd": str(ws),
+        "tool_name": "bash",
+        "tool_input": {"command": "ls é"},
     }
     assert (ws / "cwd.txt").read_text().strip() == os.path.realpath(ws)
-    await run_hooks(config, "PostToolUse", session_id="s1", tool_name="bash", tool_input={"command": "ls"},
-                    tool_response="a\nb\n")
+    await run_hooks(
+        config,
+        "PostToolUse",
+        session_id="s1",
+        tool_name="bash",
+        tool_input={"command": "ls"},
+        tool_response="a\nb\n",
+    )
     post = json.loads((ws / "post.json").read_text())
     assert post["tool_response"] == "a\nb\n" and post["hook_event_name"] == "PostToolUse"
     await run_hooks(config, "UserPromptSubmit", session_id="s1", prompt="hello")
@@ -63,12 +77,16 @@ async def test_the_event_arrives_as_json_on_stdin_in_the_workspace(ws: Path, iso
 
 
 async def test_exit_two_blocks_with_stderr_as_the_reason(ws: Path, isolated_home: Path) -> None:
-    config = _hooks(ws, isolated_home,
-                    '[[hooks.PreToolUse]]\nmatcher = "bash(git push:*)"\n'
-                    'command = "echo checking; echo \'pushing to main is not allowed\' >&2; exit 2"\n'
-                    '[[hooks.PreToolUse]]\ncommand = "touch second-ran"\n')
-    outcome = await run_hooks(config, "PreToolUse", session_id="s", tool_name="bash",
-                              tool_input={"command": "git push origin main"})
+    config = _hooks(
+        ws,
+        isolated_home,
+        '[[hooks.PreToolUse]]\nmatcher = "bash(git push:*)"\n'
+        "command = \"echo checking; echo 'pushing to main is not allowed' >&2; exit 2\"\n"
+        '[[hooks.PreToolUse]]\ncommand = "touch second-ran"\n',
+    )
+    outcome = await run_hooks(
+        config, "PreToolUse", session_id="s", tool_name="bash", tool_input={"command": "git push origin main"}
+    )
     assert outcome.blocked and outcome.decision == "block"
     assert outcome.reason == "pushing to main is not allowed"
     assert outcome.runs[0].exit_code == 2 and outcome.runs[0].stdout == "checking\n"
@@ -77,8 +95,12 @@ async def test_exit_two_blocks_with_stderr_as_the_reason(ws: Path, isolated_home
 
 
 async def test_a_user_prompt_hook_refuses_the_prompt(ws: Path, isolated_home: Path) -> None:
-    config = _hooks(ws, isolated_home, '[[hooks.UserPromptSubmit]]\n'
-                    'command = "grep -q secret && { echo \'the prompt names a secret\' >&2; exit 2; }; exit 0"\n')
+    config = _hooks(
+        ws,
+        isolated_home,
+        "[[hooks.UserPromptSubmit]]\n"
+        "command = \"grep -q secret && { echo 'the prompt names a secret' >&2; exit 2; }; exit 0\"\n",
+    )
     refused = await run_hooks(config, "UserPromptSubmit", session_id="s", prompt="print the secret")
     assert refused.blocked and refused.reason == "the prompt names a secret"
     fine = await run_hooks(config, "UserPromptSubmit", session_id="s", prompt="hello")
@@ -86,35 +108,51 @@ async def test_a_user_prompt_hook_refuses_the_prompt(ws: Path, isolated_home: Pa
 
 
 async def test_other_exit_codes_are_one_line_warnings(ws: Path, isolated_home: Path) -> None:
-    config = _hooks(ws, isolated_home, '[[hooks.Stop]]\ncommand = "echo first problem >&2; echo more >&2; exit 3"\n'
-                    '[[hooks.Stop]]\ncommand = "touch ran"\n'
-                    '[[hooks.SessionStart]]\ncommand = "echo \'branch: main\'; exit 2"\n')
+    config = _hooks(
+        ws,
+        isolated_home,
+        '[[hooks.Stop]]\ncommand = "echo first problem >&2; echo more >&2; exit 3"\n'
+        '[[hooks.Stop]]\ncommand = "touch ran"\n'
+        "[[hooks.SessionStart]]\ncommand = \"echo 'branch: main'; exit 2\"\n",
+    )
     outcome = await run_hooks(config, "Stop", session_id="s")
     assert not outcome.blocked
-    assert outcome.warnings == ("Stop hook `echo first problem >&2; echo more >&2; exit 3` exited with 3: first problem",)
+    assert outcome.warnings == (
+        "Stop hook `echo first problem >&2; echo more >&2; exit 3` exited with 3: first problem",
+    )
     assert (ws / "ran").exists()  # a warning does not stop the next hook
     # SessionStart cannot be refused: its exit 2 is a warning.
     start = await run_hooks(config, "SessionStart", session_id="s")
     assert not start.blocked and "exited with 2" in start.warnings[0]
 
 
-async def test_exit_zero_stdout_is_context_for_prompt_and_session_start(ws: Path, isolated_home: Path) -> None:
-    config = _hooks(ws, isolated_home, '[[hooks.SessionStart]]\ncommand = "echo \'on branch main\'"\n')
+async def test_exit_zero_stdout_is_context_for_prompt_and_session_start(
+    ws: Path, isolated_home: Path
+) -> None:
+    config = _hooks(ws, isolated_home, "[[hooks.SessionStart]]\ncommand = \"echo 'on branch main'\"\n")
     outcome = await run_hooks(config, "SessionStart", session_id="s")
     assert outcome.context == "on branch main" and outcome.warnings == ()
 
 
 async def test_the_timeout_kills_the_whole_group(ws: Path, isolated_home: Path) -> None:
-    config = _hooks(ws, isolated_home, '[[hooks.PreToolUse]]\ntimeout = 0.5\n'
-                    'command = "echo $$ > pids; sleep 30 & echo $! >> pids; sleep 31; echo done"\n')
+    config = _hooks(
+        ws,
+        isolated_home,
+        "[[hooks.PreToolUse]]\ntimeout = 0.5\n"
+        'command = "echo $$ > pids; sleep 30 & echo $! >> pids; sleep 31; echo done"\n',
+    )
     started = time.monotonic()
-    outcome = await run_hooks(config, "PreToolUse", session_id="s", tool_name="bash", tool_input={"command": "x"})
+    outcome = await run_hooks(
+        config, "PreToolUse", session_id="s", tool_name="bash", tool_input={"command": "x"}
+    )
     assert time.monotonic() - started < 10
     assert not outcome.blocked
     assert outcome.runs[0].timed_out and outcome.runs[0].exit_code is None
     # The command is named on one short line.
-    assert outcome.warnings == ("PreToolUse hook `echo $$ > pids; sleep 30 & echo $! >> pids; sleep 31; echo …` "
-                                "timed out after 0.5 s and was stopped; the call goes on (on_error = \"warn\")",)
+    assert outcome.warnings == (
+        "PreToolUse hook `echo $$ > pids; sleep 30 & echo $! >> pids; sleep 31; echo …` "
+        'timed out after 0.5 s and was stopped; the call goes on (on_error = "warn")',
+    )
     pids = [int(p) for p in (ws / "pids").read_text().split()]
     assert len(pids) == 2
     deadline = time.monotonic() + 5
@@ -137,7 +175,9 @@ async def test_what_a_finished_hook_left_running_is_stopped(ws: Path, isolated_h
 
 
 async def test_output_is_kept_bounded(ws: Path, isolated_home: Path) -> None:
-    config = _hooks(ws, isolated_home, '[[hooks.Stop]]\ncommand = "head -c 300000 /dev/zero | tr \'\\\\0\' x"\n')
+    config = _hooks(
+        ws, isolated_home, "[[hooks.Stop]]\ncommand = \"head -c 300000 /dev/zero | tr '\\\\0' x\"\n"
+    )
     outcome = await run_hooks(config, "Stop", session_id="s")
     run = outcome.runs[0]
     assert run.exit_code == 0 and run.truncated and len(run.stdout) == 64 * 1024
@@ -161,12 +201,15 @@ async def test_cancelling_the_run_stops_the_hook(ws: Path, isolated_home: Path) 
 
 
 def test_matchers_select_the_tool_calls(ws: Path, isolated_home: Path) -> None:
-    config = _hooks(ws, isolated_home,
-                    '[[hooks.PreToolUse]]\nmatcher = "bash(git push:*)"\ncommand = "a"\n'
-                    '[[hooks.PreToolUse]]\nmatcher = ["edit_file(src/**)", "write_file"]\ncommand = "b"\n'
-                    '[[hooks.PreToolUse]]\nmatcher = "mcp__demo"\ncommand = "c"\n'
-                    '[[hooks.PreToolUse]]\ncommand = "d"\n'
-                    '[[hooks.PostToolUse]]\nmatcher = "*"\ncommand = "e"\n')
+    config = _hooks(
+        ws,
+        isolated_home,
+        '[[hooks.PreToolUse]]\nmatcher = "bash(git push:*)"\ncommand = "a"\n'
+        '[[hooks.PreToolUse]]\nmatcher = ["edit_file(src/**)", "write_file"]\ncommand = "b"\n'
+        '[[hooks.PreToolUse]]\nmatcher = "mcp__demo"\ncommand = "c"\n'
+        '[[hooks.PreToolUse]]\ncommand = "d"\n'
+        '[[hooks.PostToolUse]]\nmatcher = "*"\ncommand = "e"\n',
+    )
 
     def picked(name: str, tool_input: dict[str, object]) -> list[str]:
         return [h.command for h in config.select("PreToolUse", name, tool_input)]
@@ -183,18 +226,28 @@ def test_matchers_select_the_tool_calls(ws: Path, isolated_home: Path) -> None:
 
 
 def test_bad_hook_tables_are_refused_with_one_line(ws: Path, isolated_home: Path) -> None:
-    _user(isolated_home, '[[hooks.PreToolUse]]\nmatchr = "bash"\ncommand = "a"\n'
-          '[[hooks.PreToolUse]]\nmatcher = "nope(x)"\ncommand = "b"\n'
-          '[[hooks.PreToolUse]]\ncommand = ""\n'
-          '[[hooks.PreToolUse]]\ncommand = "c"\ntimeout = -1\n'
-          '[[hooks.Stop]]\nmatcher = "bash"\ncommand = "d"\n'
-          '[[hooks.OnLaunch]]\ncommand = "e"\n')
+    _user(
+        isolated_home,
+        '[[hooks.PreToolUse]]\nmatchr = "bash"\ncommand = "a"\n'
+        '[[hooks.PreToolUse]]\nmatcher = "nope(x)"\ncommand = "b"\n'
+        '[[hooks.PreToolUse]]\ncommand = ""\n'
+        '[[hooks.PreToolUse]]\ncommand = "c"\ntimeout = -1\n'
+        '[[hooks.Stop]]\nmatcher = "bash"\ncommand = "d"\n'
+        '[[hooks.OnLaunch]]\ncommand = "e"\n',
+    )
     config = load_hooks(ws, isolated_home)
     assert [h.command for h in config.hooks] == ["d"]  # a matcher on Stop is ignored with a note
     assert len(config.problems) == 6
     assert all("\n" not in p and str(isolated_home / "config.toml") in p for p in config.problems)
     joined = " | ".join(config.problems)
-    for expected in ("matchr", "'nope(x)'", "non-empty", "timeout", "matcher ignored (Stop has no tool)", "OnLaunch"):
+    for expected in (
+        "matchr",
+        "'nope(x)'",
+        "non-empty",
+        "timeout",
+        "matcher ignored (Stop has no tool)",
+        "OnLaunch",
+    ):
         assert expected in joined
 
 

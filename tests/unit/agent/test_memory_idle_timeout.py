@@ -99,7 +99,10 @@ def test_an_idle_attempt_is_retryable_with_a_one_line_reason(err: Exception, rea
 
 def test_a_stream_broken_mid_way_is_a_retryable_attempt() -> None:
     failure = AnthropicCompletion("m")._failure(httpx2.RemoteProtocolError("peer closed connection"))
-    assert (str(failure), failure.retryable) == ("the memory model's stream broke: peer closed connection", True)
+    assert (str(failure), failure.retryable) == (
+        "the memory model's stream broke: peer closed connection",
+        True,
+    )
 
 
 def test_other_failures_keep_their_own_reason() -> None:
@@ -113,9 +116,13 @@ def test_the_apps_memory_model_gets_the_setting(tmp_path: Path) -> None:
     assert isinstance(completion, AnthropicCompletion) and completion.idle_timeout == 7.5
 
 
-async def test_the_runtimes_memory_model_gets_the_setting_at_start_and_when_memory_is_turned_on(ws: Path) -> None:
+async def test_the_runtimes_memory_model_gets_the_setting_at_start_and_when_memory_is_turned_on(
+    ws: Path,
+) -> None:
     on = Runtime(Settings(memory_mode="auto", memory_idle_timeout=2.5), ws, gate=AllowListGate(set()))
-    assert isinstance(on.manager.completion, AnthropicCompletion) and on.manager.completion.idle_timeout == 2.5
+    assert (
+        isinstance(on.manager.completion, AnthropicCompletion) and on.manager.completion.idle_timeout == 2.5
+    )
     await on.close()
     off = Runtime(Settings(memory_mode="off", memory_idle_timeout=3.5), ws, gate=AllowListGate(set()))
     assert off.manager.completion is None

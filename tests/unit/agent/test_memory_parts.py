@@ -33,8 +33,11 @@ def _constructions(source: str) -> list[tuple[int, str]]:
             if name in BUILT_IN_ONE_PLACE:
                 found.append((node.lineno, name))
         elif isinstance(node, ast.ImportFrom):
-            found += [(node.lineno, f"{a.name} as {a.asname}") for a in node.names
-                      if a.name in BUILT_IN_ONE_PLACE and a.asname not in (None, a.name)]
+            found += [
+                (node.lineno, f"{a.name} as {a.asname}")
+                for a in node.names
+                if a.name in BUILT_IN_ONE_PLACE and a.asname not in (None, a.name)
+            ]
     return found
 
 
@@ -46,12 +49,15 @@ def test_the_manager_and_the_memory_model_are_built_only_in_memory_parts() -> No
         if found and rel != THE_PLACE:
             elsewhere[rel] = found
     assert not elsewhere, f"built outside {THE_PLACE} (call its builders instead): {elsewhere}"
-    assert {name for _, name in _constructions((ROOT / THE_PLACE).read_text(encoding="utf-8"))} == BUILT_IN_ONE_PLACE
+    assert {
+        name for _, name in _constructions((ROOT / THE_PLACE).read_text(encoding="utf-8"))
+    } == BUILT_IN_ONE_PLACE
 
 
 def test_the_check_sees_a_construction_under_any_spelling() -> None:
-    assert [n for _, n in _constructions("m = Manager(s, None)\nc = memory_model.AnthropicCompletion('x')\n")] == [
-        "Manager", "AnthropicCompletion"]
+    assert [
+        n for _, n in _constructions("m = Manager(s, None)\nc = memory_model.AnthropicCompletion('x')\n")
+    ] == ["Manager", "AnthropicCompletion"]
     assert _constructions("from memory.jobs.manager import Manager as M\n") == [(1, "Manager as M")]
     assert _constructions("from memory.jobs.manager import Manager\nx: Manager\n") == []
 
@@ -63,17 +69,32 @@ def test_the_memory_model_gets_the_settings_and_the_callers_hooks(tmp_path: Path
     def share() -> object:
         return None
 
-    c = memory_parts.memory_completion(Settings(memory_model="claude-x", memory_idle_timeout=7.5),
-                                       home=tmp_path, on_usage=on_usage, share=share)
+    c = memory_parts.memory_completion(
+        Settings(memory_model="claude-x", memory_idle_timeout=7.5),
+        home=tmp_path,
+        on_usage=on_usage,
+        share=share,
+    )
     assert isinstance(c, AnthropicCompletion)
-    assert (c.model, c.idle_timeout, c.home, c.on_usage, c._share) == ("claude-x", 7.5, tmp_path, on_usage, share)
+    assert (c.model, c.idle_timeout, c.home, c.on_usage, c._share) == (
+        "claude-x",
+        7.5,
+        tmp_path,
+        on_usage,
+        share,
+    )
 
 
 def test_a_manager_with_settings_takes_their_mode_and_consolidation_rule(tmp_path: Path) -> None:
     stores = MemoryStores(tmp_path / "ws", tmp_path / "home", fs=FS())
     settings = Settings(memory_mode="review", consolidate_after=7, consolidate_review=False)
     m = memory_parts.build_manager(stores, None, settings)
-    assert (m.mode, m.consolidate_after, m.consolidate_review, m.fs) == (MemoryMode.REVIEW, 7, False, stores.fs)
+    assert (m.mode, m.consolidate_after, m.consolidate_review, m.fs) == (
+        MemoryMode.REVIEW,
+        7,
+        False,
+        stores.fs,
+    )
     assert memory_parts.build_manager(stores, None, settings, mode=MemoryMode.AUTO).mode == MemoryMode.AUTO
 
 

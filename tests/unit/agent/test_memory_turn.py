@@ -18,7 +18,10 @@ def _paths(*blocks: dict[str, Any], workspace: str | Path | None = WS) -> list[s
     messages = [
         {"role": "user", "content": "look around"},
         {"role": "assistant", "content": [{"type": "text", "text": "Looking."}, *blocks]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "src/leak.py"}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "src/leak.py"}],
+        },
         {"role": "assistant", "content": "Done."},
     ]
     return turn_for_memory(messages, "s", workspace=workspace).paths
@@ -49,8 +52,16 @@ def test_nothing_but_the_path_of_a_call_is_kept() -> None:
 
 
 def test_the_workspace_root_is_not_a_path() -> None:
-    assert _paths(_call("list_files"), _call("list_files", path="."), _call("grep", pattern="x"),
-                  _call("list_files", path=WS), _call("grep", pattern="x", path="./")) == []
+    assert (
+        _paths(
+            _call("list_files"),
+            _call("list_files", path="."),
+            _call("grep", pattern="x"),
+            _call("list_files", path=WS),
+            _call("grep", pattern="x", path="./"),
+        )
+        == []
+    )
 
 
 def test_hostile_paths_are_left_out() -> None:
@@ -76,7 +87,9 @@ def test_hostile_paths_are_left_out() -> None:
 
 
 def test_an_absolute_path_without_a_workspace_is_left_out() -> None:
-    assert _paths(_call("read_file", path=f"{WS}/a.py"), _call("read_file", path="b.py"), workspace=None) == ["b.py"]
+    assert _paths(_call("read_file", path=f"{WS}/a.py"), _call("read_file", path="b.py"), workspace=None) == [
+        "b.py"
+    ]
 
 
 def test_an_absolute_path_through_the_workspaces_real_path_is_relative(tmp_path: Path) -> None:

@@ -88,10 +88,14 @@ def test_a_malformed_rule_is_refused_with_its_reason(text: str, why: str) -> Non
 
 
 def test_a_refused_rule_names_file_and_rule_and_the_others_still_load(ws: Path, isolated_home: Path) -> None:
-    rules = _rules(ws, isolated_home, '[permissions]\nallow = ["bash(make test)", "nope(x)", 3]\ndeny = ["bash(rm:*)"]\n')
+    rules = _rules(
+        ws, isolated_home, '[permissions]\nallow = ["bash(make test)", "nope(x)", 3]\ndeny = ["bash(rm:*)"]\n'
+    )
     assert [r.rule.text for r in rules.rules] == ["bash(make test)", "bash(rm:*)"]
     config = str(isolated_home / "config.toml")
-    assert any(p.startswith(config) and "'nope(x)'" in p and "unknown tool 'nope'" in p for p in rules.problems)
+    assert any(
+        p.startswith(config) and "'nope(x)'" in p and "unknown tool 'nope'" in p for p in rules.problems
+    )
     assert any(p.startswith(config) and "3" in p and "string" in p for p in rules.problems)
     assert all("\n" not in p for p in rules.problems)
 
@@ -158,7 +162,9 @@ def test_an_exact_rule_is_that_command_only(git_status: PermissionRules) -> None
 
 
 def test_the_prefix_is_the_text_before_the_colon_star(ws: Path, isolated_home: Path) -> None:
-    rules = _rules(ws, isolated_home, '[permissions]\nallow = ["bash(npm run test:*)", "bash(git diff :*)"]\n')
+    rules = _rules(
+        ws, isolated_home, '[permissions]\nallow = ["bash(npm run test:*)", "bash(git diff :*)"]\n'
+    )
     assert _bash(rules, "npm run test:unit") == "allow"  # as Claude Code: the last word may go on
     assert _bash(rules, "npm run test -- --watch") == "allow"
     assert _bash(rules, "npm run build") == "ask"
@@ -167,9 +173,12 @@ def test_the_prefix_is_the_text_before_the_colon_star(ws: Path, isolated_home: P
 
 
 def test_deny_wins_over_ask_over_allow_and_any_denied_part_denies(ws: Path, isolated_home: Path) -> None:
-    rules = _rules(ws, isolated_home,
-                   '[permissions]\nallow = ["bash", "edit_file"]\nask = ["bash(git push:*)"]\n'
-                   'deny = ["bash(rm:*)", "edit_file(secrets/**)"]\n')
+    rules = _rules(
+        ws,
+        isolated_home,
+        '[permissions]\nallow = ["bash", "edit_file"]\nask = ["bash(git push:*)"]\n'
+        'deny = ["bash(rm:*)", "edit_file(secrets/**)"]\n',
+    )
     assert _bash(rules, "ls") == "allow"
     assert _bash(rules, "git push origin") == "ask"
     decided = rules.decide("bash", {"command": "ls && rm -rf x"})
@@ -194,7 +203,9 @@ def test_no_rule_gives_the_tools_default(ws: Path, isolated_home: Path) -> None:
 
 
 def test_a_server_rule_covers_every_tool_of_that_server_only(ws: Path, isolated_home: Path) -> None:
-    rules = _rules(ws, isolated_home, '[permissions]\nallow = ["mcp__demo"]\ndeny = ["mcp__gh__delete_repo"]\n')
+    rules = _rules(
+        ws, isolated_home, '[permissions]\nallow = ["mcp__demo"]\ndeny = ["mcp__gh__delete_repo"]\n'
+    )
     assert rules.decide("mcp__demo__echo", {}).decision == "allow"
     assert rules.decide("mcp__demo__add", {}).decision == "allow"
     assert rules.decide("mcp__demonstration__echo", {}).decision == "ask"
@@ -206,7 +217,9 @@ def test_a_server_rule_covers_every_tool_of_that_server_only(ws: Path, isolated_
 
 
 def test_path_globs_are_gitignore_style_and_relative_to_the_workspace(ws: Path, isolated_home: Path) -> None:
-    rules = _rules(ws, isolated_home, '[permissions]\nallow = ["edit_file(src/**)", "write_file(docs/*.md)"]\n')
+    rules = _rules(
+        ws, isolated_home, '[permissions]\nallow = ["edit_file(src/**)", "write_file(docs/*.md)"]\n'
+    )
 
     def edit(path: str) -> str:
         return rules.decide("edit_file", {"path": path}).decision
@@ -221,9 +234,14 @@ def test_path_globs_are_gitignore_style_and_relative_to_the_workspace(ws: Path, 
     assert rules.decide("edit_file", {"path": "docs/a.md"}).decision == "ask"  # another tool
 
 
-def test_an_escaping_or_absolute_path_never_matches_an_allow(ws: Path, isolated_home: Path, tmp_path: Path) -> None:
-    rules = _rules(ws, isolated_home, '[permissions]\nallow = ["edit_file(src/**)", "edit_file(*.py)"]\n'
-                   'deny = ["edit_file(secrets/**)"]\n')
+def test_an_escaping_or_absolute_path_never_matches_an_allow(
+    ws: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    rules = _rules(
+        ws,
+        isolated_home,
+        '[permissions]\nallow = ["edit_file(src/**)", "edit_file(*.py)"]\ndeny = ["edit_file(secrets/**)"]\n',
+    )
     (ws / "src").mkdir()
     (ws / "secrets").mkdir()
     outside = tmp_path / "outside"
@@ -246,7 +264,9 @@ def test_an_escaping_or_absolute_path_never_matches_an_allow(ws: Path, isolated_
 # -- the project's rules and trust -------------------------------------------------------------
 
 
-def test_project_allow_rules_wait_for_trust_and_its_deny_applies_at_once(ws: Path, isolated_home: Path) -> None:
+def test_project_allow_rules_wait_for_trust_and_its_deny_applies_at_once(
+    ws: Path, isolated_home: Path
+) -> None:
     project = '[permissions]\nallow = ["bash(make test)"]\ndeny = ["bash(curl:*)"]\n'
     rules = _rules(ws, isolated_home, project=project)
     assert _bash(rules, "make test") == "ask"
@@ -255,7 +275,7 @@ def test_project_allow_rules_wait_for_trust_and_its_deny_applies_at_once(ws: Pat
     assert any("wait for your trust" in p and "bash(make test)" in p for p in rules.problems)
     pending = rules.pending_trust
     assert pending is not None and pending.kind == "permissions" and "bash(make test)" in pending.shown
-    assert ("bash(make test)" in [r.rule.text for r, state in rules.listing() if state == "waiting for trust"])
+    assert "bash(make test)" in [r.rule.text for r, state in rules.listing() if state == "waiting for trust"]
 
     ProjectTrust(ws, isolated_home).trust("permissions", pending.digest)
     trusted = load_permission_rules(ws, isolated_home)
@@ -263,15 +283,22 @@ def test_project_allow_rules_wait_for_trust_and_its_deny_applies_at_once(ws: Pat
     assert trusted.pending_trust is None and trusted.waiting == ()
 
     # A changed allow list asks again.
-    _write(ws / ".PseudoClaude" / "settings.toml", project.replace('"bash(make test)"', '"bash(make test)", "bash"'))
+    _write(
+        ws / ".PseudoClaude" / "settings.toml",
+        project.replace('"bash(make test)"', '"bash(make test)", "bash"'),
+    )
     again = load_permission_rules(ws, isolated_home)
     assert _bash(again, "make test") == "ask"
     assert again.pending_trust is not None
 
 
 def test_local_and_user_allow_rules_need_no_trust(ws: Path, isolated_home: Path) -> None:
-    rules = _rules(ws, isolated_home, '[permissions]\nallow = ["bash(ls)"]\n',
-                   local='[permissions]\nallow = ["bash(make test)"]\n')
+    rules = _rules(
+        ws,
+        isolated_home,
+        '[permissions]\nallow = ["bash(ls)"]\n',
+        local='[permissions]\nallow = ["bash(make test)"]\n',
+    )
     assert _bash(rules, "ls") == "allow"
     assert _bash(rules, "make test") == "allow"
     assert rules.pending_trust is None
@@ -285,7 +312,11 @@ def test_local_and_user_allow_rules_need_no_trust(ws: Path, isolated_home: Path)
 
 def test_allow_tools_list_keeps_commas_inside_parentheses() -> None:
     rules = parse_rule_list('bash(git commit -m "a, b":*), edit_file(src/{a,b}.py) ,write_file,')
-    assert [r.text for r in rules] == ['bash(git commit -m "a, b":*)', "edit_file(src/{a,b}.py)", "write_file"]
+    assert [r.text for r in rules] == [
+        'bash(git commit -m "a, b":*)',
+        "edit_file(src/{a,b}.py)",
+        "write_file",
+    ]
     with pytest.raises(ValueError, match="unbalanced"):
         parse_rule_list("bash(git status")
     with pytest.raises(ValueError, match=r"'nope': unknown tool"):
@@ -294,7 +325,8 @@ def test_allow_tools_list_keeps_commas_inside_parentheses() -> None:
 
 async def test_the_gate_refuses_an_ask_without_a_window(ws: Path, isolated_home: Path) -> None:
     rules = _rules(ws, isolated_home, '[permissions]\ndeny = ["bash(rm:*)"]\n').with_rules(
-        parse_rule_list("bash(make test)"), scope="flag", source="--allow-tools")
+        parse_rule_list("bash(make test)"), scope="flag", source="--allow-tools"
+    )
     gate = RulesGate(rules)
     assert (await gate.decide("bash", {"command": "make test"})).allowed
     denied = await gate.decide("bash", {"command": "rm x"})
@@ -323,13 +355,15 @@ async def test_the_gate_refuses_an_ask_without_a_window(ws: Path, isolated_home:
         ("FOO=1 make", ()),
     ],
 )
-def test_always_allow_suggests_a_rule_that_allows_the_command(ws: Path, isolated_home: Path,
-                                                               command: str, expected: tuple[str, ...]) -> None:
+def test_always_allow_suggests_a_rule_that_allows_the_command(
+    ws: Path, isolated_home: Path, command: str, expected: tuple[str, ...]
+) -> None:
     suggested = suggest_rules("bash", {"command": command}, ws)
     assert suggested == expected
     if suggested:
         rules = load_permission_rules(ws, isolated_home).with_rules(
-            [parse_rule(s) for s in suggested], scope="local", source="test")
+            [parse_rule(s) for s in suggested], scope="local", source="test"
+        )
         assert _bash(rules, command) == "allow"
 
 
@@ -339,20 +373,26 @@ def test_file_suggestions_name_the_exact_path(ws: Path, isolated_home: Path) -> 
     assert suggest_rules("edit_file", {"path": "../x"}, ws) == ()
     assert suggest_rules("mcp__demo__echo", {}, ws) == ("mcp__demo__echo",)
     odd = suggest_rules("edit_file", {"path": "docs/[draft]*.md"}, ws)
-    rules = load_permission_rules(ws, isolated_home).with_rules([parse_rule(odd[0])], scope="local", source="t")
+    rules = load_permission_rules(ws, isolated_home).with_rules(
+        [parse_rule(odd[0])], scope="local", source="t"
+    )
     assert rules.decide("edit_file", {"path": "docs/[draft]*.md"}).decision == "allow"
-    assert rules.decide("edit_file", {"path": "docs/dx.md"}).decision == "ask"  # the glob characters are literal
+    assert (
+        rules.decide("edit_file", {"path": "docs/dx.md"}).decision == "ask"
+    )  # the glob characters are literal
 
 
 def test_adding_and_removing_a_rule_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
-    path = _write(tmp_path / "settings.local.toml",
-                  '# my settings\nmodel = "x"  # the model\n\n[permissions]\n# reviewed\nallow = [\n'
-                  '  "bash(make test)",  # tests\n]\n\n[other]\nk = 1\n')
+    path = _write(
+        tmp_path / "settings.local.toml",
+        '# my settings\nmodel = "x"  # the model\n\n[permissions]\n# reviewed\nallow = [\n'
+        '  "bash(make test)",  # tests\n]\n\n[other]\nk = 1\n',
+    )
     assert add_rule(path, "bash(git status:*)") is True
     assert add_rule(path, "bash(git status:*)") is False
     assert add_rule(path, "bash(rm:*)", "deny") is True
     text = path.read_text()
-    for kept in ("# my settings", '# the model', "# reviewed", "# tests", "[other]"):
+    for kept in ("# my settings", "# the model", "# reviewed", "# tests", "[other]"):
         assert kept in text
     data = tomllib.loads(text)
     assert data["permissions"] == {"allow": ["bash(make test)", "bash(git status:*)"], "deny": ["bash(rm:*)"]}
@@ -388,22 +428,42 @@ def test_the_gitignore_line_for_the_personal_file(ws: Path) -> None:
 def test_the_splitter_says_what_it_does_not_parse() -> None:
     assert split_command("a && b || c; d | e & f").problem is None
     assert [p.words for p in split_command("a && b || c; d | e & f\ng").parts] == [
-        ("a",), ("b",), ("c",), ("d",), ("e",), ("f",), ("g",)]
-    assert [p.words for p in split_command("echo 'a && b' \"c; d\" # e; f").parts] == [("echo", "a && b", "c; d")]
-    for command, why in [("cat <<EOF", "heredoc"), ("a $(b)", "substitution"), ("a `b`", "substitution"),
-                         ("a \\\nb", "continuation"), ("a 'b", "unclosed quote"), ("for i in a; do b; done", "for"),
-                         ("echo $'x'", "quoting"), ("echo $((1+2))", "arithmetic")]:
+        ("a",),
+        ("b",),
+        ("c",),
+        ("d",),
+        ("e",),
+        ("f",),
+        ("g",),
+    ]
+    assert [p.words for p in split_command("echo 'a && b' \"c; d\" # e; f").parts] == [
+        ("echo", "a && b", "c; d")
+    ]
+    for command, why in [
+        ("cat <<EOF", "heredoc"),
+        ("a $(b)", "substitution"),
+        ("a `b`", "substitution"),
+        ("a \\\nb", "continuation"),
+        ("a 'b", "unclosed quote"),
+        ("for i in a; do b; done", "for"),
+        ("echo $'x'", "quoting"),
+        ("echo $((1+2))", "arithmetic"),
+    ]:
         problem = split_command(command).problem
         assert problem is not None and why in problem, (command, problem)
 
 
-def test_a_local_file_that_git_tracks_came_with_the_clone_and_waits_for_trust(tmp_path: Path,
-                                                                               isolated_home: Path) -> None:
+def test_a_local_file_that_git_tracks_came_with_the_clone_and_waits_for_trust(
+    tmp_path: Path, isolated_home: Path
+) -> None:
     import subprocess
 
     repo = tmp_path / "clone"
     repo.mkdir()
-    _write(repo / ".PseudoClaude" / "settings.local.toml", '[permissions]\nallow = ["bash"]\ndeny = ["bash(rm:*)"]\n')
+    _write(
+        repo / ".PseudoClaude" / "settings.local.toml",
+        '[permissions]\nallow = ["bash"]\ndeny = ["bash(rm:*)"]\n',
+    )
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "add", "-f", ".PseudoClaude/settings.local.toml"], check=True)
     rules = load_permission_rules(repo, isolated_home)

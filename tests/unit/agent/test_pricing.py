@@ -25,7 +25,9 @@ def test_the_settings_default_models_have_prices() -> None:
 def test_cost_adds_input_output_and_cache_tokens_at_their_own_prices() -> None:
     p = PRICES["claude-sonnet-4-5"]
     usage = Usage(input_tokens=M, output_tokens=M, cache_read_input_tokens=M, cache_creation_input_tokens=M)
-    assert cost("claude-sonnet-4-5", usage) == pytest.approx(p.input + p.output + p.cache_read + p.cache_write)
+    assert cost("claude-sonnet-4-5", usage) == pytest.approx(
+        p.input + p.output + p.cache_read + p.cache_write
+    )
     assert cost("claude-sonnet-4-5", Usage(input_tokens=2 * M)) == pytest.approx(6.0)
 
 
@@ -81,20 +83,28 @@ def test_the_meter_sums_main_and_memory_models_and_reports_unpriced_tokens_apart
 
 
 def test_a_turns_usage_is_one_short_status_string() -> None:
-    u = Usage(input_tokens=1200, output_tokens=340, cache_read_input_tokens=10_000, cache_creation_input_tokens=0)
+    u = Usage(
+        input_tokens=1200, output_tokens=340, cache_read_input_tokens=10_000, cache_creation_input_tokens=0
+    )
     assert format_usage(u) == "11.2k in · 340 out · 10k cached"
     assert format_usage(Usage(input_tokens=5, output_tokens=7)) == "5 in · 7 out"
 
 
-async def test_the_memory_model_reports_each_requests_usage_for_the_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_memory_model_reports_each_requests_usage_for_the_cost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with FakeAnthropic() as server:
         for k, v in server.env().items():
             monkeypatch.setenv(k, v)
-        server.script("mem-model", text("[]", usage={"input_tokens": 1234, "output_tokens": 56,
-                                                      "cache_read_input_tokens": 7}))
+        server.script(
+            "mem-model",
+            text("[]", usage={"input_tokens": 1234, "output_tokens": 56, "cache_read_input_tokens": 7}),
+        )
         seen: list[tuple[str, Usage]] = []
         completion = AnthropicCompletion("mem-model", on_usage=lambda m, u: seen.append((m, u)))
-        answer = await completion(CompletionRequest(system="s", prompt="p", max_tokens=100, purpose="extract"))
+        answer = await completion(
+            CompletionRequest(system="s", prompt="p", max_tokens=100, purpose="extract")
+        )
         assert not server.errors
     assert answer == "[]"
     assert [(m, u.input_tokens, u.output_tokens, u.cache_read_input_tokens) for m, u in seen] == [
@@ -102,7 +112,9 @@ async def test_the_memory_model_reports_each_requests_usage_for_the_cost(monkeyp
     ]
 
 
-async def test_a_failing_usage_callback_does_not_fail_the_memory_request(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_failing_usage_callback_does_not_fail_the_memory_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     def broken(model: str, usage: Usage) -> None:
         raise RuntimeError("display bug")
 
@@ -112,7 +124,9 @@ async def test_a_failing_usage_callback_does_not_fail_the_memory_request(monkeyp
         server.script("mem-model", text("ok"))
         completion = AnthropicCompletion("mem-model", on_usage=broken)
         try:
-            answer = await completion(CompletionRequest(system="s", prompt="p", max_tokens=100, purpose="extract"))
+            answer = await completion(
+                CompletionRequest(system="s", prompt="p", max_tokens=100, purpose="extract")
+            )
         finally:
             await completion.aclose()  # on this loop: left to the collector, a later test's loop would get it
     assert answer == "ok"
@@ -124,5 +138,7 @@ def test_prices_from_the_environment_are_json_and_bad_json_is_a_one_line_error(
     monkeypatch.setenv("PSEUDOCLAUDE_PRICES", '{"proxy-model": {"input": 2, "output": 4}}')
     assert cost("proxy-model", Usage(input_tokens=M), load_settings().prices) == pytest.approx(2.0)
     monkeypatch.setenv("PSEUDOCLAUDE_PRICES", "input=2")
-    with pytest.raises(SettingsError, match=r"^invalid environment variable PSEUDOCLAUDE_PRICES: expected JSON$"):
+    with pytest.raises(
+        SettingsError, match=r"^invalid environment variable PSEUDOCLAUDE_PRICES: expected JSON$"
+    ):
         load_settings()

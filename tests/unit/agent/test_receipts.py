@@ -19,7 +19,9 @@ HEADER = (
 
 
 class CountingMemory:
-    def __init__(self, bodies: dict[str, str], *, fail_count: bool = False, stale: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, bodies: dict[str, str], *, fail_count: bool = False, stale: frozenset[str] = frozenset()
+    ) -> None:
         self.bodies = bodies
         self.stale = stale  # the cards the stores find stale
         self.fail_count = fail_count
@@ -72,14 +74,18 @@ async def test_a_failing_count_never_fails_the_read(tmp_path: Path) -> None:
 
 async def test_a_stale_card_is_said_stale_even_when_a_later_page_is_read(tmp_path: Path) -> None:
     body = "".join(f"line {i}\n" for i in range(1, 11))
-    mem = CountingMemory({"s.md": HEADER + body, "f.md": body, "e.md": HEADER}, stale=frozenset({"s.md", "e.md"}))
+    mem = CountingMemory(
+        {"s.md": HEADER + body, "f.md": body, "e.md": HEADER}, stale=frozenset({"s.md", "e.md"})
+    )
     ctx = _ctx(tmp_path, mem)
     page = await run_tool("read_memory", {"level": "project", "filename": "s.md", "offset": 8}, ctx)
     assert "STALE" not in page.content and page.card is not None and page.card.stale
     fresh = await run_tool("read_memory", {"level": "project", "filename": "f.md"}, ctx)
     assert fresh.card is not None and not fresh.card.stale
     # A fresh cited card whose body says the words: only the header above the body counts.
-    mem.bodies["m.md"] = "Cites (checked now):\n- Makefile: unchanged since the card was written\n\nThis card is STALE: x\n"
+    mem.bodies["m.md"] = (
+        "Cites (checked now):\n- Makefile: unchanged since the card was written\n\nThis card is STALE: x\n"
+    )
     mention = await run_tool("read_memory", {"level": "project", "filename": "m.md"}, ctx)
     assert mention.card is not None and not mention.card.stale
 
@@ -98,7 +104,9 @@ def test_shown_cards_lists_both_levels_in_index_order_and_the_stale_marked_ones(
 
 def test_shown_cards_ignores_the_overflow_line_and_stops_at_the_bound() -> None:
     lines = [_line(f"n{i:04}.md") for i in range(RECEIPT_MAX + 50)]
-    index = "## Project Memory\n" + "\n".join(lines) + '\n\n(250 more notes not shown; read_memory "MEMORY.md")'
+    index = (
+        "## Project Memory\n" + "\n".join(lines) + '\n\n(250 more notes not shown; read_memory "MEMORY.md")'
+    )
     shown, stale = shown_cards(index)
     assert shown == [f"project/n{i:04}.md" for i in range(RECEIPT_MAX)] and stale == []
 
@@ -124,4 +132,3 @@ def test_a_receipts_reads_are_bounded() -> None:
     receipt.saw(CardRead(level="project", filename="n0.md", stale=True))  # one already kept still updates
     rec = receipt.record()
     assert len(rec["read"]) == RECEIPT_MAX and rec["stale"] == ["project/n0.md"]
-

@@ -30,13 +30,32 @@ TONE_LINE = f"user: - [user_preference] Tone — be brief ({TONE})"
 
 def seed(stores: MemoryStores) -> None:
     # The topic is named only in the body: search reads bodies, not just the index line.
-    write_note(stores, Level.PROJECT, FROB, "Lab bench", "The frobnicator needs calibration before each release.\n",
-               summary="hardware")
+    write_note(
+        stores,
+        Level.PROJECT,
+        FROB,
+        "Lab bench",
+        "The frobnicator needs calibration before each release.\n",
+        summary="hardware",
+    )
     write_note(stores, Level.PROJECT, CAL, "Release steps", "Tag, then run the calibration suite.\n")
     for i in range(20):
-        write_note(stores, Level.PROJECT, f"project_knowledge_filler{i:02d}.md", f"Filler {i}", f"Docker notes {i}.\n")
-    write_note(stores, Level.USER, TONE, "Tone", "Answer briefly; the user calibrates tone per frobnicator.\n",
-               type_=NoteType.USER_PREFERENCE, summary="be brief")
+        write_note(
+            stores,
+            Level.PROJECT,
+            f"project_knowledge_filler{i:02d}.md",
+            f"Filler {i}",
+            f"Docker notes {i}.\n",
+        )
+    write_note(
+        stores,
+        Level.USER,
+        TONE,
+        "Tone",
+        "Answer briefly; the user calibrates tone per frobnicator.\n",
+        type_=NoteType.USER_PREFERENCE,
+        summary="be brief",
+    )
 
 
 Env = tuple[MemoryStores, MemorySearch, ToolContext]
@@ -110,7 +129,9 @@ async def test_a_stale_cards_line_carries_its_mark_as_the_index_does(tmp_path: P
     stores = make_env(tmp_path)
     ws = Path(stores.paths.workspace)
     (ws / "Makefile").write_text("all:\n\techo hi\n")
-    made = stores.apply([(0, _create("Build", "Run the frobnicator target.", cites=("Makefile",)))], source="manual")
+    made = stores.apply(
+        [(0, _create("Build", "Run the frobnicator target.", cites=("Makefile",)))], source="manual"
+    )
     [applied] = made.applied
     (ws / "Makefile").write_text("all:\n\techo changed\n")
     search = MemorySearch(stores)
@@ -118,8 +139,11 @@ async def test_a_stale_cards_line_carries_its_mark_as_the_index_does(tmp_path: P
         r = await call(ToolContext(workspace=ws, search=search), query="frobnicator")
     finally:
         search.close()
-    assert r.content == f"project: - [project_knowledge] Build ({applied.filename}) (stale: Makefile changed since " \
-                        "this card was written)"
+    assert (
+        r.content
+        == f"project: - [project_knowledge] Build ({applied.filename}) (stale: Makefile changed since "
+        "this card was written)"
+    )
 
 
 def _create(title: str, content: str, **kw: Any) -> Any:
@@ -193,7 +217,9 @@ async def test_a_workspace_without_a_project_level_says_so_for_project(tmp_path:
 # -- the cache's notices ---------------------------------------------------------------------------
 
 
-async def test_a_rebuilt_caches_notice_is_logged_not_given_to_the_model(env: Env, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_rebuilt_caches_notice_is_logged_not_given_to_the_model(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
     stores, search, ctx = env
     assert (await call(ctx, query="frobnicator")).content.startswith(FROB_LINE)
     search.close()
@@ -210,10 +236,33 @@ async def test_a_rebuilt_caches_notice_is_logged_not_given_to_the_model(env: Env
 # -- hostile queries -------------------------------------------------------------------------------
 
 HOSTILE = [
-    '"', '""', '"frobnicator', "frobnicator*", "*", "NEAR(", "NEAR(frobnicator calibration, 2)", "OR", "AND",
-    "frobnicator OR", "NOT frobnicator", "title:frobnicator", "{title}: frobnicator", "^frobnicator", "(frobnicator",
-    "frobnicator)", "-frobnicator", "frobnicator\x00", "\x00", "\ud800", "frob\udc80nicator", "frobnicator \ud83d",
-    "'; DROP TABLE fts; --", "frobnicator " * 900, "x" * 10_240, "配置 frobnicator 配置", "\u202efrobnicator",
+    '"',
+    '""',
+    '"frobnicator',
+    "frobnicator*",
+    "*",
+    "NEAR(",
+    "NEAR(frobnicator calibration, 2)",
+    "OR",
+    "AND",
+    "frobnicator OR",
+    "NOT frobnicator",
+    "title:frobnicator",
+    "{title}: frobnicator",
+    "^frobnicator",
+    "(frobnicator",
+    "frobnicator)",
+    "-frobnicator",
+    "frobnicator\x00",
+    "\x00",
+    "\ud800",
+    "frob\udc80nicator",
+    "frobnicator \ud83d",
+    "'; DROP TABLE fts; --",
+    "frobnicator " * 900,
+    "x" * 10_240,
+    "配置 frobnicator 配置",
+    "\u202efrobnicator",
 ]
 
 

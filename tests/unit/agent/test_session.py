@@ -30,7 +30,6 @@ from app.agent.conversation.session_log import SessionError
 pytestmark = pytest.mark.plain_ws
 
 
-
 @pytest.fixture
 def store(isolated_home: Path) -> SessionStore:
     return SessionStore()
@@ -96,7 +95,9 @@ def assert_valid(messages: list[dict[str, Any]]) -> None:
 # -- creating and writing --------------------------------------------------------------------
 
 
-def test_create_writes_a_private_file_with_a_header(store: SessionStore, ws: Path, isolated_home: Path) -> None:
+def test_create_writes_a_private_file_with_a_header(
+    store: SessionStore, ws: Path, isolated_home: Path
+) -> None:
     with store.create(ws, model="claude-x") as s:
         assert re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", s.id)
         assert s.path == isolated_home / "sessions" / f"{s.id}.jsonl"
@@ -105,7 +106,11 @@ def test_create_writes_a_private_file_with_a_header(store: SessionStore, ws: Pat
     assert stat.S_IMODE(os.stat(s.path).st_mode) == 0o600
     [meta] = records(s.path)
     assert meta == {
-        "type": "meta", "version": 1, "id": s.id, "workspace": str(ws), "created": meta["created"],
+        "type": "meta",
+        "version": 1,
+        "id": s.id,
+        "workspace": str(ws),
+        "created": meta["created"],
         "model": "claude-x",
     }
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", meta["created"])
@@ -134,7 +139,10 @@ def test_round_trip(store: SessionStore, ws: Path) -> None:
         asst(text("Reading it."), tool_use("t1"), tool_use("t2", "grep")),
         results(result("t1", "line one\u2028still line one\nline two"), result("t2", "boom", is_error=True)),
         asst(text("Done: caf\u00e9 \U0001f600 \udcff")),
-        {"role": "user", "content": [text("thanks"), {"type": "image", "source": {"type": "base64", "data": "x"}}]},
+        {
+            "role": "user",
+            "content": [text("thanks"), {"type": "image", "source": {"type": "base64", "data": "x"}}],
+        },
         {"role": "assistant", "content": "You're welcome."},
     ]
     with store.create(ws, model="m1") as s:
@@ -547,8 +555,10 @@ def test_any_cut_of_a_session_file_restores_to_a_valid_conversation(
             blocks = last["content"] if isinstance(last["content"], list) else [text(last["content"])]
             core = [b for b in blocks if not is_app_note(b)]
             orig = original[k]["content"]
-            assert last == original[k] or core == (orig if isinstance(orig, list) else [text(orig)]) or all(
-                b.get("content") == INTERRUPTED for b in core
+            assert (
+                last == original[k]
+                or core == (orig if isinstance(orig, list) else [text(orig)])
+                or all(b.get("content") == INTERRUPTED for b in core)
             )
         # The repairs are in the file: it replays to the same conversation, without warnings.
         with store.open(s.id) as again:
@@ -655,7 +665,9 @@ def test_session_with_lone_surrogates_loads_repaired_and_stays_usable(store: Ses
 def test_push_message_replaces_lone_surrogates_everywhere() -> None:
     conv: list[dict[str, Any]] = []
     push_message(conv, user("a\udcffb"))
-    push_message(conv, asst({"type": "tool_use", "id": "t\udc80", "name": "x\ud800", "input": {"k\udcff": "v\udcff"}}))
+    push_message(
+        conv, asst({"type": "tool_use", "id": "t\udc80", "name": "x\ud800", "input": {"k\udcff": "v\udcff"}})
+    )
     json.dumps(conv, ensure_ascii=False).encode("utf-8")
     assert conv[1]["content"][0]["input"] == {"k\ufffd": "v\ufffd"}
 

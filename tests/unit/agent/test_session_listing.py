@@ -17,7 +17,6 @@ from app.agent.conversation.session_log import COMPACTION_MARK
 pytestmark = pytest.mark.plain_ws
 
 
-
 @pytest.fixture
 def store(isolated_home: Path) -> SessionStore:
     return SessionStore()
@@ -76,9 +75,18 @@ def test_a_restored_compacted_session_keeps_the_turns_before_each_boundary_to_sh
         # The model's view is the compacted conversation, exactly as before.
         assert words(again.messages) == model_view == ["question 4", "answer 4", "question 5", "answer 5"]
         assert words(again.transcript()) == [
-            "question 1", "answer 1", "question 2", "answer 2", "|",
-            "question 3", "answer 3", "|",
-            "question 4", "answer 4", "question 5", "answer 5",
+            "question 1",
+            "answer 1",
+            "question 2",
+            "answer 2",
+            "|",
+            "question 3",
+            "answer 3",
+            "|",
+            "question 4",
+            "answer 4",
+            "question 5",
+            "answer 5",
         ]
         assert [m["summarised"] for m in again.earlier if m.get("type") == COMPACTION_MARK] == [4, 2]
         assert again.earlier_left_out == 0

@@ -41,8 +41,13 @@ def long_session(ws: Path, segments: int) -> str:
         if k % 2:
             s.begin_turn(f"turn {4 * k + 4}b")
             s.append(user("mid-turn question"))
-            s.compact(f"summary {k}", [user("kept"), asst("kept answer"), user("mid-turn question")], 2,
-                      summarised=6, requests=1)
+            s.compact(
+                f"summary {k}",
+                [user("kept"), asst("kept answer"), user("mid-turn question")],
+                2,
+                summarised=6,
+                requests=1,
+            )
             s.append(asst("mid-turn answer"))
             s.end_turn("completed")
         else:

@@ -144,7 +144,9 @@ def test_config_that_is_a_folder_is_an_error(isolated_home: Path) -> None:
         ("memory_wait = inf", "memory_wait", "finite number"),
     ],
 )
-def test_invalid_config_value_names_file_and_key(isolated_home: Path, toml: str, key: str, words: str) -> None:
+def test_invalid_config_value_names_file_and_key(
+    isolated_home: Path, toml: str, key: str, words: str
+) -> None:
     path = write_config(isolated_home, toml + "\n")
     msg = one_line_error()
     assert f"key '{key}' in {path}" in msg
@@ -192,10 +194,27 @@ def test_secrets_and_home_are_not_settings(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setenv("PSEUDOCLAUDE_API_KEY", "sk-ant-secret")
     dumped = load_settings().model_dump()
     assert set(dumped) == {
-        "model", "memory_model", "memory_mode", "max_iterations", "memory_wait", "max_tokens", "bash_timeout",
-        "context_window", "compact_at", "offload_bytes", "prices", "consolidate_after", "consolidate_review", "user_memory_remote",
-        "memory_worker", "memory_idle_timeout", "mcp_start_timeout", "mcp_call_timeout",
-        "checkpoint_max_mb", "checkpoint_max_days", "tool_input_max_bytes",
+        "model",
+        "memory_model",
+        "memory_mode",
+        "max_iterations",
+        "memory_wait",
+        "max_tokens",
+        "bash_timeout",
+        "context_window",
+        "compact_at",
+        "offload_bytes",
+        "prices",
+        "consolidate_after",
+        "consolidate_review",
+        "user_memory_remote",
+        "memory_worker",
+        "memory_idle_timeout",
+        "mcp_start_timeout",
+        "mcp_call_timeout",
+        "checkpoint_max_mb",
+        "checkpoint_max_days",
+        "tool_input_max_bytes",
     }
     assert "sk-ant-secret" not in repr(dumped)
 
@@ -216,8 +235,15 @@ def test_invalid_value_holding_a_secret_is_redacted_in_the_error(monkeypatch: py
     assert "hunter2secret" not in msg and "\x1b" not in msg
 
 
-@pytest.mark.parametrize("line", ["checkpoint_max_mb = 0", "checkpoint_max_mb = true", "checkpoint_max_days = 0",
-                                  "checkpoint_max_days = nan"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "checkpoint_max_mb = 0",
+        "checkpoint_max_mb = true",
+        "checkpoint_max_days = 0",
+        "checkpoint_max_days = nan",
+    ],
+)
 def test_checkpoint_bounds_must_be_positive_numbers(isolated_home: Path, line: str) -> None:
     write_config(isolated_home, line + "\n")
     with pytest.raises(SettingsError, match="checkpoint_max_"):

@@ -64,30 +64,54 @@ def _reason(model: type[ToolInput], inp: dict[str, Any]) -> str:
         (S.ListFilesInput, {"pattern": 5}, "input 'pattern' must be a string, not an integer"),
         (S.GrepInput, {"path": "."}, "missing required input 'pattern'"),
         (S.WriteFileInput, {"path": "a"}, "missing required input 'content'"),
-        (S.EditFileInput, {"path": "a", "old_string": "x", "new_string": "y", "replace_all": "yes"},
-         "input 'replace_all' must be true or false, not a string"),
+        (
+            S.EditFileInput,
+            {"path": "a", "old_string": "x", "new_string": "y", "replace_all": "yes"},
+            "input 'replace_all' must be true or false, not a string",
+        ),
         (S.BashInput, {"command": ["ls"]}, "input 'command' must be a string, not an array"),
         (S.BashInput, {"command": "a\x00b"}, "command contains a NUL character"),
         (S.BashInput, {"command": "\ud800"}, "command is not valid UTF-8 text (it holds a lone surrogate)"),
         (S.BashInput, {"command": "a\x00b", "timeout": "x"}, "command contains a NUL character"),
         (S.BashInput, {"command": "true", "timeout": -1}, "input 'timeout' must be greater than 0 (got -1)"),
-        (S.BashInput, {"command": "true", "timeout": float("inf")}, "input 'timeout' must be a number, not a number"),
-        (S.BashInput, {"command": "true", "timeout": True}, "input 'timeout' must be a number, not a boolean"),
+        (
+            S.BashInput,
+            {"command": "true", "timeout": float("inf")},
+            "input 'timeout' must be a number, not a number",
+        ),
+        (
+            S.BashInput,
+            {"command": "true", "timeout": True},
+            "input 'timeout' must be a number, not a boolean",
+        ),
         (S.SearchMemoryInput, {"query": " \t"}, "input 'query' must name what to look for, not only spaces"),
         (S.SearchMemoryInput, {"query": "x", "level": ""}, "level must be 'project' or 'user', not ''"),
-        (S.SearchMemoryInput, {"query": "x", "level": "team", "limit": 0}, "level must be 'project' or 'user', not 'team'"),
+        (
+            S.SearchMemoryInput,
+            {"query": "x", "level": "team", "limit": 0},
+            "level must be 'project' or 'user', not 'team'",
+        ),
         (S.SearchMemoryInput, {"query": "x", "limit": 51}, "input 'limit' must be at most 50 (got 51)"),
         (S.ReadMemoryInput, {"level": ""}, "input 'level' must not be empty"),
         (S.ReadMemoryInput, {"level": "project"}, "missing required input 'filename'"),
-        (S.ReadMemoryInput, {"level": "team", "filename": "a.md"}, "level must be 'project' or 'user', not 'team'"),
+        (
+            S.ReadMemoryInput,
+            {"level": "team", "filename": "a.md"},
+            "level must be 'project' or 'user', not 'team'",
+        ),
         # A malformed input is named before an unknown store.
-        (S.ReadMemoryInput, {"level": "team", "filename": "a.md", "limit": "5"},
-         "input 'limit' must be an integer, not a string"),
+        (
+            S.ReadMemoryInput,
+            {"level": "team", "filename": "a.md", "limit": "5"},
+            "input 'limit' must be an integer, not a string",
+        ),
         (S.ReadResultInput, {"id": ""}, "input 'id' must not be empty"),
         (S.TaskInput, {"description": "x"}, "missing required input 'prompt'"),
     ],
 )
-def test_a_wrong_input_gets_one_line_naming_it(model: type[ToolInput], inp: dict[str, Any], reason: str) -> None:
+def test_a_wrong_input_gets_one_line_naming_it(
+    model: type[ToolInput], inp: dict[str, Any], reason: str
+) -> None:
     assert _reason(model, inp) == reason
 
 
@@ -96,7 +120,9 @@ def test_inputs_are_read_as_sent_without_coercion_nulls_absent_and_unknown_keys_
     assert (read.path, read.offset, read.limit) == ("a", 0, 3)
     assert type(read.limit) is int  # a whole float is taken as the integer
     assert parse_input(S.ReadFileInput, {"path": "a", "offset": None}).offset is None
-    edit = parse_input(S.EditFileInput, {"path": "a", "old_string": "", "new_string": "", "replace_all": None})
+    edit = parse_input(
+        S.EditFileInput, {"path": "a", "old_string": "", "new_string": "", "replace_all": None}
+    )
     assert (edit.old_string, edit.new_string, edit.replace_all) == ("", "", False)
     bash = parse_input(S.BashInput, {"command": "ls", "timeout": 5})
     assert bash.timeout == 5.0 and type(bash.timeout) is float

@@ -43,7 +43,15 @@ pytestmark = pytest.mark.plain_ws
 
 
 ORDER = [
-    "read_file", "list_files", "grep", "write_file", "edit_file", "bash", "read_memory", "search_memory", "read_result",
+    "read_file",
+    "list_files",
+    "grep",
+    "write_file",
+    "edit_file",
+    "bash",
+    "read_memory",
+    "search_memory",
+    "read_result",
     "task",
 ]
 
@@ -109,7 +117,14 @@ def test_input_schemas_match_the_contract() -> None:
 
 def test_api_tools_subset_in_contract_order_and_fresh_copies() -> None:
     sub = api_tools(READ_ONLY_TOOLS)
-    assert [t["name"] for t in sub] == ["read_file", "list_files", "grep", "read_memory", "search_memory", "read_result"]
+    assert [t["name"] for t in sub] == [
+        "read_file",
+        "list_files",
+        "grep",
+        "read_memory",
+        "search_memory",
+        "read_result",
+    ]
     sub[0]["input_schema"]["properties"].clear()
     assert api_tools(["read_file"])[0]["input_schema"]["properties"]
     with pytest.raises(ValueError):
@@ -117,13 +132,27 @@ def test_api_tools_subset_in_contract_order_and_fresh_copies() -> None:
 
 
 def test_kinds_read_only_and_permission() -> None:
-    assert READ_ONLY_TOOLS == {"read_file", "list_files", "grep", "read_memory", "search_memory", "read_result"}
+    assert READ_ONLY_TOOLS == {
+        "read_file",
+        "list_files",
+        "grep",
+        "read_memory",
+        "search_memory",
+        "read_result",
+    }
     assert {n for n in ORDER if needs_permission(n)} == {"write_file", "edit_file", "bash"}
     assert not needs_permission("task") and not needs_permission("unknown")
     assert {n: s.kind for n, s in TOOL_SPECS.items()} == {
-        "read_file": "read", "list_files": "read", "grep": "read", "write_file": "write",
-        "edit_file": "write", "bash": "execute", "read_memory": "read", "search_memory": "read",
-        "read_result": "read", "task": "agent",
+        "read_file": "read",
+        "list_files": "read",
+        "grep": "read",
+        "write_file": "write",
+        "edit_file": "write",
+        "bash": "execute",
+        "read_memory": "read",
+        "search_memory": "read",
+        "read_result": "read",
+        "task": "agent",
     }
 
 
@@ -145,7 +174,11 @@ async def test_unknown_tool_task_and_non_object_input(ctx: ToolContext) -> None:
         ("write_file", {"path": "a"}, "missing required input 'content'"),
         ("write_file", {"path": "", "content": "x"}, "'path' must not be empty"),
         ("edit_file", {"path": "a", "old_string": "x"}, "missing required input 'new_string'"),
-        ("edit_file", {"path": "a", "old_string": "x", "new_string": "y", "replace_all": "yes"}, "true or false"),
+        (
+            "edit_file",
+            {"path": "a", "old_string": "x", "new_string": "y", "replace_all": "yes"},
+            "true or false",
+        ),
         ("bash", {"command": ["ls"]}, "'command' must be a string"),
         ("bash", {"command": "true", "timeout": -1}, "greater than 0"),
         ("bash", {"command": "true", "timeout": "5"}, "must be a number"),
@@ -166,22 +199,32 @@ async def test_unknown_keys_are_ignored(ctx: ToolContext, ws: Path) -> None:
 # -- confinement -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["../outside/secret.txt", "sub/../../outside/secret.txt", "..", "/etc/passwd"])
+@pytest.mark.parametrize(
+    "path", ["../outside/secret.txt", "sub/../../outside/secret.txt", "..", "/etc/passwd"]
+)
 async def test_read_escapes_refused(ctx: ToolContext, outside: Path, path: str) -> None:
     (Path(ctx.workspace) / "sub").mkdir()
     msg = one_line_error(await run(ctx, "read_file", path=path))
     assert "outside" in msg or "leaves the workspace" in msg
 
 
-async def test_absolute_paths_outside_refused_inside_allowed(ctx: ToolContext, ws: Path, outside: Path) -> None:
-    assert "outside the workspace" in one_line_error(await run(ctx, "read_file", path=str(outside / "secret.txt")))
+async def test_absolute_paths_outside_refused_inside_allowed(
+    ctx: ToolContext, ws: Path, outside: Path
+) -> None:
+    assert "outside the workspace" in one_line_error(
+        await run(ctx, "read_file", path=str(outside / "secret.txt"))
+    )
     (ws / "in.txt").write_text("hello\n")
     assert (await run(ctx, "read_file", path=str(ws / "in.txt"))).content == "     1\thello"
-    assert "outside" in one_line_error(await run(ctx, "write_file", path=str(outside / "new.txt"), content="x"))
+    assert "outside" in one_line_error(
+        await run(ctx, "write_file", path=str(outside / "new.txt"), content="x")
+    )
     assert not (outside / "new.txt").exists()
 
 
-async def test_symlinks_out_of_the_workspace_are_never_followed(ctx: ToolContext, ws: Path, outside: Path) -> None:
+async def test_symlinks_out_of_the_workspace_are_never_followed(
+    ctx: ToolContext, ws: Path, outside: Path
+) -> None:
     (ws / "link.txt").symlink_to(outside / "secret.txt")
     (ws / "linkdir").symlink_to(outside)
     (ws / "dangling").symlink_to(outside / "not-yet.txt")
@@ -196,7 +239,11 @@ async def test_symlinks_out_of_the_workspace_are_never_followed(ctx: ToolContext
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
     # grep and list_files do not walk into it either.
     assert (await run(ctx, "grep", pattern="top")).content == "[no matches for 'top' in the workspace]"
-    assert (await run(ctx, "list_files", pattern="**")).content.splitlines() == ["dangling", "link.txt", "linkdir"]
+    assert (await run(ctx, "list_files", pattern="**")).content.splitlines() == [
+        "dangling",
+        "link.txt",
+        "linkdir",
+    ]
     assert one_line_error(await run(ctx, "list_files", path="linkdir"))
     assert one_line_error(await run(ctx, "grep", pattern="top", path="linkdir"))
 
@@ -215,25 +262,41 @@ async def test_git_folder_write_refused_but_readable(ctx: ToolContext, ws: Path)
     (ws / ".git" / "config").write_text("[core]\n")
     for path in (".git/config", ".git/hooks/pre-commit", "sub/.git/x", "./.git/../.git/HEAD"):
         assert ".git" in one_line_error(await run(ctx, "write_file", path=path, content="x"))
-    assert ".git" in one_line_error(await run(ctx, "edit_file", path=".git/config", old_string="core", new_string="x"))
+    assert ".git" in one_line_error(
+        await run(ctx, "edit_file", path=".git/config", old_string="core", new_string="x")
+    )
     assert (ws / ".git" / "config").read_text() == "[core]\n"
     assert not (ws / "sub").exists()
     assert not (await run(ctx, "read_file", path=".git/config")).is_error
 
 
-async def test_memory_store_write_refused(ctx: ToolContext, ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_memory_store_write_refused(
+    ctx: ToolContext, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = ws / ".PseudoClaude" / "memory"
     store.mkdir(parents=True)
     (store / "project_knowledge_a.md").write_text("---\ntitle: a\n---\nbody\n")
-    for path in (".PseudoClaude/memory/x.md", ".PseudoClaude/memory/project_knowledge_a.md", ".PseudoClaude/memory"):
+    for path in (
+        ".PseudoClaude/memory/x.md",
+        ".PseudoClaude/memory/project_knowledge_a.md",
+        ".PseudoClaude/memory",
+    ):
         msg = one_line_error(await run(ctx, "write_file", path=path, content="x"))
         assert "memory" in msg and "read_memory" in msg
-    r = await run(ctx, "edit_file", path=".PseudoClaude/memory/project_knowledge_a.md", old_string="body", new_string="x")
+    r = await run(
+        ctx,
+        "edit_file",
+        path=".PseudoClaude/memory/project_knowledge_a.md",
+        old_string="body",
+        new_string="x",
+    )
     assert "memory store" in one_line_error(r)
     assert (store / "project_knowledge_a.md").read_text().endswith("body\n")
     # The user store too, should $PSEUDOCLAUDE_HOME lie inside the workspace.
     monkeypatch.setenv("PSEUDOCLAUDE_HOME", str(ws / "home"))
-    assert "user memory store" in one_line_error(await run(ctx, "write_file", path="home/memory/n.md", content="x"))
+    assert "user memory store" in one_line_error(
+        await run(ctx, "write_file", path="home/memory/n.md", content="x")
+    )
     assert "own state" in one_line_error(await run(ctx, "write_file", path="home/spool/j.json", content="x"))
     # Reading is fine.
     assert not (await run(ctx, "read_file", path=".PseudoClaude/memory/project_knowledge_a.md")).is_error
@@ -254,7 +317,9 @@ async def test_read_file_numbers_lines_with_offset_and_limit(ctx: ToolContext, w
     assert len(r.content.splitlines()) == 10
     r = await run(ctx, "read_file", path="f.txt", offset=4, limit=3)
     assert r.content.splitlines() == [
-        "     4\tline 4", "     5\tline 5", "     6\tline 6",
+        "     4\tline 4",
+        "     5\tline 5",
+        "     6\tline 6",
         "[showing lines 4–6 of 10; use offset=7 to read on]",
     ]
     r = await run(ctx, "read_file", path="f.txt", offset=9)
@@ -337,7 +402,9 @@ async def test_read_file_of_a_huge_file_counts_the_rest_only_so_far(
     assert r.content.splitlines()[-1].startswith("[showing lines 1–2 of more than ")
     assert r.content.endswith("; use offset=3 to read on]")
     (ws / "small.log").write_bytes(b"a\nb\nc\n")
-    assert (await run(ctx, "read_file", path="small.log", limit=2)).content.endswith("of 3; use offset=3 to read on]")
+    assert (await run(ctx, "read_file", path="small.log", limit=2)).content.endswith(
+        "of 3; use offset=3 to read on]"
+    )
 
 
 async def test_file_tools_never_open_a_fifo_or_device(
@@ -383,8 +450,18 @@ async def test_read_file_over_10_mb_needs_offset_or_limit(ctx: ToolContext, ws: 
 
 
 def _tree(ws: Path) -> None:
-    for rel in ("src/app/main.py", "src/app/util.py", "src/readme.md", "b.txt", "A.txt", ".env",
-                ".git/HEAD", ".venv/lib/site.py", "node_modules/x/index.js", "src/__pycache__/m.pyc"):
+    for rel in (
+        "src/app/main.py",
+        "src/app/util.py",
+        "src/readme.md",
+        "b.txt",
+        "A.txt",
+        ".env",
+        ".git/HEAD",
+        ".venv/lib/site.py",
+        "node_modules/x/index.js",
+        "src/__pycache__/m.pyc",
+    ):
         p = ws / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("import os\n")
@@ -401,11 +478,14 @@ async def test_list_files_direct_entries_sorted_skipping(ctx: ToolContext, ws: P
 async def test_list_files_patterns(ctx: ToolContext, ws: Path) -> None:
     _tree(ws)
     assert (await run(ctx, "list_files", pattern="**/*.py")).content.splitlines() == [
-        "src/app/main.py", "src/app/util.py",
+        "src/app/main.py",
+        "src/app/util.py",
     ]
     assert (await run(ctx, "list_files", path="src", pattern="*/")).content == "src/app/"
     assert (await run(ctx, "list_files", pattern="**/*.{md,txt}")).content.splitlines() == [
-        "A.txt", "b.txt", "src/readme.md",
+        "A.txt",
+        "b.txt",
+        "src/readme.md",
     ]
     # A pattern naming a skipped folder walks it.
     assert (await run(ctx, "list_files", pattern=".venv/**/*.py")).content == ".venv/lib/site.py"
@@ -443,13 +523,19 @@ async def test_grep_format_skips_and_glob(ctx: ToolContext, ws: Path) -> None:
     (ws / "blob.bin").write_bytes(b"import os\x00\x01")
     r = await run(ctx, "grep", pattern=r"^import \w+")
     assert r.content.splitlines() == [
-        ".env:1: import os", "A.txt:1: import os", "b.txt:1: import os",
-        "src/app/main.py:2: import sys", "src/app/main.py:3: import os",
-        "src/app/util.py:1: import os", "src/readme.md:1: import os",
+        ".env:1: import os",
+        "A.txt:1: import os",
+        "b.txt:1: import os",
+        "src/app/main.py:2: import sys",
+        "src/app/main.py:3: import os",
+        "src/app/util.py:1: import os",
+        "src/readme.md:1: import os",
     ]
     r = await run(ctx, "grep", pattern="import", glob="*.py")
     assert [ln.split(":")[0] for ln in r.content.splitlines()] == [
-        "src/app/main.py", "src/app/main.py", "src/app/util.py",
+        "src/app/main.py",
+        "src/app/main.py",
+        "src/app/util.py",
     ]
     r = await run(ctx, "grep", pattern="(?i)IMPORT SYS", path="src/app/main.py")
     assert r.content == "src/app/main.py:2: import sys"
@@ -510,7 +596,9 @@ CATASTROPHIC = "a" * 5000 + "b"
 
 
 @pytest.mark.timeout(60)
-async def test_grep_catastrophic_regex_times_out_naming_the_pattern_without_freezing_the_loop(ws: Path) -> None:
+async def test_grep_catastrophic_regex_times_out_naming_the_pattern_without_freezing_the_loop(
+    ws: Path,
+) -> None:
     (ws / "ok.txt").write_text("fine\n")
     (ws / "slow.txt").write_text("x\n" + CATASTROPHIC + "\n")
     ctx = ToolContext(workspace=ws, grep_timeout=1.0)
@@ -583,7 +671,9 @@ async def test_undecodable_file_names_reach_no_tool_output_as_surrogates(ctx: To
     assert "dir\ufffd/inner.txt:1: needle too" in results[2].content
 
 
-async def test_file_names_with_newlines_or_escapes_cannot_add_lines_to_a_listing(ctx: ToolContext, ws: Path) -> None:
+async def test_file_names_with_newlines_or_escapes_cannot_add_lines_to_a_listing(
+    ctx: ToolContext, ws: Path
+) -> None:
     (ws / "evil\n[nothing here]").write_text("needle\n")
     (ws / "b\x1b]0;t\x07.txt").write_text("needle\n")
     listing = (await run(ctx, "list_files")).content.splitlines()
@@ -629,7 +719,9 @@ async def test_read_memory_text_with_surrogates_is_repaired(ws: Path) -> None:
     assert r.content == "body \ufffd end\n"
 
 
-async def test_grep_refuses_patterns_whose_compilation_would_hang_instead_of_freezing(ctx: ToolContext, ws: Path) -> None:
+async def test_grep_refuses_patterns_whose_compilation_would_hang_instead_of_freezing(
+    ctx: ToolContext, ws: Path
+) -> None:
     (ws / "a.txt").write_text("a" * 2000 + "\n")
     started = time.monotonic()
     with Heartbeat() as hb:
@@ -643,7 +735,9 @@ async def test_grep_refuses_patterns_whose_compilation_would_hang_instead_of_fre
     assert fine.content.startswith("a.txt:1: aaaa")
 
 
-async def test_pathological_globs_match_in_linear_time_without_freezing_the_loop(ctx: ToolContext, ws: Path) -> None:
+async def test_pathological_globs_match_in_linear_time_without_freezing_the_loop(
+    ctx: ToolContext, ws: Path
+) -> None:
     for i in range(3):
         (ws / ("a" * 60 + str(i))).write_text("x\n")
     deep = ws.joinpath(*["d"] * 20)
@@ -678,7 +772,9 @@ def _old_glob_regex(pattern: str) -> re.Pattern[str]:
                 out.append(component(part) + ("" if last else "/"))
         return "".join(out)
 
-    return re.compile("|".join(f"(?:{translate(a)})" for a in globs.expand_braces(pattern.strip())), re.DOTALL)
+    return re.compile(
+        "|".join(f"(?:{translate(a)})" for a in globs.expand_braces(pattern.strip())), re.DOTALL
+    )
 
 
 _GLOB_PIECES = st.sampled_from(["*", "**", "?", "a", "b", ".", "[ab]", "[!a]", "/", "{a,b}", "a*", "*b"])
@@ -717,7 +813,9 @@ async def test_edit_file_uniqueness_and_replace_all(ctx: ToolContext, ws: Path) 
     assert "occurs 2 times" in msg and "context" in msg and "replace_all" in msg
     msg = one_line_error(await run(ctx, "edit_file", path="m.py", old_string="zzz", new_string="y"))
     assert "not found" in msg
-    assert "identical" in one_line_error(await run(ctx, "edit_file", path="m.py", old_string="c", new_string="c"))
+    assert "identical" in one_line_error(
+        await run(ctx, "edit_file", path="m.py", old_string="c", new_string="c")
+    )
     assert "empty" in one_line_error(await run(ctx, "edit_file", path="m.py", old_string="", new_string="c"))
     assert f.read_text() == "a = 1\nb = 1\nc = 2\n"
     r = await run(ctx, "edit_file", path="m.py", old_string="b = 1", new_string="b = 9")
@@ -725,7 +823,9 @@ async def test_edit_file_uniqueness_and_replace_all(ctx: ToolContext, ws: Path) 
     r = await run(ctx, "edit_file", path="m.py", old_string=" = ", new_string="=", replace_all=True)
     assert r.content == "edited m.py: 3 replacements"
     assert f.read_text() == "a=1\nb=9\nc=2\n"
-    assert "write_file" in one_line_error(await run(ctx, "edit_file", path="new.py", old_string="a", new_string="b"))
+    assert "write_file" in one_line_error(
+        await run(ctx, "edit_file", path="new.py", old_string="a", new_string="b")
+    )
 
 
 async def test_edit_file_keeps_crlf_and_refuses_binary(ctx: ToolContext, ws: Path) -> None:
@@ -734,7 +834,9 @@ async def test_edit_file_keeps_crlf_and_refuses_binary(ctx: ToolContext, ws: Pat
     assert not r.is_error, r.content
     assert (ws / "w.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
     (ws / "b.bin").write_bytes(b"ab\x00cd")
-    assert "binary" in one_line_error(await run(ctx, "edit_file", path="b.bin", old_string="ab", new_string="x"))
+    assert "binary" in one_line_error(
+        await run(ctx, "edit_file", path="b.bin", old_string="ab", new_string="x")
+    )
 
 
 # -- bash --------------------------------------------------------------------------------------
@@ -867,15 +969,22 @@ async def test_read_memory_delegates_and_reports_errors(ws: Path) -> None:
     assert "(a.md)" in (await run(ctx, "read_memory", level="project", filename="MEMORY.md")).content
     assert "no note named" in one_line_error(await run(ctx, "read_memory", level="user", filename="gone.md"))
     assert ".md" in one_line_error(await run(ctx, "read_memory", level="user", filename="bad"))
-    assert "'project' or 'user'" in one_line_error(await run(ctx, "read_memory", level="team", filename="a.md"))
+    assert "'project' or 'user'" in one_line_error(
+        await run(ctx, "read_memory", level="team", filename="a.md")
+    )
     assert mem.calls == [("user", "a.md"), ("project", "MEMORY.md"), ("user", "gone.md"), ("user", "bad")]
     ctx = ToolContext(workspace=ws, memory=None)
-    assert one_line_error(await run(ctx, "read_memory", level="user", filename="a.md")) == "memory is not available"
+    assert (
+        one_line_error(await run(ctx, "read_memory", level="user", filename="a.md"))
+        == "memory is not available"
+    )
 
 
 async def test_read_memory_with_the_real_stores(tmp_path: Path) -> None:
     stores = make_env(tmp_path)
-    write_note(stores, Level.PROJECT, "project_knowledge_build.md", "Build", "Run make test.\n", summary="How")
+    write_note(
+        stores, Level.PROJECT, "project_knowledge_build.md", "Build", "Run make test.\n", summary="How"
+    )
     ctx = ToolContext(workspace=Path(stores.paths.workspace), memory=stores)
     r = await run(ctx, "read_memory", level="project", filename="project_knowledge_build.md")
     assert r.content == "Run make test.\n"
@@ -889,7 +998,10 @@ class BigIndexMemory:
     """A level whose MEMORY.md has ``n`` lines (what ~5,000 notes give)."""
 
     def __init__(self, n: int) -> None:
-        self.lines = [f"- [project_knowledge] Note {i} — summary {i} (project_knowledge_note-{i}.md)" for i in range(1, n + 1)]
+        self.lines = [
+            f"- [project_knowledge] Note {i} — summary {i} (project_knowledge_note-{i}.md)"
+            for i in range(1, n + 1)
+        ]
 
     def read_memory_text(self, level: str, filename: str) -> MemoryText:
         return MemoryText("".join(line + "\n" for line in self.lines))
@@ -948,7 +1060,9 @@ async def test_read_memory_pages_a_long_note_of_the_real_store(tmp_path: Path) -
     offset = _next_offset(r.content)
     assert offset is not None
     r = await run(ctx, "read_memory", level="project", filename="project_knowledge_long.md", offset=990)
-    assert r.content.splitlines()[0].startswith("line 990 ") and r.content.splitlines()[-1].startswith("line 1000 ")
+    assert r.content.splitlines()[0].startswith("line 990 ") and r.content.splitlines()[-1].startswith(
+        "line 1000 "
+    )
 
 
 # -- gates -------------------------------------------------------------------------------------

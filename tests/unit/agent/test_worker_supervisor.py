@@ -67,8 +67,14 @@ async def _exited(sup: WorkerProcess) -> None:
 
 def _supervisor(tmp_path: Path, code: str, notes: list[str], clock: Any = None, **kw: Any) -> WorkerProcess:
     extra = {"clock": clock} if clock is not None else {}
-    return WorkerProcess(_Manager(), lambda mode: _child(code), log_path=tmp_path / "logs" / "w.log",  # type: ignore[arg-type]
-                         on_note=notes.append, **extra, **kw)
+    return WorkerProcess(
+        _Manager(),
+        lambda mode: _child(code),
+        log_path=tmp_path / "logs" / "w.log",  # type: ignore[arg-type]
+        on_note=notes.append,
+        **extra,
+        **kw,
+    )
 
 
 async def test_a_dead_child_is_said_once_and_replaced(tmp_path: Path) -> None:
@@ -121,7 +127,11 @@ async def test_a_child_that_keeps_dying_is_left_stopped_for_a_minute_said_in_one
         await sup.check()
     assert sup.started == MAX_RESTARTS  # the fifth death did not start a sixth child
     assert notes[0] == "memory worker stopped (exit status 3); started another (no memory job is lost)"
-    assert len(notes) == MAX_RESTARTS and "5 times in a minute" in notes[-1] and "memory jobs stay spooled" in notes[-1]
+    assert (
+        len(notes) == MAX_RESTARTS
+        and "5 times in a minute" in notes[-1]
+        and "memory jobs stay spooled" in notes[-1]
+    )
     now[0] += 61
     await sup.check()
     assert sup.started == MAX_RESTARTS + 1
@@ -131,8 +141,12 @@ async def test_a_child_that_keeps_dying_is_left_stopped_for_a_minute_said_in_one
 
 async def test_a_child_that_cannot_start_is_one_line(tmp_path: Path) -> None:
     notes: list[str] = []
-    sup = WorkerProcess(_Manager(), lambda mode: [str(tmp_path / "no-such-program")],  # type: ignore[arg-type]
-                        log_path=tmp_path / "logs" / "w.log", on_note=notes.append)
+    sup = WorkerProcess(
+        _Manager(),
+        lambda mode: [str(tmp_path / "no-such-program")],  # type: ignore[arg-type]
+        log_path=tmp_path / "logs" / "w.log",
+        on_note=notes.append,
+    )
     await sup.check()
     assert sup.proc is None and len(notes) == 1
     assert notes[0].startswith("memory worker stopped (could not start: ") and "\n" not in notes[0]
@@ -153,11 +167,15 @@ async def test_wake_and_mode_reach_the_childs_stdin_and_stop_closes_it(tmp_path:
 async def test_the_childs_usage_lines_are_counted_and_nothing_else(tmp_path: Path) -> None:
     seen: list[tuple[str, Usage]] = []
     code = (
-        "print('hello'); print('usage {\"model\": \"m\", \"input_tokens\": 5, \"output_tokens\": 2}'); "
-        "print('usage {\"model\": \"m\", \"input_tokens\": -1}'); print('usage not json')"
+        'print(\'hello\'); print(\'usage {"model": "m", "input_tokens": 5, "output_tokens": 2}\'); '
+        'print(\'usage {"model": "m", "input_tokens": -1}\'); print(\'usage not json\')'
     )
-    sup = WorkerProcess(_Manager(), lambda mode: _child(code), log_path=tmp_path / "logs" / "w.log",  # type: ignore[arg-type]
-                        on_usage=lambda m, u: seen.append((m, u)))
+    sup = WorkerProcess(
+        _Manager(),
+        lambda mode: _child(code),
+        log_path=tmp_path / "logs" / "w.log",  # type: ignore[arg-type]
+        on_usage=lambda m, u: seen.append((m, u)),
+    )
     await sup.check()
     await _exited(sup)
     assert sup.proc is not None and sup.proc.stdout is not None
@@ -165,8 +183,17 @@ async def test_the_childs_usage_lines_are_counted_and_nothing_else(tmp_path: Pat
     assert seen == [("m", Usage(input_tokens=5, output_tokens=2))]
 
 
-@pytest.mark.parametrize("raw", [b"usage {}", b'usage {"model": 3}', b'usage {"model": "m", "output_tokens": true}',
-                                 b"usage [1]", b"usag", b"usage " + b"x" * 5000])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"usage {}",
+        b'usage {"model": 3}',
+        b'usage {"model": "m", "output_tokens": true}',
+        b"usage [1]",
+        b"usag",
+        b"usage " + b"x" * 5000,
+    ],
+)
 def test_hostile_usage_lines_are_ignored(raw: bytes) -> None:
     assert parse_usage(raw) is None
 
@@ -176,7 +203,9 @@ def test_exits_are_described() -> None:
     assert describe_exit(2) == "exit status 2"
 
 
-async def test_the_childs_stderr_goes_to_its_log_never_to_the_terminal(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+async def test_the_childs_stderr_goes_to_its_log_never_to_the_terminal(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     sup = _supervisor(tmp_path, "import sys; sys.stderr.write('boom\\n'); sys.exit(0)", [])
     await sup.check()
     await _exited(sup)
@@ -200,10 +229,16 @@ async def test_the_childs_store_writes_become_the_apps_own(tmp_path: Path) -> No
     assert sup.writes.is_own(tmp_path / "mine.md", "def")  # and the process's own too
 
 
-APPLIED = JobApplied(job_id="00000000000000000000-aaaaaaaa", txid="tx1", created="2025-01-01T00:00:00Z",
-                     applied=(AppliedOp(index=0, action=Action.CREATE, level=Level.PROJECT, filename="p.md", title="P"),
-                              AppliedOp(index=1, action=Action.DELETE, level=Level.USER, filename="u.md")),
-                     rejected=(Rejection(index=2, reason="op 2: no title", op={"action": "create"}),))
+APPLIED = JobApplied(
+    job_id="00000000000000000000-aaaaaaaa",
+    txid="tx1",
+    created="2025-01-01T00:00:00Z",
+    applied=(
+        AppliedOp(index=0, action=Action.CREATE, level=Level.PROJECT, filename="p.md", title="P"),
+        AppliedOp(index=1, action=Action.DELETE, level=Level.USER, filename="u.md"),
+    ),
+    rejected=(Rejection(index=2, reason="op 2: no title", op={"action": "create"}),),
+)
 OUTCOMES: list[MemoryEvent] = [
     APPLIED,
     JobFailed(job_id="j2", reason="extraction request failed: 401", retryable=False),
@@ -248,8 +283,13 @@ async def test_malformed_and_oversized_outcome_lines_are_ignored_and_the_next_li
 ) -> None:
     good = outcome_line(APPLIED)
     assert good is not None
-    lines = ["outcome {not json", "outcome " + "x" * (MAX_OUTCOME_BYTES + 10), 'outcome {"event": {"kind": "queued", "job_id": "x"}}',
-             "outcome " + good[len("outcome "):-1] + ', "extra": 1}', good]
+    lines = [
+        "outcome {not json",
+        "outcome " + "x" * (MAX_OUTCOME_BYTES + 10),
+        'outcome {"event": {"kind": "queued", "job_id": "x"}}',
+        "outcome " + good[len("outcome ") : -1] + ', "extra": 1}',
+        good,
+    ]
     sup = _supervisor(tmp_path, _printing(tmp_path, lines), [])
     await _run_to_end(sup)
     assert sup.manager.announced == [APPLIED]  # type: ignore[attr-defined]
@@ -258,16 +298,25 @@ async def test_malformed_and_oversized_outcome_lines_are_ignored_and_the_next_li
     assert all(len(m) < 400 for m in said)  # the log says it in a line, never the line itself
 
 
-@pytest.mark.parametrize("raw", [
-    b"outcome ", b"outcome {}", b"outcome null", b"outcome []", b'outcome {"event": null}',
-    b'outcome {"event": {"kind": "queued", "job_id": "x"}}',  # not an outcome
-    b'outcome {"event": {"kind": "failed", "job_id": 7, "reason": "r"}}',
-    b'outcome {"event": {"kind": "failed", "job_id": "x"}}',
-    b'outcome {"event": {"kind": "retrying", "job_id": "x", "attempt": "1", "max_attempts": 3, "next_try_at": "", "reason": ""}}',
-    b'outcome {"event": {"kind": "applied", "job_id": "x", "applied": [{"index": 0, "action": "explode", "level": "project", "filename": "a"}]}}',
-    b'outcome {"event": {"kind": "failed", "job_id": "x", "reason": "r"}, "more": 1}',
-    b"outcome \xff\xfe", b"outcome " + b"[" * 5000, b"outcome " + b"x" * MAX_OUTCOME_BYTES,
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"outcome ",
+        b"outcome {}",
+        b"outcome null",
+        b"outcome []",
+        b'outcome {"event": null}',
+        b'outcome {"event": {"kind": "queued", "job_id": "x"}}',  # not an outcome
+        b'outcome {"event": {"kind": "failed", "job_id": 7, "reason": "r"}}',
+        b'outcome {"event": {"kind": "failed", "job_id": "x"}}',
+        b'outcome {"event": {"kind": "retrying", "job_id": "x", "attempt": "1", "max_attempts": 3, "next_try_at": "", "reason": ""}}',
+        b'outcome {"event": {"kind": "applied", "job_id": "x", "applied": [{"index": 0, "action": "explode", "level": "project", "filename": "a"}]}}',
+        b'outcome {"event": {"kind": "failed", "job_id": "x", "reason": "r"}, "more": 1}',
+        b"outcome \xff\xfe",
+        b"outcome " + b"[" * 5000,
+        b"outcome " + b"x" * MAX_OUTCOME_BYTES,
+    ],
+)
 def test_hostile_outcome_lines_are_ignored(raw: bytes) -> None:
     assert parse_outcome(raw) is None
 
@@ -280,8 +329,16 @@ def test_only_outcomes_have_a_line_and_never_one_the_app_would_refuse() -> None:
     assert line is not None and "\n" not in line and parse_outcome(line.encode() + b"\n") == APPLIED
 
 
-@pytest.mark.parametrize("raw", [b"wrote {}", b'wrote {"path": 1, "sha": "x"}', b'wrote {"path": "a\\u0000b", "sha": "x"}',
-                                 b'wrote {"path": "a", "sha": 5}', b"wrote nope"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"wrote {}",
+        b'wrote {"path": 1, "sha": "x"}',
+        b'wrote {"path": "a\\u0000b", "sha": "x"}',
+        b'wrote {"path": "a", "sha": 5}',
+        b"wrote nope",
+    ],
+)
 def test_hostile_write_lines_are_ignored(raw: bytes) -> None:
     from app.agent.memory_bridge.worker_process import parse_write
 

@@ -15,7 +15,7 @@ def _cycle(edges: dict[str, set[str]]) -> list[str]:
 
     def visit(m: str, path: list[str]) -> list[str]:
         if m in path:
-            return [*path[path.index(m):], m]
+            return [*path[path.index(m) :], m]
         if m in done:
             return []
         for n in sorted(edges.get(m, ())):
@@ -57,7 +57,9 @@ def test_the_import_reader_sees_every_spelling() -> None:
 
 def test_no_import_circle_in_the_command_line() -> None:
     modules = {
-        ".".join(p.relative_to(CLI).with_suffix("").parts): p for p in CLI.rglob("*.py") if p.stem != "__init__"
+        ".".join(p.relative_to(CLI).with_suffix("").parts): p
+        for p in CLI.rglob("*.py")
+        if p.stem != "__init__"
     }
     edges = {m: _cli_imports(p.read_text(encoding="utf-8")) & modules.keys() for m, p in modules.items()}
     assert len(modules) > 5 and edges["memory.commands"] and _cycle(edges) == []

@@ -29,8 +29,14 @@ def _stores(repo: Path) -> MemoryStores:
 def _many_notes(repo: Path, n: int = 300, body: str = "body\n") -> None:
     stores = _stores(repo)
     for i in range(n):
-        write_note(stores, Level.PROJECT, f"project_knowledge_note-{i:04}.md", f"Note {i} " + "t" * 80,
-                   body, summary="s" * 150)
+        write_note(
+            stores,
+            Level.PROJECT,
+            f"project_knowledge_note-{i:04}.md",
+            f"Note {i} " + "t" * 80,
+            body,
+            summary="s" * 150,
+        )
 
 
 class ClosedPipe(io.TextIOBase):
@@ -93,8 +99,9 @@ def test_console_script_memory_list_piped_into_head_exits_0_without_a_message(re
     args = ["list"]
     script = Path(sys.executable).with_name("pseudoclaude")
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "app.cli.main"]
-    proc = subprocess.Popen([*cmd, "memory", *args, "-C", str(repo)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*cmd, "memory", *args, "-C", str(repo)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.readline()
     proc.stdout.close()  # what `head -1` does after its line
@@ -119,7 +126,9 @@ def test_flush_timeout_accepts_fractions(repo: Path, capsys: pytest.CaptureFixtu
     assert "no spooled memory jobs" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args", [["approve", ""], ["reject", "  "], ["approve", "job", "-1"], ["reject", "job", "x"]])
+@pytest.mark.parametrize(
+    "args", [["approve", ""], ["reject", "  "], ["approve", "job", "-1"], ["reject", "job", "x"]]
+)
 def test_review_arguments_are_checked_before_any_job_is_touched(
     repo: Path, capsys: pytest.CaptureFixture[str], args: list[str]
 ) -> None:
@@ -135,8 +144,7 @@ HOSTILE_BODY = "before \x1b]52;c;ZXZpbCBjbGlwYm9hcmQ=\x07 middle \x1b]0;pwned\x0
 def _hostile_note(repo: Path) -> str:
     stores = _stores(repo)
     name = "project_knowledge_evil.md"
-    write_note(stores, Level.PROJECT, name, "Evil", HOSTILE_BODY, NoteType.PROJECT_KNOWLEDGE,
-               summary="fine")
+    write_note(stores, Level.PROJECT, name, "Evil", HOSTILE_BODY, NoteType.PROJECT_KNOWLEDGE, summary="fine")
     folder = stores.store(Level.PROJECT).dir
     # A hand-written title and summary carrying raw escapes (the YAML is double-quoted, so it loads).
     (folder / "project_knowledge_title.md").write_text(
@@ -181,7 +189,9 @@ def test_memory_commands_never_write_raw_osc52_or_osc0_sequences(
     _assert_terminal_safe(err)
 
 
-def test_show_keeps_the_visible_text_of_a_hostile_note(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_keeps_the_visible_text_of_a_hostile_note(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     name = _hostile_note(repo)
     assert main(["memory", "show", "project", name, "-C", str(repo)]) == 0
     out = capsys.readouterr().out

@@ -52,7 +52,9 @@ def derived(stores: MemoryStores) -> str:
     return render_index(stores.project.notes())
 
 
-def test_a_forged_index_in_a_trusted_store_is_rebuilt_and_said_once(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_forged_index_in_a_trusted_store_is_rebuilt_and_said_once(
+    ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     stores, index = seeded(ws, trusted=True)
     code, out = doctor(ws, capsys)
     assert code == 0, out
@@ -95,7 +97,9 @@ def test_real_problems_still_exit_1_and_the_index_is_rebuilt_anyway(
     assert "does not match" not in out and "Ghost" not in index.read_text()
 
 
-def test_an_index_that_cannot_be_rebuilt_is_still_a_problem(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_index_that_cannot_be_rebuilt_is_still_a_problem(
+    ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     stores, index = seeded(ws, trusted=True)
     jdir = stores.paths.journal_dir
     jdir.mkdir(parents=True)

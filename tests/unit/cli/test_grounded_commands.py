@@ -70,8 +70,9 @@ def test_unused_lists_the_cards_not_read_in_that_many_days_with_their_use(cli, p
     set_created(card(plain_ws, "project_knowledge_old.md"), now - _dt.timedelta(days=100))
     set_created(card(plain_ws, "project_knowledge_long-read.md"), now - _dt.timedelta(days=100))
     stores = MemoryStores(plain_ws)
-    UsageLog(pseudoclaude_home()).record_read(stores.project.dir, "project_knowledge_long-read.md",
-                                              now - _dt.timedelta(days=40, hours=1))
+    UsageLog(pseudoclaude_home()).record_read(
+        stores.project.dir, "project_knowledge_long-read.md", now - _dt.timedelta(days=40, hours=1)
+    )
     stores.record_read("user", "user_preference_read-now.md")
 
     code, out, err = cli("list", "--unused", "1")
@@ -108,18 +109,28 @@ def test_stale_lists_only_stale_cards_and_combines_with_unused(cli, plain_ws: Pa
     assert (code, out, err) == (0, "", "pseudoclaude: no stale cards\n")
     (plain_ws / "notes.txt").write_text("v2\n")
     code, out, _ = cli("list", "--stale")
-    assert code == 0 and out == "project  project_knowledge_notes.md  Notes — notes.txt changed since this card was written\n"
+    assert (
+        code == 0
+        and out
+        == "project  project_knowledge_notes.md  Notes — notes.txt changed since this card was written\n"
+    )
     code, out, err = cli("list", "--stale", "--unused", "1")
     assert (code, out, err) == (0, "", "pseudoclaude: no stale cards unused in the last 1 day\n")
     code, out, _ = cli("list", "--stale", "--unused", "0")
-    assert out == ("project  project_knowledge_notes.md  Notes — notes.txt changed since this card was written"
-                   " · never read\n")
+    assert out == (
+        "project  project_knowledge_notes.md  Notes — notes.txt changed since this card was written"
+        " · never read\n"
+    )
 
     code, out, _ = cli("list")
     lines = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith("  ")}
-    assert lines["project_knowledge_notes.md"].endswith("  stale: notes.txt changed since this card was written")
-    assert "stale" not in lines["project_knowledge_other.md"] and "stale" not in lines["project_knowledge_uncited.md"]
-
+    assert lines["project_knowledge_notes.md"].endswith(
+        "  stale: notes.txt changed since this card was written"
+    )
+    assert (
+        "stale" not in lines["project_knowledge_other.md"]
+        and "stale" not in lines["project_knowledge_uncited.md"]
+    )
 
 
 def test_plain_list_still_lists_when_the_stale_check_cannot_run(cli, plain_ws: Path, monkeypatch) -> None:
@@ -133,7 +144,9 @@ def test_plain_list_still_lists_when_the_stale_check_cannot_run(cli, plain_ws: P
     monkeypatch.setattr(MemoryStores, "staleness", locked)
     code, out, err = cli("list")
     assert code == 0 and "project_knowledge_notes.md  [project_knowledge] Notes" in out
-    assert err == "pseudoclaude: stale cards not checked: memory stores are locked by another process (x.lock)\n"
+    assert (
+        err == "pseudoclaude: stale cards not checked: memory stores are locked by another process (x.lock)\n"
+    )
     code, out, err = cli("list", "--stale")
     assert code == 1 and out == "" and err.count("\n") == 1 and "locked by another process" in err
 
@@ -147,7 +160,11 @@ def test_show_prints_the_citations_checked_now_above_a_cited_card(cli, plain_ws:
     path = card(plain_ws, "project_knowledge_notes.md")
     code, out, _ = cli("show", "project", "project_knowledge_notes.md")
     assert code == 0
-    assert out == "Cites (checked now):\n- notes.txt:2-3: unchanged since the card was written\n\n" + path.read_text()
+    assert (
+        out
+        == "Cites (checked now):\n- notes.txt:2-3: unchanged since the card was written\n\n"
+        + path.read_text()
+    )
     (plain_ws / "notes.txt").unlink()
     code, out, _ = cli("show", "project", "project_knowledge_notes.md")
     assert out.startswith("Cites (checked now):\n- notes.txt:2-3: notes.txt was deleted\nThis card is STALE")
@@ -181,7 +198,10 @@ def test_confirm_of_a_card_that_cannot_be_confirmed_says_why_in_one_line(cli, pl
         (("project", "project_knowledge_bad.md"), "does not parse"),
     ]:
         code, out, err = cli("confirm", *args)
-        assert code == 1 and out == "" and err.count("\n") == 1 and err.startswith("pseudoclaude: "), (args, err)
+        assert code == 1 and out == "" and err.count("\n") == 1 and err.startswith("pseudoclaude: "), (
+            args,
+            err,
+        )
         assert want in err, (args, err)
     assert bad.read_bytes() == kept
     with pytest.raises(SystemExit) as e:
@@ -195,17 +215,29 @@ def test_confirm_of_a_card_that_cannot_be_confirmed_says_why_in_one_line(cli, pl
 # -- apply: dropped citations ----------------------------------------------------------------------
 
 
-def test_apply_says_each_dropped_citation_in_op_order_and_they_do_not_change_the_exit(cli, plain_ws: Path) -> None:
+def test_apply_says_each_dropped_citation_in_op_order_and_they_do_not_change_the_exit(
+    cli, plain_ws: Path
+) -> None:
     (plain_ws / "ok.txt").write_text("ok\n")
-    code, out, err = cli("apply", "-", stdin=json.dumps([op("A", cites=["ok.txt", "../a"]), {"action": "nope"},
-                                                         op("C", cites=["/etc/hosts"])]))
+    code, out, err = cli(
+        "apply",
+        "-",
+        stdin=json.dumps(
+            [op("A", cites=["ok.txt", "../a"]), {"action": "nope"}, op("C", cites=["/etc/hosts"])]
+        ),
+    )
     assert code == 3  # op 1 was rejected; the dropped citations alone would be exit 0
-    assert out.splitlines() == ["create project/project_knowledge_a.md", "create project/project_knowledge_c.md"]
+    assert out.splitlines() == [
+        "create project/project_knowledge_a.md",
+        "create project/project_knowledge_c.md",
+    ]
     lines = err.splitlines()
     assert len(lines) == 3
     assert lines[0] == "pseudoclaude: op 0: citation '../a' dropped: '../a' leaves the workspace through '..'"
     assert lines[1].startswith("pseudoclaude: op 1: ")
-    assert lines[2].startswith("pseudoclaude: op 2: citation '/etc/hosts' dropped: '/etc/hosts' is an absolute path")
+    assert lines[2].startswith(
+        "pseudoclaude: op 2: citation '/etc/hosts' dropped: '/etc/hosts' is an absolute path"
+    )
     err = apply(cli, op("User", "user", cites=["ok.txt"]))
     assert err.startswith("pseudoclaude: op 0: citation 'ok.txt' dropped: ") and err.count("\n") == 1
 
@@ -218,14 +250,23 @@ def test_doctor_reports_stale_cards_as_information_only(cli, plain_ws: Path) -> 
     apply(cli, op("Notes", cites=["notes.txt"]))
     (plain_ws / "notes.txt").write_text("v2\n")
     report = diagnose(MemoryStores(plain_ws))
-    assert report.ok and report.stale == [("project_knowledge_notes.md", "notes.txt changed since this card was written")]
+    assert report.ok and report.stale == [
+        ("project_knowledge_notes.md", "notes.txt changed since this card was written")
+    ]
     code, out, _ = cli("doctor")
-    assert code == 0 and "stale: project/project_knowledge_notes.md: notes.txt changed since this card was written" in out
+    assert (
+        code == 0
+        and "stale: project/project_knowledge_notes.md: notes.txt changed since this card was written" in out
+    )
     # With a real problem too: the problem fails the check, the stale card is still only said.
     (card(plain_ws, "project_knowledge_notes.md").parent / "MEMORY.md").write_text("garbage\n")
-    (card(plain_ws, "project_knowledge_notes.md").parent / "project_knowledge_bad.md").write_text("---\nx: [\n---\n")
+    (card(plain_ws, "project_knowledge_notes.md").parent / "project_knowledge_bad.md").write_text(
+        "---\nx: [\n---\n"
+    )
     code, out, _ = cli("doctor")
-    assert code == 1 and "problem: project store: project_knowledge_bad.md" in out and "stale: project/" in out
+    assert (
+        code == 1 and "problem: project store: project_knowledge_bad.md" in out and "stale: project/" in out
+    )
 
 
 # -- help ------------------------------------------------------------------------------------------
@@ -251,8 +292,10 @@ def test_print_mode_says_each_dropped_citation_of_the_applied_job(capsys) -> Non
 
     out, err = io.StringIO(), io.StringIO()
     ui = PrintUI(out, err)
-    dropped = (DroppedCite(index=0, cite="../outside", reason="'../outside' leaves the workspace through '..'"),
-               DroppedCite(index=2, cite="\x1b]0;t\x07.git/config", reason="inside .git/\nsecond line"))
+    dropped = (
+        DroppedCite(index=0, cite="../outside", reason="'../outside' leaves the workspace through '..'"),
+        DroppedCite(index=2, cite="\x1b]0;t\x07.git/config", reason="inside .git/\nsecond line"),
+    )
     ui.memory(JobApplied(job_id="j1", dropped_cites=dropped))
     assert out.getvalue() == ""
     assert err.getvalue().splitlines() == [

@@ -30,9 +30,13 @@ def ws(tmp_path: Path) -> Path:
     return w
 
 
-def run(ws: Path, *args: str, stdin: str | None = None, monkeypatch=None, capsys=None) -> tuple[int, str, str]:
+def run(
+    ws: Path, *args: str, stdin: str | None = None, monkeypatch=None, capsys=None
+) -> tuple[int, str, str]:
     if stdin is not None:
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8", "surrogatepass"))))
+        monkeypatch.setattr(
+            sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8", "surrogatepass")))
+        )
     code = main(["memory", *args, "-C", str(ws)])
     out, err = capsys.readouterr()
     return code, out, err
@@ -48,14 +52,24 @@ def stores_for(ws: Path) -> MemoryStores:
 
 
 def create_op(title: str, level: str = "project", type_: str = "project_knowledge", **kw) -> dict:
-    return {"action": "create", "level": level, "type": type_, "title": title, "content": f"{title} body", **kw}
+    return {
+        "action": "create",
+        "level": level,
+        "type": type_,
+        "title": title,
+        "content": f"{title} body",
+        **kw,
+    }
 
 
 def test_apply_then_index_list_show(cli, ws: Path) -> None:
     ops = [create_op("Build", summary="Use make."), create_op("Chinese", "user", "user_preference")]
     code, out, err = cli("apply", "-", stdin=json.dumps(ops))
     assert code == 0 and err == ""
-    assert out.splitlines() == ["create project/project_knowledge_build.md", "create user/user_preference_chinese.md"]
+    assert out.splitlines() == [
+        "create project/project_knowledge_build.md",
+        "create user/user_preference_chinese.md",
+    ]
     code, out, _ = cli("index")
     assert out == (
         "## Project Memory\n- [project_knowledge] Build — Use make. (project_knowledge_build.md)\n\n"
@@ -64,7 +78,9 @@ def test_apply_then_index_list_show(cli, ws: Path) -> None:
     code, out, _ = cli("list")
     assert "project_knowledge_build.md  [project_knowledge] Build — Use make." in out
     code, out, _ = cli("show", "user", "user_preference_chinese.md")
-    assert code == 0 and out.startswith("---\n") and "source: manual" in out and out.endswith("Chinese body\n")
+    assert (
+        code == 0 and out.startswith("---\n") and "source: manual" in out and out.endswith("Chinese body\n")
+    )
     code, out, _ = cli("show", "project", INDEX_FILE)
     assert out == "- [project_knowledge] Build — Use make. (project_knowledge_build.md)\n"
 
@@ -76,7 +92,9 @@ def test_workspace_flag_before_memory(ws: Path, capsys) -> None:
 
 
 def test_workspace_is_git_top_level(ws: Path, monkeypatch, capsys) -> None:
-    run(ws / "src", "apply", "-", stdin=json.dumps([create_op("Top")]), monkeypatch=monkeypatch, capsys=capsys)
+    run(
+        ws / "src", "apply", "-", stdin=json.dumps([create_op("Top")]), monkeypatch=monkeypatch, capsys=capsys
+    )
     assert (ws / ".PseudoClaude" / "memory" / "project_knowledge_top.md").exists()
     assert not (ws / "src" / ".PseudoClaude").exists()
 
@@ -114,8 +132,10 @@ def test_bad_ops_rejected_with_reasons_good_ones_apply(cli, ws: Path) -> None:
     text = "Sure! Here are the ops:\n```json\n" + json.dumps(ops) + "\n```\nLet me know [if] that's {ok}."
     code, out, err = cli("apply", "-", stdin=text)
     assert code == 3
-    assert out.splitlines() == ["create project/project_knowledge_good-one.md",
-                                "create user/reference_material_good-two.md"]
+    assert out.splitlines() == [
+        "create project/project_knowledge_good-one.md",
+        "create user/reference_material_good-two.md",
+    ]
     reasons = err.splitlines()
     assert len(reasons) == 10 and all(r.startswith("pseudoclaude: op ") for r in reasons)
     for i, r in zip([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], reasons, strict=True):
@@ -167,7 +187,9 @@ def test_store_folder_symlink_is_refused(cli, ws: Path, tmp_path: Path) -> None:
     target.mkdir()
     (ws / ".PseudoClaude").mkdir()
     (ws / ".PseudoClaude" / "memory").symlink_to(target)
-    code, out, err = cli("apply", "-", stdin=json.dumps([create_op("A"), create_op("U", "user", "user_preference")]))
+    code, out, err = cli(
+        "apply", "-", stdin=json.dumps([create_op("A"), create_op("U", "user", "user_preference")])
+    )
     assert code == 3 and "symlink" in err and out == "create user/user_preference_u.md\n"
     assert list(target.iterdir()) == []
     code, out, _ = cli("doctor")
@@ -184,10 +206,24 @@ def test_hostile_batch_writes_nothing_outside_the_stores(cli, ws: Path, tmp_path
     (ws / ".PseudoClaude" / "memory").mkdir(parents=True)
     (ws / ".PseudoClaude" / "memory" / "project_knowledge_evil.md").symlink_to(tmp_path / "victim.md")
     before = _all_files(tmp_path)
-    hostile = ["../../victim.md", "/tmp/x.md", "..\\x.md", "project_knowledge_evil.md", "\u202eevil.md",
-               ".gitignore", "x\x00.md", "MEMORY.md", "../memory/x.md", "a/../../b.md"]
-    ops = [{"action": a, "level": lv, "filename": f, "content": "pwned"}
-           for f in hostile for a in ("update", "delete") for lv in ("project", "user")]
+    hostile = [
+        "../../victim.md",
+        "/tmp/x.md",
+        "..\\x.md",
+        "project_knowledge_evil.md",
+        "\u202eevil.md",
+        ".gitignore",
+        "x\x00.md",
+        "MEMORY.md",
+        "../memory/x.md",
+        "a/../../b.md",
+    ]
+    ops = [
+        {"action": a, "level": lv, "filename": f, "content": "pwned"}
+        for f in hostile
+        for a in ("update", "delete")
+        for lv in ("project", "user")
+    ]
     ops.append({**create_op("Legit", slug="../../../escape"), "summary": "x"})
     code, out, err = cli("apply", "-", stdin=json.dumps(ops))
     assert code == 3 and len(err.splitlines()) == 40 and out == "create project/project_knowledge_escape.md\n"
@@ -226,22 +262,39 @@ def test_usage_error_exit_2(ws: Path, capsys) -> None:
 def test_console_script_runs_as_a_subprocess(ws: Path) -> None:
     exe = Path(sys.executable).with_name("pseudoclaude")
     ops = json.dumps([create_op("Sub")])
-    out = subprocess.run([str(exe), "-C", str(ws), "memory", "apply", "-"], input=ops, capture_output=True,
-                         text=True, timeout=60, env=os.environ.copy())
+    out = subprocess.run(
+        [str(exe), "-C", str(ws), "memory", "apply", "-"],
+        input=ops,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ.copy(),
+    )
     assert out.returncode == 0, out.stderr
-    out = subprocess.run([str(exe), "memory", "index", "-C", str(ws)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [str(exe), "memory", "index", "-C", str(ws)], capture_output=True, text=True, timeout=60
+    )
     assert "(project_knowledge_sub.md)" in out.stdout
 
 
-def _spool_job(ws: Path, *, state: str = "held", held: list[dict] | None = None, text: str = "please remember",
-               workspace: str | None = None):
+def _spool_job(
+    ws: Path,
+    *,
+    state: str = "held",
+    held: list[dict] | None = None,
+    text: str = "please remember",
+    workspace: str | None = None,
+):
     from memory.jobs.spool import HeldOp, Spool, make_job
     from memory.model import Turn, TurnMessage
     from memory.store.ops import validate_operations
 
     stores = stores_for(ws)
-    job = make_job(workspace or stores.paths.workspace,
-                   [Turn(messages=[TurnMessage(role="user", text=text)])], mode="review")
+    job = make_job(
+        workspace or stores.paths.workspace,
+        [Turn(messages=[TurnMessage(role="user", text=text)])],
+        mode="review",
+    )
     job.state = state
     if held:
         ops, _ = validate_operations(held)
@@ -272,11 +325,16 @@ def test_approve_subset_then_reject_rest(cli, ws: Path) -> None:
     job = _spool_job(ws, held=[create_op("First"), create_op("Second"), create_op("Third")])
     code, out, err = cli("approve", job.id, "0", "2")
     assert code == 0, err
-    assert "create project/project_knowledge_first.md" in out and "create project/project_knowledge_third.md" in out
+    assert (
+        "create project/project_knowledge_first.md" in out
+        and "create project/project_knowledge_third.md" in out
+    )
     assert "still held: ops 1" in out
     store = ws / ".PseudoClaude" / "memory"
     assert sorted(p.name for p in store.glob("project_knowledge_*.md")) == [
-        "project_knowledge_first.md", "project_knowledge_third.md"]
+        "project_knowledge_first.md",
+        "project_knowledge_third.md",
+    ]
     code, out, _ = cli("pending")
     [line] = out.splitlines()
     rest_id = line.split()[0]
@@ -288,8 +346,17 @@ def test_approve_subset_then_reject_rest(cli, ws: Path) -> None:
 
 def test_approve_reports_conflict_with_hand_edit(cli, ws: Path) -> None:
     cli("apply", "-", stdin=json.dumps([create_op("Note")]))
-    job = _spool_job(ws, held=[{"action": "update", "level": "project", "filename": "project_knowledge_note.md",
-                                "content": "model version"}])
+    job = _spool_job(
+        ws,
+        held=[
+            {
+                "action": "update",
+                "level": "project",
+                "filename": "project_knowledge_note.md",
+                "content": "model version",
+            }
+        ],
+    )
     p = ws / ".PseudoClaude" / "memory" / "project_knowledge_note.md"
     p.write_text(p.read_text() + "hand edit\n")
     edited = p.read_bytes()

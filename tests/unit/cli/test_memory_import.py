@@ -47,7 +47,9 @@ def cli(ws: Path, capsys: pytest.CaptureFixture[str]):
 
 def cards(ws: Path, level: Level = Level.PROJECT) -> dict[str, tuple[str, str, str]]:
     """filename -> (title, type, source) of each card of a level."""
-    return {n.filename: (n.meta.title, n.meta.type.value, n.meta.source) for n in MemoryStores(ws).notes(level)}
+    return {
+        n.filename: (n.meta.title, n.meta.type.value, n.meta.source) for n in MemoryStores(ws).notes(level)
+    }
 
 
 def would_create(out: str) -> dict[str, tuple[str, str]]:
@@ -87,10 +89,14 @@ def test_a_second_import_makes_no_card(cli, ws: Path) -> None:
     assert code == 0 and err == ""
     assert cards(ws) == made
     assert out.splitlines()[-1] == "nothing to import: 5 cards already there or refused"
-    assert "skip [project_knowledge] Code style (import:CLAUDE.md#Code style): already a project card: " \
-           "project_knowledge_code-style.md" in out
+    assert (
+        "skip [project_knowledge] Code style (import:CLAUDE.md#Code style): already a project card: "
+        "project_knowledge_code-style.md" in out
+    )
     code, out, _ = cli("import", str(ws / "CLAUDE.md"), "--dry-run")
-    assert code == 0 and out.splitlines()[-1] == "dry run: 0 cards would be made, 5 skipped; nothing was changed"
+    assert (
+        code == 0 and out.splitlines()[-1] == "dry run: 0 cards would be made, 5 skipped; nothing was changed"
+    )
 
 
 def test_without_yes_one_held_job_that_approve_applies(cli, ws: Path) -> None:
@@ -122,8 +128,9 @@ def test_approving_some_ops_keeps_the_others_held_with_their_sources(cli, ws: Pa
     job = out.splitlines()[0].split()[1].rstrip(":")
     code, out, err = cli("approve", job, "2")
     assert code == 0, err
-    assert cards(ws) == {"project_knowledge_code-style.md": ("Code style", "project_knowledge",
-                                                             "import:CLAUDE.md#Code style")}
+    assert cards(ws) == {
+        "project_knowledge_code-style.md": ("Code style", "project_knowledge", "import:CLAUDE.md#Code style")
+    }
     left = re.search(r"still held: ops 0, 1, 3, 4 \(job (\S+)\)", out)
     assert left is not None
     assert cli("approve", left.group(1))[0] == 0
@@ -146,14 +153,20 @@ def test_a_claude_code_folder_and_a_codex_folder_import_unchanged(cli, ws: Path)
     made = cards(ws, Level.USER)
     by_source = {source: (title, type_) for title, type_, source in made.values()}
     assert by_source == {
-        "import:~/.claude/projects/-work-frob/memory/feedback_testing.md":
-            ("Integration tests use a real database", "correction_feedback"),
+        "import:~/.claude/projects/-work-frob/memory/feedback_testing.md": (
+            "Integration tests use a real database",
+            "correction_feedback",
+        ),
         "import:~/.claude/projects/-work-frob/memory/user_role.md": ("user role", "user_preference"),
         "import:~/.claude/projects/-work-frob/memory/deploy_notes.md": ("Deploy steps", "project_knowledge"),
-        "import:~/.codex/memories/MEMORY.md#Task Group: frob service builds":
-            ("Task Group: frob service builds", "project_knowledge"),
-        "import:~/.codex/memories/MEMORY.md#Task Group: release process":
-            ("Task Group: release process", "project_knowledge"),
+        "import:~/.codex/memories/MEMORY.md#Task Group: frob service builds": (
+            "Task Group: frob service builds",
+            "project_knowledge",
+        ),
+        "import:~/.codex/memories/MEMORY.md#Task Group: release process": (
+            "Task Group: release process",
+            "project_knowledge",
+        ),
         "import:~/.codex/memories/extensions/ad_hoc/notes/tabs.md": ("tabs", "project_knowledge"),
     }
     assert cards(ws) == {}, "--level user: nothing in the project store"
@@ -175,7 +188,8 @@ def test_an_untrusted_project_store_is_refused_with_the_way_out(cli, ws: Path, t
     store.mkdir(parents=True)
     (store / "project_knowledge_x.md").write_text(
         "---\ntitle: X\ntype: project_knowledge\ncreated: 2026-01-01T00:00:00Z\nupdated: 2026-01-01T00:00:00Z\n"
-        "source: manual\n---\nx\n")
+        "source: manual\n---\nx\n"
+    )
     code, out, err = cli("import", str(ws / "CLAUDE.md"), "--yes")
     assert code == 1 and out == "" and "not trusted yet" in err and "--level user" in err
     code, out, err = cli("import", str(ws / "CLAUDE.md"), "--yes", "--level", "user")

@@ -35,14 +35,17 @@ def test_text_after_tool_calls_starts_a_new_paragraph() -> None:
 def test_denied_and_error_results_are_tagged_once() -> None:
     _, err = render(
         ToolCallStarted("t1", "bash", {"command": "ls"}),
-        ToolCallFinished("t1", "bash", ToolResult(content="bash was denied: nope", is_error=True), denied=True),
+        ToolCallFinished(
+            "t1", "bash", ToolResult(content="bash was denied: nope", is_error=True), denied=True
+        ),
     )
     assert "⎿ denied: bash was denied: nope" in err and "denied: denied" not in err
 
 
 def test_retry_voids_partial_answer_on_stderr_and_fresh_line_on_stdout() -> None:
-    out, err = render(TextDelta("half"), Retrying("stream failed", 1, 0.5), TextDelta("whole"),
-                      RunStop("completed"))
+    out, err = render(
+        TextDelta("half"), Retrying("stream failed", 1, 0.5), TextDelta("whole"), RunStop("completed")
+    )
     assert out == "half\nwhole\n"
     assert "[retrying in 0.5s: stream failed; the partial answer above is void]" in err
 
@@ -120,7 +123,10 @@ def test_a_job_taken_over_and_run_by_another_process_is_reported_once_after_the_
     err = io.StringIO()
     ui = PrintUI(io.StringIO(), err)
     _report_outcome(ui, "j-mine", JobOutcome(job_id="j-mine", status="done", taken_over_by="j-theirs"), 15)
-    assert err.getvalue() == "[memory: job j-mine was taken over by job j-theirs, which another process ran: applied]\n"
+    assert (
+        err.getvalue()
+        == "[memory: job j-mine was taken over by job j-theirs, which another process ran: applied]\n"
+    )
     # Still running elsewhere: said so, with the job that has it.
     err.seek(0), err.truncate()
     _report_outcome(ui, "j-mine", JobOutcome(job_id="j-mine", status="pending", taken_over_by="j-theirs"), 2)
@@ -136,8 +142,12 @@ def test_a_job_taken_over_and_run_by_another_process_is_reported_once_after_the_
 
 def test_an_escape_sequence_split_between_deltas_leaves_no_fragment_on_stdout() -> None:
     out, _ = render(
-        TextDelta("copied \x1b"), TextDelta("]52;c;aGFja2Vk"), TextDelta("\x07 and \x1b"),
-        TextDelta("[5mblink\x1b"), TextDelta("[0m done"), RunStop("completed"),
+        TextDelta("copied \x1b"),
+        TextDelta("]52;c;aGFja2Vk"),
+        TextDelta("\x07 and \x1b"),
+        TextDelta("[5mblink\x1b"),
+        TextDelta("[0m done"),
+        RunStop("completed"),
     )
     assert out == "copied  and blink done\n"
 
@@ -145,10 +155,12 @@ def test_an_escape_sequence_split_between_deltas_leaves_no_fragment_on_stdout() 
 def test_each_response_is_stripped_as_its_own_stream() -> None:
     # A response ending in an open sequence ends it there: the next response's text shows.
     out, _ = render(
-        TextDelta("first\x1b[3"), UsageEvent(Usage(1, 1)),
+        TextDelta("first\x1b[3"),
+        UsageEvent(Usage(1, 1)),
         ToolCallStarted("t1", "read_file", {"path": "a"}),
         ToolCallFinished("t1", "read_file", ToolResult(content="x")),
-        TextDelta("1m second"), RunStop("completed"),
+        TextDelta("1m second"),
+        RunStop("completed"),
     )
     assert out == "first\n\n1m second\n"
 

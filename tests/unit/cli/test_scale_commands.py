@@ -43,13 +43,28 @@ def seed(ws: Path, *, trusted: bool = True) -> MemoryStores:
     stores = MemoryStores(ws)
     if trusted:
         trust_workspace(ws)
-    write_note(stores, Level.PROJECT, LAB, "Lab bench", "The frobnicator needs calibration before each release.\n",
-               summary="hardware")
+    write_note(
+        stores,
+        Level.PROJECT,
+        LAB,
+        "Lab bench",
+        "The frobnicator needs calibration before each release.\n",
+        summary="hardware",
+    )
     write_note(stores, Level.PROJECT, REL, "Release steps", "Tag, then run the calibration suite.\n")
     for i in range(12):
-        write_note(stores, Level.PROJECT, f"project_knowledge_filler{i:02d}.md", f"Filler {i}", "Docker notes.\n")
-    write_note(stores, Level.USER, TONE, "Tone", "Answer briefly, also about the frobnicator.\n",
-               type_=NoteType.USER_PREFERENCE, summary="be brief")
+        write_note(
+            stores, Level.PROJECT, f"project_knowledge_filler{i:02d}.md", f"Filler {i}", "Docker notes.\n"
+        )
+    write_note(
+        stores,
+        Level.USER,
+        TONE,
+        "Tone",
+        "Answer briefly, also about the frobnicator.\n",
+        type_=NoteType.USER_PREFERENCE,
+        summary="be brief",
+    )
     return stores
 
 
@@ -76,8 +91,9 @@ def test_search_finding_nothing_exits_1_like_grep_with_stdout_empty(cli: Cli, pl
 
 
 @pytest.mark.parametrize("limit", ["0", str(MAX_LIMIT + 1), "x", "-1", "1.5", "", "²"])
-def test_search_limit_is_1_to_50_or_a_one_line_usage_error(plain_ws: Path, capsys: pytest.CaptureFixture[str],
-                                                           limit: str) -> None:
+def test_search_limit_is_1_to_50_or_a_one_line_usage_error(
+    plain_ws: Path, capsys: pytest.CaptureFixture[str], limit: str
+) -> None:
     with pytest.raises(SystemExit) as e:
         main(["memory", "search", "frobnicator", "--limit", limit, "-C", str(plain_ws)])
     assert e.value.code == 2
@@ -117,8 +133,18 @@ def test_a_rebuilt_cache_is_said_in_one_line_on_stderr(cli: Cli, plain_ws: Path)
     assert cli("search", "frobnicator", "--level", "project") == (0, f"{LAB_LINE}\n", "")
 
 
-HOSTILE = ['"', "*", "NEAR(", "OR", "NOT frobnicator", "frobnicator*", '"frobnicator', "\ud800", "a" * 10_240,
-           "title:frobnicator AND"]
+HOSTILE = [
+    '"',
+    "*",
+    "NEAR(",
+    "OR",
+    "NOT frobnicator",
+    "frobnicator*",
+    '"frobnicator',
+    "\ud800",
+    "a" * 10_240,
+    "title:frobnicator AND",
+]
 
 
 @pytest.mark.parametrize("query", HOSTILE, ids=range(len(HOSTILE)))
@@ -157,11 +183,16 @@ def test_pin_and_unpin_say_what_they_did_and_undo_reverts(cli: Cli, plain_ws: Pa
 
 @pytest.mark.parametrize(
     ("level", "name", "want"),
-    [("project", "nope.md", "nope.md"), ("project", "../x.md", "x.md"), ("user", "MEMORY.md", "MEMORY.md"),
-     ("project", "project_knowledge_broken.md", "does not parse")],
+    [
+        ("project", "nope.md", "nope.md"),
+        ("project", "../x.md", "x.md"),
+        ("user", "MEMORY.md", "MEMORY.md"),
+        ("project", "project_knowledge_broken.md", "does not parse"),
+    ],
 )
-def test_pin_of_a_bad_file_is_one_line_exit_1_and_changes_nothing(cli: Cli, plain_ws: Path, level: str, name: str,
-                                                                  want: str) -> None:
+def test_pin_of_a_bad_file_is_one_line_exit_1_and_changes_nothing(
+    cli: Cli, plain_ws: Path, level: str, name: str, want: str
+) -> None:
     stores = seed(plain_ws)
     (stores.project.dir / "project_knowledge_broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
     # The first command brings the derived MEMORY.md and the git files up to date.

@@ -28,7 +28,9 @@ def _cards(repo: Path, n: int) -> MemoryStores:
     stores = MemoryStores(os.path.realpath(repo))
     stores.trust_project()
     for i in range(n):
-        write_note(stores, Level.PROJECT, f"project_knowledge_c{i:03}.md", f"Card {i}", "body\n", summary=f"s {i}")
+        write_note(
+            stores, Level.PROJECT, f"project_knowledge_c{i:03}.md", f"Card {i}", "body\n", summary=f"s {i}"
+        )
     return stores
 
 
@@ -48,7 +50,9 @@ def test_index_stats_each_card_once_while_its_derived_index_check_runs(
 
     checks: list[int] = []
     real_check = MemoryStores.refresh_indexes
-    monkeypatch.setattr(MemoryStores, "refresh_indexes", lambda self, *a: checks.append(1) or real_check(self, *a))
+    monkeypatch.setattr(
+        MemoryStores, "refresh_indexes", lambda self, *a: checks.append(1) or real_check(self, *a)
+    )
     monkeypatch.setattr(os, "lstat", counted)
     assert cli_main.main(["memory", "index", "-C", str(repo)]) == 0
     out = capsys.readouterr().out
@@ -67,8 +71,10 @@ def test_a_pinned_store_sees_what_this_process_writes(repo: Path) -> None:
     write_note(stores, Level.PROJECT, "project_knowledge_other.md", "Other", "body\n")
     assert [c[0] for c in stores.project.keyed_cards()] == first
     # ...and this process's own batch is seen at once (its writes went through the store's files).
-    parsed = parse_and_validate('[{"action": "create", "level": "project", "type": "project_knowledge", '
-                                '"title": "Mine", "content": "x"}]')
+    parsed = parse_and_validate(
+        '[{"action": "create", "level": "project", "type": "project_knowledge", '
+        '"title": "Mine", "content": "x"}]'
+    )
     result = stores.apply(parsed.ops, source=MANUAL_SOURCE, rejected=parsed.rejected, label="t")
     assert result.applied
     names = [c[0] for c in stores.project.keyed_cards()]
@@ -80,14 +86,18 @@ def test_a_pinned_store_sees_what_this_process_writes(repo: Path) -> None:
     assert "project_knowledge_third.md" in [c[0] for c in unpinned.project.keyed_cards()]
 
 
-@pytest.mark.parametrize(("command", "collector"), [("index", False), ("list", False), ("apply", False),
-                                                    ("flush", True), ("consolidate", True)])
+@pytest.mark.parametrize(
+    ("command", "collector"),
+    [("index", False), ("list", False), ("apply", False), ("flush", True), ("consolidate", True)],
+)
 def test_the_collector_is_off_while_a_command_that_calls_no_model_runs(
     repo: Path, monkeypatch: pytest.MonkeyPatch, command: str, collector: bool
 ) -> None:
     _cards(repo, 2)
     seen: list[bool] = []
-    monkeypatch.setitem(memory_commands._HANDLERS, command, lambda stores, args: seen.append(gc.isenabled()) or 0)
+    monkeypatch.setitem(
+        memory_commands._HANDLERS, command, lambda stores, args: seen.append(gc.isenabled()) or 0
+    )
     args = ["apply", os.devnull] if command == "apply" else [command]
     assert gc.isenabled()
     assert cli_main.main(["memory", *args, "-C", str(repo)]) == 0
@@ -100,16 +110,31 @@ class _Exited(Exception):
         self.code = code
 
 
-@pytest.mark.parametrize(("args", "at_once"), [(["index"], True), (["list"], True), (["search", "card"], True),
-                                               (["pending"], False), (["apply", "ops.json"], False)])
+@pytest.mark.parametrize(
+    ("args", "at_once"),
+    [
+        (["index"], True),
+        (["list"], True),
+        (["search", "card"], True),
+        (["pending"], False),
+        (["apply", "ops.json"], False),
+    ],
+)
 def test_entry_ends_a_reading_command_at_once_after_flushing_its_output(
-    repo: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], args: list[str], at_once: bool
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    args: list[str],
+    at_once: bool,
 ) -> None:
     _cards(repo, 5)
     if "ops.json" in args:
         ops = repo / "ops.json"
-        ops.write_text('[{"action": "create", "level": "project", "type": "project_knowledge", "title": "T", '
-                       '"content": "x"}]', encoding="utf-8")
+        ops.write_text(
+            '[{"action": "create", "level": "project", "type": "project_knowledge", "title": "T", '
+            '"content": "x"}]',
+            encoding="utf-8",
+        )
         args = ["apply", str(ops)]
 
     def exited(code: int) -> None:
@@ -131,13 +156,20 @@ def _console() -> list[str]:
 
 def test_a_reading_command_in_its_own_process_delivers_its_whole_output(repo: Path) -> None:
     _cards(repo, 300)
-    proc = subprocess.run([*_console(), "memory", "list", "-C", str(repo)], cwd=ROOT, capture_output=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [*_console(), "memory", "list", "-C", str(repo)], cwd=ROOT, capture_output=True, timeout=120
+    )
     assert proc.returncode == 0 and proc.stderr == b""
     lines = proc.stdout.decode().splitlines()
     assert sum(1 for line in lines if "project_knowledge_c" in line) == 300
     assert lines[-1].startswith("user store:")  # the last line written, there too
-    closed = subprocess.run([*_console(), "memory", "index", "-C", str(repo)], cwd=ROOT, capture_output=False,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120,
-                            preexec_fn=lambda: os.close(1))  # started with `>&-`
+    closed = subprocess.run(
+        [*_console(), "memory", "index", "-C", str(repo)],
+        cwd=ROOT,
+        capture_output=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=120,
+        preexec_fn=lambda: os.close(1),
+    )  # started with `>&-`
     assert closed.returncode == 0 and closed.stderr == b""

@@ -69,7 +69,9 @@ def _cycle_through(component: list[str], edges: dict[str, list[str]]) -> list[st
 
 def test_no_import_cycle_among_memory_modules() -> None:
     graph = grimp.build_graph("memory", cache_dir=None)
-    assert graph.find_modules_directly_imported_by("memory.store.stores"), "the graph must hold memory's imports"
+    assert graph.find_modules_directly_imported_by("memory.store.stores"), (
+        "the graph must hold memory's imports"
+    )
     cycles = _cycles(graph, set(graph.modules))
     assert not cycles, "import cycles in memory/:\n" + "\n".join(" -> ".join(c) for c in cycles)
 

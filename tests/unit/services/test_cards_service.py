@@ -22,8 +22,13 @@ from tests.support.memtools import make_env, write_note
 
 pytestmark = pytest.mark.timeout(60)
 
-BUILD = CardText(level="project", type="project_knowledge", title="Build", summary="how to build",
-                 body="Run `make build`.\n")
+BUILD = CardText(
+    level="project",
+    type="project_knowledge",
+    title="Build",
+    summary="how to build",
+    body="Run `make build`.\n",
+)
 
 
 @pytest.fixture
@@ -33,10 +38,16 @@ def stores(tmp_path: Path) -> MemoryStores:
 
 def files(stores: MemoryStores, level: Level) -> dict[str, bytes]:
     folder = stores.store(level).dir
-    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.md")) if p.name != "MEMORY.md"} if folder.exists() else {}
+    return (
+        {p.name: p.read_bytes() for p in sorted(folder.glob("*.md")) if p.name != "MEMORY.md"}
+        if folder.exists()
+        else {}
+    )
 
 
-async def test_a_saved_card_is_listed_and_read_back_with_the_hash_its_next_edit_needs(stores: MemoryStores) -> None:
+async def test_a_saved_card_is_listed_and_read_back_with_the_hash_its_next_edit_needs(
+    stores: MemoryStores,
+) -> None:
     cards = CardsService(stores, None)
     saved = await cards.save_card(BUILD, None, None, None)
     assert saved.status == "applied", saved.reason
@@ -44,11 +55,17 @@ async def test_a_saved_card_is_listed_and_read_back_with_the_hash_its_next_edit_
     listing = await cards.list_cards()
     (entry,) = listing.cards
     assert entry.card.note.meta.title == "Build" and entry.card.note.body == "Run `make build`.\n"
-    assert entry.card.conflict is None and not entry.untrusted and entry.in_prompt and entry.use == "never read"
+    assert (
+        entry.card.conflict is None and not entry.untrusted and entry.in_prompt and entry.use == "never read"
+    )
     read = await cards.read_card("project", saved.filename)
     assert read is not None and read.note.sha256 == saved.sha256 == entry.card.note.sha256
-    edited = await cards.save_card(CardText("project", "project_knowledge", "Build", "how to build", "Run ninja.\n"),
-                                   saved.filename, read.note.sha256, "project")
+    edited = await cards.save_card(
+        CardText("project", "project_knowledge", "Build", "how to build", "Run ninja.\n"),
+        saved.filename,
+        read.note.sha256,
+        "project",
+    )
     assert edited.status == "applied", edited.reason
     assert await cards.read_card("project", "project_knowledge_gone.md") is None
 
@@ -57,12 +74,20 @@ async def test_an_edit_from_a_stale_hash_is_a_conflict_and_writes_nothing(stores
     cards = CardsService(stores, None)
     saved = await cards.save_card(BUILD, None, None, None)
     assert saved.sha256 is not None
-    first = await cards.save_card(CardText("project", "project_knowledge", "Build", "", "first\n"),
-                                  saved.filename, saved.sha256, "project")
+    first = await cards.save_card(
+        CardText("project", "project_knowledge", "Build", "", "first\n"),
+        saved.filename,
+        saved.sha256,
+        "project",
+    )
     assert first.status == "applied"
     before = files(stores, Level.PROJECT)
-    late = await cards.save_card(CardText("project", "project_knowledge", "Build", "", "second\n"),
-                                 saved.filename, saved.sha256, "project")
+    late = await cards.save_card(
+        CardText("project", "project_knowledge", "Build", "", "second\n"),
+        saved.filename,
+        saved.sha256,
+        "project",
+    )
     assert late.status == "conflict" and late.reason
     assert files(stores, Level.PROJECT) == before
     read = await cards.read_card("project", saved.filename)
@@ -125,8 +150,12 @@ async def test_a_copy_edited_while_the_card_changed_on_disk_is_a_conflict_with_t
     saved = await cards.save_card(BUILD, None, None, None)
     assert saved.sha256 is not None
     copy = await cards.start_external_edit("project", saved.filename)
-    await cards.save_card(CardText("project", "project_knowledge", "Build", "", "meanwhile\n"),
-                          saved.filename, saved.sha256, "project")
+    await cards.save_card(
+        CardText("project", "project_knowledge", "Build", "", "meanwhile\n"),
+        saved.filename,
+        saved.sha256,
+        "project",
+    )
     copy.path.write_text(copy.path.read_text().replace("Run `make build`.", "mine"))
     back = await cards.finish_external_edit(copy)
     assert back.status == "conflict" and back.fields is not None
@@ -136,7 +165,9 @@ async def test_a_copy_edited_while_the_card_changed_on_disk_is_a_conflict_with_t
     await cards.discard_external_edit(copy)
 
 
-async def test_a_card_whose_cited_file_changed_is_stale_in_the_check_and_the_listing(stores: MemoryStores) -> None:
+async def test_a_card_whose_cited_file_changed_is_stale_in_the_check_and_the_listing(
+    stores: MemoryStores,
+) -> None:
     workspace = Path(stores.paths.workspace)
     (workspace / "build.sh").write_text("make\n")
     cards = CardsService(stores, None)
@@ -167,8 +198,10 @@ async def test_the_staleness_check_waits_for_the_card_reads_lock_it_was_given(st
 
 
 def _side(title: str, body: str) -> str:
-    return (f"---\ntitle: {title}\nsummary: s\ntype: project_knowledge\ncreated: 2026-01-01T00:00:00Z\n"
-            f"updated: 2026-01-02T00:00:00Z\nsource: manual\n---\n{body}")
+    return (
+        f"---\ntitle: {title}\nsummary: s\ntype: project_knowledge\ncreated: 2026-01-01T00:00:00Z\n"
+        f"updated: 2026-01-02T00:00:00Z\nsource: manual\n---\n{body}"
+    )
 
 
 def test_a_conflicted_card_is_listed_with_both_versions_parsed_and_an_unparsed_side_kept_whole(
@@ -183,20 +216,29 @@ def test_a_conflicted_card_is_listed_with_both_versions_parsed_and_an_unparsed_s
     versions = entry.card.conflict
     assert versions is not None and entry.card.note.broken
     assert versions.ours.label == "HEAD" and versions.ours.meta is not None
-    assert versions.ours.meta.title == "Build with make" and versions.ours.body == "make\n" and not versions.ours.problem
+    assert (
+        versions.ours.meta.title == "Build with make"
+        and versions.ours.body == "make\n"
+        and not versions.ours.problem
+    )
     assert versions.theirs.label == "feature" and versions.theirs.meta is None
     assert versions.theirs.body == broken and versions.theirs.problem
 
 
-async def test_the_levels_the_remembered_draft_and_the_filter_through_the_search_index(stores: MemoryStores) -> None:
+async def test_the_levels_the_remembered_draft_and_the_filter_through_the_search_index(
+    stores: MemoryStores,
+) -> None:
     cards = CardsService(stores, MemorySearch(stores))
     assert cards.levels == ("project", "user")
     draft = cards.remember_draft("deploy from the release tag, never from main, and tag it first please")
     assert (draft.level, draft.type) == ("project", "project_knowledge")
     assert draft.title == "deploy from the release tag, never from main," and draft.body.startswith("deploy")
-    await cards.save_card(CardText("project", "project_knowledge", "Deploy", "", "deploy from the tag\n"),
-                          None, None, None)
-    await cards.save_card(CardText("user", "project_knowledge", "Tabs", "", "tabs not spaces\n"), None, None, None)
+    await cards.save_card(
+        CardText("project", "project_knowledge", "Deploy", "", "deploy from the tag\n"), None, None, None
+    )
+    await cards.save_card(
+        CardText("user", "project_knowledge", "Tabs", "", "tabs not spaces\n"), None, None, None
+    )
     found = await cards.filter_keys("deploy")
     assert set(found) == {"project", "user"}
     assert list(found["project"] or {}) == ["project/project_knowledge_deploy.md"]

@@ -43,8 +43,9 @@ def merged(content: str) -> str:
 @pytest.fixture
 async def held(env: MemoryStores) -> AsyncIterator[tuple[Manager, str]]:
     """A manager in review mode with one held job: op 0 creates "Build", op 1 updates OLD."""
-    script = Script(answer(create("Build", "run make"), update(OLD, "deploy from the tag")),
-                    merged("deploy from the tag"))
+    script = Script(
+        answer(create("Build", "run make"), update(OLD, "deploy from the tag")), merged("deploy from the tag")
+    )
     m = manager(env, script, mode="review")
     await m.start()
     job = await m.submit(turn("how do we build and deploy?"))
@@ -54,7 +55,9 @@ async def held(env: MemoryStores) -> AsyncIterator[tuple[Manager, str]]:
     await m.close(1)
 
 
-async def test_a_held_jobs_ops_come_with_the_card_each_changes(env: MemoryStores, held: tuple[Manager, str]) -> None:
+async def test_a_held_jobs_ops_come_with_the_card_each_changes(
+    env: MemoryStores, held: tuple[Manager, str]
+) -> None:
     m, job_id = held
     jobs = JobsService(m, env, lambda: MemoryMode.REVIEW)
     pending = await jobs.pending()
@@ -110,7 +113,12 @@ async def test_rejecting_some_ops_writes_nothing_and_says_how_many_are_still_hel
 
 def failed_job(env: MemoryStores, text: str) -> str:
     job = make_job(env.paths.workspace, [turn(text)])
-    job.state, job.attempts, job.error, job.error_kind = "failed", 3, "extract request failed: down", "provider"
+    job.state, job.attempts, job.error, job.error_kind = (
+        "failed",
+        3,
+        "extract request failed: down",
+        "provider",
+    )
     manager(env, None).spool.submit(job)
     return job.id
 

@@ -39,7 +39,9 @@ class Runtime:
         self.reopened: list[str] = []
         assert self.session is not None
         cp = self.checkpoints.session(self.session.id, ws)
-        self.ctx = ToolContext(workspace=ws, checkpoints=Recorder(cp, lambda: self.session.turns if self.session else 0))
+        self.ctx = ToolContext(
+            workspace=ws, checkpoints=Recorder(cp, lambda: self.session.turns if self.session else 0)
+        )
 
     async def open_session(self, *, resume: str | None = None) -> str | None:
         assert self.session is not None and resume == self.session.id
@@ -48,8 +50,14 @@ class Runtime:
         self.reopened.append(resume)
         return f"resumed session {resume}"
 
-    def turn(self, prompt: str, *calls: tuple[str, dict[str, Any]], answer: str = "done", job: str | None = None,
-             bash: bool = False) -> None:
+    def turn(
+        self,
+        prompt: str,
+        *calls: tuple[str, dict[str, Any]],
+        answer: str = "done",
+        job: str | None = None,
+        bash: bool = False,
+    ) -> None:
         session = self.session
         assert session is not None
         session.begin_turn(prompt)
@@ -74,10 +82,12 @@ def _service(rt: Runtime) -> RewindService:
 
 
 def _edits(rt: Runtime) -> None:
-    rt.turn("rework a.txt\nand add a file\n\n<attached-file path=\"README.md\">\n# demo\n</attached-file>",
-            ("edit_file", {"path": "a.txt", "old_string": "beta", "new_string": "BETA"}),
-            ("write_file", {"path": "a.txt", "content": "alpha\nBETA\ngamma\ndelta\n"}),
-            ("write_file", {"path": "made/new.txt", "content": "one\ntwo\n"}))
+    rt.turn(
+        'rework a.txt\nand add a file\n\n<attached-file path="README.md">\n# demo\n</attached-file>',
+        ("edit_file", {"path": "a.txt", "old_string": "beta", "new_string": "BETA"}),
+        ("write_file", {"path": "a.txt", "content": "alpha\nBETA\ngamma\ndelta\n"}),
+        ("write_file", {"path": "made/new.txt", "content": "one\ntwo\n"}),
+    )
     rt.turn("run the tests", bash=True)
 
 
@@ -112,7 +122,9 @@ def test_a_conflict_is_refused_in_one_line_unless_forced_then_the_rewind_is_an_e
     assert "\n" not in str(refused.value) and "a.txt changed since" in str(refused.value)
     assert (rt.workspace / "made" / "new.txt").exists()
     done = asyncio.run(service.rewind(p, files=True, conversation=False, force=True))
-    assert (rt.workspace / "a.txt").read_bytes() == ORIGINAL and not (rt.workspace / "made").joinpath("new.txt").exists()
+    assert (rt.workspace / "a.txt").read_bytes() == ORIGINAL and not (rt.workspace / "made").joinpath(
+        "new.txt"
+    ).exists()
     assert done.entry == 3 and "turn 2 ran bash: files it changed are not restored" in done.lines
     assert done.lines[-1] == "recorded as turn 3: /rewind of it undoes this rewind"
     [entry, *_] = asyncio.run(service.turns())
@@ -146,7 +158,9 @@ def _job_batch(rt: Runtime, tmp: Path, job: str, title: str, *, took_over: tuple
     spooled = tmp / f"{job}.json"
     spooled.write_text("{}")
     op = Operation(action="create", level="user", type="user_preference", title=title, content=title)
-    return rt.stores.apply([(0, op)], source="memory-model", jobs=[spooled], kind="turn", took_over=took_over).txid
+    return rt.stores.apply(
+        [(0, op)], source="memory-model", jobs=[spooled], kind="turn", took_over=took_over
+    ).txid
 
 
 def test_the_rewound_turns_batches_are_found_by_job_and_by_coalesced_job(rt: Runtime, tmp_path: Path) -> None:
@@ -160,7 +174,9 @@ def test_the_rewound_turns_batches_are_found_by_job_and_by_coalesced_job(rt: Run
     assert p.undoable == (tx3,) and p.unapplied == ()
 
 
-def test_undo_takes_exactly_those_batches_newest_first_and_refuses_when_another_came_after(rt: Runtime) -> None:
+def test_undo_takes_exactly_those_batches_newest_first_and_refuses_when_another_came_after(
+    rt: Runtime,
+) -> None:
     service = _service(rt)
     a = rt.stores.create_card("user", "user_preference", "A", "a", "a").txid
     b = rt.stores.create_card("user", "user_preference", "B", "b", "b").txid

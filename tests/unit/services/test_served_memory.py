@@ -34,7 +34,9 @@ def test_the_client_name_becomes_one_safe_line_of_the_source() -> None:
     assert "AKIAIOSFODNN7EXAMPLE" not in hostile and len(hostile) <= len("mcp:") + 64
 
 
-def test_the_tools_are_listed_with_the_agents_schemas_and_remember_only_when_asked(stores: MemoryStores) -> None:
+def test_the_tools_are_listed_with_the_agents_schemas_and_remember_only_when_asked(
+    stores: MemoryStores,
+) -> None:
     reading = ServedMemory(stores)
     review = ServedMemory(stores, remember_mode=MemoryMode.REVIEW)
     auto = ServedMemory(stores, remember_mode=MemoryMode.AUTO)
@@ -64,13 +66,16 @@ async def test_the_index_is_the_prompts_and_an_empty_one_says_so(stores: MemoryS
         served.close()
 
 
-@pytest.mark.parametrize(("arguments", "reason"), [
-    ({**NOTE, "content": None}, "missing required input 'content'"),
-    ({**NOTE, "title": ""}, "input 'title' must not be empty"),
-    ({**NOTE, "level": 3}, "input 'level' must be a string, not an integer"),
-    ({**NOTE, "type": "gossip"}, "type must be one of"),
-    ({**NOTE, "content": "x" * (MAX_CONTENT_BYTES + 1)}, "16384"),
-])
+@pytest.mark.parametrize(
+    ("arguments", "reason"),
+    [
+        ({**NOTE, "content": None}, "missing required input 'content'"),
+        ({**NOTE, "title": ""}, "input 'title' must not be empty"),
+        ({**NOTE, "level": 3}, "input 'level' must be a string, not an integer"),
+        ({**NOTE, "type": "gossip"}, "type must be one of"),
+        ({**NOTE, "content": "x" * (MAX_CONTENT_BYTES + 1)}, "16384"),
+    ],
+)
 async def test_a_bad_note_is_refused_in_one_line_and_nothing_is_written(
     stores: MemoryStores, arguments: dict[str, object], reason: str
 ) -> None:
@@ -99,7 +104,9 @@ async def test_a_project_note_needs_a_trusted_project_level(tmp_path: Path) -> N
         assert Spool(stores.paths).list(None, include_orphans=True) == []
 
 
-async def test_a_held_note_is_approved_like_any_held_op_with_the_client_as_source(stores: MemoryStores) -> None:
+async def test_a_held_note_is_approved_like_any_held_op_with_the_client_as_source(
+    stores: MemoryStores,
+) -> None:
     served = ServedMemory(stores, remember_mode=MemoryMode.REVIEW)
     try:
         answer = await served.call("remember", {**NOTE, "summary": "how to indent"}, client="codex")
@@ -113,5 +120,9 @@ async def test_a_held_note_is_approved_like_any_held_op_with_the_client_as_sourc
     approval = Review(stores, spool, stores.paths.workspace, "fallback").approve(entry.job.id)
     assert [a.filename for a in approval.result.applied] == ["user_preference_tabs.md"]
     note = stores.read_note(Level.USER, "user_preference_tabs.md")
-    assert (note.meta.source, note.meta.summary, note.body) == ("mcp:codex", "how to indent", "Indent with tabs.\n")
+    assert (note.meta.source, note.meta.summary, note.body) == (
+        "mcp:codex",
+        "how to indent",
+        "Indent with tabs.\n",
+    )
     assert spool.list(stores.paths.workspace, include_orphans=False) == []

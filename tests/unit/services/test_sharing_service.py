@@ -33,7 +33,9 @@ async def test_the_log_of_a_store_in_git_holds_the_apps_batches_and_the_commits_
     tmp_path: Path,
 ) -> None:
     stores = _stores(tmp_path)
-    result = stores.apply([(0, create("project", "Deploy", "deploy from the tag"))], source=MANUAL_SOURCE, label="seed")
+    result = stores.apply(
+        [(0, create("project", "Deploy", "deploy from the tag"))], source=MANUAL_SOURCE, label="seed"
+    )
     [applied] = result.applied
     commit_all(stores.paths.workspace, "cards: deploy")
     write_note(stores, Level.PROJECT, "project_knowledge_other.md", "Other", "by hand")
@@ -42,7 +44,10 @@ async def test_the_log_of_a_store_in_git_holds_the_apps_batches_and_the_commits_
 
     history = await service.log()
     assert [(e.kind, e.head) for e in history.entries] == [
-        ("commit", "cards: other"), ("commit", "cards: deploy"), ("batch", "seed")]
+        ("commit", "cards: other"),
+        ("commit", "cards: deploy"),
+        ("batch", "seed"),
+    ]
     assert history.problems == ()
     assert history.entries[0].level is Level.PROJECT
 
@@ -71,7 +76,9 @@ async def test_refresh_indexes_rebuilds_memory_md_from_cards_changed_outside(tmp
     assert await service.refresh_indexes() == []  # in step now: nothing rebuilt
 
 
-@pytest.mark.parametrize("error", [StoreError("project store: MEMORY.md is a symlink"), OSError(13, "denied")])
+@pytest.mark.parametrize(
+    "error", [StoreError("project store: MEMORY.md is a symlink"), OSError(13, "denied")]
+)
 async def test_refresh_indexes_never_raises_and_logs_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, error: Exception
 ) -> None:
@@ -105,8 +112,9 @@ class Recorded:
         self.result = result
         self.calls: list[dict[str, Any]] = []
 
-    def __call__(self, stores: MemoryStores, remote: str, *, timeout: float, cancel: Any = None,
-                 **kw: Any) -> SyncResult:
+    def __call__(
+        self, stores: MemoryStores, remote: str, *, timeout: float, cancel: Any = None, **kw: Any
+    ) -> SyncResult:
         self.calls.append({"stores": stores, "remote": remote, "timeout": timeout, "cancel": cancel, **kw})
         if isinstance(self.result, Exception):
             raise self.result
@@ -138,7 +146,9 @@ def test_a_sync_that_raises_is_a_failed_outcome_not_an_exception(tmp_path: Path)
 
 def test_a_real_sync_pushes_the_user_store_to_a_local_bare_remote(tmp_path: Path) -> None:
     remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True, capture_output=True
+    )
     stores = _stores(tmp_path)
     write_note(stores, Level.USER, "user_preference_tabs.md", "Tabs", "indent with tabs", summary="tabs")
     service = SharingService(stores, Settings(user_memory_remote=str(remote)))

@@ -16,7 +16,6 @@ from app.tui.chat.filecomplete import fuzzy, workspace_files
 pytestmark = pytest.mark.plain_ws
 
 
-
 def _files(root: Path, *rels: str) -> None:
     for rel in rels:
         p = root / rel
@@ -40,7 +39,9 @@ def test_in_a_git_repo_tracked_and_untracked_files_are_listed_and_ignored_ones_a
     assert workspace_files(ws) == [".github/ci.yml", ".gitignore", "keep.log", "notes.md", "src/app.py"]
 
 
-def test_outside_a_git_repo_the_walk_follows_gitignore_files_and_skips_dot_dirs_and_dependencies(ws: Path) -> None:
+def test_outside_a_git_repo_the_walk_follows_gitignore_files_and_skips_dot_dirs_and_dependencies(
+    ws: Path,
+) -> None:
     _files(
         ws,
         "main.py",
@@ -183,9 +184,21 @@ def test_the_walk_ignores_exactly_what_git_ignores(ws: Path) -> None:
     # escaped "#" and "!", trailing spaces, and folder-only rules that leave same-named files.
     _files(
         ws,
-        "a/gen/x.py", "a/b/gen/y.py", "gen", "logs/deep/z.txt", "src/keep.tmp", "src/drop.tmp",
-        "src/v1.bak", "src/vx.bak", "lib/sub/only.md", "sub/only.md", "#hash", "!bang", "spaced",
-        "notes.md", "src/notes.md",
+        "a/gen/x.py",
+        "a/b/gen/y.py",
+        "gen",
+        "logs/deep/z.txt",
+        "src/keep.tmp",
+        "src/drop.tmp",
+        "src/v1.bak",
+        "src/vx.bak",
+        "lib/sub/only.md",
+        "sub/only.md",
+        "#hash",
+        "!bang",
+        "spaced",
+        "notes.md",
+        "src/notes.md",
     )
     (ws / ".gitignore").write_text(
         "**/gen/\nlogs/**\n*.tmp\nsrc/v[0-9].bak\nlib/**/only.md\n\\#hash\n\\!bang\nspaced   \n/notes.md\n"
@@ -195,5 +208,11 @@ def test_the_walk_ignores_exactly_what_git_ignores(ws: Path) -> None:
     _git(ws, "init", "-q")
     assert walked == workspace_files(ws)
     assert walked == [
-        ".gitignore", "gen", "src/.gitignore", "src/keep.tmp", "src/notes.md", "src/vx.bak", "sub/only.md",
+        ".gitignore",
+        "gen",
+        "src/.gitignore",
+        "src/keep.tmp",
+        "src/notes.md",
+        "src/vx.bak",
+        "sub/only.md",
     ]

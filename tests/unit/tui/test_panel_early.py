@@ -20,7 +20,9 @@ def _ws(tmp_path: Path, *, trusted: bool) -> tuple[Path, MemoryStores]:
 
 
 @pytest.mark.parametrize("trusted", [True, False])
-async def test_the_early_read_is_the_runtimes_state_without_jobs_trust_included(tmp_path: Path, trusted: bool) -> None:
+async def test_the_early_read_is_the_runtimes_state_without_jobs_trust_included(
+    tmp_path: Path, trusted: bool
+) -> None:
     ws, stores = _ws(tmp_path, trusted=trusted)
     bridge = Bridge(None, ws, lambda m: None, None)  # type: ignore[arg-type]  # no settings: nothing built
     state = await PanelFeed(None, ws, bridge.card_reads).early(bridge.trust.stores)

@@ -30,12 +30,20 @@ def _stores(tmp_path: Path, *, trusted: bool = True, user: str = "Ann") -> Memor
     return MemoryStores(os.path.realpath(ws))
 
 
-def _card(stores: MemoryStores, level: Level, filename: str, title: str, *, author: str = "",
-          summary: str = "") -> Path:
+def _card(
+    stores: MemoryStores, level: Level, filename: str, title: str, *, author: str = "", summary: str = ""
+) -> Path:
     folder = stores.store(level).dir
     folder.mkdir(parents=True, exist_ok=True)
-    meta = NoteMeta(title=title, summary=summary, type=NoteType.PROJECT_KNOWLEDGE, created="2026-01-01T00:00:00Z",
-                    updated="2026-01-01T00:00:00Z", source="model", author=author)
+    meta = NoteMeta(
+        title=title,
+        summary=summary,
+        type=NoteType.PROJECT_KNOWLEDGE,
+        created="2026-01-01T00:00:00Z",
+        updated="2026-01-01T00:00:00Z",
+        source="model",
+        author=author,
+    )
     path = folder / filename
     path.write_bytes(dump_note(meta, "body\n"))
     return path
@@ -46,7 +54,9 @@ def _conflicted(stores: MemoryStores, level: Level, filename: str, title: str) -
     path = _card(stores, level, filename, title, summary="ours")
     text = path.read_text()
     head, _, rest = text.partition("summary: ours\n")
-    path.write_text(f"{head}<<<<<<< HEAD\nsummary: ours\n=======\nsummary: theirs\n>>>>>>> origin/main\n{rest}")
+    path.write_text(
+        f"{head}<<<<<<< HEAD\nsummary: ours\n=======\nsummary: theirs\n>>>>>>> origin/main\n{rest}"
+    )
     return path
 
 
@@ -84,10 +94,20 @@ def test_a_user_card_is_compared_with_the_name_where_user_cards_are_written(tmp_
 
 def test_the_author_is_shown_muted_before_the_summary_within_the_panel_width() -> None:
     state = PanelState(
-        project=(PanelCard("project_knowledge", "Build", "make build, then make test", "b.md", author="Bea"),
-                 PanelCard("project_knowledge", "Long", "the summary", "l.md",
-                           author="Beatrix Quentin-Longname the Third")),
-        user=(), cut_note=None, project_note=None, jobs=(),
+        project=(
+            PanelCard("project_knowledge", "Build", "make build, then make test", "b.md", author="Bea"),
+            PanelCard(
+                "project_knowledge",
+                "Long",
+                "the summary",
+                "l.md",
+                author="Beatrix Quentin-Longname the Third",
+            ),
+        ),
+        user=(),
+        cut_note=None,
+        project_note=None,
+        jobs=(),
     )
     lines = _lines(state)
     i = lines.index("know Build")
@@ -100,7 +120,7 @@ def test_the_author_is_shown_muted_before_the_summary_within_the_panel_width() -
     cards = _CardList()
     cards.state = state
     drawn = cards.lines(PANEL_WIDTH)[i + 1]
-    assert any(s.style == "italic" and drawn.plain[s.start:s.end] == "by Bea" for s in drawn.spans)
+    assert any(s.style == "italic" and drawn.plain[s.start : s.end] == "by Bea" for s in drawn.spans)
 
 
 # -- conflicted cards --------------------------------------------------------------------------
@@ -137,8 +157,12 @@ def test_a_conflicted_card_of_an_untrusted_store_is_listed_and_marked_untrusted(
 
 def test_the_conflicted_section_comes_first_with_how_to_resolve_and_maps_its_lines_to_the_card() -> None:
     state = PanelState(
-        project=(PanelCard("project_knowledge", "Fine", "", "f.md"),), user=(), cut_note=None, project_note=None,
-        jobs=(), conflicted=(PanelCard("user_preference", "Tabs", "", "user_preference_tabs.md", level="user"),),
+        project=(PanelCard("project_knowledge", "Fine", "", "f.md"),),
+        user=(),
+        cut_note=None,
+        project_note=None,
+        jobs=(),
+        conflicted=(PanelCard("user_preference", "Tabs", "", "user_preference_tabs.md", level="user"),),
     )
     cards = _CardList()
     cards.state = state
@@ -158,11 +182,22 @@ def test_the_conflicted_section_comes_first_with_how_to_resolve_and_maps_its_lin
 
 def test_the_sync_line_is_passed_through_cleaned_and_drawn_under_the_header(tmp_path: Path) -> None:
     stores = _stores(tmp_path)
-    state = build_panel_state(index_view(stores), [], None, sync=("push rejected by \x1b[31mthe remote\x1b[0m", True))
+    state = build_panel_state(
+        index_view(stores), [], None, sync=("push rejected by \x1b[31mthe remote\x1b[0m", True)
+    )
     assert (state.sync_note, state.sync_failed) == ("push rejected by the remote", True)
     assert build_panel_state(index_view(stores), [], None).sync_note is None
     lines = _lines(state)
     assert lines[1] == "⚠ push rejected by the remote"
-    ok = _lines(PanelState(project=(), user=(), cut_note=None, project_note=None, jobs=(),
-                           sync_note="synced: 2 cards pulled, 1 commit pushed, and more words", sync_failed=False))
+    ok = _lines(
+        PanelState(
+            project=(),
+            user=(),
+            cut_note=None,
+            project_note=None,
+            jobs=(),
+            sync_note="synced: 2 cards pulled, 1 commit pushed, and more words",
+            sync_failed=False,
+        )
+    )
     assert ok[1].startswith("synced: 2 cards pulled") and ok[1].endswith("…") and ok[2] == ""

@@ -55,7 +55,9 @@ def _record(home: Path, ws: Path, stores: MemoryStores) -> PanelState:
 
 
 @pytest.mark.parametrize("trusted", [True, False])
-def test_a_recorded_state_reads_back_while_nothing_changed(tmp_path: Path, isolated_home: Path, trusted: bool) -> None:
+def test_a_recorded_state_reads_back_while_nothing_changed(
+    tmp_path: Path, isolated_home: Path, trusted: bool
+) -> None:
     ws, stores = _ws(tmp_path, isolated_home, trusted=trusted)
     state = _record(isolated_home, ws, stores)
     path = snapshot_path(isolated_home, ws)
@@ -76,7 +78,9 @@ def test_new_marks_jobs_and_the_sync_line_are_not_kept(tmp_path: Path, isolated_
     assert [c.title for c in got.user] == ["Tabs not spaces"] and not any(c.new for c in got.user)
 
 
-@pytest.mark.parametrize("change", ["edit", "add", "delete_user", "trust_record", "trust_removed", "untrusted_then_trusted"])
+@pytest.mark.parametrize(
+    "change", ["edit", "add", "delete_user", "trust_record", "trust_removed", "untrusted_then_trusted"]
+)
 def test_any_change_to_what_the_cards_came_from_hides_the_snapshot(
     tmp_path: Path, isolated_home: Path, change: str
 ) -> None:
@@ -119,7 +123,9 @@ def test_a_racy_state_is_neither_written_nor_shown(tmp_path: Path, isolated_home
     assert read_snapshot(isolated_home, ws) is None
 
 
-def test_the_snapshot_is_rewritten_when_the_state_changes_and_only_then(tmp_path: Path, isolated_home: Path) -> None:
+def test_the_snapshot_is_rewritten_when_the_state_changes_and_only_then(
+    tmp_path: Path, isolated_home: Path
+) -> None:
     ws, stores = _ws(tmp_path, isolated_home)
     writer = PanelSnapshot(isolated_home, ws)
     writer.record(lambda: build_panel_state(index_view(stores), [], None))
@@ -147,11 +153,28 @@ def _body(home: Path, ws: Path) -> dict[str, object]:
     return json.loads(snapshot_path(home, ws).read_bytes())
 
 
-@pytest.mark.parametrize("hostile", [
-    b"{not json", b"[]", b"null", b'"x"', b"\xff\xfe", b"[" * 100_000, b" " * (2 << 20),
-    "version", "workspace", "stamp", "card_not_dict", "title_int", "untrusted_str", "too_many", "long_title",
-    "missing_field", "note_list",
-])
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        b"{not json",
+        b"[]",
+        b"null",
+        b'"x"',
+        b"\xff\xfe",
+        b"[" * 100_000,
+        b" " * (2 << 20),
+        "version",
+        "workspace",
+        "stamp",
+        "card_not_dict",
+        "title_int",
+        "untrusted_str",
+        "too_many",
+        "long_title",
+        "missing_field",
+        "note_list",
+    ],
+)
 def test_a_hostile_snapshot_shows_nothing_and_never_raises(
     tmp_path: Path, isolated_home: Path, hostile: bytes | str
 ) -> None:

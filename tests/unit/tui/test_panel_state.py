@@ -56,8 +56,10 @@ def test_both_levels_show_type_title_and_summary_as_the_merged_index_has_them(tm
 
 def test_a_separator_inside_a_summary_is_split_where_the_note_says(tmp_path: Path) -> None:
     stores = make_env(tmp_path)
-    stores.apply([(0, create("user", "Style", type_="user_preference", summary="tabs — not spaces — always"))],
-                 source="test")
+    stores.apply(
+        [(0, create("user", "Style", type_="user_preference", summary="tabs — not spaces — always"))],
+        source="test",
+    )
     [card] = build_panel_state(index_view(stores), [], None).user
     assert (card.title, card.summary) == ("Style", "tabs — not spaces — always")
 
@@ -67,8 +69,10 @@ def test_cards_that_arrived_after_the_run_started_are_marked_new(tmp_path: Path)
     stores.apply([(0, create("project", "Old fact"))], source="test")
     at_run_start = note_files(stores)
     assert state_files(build_panel_state(index_view(stores), [], None)) == at_run_start
-    stores.apply([(0, create("project", "New fact")), (1, create("user", "New pref", type_="user_preference"))],
-                 source="test")
+    stores.apply(
+        [(0, create("project", "New fact")), (1, create("user", "New pref", type_="user_preference"))],
+        source="test",
+    )
 
     state = build_panel_state(index_view(stores), [], at_run_start)
     assert {c.title: c.new for c in state.project} == {"Old fact": False, "New fact": True}
@@ -92,14 +96,21 @@ def test_an_index_cut_by_the_25_kib_limit_says_so(tmp_path: Path) -> None:
     stores = make_env(tmp_path)
     long = "x" * 190
     n = 140  # ~140 × 260 bytes > 25 KiB, far fewer than 200 lines
-    stores.apply([(k, create("user", f"Pref {k:03}", type_="user_preference", summary=f"{k} {long}"))
-                  for k in range(n)], source="test")
+    stores.apply(
+        [
+            (k, create("user", f"Pref {k:03}", type_="user_preference", summary=f"{k} {long}"))
+            for k in range(n)
+        ],
+        source="test",
+    )
     state = build_panel_state(index_view(stores), [], None)
     assert 0 < len(state.user) < n
     assert state.cut_note == f"{n - len(state.user)} cards not in the prompt"
 
 
-def test_a_workspace_whose_project_store_is_the_user_store_says_it_has_no_project_level(tmp_path: Path) -> None:
+def test_a_workspace_whose_project_store_is_the_user_store_says_it_has_no_project_level(
+    tmp_path: Path,
+) -> None:
     ws = tmp_path / "me"
     ws.mkdir()
     stores = MemoryStores(os.path.realpath(ws), ws / ".PseudoClaude")
@@ -113,11 +124,15 @@ class _UntrustedStores(MemoryStores):
     project_trusted = False  # what memory/store/trust.py reports for a store that came with a clone
 
 
-def test_an_untrusted_project_store_is_listed_from_disk_with_its_note_and_never_marked_new(tmp_path: Path) -> None:
+def test_an_untrusted_project_store_is_listed_from_disk_with_its_note_and_never_marked_new(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "ws" / ".git").mkdir(parents=True)
     stores = _UntrustedStores(os.path.realpath(tmp_path / "ws"), tmp_path / "home")
     # As a cloned repository brings it: note files and a MEMORY.md nobody here wrote.
-    write_note(stores, Level.PROJECT, "project_knowledge_cloned.md", "Cloned fact", "body", summary="from the repo")
+    write_note(
+        stores, Level.PROJECT, "project_knowledge_cloned.md", "Cloned fact", "body", summary="from the repo"
+    )
     (stores.project.dir / "MEMORY.md").write_text(
         "- [project_knowledge] Cloned fact — from the repo (project_knowledge_cloned.md)\n"
     )

@@ -15,15 +15,24 @@ from widgets.pending.job_detail import DROPPED_SHOWN, job_detail
 
 
 def _event(dropped: list[DroppedCite]) -> JobApplied:
-    applied = AppliedOp(index=0, action=Action.CREATE, level=Level.PROJECT, filename="project_knowledge_b.md", title="B")
-    return JobApplied(job_id="j1", applied=(applied,), dropped_cites=tuple(dropped), created="2026-12-01T10:00:00Z")
+    applied = AppliedOp(
+        index=0, action=Action.CREATE, level=Level.PROJECT, filename="project_knowledge_b.md", title="B"
+    )
+    return JobApplied(
+        job_id="j1", applied=(applied,), dropped_cites=tuple(dropped), created="2026-12-01T10:00:00Z"
+    )
 
 
 def test_an_applied_jobs_detail_lists_its_dropped_citations(tmp_path: Path) -> None:
     dropped = [
-        DroppedCite(index=0, cite="../etc/passwd", reason="'../etc/passwd' leaves the workspace through '..'"),
-        DroppedCite(index=0, cite="notes.txt", reason="a user card is shared by every workspace: citations are "
-                    "kept on project cards only"),
+        DroppedCite(
+            index=0, cite="../etc/passwd", reason="'../etc/passwd' leaves the workspace through '..'"
+        ),
+        DroppedCite(
+            index=0,
+            cite="notes.txt",
+            reason="a user card is shared by every workspace: citations are kept on project cards only",
+        ),
     ]
     stores = MemoryStores(tmp_path)
     (job,) = pending_state(stores, [], [], [applied_record(_event(dropped), "how do I build?")], "auto").jobs
@@ -37,9 +46,13 @@ def test_an_applied_jobs_detail_lists_its_dropped_citations(tmp_path: Path) -> N
 
 
 def test_many_dropped_citations_are_counted_past_the_first_few(tmp_path: Path) -> None:
-    dropped = [DroppedCite(index=i, cite=f"../x{i}", reason=f"'../x{i}' leaves the workspace through '..'")
-               for i in range(DROPPED_SHOWN + 3)]
-    (job,) = pending_state(MemoryStores(tmp_path), [], [], [applied_record(_event(dropped), "t")], "auto").jobs
+    dropped = [
+        DroppedCite(index=i, cite=f"../x{i}", reason=f"'../x{i}' leaves the workspace through '..'")
+        for i in range(DROPPED_SHOWN + 3)
+    ]
+    (job,) = pending_state(
+        MemoryStores(tmp_path), [], [], [applied_record(_event(dropped), "t")], "auto"
+    ).jobs
     text = job_detail(job, datetime(2026, 12, 1, 10, 1, tzinfo=UTC), expanded=False).plain
     assert text.count("citation dropped:") == DROPPED_SHOWN
     assert "citations dropped: 3 more" in text

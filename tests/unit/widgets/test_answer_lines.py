@@ -61,7 +61,9 @@ def test_a_write_draws_again_only_the_last_block() -> None:
     kept = list(lines.finished)
     assert [line.text.rstrip() for line in kept] == ["First paragraph."]
     lines.write(console, console.options, "paragraph grows.")
-    assert lines.finished[: len(kept)] == kept and all(a is b for a, b in zip(lines.finished, kept, strict=False))
+    assert lines.finished[: len(kept)] == kept and all(
+        a is b for a, b in zip(lines.finished, kept, strict=False)
+    )
     assert lines.tail[-1].text.rstrip() == "Second paragraph grows."
 
 
@@ -86,7 +88,9 @@ def _lines(source: str) -> list:  # type: ignore[type-arg]
     return lines.lines
 
 
-def _reference_fence(console: Console, options: object, code: str, language: str, *, plain: bool) -> list[list[object]]:
+def _reference_fence(
+    console: Console, options: object, code: str, language: str, *, plain: bool
+) -> list[list[object]]:
     """A fence as Rich itself draws the look the answer keeps: ``Padding(text, 1)`` on the theme's
     background, the text highlighted by ``Syntax`` (or plain), a long line folded."""
     from pygments.token import Token
@@ -102,7 +106,10 @@ def _reference_fence(console: Console, options: object, code: str, language: str
         text = Syntax(code, language, theme=theme).highlight(code)
         text.rstrip()
     text.no_wrap, text.overflow = False, "fold"
-    return [list(Segment.simplify(row)) for row in console.render_lines(Padding(text, 1, style=style, expand=True), options)]
+    return [
+        list(Segment.simplify(row))
+        for row in console.render_lines(Padding(text, 1, style=style, expand=True), options)
+    ]
 
 
 def test_a_fence_is_drawn_from_its_tokens_exactly_as_rich_draws_it() -> None:
@@ -118,11 +125,21 @@ def test_a_fence_is_drawn_from_its_tokens_exactly_as_rich_draws_it() -> None:
 
     rng = random.Random(11)
     alphabet = "ab \t中é\n=(){}:#'\"`\x07"  # no CR: markdown-it ends every line with a LF
-    cases = [("python", "def f(x):\n\treturn x  # é 中文"), ("python", ""), ("zzz", "abc\x07def\n  x"),
-             ("python", "y = " + "1 + " * 60 + "1"), ("js", "const a = `" + "中文" * 30 + "`;"),
-             ("python", "x = 1   \n\n\ny=2")]
-    cases += [(rng.choice(["python", "", "rust", "zzz"]), "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120))))
-              for _ in range(150)]
+    cases = [
+        ("python", "def f(x):\n\treturn x  # é 中文"),
+        ("python", ""),
+        ("zzz", "abc\x07def\n  x"),
+        ("python", "y = " + "1 + " * 60 + "1"),
+        ("js", "const a = `" + "中文" * 30 + "`;"),
+        ("python", "x = 1   \n\n\ny=2"),
+    ]
+    cases += [
+        (
+            rng.choice(["python", "", "rust", "zzz"]),
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120))),
+        )
+        for _ in range(150)
+    ]
     for width in (80, 30, 7, 3):
         console = _console(width)
         options = console.options.update(width=width, max_width=width, height=None, highlight=False)
@@ -134,5 +151,7 @@ def test_a_fence_is_drawn_from_its_tokens_exactly_as_rich_draws_it() -> None:
                 block.text = Text(code)
                 ours = [list(Segment.simplify(row)) for row in console.render_lines(block, options)]
                 # (the block's text is a Rich Text, as the Markdown parser makes it: control codes gone)
-                reference = _reference_fence(console, options, str(block.text).rstrip(), language or "text", plain=plain)
+                reference = _reference_fence(
+                    console, options, str(block.text).rstrip(), language or "text", plain=plain
+                )
                 assert ours == reference, (width, plain, code)

@@ -15,13 +15,17 @@ from widgets.chat.answer_block import AnswerBlock
 
 
 async def test_no_full_collection_runs_while_an_answer_streams(
-    make_app, server: FakeAnthropic, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    make_app,
+    server: FakeAnthropic,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: F811
 ) -> None:
     # A fresh process for gc_hold: its freeze is once per process, and another test of this
     # worker process may have frozen and unfrozen already (test_watchdog does).
     monkeypatch.setattr(gc_hold, "_frozen", False)
     gate = server.gate()
-    server.script(MODEL, text("First words, then more.", chunks=["First words, ", "then more."], hold_after=gate))
+    server.script(
+        MODEL, text("First words, then more.", chunks=["First words, ", "then more."], hold_after=gate)
+    )
     app = make_app(server, memory_mode="off")
     full: list[int] = []
 
@@ -33,8 +37,11 @@ async def test_no_full_collection_runs_while_an_answer_streams(
         await wait_ready(pilot)
         await send(pilot, "go")
         try:
-            await wait_until(pilot, lambda: gate.reached and any(a.shown_text for a in app.query(AnswerBlock)),
-                             what="the answer streaming, the rest of it held")
+            await wait_until(
+                pilot,
+                lambda: gate.reached and any(a.shown_text for a in app.query(AnswerBlock)),
+                what="the answer streaming, the rest of it held",
+            )
             assert gc.get_freeze_count() > 0  # the start-up objects: no full collection walks them
             gc.callbacks.append(on_gc)
             try:
@@ -47,4 +54,6 @@ async def test_no_full_collection_runs_while_an_answer_streams(
             assert full == []
         finally:
             gate.release()
-        await wait_until(pilot, lambda: all(a.finished for a in app.query(AnswerBlock)), what="the answer's end")
+        await wait_until(
+            pilot, lambda: all(a.finished for a in app.query(AnswerBlock)), what="the answer's end"
+        )

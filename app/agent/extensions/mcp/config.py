@@ -173,7 +173,9 @@ def _strings(value: Any, what: str) -> tuple[str, ...]:
 def _pairs(value: Any, what: str) -> tuple[tuple[str, str], ...]:
     if value is None:
         return ()
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
         raise ValueError(f"{what} must be a table of strings")
     return tuple(value.items())
 
@@ -201,8 +203,9 @@ def _one_server(name: str, entry: Any, source: Source) -> tuple[ServerConfig, li
         command = entry.get("command")
         if not isinstance(command, str) or not command.strip():
             raise ValueError("needs a 'command' (or a 'url')")
-        server = StdioServer(name, command, _strings(entry.get("args"), "'args'"),
-                             _pairs(entry.get("env"), "'env'"), source)
+        server = StdioServer(
+            name, command, _strings(entry.get("args"), "'args'"), _pairs(entry.get("env"), "'env'"), source
+        )
     return server, notes
 
 

@@ -89,7 +89,9 @@ def _why(exc: BaseException, mask: SecretMask) -> str:
 @asynccontextmanager
 async def _http_transport(server: HttpServer) -> AsyncIterator[Streams]:
     async with httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT) as http:
-        async with streamable_http_client(server.url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES) as s:
+        async with streamable_http_client(
+            server.url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES
+        ) as s:
             yield s
 
 
@@ -100,8 +102,14 @@ async def _list_tools(client: Client) -> tuple[ServerTool, ...]:
         page = await client.list_tools(cursor=cursor)
         for t in page.tools:
             hints = t.annotations
-            tools.append(ServerTool(t.name, t.description or t.title or "", dict(t.input_schema or {}),
-                                    bool(hints is not None and hints.read_only_hint is True)))
+            tools.append(
+                ServerTool(
+                    t.name,
+                    t.description or t.title or "",
+                    dict(t.input_schema or {}),
+                    bool(hints is not None and hints.read_only_hint is True),
+                )
+            )
         cursor = page.next_cursor
         if cursor is None:
             break
@@ -114,7 +122,9 @@ async def _list_prompts(client: Client) -> tuple[ServerPrompt, ...]:
     for _ in range(_MAX_PAGES):
         page = await client.list_prompts(cursor=cursor)
         for p in page.prompts:
-            args = tuple(PromptArgument(a.name, a.description or "", bool(a.required)) for a in p.arguments or ())
+            args = tuple(
+                PromptArgument(a.name, a.description or "", bool(a.required)) for a in p.arguments or ()
+            )
             prompts.append(ServerPrompt(p.name, p.description or p.title or "", args))
         cursor = page.next_cursor
         if cursor is None:
@@ -125,8 +135,14 @@ async def _list_prompts(client: Client) -> tuple[ServerPrompt, ...]:
 class Connection:
     """One server's connection; ``start()`` on a running loop, ``close()`` to end it."""
 
-    def __init__(self, config: ServerConfig, *, workspace: Path, start_timeout: float,
-                 on_change: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        workspace: Path,
+        start_timeout: float,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
         self.config = config
         self.workspace = workspace
         self.start_timeout = start_timeout
@@ -173,7 +189,9 @@ class Connection:
     def _start_timed_out(self) -> None:
         if self.state == "starting":
             last = self._hooks.stderr.last_line()
-            self._fail(f"did not start within {self.start_timeout:g} s" + (f" (stderr: {last})" if last else ""))
+            self._fail(
+                f"did not start within {self.start_timeout:g} s" + (f" (stderr: {last})" if last else "")
+            )
 
     # -- the task -------------------------------------------------------------------------------
 
@@ -213,8 +231,12 @@ class Connection:
 
     async def _run(self) -> None:
         server = self.config.resolved()
-        client = Client(self._transport(server), mode="auto", cache=None,
-                        client_info=Implementation(name="pseudoclaude", version=_version()))
+        client = Client(
+            self._transport(server),
+            mode="auto",
+            cache=None,
+            client_info=Implementation(name="pseudoclaude", version=_version()),
+        )
         async with client:
             tools = await _list_tools(client)
             caps = client.server_capabilities
@@ -232,6 +254,7 @@ class Connection:
         if request.future.done():
             return  # the caller gave up before it was sent
         with anyio.CancelScope() as scope:
+
             def caller_gone(_: asyncio.Future[Any]) -> None:
                 scope.cancel()
 
@@ -272,4 +295,3 @@ class Connection:
         if self._task is not None:
             # Waits without taking on the task's end: a closer that is cancelled is cancelled.
             await asyncio.wait({self._task}, timeout=timeout)
-

@@ -34,9 +34,15 @@ DEFAULT_CALL_TIMEOUT = 120.0
 class McpManager:
     """The MCP servers of a session. Construct anywhere; ``start()`` on the running loop."""
 
-    def __init__(self, servers: Sequence[ServerConfig], *, workspace: Path,
-                 start_timeout: float = DEFAULT_START_TIMEOUT, call_timeout: float = DEFAULT_CALL_TIMEOUT,
-                 on_change: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        servers: Sequence[ServerConfig],
+        *,
+        workspace: Path,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
         self.servers: tuple[ServerConfig, ...] = ()
         self.workspace = Path(workspace)
         self.start_timeout, self.call_timeout = start_timeout, call_timeout
@@ -81,8 +87,9 @@ class McpManager:
         self._start_new()  # with those added while the SDK loaded
 
     def _connect(self, config: ServerConfig) -> None:
-        conn: Connection = self._module.Connection(config, workspace=self.workspace, start_timeout=self.start_timeout,
-                                                   on_change=self._changed)
+        conn: Connection = self._module.Connection(
+            config, workspace=self.workspace, start_timeout=self.start_timeout, on_change=self._changed
+        )
         self._conns[config.name] = conn
         conn.start()
 
@@ -103,7 +110,9 @@ class McpManager:
         if old is not None:
             await old.close()
             self._retired_left += old.left
-        if not self._closed and name not in self._conns:  # not closed, nor restarted by another call meanwhile
+        if (
+            not self._closed and name not in self._conns
+        ):  # not closed, nor restarted by another call meanwhile
             if self._module is None:
                 self.start()  # the SDK still loads (or failed to): it starts them all
             else:
@@ -149,8 +158,10 @@ class McpManager:
     def _named_tools(self) -> tuple[list[McpTool], list[str]]:
         found = {(c.config.name, t.name): t for c in self._ready() for t in c.tools}
         named, refused = assign_names(found)
-        tools = [McpTool(api, s, t, found[s, t].description, found[s, t].input_schema, found[s, t].read_only)
-                 for api, (s, t) in named.items()]
+        tools = [
+            McpTool(api, s, t, found[s, t].description, found[s, t].input_schema, found[s, t].read_only)
+            for api, (s, t) in named.items()
+        ]
         return tools, refused
 
     def tools(self, read_only: bool = False) -> list[McpTool]:
@@ -174,7 +185,10 @@ class McpManager:
         """The ready servers' prompts as commands (``mcp__SERVER__PROMPT``), sorted."""
         found = {(c.config.name, p.name): p for c in self._ready() for p in c.prompts}
         named, _ = assign_names(found)
-        return [McpPrompt(cmd, s, p, found[s, p].description, found[s, p].arguments) for cmd, (s, p) in named.items()]
+        return [
+            McpPrompt(cmd, s, p, found[s, p].description, found[s, p].arguments)
+            for cmd, (s, p) in named.items()
+        ]
 
     def status(self) -> list[ServerStatus]:
         """Every configured server for ``/mcp``, sorted by name."""
@@ -183,11 +197,19 @@ class McpManager:
         for s in self.servers:
             state, reason = self._state(s.name)
             conn = self._conns.get(s.name)
-            out.append(ServerStatus(
-                s.name, s.source, s.transport, s.describe(), state, reason,
-                tuple(t.name for t in tools if t.server == s.name),
-                tuple(p.command for p in prompts if p.server == s.name),
-                conn.pid if conn is not None else None))
+            out.append(
+                ServerStatus(
+                    s.name,
+                    s.source,
+                    s.transport,
+                    s.describe(),
+                    state,
+                    reason,
+                    tuple(t.name for t in tools if t.server == s.name),
+                    tuple(p.command for p in prompts if p.server == s.name),
+                    conn.pid if conn is not None else None,
+                )
+            )
         return out
 
     # -- use ------------------------------------------------------------------------------------
@@ -204,7 +226,9 @@ class McpManager:
                     return f"{name}: {unavailable(s.name, state, reason)}"
         return f"unknown MCP tool {name!r}"
 
-    async def call(self, name: str, arguments: Mapping[str, Any], *, timeout: float | None = None) -> McpResult:
+    async def call(
+        self, name: str, arguments: Mapping[str, Any], *, timeout: float | None = None
+    ) -> McpResult:
         """Call the tool the model knows as ``name``. Never raises (but for cancellation): a
         timeout, a server that fails or exits, an error the server reports, all come back as an
         ``is_error`` result of one line. The result is whole: bound it as any tool's."""
@@ -218,19 +242,29 @@ class McpManager:
             return tool_result(await client.call_tool(tool.tool, args))
 
         try:
-            result: McpResult = await conn.request(work, timeout if timeout is not None else self.call_timeout)
+            result: McpResult = await conn.request(
+                work, timeout if timeout is not None else self.call_timeout
+            )
         except McpError as e:
             return McpResult(f"{name} failed: {e}", is_error=True)
         # An error the server reports is what it says, as its stderr is: its secrets masked.
         return McpResult(conn.mask(result.content), is_error=True) if result.is_error else result
 
-    async def get_prompt(self, server: str, name: str, arguments: Mapping[str, str] | None = None, *,
-                         timeout: float | None = None) -> str:
+    async def get_prompt(
+        self,
+        server: str,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> str:
         """The text of a server's prompt (its messages, each block as text or a one-line note);
         raises :class:`McpError` (one line) when it cannot be had."""
         conn = self._conns.get(server)
         if conn is None:
-            state, reason = self._state(server) if any(s.name == server for s in self.servers) else ("unknown", "")
+            state, reason = (
+                self._state(server) if any(s.name == server for s in self.servers) else ("unknown", "")
+            )
             raise McpError(unavailable(server, state, reason))
         args = dict(arguments) if arguments is not None else None
 

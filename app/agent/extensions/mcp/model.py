@@ -8,8 +8,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["McpError", "McpPrompt", "McpTool", "PromptArgument", "ServerPrompt", "ServerStatus", "ServerTool",
-           "State", "unavailable"]
+__all__ = [
+    "McpError",
+    "McpPrompt",
+    "McpTool",
+    "PromptArgument",
+    "ServerPrompt",
+    "ServerStatus",
+    "ServerTool",
+    "State",
+    "unavailable",
+]
 
 # starting -> ready | failed; ready -> failed (it exited, wrote garbage, ...) | stopped (close()).
 # A restart starts over at starting. A project's server not trusted yet is "waiting for trust"
@@ -25,7 +34,9 @@ class McpError(Exception):
 
 def unavailable(server: str, state: State | str, reason: str = "") -> str:
     """One line: why a server cannot answer now."""
-    said = {"starting": "is still starting", "failed": "failed", "stopped": "is stopped"}.get(state, f"is {state}")
+    said = {"starting": "is still starting", "failed": "failed", "stopped": "is stopped"}.get(
+        state, f"is {state}"
+    )
     return f"the MCP server {server!r} {said}" + (f": {reason}" if reason else "")
 
 
@@ -72,7 +83,11 @@ class McpTool:
         # The API takes an object schema only; a server that gives none takes any object.
         if schema.get("type") != "object":
             schema = {"type": "object", **{k: v for k, v in schema.items() if k != "type"}}
-        return {"name": self.name, "description": self.description[:MAX_DESCRIPTION_CHARS], "input_schema": schema}
+        return {
+            "name": self.name,
+            "description": self.description[:MAX_DESCRIPTION_CHARS],
+            "input_schema": schema,
+        }
 
 
 @dataclass(frozen=True)

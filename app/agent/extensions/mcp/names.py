@@ -32,11 +32,15 @@ def assign_names(pairs: Iterable[tuple[str, str]]) -> tuple[dict[str, tuple[str,
     for server, tool in sorted(set(pairs)):
         name = api_name(server, tool)
         if not _API_NAME_RE.fullmatch(name):
-            refused.append(f"MCP tool {tool!r} of {server!r} left out: its name {name!r} is over 64 characters")
+            refused.append(
+                f"MCP tool {tool!r} of {server!r} left out: its name {name!r} is over 64 characters"
+            )
         elif name in named:
             other = named[name]
-            refused.append(f"MCP tool {tool!r} of {server!r} left out: its name {name!r} is taken by "
-                           f"{other[1]!r} of {other[0]!r}")
+            refused.append(
+                f"MCP tool {tool!r} of {server!r} left out: its name {name!r} is taken by "
+                f"{other[1]!r} of {other[0]!r}"
+            )
         else:
             named[name] = (server, tool)
     return named, refused

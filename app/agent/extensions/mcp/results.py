@@ -38,7 +38,8 @@ def _note(block: Any) -> str:
     if kind == "resource_link":
         name = getattr(block, "name", None)
         return f"[resource link {one_line(getattr(block, 'uri', ''), 200)}" + (
-            f" ({one_line(name, 80)})]" if name else "]")
+            f" ({one_line(name, 80)})]" if name else "]"
+        )
     return f"[{one_line(kind, 40)} content: not shown]"
 
 
@@ -57,8 +58,10 @@ def content_text(blocks: Iterable[Any]) -> str:
                 parts.append(text)
             else:
                 mime = getattr(res, "mime_type", None) or "unknown type"
-                parts.append(f"[resource {one_line(getattr(res, 'uri', ''), 200)} {mime}, "
-                             f"{_b64_size(getattr(res, 'blob', None))}: not shown]")
+                parts.append(
+                    f"[resource {one_line(getattr(res, 'uri', ''), 200)} {mime}, "
+                    f"{_b64_size(getattr(res, 'blob', None))}: not shown]"
+                )
         else:
             parts.append(_note(block))
     return "\n".join(parts)

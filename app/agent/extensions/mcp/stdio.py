@@ -58,7 +58,7 @@ class StderrTail:
             self.size -= len(self.chunks.popleft())
 
     def last_line(self) -> str:
-        text = b"".join(self.chunks)[-self.limit:].decode("utf-8", "replace")
+        text = b"".join(self.chunks)[-self.limit :].decode("utf-8", "replace")
         lines = [ln for ln in text.splitlines() if ln.strip()]
         return one_line(self.mask(lines[-1]), 200) if lines else ""
 
@@ -69,16 +69,24 @@ class StdioHooks:
     stopped with it. ``mask`` hides the server's secrets in what it wrote; ``tag`` marks what it
     starts (``leftovers``)."""
 
-    def __init__(self, started: Callable[[int], None], failed: Callable[[str], None], *,
-                 mask: SecretMask | None = None, tag: str = "",
-                 left: Callable[[list[Proc]], None] | None = None) -> None:
+    def __init__(
+        self,
+        started: Callable[[int], None],
+        failed: Callable[[str], None],
+        *,
+        mask: SecretMask | None = None,
+        tag: str = "",
+        left: Callable[[list[Proc]], None] | None = None,
+    ) -> None:
         self.started, self.failed, self.left = started, failed, left
         self.mask = mask if mask is not None else SecretMask()
         self.tag = tag
         self.stderr = StderrTail(mask=self.mask)
 
 
-def server_env(server: StdioServer, environ: Mapping[str, str] | None = None, *, tag: str = "") -> dict[str, str]:
+def server_env(
+    server: StdioServer, environ: Mapping[str, str] | None = None, *, tag: str = ""
+) -> dict[str, str]:
     """The environment a server runs with: this process's, less its API credentials, plus the
     server's own ``env`` (as an existing configuration expects) and its ``tag``."""
     env = {k: v for k, v in (os.environ if environ is None else environ).items() if k not in _WITHHELD}
@@ -118,8 +126,12 @@ def _parse(line: bytes, mask: SecretMask) -> SessionMessage:
         raise ValueError(f"the server wrote something that is not MCP to stdout: {shown!r}") from None
 
 
-async def _read_stdout(process: Process, out: MemoryObjectSendStream[SessionMessage | Exception],
-                       tail: StderrTail, hooks: StdioHooks) -> None:
+async def _read_stdout(
+    process: Process,
+    out: MemoryObjectSendStream[SessionMessage | Exception],
+    tail: StderrTail,
+    hooks: StdioHooks,
+) -> None:
     assert process.stdout is not None
     parts: list[bytes] = []
     size = 0
@@ -128,7 +140,7 @@ async def _read_stdout(process: Process, out: MemoryObjectSendStream[SessionMess
             while True:
                 chunk = await process.stdout.receive()
                 while (cut := chunk.find(b"\n")) >= 0:
-                    line, chunk = b"".join([*parts, chunk[:cut]]), chunk[cut + 1:]
+                    line, chunk = b"".join([*parts, chunk[:cut]]), chunk[cut + 1 :]
                     parts, size = [], 0
                     if line.strip():
                         await out.send(_parse(line, hooks.mask))
@@ -201,13 +213,22 @@ async def _stop(process: Process, hooks: StdioHooks) -> None:
 
 
 @asynccontextmanager
-async def stdio_transport(server: StdioServer, cwd: Path, hooks: StdioHooks) -> AsyncIterator[
-        tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
+async def stdio_transport(
+    server: StdioServer, cwd: Path, hooks: StdioHooks
+) -> AsyncIterator[
+    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+]:
     """Start ``server`` (already resolved) in ``cwd`` and yield the SDK's stream pair; leaving
     stops the process group and what left it, shielded from cancellation, every wait bounded."""
     process = await anyio.open_process(
-        [server.command, *server.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        cwd=cwd, env=server_env(server, tag=hooks.tag), start_new_session=True)
+        [server.command, *server.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=server_env(server, tag=hooks.tag),
+        start_new_session=True,
+    )
     hooks.started(process.pid)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)

@@ -65,12 +65,15 @@ def load_servers(workspace: Path, home: Path | None = None, *, trust_project: bo
     project = project_servers(workspace)
     warnings += project.warnings
     allowed = bool(project.servers) and (
-        trust_project or ProjectTrust(workspace, home).trusted("mcp", project.digest))
+        trust_project or ProjectTrust(workspace, home).trusted("mcp", project.digest)
+    )
     taken = {s.name for s in user}
     servers = list(user)
     for s in project.servers:
         if s.name in taken:
-            warnings.append(f"{workspace / '.mcp.json'}: MCP server {s.name!r} left out: the user's config has one")
+            warnings.append(
+                f"{workspace / '.mcp.json'}: MCP server {s.name!r} left out: the user's config has one"
+            )
         elif allowed:
             servers.append(s)
     waiting = () if allowed else tuple(s.name for s in project.servers if s.name not in taken)

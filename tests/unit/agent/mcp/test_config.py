@@ -43,10 +43,19 @@ def test_a_claude_code_mcp_json_is_read_unchanged(tmp_path: Path) -> None:
     by_name = {s.name: s for s in servers}
     assert [s.name for s in servers] == ["filesystem", "github", "legacy", "sentry"]
     assert by_name["github"] == StdioServer(
-        "github", "npx", ("-y", "@modelcontextprotocol/server-github"),
-        (("GITHUB_PERSONAL_ACCESS_TOKEN", "${GITHUB_TOKEN}"),), "project")
+        "github",
+        "npx",
+        ("-y", "@modelcontextprotocol/server-github"),
+        (("GITHUB_PERSONAL_ACCESS_TOKEN", "${GITHUB_TOKEN}"),),
+        "project",
+    )
     assert by_name["sentry"] == HttpServer(
-        "sentry", "https://mcp.sentry.dev/mcp", (("Authorization", "Bearer ${SENTRY_TOKEN:-none}"),), "http", "project")
+        "sentry",
+        "https://mcp.sentry.dev/mcp",
+        (("Authorization", "Bearer ${SENTRY_TOKEN:-none}"),),
+        "http",
+        "project",
+    )
     assert isinstance(by_name["legacy"], HttpServer) and by_name["legacy"].transport == "sse"
     assert by_name["filesystem"].transport == "stdio"
 
@@ -74,16 +83,22 @@ def test_no_config_file_means_no_servers(tmp_path: Path) -> None:
 
 
 def test_an_entry_that_cannot_be_used_is_left_out_with_one_line(tmp_path: Path) -> None:
-    servers, warnings = parse_servers({
-        "ok": {"command": "run"},
-        "nocmd": {"args": ["x"]},
-        "badtype": {"type": "websocket", "url": "ws://x"},
-        "badargs": {"command": "run", "args": "not a list"},
-        "badurl": {"type": "http", "url": "ftp://x"},
-        "extra": {"command": "run", "timeout": 5},
-    }, "project", ".mcp.json")
+    servers, warnings = parse_servers(
+        {
+            "ok": {"command": "run"},
+            "nocmd": {"args": ["x"]},
+            "badtype": {"type": "websocket", "url": "ws://x"},
+            "badargs": {"command": "run", "args": "not a list"},
+            "badurl": {"type": "http", "url": "ftp://x"},
+            "extra": {"command": "run", "timeout": 5},
+        },
+        "project",
+        ".mcp.json",
+    )
     assert [s.name for s in servers] == ["extra", "ok"]
-    assert len(warnings) == 5 and all("\n" not in w and w.startswith(".mcp.json: MCP server") for w in warnings)
+    assert len(warnings) == 5 and all(
+        "\n" not in w and w.startswith(".mcp.json: MCP server") for w in warnings
+    )
     assert any("'badtype' left out: unknown type 'websocket'" in w for w in warnings)
     assert any("'extra': key 'timeout' ignored" in w for w in warnings)
     _, broken = read_project_servers_from(tmp_path, "{not json")
@@ -122,19 +137,27 @@ def test_resolved_expands_every_value(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_describe_hides_header_and_env_values() -> None:
-    http = HttpServer("h", "https://user:pa55word@x.test/mcp?api_key=sk-abcdef0123456789abcdef", (
-        ("Authorization", "Bearer sk-live-abcdefghijklmnop"),
-        ("X-Api-Key", "plainsecretvalue"),
-        ("X-Ref", "${MY_KEY}"),
-    ))
+    http = HttpServer(
+        "h",
+        "https://user:pa55word@x.test/mcp?api_key=sk-abcdef0123456789abcdef",
+        (
+            ("Authorization", "Bearer sk-live-abcdefghijklmnop"),
+            ("X-Api-Key", "plainsecretvalue"),
+            ("X-Ref", "${MY_KEY}"),
+        ),
+    )
     shown = http.describe()
     assert "Authorization: Bearer ***" in shown
     assert "X-Api-Key: ***" in shown
     assert "X-Ref: ${MY_KEY}" in shown  # a variable's name is not a secret
     for secret in ("sk-live-abcdefghijklmnop", "plainsecretvalue", "pa55word", "sk-abcdef0123456789abcdef"):
         assert secret not in shown
-    stdio = StdioServer("s", "npx", ("server", "--api-key", "sk-ant-api03-abcdefghijklmnopqrstuvwx"),
-                        (("DB_PASSWORD", "hunter2"), ("TOKEN", "${TOKEN}"), ("MODE", "${MODE:-fast}")))
+    stdio = StdioServer(
+        "s",
+        "npx",
+        ("server", "--api-key", "sk-ant-api03-abcdefghijklmnopqrstuvwx"),
+        (("DB_PASSWORD", "hunter2"), ("TOKEN", "${TOKEN}"), ("MODE", "${MODE:-fast}")),
+    )
     line = stdio.describe()
     assert line.startswith("npx server --api-key ")
     assert "hunter2" not in line and "sk-ant-api03" not in line

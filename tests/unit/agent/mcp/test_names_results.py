@@ -48,14 +48,21 @@ def _block(kind: str, **fields: object) -> SimpleNamespace:
 
 
 def test_text_is_text_and_other_content_is_a_one_line_note() -> None:
-    result = SimpleNamespace(is_error=False, structured_content=None, content=[
-        _block("text", text="line one\nline two"),
-        _block("image", data="A" * 400, mime_type="image/png"),
-        _block("audio", data="A" * 40, mime_type="audio/wav"),
-        _block("resource_link", uri="file:///x.txt", name="x"),
-        _block("resource", resource=SimpleNamespace(uri="file:///y", text="embedded text")),
-        _block("resource", resource=SimpleNamespace(uri="file:///z.bin", blob="AAAA", mime_type="application/zip")),
-    ])
+    result = SimpleNamespace(
+        is_error=False,
+        structured_content=None,
+        content=[
+            _block("text", text="line one\nline two"),
+            _block("image", data="A" * 400, mime_type="image/png"),
+            _block("audio", data="A" * 40, mime_type="audio/wav"),
+            _block("resource_link", uri="file:///x.txt", name="x"),
+            _block("resource", resource=SimpleNamespace(uri="file:///y", text="embedded text")),
+            _block(
+                "resource",
+                resource=SimpleNamespace(uri="file:///z.bin", blob="AAAA", mime_type="application/zip"),
+            ),
+        ],
+    )
     assert tool_result(result) == McpResult(
         "line one\nline two\n"
         "[image image/png, 300 B: not shown]\n"

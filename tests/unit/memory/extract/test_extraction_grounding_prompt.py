@@ -20,8 +20,10 @@ STALE = {"project_knowledge_build.md": "Makefile changed since this card was wri
 
 
 def _turn(words: str = "hi", paths: list[str] | None = None) -> Turn:
-    return Turn(messages=[TurnMessage(role="user", text=words), TurnMessage(role="assistant", text="ok")],
-                paths=paths or [])
+    return Turn(
+        messages=[TurnMessage(role="user", text=words), TurnMessage(role="assistant", text="ok")],
+        paths=paths or [],
+    )
 
 
 def _section(prompt: str, tag: str) -> str:
@@ -95,9 +97,14 @@ def test_the_files_list_is_bounded_by_bytes_with_a_note() -> None:
 
 
 def test_the_stale_list_is_bounded_by_count_and_bytes_with_a_note() -> None:
-    many = {f"project_knowledge_{k:04}.md": "Makefile changed since this card was written" for k in range(500)}
+    many = {
+        f"project_knowledge_{k:04}.md": "Makefile changed since this card was written" for k in range(500)
+    }
     lines = _section(_prompt([_turn()], stale=many), "stale-notes").split("\n")
-    assert len(lines) == STALE_CAP_CARDS + 1 and lines[-1] == f"({500 - STALE_CAP_CARDS} more stale notes not shown)"
+    assert (
+        len(lines) == STALE_CAP_CARDS + 1
+        and lines[-1] == f"({500 - STALE_CAP_CARDS} more stale notes not shown)"
+    )
     big = {f"project_knowledge_{k:04}.md": "r" * 290 for k in range(STALE_CAP_CARDS)}
     text = _section(_prompt([_turn()], stale=big), "stale-notes")
     assert len(text.encode("utf-8")) <= STALE_CAP_BYTES + 64 and text.endswith("more stale notes not shown)")

@@ -428,8 +428,12 @@ def test_turn_text_is_role_labelled_redacted_stripped_and_bounded() -> None:
 
     key = "sk-ant-api03-" + "Zq7xW2vB9nK4mP8rT1yU6iO3aS5dF0gH" * 2
     turns = [
-        Turn(messages=[TurnMessage(role="user", text=f"use key {key}\x1b[31m please"),
-                       TurnMessage(role="assistant", text="noted")]),
+        Turn(
+            messages=[
+                TurnMessage(role="user", text=f"use key {key}\x1b[31m please"),
+                TurnMessage(role="assistant", text="noted"),
+            ]
+        ),
         Turn(messages=[TurnMessage(role="user", text="x" * 50_000)]),
     ]
     text = turn_text(turns, limit=1000)

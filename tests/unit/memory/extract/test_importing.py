@@ -72,17 +72,27 @@ def by_title(cards):
 def test_a_claude_md_is_one_card_per_section_with_lists_and_fences_kept() -> None:
     cards = document_cards(CLAUDE_MD, "CLAUDE.md", title="CLAUDE.md")
     assert [c.title for c in cards] == [
-        "Frobnicator", "Build and test", "Code style", "Preferences", "Don't", "References", "Setext heading",
+        "Frobnicator",
+        "Build and test",
+        "Code style",
+        "Preferences",
+        "Don't",
+        "References",
+        "Setext heading",
     ]
     build = by_title(cards)["Build and test"]
     assert build.body.startswith("Run `make test` before pushing;")
     assert "  - a single file: `pytest tests/unit/test_x.py -q`\n" in build.body
     # The '#' lines of the fence are body, not sections, and the fence is kept whole.
-    assert "```sh\n# install the tools first\nmake tools\n## not a heading either\nmake test\n```" in build.body
+    assert (
+        "```sh\n# install the tools first\nmake tools\n## not a heading either\nmake test\n```" in build.body
+    )
     assert "    # an indented code block: not a heading\n" in by_title(cards)["Code style"].body
     assert "> ## A heading in a quote stays in the body" in by_title(cards)["Setext heading"].body
     assert build.summary == "Run make test before pushing; CI runs the same target."
-    assert by_title(cards)["Frobnicator"].body == "This repository holds the frobnicator service and its CLI.\n"
+    assert (
+        by_title(cards)["Frobnicator"].body == "This repository holds the frobnicator service and its CLI.\n"
+    )
 
 
 def test_each_card_says_where_it_came_from() -> None:
@@ -116,14 +126,17 @@ def test_the_lone_title_heading_is_not_the_cut_level() -> None:
     text = "# Project\nIntro.\n## A\nalpha\n### A.1\ndeeper\n## B\nbeta\n"
     cards = document_cards(text, "GEMINI.md", title="GEMINI.md")
     assert [(c.title, c.body) for c in cards] == [
-        ("Project", "Intro.\n"), ("A", "alpha\n### A.1\ndeeper\n"), ("B", "beta\n"),
+        ("Project", "Intro.\n"),
+        ("A", "alpha\n### A.1\ndeeper\n"),
+        ("B", "beta\n"),
     ]
 
 
 def test_text_before_the_first_heading_and_a_headingless_file() -> None:
     cards = document_cards("Read the README first.\n\n## Build\nmake\n", "AGENTS.md", title="AGENTS.md")
     assert [(c.title, c.section, c.provenance) for c in cards] == [
-        ("AGENTS.md", "", "import:AGENTS.md"), ("Build", "Build", "import:AGENTS.md#Build"),
+        ("AGENTS.md", "", "import:AGENTS.md"),
+        ("Build", "Build", "import:AGENTS.md#Build"),
     ]
     one = document_cards("Just one paragraph,\nno headings.\n", "CLAUDE.md", title="CLAUDE.md")
     assert len(one) == 1 and one[0].body == "Just one paragraph,\nno headings.\n"
@@ -145,8 +158,10 @@ def test_front_matter_is_read_and_a_rule_is_not_front_matter() -> None:
 
 
 def test_a_claude_code_note_is_one_card_from_its_front_matter() -> None:
-    note = ("---\nname: Testing preferences\ndescription: Integration tests hit a real database.\n"
-            "type: feedback\n---\n\n# Why\nThe mocks hid a broken migration.\n\n## How\n- use the dev db\n")
+    note = (
+        "---\nname: Testing preferences\ndescription: Integration tests hit a real database.\n"
+        "type: feedback\n---\n\n# Why\nThe mocks hid a broken migration.\n\n## How\n- use the dev db\n"
+    )
     card = note_card(note, "memory/feedback_testing.md", stem="feedback_testing")
     assert card is not None
     assert card.title == "Testing preferences"
@@ -174,7 +189,9 @@ def test_a_huge_section_is_cut_at_a_line_with_its_fence_closed_and_a_note() -> N
     size = len(card.body.encode())
     assert SECTION_BUDGET < size < MAX_CONTENT_BYTES
     body_lines = card.body.splitlines()
-    assert body_lines[-1].startswith("[cut on import: ") and body_lines[-1].endswith("more of this section is in CLAUDE.md]")
+    assert body_lines[-1].startswith("[cut on import: ") and body_lines[-1].endswith(
+        "more of this section is in CLAUDE.md]"
+    )
     assert body_lines[-3] == "```" and all(ln in ("```", "x" * 99) for ln in body_lines[:-2])
     small, cut = bounded_body("short\n", "CLAUDE.md")
     assert (small, cut) == ("short\n", False)
@@ -188,8 +205,10 @@ def test_a_cut_never_splits_a_character() -> None:
 
 
 def test_the_index_of_a_folder_loses_only_its_links_to_the_folder_notes() -> None:
-    index = ("# Memory index\n- [Testing](feedback_testing.md) — real database\n"
-             "- [Elsewhere](https://example.com)\n* [Role](./user_role.md)\nThe team ships on Fridays.\n")
+    index = (
+        "# Memory index\n- [Testing](feedback_testing.md) — real database\n"
+        "- [Elsewhere](https://example.com)\n* [Role](./user_role.md)\nThe team ships on Fridays.\n"
+    )
     kept = drop_index_links(index, ["feedback_testing.md", "user_role.md", "MEMORY.md"])
     assert kept == "# Memory index\n- [Elsewhere](https://example.com)\nThe team ships on Fridays.\n"
 

@@ -25,9 +25,24 @@ def card_clock() -> dt.datetime:
 def git(ws: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_DATE": COMMIT_DATE, "GIT_COMMITTER_DATE": COMMIT_DATE}
     done = subprocess.run(
-        ["git", "-C", str(ws), "-c", "user.name=Test", "-c", "user.email=t@example.com",
-         "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args],
-        capture_output=True, text=True, env=env, check=False,
+        [
+            "git",
+            "-C",
+            str(ws),
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
     return done.stdout
@@ -71,4 +86,3 @@ def cited_card(stores: MemoryStores, *cites: object, title: str = "Build") -> st
     result = stores.apply([(0, create("project", title, "Run make all.", cites=cites))], source="manual")
     assert result.applied, result
     return result.applied[0].filename
-

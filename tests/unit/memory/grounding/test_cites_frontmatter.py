@@ -16,8 +16,15 @@ SHA_ID = "sha256:" + "ab" * 32
 
 
 def _meta(**kw: Any) -> NoteMeta:
-    return NoteMeta(title="Build", summary="make all", type=NoteType.PROJECT_KNOWLEDGE,
-                    created="2026-01-01T00:00:00Z", updated="2026-01-01T00:00:00Z", source="manual", **kw)
+    return NoteMeta(
+        title="Build",
+        summary="make all",
+        type=NoteType.PROJECT_KNOWLEDGE,
+        created="2026-01-01T00:00:00Z",
+        updated="2026-01-01T00:00:00Z",
+        source="manual",
+        **kw,
+    )
 
 
 def _round_trip(meta: NoteMeta, body: str = "Run make all.\n") -> tuple[NoteMeta, str]:
@@ -50,29 +57,40 @@ def test_hostile_cites_are_read_leniently() -> None:
     assert parse_cites("Makefile") == ()
     assert parse_cites({"path": "Makefile", "blob": GIT_ID}) == ()
     assert parse_cites(None) == ()
-    got = parse_cites([
-        "Makefile",
-        7,
-        {"path": "Makefile"},  # no blob: rests on nothing checkable
-        {"path": "Makefile", "blob": "nothex"},
-        {"path": "Makefile", "blob": GIT_ID.upper()},
-        {"path": "Makefile", "blob": "sha256:" + "z" * 64},
-        {"path": 5, "blob": GIT_ID},
-        {"path": "", "blob": GIT_ID},
-        {"path": "a\x00b", "blob": GIT_ID},
-        {"path": "x" * 5000, "blob": GIT_ID},
-        {"path": "kept.py", "lines": "3-x", "blob": GIT_ID},
-        {"path": "kept.py", "lines": 12, "blob": SHA_ID},
-        {"path": "../up.py", "blob": GIT_ID},  # read as written; the checker refuses it
-    ])
-    assert got == (Cite(path="kept.py", blob=GIT_ID), Cite(path="kept.py", lines="12", blob=SHA_ID),
-                   Cite(path="../up.py", blob=GIT_ID))
+    got = parse_cites(
+        [
+            "Makefile",
+            7,
+            {"path": "Makefile"},  # no blob: rests on nothing checkable
+            {"path": "Makefile", "blob": "nothex"},
+            {"path": "Makefile", "blob": GIT_ID.upper()},
+            {"path": "Makefile", "blob": "sha256:" + "z" * 64},
+            {"path": 5, "blob": GIT_ID},
+            {"path": "", "blob": GIT_ID},
+            {"path": "a\x00b", "blob": GIT_ID},
+            {"path": "x" * 5000, "blob": GIT_ID},
+            {"path": "kept.py", "lines": "3-x", "blob": GIT_ID},
+            {"path": "kept.py", "lines": 12, "blob": SHA_ID},
+            {"path": "../up.py", "blob": GIT_ID},  # read as written; the checker refuses it
+        ]
+    )
+    assert got == (
+        Cite(path="kept.py", blob=GIT_ID),
+        Cite(path="kept.py", lines="12", blob=SHA_ID),
+        Cite(path="../up.py", blob=GIT_ID),
+    )
     assert len(parse_cites([{"path": f"f{i}", "blob": GIT_ID} for i in range(500)])) == 64
 
 
 def test_a_card_with_a_hostile_cites_block_still_parses() -> None:
-    head = yaml.safe_dump({"title": "T", "type": "project_knowledge", "cites": {"a": [1, {"b": None}]},
-                           "confirmed": ["not", "a", "time"]})
+    head = yaml.safe_dump(
+        {
+            "title": "T",
+            "type": "project_knowledge",
+            "cites": {"a": [1, {"b": None}]},
+            "confirmed": ["not", "a", "time"],
+        }
+    )
     data, _ = split_note(f"---\n{head}---\nbody\n")
     meta = parse_meta(data)
     assert meta.cites == () and meta.title == "T"

@@ -26,35 +26,60 @@ def _apply_json(stores: MemoryStores, ops: list[dict[str, object]]) -> BatchResu
 
 
 def _new(**extra: object) -> dict[str, object]:
-    return {"action": "create", "level": "project", "type": "project_knowledge", "title": "Build",
-            "summary": "make all", "content": "Run make all.", **extra}
+    return {
+        "action": "create",
+        "level": "project",
+        "type": "project_knowledge",
+        "title": "Build",
+        "summary": "make all",
+        "content": "Run make all.",
+        **extra,
+    }
 
 
 def _cites(stores: MemoryStores, name: str, level: str = "project") -> list[tuple[str, str | None, str]]:
     return [(c.path, c.lines, c.blob) for c in stores.read_note(level, name).meta.cites]
 
 
-def test_kept_cites_carry_real_ids_and_a_model_given_blob_is_ignored(stores: MemoryStores, repo: Path) -> None:
+def test_kept_cites_carry_real_ids_and_a_model_given_blob_is_ignored(
+    stores: MemoryStores, repo: Path
+) -> None:
     (repo / "notes.txt").write_text("n\n")
-    result = _apply_json(stores, [_new(cites=[{"path": "Makefile", "lines": "1-2", "blob": FAKE},
-                                             "src/app.py:3", {"path": "notes.txt", "blob": FAKE}])])
+    result = _apply_json(
+        stores,
+        [
+            _new(
+                cites=[
+                    {"path": "Makefile", "lines": "1-2", "blob": FAKE},
+                    "src/app.py:3",
+                    {"path": "notes.txt", "blob": FAKE},
+                ]
+            )
+        ],
+    )
     assert result.dropped_cites == []
     name = result.applied[0].filename
     got = _cites(stores, name)
-    assert got[:2] == [("Makefile", "1-2", git(repo, "hash-object", "Makefile").strip()),
-                       ("src/app.py", "3", git(repo, "hash-object", "src/app.py").strip())]
+    assert got[:2] == [
+        ("Makefile", "1-2", git(repo, "hash-object", "Makefile").strip()),
+        ("src/app.py", "3", git(repo, "hash-object", "src/app.py").strip()),
+    ]
     assert got[2][2].startswith("sha256:")
     assert FAKE not in (stores.project.dir / name).read_text()
 
 
-def test_an_operation_object_given_a_blob_is_recorded_with_the_real_id(stores: MemoryStores, repo: Path) -> None:
+def test_an_operation_object_given_a_blob_is_recorded_with_the_real_id(
+    stores: MemoryStores, repo: Path
+) -> None:
     name = cited_card(stores, {"path": "Makefile", "blob": FAKE})
     assert _cites(stores, name) == [("Makefile", None, git(repo, "hash-object", "Makefile").strip())]
 
 
 def test_user_level_cites_are_dropped_with_the_reason(stores: MemoryStores) -> None:
-    result = stores.apply([(0, create("user", "Style", "Tabs.", type_="user_preference",
-                                      cites=("Makefile", "../x")))], source=MANUAL_SOURCE)
+    result = stores.apply(
+        [(0, create("user", "Style", "Tabs.", type_="user_preference", cites=("Makefile", "../x")))],
+        source=MANUAL_SOURCE,
+    )
     assert [a.level for a in result.applied] == ["user"]
     assert [(d.cite, d.reason) for d in result.dropped_cites] == [
         ("Makefile", "a user card is shared by every workspace: citations are kept on project cards only"),
@@ -68,7 +93,9 @@ def test_an_update_keeps_removes_or_replaces_the_cites(stores: MemoryStores, rep
     made = _cites(stores, name)
 
     def update(**kw: object) -> None:
-        r = stores.apply([(0, op("update", "project", filename=name, content="New body.", **kw))], source=MANUAL_SOURCE)
+        r = stores.apply(
+            [(0, op("update", "project", filename=name, content="New body.", **kw))], source=MANUAL_SOURCE
+        )
         assert r.applied and not r.rejected, r
 
     update()
@@ -85,7 +112,9 @@ def test_a_merged_update_from_a_model_without_cites_keeps_them(stores: MemorySto
     made = _cites(stores, name)
     _apply_json(stores, [{"action": "update", "level": "project", "filename": name, "content": "Merged."}])
     assert _cites(stores, name) == made
-    _apply_json(stores, [{"action": "update", "level": "project", "filename": name, "content": "x", "cites": []}])
+    _apply_json(
+        stores, [{"action": "update", "level": "project", "filename": name, "content": "x", "cites": []}]
+    )
     assert _cites(stores, name) == []
 
 
@@ -98,7 +127,9 @@ def test_dropped_cites_are_on_the_result_and_in_the_history(stores: MemoryStores
     assert "inside .git/" in result.dropped_cites[2].reason
     entry = stores.history()[-1]
     assert entry.txid == result.txid and entry.dropped_cites == result.dropped_cites
-    assert [c.path for c in stores.read_note("project", result.applied[0].filename).meta.cites] == ["Makefile"]
+    assert [c.path for c in stores.read_note("project", result.applied[0].filename).meta.cites] == [
+        "Makefile"
+    ]
 
 
 def test_more_than_twenty_cites_drop_the_rest_with_a_reason(stores: MemoryStores, repo: Path) -> None:
@@ -106,15 +137,34 @@ def test_more_than_twenty_cites_drop_the_rest_with_a_reason(stores: MemoryStores
         (repo / f"f{i:02d}.txt").write_text(f"{i}\n")
     result = _apply_json(stores, [_new(cites=[f"f{i:02d}.txt" for i in range(MAX_CITES + 5)])])
     assert len(stores.read_note("project", result.applied[0].filename).meta.cites) == MAX_CITES
-    assert [d.cite for d in result.dropped_cites] == [f"f{i:02d}.txt" for i in range(MAX_CITES, MAX_CITES + 5)]
+    assert [d.cite for d in result.dropped_cites] == [
+        f"f{i:02d}.txt" for i in range(MAX_CITES, MAX_CITES + 5)
+    ]
     assert all(d.reason.endswith(f"a card keeps at most {MAX_CITES} citations") for d in result.dropped_cites)
 
 
 def test_weird_cites_are_dropped_with_reasons_and_the_op_still_applies(stores: MemoryStores) -> None:
-    result = _apply_json(stores, [_new(cites=[7, 1.5, True, None, ["Makefile"], {"path": 3}, {"lines": "1-2"},
-                                             {"path": "Makefile", "lines": [1]}, {"path": "Makefile", "lines": "x"},
-                                             {"path": "Makefile", "lines": {"a": 1}}, "Makefile:0",
-                                             "Makefile"])])
+    result = _apply_json(
+        stores,
+        [
+            _new(
+                cites=[
+                    7,
+                    1.5,
+                    True,
+                    None,
+                    ["Makefile"],
+                    {"path": 3},
+                    {"lines": "1-2"},
+                    {"path": "Makefile", "lines": [1]},
+                    {"path": "Makefile", "lines": "x"},
+                    {"path": "Makefile", "lines": {"a": 1}},
+                    "Makefile:0",
+                    "Makefile",
+                ]
+            )
+        ],
+    )
     assert len(result.applied) == 1 and not result.rejected
     reasons = [d.reason for d in result.dropped_cites]
     assert reasons[:7] == [
@@ -126,24 +176,39 @@ def test_weird_cites_are_dropped_with_reasons_and_the_op_still_applies(stores: M
         "a citation object needs a string path",
         "a citation object needs a string path",
     ]
-    assert reasons[7:10] == ["'Makefile': lines must be like 10-40", "'Makefile:x': lines must be like 10-40",
-                             "'Makefile': lines must be like 10-40"]
+    assert reasons[7:10] == [
+        "'Makefile': lines must be like 10-40",
+        "'Makefile:x': lines must be like 10-40",
+        "'Makefile': lines must be like 10-40",
+    ]
     assert "does not exist" in reasons[10]
-    assert [c.spec for c in stores.read_note("project", result.applied[0].filename).meta.cites] == ["Makefile"]
+    assert [c.spec for c in stores.read_note("project", result.applied[0].filename).meta.cites] == [
+        "Makefile"
+    ]
 
 
 def test_a_cites_value_that_is_not_a_list_is_one_citation(stores: MemoryStores) -> None:
-    for value, kept in (("Makefile", ["Makefile"]), ({"path": "Makefile", "lines": "1-2"}, ["Makefile:1-2"]), (42, [])):
+    for value, kept in (
+        ("Makefile", ["Makefile"]),
+        ({"path": "Makefile", "lines": "1-2"}, ["Makefile:1-2"]),
+        (42, []),
+    ):
         result = _apply_json(stores, [_new(title=f"Build {value!r}", cites=value)])
         assert len(result.applied) == 1
         assert [c.spec for c in stores.read_note("project", result.applied[0].filename).meta.cites] == kept
-        assert [d.reason for d in result.dropped_cites] == ([] if kept else ["a citation must be a path string, got a number"])
+        assert [d.reason for d in result.dropped_cites] == (
+            [] if kept else ["a citation must be a path string, got a number"]
+        )
 
 
 def test_a_lone_surrogate_from_json_is_dropped_not_raised(stores: MemoryStores) -> None:
-    parsed = parse_and_validate('[{"action": "create", "level": "project", "type": "project_knowledge", '
-                                '"title": "T", "content": "c", "cites": ["src/\\ud800.py", "Makefile"]}]')
+    parsed = parse_and_validate(
+        '[{"action": "create", "level": "project", "type": "project_knowledge", '
+        '"title": "T", "content": "c", "cites": ["src/\\ud800.py", "Makefile"]}]'
+    )
     result = stores.apply(parsed.ops, source="auto", rejected=parsed.rejected)
     assert len(result.applied) == 1
-    assert [c.path for c in stores.read_note("project", result.applied[0].filename).meta.cites] == ["Makefile"]
+    assert [c.path for c in stores.read_note("project", result.applied[0].filename).meta.cites] == [
+        "Makefile"
+    ]
     assert len(result.dropped_cites) == 1 and "\ud800" not in result.dropped_cites[0].reason

@@ -92,7 +92,9 @@ def test_the_memory_stores_and_the_apps_home_are_never_cited(repo: Path) -> None
         assert (repo / raw).is_file()
         kept, dropped = grounding.resolve([raw])
         assert kept == ()
-        assert [d.reason for d in dropped] == [f"{quote(raw)} is inside a memory store or PseudoClaude's own folder"]
+        assert [d.reason for d in dropped] == [
+            f"{quote(raw)} is inside a memory store or PseudoClaude's own folder"
+        ]
 
 
 def test_a_path_into_a_protected_folder_through_a_symlink_is_refused(repo: Path) -> None:
@@ -121,7 +123,9 @@ def test_a_backwards_line_range_is_refused(repo: Path) -> None:
 
 
 def test_line_ranges_are_kept_with_their_lines(repo: Path) -> None:
-    kept, dropped = _grounding(repo).resolve(["Makefile:10-40", "src/app.py:7", {"path": "Makefile", "lines": "2-3"}])
+    kept, dropped = _grounding(repo).resolve(
+        ["Makefile:10-40", "src/app.py:7", {"path": "Makefile", "lines": "2-3"}]
+    )
     assert dropped == []
     assert [c.spec for c in kept] == ["Makefile:10-40", "src/app.py:7", "Makefile:2-3"]
 

@@ -29,7 +29,9 @@ def test_confirm_refreshes_the_ids_and_sets_confirmed(stores: MemoryStores, repo
     assert said == [] and result.txid and not result.rejected
     note = stores.read_note("project", name)
     assert [(c.path, c.lines, c.blob) for c in note.meta.cites] == [
-        ("Makefile", "1-2", _blob(repo, "Makefile")), ("src/app.py", None, _blob(repo, "src/app.py"))]
+        ("Makefile", "1-2", _blob(repo, "Makefile")),
+        ("src/app.py", None, _blob(repo, "src/app.py")),
+    ]
     assert note.meta.confirmed == rfc3339(CARD_TIME)
     assert note.body == body
     assert not stores.staleness()[name].stale
@@ -43,10 +45,15 @@ def test_confirm_follows_a_rename_and_drops_a_deleted_citation(stores: MemorySto
     git(repo, "mv", "src/app.py", "src/main.py")
     (repo / "gone.txt").unlink()
     _, said = stores.confirm("project", name)
-    assert said == ["src/app.py is now cited as src/main.py", "dropped the citation of gone.txt: gone.txt was deleted"]
+    assert said == [
+        "src/app.py is now cited as src/main.py",
+        "dropped the citation of gone.txt: gone.txt was deleted",
+    ]
     cites = stores.read_note("project", name).meta.cites
     assert [(c.path, c.lines, c.blob) for c in cites] == [
-        ("src/main.py", "2-4", _blob(repo, "src/main.py")), ("Makefile", None, _blob(repo, "Makefile"))]
+        ("src/main.py", "2-4", _blob(repo, "src/main.py")),
+        ("Makefile", None, _blob(repo, "Makefile")),
+    ]
     assert not stores.staleness()[name].stale
 
 

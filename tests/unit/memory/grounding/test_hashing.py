@@ -69,8 +69,13 @@ def test_file_ids_are_cached_by_stat_key(tmp_path: Path) -> None:
 
 def test_a_warm_check_reads_no_file(repo: Path) -> None:
     cites, _ = Grounding(repo, ids=FileIds()).resolve(["Makefile", "src/app.py"])
-    meta = NoteMeta(title="t", type=NoteType.PROJECT_KNOWLEDGE, created="2026-01-01T00:00:00Z",
-                    updated="2026-01-01T00:00:00Z", cites=cites)
+    meta = NoteMeta(
+        title="t",
+        type=NoteType.PROJECT_KNOWLEDGE,
+        created="2026-01-01T00:00:00Z",
+        updated="2026-01-01T00:00:00Z",
+        cites=cites,
+    )
     cold = Grounding(repo, ids=FileIds())
     assert not cold.check(Level.PROJECT, "x.md", meta).stale
     assert cold.ids.reads == 2

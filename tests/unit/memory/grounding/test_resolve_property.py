@@ -20,16 +20,55 @@ from memory.grounding.staleness import MAX_CITES, Grounding
 
 # Pieces that make the interesting paths: traversal, separators, git's and the stores' folders,
 # symlinks leading out, ranges, control characters, a lone surrogate.
-PIECES = ["..", ".", "/", "\\", "//", "src", "app.py", "Makefile", ".git", ".GIT", "config", "HEAD",
-          ".PseudoClaude", "memory", "x.md", "pchome", "out", "leak", "inlink", "secret.txt", "C:", ":",
-          "1", "-", "10-40", "3-1", "~", "\x00", "\n", "\x1b", "\ud800", "\udcff", "é", " "]
-SPECS = st.one_of(st.lists(st.sampled_from(PIECES), max_size=8).map("".join),
-                  st.text(alphabet=st.characters(blacklist_categories=()), max_size=40))
+PIECES = [
+    "..",
+    ".",
+    "/",
+    "\\",
+    "//",
+    "src",
+    "app.py",
+    "Makefile",
+    ".git",
+    ".GIT",
+    "config",
+    "HEAD",
+    ".PseudoClaude",
+    "memory",
+    "x.md",
+    "pchome",
+    "out",
+    "leak",
+    "inlink",
+    "secret.txt",
+    "C:",
+    ":",
+    "1",
+    "-",
+    "10-40",
+    "3-1",
+    "~",
+    "\x00",
+    "\n",
+    "\x1b",
+    "\ud800",
+    "\udcff",
+    "é",
+    " ",
+]
+SPECS = st.one_of(
+    st.lists(st.sampled_from(PIECES), max_size=8).map("".join),
+    st.text(alphabet=st.characters(blacklist_categories=()), max_size=40),
+)
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), SPECS)
-JSON = st.recursive(SCALARS, lambda inner: st.one_of(
-    st.lists(inner, max_size=4),
-    st.dictionaries(st.sampled_from(["path", "lines", "blob", "x"]) | SPECS, inner, max_size=4),
-), max_leaves=12)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.sampled_from(["path", "lines", "blob", "x"]) | SPECS, inner, max_size=4),
+    ),
+    max_leaves=12,
+)
 CITE_DICTS = st.fixed_dictionaries({"path": SPECS}, optional={"lines": SCALARS | SPECS, "blob": SPECS})
 BLOB_RE = re.compile(r"[0-9a-f]{40}|sha256:[0-9a-f]{64}")
 

@@ -30,7 +30,9 @@ def test_a_card_whose_cited_files_did_not_change_is_fresh(stores: MemoryStores) 
     assert "(stale" not in stores.merged_index()
 
 
-def test_a_changed_file_makes_the_card_stale_and_a_confirmation_fresh_again(stores: MemoryStores, repo: Path) -> None:
+def test_a_changed_file_makes_the_card_stale_and_a_confirmation_fresh_again(
+    stores: MemoryStores, repo: Path
+) -> None:
     name = cited_card(stores, "Makefile")
     (repo / "Makefile").write_text("all:\n\techo bye\n")
     assert _check(stores, name) == (True, "Makefile changed since this card was written", ["changed"])
@@ -57,7 +59,9 @@ def test_a_staged_git_mv_is_a_rename(stores: MemoryStores, repo: Path) -> None:
     assert (check.cites[0].state, check.cites[0].renamed_to) == ("renamed", "src/main.py")
 
 
-def test_a_committed_rename_with_small_edits_is_found_by_gits_rename_detection(stores: MemoryStores, repo: Path) -> None:
+def test_a_committed_rename_with_small_edits_is_found_by_gits_rename_detection(
+    stores: MemoryStores, repo: Path
+) -> None:
     name = cited_card(stores, "src/app.py")
     git(repo, "mv", "src/app.py", "src/main.py")
     text = (repo / "src" / "main.py").read_text().replace("line_7 = 7", "line_7 = 70")
@@ -91,7 +95,9 @@ def test_several_stale_citations_are_one_line(stores: MemoryStores, repo: Path) 
     assert _check(stores, three)[1] == "Makefile changed since this card was written; and 2 more citations"
 
 
-def test_a_cited_file_that_became_a_symlink_out_is_not_read(stores: MemoryStores, repo: Path, outside: Path) -> None:
+def test_a_cited_file_that_became_a_symlink_out_is_not_read(
+    stores: MemoryStores, repo: Path, outside: Path
+) -> None:
     shutil.copy(repo / "Makefile", outside / "Makefile")  # same bytes: read, it would look fresh
     shutil.copytree(repo / "src", outside / "src")
     name = cited_card(stores, "Makefile", "src/app.py")
@@ -102,7 +108,9 @@ def test_a_cited_file_that_became_a_symlink_out_is_not_read(stores: MemoryStores
     reads = shared_ids().reads
     check = stores.staleness()[name]
     assert [c.state for c in check.cites] == ["unreadable", "unreadable"]
-    assert check.reason.startswith("Makefile cannot be checked: 'Makefile' resolves through a symlink outside")
+    assert check.reason.startswith(
+        "Makefile cannot be checked: 'Makefile' resolves through a symlink outside"
+    )
     assert "src/app.py cannot be checked" in check.cites[1].reason
     assert shared_ids().reads == reads
 
@@ -111,8 +119,14 @@ def _hand_card(stores: MemoryStores, name: str, cites: object) -> None:
     """A card file as a hostile clone could carry it: any ``cites`` value in its front matter."""
     import yaml
 
-    meta = NoteMeta(title="Hostile", summary="s", type=NoteType.PROJECT_KNOWLEDGE,
-                    created="2026-01-01T00:00:00Z", updated="2026-01-01T00:00:00Z", source="seed")
+    meta = NoteMeta(
+        title="Hostile",
+        summary="s",
+        type=NoteType.PROJECT_KNOWLEDGE,
+        created="2026-01-01T00:00:00Z",
+        updated="2026-01-01T00:00:00Z",
+        source="seed",
+    )
     text = dump_note(meta, "body").decode()
     head = yaml.safe_dump({"cites": cites}, allow_unicode=False)
     text = text.replace("source: seed\n", f"source: seed\n{head}", 1)
@@ -121,26 +135,38 @@ def _hand_card(stores: MemoryStores, name: str, cites: object) -> None:
     (folder / name).write_text(text, encoding="utf-8", errors="surrogateescape")
 
 
-def test_hostile_front_matter_never_crashes_and_never_reads_outside(stores: MemoryStores, repo: Path, outside: Path) -> None:
+def test_hostile_front_matter_never_crashes_and_never_reads_outside(
+    stores: MemoryStores, repo: Path, outside: Path
+) -> None:
     secret = git_blob_id((outside / "secret.txt").read_bytes())
     head = git_blob_id((repo / ".git" / "HEAD").read_bytes())
     cited_card(stores, "Makefile")  # the store exists, its files hold real ids
     mem = stores.project.dir / "MEMORY.md"
     _hand_card(stores, "project_knowledge_a.md", "Makefile")
-    _hand_card(stores, "project_knowledge_b.md", [{"path": "Makefile"}, {"path": "Makefile", "blob": "nothex"}, 7, None])
-    _hand_card(stores, "project_knowledge_c.md", [
-        {"path": "../outside/secret.txt", "blob": secret},
-        {"path": str(outside / "secret.txt"), "blob": secret},
-        {"path": "src/../../outside/secret.txt", "blob": secret},
-        {"path": ".git/HEAD", "blob": head},
-        {"path": ".PseudoClaude/memory/MEMORY.md", "blob": git_blob_id(mem.read_bytes())},
-        {"path": ".", "blob": secret},
-        {"path": "Make\x00file", "blob": secret},  # skipped by the reader
-        {"path": "Makefile", "lines": "9-1x", "blob": git_blob_id((repo / "Makefile").read_bytes())},
-    ])
+    _hand_card(
+        stores,
+        "project_knowledge_b.md",
+        [{"path": "Makefile"}, {"path": "Makefile", "blob": "nothex"}, 7, None],
+    )
+    _hand_card(
+        stores,
+        "project_knowledge_c.md",
+        [
+            {"path": "../outside/secret.txt", "blob": secret},
+            {"path": str(outside / "secret.txt"), "blob": secret},
+            {"path": "src/../../outside/secret.txt", "blob": secret},
+            {"path": ".git/HEAD", "blob": head},
+            {"path": ".PseudoClaude/memory/MEMORY.md", "blob": git_blob_id(mem.read_bytes())},
+            {"path": ".", "blob": secret},
+            {"path": "Make\x00file", "blob": secret},  # skipped by the reader
+            {"path": "Makefile", "lines": "9-1x", "blob": git_blob_id((repo / "Makefile").read_bytes())},
+        ],
+    )
     reads = shared_ids().reads
     checks = stores.staleness()
-    assert "project_knowledge_a.md" not in checks and "project_knowledge_b.md" not in checks  # nothing to check
+    assert (
+        "project_knowledge_a.md" not in checks and "project_knowledge_b.md" not in checks
+    )  # nothing to check
     c = checks["project_knowledge_c.md"]
     assert [s.state for s in c.cites] == ["unreadable"] * 6 + ["fresh"]
     assert c.cites[-1].state == "fresh" and c.cites[-1].lines is None
@@ -152,8 +178,13 @@ def test_hostile_front_matter_never_crashes_and_never_reads_outside(stores: Memo
 
 def test_a_path_that_is_no_file_name_never_crashes_a_check(repo: Path) -> None:
     # A lone surrogate cannot be a file name; YAML readers without libyaml let one through.
-    meta = NoteMeta(title="t", type=NoteType.PROJECT_KNOWLEDGE, created="2026-01-01T00:00:00Z",
-                    updated="2026-01-01T00:00:00Z", cites=(Cite(path="src/\ud800.py", blob="a" * 40),))
+    meta = NoteMeta(
+        title="t",
+        type=NoteType.PROJECT_KNOWLEDGE,
+        created="2026-01-01T00:00:00Z",
+        updated="2026-01-01T00:00:00Z",
+        cites=(Cite(path="src/\ud800.py", blob="a" * 40),),
+    )
     check = Grounding(repo, ids=FileIds()).check(Level.PROJECT, "x.md", meta)
     assert [c.state for c in check.cites] == ["unreadable"]
     assert "\ud800" not in check.reason and check.reason.startswith("src/")
@@ -173,13 +204,17 @@ def test_a_workspace_that_is_not_a_git_repository_works(tmp_path: Path) -> None:
     (ws / "a.txt").write_text("alpha changed\n")
     (ws / "sub").mkdir()
     os.replace(ws / "b.txt", ws / "sub" / "b.txt")
-    assert _check(stores, name) == (True, "a.txt changed since this card was written; and 1 more citation",
-                                    ["changed", "renamed"])
+    assert _check(stores, name) == (
+        True,
+        "a.txt changed since this card was written; and 1 more citation",
+        ["changed", "renamed"],
+    )
     assert stores.staleness()[name].cites[1].reason == "b.txt was renamed to sub/b.txt"
 
 
-def test_git_missing_from_path_still_works(stores: MemoryStores, repo: Path, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_git_missing_from_path_still_works(
+    stores: MemoryStores, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with_git = cited_card(stores, "Makefile", "src/app.py", title="With git")
     empty = tmp_path / "nobin"
     empty.mkdir()

@@ -23,8 +23,10 @@ def test_counts_and_last_read_per_store_folder(tmp_path: Path) -> None:
     log.record_read(a, "x.md", T0 + dt.timedelta(days=2))
     log.record_read(a, "y.md", T0)
     log.record_read(b, "x.md", T0)
-    assert log.counts(a) == {"x.md": CardUse(reads=2, last_read="2026-11-03T09:00:00Z"),
-                             "y.md": CardUse(reads=1, last_read="2026-11-01T09:00:00Z")}
+    assert log.counts(a) == {
+        "x.md": CardUse(reads=2, last_read="2026-11-03T09:00:00Z"),
+        "y.md": CardUse(reads=1, last_read="2026-11-01T09:00:00Z"),
+    }
     assert log.counts(b) == {"x.md": CardUse(reads=1, last_read="2026-11-01T09:00:00Z")}
     assert log.counts(tmp_path / "never") == {}
     assert oct(os.stat(log.path).st_mode & 0o777) == "0o600"
@@ -97,6 +99,7 @@ def test_use_text() -> None:
     assert use_text(CardUse()) == "never read"
     assert use_text(CardUse(reads=12, last_read="2026-11-01T09:00:00Z"), now) == "read 12× · last 3 days ago"
     assert use_text(CardUse(reads=1, last_read="2026-11-01T09:00:00Z"), T0 + dt.timedelta(hours=1)) == (
-        "read 1× · last 1 hour ago")
+        "read 1× · last 1 hour ago"
+    )
     assert use_text(CardUse(reads=1, last_read="2026-11-01T09:00:00Z"), T0) == "read 1× · last just now"
     assert use_text(CardUse(reads=2, last_read="garbage"), now) == "read 2× · last at an unknown time"

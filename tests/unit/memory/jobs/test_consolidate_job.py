@@ -23,12 +23,24 @@ from tests.support.memtools import make_env, write_note
 pytestmark = pytest.mark.timeout(60)
 
 DUPS = {
-    "project_knowledge_use-pnpm.md": ("Use pnpm, not npm", "This project uses pnpm for installs; npm breaks the lockfile."),
-    "project_knowledge_pnpm.md": ("Package manager is pnpm", "Use pnpm install, never npm: npm breaks the pnpm lockfile."),
-    "project_knowledge_pnpm-only.md": ("pnpm only", "The project installs with pnpm; npm would break the lockfile."),
+    "project_knowledge_use-pnpm.md": (
+        "Use pnpm, not npm",
+        "This project uses pnpm for installs; npm breaks the lockfile.",
+    ),
+    "project_knowledge_pnpm.md": (
+        "Package manager is pnpm",
+        "Use pnpm install, never npm: npm breaks the pnpm lockfile.",
+    ),
+    "project_knowledge_pnpm-only.md": (
+        "pnpm only",
+        "The project installs with pnpm; npm would break the lockfile.",
+    ),
 }
 UNRELATED = {
-    f"project_knowledge_other{k}.md": (f"Topic {word}", f"The {word} subsystem keeps its {word} settings in {word}.toml.")
+    f"project_knowledge_other{k}.md": (
+        f"Topic {word}",
+        f"The {word} subsystem keeps its {word} settings in {word}.toml.",
+    )
     for k, word in enumerate(["frobnicator", "telemetry", "gazetteer", "kubelet", "quaternion", "harmonica"])
 }
 KEEP, GONE = "project_knowledge_use-pnpm.md", ["project_knowledge_pnpm.md", "project_knowledge_pnpm-only.md"]
@@ -55,8 +67,13 @@ async def _no_sleep(_: float) -> None:
 
 def manager(stores: MemoryStores, events: list[MemoryEvent], **kw: Any) -> Manager:
     kw.setdefault("sleep", _no_sleep)
-    m = Manager(stores, AnthropicCompletion(MEMORY_MODEL, home=stores.paths.home), poll_interval=0.05,
-                session="s", **kw)
+    m = Manager(
+        stores,
+        AnthropicCompletion(MEMORY_MODEL, home=stores.paths.home),
+        poll_interval=0.05,
+        session="s",
+        **kw,
+    )
     m.subscribe(events.append)
     return m
 
@@ -66,17 +83,21 @@ def cards(stores: MemoryStores) -> dict[str, bytes]:
 
 
 def answer() -> str:
-    return json.dumps([
-        {"action": "update", "level": "project", "filename": KEEP, "content": MERGED},
-        {"action": "delete", "level": "project", "filename": GONE[0]},
-        {"action": "delete", "level": "project", "filename": GONE[1]},
-        # Out of scope, each refused with a reason: another store, a card no cluster holds.
-        {"action": "delete", "level": "user", "filename": "user_preference_x.md"},
-        {"action": "delete", "level": "project", "filename": "project_knowledge_other0.md"},
-    ])
+    return json.dumps(
+        [
+            {"action": "update", "level": "project", "filename": KEEP, "content": MERGED},
+            {"action": "delete", "level": "project", "filename": GONE[0]},
+            {"action": "delete", "level": "project", "filename": GONE[1]},
+            # Out of scope, each refused with a reason: another store, a card no cluster holds.
+            {"action": "delete", "level": "user", "filename": "user_preference_x.md"},
+            {"action": "delete", "level": "project", "filename": "project_knowledge_other0.md"},
+        ]
+    )
 
 
-async def held_job(stores: MemoryStores, server: FakeAnthropic, events: list[MemoryEvent]) -> tuple[Manager, Job]:
+async def held_job(
+    stores: MemoryStores, server: FakeAnthropic, events: list[MemoryEvent]
+) -> tuple[Manager, Job]:
     server.script(MEMORY_MODEL, text(answer()))
     m = manager(stores, events)
     await m.start()
@@ -99,7 +120,11 @@ async def test_three_duplicates_make_one_held_job_whose_request_holds_only_the_c
     assert job.purpose == "consolidate" and job.level is Level.PROJECT and job.mode == "review"
     assert sorted(job.clusters[0]) == sorted(DUPS)
     assert job.excerpt() == "consolidate the project store: 1 cluster, 3 cards"
-    assert [(h.index, h.op.action.value) for h in job.held_ops] == [(0, "update"), (1, "delete"), (2, "delete")]
+    assert [(h.index, h.op.action.value) for h in job.held_ops] == [
+        (0, "update"),
+        (1, "delete"),
+        (2, "delete"),
+    ]
     reasons = [r.reason for r in job.rejected]
     assert any("changes only that store's cards" in r for r in reasons), reasons
     assert any("not one of the consolidated cards" in r for r in reasons), reasons
@@ -129,7 +154,9 @@ async def test_approve_leaves_one_card_the_others_in_trash_and_undo_restores_all
     assert sorted(a.filename for a in result.applied) == sorted([KEEP, *GONE])
     after = cards(stores)
     assert sorted(after) == sorted([KEEP, *UNRELATED])
-    assert after[KEEP].decode().endswith(MERGED + "\n"), "the update replaces the body as given: no merge request"
+    assert after[KEEP].decode().endswith(MERGED + "\n"), (
+        "the update replaces the body as given: no merge request"
+    )
     assert len(server.requests_for(MEMORY_MODEL)) == 1
     trash = sorted(p.name for p in (stores.project.dir / ".trash").iterdir())
     assert len(trash) == 2 and all(any(t.endswith(g) for t in trash) for g in GONE), trash
@@ -138,7 +165,9 @@ async def test_approve_leaves_one_card_the_others_in_trash_and_undo_restores_all
     assert cards(stores) == before
 
 
-async def test_review_rejects_one_op_and_approves_the_rest(stores: MemoryStores, server: FakeAnthropic) -> None:
+async def test_review_rejects_one_op_and_approves_the_rest(
+    stores: MemoryStores, server: FakeAnthropic
+) -> None:
     events: list[MemoryEvent] = []
     before = cards(stores)
     m, job = await held_job(stores, server, events)

@@ -20,13 +20,21 @@ from tests.support.memtools import make_env, write_note
 def stores(tmp_path: Path) -> MemoryStores:
     env = make_env(tmp_path)
     for k, word in enumerate(["frobnicator", "telemetry"]):
-        write_note(env, Level.PROJECT, f"project_knowledge_base{k}.md", f"Topic {word}", f"The {word} settings.")
+        write_note(
+            env, Level.PROJECT, f"project_knowledge_base{k}.md", f"Topic {word}", f"The {word} settings."
+        )
     return env
 
 
 def dup(stores: MemoryStores, k: int) -> None:
-    write_note(stores, Level.PROJECT, f"project_knowledge_pnpm{k}.md", "Use pnpm, not npm",
-               "This project uses pnpm for installs; npm breaks the lockfile.", summary="pnpm, not npm")
+    write_note(
+        stores,
+        Level.PROJECT,
+        f"project_knowledge_pnpm{k}.md",
+        "Use pnpm, not npm",
+        "This project uses pnpm for installs; npm breaks the lockfile.",
+        summary="pnpm, not npm",
+    )
 
 
 def manager(stores: MemoryStores, **kw: Any) -> Manager:
@@ -142,7 +150,9 @@ async def test_an_untrusted_project_store_is_never_consolidated(tmp_path: Path) 
     assert consolidations(m) == []
 
 
-def test_the_two_settings_come_from_config_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_two_settings_come_from_config_and_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from app.agent.config.settings import SettingsError, load_settings
 
     home = tmp_path / "h"

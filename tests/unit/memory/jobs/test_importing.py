@@ -39,7 +39,10 @@ def test_a_claude_code_memory_folder_is_one_card_per_note(ws: Path) -> None:
     # MEMORY.md held only links to the notes: nothing of it is a card of its own.
     assert sorted(cards) == ["Deploy steps", "Integration tests use a real database", "user role"]
     assert cards["Integration tests use a real database"].type is NoteType.CORRECTION_FEEDBACK
-    assert cards["Integration tests use a real database"].summary == "Mocked tests hid a broken migration last quarter."
+    assert (
+        cards["Integration tests use a real database"].summary
+        == "Mocked tests hid a broken migration last quarter."
+    )
     assert cards["user role"].type is NoteType.USER_PREFERENCE
     assert cards["Deploy steps"].provenance == "import:~/.claude/projects/-work-frob/memory/deploy_notes.md"
 
@@ -49,7 +52,9 @@ def test_a_codex_folder_gives_its_handbook_by_task_group_and_its_notes(ws: Path)
     got = gather([str(folder)], ws)
     assert not got.problems
     assert [c.title for c in got.cards] == [
-        "Task Group: frob service builds", "Task Group: release process", "tabs",
+        "Task Group: frob service builds",
+        "Task Group: release process",
+        "tabs",
     ]
     first = got.cards[0]
     assert "## Reusable knowledge\n\n- `make clean` before `make test`" in first.body
@@ -67,7 +72,10 @@ def test_bad_input_is_one_reason_each_and_the_other_paths_still_count(ws: Path, 
     (tmp_path / "only-text").mkdir()
     (tmp_path / "only-text" / "a.txt").write_text("not a note")
     os.mkfifo(tmp_path / "pipe.md")
-    paths = [str(tmp_path / n) for n in ("bin.md", "latin1.md", "empty-folder", "only-text", "pipe.md", "missing.md")]
+    paths = [
+        str(tmp_path / n)
+        for n in ("bin.md", "latin1.md", "empty-folder", "only-text", "pipe.md", "missing.md")
+    ]
     got = gather([*paths, str(ws / "CLAUDE.md")], ws)
     assert [c.title for c in got.cards] == ["Build"]
     reasons = {Path(p.path).name: (p.reason, p.usage) for p in got.problems}
@@ -106,8 +114,11 @@ def test_plan_skips_an_existing_card_and_one_held_and_names_the_rest_like_the_st
     first = plan_import(stores, cards, Level.PROJECT)
     assert [p.skip for p in first] == [""] * len(CLAUDE_TITLES)
     assert [p.filename for p in first] == [
-        "project_knowledge_frobnicator.md", "project_knowledge_build-and-test.md", "project_knowledge_code-style.md",
-        "user_preference_preferences.md", "reference_material_references.md",
+        "project_knowledge_frobnicator.md",
+        "project_knowledge_build-and-test.md",
+        "project_knowledge_code-style.md",
+        "user_preference_preferences.md",
+        "reference_material_references.md",
     ]
     job = hold_import(stores, first[:2], ["CLAUDE.md"])
     again = plan_import(stores, cards, Level.PROJECT)
@@ -115,7 +126,10 @@ def test_plan_skips_an_existing_card_and_one_held_and_names_the_rest_like_the_st
     assert [p.skip for p in again[2:]] == ["", "", ""]
     entries = Spool(stores.paths).list(ws)
     assert [e.job.state for e in entries if e.job] == ["held"]
-    assert [h.source for h in entries[0].job.held_ops] == ["import:CLAUDE.md#Frobnicator", "import:CLAUDE.md#Build and test"]
+    assert [h.source for h in entries[0].job.held_ops] == [
+        "import:CLAUDE.md#Frobnicator",
+        "import:CLAUDE.md#Build and test",
+    ]
 
 
 def test_two_identical_sections_make_one_card(ws: Path) -> None:
@@ -125,10 +139,23 @@ def test_two_identical_sections_make_one_card(ws: Path) -> None:
     assert [p.skip for p in planned] == ["", "the same title and text as an earlier card of this import"]
 
 
-def test_a_per_card_source_is_written_as_one_clean_line_and_the_others_keep_the_batch_source(ws: Path) -> None:
+def test_a_per_card_source_is_written_as_one_clean_line_and_the_others_keep_the_batch_source(
+    ws: Path,
+) -> None:
     stores = MemoryStores(ws)
-    ops = [(i, Operation(action=Action.CREATE, level=Level.PROJECT, type=NoteType.PROJECT_KNOWLEDGE,
-                         title=f"Card {i}", content=f"body {i}")) for i in range(2)]
+    ops = [
+        (
+            i,
+            Operation(
+                action=Action.CREATE,
+                level=Level.PROJECT,
+                type=NoteType.PROJECT_KNOWLEDGE,
+                title=f"Card {i}",
+                content=f"body {i}",
+            ),
+        )
+        for i in range(2)
+    ]
     result = stores.apply(ops, source="import", sources={0: "import:x.md#a\x1b[31m\nb"})
     assert len(result.applied) == 2
     sources = {n.meta.title: n.meta.source for n in stores.notes(Level.PROJECT)}

@@ -79,8 +79,11 @@ async def test_a_job_the_child_applied_and_reported_is_announced_once(pair: Pair
     job_id = await _submit_and_run(pair)
     await pair.polls()
     [applied] = pair.of(job_id, JobApplied)
-    assert isinstance(applied, JobApplied) and applied.txid and [a.filename for a in applied.applied] == [
-        "project_knowledge_build-with-make.md"]
+    assert (
+        isinstance(applied, JobApplied)
+        and applied.txid
+        and [a.filename for a in applied.applied] == ["project_knowledge_build-with-make.md"]
+    )
     assert applied.created  # the same event as the child's own, spool time included
     pair.app.announce(applied)  # the same line again (a replay) is no news either
     assert len(pair.of(job_id, JobApplied)) == 1
@@ -159,4 +162,3 @@ async def test_a_held_job_the_look_saw_first_is_not_announced_again_by_the_line(
     finally:
         await p.child.close(2)
         await p.app.close(2)
-

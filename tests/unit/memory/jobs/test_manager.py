@@ -42,7 +42,9 @@ def turn(text: str, session: str = "sess-1") -> Turn:
     )
 
 
-def create(title: str, content: str = "body", level: str = "project", type_: str = "project_knowledge", **kw: Any) -> dict:
+def create(
+    title: str, content: str = "body", level: str = "project", type_: str = "project_knowledge", **kw: Any
+) -> dict:
     return {"action": "create", "level": level, "type": type_, "title": title, "content": content, **kw}
 
 
@@ -224,7 +226,9 @@ async def test_no_completion_spools_but_never_becomes_the_worker(env: MemoryStor
 # -- close and the next process ----------------------------------------------------------------------
 
 
-async def test_close_leaves_pending_jobs_spooled_and_the_next_manager_runs_them_once(env: MemoryStores) -> None:
+async def test_close_leaves_pending_jobs_spooled_and_the_next_manager_runs_them_once(
+    env: MemoryStores,
+) -> None:
     gate = Gate()  # never released: the request is in flight when close gives up
     m1 = manager(env, Script(gate))
     j1 = await m1.submit(turn("fact one: the API lives in api/"))
@@ -235,7 +239,10 @@ async def test_close_leaves_pending_jobs_spooled_and_the_next_manager_runs_them_
     assert not m1.is_worker
     left = spooled(env)
     assert len(left) == 1 and left[0].state == "queued" and left[0].raw_answer is None
-    assert {t.messages[0].text for t in left[0].turns} == {j1.turns[0].messages[0].text, j2.turns[0].messages[0].text}
+    assert {t.messages[0].text for t in left[0].turns} == {
+        j1.turns[0].messages[0].text,
+        j2.turns[0].messages[0].text,
+    }
 
     script = Script(answer(create("API location", "api/"), create("Docs location", "docs/")))
     m2 = manager(env, script)
@@ -254,7 +261,9 @@ async def test_close_leaves_pending_jobs_spooled_and_the_next_manager_runs_them_
     assert len(notes(env)) == 2
 
 
-async def test_a_close_after_an_abandoned_close_cancelled_the_worker_returns_quietly(env: MemoryStores) -> None:
+async def test_a_close_after_an_abandoned_close_cancelled_the_worker_returns_quietly(
+    env: MemoryStores,
+) -> None:
     gate = Gate()  # never released: the request is in flight
     m = manager(env, Script(gate))
     job = await m.submit(turn("a fact"))
@@ -281,7 +290,9 @@ async def test_close_drains_runnable_jobs(env: MemoryStores) -> None:
 
 
 async def test_replay_with_stored_raw_answer_reparses_and_never_asks(env: MemoryStores) -> None:
-    job = make_job(env.paths.workspace, [turn("crashed right after the answer was stored")], session="old-sess")
+    job = make_job(
+        env.paths.workspace, [turn("crashed right after the answer was stored")], session="old-sess"
+    )
     job.raw_answer = answer(create("Replayed", "from the stored answer"))
     job.snapshot_hashes = env.snapshot().hashes
     manager(env, None).spool.submit(job)
@@ -332,7 +343,9 @@ async def test_a_queued_job_sees_the_note_written_by_the_job_before_it(env: Memo
     await run_until_done(m, j1, j2)
     await m.close(1)
     first, second = script.extracts
-    line = "- [project_knowledge] Release checklist — How we release. (project_knowledge_release-checklist.md)"
+    line = (
+        "- [project_knowledge] Release checklist — How we release. (project_knowledge_release-checklist.md)"
+    )
     assert line not in first.prompt
     assert line in second.prompt
 
@@ -372,7 +385,9 @@ async def test_coalescing_respects_the_text_budget_and_mode(env: MemoryStores) -
     assert big is not None
 
 
-async def test_a_crash_between_coalesced_write_and_original_removal_runs_each_turn_once(env: MemoryStores) -> None:
+async def test_a_crash_between_coalesced_write_and_original_removal_runs_each_turn_once(
+    env: MemoryStores,
+) -> None:
     base = manager(env, None)
     a = await base.submit(turn("turn a"))
     b = await base.submit(turn("turn b"))
@@ -401,10 +416,22 @@ async def test_a_crash_between_coalesced_write_and_original_removal_runs_each_tu
 
 async def test_updates_are_merged_in_one_request_and_the_merged_body_is_written(env: MemoryStores) -> None:
     write_note(env, Level.PROJECT, "project_knowledge_build.md", "Build", "Use make.")
-    write_note(env, Level.USER, "user_preference_lang.md", "Language", "Answer in English.", type_="user_preference")
+    write_note(
+        env, Level.USER, "user_preference_lang.md", "Language", "Answer in English.", type_="user_preference"
+    )
     extract = answer(
-        {"action": "update", "level": "project", "filename": "project_knowledge_build.md", "content": "Also make lint."},
-        {"action": "update", "level": "user", "filename": "user_preference_lang.md", "content": "Use French."},
+        {
+            "action": "update",
+            "level": "project",
+            "filename": "project_knowledge_build.md",
+            "content": "Also make lint.",
+        },
+        {
+            "action": "update",
+            "level": "user",
+            "filename": "user_preference_lang.md",
+            "content": "Use French.",
+        },
         create("New one"),
     )
     merged = merge_answer({"op0": "Use make.\nAlso run make lint.", "op1": "Answer in French."})
@@ -466,7 +493,12 @@ async def test_a_stored_merge_answer_is_reused_on_replay(env: MemoryStores) -> N
 async def test_a_hand_edit_between_snapshot_and_apply_is_a_conflict_not_clobbered(env: MemoryStores) -> None:
     path = write_note(env, Level.PROJECT, "project_knowledge_build.md", "Build", "Use make.")
     extract = answer(
-        {"action": "update", "level": "project", "filename": "project_knowledge_build.md", "content": "Use ninja."}
+        {
+            "action": "update",
+            "level": "project",
+            "filename": "project_knowledge_build.md",
+            "content": "Use ninja.",
+        }
     )
     hand_edit = b"---\ntitle: Build\ntype: project_knowledge\n---\nUse bazel (edited by hand).\n"
 
@@ -509,7 +541,9 @@ async def test_a_delete_against_a_stale_snapshot_is_a_conflict(env: MemoryStores
 # -- failures, retries, re-ask -------------------------------------------------------------------------
 
 
-async def test_provider_failures_back_off_then_the_job_is_failed_kept_and_flush_retries(env: MemoryStores) -> None:
+async def test_provider_failures_back_off_then_the_job_is_failed_kept_and_flush_retries(
+    env: MemoryStores,
+) -> None:
     sleeps = Sleeps()
     script = Script(
         CompletionError("overloaded"),
@@ -573,7 +607,9 @@ async def test_no_json_is_reasked_once_then_failed_with_the_raw_answer_kept(env:
     job = await m.submit(turn("x"))
     await run_until_done(m, job)
     assert len(script.extracts) == 2
-    assert script.extracts[1].prompt.endswith(REASK_NOTE) and not script.extracts[0].prompt.endswith(REASK_NOTE)
+    assert script.extracts[1].prompt.endswith(REASK_NOTE) and not script.extracts[0].prompt.endswith(
+        REASK_NOTE
+    )
     kept = m.spool.load(job.id)
     assert kept.state == "failed" and kept.reasked and kept.raw_answer == "Still just prose, sorry."
     assert "no JSON" in (kept.error or "")
@@ -595,7 +631,9 @@ async def test_a_reask_that_answers_json_applies(env: MemoryStores) -> None:
     assert len(script.requests) == 2 and spooled(env) == []
 
 
-async def test_the_worker_survives_a_job_that_raises(env: MemoryStores, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_worker_survives_a_job_that_raises(
+    env: MemoryStores, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real_apply = env.apply
     calls = {"n": 0}
 
@@ -624,7 +662,9 @@ async def test_the_worker_survives_a_job_that_raises(env: MemoryStores, monkeypa
     assert sorted(notes(env)) == ["project_knowledge_kept.md", "project_knowledge_lost.md"]
 
 
-async def test_subscriber_errors_are_logged_not_raised(env: MemoryStores, caplog: pytest.LogCaptureFixture) -> None:
+async def test_subscriber_errors_are_logged_not_raised(
+    env: MemoryStores, caplog: pytest.LogCaptureFixture
+) -> None:
     m = manager(env, Script())
     seen: list[Any] = []
 
@@ -737,7 +777,14 @@ async def test_approve_shows_a_conflict_when_the_note_changed_since(env: MemoryS
     m = manager(
         env,
         Script(
-            answer({"action": "update", "level": "project", "filename": "project_knowledge_x.md", "content": "v2"}),
+            answer(
+                {
+                    "action": "update",
+                    "level": "project",
+                    "filename": "project_knowledge_x.md",
+                    "content": "v2",
+                }
+            ),
             merge_answer({"op0": "v1 and v2"}),
         ),
         mode="review",
@@ -764,7 +811,9 @@ async def test_approve_refuses_unknown_ops_and_jobs_not_held(env: MemoryStores) 
     await m.close(0)
 
 
-async def test_a_split_child_of_an_uncommitted_approval_is_dropped(env: MemoryStores, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_split_child_of_an_uncommitted_approval_is_dropped(
+    env: MemoryStores, monkeypatch: pytest.MonkeyPatch
+) -> None:
     m, job, _ = await held_job(env, create("A"), create("B"))
 
     def crash(*a: Any, **kw: Any) -> Any:
@@ -782,7 +831,9 @@ async def test_a_split_child_of_an_uncommitted_approval_is_dropped(env: MemorySt
     await m.close(0)
 
 
-async def test_an_approval_interrupted_after_its_commit_point_loses_and_repeats_nothing(tmp_path: Path) -> None:
+async def test_an_approval_interrupted_after_its_commit_point_loses_and_repeats_nothing(
+    tmp_path: Path,
+) -> None:
     armed = {"on": False}
 
     def hook(op: str, path: str) -> None:

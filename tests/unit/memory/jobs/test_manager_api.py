@@ -80,7 +80,11 @@ async def test_an_update_of_a_note_too_large_to_merge_is_rejected_with_a_reason_
     assert "hhhh" not in merge.prompt and len(merge.prompt) < 10_000
     applied = next(e for e in events if isinstance(e, JobApplied))
     (rejection,) = applied.rejected
-    assert rejection.index == 0 and "too large to merge" in rejection.reason and "edit it by hand" in rejection.reason
+    assert (
+        rejection.index == 0
+        and "too large to merge" in rejection.reason
+        and "edit it by hand" in rejection.reason
+    )
     assert notes(env)["project_knowledge_small.md"].endswith("old and new\n")
 
 
@@ -400,7 +404,9 @@ async def test_set_mode_is_validated_and_switches_at_run_time(env: MemoryStores)
 
 
 async def test_jobs_shows_each_state_with_excerpt_and_timestamps(env: MemoryStores) -> None:
-    m = manager(env, Script(CompletionError("401 bad key", retryable=False), answer(create("H"))), mode="review")
+    m = manager(
+        env, Script(CompletionError("401 bad key", retryable=False), answer(create("H"))), mode="review"
+    )
     await m.start()
     failed = await m.submit(turn("this one fails"))
     await m.wait_for(failed.id, 10)
@@ -442,7 +448,9 @@ async def test_retry_runs_a_failed_job_now_and_dismiss_removes_one_with_a_record
 # -- nothing blocks the loop -----------------------------------------------------------------------
 
 
-async def test_submit_approve_and_reject_keep_the_event_loop_free_while_the_disk_is_slow(tmp_path: Path) -> None:
+async def test_submit_approve_and_reject_keep_the_event_loop_free_while_the_disk_is_slow(
+    tmp_path: Path,
+) -> None:
     slow = {"on": False}
 
     def hook(op: str, path: str) -> None:
@@ -481,7 +489,9 @@ async def test_submit_approve_and_reject_keep_the_event_loop_free_while_the_disk
 # -- the pending screen's needs ------------------------------------------------------------------
 
 
-async def test_a_partial_approval_leaves_a_job_whose_view_names_the_job_it_split_from(env: MemoryStores) -> None:
+async def test_a_partial_approval_leaves_a_job_whose_view_names_the_job_it_split_from(
+    env: MemoryStores,
+) -> None:
     m = manager(env, Script(answer(create("A"), create("B"))), mode="review")
     await m.start()
     job = await m.submit(turn("keep A and B"))
@@ -598,7 +608,12 @@ async def test_a_retried_jobs_retry_count_is_its_fresh_budgets_in_the_view_the_p
 
     # Three failures in an earlier process: the job's lifetime count is 3, its new budget is fresh.
     old = make_job(env.paths.workspace, [turn("x")])
-    old.state, old.attempts, old.error, old.error_kind = "failed", 3, "extract request failed: down", "provider"
+    old.state, old.attempts, old.error, old.error_kind = (
+        "failed",
+        3,
+        "extract request failed: down",
+        "provider",
+    )
     manager(env, None).spool.submit(old)
     entered, release = asyncio.Event(), asyncio.Event()
 

@@ -30,9 +30,11 @@ from memory.store.paths import Paths
 pytestmark = pytest.mark.plain_ws
 
 
-
 def turn(text: str, session: str = "s1") -> Turn:
-    return Turn(messages=[TurnMessage(role="user", text=text), TurnMessage(role="assistant", text="ok")], session=session)
+    return Turn(
+        messages=[TurnMessage(role="user", text=text), TurnMessage(role="assistant", text="ok")],
+        session=session,
+    )
 
 
 @pytest.fixture
@@ -50,10 +52,19 @@ def test_submit_is_durable_private_and_round_trips(tmp_path: Path, ws: Path) -> 
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     # Written and fsynced under a temp name, linked to its name (never over another file), then
     # the folder fsynced: the name appears only with the whole content and survives a crash.
-    ops = [(e[0], Path(e[1]).name.startswith(TEMP_PREFIX)) for e in fs.log
-           if path.parent in (Path(e[1]), Path(e[1]).parent)]
-    assert ops[-6:] == [("create", True), ("write", True), ("fsync", True), ("link", False), ("unlink", True),
-                        ("fsync_dir", False)]
+    ops = [
+        (e[0], Path(e[1]).name.startswith(TEMP_PREFIX))
+        for e in fs.log
+        if path.parent in (Path(e[1]), Path(e[1]).parent)
+    ]
+    assert ops[-6:] == [
+        ("create", True),
+        ("write", True),
+        ("fsync", True),
+        ("link", False),
+        ("unlink", True),
+        ("fsync_dir", False),
+    ]
     assert [e[1] for e in fs.log if e[0] == "link"] == [str(path)]
     assert sp.load(job.id) == job
     with pytest.raises(FileExistsError):
@@ -138,7 +149,11 @@ def test_superseded_jobs_are_cleaned_and_never_listed(spool: Spool, ws: Path) ->
     for j in (a, b, c):
         spool.submit(j)
     combined = Job(
-        id=successor_id(a.id), workspace=str(ws), created=a.created, turns=[*a.turns, *b.turns], merged_from=[a.id, b.id]
+        id=successor_id(a.id),
+        workspace=str(ws),
+        created=a.created,
+        turns=[*a.turns, *b.turns],
+        merged_from=[a.id, b.id],
     )
     spool.submit(combined)  # a crash here leaves a and b on disk: superseded
     assert [e.id for e in spool.list(ws)] == [combined.id, c.id]
@@ -204,9 +219,13 @@ def test_a_job_file_of_the_first_version_still_loads(spool: Spool, ws: Path) -> 
     # Dropped fields (conflicts, a held op's status) are ignored; one merge answer becomes one part.
     job = make_job(ws, [turn("x")])
     data = json.loads(job.model_dump_json())
-    data.update(merge_raw='{"merged": []}', conflicts=[],
-                held_ops=[{"index": 0, "op": {"action": "delete", "level": "user", "filename": "a.md"},
-                           "status": "held"}])
+    data.update(
+        merge_raw='{"merged": []}',
+        conflicts=[],
+        held_ops=[
+            {"index": 0, "op": {"action": "delete", "level": "user", "filename": "a.md"}, "status": "held"}
+        ],
+    )
     spool.dir.mkdir(parents=True)
     spool.path(job.id).write_text(json.dumps(data))
     loaded = spool.load(job.id)

@@ -23,10 +23,14 @@ def env(tmp_path: Path) -> MemoryStores:
     return make_env(tmp_path)
 
 
-async def test_a_watch_only_manager_never_elects_and_sees_the_workers_jobs_as_events(env: MemoryStores) -> None:
+async def test_a_watch_only_manager_never_elects_and_sees_the_workers_jobs_as_events(
+    env: MemoryStores,
+) -> None:
     app_script = Script()
     app = manager(env, app_script, runs_jobs=False)
-    worker = manager(MemoryStores(env.paths.workspace, env.paths.home), Script(answer(create("From the child"))))
+    worker = manager(
+        MemoryStores(env.paths.workspace, env.paths.home), Script(answer(create("From the child")))
+    )
     events: list[Any] = []
     app.subscribe(events.append)
     await app.start()
@@ -43,7 +47,9 @@ async def test_a_watch_only_manager_never_elects_and_sees_the_workers_jobs_as_ev
     assert any(isinstance(e, JobApplied) and e.job_id == job.id for e in events)
 
 
-async def test_a_job_re_queued_by_another_process_gets_a_fresh_budget_in_the_worker(env: MemoryStores) -> None:
+async def test_a_job_re_queued_by_another_process_gets_a_fresh_budget_in_the_worker(
+    env: MemoryStores,
+) -> None:
     failing = CompletionError("overloaded", retryable=True)
     worker = manager(env, Script(failing, failing, failing, answer(create("At last"))), max_attempts=2)
     app = manager(MemoryStores(env.paths.workspace, env.paths.home), Script(), runs_jobs=False)

@@ -26,9 +26,16 @@ FROB = "project_knowledge_frob.md"
 def _env(tmp_path: Path, cards: int = 30) -> MemoryStores:
     stores = make_env(tmp_path)
     for i in range(cards):
-        write_note(stores, Level.PROJECT, f"project_knowledge_c{i:03d}.md", f"Card {i} build",
-                   f"build test release deploy number {i} " * 20)
-    write_note(stores, Level.PROJECT, FROB, "Hardware", "The frobnicator must be calibrated before each release.")
+        write_note(
+            stores,
+            Level.PROJECT,
+            f"project_knowledge_c{i:03d}.md",
+            f"Card {i} build",
+            f"build test release deploy number {i} " * 20,
+        )
+    write_note(
+        stores, Level.PROJECT, FROB, "Hardware", "The frobnicator must be calibrated before each release."
+    )
     return stores
 
 
@@ -51,6 +58,7 @@ def _overwrite(at: int, size: int) -> Callable[[Path], None]:
         with open(path, "r+b") as f:
             f.seek(at)
             f.write(b"\xa5" * size)
+
     return damage
 
 
@@ -75,6 +83,7 @@ def _meta(key: str, value: str) -> Callable[[Path], None]:
         db.execute("UPDATE meta SET v = ? WHERE k = ?", (value, key))
         db.commit()
         db.close()
+
     return edit
 
 
@@ -84,17 +93,23 @@ def _header_and_pages(path: Path) -> None:
     _overwrite(size // 2, min(8192, size // 2))(path)
 
 
-@pytest.mark.parametrize("damage", [
-    _overwrite(0, 100),                       # the header
-    _overwrite(4096, 4096 * 6),               # pages in the middle
-    _header_and_pages,
-    _truncate,
-    _directory,
-    _symlink,
-    _meta("store", "/somewhere/else/.pseudoclaude"),  # a file made for another store
-    _meta("version", "0"),                    # an old schema version
-], ids=["header", "middle", "header+middle", "truncated", "directory", "symlink", "foreign", "old-version"])
-def test_a_damaged_cache_is_rebuilt_with_exactly_one_notice(tmp_path: Path, damage: Callable[[Path], None]) -> None:
+@pytest.mark.parametrize(
+    "damage",
+    [
+        _overwrite(0, 100),  # the header
+        _overwrite(4096, 4096 * 6),  # pages in the middle
+        _header_and_pages,
+        _truncate,
+        _directory,
+        _symlink,
+        _meta("store", "/somewhere/else/.pseudoclaude"),  # a file made for another store
+        _meta("version", "0"),  # an old schema version
+    ],
+    ids=["header", "middle", "header+middle", "truncated", "directory", "symlink", "foreign", "old-version"],
+)
+def test_a_damaged_cache_is_rebuilt_with_exactly_one_notice(
+    tmp_path: Path, damage: Callable[[Path], None]
+) -> None:
     stores = _env(tmp_path)
     path = _built(stores)
     damage(path)
@@ -269,8 +284,12 @@ def test_two_processes_building_one_cache_at_once_agree(tmp_path: Path) -> None:
     stores = _env(tmp_path, cards=300)
     root = Path(__file__).resolve().parents[4]
     argv = [sys.executable, "-c", _PROCESS, str(stores.paths.workspace), str(stores.paths.home)]
-    procs = [subprocess.Popen(argv, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            argv, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     for p in procs:
         assert p.stdout is not None and p.stdout.readline() == "ready\n"
     for p in procs:

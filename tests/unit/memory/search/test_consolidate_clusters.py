@@ -14,12 +14,23 @@ from memory.search.engine import MemorySearch
 from memory.store.stores import MemoryStores
 from tests.support.memtools import make_env, write_note
 
-WORDS = ("build test release deploy parser lexer config cache docker python module service api client "
-         "server database query index schema migration logging metrics auth token user session branch").split()
+WORDS = (
+    "build test release deploy parser lexer config cache docker python module service api client "
+    "server database query index schema migration logging metrics auth token user session branch"
+).split()
 DUPS = {
-    "project_knowledge_dup-a.md": ("Use pnpm, not npm", "This project uses pnpm for installs; npm breaks the lockfile."),
-    "project_knowledge_dup-b.md": ("Package manager is pnpm", "Use pnpm install, never npm: npm breaks the lockfile."),
-    "project_knowledge_dup-c.md": ("pnpm only", "The project installs with pnpm; npm would break the lockfile."),
+    "project_knowledge_dup-a.md": (
+        "Use pnpm, not npm",
+        "This project uses pnpm for installs; npm breaks the lockfile.",
+    ),
+    "project_knowledge_dup-b.md": (
+        "Package manager is pnpm",
+        "Use pnpm install, never npm: npm breaks the lockfile.",
+    ),
+    "project_knowledge_dup-c.md": (
+        "pnpm only",
+        "The project installs with pnpm; npm would break the lockfile.",
+    ),
 }
 
 
@@ -28,9 +39,19 @@ def fill(stores: MemoryStores, n: int, seed: int = 7) -> None:
     rng = random.Random(seed)
     own = [f"w{i}q" for i in range(4 * n)]
     for i in range(n):
-        body = " ".join(rng.choice(WORDS) for _ in range(10)) + " " + " ".join(rng.choice(own) for _ in range(10))
-        write_note(stores, Level.PROJECT, f"project_knowledge_c{i:05d}.md", f"Note {i} {rng.choice(own)}", body,
-                   summary=" ".join(rng.choice(WORDS) for _ in range(5)))
+        body = (
+            " ".join(rng.choice(WORDS) for _ in range(10))
+            + " "
+            + " ".join(rng.choice(own) for _ in range(10))
+        )
+        write_note(
+            stores,
+            Level.PROJECT,
+            f"project_knowledge_c{i:05d}.md",
+            f"Note {i} {rng.choice(own)}",
+            body,
+            summary=" ".join(rng.choice(WORDS) for _ in range(5)),
+        )
 
 
 def add_dups(stores: MemoryStores) -> None:
@@ -53,12 +74,27 @@ def test_cards_sharing_a_few_words_are_not_clustered(tmp_path: Path) -> None:
     stores = make_env(tmp_path)
     fill(stores, 200)
     # Unrelated, but each shares several words with the others (release, python, module, docker …).
-    write_note(stores, Level.PROJECT, "project_knowledge_u1.md", "Docker build cache",
-               "The docker build uses a release cache for the python module of the gateway.")
-    write_note(stores, Level.PROJECT, "project_knowledge_u2.md", "Release branch review",
-               "Every release branch needs a review before the python module of the scheduler ships.")
-    write_note(stores, Level.PROJECT, "project_knowledge_u3.md", "Python module layout",
-               "The python module of the exporter keeps its release notes next to the docker files.")
+    write_note(
+        stores,
+        Level.PROJECT,
+        "project_knowledge_u1.md",
+        "Docker build cache",
+        "The docker build uses a release cache for the python module of the gateway.",
+    )
+    write_note(
+        stores,
+        Level.PROJECT,
+        "project_knowledge_u2.md",
+        "Release branch review",
+        "Every release branch needs a review before the python module of the scheduler ships.",
+    )
+    write_note(
+        stores,
+        Level.PROJECT,
+        "project_knowledge_u3.md",
+        "Python module layout",
+        "The python module of the exporter keeps its release notes next to the docker files.",
+    )
     search = MemorySearch(stores)
     try:
         assert find_clusters(search, Level.PROJECT) == []
@@ -82,8 +118,14 @@ def test_an_untrusted_project_store_has_no_clusters(tmp_path: Path) -> None:
 def test_many_alike_cards_give_bounded_clusters(tmp_path: Path) -> None:
     stores = make_env(tmp_path)
     for i in range(10):
-        write_note(stores, Level.PROJECT, f"project_knowledge_same{i}.md", "Use pnpm, not npm",
-                   "This project uses pnpm for installs; npm breaks the lockfile.", summary="pnpm, not npm")
+        write_note(
+            stores,
+            Level.PROJECT,
+            f"project_knowledge_same{i}.md",
+            "Use pnpm, not npm",
+            "This project uses pnpm for installs; npm breaks the lockfile.",
+            summary="pnpm, not npm",
+        )
     search = MemorySearch(stores)
     try:
         clusters = find_clusters(search, Level.PROJECT, max_size=4, max_clusters=2)

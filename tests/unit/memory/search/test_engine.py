@@ -34,8 +34,12 @@ def test_an_untrusted_project_store_is_never_indexed_searched_or_recalled(tmp_pa
 
 def test_cjk_cards_are_found_by_cjk_queries(tmp_path: Path) -> None:
     stores = make_env(tmp_path)
-    write_note(stores, Level.PROJECT, "project_knowledge_cfg.md", "配置文件", "修改配置文件之后需要重启服务。")
-    write_note(stores, Level.PROJECT, "project_knowledge_db.md", "データベース", "データベースの移行は金曜日に行う。")
+    write_note(
+        stores, Level.PROJECT, "project_knowledge_cfg.md", "配置文件", "修改配置文件之后需要重启服务。"
+    )
+    write_note(
+        stores, Level.PROJECT, "project_knowledge_db.md", "データベース", "データベースの移行は金曜日に行う。"
+    )
     write_note(stores, Level.PROJECT, "project_knowledge_en.md", "English", "nothing in other scripts")
     search = MemorySearch(stores)
     assert [h.filename for h in search.search("怎么修改配置")] == ["project_knowledge_cfg.md"]
@@ -46,11 +50,35 @@ def test_cjk_cards_are_found_by_cjk_queries(tmp_path: Path) -> None:
     search.close()
 
 
-@pytest.mark.parametrize("query", [
-    '"', '""', "'", "*", "NEAR(", "a OR b", "frob AND NOT x", "title: frob", "{title}: x", "^frob",
-    "frob*", "(((", "-frob", "+", "\x00frob", "frob\x00", "\ud800", "🦀" * 50, "x" * 10_000,
-    " ".join(f"word{i}" for i in range(500)), "\u202efrob", "NOT", "AND OR NOT NEAR", "col:umn",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        '""',
+        "'",
+        "*",
+        "NEAR(",
+        "a OR b",
+        "frob AND NOT x",
+        "title: frob",
+        "{title}: x",
+        "^frob",
+        "frob*",
+        "(((",
+        "-frob",
+        "+",
+        "\x00frob",
+        "frob\x00",
+        "\ud800",
+        "🦀" * 50,
+        "x" * 10_000,
+        " ".join(f"word{i}" for i in range(500)),
+        "\u202efrob",
+        "NOT",
+        "AND OR NOT NEAR",
+        "col:umn",
+    ],
+)
 def test_hostile_queries_never_raise_and_never_become_fts_syntax(tmp_path: Path, query: str) -> None:
     stores = make_env(tmp_path)
     write_note(stores, Level.PROJECT, "project_knowledge_frob.md", "Frobnicator", "calibrate the frobnicator")
@@ -109,7 +137,9 @@ def test_the_quality_test_catches_a_broken_threshold(tmp_path: Path, monkeypatch
 
 def test_recall_skips_shown_cards_and_seen_unless_changed(tmp_path: Path) -> None:
     stores = make_env(tmp_path)
-    path = write_note(stores, Level.PROJECT, "project_knowledge_frob.md", "Frobnicator", "calibrate the frobnicator")
+    path = write_note(
+        stores, Level.PROJECT, "project_knowledge_frob.md", "Frobnicator", "calibrate the frobnicator"
+    )
     search = MemorySearch(stores)
     q = "how do I calibrate the frobnicator?"
     (hit,) = search.recall(q, ())
@@ -147,4 +177,6 @@ def test_search_at_10000_cards_reads_only_what_it_shows(tmp_path: Path) -> None:
     finally:
         gc.enable()
     search.close()
-    assert 1000 * statistics.median(spent) <= 20.0, f"median {1000 * statistics.median(spent):.1f} ms CPU per search"
+    assert 1000 * statistics.median(spent) <= 20.0, (
+        f"median {1000 * statistics.median(spent):.1f} ms CPU per search"
+    )

@@ -20,8 +20,16 @@ QUESTION = "How do I calibrate the frobnicator?"
 def _search(tmp_path: Path) -> MemorySearch:
     stores = make_env(tmp_path)
     for i in range(60):
-        write_note(stores, Level.PROJECT, f"project_knowledge_filler-{i:02d}.md", f"Filler {i}", "parser notes")
-    write_note(stores, Level.PROJECT, "project_knowledge_lab.md", "Lab bench", "The frobnicator is calibrated weekly.")
+        write_note(
+            stores, Level.PROJECT, f"project_knowledge_filler-{i:02d}.md", f"Filler {i}", "parser notes"
+        )
+    write_note(
+        stores,
+        Level.PROJECT,
+        "project_knowledge_lab.md",
+        "Lab bench",
+        "The frobnicator is calibrated weekly.",
+    )
     return MemorySearch(stores)
 
 

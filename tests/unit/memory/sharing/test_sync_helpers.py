@@ -15,13 +15,23 @@ from memory.sharing.sync import (
 from memory.text.conflict_sides import side_names
 
 
-@pytest.mark.parametrize("remote", ["-uupload-pack=touch x", "ext::sh -c x", "fd::3", "a b", "x\x1b[31m", "", "  "])
+@pytest.mark.parametrize(
+    "remote", ["-uupload-pack=touch x", "ext::sh -c x", "fd::3", "a b", "x\x1b[31m", "", "  "]
+)
 def test_hostile_or_empty_remotes_are_refused(remote: str) -> None:
     assert remote_problem(remote) is not None
 
 
-@pytest.mark.parametrize("remote", ["/srv/memory.git", "git@host:me/memory.git", "https://host/me/memory.git",
-                                    "ssh://host:2222/memory.git", "file:///srv/m.git"])
+@pytest.mark.parametrize(
+    "remote",
+    [
+        "/srv/memory.git",
+        "git@host:me/memory.git",
+        "https://host/me/memory.git",
+        "ssh://host:2222/memory.git",
+        "file:///srv/m.git",
+    ],
+)
 def test_ordinary_remotes_pass(remote: str) -> None:
     assert remote_problem(remote) is None
 
@@ -60,15 +70,30 @@ def test_lost_cards_are_those_synced_before_still_here_and_missing_from_the_remo
     assert lost_cards(synced, synced, {"a.md", "b.md", "c.md"}) == []
 
 
-@pytest.mark.parametrize(("ours", "theirs", "want"), [
-    # What the sync writes now: this machine above the markers' =======, the remote below.
-    ("this machine laptop", "the remote /srv/m.git", [("this machine", "m", "laptop"), ("the remote", "r", "/srv/m.git")]),
-    # What it wrote before: the remote above (git's "ours" during a rebase).
-    ("remote /srv/m.git", "this machine laptop", [("the remote", "r", "/srv/m.git"), ("this machine", "m", "laptop")]),
-    # Any other conflict keeps git's names.
-    ("HEAD", "feature/ninja", [("ours", "o", "HEAD"), ("theirs", "t", "feature/ninja")]),
-    ("this machine a", "this machine b", [("ours", "o", "this machine a"), ("theirs", "t", "this machine b")]),
-])
+@pytest.mark.parametrize(
+    ("ours", "theirs", "want"),
+    [
+        # What the sync writes now: this machine above the markers' =======, the remote below.
+        (
+            "this machine laptop",
+            "the remote /srv/m.git",
+            [("this machine", "m", "laptop"), ("the remote", "r", "/srv/m.git")],
+        ),
+        # What it wrote before: the remote above (git's "ours" during a rebase).
+        (
+            "remote /srv/m.git",
+            "this machine laptop",
+            [("the remote", "r", "/srv/m.git"), ("this machine", "m", "laptop")],
+        ),
+        # Any other conflict keeps git's names.
+        ("HEAD", "feature/ninja", [("ours", "o", "HEAD"), ("theirs", "t", "feature/ninja")]),
+        (
+            "this machine a",
+            "this machine b",
+            [("ours", "o", "this machine a"), ("theirs", "t", "this machine b")],
+        ),
+    ],
+)
 def test_a_conflicts_versions_are_named_by_machine_whichever_side_they_are_on(
     ours: str, theirs: str, want: list[tuple[str, str, str]]
 ) -> None:

@@ -37,15 +37,18 @@ def stores_in(tmp_path: Path, project_user: str = "", home_user: str = "") -> Me
 
 def test_author_is_the_repository_user_name_on_create_and_update(tmp_path: Path) -> None:
     stores = stores_in(tmp_path, project_user="Ann Example", home_user="Uma")
-    res = stores.apply([(0, create("project", "Build", "Run make.")), (1, create("user", "Tabs", "Use tabs."))],
-                       source="manual")
+    res = stores.apply(
+        [(0, create("project", "Build", "Run make.")), (1, create("user", "Tabs", "Use tabs."))],
+        source="manual",
+    )
     project, user = (stores.read_note(a.level, a.filename) for a in res.applied)
     assert project.meta.author == "Ann Example" and user.meta.author == "Uma"
     assert "\nauthor: Ann Example\n" in (stores.project.dir / project.filename).read_text()
     write_note(stores, Level.PROJECT, "project_knowledge_seed.md", "Seed", "by nobody")
     assert stores.read_note("project", "project_knowledge_seed.md").meta.author == ""
-    assert stores.apply([(0, op("update", "project", filename="project_knowledge_seed.md", content="changed"))],
-                        source="s-1").applied
+    assert stores.apply(
+        [(0, op("update", "project", filename="project_knowledge_seed.md", content="changed"))], source="s-1"
+    ).applied
     assert stores.read_note("project", "project_knowledge_seed.md").meta.author == "Ann Example"
 
 
@@ -72,18 +75,30 @@ def test_the_home_path_is_written_tilde_in_a_project_card_only(
     monkeypatch.setenv("HOME", str(person))
     stores = stores_in(tmp_path)
     where = f"{person}/src/app"
-    res = stores.apply([
-        (0, create("project", f"Sources in {where}", f"The code is in {where}; not {person}x/other.",
-                   summary=f"Under {where}")),
-        (1, create("user", f"Sources in {where}", f"The code is in {where}.", summary=f"Under {where}")),
-    ], source="manual")
+    res = stores.apply(
+        [
+            (
+                0,
+                create(
+                    "project",
+                    f"Sources in {where}",
+                    f"The code is in {where}; not {person}x/other.",
+                    summary=f"Under {where}",
+                ),
+            ),
+            (1, create("user", f"Sources in {where}", f"The code is in {where}.", summary=f"Under {where}")),
+        ],
+        source="manual",
+    )
     project, user = (stores.read_note(a.level, a.filename) for a in res.applied)
     assert project.meta.title == "Sources in ~/src/app" and project.meta.summary == "Under ~/src/app"
     assert project.body == f"The code is in ~/src/app; not {person}x/other.\n"
     assert str(person) + "/" not in (stores.project.dir / project.filename).read_text()
     assert user.meta.title == f"Sources in {where}" and user.body == f"The code is in {where}.\n"
-    upd = stores.apply([(0, op("update", "project", filename=project.filename, content=f"Moved to {person}/lib."))],
-                       source="manual")
+    upd = stores.apply(
+        [(0, op("update", "project", filename=project.filename, content=f"Moved to {person}/lib."))],
+        source="manual",
+    )
     assert upd.applied and stores.read_note("project", project.filename).body == "Moved to ~/lib.\n"
 
 
@@ -94,11 +109,15 @@ def test_an_update_by_someone_git_does_not_know_keeps_the_author(tmp_path: Path)
     from memory.store import author
 
     author._NAMES.clear()  # the 30 s cache of git's answer
-    assert stores.apply([(0, op("update", "project", filename=name, content="Run make all."))], source="s-2").applied
+    assert stores.apply(
+        [(0, op("update", "project", filename=name, content="Run make all."))], source="s-2"
+    ).applied
     assert stores.read_note("project", name).meta.author == "Ann Example"
 
 
-def test_a_long_home_never_leaves_part_of_itself_in_a_cut_title(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_long_home_never_leaves_part_of_itself_in_a_cut_title(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     person = tmp_path / ("h" * 120)
     person.mkdir()
     monkeypatch.setenv("HOME", str(person))

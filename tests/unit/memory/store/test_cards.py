@@ -26,7 +26,9 @@ def env(tmp_path: Path) -> MemoryStores:
 
 
 def test_create_card_is_a_manual_validated_undoable_batch(env: MemoryStores) -> None:
-    res = env.create_card("project", "project_knowledge", "Build  steps", "Use make.", f"Run make; token {KEY}")
+    res = env.create_card(
+        "project", "project_knowledge", "Build  steps", "Use make.", f"Run make; token {KEY}"
+    )
     assert res.status == "applied" and res.filename == "project_knowledge_build-steps.md" and res.txid
     path = env.project.dir / res.filename
     fm, body = split_note(path.read_text())
@@ -91,9 +93,17 @@ def test_move_card_conflict_or_rejection_writes_nothing(env: MemoryStores) -> No
 
 def _aged_card(env: MemoryStores, level: Level, filename: str, **meta: object) -> str:
     """A card written long before the test's clock, as a model's job wrote it; returns its hash."""
-    fields: dict[str, object] = {"title": "Tabs", "summary": "s", "type": "project_knowledge",
-                                 "created": "2025-03-04T05:06:07Z", "updated": "2025-06-07T08:09:10Z",
-                                 "source": "job-1234", "author": "Ann Lee", "pinned": True, **meta}
+    fields: dict[str, object] = {
+        "title": "Tabs",
+        "summary": "s",
+        "type": "project_knowledge",
+        "created": "2025-03-04T05:06:07Z",
+        "updated": "2025-06-07T08:09:10Z",
+        "source": "job-1234",
+        "author": "Ann Lee",
+        "pinned": True,
+        **meta,
+    }
     folder = env.store(level).dir
     folder.mkdir(parents=True, exist_ok=True)
     (folder / filename).write_bytes(dump_note(NoteMeta.model_validate(fields), "use tabs"))
@@ -101,7 +111,9 @@ def _aged_card(env: MemoryStores, level: Level, filename: str, **meta: object) -
 
 
 @pytest.mark.parametrize(("start", "to"), [(Level.PROJECT, Level.USER), (Level.USER, Level.PROJECT)])
-def test_a_moved_card_keeps_its_creation_date_source_author_and_pin(env: MemoryStores, start: Level, to: Level) -> None:
+def test_a_moved_card_keeps_its_creation_date_source_author_and_pin(
+    env: MemoryStores, start: Level, to: Level
+) -> None:
     sha = _aged_card(env, start, "project_knowledge_tabs.md")
     res = env.move_card(start, "project_knowledge_tabs.md", to, sha)
     assert res.status == "applied"
@@ -114,10 +126,20 @@ def test_a_moved_card_keeps_its_creation_date_source_author_and_pin(env: MemoryS
     assert env.read_note(start, "project_knowledge_tabs.md").sha256 == sha
 
 
-def test_a_card_edited_and_moved_keeps_its_creation_date_and_pin_and_is_the_persons(env: MemoryStores) -> None:
+def test_a_card_edited_and_moved_keeps_its_creation_date_and_pin_and_is_the_persons(
+    env: MemoryStores,
+) -> None:
     sha = _aged_card(env, Level.PROJECT, "project_knowledge_tabs.md")
-    res = env.save_card("user", "user_preference", "Tabs", "", "I use tabs.", filename="project_knowledge_tabs.md",
-                        expected_sha=sha, original_level="project")
+    res = env.save_card(
+        "user",
+        "user_preference",
+        "Tabs",
+        "",
+        "I use tabs.",
+        filename="project_knowledge_tabs.md",
+        expected_sha=sha,
+        original_level="project",
+    )
     assert res.status == "applied"
     meta = env.read_note("user", res.filename).meta
     assert (meta.created, meta.updated) == ("2025-03-04T05:06:07Z", rfc3339(FIXED))
@@ -130,6 +152,7 @@ def test_a_new_card_is_still_created_now(env: MemoryStores) -> None:
     res = env.create_card("user", "user_preference", "Fresh", "", "new")
     meta = env.read_note("user", res.filename).meta
     assert meta.created == meta.updated == rfc3339(FIXED) and not meta.pinned
+
 
 # -- the editor's checks and Ctrl+S ----------------------------------------------------------
 
@@ -146,7 +169,10 @@ def test_check_card_names_each_bad_field_and_passes_a_good_card(env: MemoryStore
     }
     assert env.check_card("user", "user_preference", "t" * 101, "", "x")["title"].startswith("at most 100")
     assert "16 KiB" in env.check_card("user", "user_preference", "T", "", "é" * 9000)["body"]
-    assert env.check_card("user", "user_preference", "T", "", "bad \ud800")["body"] == "the text is not valid UTF-8"
+    assert (
+        env.check_card("user", "user_preference", "T", "", "bad \ud800")["body"]
+        == "the text is not valid UTF-8"
+    )
 
 
 def test_check_card_refuses_the_project_level_of_a_workspace_at_home(tmp_path: Path) -> None:
@@ -162,12 +188,33 @@ def test_check_card_refuses_the_project_level_of_a_workspace_at_home(tmp_path: P
 def test_save_card_creates_edits_and_moves_with_an_edit_in_one_transaction(env: MemoryStores) -> None:
     made = env.save_card("project", "project_knowledge", "Build", "make", "Run make.")
     assert made.status == "applied" and made.filename == "project_knowledge_build.md"
-    edited = env.save_card("project", "project_knowledge", "Build", "make all", "Run make all.",
-                           filename=made.filename, expected_sha=made.sha256)
-    assert edited.status == "applied" and env.read_note("project", made.filename).body.strip() == "Run make all."
-    moved = env.save_card("user", "user_preference", "Builds", "", "I build with make.",
-                          filename=made.filename, expected_sha=edited.sha256, original_level="project")
-    assert moved.status == "applied" and moved.level == Level.USER and moved.filename == "user_preference_builds.md"
+    edited = env.save_card(
+        "project",
+        "project_knowledge",
+        "Build",
+        "make all",
+        "Run make all.",
+        filename=made.filename,
+        expected_sha=made.sha256,
+    )
+    assert (
+        edited.status == "applied" and env.read_note("project", made.filename).body.strip() == "Run make all."
+    )
+    moved = env.save_card(
+        "user",
+        "user_preference",
+        "Builds",
+        "",
+        "I build with make.",
+        filename=made.filename,
+        expected_sha=edited.sha256,
+        original_level="project",
+    )
+    assert (
+        moved.status == "applied"
+        and moved.level == Level.USER
+        and moved.filename == "user_preference_builds.md"
+    )
     assert not (env.project.dir / made.filename).exists()
     assert env.read_note("user", moved.filename).meta.source == "manual"
     assert env.history()[-1].label == "card edited and moved to user"
@@ -180,10 +227,20 @@ def test_save_card_move_over_a_changed_card_writes_nothing(env: MemoryStores) ->
     made = env.save_card("project", "project_knowledge", "Build", "", "Run make.")
     path = env.project.dir / made.filename
     path.write_text(path.read_text() + "\nhand edit\n")
-    res = env.save_card("user", "project_knowledge", "Build", "", "mine",
-                        filename=made.filename, expected_sha=made.sha256, original_level="project")
+    res = env.save_card(
+        "user",
+        "project_knowledge",
+        "Build",
+        "",
+        "mine",
+        filename=made.filename,
+        expected_sha=made.sha256,
+        original_level="project",
+    )
     assert res.status == "conflict"
-    assert ("hand edit" in path.read_text() and not env.user.dir.exists()) or not any(env.user.dir.glob("*.md"))
+    assert ("hand edit" in path.read_text() and not env.user.dir.exists()) or not any(
+        env.user.dir.glob("*.md")
+    )
     with pytest.raises(ValueError, match="hash"):
         env.save_card("project", "project_knowledge", "Build", "", "x", filename=made.filename)
 
@@ -229,13 +286,27 @@ def test_a_valid_external_edit_is_one_manual_batch_that_keeps_the_filename_and_u
     before, other_before = p.read_bytes(), other.read_bytes()
     edit = cards.start_external_edit(env, "project", "project_knowledge_x.md")
     # A new title and type (an edit, not a rename); the app owns created/updated/source.
-    edit.path.write_bytes(_card_bytes("Renamed", "reference_material", "v2\n", "new",
-                                      extra="source: someone-else\nupdated: 1999-01-01T00:00:00Z\n"))
+    edit.path.write_bytes(
+        _card_bytes(
+            "Renamed",
+            "reference_material",
+            "v2\n",
+            "new",
+            extra="source: someone-else\nupdated: 1999-01-01T00:00:00Z\n",
+        )
+    )
     res = cards.finish_external_edit(env, edit)
-    assert res.status == "applied" and res.result is not None and res.result.filename == "project_knowledge_x.md"
+    assert (
+        res.status == "applied" and res.result is not None and res.result.filename == "project_knowledge_x.md"
+    )
     fm, body = split_note(p.read_text())
     assert (fm["title"], fm["summary"], fm["type"], fm["source"], body) == (
-        "Renamed", "new", "reference_material", "manual", "v2\n")
+        "Renamed",
+        "new",
+        "reference_material",
+        "manual",
+        "v2\n",
+    )
     assert fm["updated"] != "1999-01-01T00:00:00Z"
     [entry] = env.history()
     assert entry.source == "manual" and entry.label == "card edited"
@@ -249,7 +320,9 @@ def test_an_unchanged_copy_applies_nothing(env: MemoryStores) -> None:
     edit = cards.start_external_edit(env, "project", "project_knowledge_x.md")
     assert cards.finish_external_edit(env, edit).status == "unchanged"
     # Only the app's own fields changed, or the final newline dropped: still no change.
-    edit.path.write_bytes(p.read_bytes().replace(b"2026-01-01T00:00:00Z", b"2030-01-01T00:00:00Z").rstrip(b"\n"))
+    edit.path.write_bytes(
+        p.read_bytes().replace(b"2026-01-01T00:00:00Z", b"2030-01-01T00:00:00Z").rstrip(b"\n")
+    )
     assert cards.finish_external_edit(env, edit).status == "unchanged"
     assert env.history() == []
 
@@ -300,8 +373,12 @@ def test_a_copy_the_editor_replaced_by_something_else_is_not_followed(
     elif what == "fifo":
         os.mkfifo(edit.path)
     res = cards.finish_external_edit(env, edit)
-    expected = {"symlink": "a symlink", "folder": "not a regular file", "gone": "removed",
-                "fifo": "not a regular file"}[what]
+    expected = {
+        "symlink": "a symlink",
+        "folder": "not a regular file",
+        "gone": "removed",
+        "fifo": "not a regular file",
+    }[what]
     assert res.status == "invalid" and expected in res.problem, res.problem
     assert p.read_bytes() == before and env.history() == []
     cards.discard_external_edit(edit)

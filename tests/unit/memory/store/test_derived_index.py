@@ -27,7 +27,9 @@ def test_a_union_merged_index_is_rebuilt_sorted_once_each_without_a_history_entr
     want = render_index(stores.project.notes())
     lines = want.splitlines(keepends=True)
     # What a union merge leaves: both sides' lines, out of order, one twice, and a stray marker.
-    (stores.project.dir / INDEX_FILE).write_text("".join([lines[2], lines[0], lines[2], "=======\n", lines[1]]))
+    (stores.project.dir / INDEX_FILE).write_text(
+        "".join([lines[2], lines[0], lines[2], "=======\n", lines[1]])
+    )
     assert stores.refresh_indexes() == [Level.PROJECT]
     assert index_of(stores) == want
     assert stores.history() == []
@@ -36,13 +38,16 @@ def test_a_union_merged_index_is_rebuilt_sorted_once_each_without_a_history_entr
 
 def test_the_first_batch_writes_gitattributes_with_gitignore(tmp_path: Path) -> None:
     stores = make_env(tmp_path)
-    stores.apply([(0, op("create", "project", type="project_knowledge", title="Build", content="make\n"))],
-                 source="s1")
+    stores.apply(
+        [(0, op("create", "project", type="project_knowledge", title="Build", content="make\n"))], source="s1"
+    )
     assert (stores.project.dir / ".gitattributes").read_bytes() == GITATTRIBUTES
     assert b"MEMORY.md merge=union" in GITATTRIBUTES
     assert all((stores.project.dir / name).exists() for name in GIT_FILES)
     # The user store is not in git: none of it there.
-    stores.apply([(0, op("create", "user", type="user_preference", title="Terse", content="terse\n"))], source="s1")
+    stores.apply(
+        [(0, op("create", "user", type="user_preference", title="Terse", content="terse\n"))], source="s1"
+    )
     assert not (stores.user.dir / ".gitattributes").exists()
 
 
@@ -85,7 +90,8 @@ def test_an_interrupted_batch_is_left_for_its_recovery_and_for_doctor(tmp_path: 
 def test_a_conflicted_card_is_listed_in_the_rebuilt_index_file_never_in_a_prompt(tmp_path: Path) -> None:
     stores = seeded(tmp_path)
     (stores.project.dir / "project_knowledge_b.md").write_text(
-        "<<<<<<< HEAD\n---\ntitle: B1\n---\nx\n=======\n---\ntitle: B2\n---\ny\n>>>>>>> other\n")
+        "<<<<<<< HEAD\n---\ntitle: B1\n---\nx\n=======\n---\ntitle: B2\n---\ny\n>>>>>>> other\n"
+    )
     stores.refresh_indexes()
     # MEMORY.md keeps one line per file (nothing vanishes from the file a person reads) …
     assert "(project_knowledge_b.md)" in index_of(stores)
@@ -108,7 +114,9 @@ def test_an_unchanged_folder_is_not_checked_again_and_any_change_is(tmp_path: Pa
     assert stores.refresh_indexes() == []  # checked, found in step, settled: stamped
     checks: list[object] = []
     real = transaction.rebuild_indexes_locked
-    monkeypatch.setattr(transaction, "rebuild_indexes_locked", lambda *a, **k: checks.append(a) or real(*a, **k))
+    monkeypatch.setattr(
+        transaction, "rebuild_indexes_locked", lambda *a, **k: checks.append(a) or real(*a, **k)
+    )
     assert stores.refresh_indexes() == [] and checks == []  # the stamp holds: no card parsed
     # A merge rewrites MEMORY.md (same size even): the stamp no longer holds, the check runs.
     path = stores.project.dir / INDEX_FILE

@@ -13,14 +13,46 @@ from memory.store.frontmatter import FrontMatterError, dump_note, parse_meta, sp
 from memory.store.noteparse import parse_note
 from memory.text.names import sanitize_summary, sanitize_title
 
-TRICKY = st.sampled_from(["---", "--- x", "a: b", "key: 'v'", "#", "- item", "'", '"', "|", ">", "\n", " \n ",
-                          "…", "使用中文", "🚀", ": ", "{x}", "[y]", "&a", "*b", "!tag", "%", "@", "`"])
+TRICKY = st.sampled_from(
+    [
+        "---",
+        "--- x",
+        "a: b",
+        "key: 'v'",
+        "#",
+        "- item",
+        "'",
+        '"',
+        "|",
+        ">",
+        "\n",
+        " \n ",
+        "…",
+        "使用中文",
+        "🚀",
+        ": ",
+        "{x}",
+        "[y]",
+        "&a",
+        "*b",
+        "!tag",
+        "%",
+        "@",
+        "`",
+    ]
+)
 TEXT = st.lists(st.one_of(TRICKY, st.text(max_size=12)), max_size=12).map("".join)
 
 
 def _meta(title: str, summary: str, t: NoteType) -> NoteMeta:
-    return NoteMeta(title=title, summary=summary, type=t, created="2026-11-30T04:32:46Z",
-                    updated="2026-11-30T05:00:00Z", source="sess-1")
+    return NoteMeta(
+        title=title,
+        summary=summary,
+        type=t,
+        created="2026-11-30T04:32:46Z",
+        updated="2026-11-30T05:00:00Z",
+        source="sess-1",
+    )
 
 
 @given(title=TEXT, summary=TEXT, body=TEXT, t=st.sampled_from(list(NoteType)))
@@ -78,25 +110,96 @@ def test_broken_front_matter_reasons_are_one_line() -> None:
 # The fast reader of simple heads (memory.frontmatter._simple_head) must read exactly what YAML
 # reads, or hand the head to YAML: a value YAML would take as a number, date, bool or null, a
 # quote left open, a comment, a colon — any of them read differently would change a note.
-SCALARS = st.sampled_from([
-    "yes", "No", "on", "off", "true", "False", "null", "~", "Null", "NULL", "0", "-1", "+1", "1_000", "0x1F", "0o17",
-    "1e3", "1.5", ".5", ".inf", "-.INF", ".nan", "2026-11-30", "2026-11-30T04:32:46Z", "2026-11-30 04:32:46",
-    "12:30:00", "1:2", "<<", "=", "!!str x", "&anchor x", "*alias", "? x", "- x", "[a]", "{a: b}", "a #b", "a#b",
-    "a: b", "a:b", "a:", " a", "a ", "'a'", "'a''b'", "'a'b'", "'", "''", "\"a\"", "`a`", "%x", "@x", "|", ">",
-    "ça", "使用", "🚀", "a\tb", "#x", ",a", "a,b",
-])
-VALUES = st.one_of(SCALARS, st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FF), min_size=1,
-                                   max_size=12), st.lists(SCALARS, min_size=1, max_size=3).map(" ".join))
-LINES = st.lists(st.tuples(st.sampled_from(["title", "summary", "type", "created", "updated", "source", "confirmed"]),
-                           VALUES), min_size=1, max_size=6).map(lambda kv: "".join(f"{k}: {v}\n" for k, v in kv))
+SCALARS = st.sampled_from(
+    [
+        "yes",
+        "No",
+        "on",
+        "off",
+        "true",
+        "False",
+        "null",
+        "~",
+        "Null",
+        "NULL",
+        "0",
+        "-1",
+        "+1",
+        "1_000",
+        "0x1F",
+        "0o17",
+        "1e3",
+        "1.5",
+        ".5",
+        ".inf",
+        "-.INF",
+        ".nan",
+        "2026-11-30",
+        "2026-11-30T04:32:46Z",
+        "2026-11-30 04:32:46",
+        "12:30:00",
+        "1:2",
+        "<<",
+        "=",
+        "!!str x",
+        "&anchor x",
+        "*alias",
+        "? x",
+        "- x",
+        "[a]",
+        "{a: b}",
+        "a #b",
+        "a#b",
+        "a: b",
+        "a:b",
+        "a:",
+        " a",
+        "a ",
+        "'a'",
+        "'a''b'",
+        "'a'b'",
+        "'",
+        "''",
+        '"a"',
+        "`a`",
+        "%x",
+        "@x",
+        "|",
+        ">",
+        "ça",
+        "使用",
+        "🚀",
+        "a\tb",
+        "#x",
+        ",a",
+        "a,b",
+    ]
+)
+VALUES = st.one_of(
+    SCALARS,
+    st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FF), min_size=1, max_size=12),
+    st.lists(SCALARS, min_size=1, max_size=3).map(" ".join),
+)
+LINES = st.lists(
+    st.tuples(
+        st.sampled_from(["title", "summary", "type", "created", "updated", "source", "confirmed"]), VALUES
+    ),
+    min_size=1,
+    max_size=6,
+).map(lambda kv: "".join(f"{k}: {v}\n" for k, v in kv))
 # A ``cites:`` block list as dump_note writes it (and shapes near it: a key twice, an entry
 # without its dash, an empty list, other indentation), to be read exactly as YAML reads it.
 CITE_LINES = st.lists(
-    st.tuples(st.sampled_from(["- ", "  ", "   ", "-  ", ""]), st.sampled_from(["path", "lines", "blob", "other"]),
-              VALUES),
+    st.tuples(
+        st.sampled_from(["- ", "  ", "   ", "-  ", ""]),
+        st.sampled_from(["path", "lines", "blob", "other"]),
+        VALUES,
+    ),
     max_size=6,
 ).map(lambda items: "cites:\n" + "".join(f"{lead}{k}: {v}\n" for lead, k, v in items))
-HEADS = st.one_of(LINES, st.tuples(LINES, CITE_LINES, LINES).map("".join), st.tuples(CITE_LINES, LINES).map("".join))
+HEADS = st.one_of(
+    LINES, st.tuples(LINES, CITE_LINES, LINES).map("".join), st.tuples(CITE_LINES, LINES).map("".join)
+)
 
 
 @given(head=HEADS)
@@ -107,7 +210,9 @@ HEADS = st.one_of(LINES, st.tuples(LINES, CITE_LINES, LINES).map("".join), st.tu
 @example(head="title: 'open\n")
 @example(head="source: a: b\n")
 @example(head="created: 2026-11-30\n")
-@example(head="title: a\ncites:\n- path: Makefile\n  lines: 10-40\n  blob: sha256:ab\nconfirmed: '2026-11-30T04:32:46Z'\n")
+@example(
+    head="title: a\ncites:\n- path: Makefile\n  lines: 10-40\n  blob: sha256:ab\nconfirmed: '2026-11-30T04:32:46Z'\n"
+)
 @example(head="title: a\ncites:\n- path: a\n  path: b\n")
 @example(head="title: a\ncites:\n  path: a\n")
 @example(head="title: a\ncites:\n")
@@ -124,7 +229,9 @@ def test_the_fast_reader_of_simple_heads_reads_what_yaml_reads_or_leaves_it_to_y
 
 
 @given(title=TEXT, summary=TEXT, t=st.sampled_from(list(NoteType)))
-def test_what_dump_note_writes_is_mostly_read_by_the_fast_reader(title: str, summary: str, t: NoteType) -> None:
+def test_what_dump_note_writes_is_mostly_read_by_the_fast_reader(
+    title: str, summary: str, t: NoteType
+) -> None:
     from memory.store.frontmatter import _simple_head
 
     title, summary = sanitize_title(title) or "x", sanitize_summary(summary)
@@ -141,10 +248,14 @@ def test_a_cited_note_is_read_without_the_yaml_library() -> None:
     from memory.model import Cite
     from memory.store.frontmatter import YAML_LOADER, _simple_head
 
-    cites = (Cite(path="Makefile", lines="10-40", blob="3b18e512dba79e4c8300dd08aeb37f8e728b8dad"),
-             Cite(path="src/app.py", lines="12", blob="sha256:" + "ab" * 32), Cite(path="a b/c: d.py", blob="0" * 40))
+    cites = (
+        Cite(path="Makefile", lines="10-40", blob="3b18e512dba79e4c8300dd08aeb37f8e728b8dad"),
+        Cite(path="src/app.py", lines="12", blob="sha256:" + "ab" * 32),
+        Cite(path="a b/c: d.py", blob="0" * 40),
+    )
     meta = _meta("Build", "make all", NoteType.PROJECT_KNOWLEDGE).model_copy(
-        update={"cites": cites, "confirmed": "2026-12-01T10:00:00Z"})
+        update={"cites": cites, "confirmed": "2026-12-01T10:00:00Z"}
+    )
     head = dump_note(meta, "body").decode().split("---\n")[1]
     fast = _simple_head(head)
     assert fast is not None and fast == yaml.load(head, Loader=YAML_LOADER)
@@ -155,6 +266,8 @@ def test_an_ordinary_note_is_read_without_the_yaml_library() -> None:
     from memory.store.frontmatter import _simple_head
 
     for t in NoteType:
-        data = dump_note(_meta("Build before testing", "run make build first; it's quick", t), "body").decode()
+        data = dump_note(
+            _meta("Build before testing", "run make build first; it's quick", t), "body"
+        ).decode()
         fast = _simple_head(data.split("---\n")[1])
         assert fast is not None and fast["summary"] == "run make build first; it's quick"

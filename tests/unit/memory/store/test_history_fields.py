@@ -31,9 +31,23 @@ def _files(env: MemoryStores) -> list[dict[str, object]]:
 
 def _old(env: MemoryStores, name: str, **fields: object) -> None:
     """A history file as an app wrote it before ``kind`` named more than batch/undo."""
-    raw = {"txid": name, "time": "2024-01-01T00:00:00Z", "workspace": str(env.paths.workspace), "kind": "batch",
-           "label": "", "source": "s", "jobs": [], "applied": [], "rejected": [], "conflicts": [],
-           "dropped_cites": [], "changes": [], "undone_by": None, "undo_of": None, **fields}
+    raw = {
+        "txid": name,
+        "time": "2024-01-01T00:00:00Z",
+        "workspace": str(env.paths.workspace),
+        "kind": "batch",
+        "label": "",
+        "source": "s",
+        "jobs": [],
+        "applied": [],
+        "rejected": [],
+        "conflicts": [],
+        "dropped_cites": [],
+        "changes": [],
+        "undone_by": None,
+        "undo_of": None,
+        **fields,
+    }
     env.paths.history_dir.mkdir(parents=True, exist_ok=True)
     (env.paths.history_dir / f"{name}.json").write_text(json.dumps(raw))
 
@@ -42,8 +56,11 @@ def test_kind_and_took_over_are_written_in_the_file_and_read_back(tmp_path: Path
     env = make_env(tmp_path)
     op = create("Build with make", "Run make.")
     env.apply([(0, op)], source="sess-1", label="memory job x", kind="turn", took_over=[A, B])
-    env.apply([(0, create("Tabs", "Use tabs.", level="user", type_="user_preference"))], source=MANUAL_SOURCE,
-              label="card created")
+    env.apply(
+        [(0, create("Tabs", "Use tabs.", level="user", type_="user_preference"))],
+        source=MANUAL_SOURCE,
+        label="card created",
+    )
     [turn_file, manual_file] = _files(env)
     assert (turn_file["kind"], turn_file["took_over"]) == ("turn", [A, B])
     assert (manual_file["kind"], manual_file["took_over"]) == ("manual", [])  # a person's edit
@@ -95,8 +112,15 @@ def test_an_old_entry_reads_with_its_kind_and_took_over_from_its_label(tmp_path:
     _old(env, "t6", label="something else")
     _old(env, "t7", kind="undo", label="undo of t5", undo_of="t5")
     got = [(e.txid, e.kind, e.took_over) for e in env.history()]
-    assert got == [("t1", "turn", [B, C]), ("t2", "consolidation", []), ("t3", "dismiss", []), ("t4", "approve", []),
-                   ("t5", "manual", []), ("t6", "batch", []), ("t7", "undo", [])]
+    assert got == [
+        ("t1", "turn", [B, C]),
+        ("t2", "consolidation", []),
+        ("t3", "dismiss", []),
+        ("t4", "approve", []),
+        ("t5", "manual", []),
+        ("t6", "batch", []),
+        ("t7", "undo", []),
+    ]
     entries = list(reversed(env.history()))  # newest first, as the watch reads them
     assert JobWatch.entry_for(entries, B) == (entries[4], None)  # t3: the batch that removed it
     assert JobWatch.entry_for(entries[5:], B) == (entries[-1], A)  # t1: the batch that took it over
@@ -106,8 +130,13 @@ def test_an_old_entry_reads_with_its_kind_and_took_over_from_its_label(tmp_path:
 def test_an_old_entry_still_tells_the_watch_what_became_of_a_job(tmp_path: Path) -> None:
     env = make_env(tmp_path)
     write_note(env, Level.PROJECT, "project_knowledge_a.md", "A", "a")
-    _old(env, "t1", label=f"memory job {A} took over {B}: hi", jobs=[A],
-         applied=[{"index": 0, "action": "create", "level": "project", "filename": "project_knowledge_a.md"}])
+    _old(
+        env,
+        "t1",
+        label=f"memory job {A} took over {B}: hi",
+        jobs=[A],
+        applied=[{"index": 0, "action": "create", "level": "project", "filename": "project_knowledge_a.md"}],
+    )
     _old(env, "t2", label=f"dismiss {C}", jobs=[C])
     watch = JobWatch(env, Spool(env.paths), str(env.paths.workspace))
     events = watch.report_gone([B, C])
@@ -133,5 +162,7 @@ def test_a_history_file_that_is_not_an_entry_is_refused() -> None:
     for raw in (b"[]", b"{", b'{"txid": 1}', b"\xff"):
         with pytest.raises(ValueError):
             entry_from_json(raw)
-    assert isinstance(entry_from_json(HistoryEntry(txid="t", time="", workspace="/w").model_dump_json().encode()),
-                      HistoryEntry)
+    assert isinstance(
+        entry_from_json(HistoryEntry(txid="t", time="", workspace="/w").model_dump_json().encode()),
+        HistoryEntry,
+    )

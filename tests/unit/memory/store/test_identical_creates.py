@@ -30,8 +30,10 @@ def test_an_identical_create_is_rejected_with_the_existing_filename(tmp_path: Pa
 def test_two_identical_creates_in_one_batch_write_one_card(tmp_path: Path) -> None:
     stores = make_env(tmp_path)
     res = stores.apply(
-        [(0, create("user", "Tabs", "Tabs, not spaces.", "user_preference")),
-         (1, create("user", "Tabs", "Tabs, not spaces.", "user_preference"))],
+        [
+            (0, create("user", "Tabs", "Tabs, not spaces.", "user_preference")),
+            (1, create("user", "Tabs", "Tabs, not spaces.", "user_preference")),
+        ],
         source="s",
     )
     assert len(res.applied) == 1 and len(res.rejected) == 1 and res.rejected[0].index == 1
@@ -42,9 +44,15 @@ def test_a_same_title_with_other_content_or_level_is_still_created(tmp_path: Pat
     stores = make_env(tmp_path)
     stores.apply([(0, create("project", "Build workflow", "Run make build."))], source="s")
     res = stores.apply(
-        [(0, create("project", "Build workflow", "Run make all.")), (1, create("user", "Build workflow", "Run make build."))],
+        [
+            (0, create("project", "Build workflow", "Run make all.")),
+            (1, create("user", "Build workflow", "Run make build.")),
+        ],
         source="s",
     )
     assert res.rejected == [] and len(res.applied) == 2
-    assert _names(stores, Level.PROJECT) == ["project_knowledge_build-workflow-2.md", "project_knowledge_build-workflow.md"]
+    assert _names(stores, Level.PROJECT) == [
+        "project_knowledge_build-workflow-2.md",
+        "project_knowledge_build-workflow.md",
+    ]
     assert _names(stores, Level.USER) == ["project_knowledge_build-workflow.md"]

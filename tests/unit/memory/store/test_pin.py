@@ -18,22 +18,25 @@ from tests.support.memtools import create, make_env, op, write_note
 HEAD = "title: Build\nsummary: ''\ntype: project_knowledge\ncreated: '2026-01-01T00:00:00Z'\n"
 
 
-@pytest.mark.parametrize(("line", "pinned"), [
-    ("pinned: true", True),
-    ("pinned: 'true'", True),
-    ('pinned: "true"', True),
-    ("pinned: True", True),
-    ("pinned: TRUE", True),
-    ("pinned: yes", True),       # YAML 1.1's boolean, as the YAML library reads it
-    ("pinned: false", False),
-    ("pinned: 'false'", False),
-    ("pinned: no", False),
-    ("pinned: 1", False),        # only true pins
-    ("pinned: ''", False),
-    ("pinned:", False),
-    ("pinned: [true]", False),
-    ("pinned: 'yes please'", False),
-])
+@pytest.mark.parametrize(
+    ("line", "pinned"),
+    [
+        ("pinned: true", True),
+        ("pinned: 'true'", True),
+        ('pinned: "true"', True),
+        ("pinned: True", True),
+        ("pinned: TRUE", True),
+        ("pinned: yes", True),  # YAML 1.1's boolean, as the YAML library reads it
+        ("pinned: false", False),
+        ("pinned: 'false'", False),
+        ("pinned: no", False),
+        ("pinned: 1", False),  # only true pins
+        ("pinned: ''", False),
+        ("pinned:", False),
+        ("pinned: [true]", False),
+        ("pinned: 'yes please'", False),
+    ],
+)
 def test_the_fast_reader_and_yaml_agree_on_pinned(line: str, pinned: bool) -> None:
     head = f"{HEAD}{line}\n"
     fast, _ = split_note(f"---\n{head}---\nbody\n")
@@ -114,8 +117,9 @@ def test_pin_refuses_an_unparsable_card_with_a_reason(tmp_path: Path) -> None:
 def test_an_update_op_keeps_the_pin(tmp_path: Path) -> None:
     stores, name, _ = _card(tmp_path)
     stores.pin("project", name)
-    res = stores.apply([(0, op("update", "project", filename=name, content="Run make and lint before pushing."))],
-                       source="s")
+    res = stores.apply(
+        [(0, op("update", "project", filename=name, content="Run make and lint before pushing."))], source="s"
+    )
     assert res.applied
     note = stores.read_note("project", name)
     assert note.meta.pinned and note.body.startswith("Run make and lint")

@@ -21,9 +21,18 @@ from tests.support.memtools import make_env
 K = NoteType.PROJECT_KNOWLEDGE
 
 
-def _meta(title: str = "T", type_: NoteType = K, updated: str = "2026-01-01T00:00:00Z", pinned: bool = False) -> NoteMeta:
-    return NoteMeta(title=title, summary="", type=type_, created="2026-01-01T00:00:00Z", updated=updated,
-                    source="seed", pinned=pinned)
+def _meta(
+    title: str = "T", type_: NoteType = K, updated: str = "2026-01-01T00:00:00Z", pinned: bool = False
+) -> NoteMeta:
+    return NoteMeta(
+        title=title,
+        summary="",
+        type=type_,
+        created="2026-01-01T00:00:00Z",
+        updated=updated,
+        source="seed",
+        pinned=pinned,
+    )
 
 
 def _card(name: str, **kw: object) -> RankedCard:
@@ -31,7 +40,9 @@ def _card(name: str, **kw: object) -> RankedCard:
     return RankedCard(filename=name, meta=_meta(**kw), stale=stale)  # type: ignore[arg-type]
 
 
-def _names(cards: list[RankedCard], use: dict[str, CardUse] | None = None, keep: tuple[str, ...] = ()) -> list[str]:
+def _names(
+    cards: list[RankedCard], use: dict[str, CardUse] | None = None, keep: tuple[str, ...] = ()
+) -> list[str]:
     return [cards[i].filename for i in rank_order(cards, use or {}, keep)]
 
 
@@ -41,15 +52,21 @@ def test_pinned_first_whatever_the_name() -> None:
 
 
 def test_corrections_and_preferences_rank_above_knowledge() -> None:
-    cards = [_card("a.md"), _card("b.md", type_=NoteType.USER_PREFERENCE), _card("c.md", type_=NoteType.CORRECTION_FEEDBACK)]
+    cards = [
+        _card("a.md"),
+        _card("b.md", type_=NoteType.USER_PREFERENCE),
+        _card("c.md", type_=NoteType.CORRECTION_FEEDBACK),
+    ]
     assert _names(cards) == ["b.md", "c.md", "a.md"]
 
 
 def test_more_reads_then_later_last_read_rank_higher() -> None:
     cards = [_card("a.md"), _card("b.md"), _card("c.md"), _card("d.md")]
-    use = {"b.md": CardUse(reads=1, last_read="2026-02-01T00:00:00Z"),
-           "c.md": CardUse(reads=5, last_read="2026-01-01T00:00:00Z"),
-           "d.md": CardUse(reads=1, last_read="2026-03-01T00:00:00Z")}
+    use = {
+        "b.md": CardUse(reads=1, last_read="2026-02-01T00:00:00Z"),
+        "c.md": CardUse(reads=5, last_read="2026-01-01T00:00:00Z"),
+        "d.md": CardUse(reads=1, last_read="2026-03-01T00:00:00Z"),
+    }
     assert _names(cards, use) == ["c.md", "d.md", "b.md", "a.md"]
 
 

@@ -21,8 +21,10 @@ def env(tmp_path: Path):
 
 
 def test_create_writes_note_with_front_matter_and_index(env) -> None:
-    res = env.apply([(0, create("project", "Build workflow", "Run `make test`.", summary="Run tests first."))],
-                    source="sess-1")
+    res = env.apply(
+        [(0, create("project", "Build workflow", "Run `make test`.", summary="Run tests first."))],
+        source="sess-1",
+    )
     assert [a.filename for a in res.applied] == ["project_knowledge_build-workflow.md"]
     text = (env.project.dir / "project_knowledge_build-workflow.md").read_text()
     fm, body = split_note(text)
@@ -38,8 +40,13 @@ def test_create_writes_note_with_front_matter_and_index(env) -> None:
 def test_create_never_overwrites_existing_name(env) -> None:
     write_note(env, Level.PROJECT, "project_knowledge_build.md", "Build", "original")
     before = (env.project.dir / "project_knowledge_build.md").read_bytes()
-    res = env.apply([(0, create("project", "Build", "new")), (1, create("project", "Build", "newer"))], source="s")
-    assert [a.filename for a in res.applied] == ["project_knowledge_build-2.md", "project_knowledge_build-3.md"]
+    res = env.apply(
+        [(0, create("project", "Build", "new")), (1, create("project", "Build", "newer"))], source="s"
+    )
+    assert [a.filename for a in res.applied] == [
+        "project_knowledge_build-2.md",
+        "project_knowledge_build-3.md",
+    ]
     assert (env.project.dir / "project_knowledge_build.md").read_bytes() == before
 
 
@@ -51,8 +58,9 @@ def test_create_slug_falls_back_for_chinese_title(env) -> None:
 
 def test_update_keeps_created_refreshes_updated_and_replaces_body(env) -> None:
     write_note(env, Level.PROJECT, "project_knowledge_x.md", "X", "old body", summary="old")
-    res = env.apply([(0, op("update", "project", filename="project_knowledge_x.md", content="new body"))],
-                    source="sess-2")
+    res = env.apply(
+        [(0, op("update", "project", filename="project_knowledge_x.md", content="new body"))], source="sess-2"
+    )
     assert res.applied and not res.rejected
     fm, body = split_note((env.project.dir / "project_knowledge_x.md").read_text())
     assert fm["created"] == "2026-01-01T00:00:00Z" and fm["updated"] == "2026-11-30T04:32:46Z"
@@ -87,7 +95,9 @@ def test_project_store_gets_gitignore(env) -> None:
     assert ".trash/" in (env.project.dir / ".gitignore").read_text()
 
 
-@pytest.mark.parametrize("name", ["../escape.md", "/etc/passwd", "a/b.md", ".hidden.md", INDEX_FILE, "x\x00.md"])
+@pytest.mark.parametrize(
+    "name", ["../escape.md", "/etc/passwd", "a/b.md", ".hidden.md", INDEX_FILE, "x\x00.md"]
+)
 def test_targeted_names_refused_with_reason(env, name: str) -> None:
     res = env.apply([(0, op("delete", "project", filename=name))], source="s")
     assert not res.applied and len(res.rejected) == 1 and res.rejected[0].reason.startswith("op 0: ")
@@ -98,7 +108,9 @@ def test_symlinked_note_is_refused_and_target_untouched(env, tmp_path: Path) -> 
     outside.write_text("secret")
     env.project.dir.mkdir(parents=True)
     (env.project.dir / "project_knowledge_link.md").symlink_to(outside)
-    res = env.apply([(0, op("update", "project", filename="project_knowledge_link.md", content="pwned"))], source="s")
+    res = env.apply(
+        [(0, op("update", "project", filename="project_knowledge_link.md", content="pwned"))], source="s"
+    )
     assert not res.applied and "symlink" in res.rejected[0].reason
     assert outside.read_text() == "secret"
 
@@ -114,15 +126,22 @@ def test_store_folder_symlink_refused_and_nothing_written_outside(env, tmp_path:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (env.paths.workspace / ".PseudoClaude").symlink_to(elsewhere, target_is_directory=True)
-    res = env.apply([(0, create("project", "A")), (1, create("user", "B", type_="user_preference"))], source="s")
+    res = env.apply(
+        [(0, create("project", "A")), (1, create("user", "B", type_="user_preference"))], source="s"
+    )
     assert [a.level for a in res.applied] == [Level.USER]
     assert "symlink" in res.rejected[0].reason
     assert list(elsewhere.iterdir()) == []
 
 
 def test_valid_ops_apply_when_others_are_rejected(env) -> None:
-    res = env.apply([(0, op("update", "project", filename="project_knowledge_missing.md", content="x")),
-                     (1, create("project", "Good"))], source="s")
+    res = env.apply(
+        [
+            (0, op("update", "project", filename="project_knowledge_missing.md", content="x")),
+            (1, create("project", "Good")),
+        ],
+        source="s",
+    )
     assert [a.index for a in res.applied] == [1] and [r.index for r in res.rejected] == [0]
 
 
@@ -131,8 +150,11 @@ def test_update_conflict_when_note_changed_since_snapshot(env) -> None:
     snap = env.snapshot()
     p.write_text(p.read_text() + "hand edit\n")
     edited = p.read_bytes()
-    res = env.apply([(0, op("update", "project", filename="project_knowledge_x.md", content="model"))],
-                    source="s", expected=snap.hashes)
+    res = env.apply(
+        [(0, op("update", "project", filename="project_knowledge_x.md", content="model"))],
+        source="s",
+        expected=snap.hashes,
+    )
     assert not res.applied and res.conflicts[0].filename == "project_knowledge_x.md"
     assert p.read_bytes() == edited
 
@@ -140,8 +162,9 @@ def test_update_conflict_when_note_changed_since_snapshot(env) -> None:
 def test_delete_of_note_unseen_by_model_is_conflict(env) -> None:
     snap = env.snapshot()
     write_note(env, Level.PROJECT, "project_knowledge_new.md", "New", "v1")
-    res = env.apply([(0, op("delete", "project", filename="project_knowledge_new.md"))], source="s",
-                    expected=snap.hashes)
+    res = env.apply(
+        [(0, op("delete", "project", filename="project_knowledge_new.md"))], source="s", expected=snap.hashes
+    )
     assert res.conflicts and (env.project.dir / "project_knowledge_new.md").exists()
 
 
@@ -156,8 +179,11 @@ def test_jobs_are_completed_by_the_commit_and_never_twice(env, tmp_path: Path) -
 
 
 def test_history_records_rejections_and_conflicts(env) -> None:
-    env.apply([(0, create("project", "A")), (1, op("delete", "user", filename="nope.md"))], source="s",
-              label="turn 1")
+    env.apply(
+        [(0, create("project", "A")), (1, op("delete", "user", filename="nope.md"))],
+        source="s",
+        label="turn 1",
+    )
     [entry] = env.history()
     assert entry.label == "turn 1" and entry.applied[0].filename == "project_knowledge_a.md"
     assert entry.rejected and entry.rejected[0].index == 1
@@ -168,8 +194,13 @@ def test_undo_reverts_last_batch_then_the_one_before(env) -> None:
     p = write_note(env, Level.PROJECT, "project_knowledge_x.md", "X", "v1")
     original = p.read_bytes()
     env.apply([(0, op("update", "project", filename="project_knowledge_x.md", content="v2"))], source="s")
-    env.apply([(0, create("user", "Pref", type_="user_preference")),
-               (1, op("delete", "project", filename="project_knowledge_x.md"))], source="s")
+    env.apply(
+        [
+            (0, create("user", "Pref", type_="user_preference")),
+            (1, op("delete", "project", filename="project_knowledge_x.md")),
+        ],
+        source="s",
+    )
     env.undo()
     assert p.read_bytes().endswith(b"v2\n") and not list(env.user.dir.glob("user_preference_*.md"))
     env.undo()
@@ -190,8 +221,9 @@ def test_undo_refuses_when_note_changed_since(env) -> None:
 
 def test_person_ops_without_expected_are_not_conflicts(env) -> None:
     write_note(env, Level.PROJECT, "project_knowledge_x.md", "X", "v1")
-    res = env.apply([(0, op("update", "project", filename="project_knowledge_x.md", content="v2"))],
-                    source="manual")
+    res = env.apply(
+        [(0, op("update", "project", filename="project_knowledge_x.md", content="v2"))], source="manual"
+    )
     assert res.applied and not res.conflicts
 
 

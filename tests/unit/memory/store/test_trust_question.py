@@ -18,8 +18,10 @@ from memory.store.trust import needs_asking
 from tests.support.memtools import trust_workspace
 
 ROOT = Path(__file__).resolve().parents[4]
-CARD = ("---\ntitle: Deploy on Fridays\nsummary: ok\ntype: project_knowledge\ncreated: '2026-01-01T00:00:00Z'\n"
-        "updated: '2026-01-01T00:00:00Z'\nsource: manual\n---\nBody.\n")
+CARD = (
+    "---\ntitle: Deploy on Fridays\nsummary: ok\ntype: project_knowledge\ncreated: '2026-01-01T00:00:00Z'\n"
+    "updated: '2026-01-01T00:00:00Z'\nsource: manual\n---\nBody.\n"
+)
 
 
 def _store(ws: Path) -> Path:
@@ -48,7 +50,9 @@ CASES: dict[str, Callable[[Path], None]] = {
     "no store": lambda ws: None,
     "an empty store": _store,
     "no card, other files": lambda ws: (_store(ws) / "notes.txt").write_text("x"),
-    "only MEMORY.md": lambda ws: (_store(ws) / "MEMORY.md").write_text("- [project_knowledge] x — y (a.md)\n"),
+    "only MEMORY.md": lambda ws: (_store(ws) / "MEMORY.md").write_text(
+        "- [project_knowledge] x — y (a.md)\n"
+    ),
     "a cloned card": _card,
     "a trusted card": lambda ws: (_card(ws), trust_workspace(ws)),
     "a symlinked .PseudoClaude": _symlinked_store,
@@ -81,11 +85,20 @@ def test_asking_loads_neither_pydantic_nor_yaml_nor_the_stores(tmp_path: Path) -
     ws = tmp_path / "ws"
     (ws / ".git").mkdir(parents=True)
     _card(ws)
-    probe = ("import sys\nfrom memory.store import fs, paths, trust\n"
-             "print(trust.needs_asking(paths.Paths.for_workspace(sys.argv[1]), fs.FS()))\n"
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'yaml')\n"
-             "             or m in ('memory.model', 'memory.store.store', 'memory.store.stores')))")
+    probe = (
+        "import sys\nfrom memory.store import fs, paths, trust\n"
+        "print(trust.needs_asking(paths.Paths.for_workspace(sys.argv[1]), fs.FS()))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'yaml')\n"
+        "             or m in ('memory.model', 'memory.store.store', 'memory.store.stores')))"
+    )
     env = {**os.environ, "PSEUDOCLAUDE_HOME": str(tmp_path / "home")}
-    out = subprocess.run([sys.executable, "-c", probe, str(ws)], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=60, check=True).stdout.split("\n")
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(ws)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.split("\n")
     assert out[:2] == ["True", "[]"]

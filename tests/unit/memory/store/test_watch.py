@@ -26,7 +26,9 @@ async def _started(
 
 async def test_external_write_gives_one_event_and_own_apply_gives_none(tmp_path: Path) -> None:
     env = make_env(tmp_path)
-    env.apply([(0, create("project", "Seed")), (1, create("user", "Seed", type_="user_preference"))], source="s")
+    env.apply(
+        [(0, create("project", "Seed")), (1, create("user", "Seed", type_="user_preference"))], source="s"
+    )
     watcher = StoresWatcher(make_env(tmp_path), debounce_ms=100, poll_s=0.2)
     it, first = await _started(watcher)
     try:
@@ -36,7 +38,9 @@ async def test_external_write_gives_one_event_and_own_apply_gives_none(tmp_path:
         assert event == StoresChanged(levels=(Level.PROJECT,))
         # The app's own batch (both levels) is not echoed; the next event is the user-level
         # edit that follows it, alone.
-        await asyncio.to_thread(env.apply, [(0, create("project", "Own")), (1, create("user", "Own"))], source="s")
+        await asyncio.to_thread(
+            env.apply, [(0, create("project", "Own")), (1, create("user", "Own"))], source="s"
+        )
         await asyncio.to_thread(write_note, env, Level.USER, "user_preference_hand.md", "Hand", "typed")
         event = await asyncio.wait_for(it.__anext__(), DEADLINE)
         assert event == StoresChanged(levels=(Level.USER,))

@@ -46,7 +46,10 @@ POSITIVE: list[tuple[str, str]] = [
     ("the secret is: Qm9vdHMy", f"the secret is: {S}"),
     ("passphrase: correct-horse-battery-9", f"passphrase: {P}"),
     ("TOKEN IS X7GH2KQ", f"TOKEN IS {T}"),
-    ("first the password is hunter2\nthen the token is abc123", f"first the password is {P}\nthen the token is {T}"),
+    (
+        "first the password is hunter2\nthen the token is abc123",
+        f"first the password is {P}\nthen the token is {T}",
+    ),
 ]
 
 NEGATIVE: list[str] = [
@@ -117,7 +120,9 @@ _SECRETS = st.text(alphabet=string.ascii_letters + string.digits, min_size=5, ma
 )
 
 
-@given(st.sampled_from(_LEADS), _SECRETS, st.sampled_from(["", ".", " for staging", ", keep it", "\nnext line"]))
+@given(
+    st.sampled_from(_LEADS), _SECRETS, st.sampled_from(["", ".", " for staging", ", keep it", "\nnext line"])
+)
 def test_any_secret_looking_word_after_a_keyword_is_redacted(lead: str, secret: str, after: str) -> None:
     text = f"I noted that {lead}{secret}{after}"
     out = redact(text)
@@ -135,15 +140,42 @@ _ORDINARY = st.sampled_from(
 )
 
 
-@given(st.sampled_from(["password", "token", "secret", "api key", "passphrase"]), st.sampled_from([" is ", " was "]),
-       _ORDINARY, st.sampled_from(["", ".", " every hour", " in Vault", " by the server"]))
+@given(
+    st.sampled_from(["password", "token", "secret", "api key", "passphrase"]),
+    st.sampled_from([" is ", " was "]),
+    _ORDINARY,
+    st.sampled_from(["", ".", " every hour", " in Vault", " by the server"]),
+)
 def test_ordinary_words_after_a_keyword_are_kept(key: str, sep: str, word: str, after: str) -> None:
     text = f"The {key}{sep}{word}{after}"
     assert redact(text) == text
 
 
-_FRAGMENTS = ["password", " is ", "token", ": ", " = ", "hunter2", "swordfish", "'", "`", '"', ".", ",", " ",
-              "\n", "refreshed", "None", "my ", "api key", "[REDACTED:", "]", "abc123", "!", "is"]
+_FRAGMENTS = [
+    "password",
+    " is ",
+    "token",
+    ": ",
+    " = ",
+    "hunter2",
+    "swordfish",
+    "'",
+    "`",
+    '"',
+    ".",
+    ",",
+    " ",
+    "\n",
+    "refreshed",
+    "None",
+    "my ",
+    "api key",
+    "[REDACTED:",
+    "]",
+    "abc123",
+    "!",
+    "is",
+]
 
 
 @given(st.lists(st.sampled_from(_FRAGMENTS), max_size=30))
@@ -166,8 +198,12 @@ def test_many_prose_matches_stay_fast() -> None:
 
 def test_a_model_written_card_summary_and_body_keep_no_prose_password(tmp_path) -> None:  # type: ignore[no-untyped-def]
     stores = make_env(tmp_path)
-    op = create("user", "Admin login", content="The admin password is hunter2, the token: abc123 for staging.\n",
-                summary="password is hunter2")
+    op = create(
+        "user",
+        "Admin login",
+        content="The admin password is hunter2, the token: abc123 for staging.\n",
+        summary="password is hunter2",
+    )
     res = stores.apply([(0, op)], source="job-1")
     (applied,) = res.applied
     text = (stores.user.dir / applied.filename).read_text()
@@ -177,8 +213,12 @@ def test_a_model_written_card_summary_and_body_keep_no_prose_password(tmp_path) 
 
 
 def test_the_extraction_request_carries_no_prose_password() -> None:
-    turn = Turn(messages=[TurnMessage(role="user", text="remember: my password is hunter2"),
-                          TurnMessage(role="assistant", text="Noted; the api key is Zx81kq7.")])
+    turn = Turn(
+        messages=[
+            TurnMessage(role="user", text="remember: my password is hunter2"),
+            TurnMessage(role="assistant", text="Noted; the api key is Zx81kq7."),
+        ]
+    )
     req = build_extraction_request([turn], "", "")
     assert "hunter2" not in req.prompt and "Zx81kq7" not in req.prompt
     assert "my password is [REDACTED:password]" in req.prompt

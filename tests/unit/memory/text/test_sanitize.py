@@ -711,9 +711,45 @@ def _stream(text: str, cuts: list[int], *, keep_newlines: bool = True) -> str:
 
 # Text dense in the bytes that open, continue and end sequences, so splits land inside them.
 _SEQ_ALPHABET = st.sampled_from(
-    [ESC, "[", "]", "P", "X", "^", "_", "\\", "\x07", "\x9c", "\x9b", "\x9d", "\x90", "\x98", "\x9e", "\x9f",
-     "\n", "\r", "\t", "0", "5", ";", "?", " ", "/", "(", "m", "B", "@", "~", "c", "a", "é", "\u2028", "\x00",
-     "\u202e", "👍"]
+    [
+        ESC,
+        "[",
+        "]",
+        "P",
+        "X",
+        "^",
+        "_",
+        "\\",
+        "\x07",
+        "\x9c",
+        "\x9b",
+        "\x9d",
+        "\x90",
+        "\x98",
+        "\x9e",
+        "\x9f",
+        "\n",
+        "\r",
+        "\t",
+        "0",
+        "5",
+        ";",
+        "?",
+        " ",
+        "/",
+        "(",
+        "m",
+        "B",
+        "@",
+        "~",
+        "c",
+        "a",
+        "é",
+        "\u2028",
+        "\x00",
+        "\u202e",
+        "👍",
+    ]
 )
 _SEQ_TEXT = st.lists(_SEQ_ALPHABET, max_size=40).map("".join) | st.text(max_size=40)
 
@@ -722,7 +758,9 @@ _SEQ_TEXT = st.lists(_SEQ_ALPHABET, max_size=40).map("".join) | st.text(max_size
 def test_stream_stripper_over_any_split_equals_strip_terminal_of_the_whole(
     text: str, cuts: list[int], keep_newlines: bool
 ) -> None:
-    assert _stream(text, cuts, keep_newlines=keep_newlines) == strip_terminal(text, keep_newlines=keep_newlines)
+    assert _stream(text, cuts, keep_newlines=keep_newlines) == strip_terminal(
+        text, keep_newlines=keep_newlines
+    )
 
 
 @given(_SEQ_TEXT)
@@ -782,8 +820,19 @@ def test_stream_stripper_drops_an_unterminated_osc_of_megabytes_without_holding_
 
 @pytest.mark.parametrize(
     ("text", "count"),
-    [("", 0), ("one", 1), ("one\n", 1), ("one\ntwo", 2), ("one\ntwo\n", 2), ("one\r\ntwo\r\n", 2),
-     ("one\r\ntwo", 2), ("one\rtwo", 2), ("\n", 1), ("\n\n", 2), ("one\n\n", 2)],
+    [
+        ("", 0),
+        ("one", 1),
+        ("one\n", 1),
+        ("one\ntwo", 2),
+        ("one\ntwo\n", 2),
+        ("one\r\ntwo\r\n", 2),
+        ("one\r\ntwo", 2),
+        ("one\rtwo", 2),
+        ("\n", 1),
+        ("\n\n", 2),
+        ("one\n\n", 2),
+    ],
 )
 def test_line_count_counts_a_final_line_break_as_no_further_line(text: str, count: int) -> None:
     assert line_count(text) == count == len(split_lines(text))
