@@ -55,7 +55,7 @@ class Bridge:
         app's folder), ``provider``, ``completion`` (the memory model), ``fs`` (the stores' file
         layer: tests slow or fault it) and the watcher's debounce are the runtime's adapters:
         None builds the real ones."""
-        from app.services.trust import TrustService  # stdlib only at import: before the first frame
+        from app.services.trust_service import TrustService  # stdlib only at import: before the first frame
 
         self.settings: Settings | None = settings
         self.workspace = workspace

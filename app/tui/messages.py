@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from widgets.cards.card_list import CardRow, FilterAnswer
     from widgets.cards.draft import CardDraft
     from widgets.cards.editor import CardEditor
-    from widgets.dialogs.trust import TrustCard
+    from widgets.dialogs.trust_modal import TrustCard
     from widgets.panel.memory_panel import PanelState
     from widgets.pending.state import PendingState
 

@@ -25,7 +25,7 @@ from tests.support.clitools import create_op, ops_answer
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
 from tests.tui.test_app_memory import _spooled
-from widgets.dialogs.trust import TRUST_SHOWN, TrustModal
+from widgets.dialogs.trust_modal import TRUST_SHOWN, TrustModal
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -11,7 +11,7 @@ from memory.store.stores import MemoryStores
 from tests.support.clitools import create_op, ops_answer, system_text
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.dialogs.trust import TrustModal
+from widgets.dialogs.trust_modal import TrustModal
 
 
 def _titles(cards) -> list[str]:

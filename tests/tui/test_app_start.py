@@ -419,7 +419,7 @@ async def test_a_prompt_queued_before_the_trust_question_waits_for_its_answer(
     make_app, server: FakeAnthropic, ws: Path
 ) -> None:
     from tests.support.clitools import system_text
-    from widgets.dialogs.trust import TrustModal
+    from widgets.dialogs.trust_modal import TrustModal
 
     folder = ws / ".PseudoClaude" / "memory"
     folder.mkdir(parents=True)

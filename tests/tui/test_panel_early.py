@@ -17,7 +17,7 @@ from memory.store.stores import MemoryStores
 from tests.support.fakeapi import FakeAnthropic
 from tests.support.memtools import trust_workspace, write_note
 from tests.tui.conftest import wait_ready, wait_until
-from widgets.dialogs.trust import TrustModal
+from widgets.dialogs.trust_modal import TrustModal
 from widgets.panel.memory_panel import PanelState
 
 

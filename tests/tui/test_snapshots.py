@@ -42,7 +42,7 @@ from tests.tui.snapshot_apps.hosts import (
 from widgets.chat.answer_block import AnswerBlock
 from widgets.chat.status import StatusInfo, StatusLine
 from widgets.dialogs.permission import PermissionModal
-from widgets.dialogs.trust import TrustModal
+from widgets.dialogs.trust_modal import TrustModal
 
 pytestmark = pytest.mark.timeout(90)
 

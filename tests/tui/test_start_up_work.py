@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.fakeapi import FakeAnthropic
 from tests.tui.conftest import wait_until
-from widgets.dialogs.trust import TrustModal
+from widgets.dialogs.trust_modal import TrustModal
 
 ROOT = Path(__file__).resolve().parents[2]
 

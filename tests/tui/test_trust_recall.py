@@ -15,7 +15,7 @@ from tests.support.clitools import result_text, tool_results
 from tests.support.fakeapi import FakeAnthropic, text, tool_use
 from tests.support.memtools import write_note
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
-from widgets.dialogs.trust import TrustModal
+from widgets.dialogs.trust_modal import TrustModal
 
 pytestmark = pytest.mark.timeout(180)
 

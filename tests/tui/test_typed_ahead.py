@@ -24,7 +24,7 @@ from widgets.dialogs import decision
 from widgets.dialogs.confirm import ConfirmModal
 from widgets.dialogs.decision import QUIET_S, SETTLE_S
 from widgets.dialogs.permission import PermissionAnswer, PermissionModal, PermissionRequest
-from widgets.dialogs.trust import TrustCard, TrustModal
+from widgets.dialogs.trust_modal import TrustCard, TrustModal
 from widgets.pending.screen import PendingScreen
 
 pytestmark = [pytest.mark.typed_ahead, pytest.mark.timeout(60)]

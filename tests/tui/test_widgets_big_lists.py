@@ -10,7 +10,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from tests.tui.conftest import wait_until
-from widgets.dialogs.trust import TRUST_SHOWN, TrustCard, TrustModal
+from widgets.dialogs.trust_modal import TRUST_SHOWN, TrustCard, TrustModal
 from widgets.panel import memory_panel
 from widgets.panel.memory_panel import MAX_SECTION_CARDS, MemoryPanel, PanelCard, PanelState
 

@@ -16,7 +16,7 @@ from widgets.dialogs.permission import (
     PermissionRequest,
     clean_note,
 )
-from widgets.dialogs.trust import TrustCard, TrustModal
+from widgets.dialogs.trust_modal import TrustCard, TrustModal
 
 _UNSET = object()
 

@@ -21,13 +21,13 @@ from app.tui.messages import ChatNote, TrustCardsRead, TrustChecked
 from app.tui.phase import Phase
 from app.tui.workers import start
 from memory.text.lines import one_line
-from widgets.dialogs.trust import TrustCard, TrustModal
+from widgets.dialogs.trust_modal import TrustCard, TrustModal
 
 # How long the stores' modules wait for the trust window to be drawn (it takes milliseconds).
 WINDOW_WAIT_S = 1.0
 
 if TYPE_CHECKING:
-    from app.services.trust import TrustCardView, TrustService
+    from app.services.trust_service import TrustCardView, TrustService
 
 
 def trust_cards(views: Iterable[TrustCardView]) -> list[TrustCard]:

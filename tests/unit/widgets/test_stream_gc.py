@@ -17,7 +17,7 @@ from widgets.chat.answer_block import AnswerBlock
 async def test_no_full_collection_runs_while_an_answer_streams(
     make_app,
     server: FakeAnthropic,
-    monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A fresh process for gc_hold: its freeze is once per process, and another test of this
     # worker process may have frozen and unfrozen already (test_watchdog does).

@@ -16,14 +16,14 @@ from app.agent.extensions.mcp.config import (
 from app.agent.extensions.mcp.manager import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT, McpManager
 from app.agent.extensions.mcp.model import McpError, McpPrompt, McpTool, PromptArgument, ServerStatus, State
 from app.agent.extensions.mcp.names import PREFIX, api_name
-from app.agent.extensions.mcp.results import McpResult
-from app.agent.extensions.mcp.trust import (
+from app.agent.extensions.mcp.project_servers import (
     LoadedServers,
     ProjectServers,
     load_servers,
     project_servers,
     trust_project_servers,
 )
+from app.agent.extensions.mcp.results import McpResult
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
