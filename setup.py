@@ -7,6 +7,9 @@ not included with it); nothing of tests/.
 from setuptools import find_packages, setup
 
 setup(
-    packages=[*find_packages(include=["app", "app.*", "memory", "memory.*", "widgets", "widgets.*"]), "app.assets"],
+    packages=[
+        *find_packages(include=["app", "app.*", "memory", "memory.*", "widgets", "widgets.*"]),
+        "app.assets",
+    ],
     package_dir={"app.assets": "assets"},
 )

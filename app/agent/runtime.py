@@ -16,13 +16,18 @@ from typing import Any
 
 from app.agent.config.settings import Settings
 from app.agent.conversation.compaction import ResultStore
-from app.agent.conversation.session import Session, SessionStore
+from app.agent.conversation.session import Session
 from app.agent.conversation.session_log import SessionError
+from app.agent.conversation.session_store import SessionStore
 from app.agent.extensions.extensions import APP_COMMANDS, Extensions
 from app.agent.memory_bridge.manager import build_manager, memory_completion
+from app.agent.memory_bridge.run_memory import RunMemory
 from app.agent.memory_bridge.worker_process import WorkerProcess, worker_argv
 from app.agent.model.provider import AnthropicProvider, Provider, Usage
-from app.agent.tools import PermissionGate, ToolContext
+from app.agent.permissions.gate import Gate, Mode
+from app.agent.permissions.question import Ask
+from app.agent.tools import BUILTIN_TOOLS, ToolContext, ToolRegistry
+from app.agent.turn.deps import ContextSettings, ModelSettings, RunnerDeps, ToolSettings
 from app.agent.turn.runner import Runner
 from app.agent.turn.system_prompt import build_system
 from app.agent.turn.tool_calls import input_limit
@@ -32,7 +37,7 @@ from memory.events import JobQueued, MemoryEvent
 from memory.extract.completion import Completion
 from memory.search.engine import MemorySearch
 from memory.store.fs import DEFAULT_FS, FS
-from memory.store.journal import OWN_WRITES, OwnWrites
+from memory.store.journal import OwnWrites
 from memory.store.stores import MemoryStores
 from memory.store.transaction import TransactionError
 
@@ -57,7 +62,9 @@ class Runtime:
         settings: Settings,
         workspace: Path,
         *,
-        gate: PermissionGate | None,
+        ask: Ask | None = None,
+        mode: Mode | None = None,
+        tools: ToolRegistry = BUILTIN_TOOLS,
         provider: Provider | None = None,
         completion: Completion | None = None,
         home: Path | None = None,
@@ -69,18 +76,12 @@ class Runtime:
     ) -> None:
         self.settings = settings
         self.workspace = workspace
-        # MCP servers, permission rules, hooks and custom commands (loaded at start, off the loop).
-        self.ext = Extensions(
-            workspace,
-            home,
-            builtin=commands,
-            trust_project_mcp=trust_project_mcp,
-            start_timeout=settings.mcp_start_timeout,
-            call_timeout=settings.mcp_call_timeout,
-        )
-        # The rules decide first; what they leave to the person goes to ``gate`` (the app's
-        # window), and without one (print mode) is refused.
-        self.gate = self.ext.gate(gate)
+        # The tools the model is offered: ``tools`` (the built-ins), then the MCP servers' ready ones.
+        self.tools = tools.copy()
+        self.ext = self._extensions(home, commands, trust_project_mcp)
+        # The rules as they are now and the run's ``mode`` decide first; what they leave to the
+        # person goes to ``ask`` (the app's window), and without one (print mode) is refused.
+        self.gate = Gate(lambda: self.ext.rules, ask=ask, mode=mode)
         self.fs = fs if fs is not None else DEFAULT_FS
         # Constructors only compute paths; nothing here reads or writes a file.
         self.stores = MemoryStores(workspace, home, fs=self.fs)
@@ -113,6 +114,21 @@ class Runtime:
         self._started = False
         self._manager_started = False
 
+    def _extensions(self, home: Path | None, commands: Iterable[str], trust_project_mcp: bool) -> Extensions:
+        """MCP servers, permission rules, hooks and custom commands (loaded at start, off the
+        loop); the servers' tools join the runtime's tools."""
+        ext = Extensions(
+            self.workspace,
+            home,
+            builtin=commands,
+            trust_project_mcp=trust_project_mcp,
+            start_timeout=self.settings.mcp_start_timeout,
+            call_timeout=self.settings.mcp_call_timeout,
+            tools=self.tools,
+        )
+        self.tools.attach(ext)
+        return ext
+
     def _worker_child(self, settings: Settings, workspace: Path, home: Path | None) -> WorkerProcess:
         env = dict(os.environ)
         if home is not None:
@@ -135,8 +151,9 @@ class Runtime:
 
     @property
     def own_writes(self) -> OwnWrites:
-        """The store writes the store watcher must not report: this process's, and its worker child's."""
-        return self.child.writes if self.child is not None else OWN_WRITES
+        """The store writes the store watcher must not report: those the manager's events announce
+        (this process's, its worker child's, another process's batches seen in the spool)."""
+        return self.manager.announced_writes
 
     @property
     def memory_enabled(self) -> bool:
@@ -314,29 +331,25 @@ class Runtime:
             bash_capture_chars=BASH_CAPTURE_CHARS if session is not None else None,
             checkpoints=self._recorder(session) if session is not None else None,
         )
-        runner = Runner(
-            provider=self.provider,
-            model=self.settings.model,
-            tool_ctx=ctx,
-            gate=self.gate,
-            system=system,
+        s = self.settings
+        memory = RunMemory(
+            self.stores,
+            self.manager if self.memory_enabled else None,
+            self.search,
             shown_index=index,
-            memory=self.stores,
-            manager=self.manager if self.memory_enabled else None,
+            conversation=session.messages if session is not None else None,
+            tools=self.tools,
+        )
+        input_bytes = input_limit(s.tool_input_max_bytes, s.context_window)
+        deps = RunnerDeps(
+            model=ModelSettings(self.provider, s.model, s.max_tokens, s.max_iterations),
+            tools=ToolSettings(ctx, self.gate, self.tools, self.ext, input_bytes),
+            memory=memory,
             session=session,
-            max_iterations=self.settings.max_iterations,
-            max_tokens=self.settings.max_tokens,
-            context_window=self.settings.context_window,
-            compact_at=self.settings.compact_at,
-            offload_bytes=self.settings.offload_bytes,
-            results=results,
-            recall=self.search,
-            ext=self.ext,
+            context=ContextSettings(s.context_window, s.compact_at, s.offload_bytes, results),
+            system=system,
         )
-        runner.tool_input_bytes = input_limit(
-            self.settings.tool_input_max_bytes, self.settings.context_window
-        )
-        return runner
+        return Runner(deps)
 
     # -- trust -----------------------------------------------------------------------
 

@@ -11,12 +11,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from memory.constants import MEMORY_MODES
 
 if TYPE_CHECKING:
     from app.agent.config.settings import Settings
+    from app.agent.permissions.rules import Rule
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -97,6 +98,14 @@ def build_parser(*, memory_commands: bool = True, rewind_commands: bool = True) 
     parser = _Parser(prog="pseudoclaude", description="A terminal coding assistant with long-term memory.")
     parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     _common(parser, suppress=False)
+    _add_session_options(parser)
+    _add_print_options(parser)
+    _add_commands(parser, memory_commands=memory_commands, rewind_commands=rewind_commands)
+    return parser
+
+
+def _add_session_options(parser: argparse.ArgumentParser) -> None:
+    """The prompt, the models, the memory mode and the session to continue: both faces'."""
     parser.add_argument(
         "-p",
         "--print",
@@ -124,6 +133,10 @@ def build_parser(*, memory_commands: bool = True, rewind_commands: bool = True) 
         metavar="ID",
         help="resume a session of this workspace by id (another workspace's is refused, exit 1)",
     )
+
+
+def _add_print_options(parser: argparse.ArgumentParser) -> None:
+    """The options of print mode and ``--status`` (the full-screen app ignores them)."""
     parser.add_argument(
         "--memory-wait",
         type=_seconds,
@@ -163,6 +176,11 @@ def build_parser(*, memory_commands: bool = True, rewind_commands: bool = True) 
         action="store_true",
         help="print mode: trust this workspace's project memory store (recorded for this workspace)",
     )
+
+
+def _add_commands(parser: argparse.ArgumentParser, *, memory_commands: bool, rewind_commands: bool) -> None:
+    """``memory``, ``rewind`` and ``doctor``, each with its arguments only when the command line
+    names it (``build_parser``)."""
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     mem = sub.add_parser("memory", help="inspect and edit long-term memory")
     _common(mem, suppress=True)
@@ -178,7 +196,6 @@ def build_parser(*, memory_commands: bool = True, rewind_commands: bool = True) 
         from app.cli import rewind as rewind_cli
 
         rewind_cli.add_arguments(rewind, doctor, lambda p: _common(p, suppress=True))
-    return parser
 
 
 # Whether the command just run may end its process without the interpreter's teardown (entry()).
@@ -249,7 +266,8 @@ def _status(settings: Settings, workspace: Path) -> str:
     memory = (
         f"memory: {counts['project']} project note(s) in {stores.project.dir}, {user}"
         if stores.has_project_level
-        else f"memory: {user}; this workspace has no project level (its project store would be the user store)"
+        else f"memory: {user}; this workspace has no project level "
+        "(its project store would be the user store)"
     )
     return "\n".join(
         [
@@ -260,7 +278,8 @@ def _status(settings: Settings, workspace: Path) -> str:
             "",
             "Run `pseudoclaude` in a terminal for the full-screen app, or:",
             '  pseudoclaude -p "explain this repository"     one turn, streamed to stdout',
-            "  pseudoclaude memory list                      browse the notes (see `pseudoclaude memory --help`)",
+            "  pseudoclaude memory list                      "
+            "browse the notes (see `pseudoclaude memory --help`)",
         ]
     )
 
@@ -273,9 +292,42 @@ def _prompt_text(arg: str) -> str:
     try:
         return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:  # a surrogate that is no escaped byte
-        from app.agent.conversation.messages import scrub_text  # (rare: not loaded for every prompt)
+        from app.agent.conversation.blocks import scrub_text  # (rare: not loaded for every prompt)
 
         return scrub_text(arg)
+
+
+def _allow_rules(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[Rule, ...]:
+    """``--allow-tools`` as permission rules (a bad rule is a usage error)."""
+    if not args.allow_tools:
+        return ()
+    # Only when asked: the rules (pydantic, pathspec) are no part of the full-screen app's first frame.
+    from app.agent.permissions.rules import parse_rule_list
+
+    try:
+        return parse_rule_list(args.allow_tools)
+    except ValueError as e:
+        parser.error(str(e))
+
+
+def _run_app(args: argparse.Namespace, workspace: Path) -> int:
+    """The full-screen app. It loads the settings itself, after its first frame: their validation
+    (pydantic) would cost more than the rest of that frame (a bad setting still ends the app with
+    the same one line and exit 2). No garbage collection runs from here to that frame
+    (app.tui.chat.gc_hold): all it allocates lives as long as the app."""
+    # Only for the full-screen app: its start-up hold on the garbage collector.
+    from app.tui.chat.gc_hold import hold_start_up, release_start_up
+
+    hold_start_up()
+    try:
+        # Textual and the app: only when the full-screen app is chosen (not for print mode, memory).
+        from app.tui.run_app import run_app
+
+        return run_app(
+            _settings_flags(args), workspace, resume=args.resume, continue_latest=args.continue_latest
+        )
+    finally:
+        release_start_up()  # an app that ended before its first frame
 
 
 def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -284,35 +336,12 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
 
     if not Path(args.workspace).is_dir():
         parser.error(f"workspace {args.workspace} is not a folder")
-    allow: tuple[Any, ...] = ()
-    if args.allow_tools:
-        # Only when asked: the rules (pydantic, pathspec) are no part of the full-screen app's first frame.
-        from app.agent.permissions.rules import parse_rule_list
-
-        try:
-            allow = parse_rule_list(args.allow_tools)
-        except ValueError as e:
-            parser.error(str(e))
+    allow = _allow_rules(parser, args)
     workspace = resolve_workspace(args.workspace)
     if args.resume is not None and not args.resume.strip():
         parser.error("--resume needs a session id (use --continue for this workspace's latest session)")
     if args.prompt is None and not args.status and sys.stdout.isatty() and sys.stdin.isatty():
-        # The full-screen app loads the settings itself, after its first frame: their validation
-        # (pydantic) would cost more than the rest of that frame (a bad setting still ends the
-        # app with the same one line and exit 2). No garbage collection runs from here to that
-        # frame (app.tui.chat.gc_hold): all it allocates lives as long as the app.
-        from app.tui.chat.gc_hold import hold_start_up, release_start_up
-
-        hold_start_up()
-        try:
-            # Textual and the app: only when the full-screen app is chosen (not for print mode, memory).
-            from app.tui.app import run_app
-
-            return run_app(
-                _settings_flags(args), workspace, resume=args.resume, continue_latest=args.continue_latest
-            )
-        finally:
-            release_start_up()  # an app that ended before its first frame
+        return _run_app(args, workspace)
     # Print mode and --status only: the settings (pydantic-settings) and print mode's runtime.
     from app.agent.config.settings import SettingsError, load_settings
 
@@ -327,6 +356,17 @@ def _run_agent(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         # --status, or no terminal to draw on (a pipe, a script): the status text instead of the app.
         print(_status(settings, workspace))
         return EXIT_OK
+    return _run_print(parser, args, settings, workspace, allow)
+
+
+def _run_print(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    settings: Settings,
+    workspace: Path,
+    allow: tuple[Rule, ...],
+) -> int:
+    """Print mode: one turn of the prompt given on the command line."""
     if args.compact and not (args.continue_latest or args.resume):
         parser.error("--compact compacts an earlier conversation: use it with --continue or --resume")
     prompt = _prompt_text(args.prompt)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from app.agent.conversation.attachments import with_attachments
+from app.agent.conversation.blocks import Prompt
 from app.agent.extensions.custom_commands import CustomCommand, expand, parse_invocation
 from app.agent.extensions.extensions import APP_COMMANDS
 from app.agent.extensions.mcp import McpError
@@ -165,20 +166,20 @@ def help_text(runtime: Runtime) -> str:
     return strip_terminal("\n".join(lines)) + "\n"
 
 
-async def apply_command(ui: _UI, runtime: Runtime, resolved: PromptCommand) -> str:
+async def apply_command(ui: _UI, runtime: Runtime, resolved: PromptCommand) -> Prompt:
     """The session is open: a custom command's ``allowed-tools`` hold for this run, its ``model``
     for this turn, and the files its ``@path`` names are attached as the app's prompt attaches
-    them. Returns the text to send."""
+    them. Returns the prompt to send."""
     text, command = resolved.text or "", resolved.command
     if resolved.shown:
         ui.diag(f"[command {resolved.shown}]")
     if command is None:
-        return text
+        return Prompt.of(text)
     if command.allowed_tools:
         runtime.ext.allow(command.allowed_tools, f"/{command.name} allowed-tools")
     if command.model:
         runtime.runner.model = command.model
-    text, notes = await with_attachments(text, runtime.workspace, frozenset())
+    prompt, notes = await with_attachments(text, runtime.workspace, frozenset())
     for note in notes:
         ui.diag(f"pseudoclaude: {note}")
-    return text
+    return prompt

@@ -322,11 +322,11 @@ async def run_print(
                 ui.diag(f"pseudoclaude: {e}")
                 return EXIT_ERROR
         await _extensions_ready(ui, runtime)
-        prompt = await apply_command(ui, runtime, command)
+        sent = await apply_command(ui, runtime, command)
         # A Ctrl+C once the whole answer is out lets the turn commit (its job spooled), then ends the run.
         shown = ui.answer_shown if interrupt is None else interrupt.committing(ui.answer_shown)
         try:
-            stop = await runtime.runner.run(prompt, ui, answer_shown=shown)
+            stop = await runtime.runner.run(sent, ui, answer_shown=shown)
         except PromptRefused as e:  # a UserPromptSubmit hook: nothing was sent
             ui.diag(f"pseudoclaude: {e}")
             return EXIT_ERROR
@@ -374,7 +374,7 @@ def _runtime(
     runtime = Runtime(
         settings,
         workspace,
-        gate=None,
+        ask=None,
         provider=provider,
         completion=completion,
         history=False,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
-    from app.agent.conversation.session import SessionInfo
+    from app.agent.conversation.session_store import SessionInfo
     from app.agent.undo.rewind import RewindPlan, RewindResult, TurnLine
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -111,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
 def _session(workspace: Path, resume: str | None) -> SessionInfo:
     """The session asked for: ``resume`` (id or unambiguous prefix) of this workspace, else its latest."""
     # Sessions: only for a rewind command.
-    from app.agent.conversation.session import SessionStore
     from app.agent.conversation.session_log import SessionError
+    from app.agent.conversation.session_store import SessionStore
 
     sessions = SessionStore().list(workspace)
     if resume is None:
@@ -199,7 +199,7 @@ def _list(info: SessionInfo, workspace: Path) -> int:
 
 def _rewind(info: SessionInfo, args: argparse.Namespace) -> int:
     # The session, its checkpoints and the rewind: only for a rewind command.
-    from app.agent.conversation.session import SessionStore
+    from app.agent.conversation.session_store import SessionStore
     from app.agent.undo.checkpoints import CheckpointStore
     from app.agent.undo.rewind import RewindError, apply_rewind, conflict_line, plan_rewind
 
@@ -258,6 +258,7 @@ def doctor() -> int:
     size = store.size()
     print(
         f"checkpoints: {format_bytes(size.bytes)} in {size.sessions} session(s) at {store.root} "
-        f"(bounds: {settings.checkpoint_max_mb} MB, {settings.checkpoint_max_days:g} days; oldest pruned first)"
+        f"(bounds: {settings.checkpoint_max_mb} MB, {settings.checkpoint_max_days:g} days; "
+        "oldest pruned first)"
     )
     return EXIT_OK

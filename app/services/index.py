@@ -13,12 +13,13 @@ the cards before its runtime exists (the trust question's stores).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memory.constants import Level
 from memory.store.store import StoreError
+from memory.store.told import told_cards
 
 if TYPE_CHECKING:
     from memory.model import IndexEntry
@@ -133,9 +134,16 @@ class IndexService:
     def __init__(self, stores: MemoryStores) -> None:
         self.stores = stores
 
-    def view(self) -> IndexView:
-        """``index_view`` of these stores. Blocking: call in a thread."""
-        return index_view(self.stores)
+    def view(self, told: Mapping[str, Collection[str]] | None = None) -> IndexView:
+        """``index_view`` of these stores. Blocking: call in a thread. ``told``: the caller heard
+        of every card changed since its last view, these filenames per level (none for a level
+        not in it): only those are read again, the others are taken from the stores' last look
+        (memory/store/told.py). None: every card is read."""
+        if told is None:
+            return index_view(self.stores)
+        folders = {st.dir: told.get(str(level), ()) for level, st in self.stores.stores.items()}
+        with told_cards(folders):
+            return index_view(self.stores)
 
     def note_files(self) -> frozenset[Key]:
         """``note_files`` of these stores. Blocking: call in a thread."""

@@ -32,6 +32,7 @@ from memory.store.transaction import TransactionError
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
+    from app.agent.conversation.blocks import Message
     from app.agent.conversation.session import Session
     from app.agent.runtime import Runtime
     from app.agent.turn.runner import Runner
@@ -267,7 +268,7 @@ class RewindService:
             lines=tuple(report(preview, result, files)),
         )
 
-    async def reopen(self) -> list[dict[str, object]]:
+    async def reopen(self) -> list[Message]:
         """The Runner rebuilt from the open session (its conversation as the log now says, the
         rewound turns left out), as ``/resume`` opens one; returns the messages to draw."""
         session = self._session()

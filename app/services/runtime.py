@@ -15,8 +15,8 @@ from memory.jobs.pace import Pacer  # stdlib only: the app makes its pacer befor
 if TYPE_CHECKING:
     from app.agent.config.settings import Settings
     from app.agent.model.provider import Provider
+    from app.agent.permissions.question import Ask
     from app.agent.runtime import Runtime
-    from app.agent.tools import PermissionGate
     from memory.extract.completion import Completion
     from memory.store.fs import FS
     from memory.store.watch import StoresWatcher
@@ -28,7 +28,7 @@ def build_runtime(
     settings: Settings,
     workspace: Path,
     *,
-    gate: PermissionGate,
+    ask: Ask,
     provider: Provider,
     completion: Completion | None,
     home: Path | None,
@@ -48,7 +48,7 @@ def build_runtime(
     return Runtime(
         settings,
         workspace,
-        gate=gate,
+        ask=ask,
         provider=provider,
         completion=completion,
         home=home,
@@ -71,7 +71,14 @@ class StoreChanges:
         # watchfiles and the stores (build_runtime already loaded it, in its thread).
         from memory.store.watch import StoresWatcher
 
-        self._watcher = StoresWatcher(self._rt.stores, debounce_ms=self._debounce_ms, own=self._rt.own_writes)
+        # What the manager's events announce is not reported again: before deciding, the watcher
+        # has the manager look at the spool (another window's batch is then its job's end).
+        self._watcher = StoresWatcher(
+            self._rt.stores,
+            debounce_ms=self._debounce_ms,
+            own=self._rt.own_writes,
+            settle=self._rt.manager.settle,
+        )
         async for ev in self._watcher.events():
             yield tuple(str(getattr(lv, "value", lv)) for lv in ev.levels)
 

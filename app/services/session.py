@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from app.agent.conversation.session import SessionInfo
+    from app.agent.conversation.blocks import Message
+    from app.agent.conversation.session_log import CompactionMark
+    from app.agent.conversation.session_store import SessionInfo
     from app.agent.runtime import Runtime
 
 
@@ -20,13 +22,13 @@ class SessionService:
         return session.id if session is not None else None
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[Message]:
         """The open session's conversation (a copy), as the model gets it."""
         session = self._rt.session
         return list(session.messages) if session is not None else []
 
     @property
-    def earlier(self) -> list[dict[str, Any]]:
+    def earlier(self) -> list[Message | CompactionMark]:
         """What the session's log holds before its compaction boundaries (shown, never sent)."""
         return list(getattr(self._rt.session, "earlier", None) or [])
 

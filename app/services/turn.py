@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from app.agent.conversation.blocks import Prompt
 from app.agent.turn.events import posting_answer_done
 
 if TYPE_CHECKING:
@@ -26,13 +27,15 @@ class TurnService:
         runner: Runner | None = self._rt.runner  # None until a session is open
         return runner is not None and runner.running
 
-    async def run(self, text: str, emit: OnEvent, *, answer_done: bool = True) -> RunStop:
-        """One Run of ``text``. A cancel raises CancelledError after the runner closed the turn (the
+    async def run(self, prompt: Prompt | str, emit: OnEvent, *, answer_done: bool = True) -> RunStop:
+        """One Run of ``prompt`` (its blocks: the words, attached files, images, documents; a str
+        is the words alone). A cancel raises CancelledError after the runner closed the turn (the
         conversation stays valid). ``answer_done``: emit ``AnswerDone`` behind the answer."""
         runner = self._rt.runner
         if runner is None:
             raise RuntimeError("no session is open")
-        return await runner.run(text, emit, answer_shown=posting_answer_done(emit) if answer_done else None)
+        shown = posting_answer_done(emit) if answer_done else None
+        return await runner.run(Prompt.of(prompt), emit, answer_shown=shown)
 
     async def compact(self, focus: str, emit: OnEvent) -> Compacted | None:
         """``/compact [focus]``: summarise the earlier conversation now (events: Compacting,

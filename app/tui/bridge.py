@@ -1,10 +1,11 @@
-"""Builds the App's runtime and posts what it hears; every feature is a service call (app.services).
+"""Builds the app's runtime and posts what it hears; every feature is a service call (app.services).
 
 Why here: the App stays a view over messages, and a Pilot test drives the whole app against the
 local fake Messages API through the real SDK with nothing else faked. What the runtime says —
 memory events, a worker child replaced, a hook that failed, memory-model usage, store changes
-from outside — is posted to the App as messages (app/tui/messages.py); nothing here touches a
-widget. Blocking work (importing the SDK, building the runtime) runs in threads.
+from outside — is posted to the App as messages (app/tui/messages.py; the chat's go on to the
+chat screen); nothing here touches a widget. Blocking work (importing the SDK, building the
+runtime) runs in threads.
 
 Start-up order (the first frame comes first; see app/tui/startup.py): ``build()`` (a thread)
 constructs the Runtime — which computes paths only and does not import ``anthropic`` — and its
@@ -28,12 +29,14 @@ from app.tui.messages import ChatNote, MemoryEventMessage, MemoryUsage, StoresCh
 
 if TYPE_CHECKING:
     from app.agent.config.settings import Settings
+    from app.agent.conversation.blocks import Prompt
     from app.agent.model.provider import Provider, Usage
+    from app.agent.permissions.gate import Gate
     from app.agent.runtime import Runtime
     from app.agent.turn.events import RunStop
     from app.services.bundle import Services
     from app.services.turn import TurnService
-    from app.tui.permission.modal_gate import Ask, ModalGate
+    from app.tui.permission.modal_ask import Ask
     from memory.events import MemoryEvent
 
 
@@ -51,23 +54,15 @@ class Bridge:
         fs: Any = None,
         watch_debounce_ms: int = 300,
     ) -> None:
-        """``settings``: None until the App has loaded them (before ``build``). ``home`` (the
-        app's folder), ``provider``, ``completion`` (the memory model), ``fs`` (the stores' file
-        layer: tests slow or fault it) and the watcher's debounce are the runtime's adapters:
-        None builds the real ones."""
-        from app.services.trust_service import TrustService  # stdlib only at import: before the first frame
-
+        """``settings``: None until the App has loaded them (before ``build``); ``post`` takes
+        what the runtime says, ``ask`` asks the person's permission. The rest are the runtime's
+        adapters (see ``use_adapters``)."""
         self.settings: Settings | None = settings
         self.workspace = workspace
         self.post = post
-        self.home = home
         self._ask = ask
-        self.gate: ModalGate = None  # type: ignore[assignment]  # built with the runtime (it imports the tools)
-        self._provider = provider
-        self._completion = completion
-        self._fs = fs
+        self.gate: Gate = None  # type: ignore[assignment]  # the runtime's, once built (it imports the tools)
         self.pacer = Pacer()
-        self._watch_debounce_ms = watch_debounce_ms
         self.runtime: Runtime | None = None
         self._services: Services | None = None
         self.credentials = False  # a model can be asked (the runtime was built with one)
@@ -77,12 +72,41 @@ class Bridge:
         # browser's) take turns: side by side on a 10,000-card store each took twice as long, and
         # the second finds the parse cache warm.
         self.card_reads = threading.Lock()
-        # The trust question's service works before the runtime exists (its own stores then).
-        self.trust = TrustService(
-            workspace, home, fs=fs, pacer=self.pacer, card_reads=self.card_reads, runtime=lambda: self.runtime
-        )
         # A test's stand-in for the user store's sync, handed to the sharing service once built.
         self.sync_user_store: Callable[..., Any] | None = None
+        self.use_adapters(
+            home=home, provider=provider, completion=completion, fs=fs, watch_debounce_ms=watch_debounce_ms
+        )
+
+    def use_adapters(
+        self,
+        *,
+        home: Path | None = None,
+        provider: Provider | None = None,
+        completion: Any = None,
+        fs: Any = None,
+        watch_debounce_ms: int = 300,
+    ) -> None:
+        """The runtime's adapters, before it is built: ``home`` (the app's folder), ``provider``,
+        ``completion`` (the memory model), ``fs`` (the stores' file layer: tests slow or fault
+        it) and the store watcher's debounce; None builds the real ones. A test hands them to the
+        App's own bridge, which all the App composed already holds."""
+        from app.services.trust_service import TrustService  # stdlib only at import: before the first frame
+
+        self.home = home
+        self._provider = provider
+        self._completion = completion
+        self._fs = fs
+        self._watch_debounce_ms = watch_debounce_ms
+        # The trust question's service works before the runtime exists (its own stores then).
+        self.trust = TrustService(
+            self.workspace,
+            home,
+            fs=fs,
+            pacer=self.pacer,
+            card_reads=self.card_reads,
+            runtime=lambda: self.runtime,
+        )
 
     def build(self) -> None:
         """Construct the Runtime and its services (blocking imports; no file is read or written).
@@ -90,10 +114,9 @@ class Bridge:
         # In this thread, as everything the App uses later: a first import on the loop stalls it.
         from app.agent.model.provider import MODEL_COMMAND, AnthropicProvider, has_credentials
         from app.services.bundle import Services
-        from app.tui.permission.modal_gate import ModalGate
+        from app.tui.permission.modal_ask import ModalAsk
 
         settings = self.require_settings()
-        self.gate = ModalGate(self.workspace, self._ask)
         self.credentials = self._provider is not None or has_credentials()
         completion = self._completion
         if completion is None and self.credentials:
@@ -101,7 +124,7 @@ class Bridge:
         rt = build_runtime(
             settings,
             self.workspace,
-            gate=self.gate,
+            ask=ModalAsk(self._ask),
             # An unknown model names the app's own way to pick another (/model, not --model).
             provider=self._provider or AnthropicProvider(model_switch=MODEL_COMMAND),
             completion=completion,
@@ -111,6 +134,7 @@ class Bridge:
             # A child process, unless a test hands the App an in-process memory model.
             worker_process=settings.memory_worker == "process" and self._completion is None,
         )
+        self.gate = rt.gate
         rt.on_worker_note = self._on_worker_note
         rt.on_worker_usage = self._on_memory_usage  # the child's requests count in the cost too
         rt.ext.on_hook_note = self._on_hook_note
@@ -197,7 +221,7 @@ class Bridge:
     def watcher_ready(self) -> bool:
         return self._changes is not None and self._changes.ready
 
-    async def run_turn(self, turns: TurnService, text: str) -> RunStop:
+    async def run_turn(self, turns: TurnService, prompt: Prompt | str) -> RunStop:
         """One Run; every event is posted as a TurnEvent. A cancel raises CancelledError after
         the runner closed the turn (the conversation stays valid). An ``AnswerDone`` behind the
         answer's events: its end is drawn before the job is spooled (app.agent.turn.events)."""
@@ -205,7 +229,7 @@ class Bridge:
 
         emit = TextBatch(lambda ev: self.post(TurnEvent(ev)))  # a message per token is a fifth of a core
         try:
-            return await turns.run(text, emit)
+            return await turns.run(prompt, emit)
         finally:
             emit.flush()
 

@@ -1,7 +1,9 @@
-"""The App's messages: what workers and the bridge tell the App (which alone owns UI state).
+"""The app's messages: what workers, the bridge and the flows tell the App and the chat screen.
 
 Every message is a small ``@dataclass`` whose payload is frozen or owned by the receiver, so it
-may be posted from any thread (``post_message`` is thread-safe in Textual).
+may be posted from any thread (``post_message`` is thread-safe in Textual). A ``ChatMessage`` is
+the chat's: whoever posts it to the App, the App hands it to the chat screen (app.tui.chat), so
+all that draws the chat comes through one queue in the order it was posted.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from app.agent.conversation.blocks import Message as ConversationMessage
     from app.agent.model.provider import Usage
     from app.agent.turn.events import RunEvent
     from memory.events import MemoryEvent
@@ -21,6 +24,13 @@ if TYPE_CHECKING:
     from widgets.dialogs.trust_modal import TrustCard
     from widgets.panel.memory_panel import PanelState
     from widgets.pending.state import PendingState
+
+
+class ChatMessage(Message):
+    """A message the chat screen handles. ``shown``: the screen has handled it; one it lets
+    bubble on (a turn's end, a session switch) is then the App's too."""
+
+    shown = False
 
 
 @dataclass
@@ -65,7 +75,7 @@ class RuntimeFailed(Message):
 
 
 @dataclass
-class TurnEvent(Message):
+class TurnEvent(ChatMessage):
     """One Runner event of the running turn (a frozen value)."""
 
     event: RunEvent
@@ -78,7 +88,13 @@ class SettingsChanged(Message):
 
 
 @dataclass
-class TurnDone(Message):
+class TurnStarted(Message):
+    """A turn is about to run (the chat screen says so; it bubbles on to the App): the panel notes
+    the cards as they are at its start, to mark the ones its job writes as new."""
+
+
+@dataclass
+class TurnDone(ChatMessage):
     """The turn's worker ended (completed, failed, or cancelled): the prompt is free again."""
 
     status: str
@@ -107,29 +123,30 @@ class PanelStateReady(Message):
 
 
 @dataclass
-class MemoryUsage(Message):
-    """A memory-model request's token usage (counted in the session's cost)."""
+class MemoryUsage(ChatMessage):
+    """A memory-model request's token usage (counted in the session's cost, which the chat's
+    status line shows)."""
 
     model: str
     usage: Usage
 
 
 @dataclass
-class FilesLoaded(Message):
+class FilesLoaded(ChatMessage):
     """The workspace's file list for ``@path`` completion."""
 
     paths: list[str] = field(default_factory=list)
 
 
 @dataclass
-class HistoryLoaded(Message):
+class HistoryLoaded(ChatMessage):
     """This workspace's prompt history, oldest first."""
 
     items: list[str] = field(default_factory=list)
 
 
 @dataclass
-class ChatNote(Message):
+class ChatNote(ChatMessage):
     """A one-line (or short) note for the chat pane from a worker (a command's outcome)."""
 
     text: str
@@ -137,11 +154,25 @@ class ChatNote(Message):
 
 
 @dataclass
-class SessionSwitched(Message):
+class PromptBack(ChatMessage):
+    """Text for the prompt, put before what is typed there meanwhile (a rewound turn's prompt)."""
+
+    text: str
+
+
+@dataclass
+class PromptClosed(ChatMessage):
+    """The prompt takes no more input; ``reason`` is what it says instead (``quitting…``)."""
+
+    reason: str
+
+
+@dataclass
+class SessionSwitched(ChatMessage):
     """A new or resumed session is in place: the chat pane shows its history (``messages``)."""
 
     note: str | None
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[ConversationMessage] = field(default_factory=list)
 
 
 # -- the memory screens ------------------------------------------------------------------------------

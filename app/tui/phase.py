@@ -9,6 +9,12 @@ stores can be reached), then the session opens — with a model (``READY``) or w
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
+
+from app.tui.messages import RuntimeBuilt, RuntimeReady
+
+if TYPE_CHECKING:
+    from app.tui.messages import RuntimeFailed
 
 
 class Phase(enum.Enum):
@@ -35,6 +41,14 @@ class Phase(enum.Enum):
         """The runtime finished opening (with or without a model)."""
         return self in (Phase.READY, Phase.OFFLINE)
 
-    def after_failure(self) -> Phase:
-        """The phase a failed start-up leaves, from this one."""
+    def after(self, message: RuntimeBuilt | RuntimeReady | RuntimeFailed) -> Phase:
+        """The phase once start-up says ``message``, from this one (quitting stays quitting): the
+        runtime object is built, the runtime is open (with a model or without credentials), or
+        start-up failed (before the runtime object existed or after)."""
+        if self is Phase.QUITTING:
+            return self
+        if isinstance(message, RuntimeBuilt):
+            return Phase.BUILT if self is Phase.STARTING else self
+        if isinstance(message, RuntimeReady):
+            return Phase.READY if message.credentials else Phase.OFFLINE
         return Phase.BROKEN if self is Phase.BUILT else Phase.FAILED

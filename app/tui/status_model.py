@@ -1,20 +1,24 @@
 """What the status line shows, held in one place: the line follows this state.
 
-The App and the turn's renderer change fields (``update``); a change that alters what is shown
-redraws the line at once, and a change to nothing redraws nothing. Nobody calls a "show the
-status" by hand.
+The App, the chat screen and the turn's renderer change fields (``update``); a change that
+alters what is shown redraws the line at once, and a change to nothing redraws nothing. Nobody
+calls a "show the status" by hand.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from widgets.chat.status import StatusInfo, StatusLine
 
+if TYPE_CHECKING:
+    from app.agent.config.settings import Settings
+    from app.agent.runtime import Runtime
+
 
 class StatusModel:
-    """The state behind the App's ``StatusLine``; it draws once it is attached (``attach``)."""
+    """The state behind the chat screen's ``StatusLine``; it draws once it is attached."""
 
     def __init__(self, workspace: str, *, note: str = "") -> None:
         self._info = StatusInfo(
@@ -37,3 +41,13 @@ class StatusModel:
             self._info = info
             if self._line is not None:
                 self._line.show(info)
+
+    def show_settings(self, settings: Settings | None, runtime: Runtime | None) -> None:
+        """The settings' fields (none before they are loaded): the model, the memory mode (the
+        runtime's once it exists), where compaction starts."""
+        if settings is not None:
+            self.update(
+                model=settings.model,
+                memory_mode=runtime.memory_mode if runtime is not None else settings.memory_mode,
+                compact_pct=round(settings.compact_at * 100),
+            )

@@ -1,4 +1,4 @@
-"""A run's text deltas merged before they reach the App's message queue.
+"""A run's text deltas merged before they reach the chat screen's message queue.
 
 The provider yields a delta per streamed token, 2,000 a second at full speed; each posted as its
 own message costs a dispatch through Textual's queue and a handler call (about a tenth of a

@@ -1,4 +1,4 @@
-"""Starting a background coroutine as a Textual worker, from the App's helper objects.
+"""Starting a background coroutine as a Textual worker, from the flows and hosts the App composes.
 
 The worker gets the coroutine *function*: Textual calls it when the worker starts, so a worker
 cancelled before it runs (the app quitting during start-up) leaves no never-awaited coroutine.
@@ -16,7 +16,7 @@ __all__ = ["RunsWorkers", "start"]
 
 
 class RunsWorkers(Protocol):
-    """Textual's ``run_worker``, as the App's helper objects' host Protocols need it."""
+    """Textual's ``run_worker`` (an App's, a screen's): what ``start`` needs of a node."""
 
     def run_worker(
         self,

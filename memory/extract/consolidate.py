@@ -122,7 +122,8 @@ alone is no reason to delete one.
 
 def _card_block(card: ClusterCard, body: str) -> str:
     name, title, summary, type_, _ = card
-    attrs = f'filename={json.dumps(sanitize_line(name, 255), ensure_ascii=False)} type="{sanitize_line(type_, 40)}"'
+    shown = json.dumps(sanitize_line(name, 255), ensure_ascii=False)
+    attrs = f'filename={shown} type="{sanitize_line(type_, 40)}"'
     title = defuse_tags(sanitize_line(redact(title), 200), _CTAGS)
     summary = defuse_tags(sanitize_line(redact(summary), 300), _CTAGS)
     return (

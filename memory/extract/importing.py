@@ -54,8 +54,9 @@ _MAX_PROVENANCE = 300
 @dataclass(frozen=True)
 class SourceCard:
     """One card an import would make, before the store's validation: title, summary, type and
-    body as the card will hold them (``written_text``: no escape, secrets redacted), and where it came from (``origin``: the file as shown; ``section``: its heading, "" for
-    a whole file or the text before the first heading)."""
+    body as the card will hold them (``written_text``: no escape, secrets redacted), and where it
+    came from (``origin``: the file as shown; ``section``: its heading, "" for a whole file or the
+    text before the first heading)."""
 
     title: str
     summary: str

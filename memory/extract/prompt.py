@@ -387,7 +387,11 @@ def build_merge_request(items: list[MergeItem]) -> CompletionRequest:
     blocks = []
     size = 0
     for item in items:
-        attrs = f'key={json.dumps(item.key, ensure_ascii=False)} level="{item.level.value}" filename={json.dumps(item.filename, ensure_ascii=False)}'
+        key, filename = (
+            json.dumps(item.key, ensure_ascii=False),
+            json.dumps(item.filename, ensure_ascii=False),
+        )
+        attrs = f'key={key} level="{item.level.value}" filename={filename}'
         title = defuse_tags(sanitize_line(item.title, 200), _TAGS)
         blocks.append(
             f"<note {attrs}>\n<title>{title}</title>\n"

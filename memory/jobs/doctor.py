@@ -66,7 +66,8 @@ def _store_notes(st: Store, level: Level, add: Callable[[Finding], None]) -> lis
         if stat.S_ISLNK(lst.st_mode):
             add(
                 Finding(
-                    f"{level} store: {quote(name)} is a symlink; it is ignored (replace it with a regular file)",
+                    f"{level} store: {quote(name)} is a symlink; it is ignored "
+                    "(replace it with a regular file)",
                     False,
                 )
             )

@@ -7,9 +7,12 @@ becomes an event. The manager's own writes are recorded with ``touch`` as they h
 are never echoed back; a generation counter keeps a listing taken before an own write from
 being compared with the state after it.
 
-The worker child reports each job's outcome itself (``announce``): the spool is then only the
-fallback (a child killed between its commit and its report), and whichever of the two sees an
-outcome first announces it, the other never.
+The job's outcome is announced by the process that ran it: the in-process worker's own event,
+or the worker child's ``outcome`` line (``announce``). The spool is the fallback for what no
+such report said (a child killed between its commit and its line, another window's worker), and
+whichever of the two sees an outcome first announces it, the other never. A batch the listing
+announces (read from the history) is recorded in ``announced`` file by file, so the store watcher
+does not report the same writes again as an outside change.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import threading
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
+from memory.constants import INDEX_FILE
 from memory.events import (
     HeldOpView,
     JobApplied,
@@ -35,6 +39,8 @@ from memory.jobs.spool import Job, JobNotFound, JobViewState, Spool, SpoolEntry,
 from memory.jobs.views import JobOutcome
 from memory.model import HistoryEntry
 from memory.store.history import entry_from_json
+from memory.store.journal import OwnWrites
+from memory.store.noteparse import sha256
 from memory.store.stores import MemoryStores
 
 RECENT_HISTORY = 50  # history entries searched for the outcome of a job another process ran
@@ -70,10 +76,15 @@ def _seen(job: Job) -> _Seen:
 
 
 class JobWatch:
-    def __init__(self, stores: MemoryStores, spool: Spool, real_workspace: str) -> None:
+    """``announced``: the store writes the manager's events announce (the store watcher's filter)."""
+
+    def __init__(
+        self, stores: MemoryStores, spool: Spool, real_workspace: str, announced: OwnWrites | None = None
+    ) -> None:
         self.stores = stores
         self.spool = spool
         self.real_workspace = real_workspace
+        self.announced = announced if announced is not None else OwnWrites()
         self._lock = threading.Lock()
         self._known: dict[str, _Seen] = {}
         self.gen = 0
@@ -229,8 +240,9 @@ class JobWatch:
             if entry is not None and entry.kind == "dismiss":
                 events.append(JobDismissed(job_id=job_id))
             elif entry is None:
-                events.append(JobApplied(job_id=job_id, created=created))
+                events.append(JobApplied(job_id=job_id, created=created, writes_known=False))
             else:
+                self._record_writes(entry)
                 events.append(
                     JobApplied(
                         job_id=job_id,
@@ -243,6 +255,20 @@ class JobWatch:
                     )
                 )
         return events
+
+    def _record_writes(self, entry: HistoryEntry) -> None:
+        """The files a batch another process committed wrote, as announced from here on: its cards
+        (the history has their hashes) and each changed store's ``MEMORY.md`` as it is now."""
+        folders = {self.stores.store(ch.level).dir for ch in entry.changes}
+        for ch in entry.changes:
+            self.announced.record(self.stores.store(ch.level).dir / ch.filename, ch.after_sha)
+        for folder in folders:
+            try:
+                self.announced.record(
+                    folder / INDEX_FILE, sha256(self.stores.fs.read_bytes(folder / INDEX_FILE))
+                )
+            except (OSError, ValueError):
+                continue  # gone or unsafe: the watcher says so if it is news
 
     def _outcome(
         self, job_id: str, active: Set[str], successors: dict[str, str], history: list[list[HistoryEntry]]

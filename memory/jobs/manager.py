@@ -3,13 +3,18 @@
 A turn's way, by names: ``Runner.run`` → ``Manager.submit`` (the job is spooled, fsynced) →
 ``Spool`` → ``Worker`` (memory/jobs/worker.py: election, loop, coalescing) → ``Pipeline``
 (memory/jobs/pipeline.py: extract → parse → merge → commit) → ``MemoryStores.apply`` (the
-transaction) → ``MEMORY.md``. Review mode's approve/reject live in memory/jobs/review.py; what other
-processes do with this workspace's jobs is seen by memory/jobs/jobwatch.py.
+transaction) → ``MEMORY.md``. Review mode's approve/reject live in memory/jobs/review.py (a
+person's actions on the spooled jobs: memory/jobs/review_actions.py); what other processes do
+with this workspace's jobs is seen by memory/jobs/jobwatch.py; events and wake-ups go through
+memory/jobs/event_bus.py.
 
 Everything here that touches a file or a lock runs in a thread: the app calls these
 coroutines on its own event loop. Subscribers get events for this workspace's jobs, including
-jobs that another process runs (each tick compares the spool's cached listing), so a second
-window stays live.
+jobs that another process runs, so a second window stays live. A job's outcome is announced
+once: by the worker that ran it (this process's, or the worker child's line: ``announce``), else
+by the look at the spool (``tick``: a child killed before its line, another window's worker).
+The store writes those events announce are kept in ``announced_writes``: the store watcher
+(memory/store/watch.py) reports only the others, after ``settle``.
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -26,39 +30,39 @@ from typing import Any, TypeVar
 
 from memory.constants import MEMORY_MODES, Level, MemoryMode
 from memory.events import (
-    HeldOpView,
-    JobDismissed,
-    JobHeld,
     JobQueued,
     MemoryEvent,
 )
 from memory.extract.completion import Completion
 from memory.extract.prompt import turn_text
 from memory.jobs.consolidation import Baselines, ConsolidateOutcome, due_levels, spool_consolidations
+from memory.jobs.event_bus import EventBus, Subscriber
 from memory.jobs.jobwatch import JobWatch
 from memory.jobs.pipeline import (
     FALLBACK_SOURCE,
     MAX_ATTEMPTS,
     REQUEST_TIMEOUT,
     Pipeline,
-    emit_result,
 )
-from memory.jobs.review import Review, ReviewError, requeue
+from memory.jobs.review import ReviewError, requeue
+from memory.jobs.review_actions import ReviewActions
 from memory.jobs.spool import Job, JobMode, Spool, SpoolEntry, SpoolError, make_job
 from memory.jobs.views import FlushResult, JobOutcome, JobView, job_views
 from memory.jobs.worker import MAX_BATCH_BYTES, MAX_BATCH_TURNS, Worker
 from memory.model import BatchResult, Turn
 from memory.search.engine import MemorySearch
 from memory.store.fs import DEFAULT_FS, FS
+from memory.store.journal import OWN_WRITES, OwnWrites
 from memory.store.paths import workspace_key
 from memory.store.stores import MemoryStores
 
 log = logging.getLogger(__name__)
 
 POLL_INTERVAL = 0.5  # seconds between looks at the spool / the worker lock when idle
+SETTLE_S = 2.0  # at most this long, the store watcher waits for a batch another process applies
+SETTLE_STEP = 0.05
 
 T = TypeVar("T")
-Subscriber = Callable[[MemoryEvent], None]
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -97,20 +101,34 @@ class Manager:
         self._real_workspace = os.path.realpath(self.workspace)
         self.spool = Spool(self.paths, fs)
         self._poll = poll_interval
-        self._subscribers: list[Subscriber] = []
+        self.bus = EventBus(poll_interval)
         # Each outcome of a job this process runs, after the subscribers (a worker child's report).
         self.on_outcome: Subscriber | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: int | None = None
-        self._wake: asyncio.Event | None = None
-        self._changed: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._threads: set[asyncio.Future[Any]] = set()
         self._started = self.closing = self._closed = False
+        # Every store write this manager's events announce (this process's commits, its worker
+        # child's ``wrote`` lines, the batches the spool's listing read from the history): the
+        # store watcher reports only the others.
+        self.announced_writes = OwnWrites(OWN_WRITES)
         # This workspace's jobs as last seen: other processes' changes become events.
-        self.watch = JobWatch(stores, self.spool, self._real_workspace)
-        self.pipeline = Pipeline(
-            stores=stores,
+        self.watch = JobWatch(stores, self.spool, self._real_workspace, self.announced_writes)
+        self._ticking = asyncio.Lock()  # one look at the spool at a time (the worker's, the watcher's)
+        self.pipeline = self._make_pipeline(sleep, clock, max_attempts, request_timeout, backoff_base)
+        self.worker = self._make_worker(fs, max_batch_turns, max_batch_bytes, may_elect=runs_jobs)
+        self.actions = ReviewActions(self)
+
+    def _make_pipeline(
+        self,
+        sleep: Sleep,
+        clock: Callable[[], float],
+        max_attempts: int,
+        request_timeout: float | None,
+        backoff_base: float | None,
+    ) -> Pipeline:
+        """What runs one job, from the request to the commit, on this manager's spool and events."""
+        return Pipeline(
+            stores=self.stores,
             spool=self.spool,
             emit=self._emit_outcome,
             in_thread=self.in_thread,
@@ -123,16 +141,19 @@ class Manager:
             request_timeout=request_timeout,
             backoff_base=backoff_base,
         )
-        lock_path = self.paths.locks_dir / f"worker-{workspace_key(self.workspace)}.lock"
-        self.worker = Worker(
+
+    def _make_worker(self, fs: FS, max_batch_turns: int, max_batch_bytes: int, *, may_elect: bool) -> Worker:
+        """The workspace's worker, elected by a lock under ``$PSEUDOCLAUDE_HOME/locks`` (a manager
+        that may not elect, the app's beside its worker child, only watches)."""
+        return Worker(
             self,
             spool=self.spool,
             fs=fs,
-            lock_path=lock_path,
+            lock_path=self.paths.locks_dir / f"worker-{workspace_key(self.workspace)}.lock",
             run_job=self.pipeline.run,
             max_batch_turns=max_batch_turns,
             max_batch_bytes=max_batch_bytes,
-            may_elect=runs_jobs,
+            may_elect=may_elect,
         )
 
     def _init_consolidation(
@@ -177,22 +198,12 @@ class Manager:
     # -- events ----------------------------------------------------------------------------------
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Call ``callback(event)`` for every event (on the manager's loop once started). Returns an unsubscribe."""
-        self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                self._subscribers.remove(callback)
-
-        return unsubscribe
+        """Call ``callback(event)`` for every event (on the manager's loop once started).
+        Returns an unsubscribe."""
+        return self.bus.subscribe(callback)
 
     def emit(self, event: MemoryEvent) -> None:
-        for cb in list(self._subscribers):
-            try:
-                cb(event)
-            except Exception:
-                log.exception("memory event subscriber %r failed on %s", cb, type(event).__name__)
-        self.signal()
+        self.bus.emit(event)
 
     def _emit_outcome(self, event: MemoryEvent) -> None:
         self.emit(event)
@@ -206,38 +217,15 @@ class Manager:
         """An outcome of a job another process ran, as that process reported it (the worker
         child's line): emitted to the subscribers unless the spool's listing already announced
         it, and never announced by the listing after. Safe from any thread."""
-        loop = self._loop
-        if self._in_loop() or loop is None:
-            self._announce_in_loop(event)
-        else:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody listens any more
-                loop.call_soon_threadsafe(self._announce_in_loop, event)
+        self.bus.call_in_loop(self._announce_in_loop, event)
 
     def _announce_in_loop(self, event: MemoryEvent) -> None:
         if self.watch.announce(event):
             self.emit(event)
 
-    def _in_loop(self) -> bool:
-        return self._loop is not None and threading.get_ident() == self._loop_thread
-
     def signal(self, wake: bool = False) -> None:
         """Wake the worker and/or the waiters; safe from any thread."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        if self._in_loop():
-            self._signal_in_loop(wake)
-        else:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(self._signal_in_loop, wake)
-
-    def _signal_in_loop(self, wake: bool) -> None:
-        if wake and self._wake is not None:
-            self._wake.set()
-        if self._changed is not None:
-            # Every waiter holds the event it saw: setting it and starting a fresh one is a broadcast.
-            self._changed.set()
-            self._changed = asyncio.Event()
+        self.bus.signal(wake)
 
     # -- submit ----------------------------------------------------------------------------------
 
@@ -313,10 +301,7 @@ class Manager:
         if self._started:
             return
         self._started = True
-        self._loop = asyncio.get_running_loop()
-        self._loop_thread = threading.get_ident()
-        self._wake = asyncio.Event()
-        self._changed = asyncio.Event()
+        self.bus.bind()
         try:
             for line in await asyncio.to_thread(self.stores.recover):
                 log.info("memory recovery: %s", line)
@@ -374,19 +359,11 @@ class Manager:
         await self.in_thread(save_it)
 
     def clear_wake(self) -> None:
-        if self._wake is not None:
-            self._wake.clear()
+        self.bus.clear_wake()
 
     async def idle(self) -> bool:
         """Wait for a wake-up or one poll interval. True when woken."""
-        assert self._wake is not None
-        if self._wake.is_set():
-            return True
-        try:
-            await asyncio.wait_for(self._wake.wait(), self._poll)
-        except TimeoutError:
-            return False
-        return True
+        return await self.bus.idle()
 
     # -- watching the spool (every tick) ----------------------------------------------------------
 
@@ -396,30 +373,41 @@ class Manager:
 
     async def tick(self) -> list[SpoolEntry]:
         """List the spool (cached: only changed files are parsed), turn other processes' changes
-        into events, and return this workspace's live entries."""
-        gen0 = self.watch.gen
-        entries, mine = await self.in_thread(self.watch.scan)
-        events, gone = self.watch.observe(entries, mine, gen0)
-        if gone:
-            events += await self.in_thread(self.watch.report_gone, gone)
+        into events, and return this workspace's live entries. The fallback for what no report
+        said: a job's end its worker announced (``announce``) is never announced here again."""
+        async with self._ticking:  # a listing compared after a later one's would undo its news
+            gen0 = self.watch.gen
+            entries, mine = await self.in_thread(self.watch.scan)
+            events, gone = self.watch.observe(entries, mine, gen0)
+            if gone:
+                events += await self.in_thread(self.watch.report_gone, gone)
         for event in events:
             if self.watch.claim(event):  # a job's end the worker child announced: not twice
                 self.emit(event)
         return mine
 
+    async def settle(self, timeout: float = SETTLE_S) -> None:
+        """Look at the spool until no job of this workspace is being applied by another process
+        (at most ``timeout``): the store watcher calls it before it decides, so that a batch
+        in flight is announced as its job's end and never as an outside change as well."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            mine = await self.tick()
+            applying = [
+                e.id
+                for e in mine
+                if e.job is not None and e.job.phase == "applying" and e.id not in self.worker.active
+            ]
+            # A phase its worker left behind when it died is no batch in flight.
+            if not applying or loop.time() >= deadline or not await self.in_thread(self.worker.someone_works):
+                return
+            await asyncio.sleep(SETTLE_STEP)
+
     # -- waiting ---------------------------------------------------------------------------------
 
     def _outcomes(self, job_ids: Sequence[str]) -> dict[str, JobOutcome]:
         return self.watch.outcomes(job_ids, self.worker.active)
-
-    async def _wait_change(self, timeout: float) -> None:
-        if timeout <= 0:
-            return
-        if self._changed is None or not self._in_loop():
-            await asyncio.sleep(min(timeout, self._poll))
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), min(timeout, self._poll))
 
     async def wait_for(self, job_id: str, timeout: float | None) -> JobOutcome:
         """Wait until the job is done, held or failed (also when another process runs it, or
@@ -433,7 +421,7 @@ class Manager:
             remaining = self._poll if deadline is None else deadline - loop.time()
             if remaining <= 0:
                 return outcome
-            await self._wait_change(remaining)
+            await self.bus.wait_change(remaining)
 
     async def flush(self, timeout: float | None = None, include_failed: bool = True) -> FlushResult:
         """Run this workspace's spooled jobs now (failed ones again too); held jobs are left alone.
@@ -474,7 +462,7 @@ class Manager:
             remaining = self._poll if deadline is None else deadline - loop.time()
             if remaining <= 0:
                 break
-            await self._wait_change(remaining)
+            await self.bus.wait_change(remaining)
         for job_id, o in outcomes.items():
             if o.status == "done":
                 result.done.append(job_id)
@@ -532,10 +520,7 @@ class Manager:
 
         return await asyncio.to_thread(run)
 
-    # -- review and the pending screen's actions -------------------------------------------------
-
-    def _review(self) -> Review:
-        return Review(self.stores, self.spool, self.workspace, self.session or FALLBACK_SOURCE)
+    # -- review and the pending screen's actions (memory/jobs/review_actions.py) ---------------------
 
     async def approve(self, job_id: str, op_indexes: Sequence[int] | None = None) -> BatchResult:
         """Write exactly the approved held ops (all when ``op_indexes`` is None). Never calls a model.
@@ -544,67 +529,19 @@ class Manager:
         changed since is a conflict). The ops not approved stay held in a new job. The result's
         rejections are those of the approved ops only.
         """
-
-        def run() -> Any:
-            done = self._review().approve(job_id, op_indexes)
-            self.touch(done.job_id, None)
-            if done.child is not None:
-                self.touch(done.child.id, done.child)
-            return done
-
-        done = await asyncio.to_thread(run)
-        emit_result(self.emit, done.job_id, done.result, created=done.created)
-        if done.child is not None:
-            ops = tuple(HeldOpView(index=h.index, op=h.op) for h in done.child.held_ops)
-            self.emit(JobHeld(job_id=done.child.id, ops=ops, purpose=done.child.purpose))
-        return done.result
+        return await self.actions.approve(job_id, op_indexes)
 
     async def reject(self, job_id: str, op_indexes: Sequence[int] | None = None) -> Job | None:
         """Drop held ops (all when None) without writing them. Returns the job still held, if any."""
-
-        def run() -> Any:
-            done = self._review().reject(job_id, op_indexes)
-            self.touch(done.job_id, done.remaining)
-            return done
-
-        done = await asyncio.to_thread(run)
-        if done.remaining is not None:
-            ops = tuple(HeldOpView(index=h.index, op=h.op) for h in done.remaining.held_ops)
-            self.emit(JobHeld(job_id=done.job_id, ops=ops, purpose=done.remaining.purpose))
-            return done.remaining
-        if done.result is not None:
-            emit_result(self.emit, done.job_id, done.result, created=done.created)
-        return None
+        return await self.actions.reject(job_id, op_indexes)
 
     async def retry(self, job_id: str) -> Job:
         """Run a failed job again now, with a fresh retry budget (the pending screen's ``t``)."""
-
-        def run() -> Job:
-            job = self._review().retry(job_id)
-            self.touch(job.id, job)
-            return job
-
-        job = await asyncio.to_thread(run)
-        self.pipeline.reset_budget(job.id)
-        self.worker.unskip(job.id)
-        self.emit(JobQueued(job_id=job.id, workspace=job.workspace))
-        self.signal(wake=True)
-        return job
+        return await self.actions.retry(job_id)
 
     async def dismiss(self, job_id: str) -> None:
         """Remove a failed or orphaned job for good; the history records it (the pending screen's ``x``)."""
-
-        def run() -> str:
-            job_ref = self.spool.resolve(job_id)
-            self._review().dismiss(job_ref)
-            self.touch(job_ref, None)
-            return job_ref
-
-        try:
-            gone = await asyncio.to_thread(run)
-        except SpoolError as e:
-            raise ReviewError(str(e)) from None
-        self.emit(JobDismissed(job_id=gone))
+        await self.actions.dismiss(job_id)
 
 
 __all__ = ["Manager"]

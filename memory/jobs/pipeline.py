@@ -205,7 +205,8 @@ class Pipeline:
             parsed = await asyncio.to_thread(parse_and_validate, job.raw_answer)
         if not parsed.found:
             raise JobFailure(
-                "the model's answer held no JSON operations, also when asked again (its raw answer is kept on the job)",
+                "the model's answer held no JSON operations, also when asked again "
+                "(its raw answer is kept on the job)",
                 kind="unparseable",
                 retryable=True,
             )

@@ -113,8 +113,9 @@ class Review:
         held = {h.index for h in job.held_ops}
         unknown = sorted({i for i in op_indexes if i not in held})
         if unknown:
+            listed = ", ".join(map(str, unknown))
             raise ReviewError(
-                f"job {job.id} holds no op {', '.join(map(str, unknown))} (held: {', '.join(map(str, sorted(held)))})"
+                f"job {job.id} holds no op {listed} (held: {', '.join(map(str, sorted(held)))})"
             )
         chosen = set(op_indexes)
         return [h for h in job.held_ops if h.index in chosen], [

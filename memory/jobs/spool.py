@@ -185,7 +185,8 @@ def new_job_id() -> str:
 
 
 def successor_id(first: str) -> str:
-    """An id for a job replacing ``first`` (a coalesced or split job): it keeps ``first``'s place in the queue."""
+    """An id for a job replacing ``first`` (a coalesced or split job): it keeps ``first``'s place in
+    the queue."""
     return f"{first[:20]}-{secrets.token_hex(4)}"
 
 

@@ -5,9 +5,9 @@ title x3, summary and filename x2, body x1: ``BM25_WEIGHTS``), each card's score
 ``EXACT_BONUS`` (40 %) for the share of the query's words it holds as written rather than only
 as their stem; equal scores: a fresh card before a stale one, then the one the model read most,
 then the newest ``updated``, then the project store, then the filename. The browser's filter
-ranks the cards holding every word (as a prefix) the same way. The ``search_memory`` tool drops a card whose matched
-words carry less than ``SEARCH_FLOOR`` (a fifth) of the query's weight, and says no card
-matches when none is left.
+ranks the cards holding every word (as a prefix) the same way. The ``search_memory`` tool drops
+a card whose matched words carry less than ``SEARCH_FLOOR`` (a fifth) of the query's weight,
+and says no card matches when none is left.
 
 A query word found in ``df`` of the ``N`` cards weighs its inverse document frequency,
 ``ln(1 + (N - df + 0.5) / (df + 0.5))``. For recall a word in more than ``max(50, N / 5)``

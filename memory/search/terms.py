@@ -17,9 +17,9 @@ __all__ = ["MAX_QUERY_TERMS", "STOPWORDS", "exact_words", "fts_phrase", "query_t
 MAX_QUERY_TERMS = 32
 
 # True function words only (articles, pronouns, be/have/do, conjunctions, the commonest
-# prepositions, question words, the chat's fillers: "again", "just", "ok"): they say nothing about what a card is about. Content words that
-# merely look small ("like", "make", "would", "up", "during") stay: a word in many cards weighs
-# little anyway (its inverse document frequency).
+# prepositions, question words, the chat's fillers: "again", "just", "ok"): they say nothing
+# about what a card is about. Content words that merely look small ("like", "make", "would",
+# "up", "during") stay: a word in many cards weighs little anyway (its inverse document frequency).
 STOPWORDS = frozenset(
     """a an the i me my mine myself we us our ours you your yours he him his she her hers it its
     itself they them their theirs this that these those who whom whose which what how when where

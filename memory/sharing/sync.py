@@ -8,6 +8,9 @@ is now in step with. No card with conflict-marker lines is committed, and no com
 one is pushed. The store's lock is held while the work tree changes, never over the network.
 Nothing here raises for a git or I/O failure: the result says what happened in one line, and
 every local card is in a local commit before anything else runs.
+
+The repository's git runs are memory/sharing/sync_repo.py's (``SyncRepo``); the rebase that
+keeps both versions of a conflicted card is memory/sharing/conflict_rebase.py's.
 """
 
 from __future__ import annotations
@@ -19,19 +22,18 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import filelock
 
 from memory.constants import INDEX_FILE, Level
-from memory.sharing.git import GitCancel, GitError, GitResult, git, git_available
+from memory.sharing.conflict_rebase import ConflictRebase
+from memory.sharing.git import GitCancel, GitError, git_available
+from memory.sharing.sync_repo import BRANCH, MARKER_REGEX, REMOTE_REF, SyncFailed, SyncRepo, git_reason
 from memory.store import journal
-from memory.store.conflict import has_conflict
 from memory.store.locks import file_lock
-from memory.store.store import GIT_FILES, StoreError
+from memory.store.store import StoreError
 from memory.store.stores import MemoryStores
 from memory.store.transaction import TransactionError, rebuild_indexes_locked
-from memory.text.conflict_sides import local_label, remote_label
 from memory.text.lines import one_line
 from memory.text.redact import redact_url_credentials
 
@@ -47,46 +49,12 @@ __all__ = [
     "synced_ref",
 ]
 
-BRANCH = "main"
-REMOTE_REF = "refs/remotes/origin/main"
 # The remote commit of the last sync that integrated it, per remote URL (a new remote is no
 # rewritten old one): a later remote that does not descend from it had its history rewritten
 # (a force-push), and what it lost is measured against it.
 SYNCED_REFS = "refs/pseudoclaude/synced"
-FALLBACK_NAME, FALLBACK_EMAIL = "PseudoClaude", "pseudoclaude@localhost"
 _UNMERGED = ("UU", "AA", "DU", "UD", "AU", "UA", "DD")
-# git's conflict markers at their default size, one line each, as git grep and git log -G read
-# them (ERE). ``=======`` exactly: a longer run of "=" underlines a Markdown heading.
-MARKER_REGEX = r"^((<{7}|>{7}|\|{7})([[:space:]].*)?|={7}[[:space:]]*)$"
 _CARD_SPECS = (":(glob)*.md", ":(exclude)MEMORY.md")
-MAX_REBASE_STEPS = 10_000  # one per replayed commit; a bound, not a limit anyone reaches
-# What a user's or the repository's config may not change about a sync: where conflict
-# markers look the way conflict.py reads them, no recorded resolutions replayed, no stash
-# taken behind our back, symlinks from a remote checked out as plain files.
-_CFG = (
-    "-c",
-    "core.symlinks=false",
-    "-c",
-    "core.autocrlf=false",
-    "-c",
-    "core.quotePath=false",
-    "-c",
-    "merge.conflictStyle=merge",
-    "-c",
-    "rerere.enabled=false",
-    "-c",
-    "rebase.autoStash=false",
-    "-c",
-    "rebase.autoSquash=false",
-    "-c",
-    "rebase.updateRefs=false",
-    "-c",
-    "gc.auto=0",
-    "-c",
-    "maintenance.auto=false",
-    "-c",
-    "core.editor=true",
-)
 
 
 @dataclass(frozen=True)
@@ -99,16 +67,6 @@ class SyncResult:
     pulled: tuple[str, ...] = ()  # card filenames that arrived or changed from the remote
     pushed: int = 0  # local commits pushed
     conflicted: tuple[str, ...] = field(default=())  # cards left conflicted by the rebase
-
-
-class _Fail(Exception):
-    """Ends a sync with ``SyncResult(ok=False, line=...)`` (and what it did know)."""
-
-    def __init__(self, line: str, conflicted: tuple[str, ...] = (), pulled: tuple[str, ...] = ()) -> None:
-        super().__init__(line)
-        self.line = line
-        self.conflicted = conflicted
-        self.pulled = pulled
 
 
 # -- pure helpers --------------------------------------------------------------------------------
@@ -161,17 +119,6 @@ def lost_cards(synced_tree: list[str], remote_tree: list[str], local: set[str]) 
     return sorted(p for p in synced_tree if is_card_path(p) and p in local and p not in remote)
 
 
-def _reason(res: GitResult) -> str:
-    """git's first ``fatal:``/``error:`` line (its last line is often advice), one short line."""
-    for line in (res.err + "\n" + res.out).splitlines():
-        if line.startswith(("fatal: ", "error: ")):
-            text = line.removeprefix("fatal: ").removeprefix("error: ")
-            break
-    else:
-        text = res.reason()
-    return one_line(redact_url_credentials(text), 200)
-
-
 def _names(names: list[str] | tuple[str, ...], limit: int = 5) -> str:
     shown = ", ".join(one_line(n, 60) for n in names[:limit])
     return shown + (", …" if len(names) > limit else "")
@@ -179,89 +126,6 @@ def _names(names: list[str] | tuple[str, ...], limit: int = 5) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-# -- the repository ------------------------------------------------------------------------------
-
-
-@dataclass
-class _Repo:
-    dir: Path
-    timeout: float
-    cancel: GitCancel | None = None
-
-    def run(
-        self, *args: str, check: bool = True, env: dict[str, str] | None = None, input: bytes | None = None
-    ) -> GitResult:
-        res = git(
-            self.dir,
-            *_CFG,
-            *args,
-            check=False,
-            timeout=self.timeout,
-            env=env,
-            input=input,
-            cancel=self.cancel,
-        )
-        if check and not res.ok:
-            # Named by its subcommand (git.py would name the first ``-c``).
-            raise GitError(f"git {args[0] if args else ''}: {_reason(res)}")
-        return res
-
-    def rev(self, ref: str) -> str | None:
-        res = self.run("rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False)
-        return res.out.strip() if res.ok and res.out.strip() else None
-
-    def tree(self, commit: str) -> list[str]:
-        out = self.run("ls-tree", "-z", "--name-only", commit).out
-        return [p for p in out.split("\0") if p]
-
-    def is_ancestor(self, older: str, newer: str) -> bool:
-        return self.run("merge-base", "--is-ancestor", older, newer, check=False).code == 0
-
-    def rebasing(self) -> bool:
-        gitdir = self.dir / ".git"
-        return (gitdir / "rebase-merge").is_dir() or (gitdir / "rebase-apply").is_dir()
-
-    def identity_env(self) -> dict[str, str]:
-        """The person's git identity when set; otherwise fallbacks, so a machine without one still syncs."""
-        env: dict[str, str] = {}
-        if not self.run("config", "--get", "user.name", check=False).out.strip():
-            env |= {"GIT_AUTHOR_NAME": FALLBACK_NAME, "GIT_COMMITTER_NAME": FALLBACK_NAME}
-        if not self.run("config", "--get", "user.email", check=False).out.strip():
-            env |= {"GIT_AUTHOR_EMAIL": FALLBACK_EMAIL, "GIT_COMMITTER_EMAIL": FALLBACK_EMAIL}
-        return env
-
-    def changed(self, old: str | None, new: str | None) -> list[str]:
-        if new is None or old == new:
-            return []
-        if old is None:
-            return self.tree(new)
-        out = self.run("diff", "--name-only", "-z", "--no-renames", old, new).out
-        return [p for p in out.split("\0") if p]
-
-    def with_markers(self, paths: list[str], rev: str | None) -> list[str]:
-        """The files among ``paths`` holding a conflict-marker line: as staged (``rev`` None) or at ``rev``."""
-        found: list[str] = []
-        for i in range(0, len(paths), 500):  # a command line of bounded length
-            res = self.run(
-                "grep",
-                "-l",
-                "-z",
-                "-a",
-                "-E",
-                "-e",
-                MARKER_REGEX,
-                "--cached" if rev is None else rev,
-                "--",
-                *paths[i : i + 500],
-                check=False,
-                env={"GIT_LITERAL_PATHSPECS": "1"},
-            )
-            if res.code not in (0, 1):
-                raise GitError(f"git grep: {_reason(res)}")
-            found += [p.removeprefix(f"{rev}:") if rev else p for p in res.out.split("\0") if p]
-        return sorted(found)
 
 
 def _host() -> str:
@@ -290,7 +154,7 @@ class _Sync:
         self.synced = synced_ref(remote)
         self.timeout = timeout
         self.accept_rewrite = accept_rewrite
-        self.repo = _Repo(stores.user.dir, timeout, cancel)
+        self.repo = SyncRepo(stores.user.dir, timeout, cancel)
         self.host = _host()
         self.pulled: set[str] = set()
         self.pushed = 0
@@ -303,7 +167,7 @@ class _Sync:
         with self.stores.locked(self.timeout):
             conflicted = self.integrate_locked(remote_head, base)
         if conflicted:
-            raise _Fail(
+            raise SyncFailed(
                 f"memory sync: {_plural(len(conflicted), 'card')} changed on two machines "
                 f"{'is' if len(conflicted) == 1 else 'are'} conflicted ({_names(conflicted)}); "
                 f"resolve {'it' if len(conflicted) == 1 else 'them'}, the next sync pushes",
@@ -326,18 +190,18 @@ class _Sync:
         files and index written, and every local change committed."""
         problem = self.stores.user.folder_problem()
         if problem is not None:
-            raise _Fail(f"memory sync: {problem}")
+            raise SyncFailed(f"memory sync: {problem}")
         d = self.repo.dir
         d.mkdir(parents=True, exist_ok=True)
         gitdir = d / ".git"
         if os.path.lexists(gitdir) and not (gitdir.is_dir() and not gitdir.is_symlink()):
-            raise _Fail(f"memory sync: {gitdir} is not a git folder; refusing to use it")
+            raise SyncFailed(f"memory sync: {gitdir} is not a git folder; refusing to use it")
         if not gitdir.exists():
             self.repo.run("init", "-q", "-b", BRANCH)
         self.recover_interrupted_rebase()
         head = self.repo.run("symbolic-ref", "-q", "HEAD", check=False).out.strip()
         if head != f"refs/heads/{BRANCH}":
-            raise _Fail(
+            raise SyncFailed(
                 f"memory sync: the user store's repository {d} is on {one_line(head, 60) or 'no branch'}, "
                 f"not {BRANCH}; switch it back with git"
             )
@@ -360,7 +224,7 @@ class _Sync:
         if any(
             e[:2] not in _UNMERGED and (e[1:2] != " " or e.startswith("??")) for e in status.split("\0") if e
         ):
-            raise _Fail(
+            raise SyncFailed(
                 f"memory sync: an earlier sync was interrupted while rebasing {self.repo.dir} and files "
                 "changed since; finish or abort that rebase with git"
             )
@@ -378,7 +242,7 @@ class _Sync:
         marked = self.repo.with_markers([p for p in paths if is_card_path(p)], None)
         if marked:
             it = "it" if len(marked) == 1 else "each"
-            raise _Fail(
+            raise SyncFailed(
                 f"memory sync: refused to commit {_plural(len(marked), 'card')} with conflict-marker lines "
                 f"(<<<<<<<, =======, >>>>>>>): {_names(marked)}; keep one version in {it} and delete "
                 "the marker lines, the next sync commits and pushes"
@@ -395,7 +259,7 @@ class _Sync:
         """``origin/main`` as the remote has it now (None: the remote has no such branch yet)."""
         res = self.repo.run("fetch", "-q", "--no-tags", "--prune", "origin", check=False)
         if not res.ok:
-            raise _Fail(f"memory sync: cannot reach {self.short}: {_reason(res)}")
+            raise SyncFailed(f"memory sync: cannot reach {self.short}: {git_reason(res)}")
         return self.repo.rev(REMOTE_REF)
 
     def check_rewrite(self, remote_head: str | None) -> str | None:
@@ -408,7 +272,7 @@ class _Sync:
         if remote_head is not None and self.repo.is_ancestor(synced, remote_head):
             return None  # a normal descendant: deletions there are someone's edits, and sync
         if not self.accept_rewrite:
-            raise _Fail(self.rewrite_line(synced, remote_head))
+            raise SyncFailed(self.rewrite_line(synced, remote_head))
         # Taken as the person said: only this machine's commits since that sync are replayed.
         head = self.repo.rev("HEAD")
         return synced if head is not None and self.repo.is_ancestor(synced, head) else None
@@ -431,10 +295,11 @@ class _Sync:
             what.append(f"it lost {_plural(len(lost), 'card')} this machine has ({_names(lost)})")
         store = shlex.quote(str(self.repo.dir))
         return (
-            f"memory sync: refused: the remote's history was rewritten ({self.short} no longer holds the commit "
-            f"this machine last synced with); {'; '.join(what) or 'no card differs'}. Nothing was changed here: "
-            "`pseudoclaude memory sync --accept-rewrite` takes the remote's history (this machine's changes "
-            f"since are replayed on it), `git -C {store} push --force origin {BRANCH}` puts this machine's back"
+            f"memory sync: refused: the remote's history was rewritten ({self.short} no longer holds "
+            f"the commit this machine last synced with); {'; '.join(what) or 'no card differs'}. "
+            "Nothing was changed here: `pseudoclaude memory sync --accept-rewrite` takes the remote's "
+            "history (this machine's changes since are replayed on it), "
+            f"`git -C {store} push --force origin {BRANCH}` puts this machine's back"
         )
 
     def push(self, remote_head: str | None) -> None:
@@ -462,12 +327,12 @@ class _Sync:
             with self.stores.locked(self.timeout):
                 conflicted = self.integrate_locked(remote_head, base)
             if conflicted:
-                raise _Fail(
+                raise SyncFailed(
                     f"memory sync: {_plural(len(conflicted), 'card')} changed on two machines now "
                     f"conflicted ({_names(conflicted)}); resolve them, the next sync pushes",
                     conflicted,
                 )
-        raise _Fail(f"memory sync: push to {self.short} refused: {_reason(res)}")
+        raise SyncFailed(f"memory sync: push to {self.short} refused: {git_reason(res)}")
 
     def without_markers(self, remote_head: str | None, head: str) -> str:
         """Refuse to push a card holding a conflict-marker line; the commits a conflict left
@@ -475,7 +340,7 @@ class _Sync:
         cards = [p for p in self.repo.changed(remote_head, head) if is_card_path(p)]
         marked = self.repo.with_markers(cards, head)
         if marked:
-            raise _Fail(
+            raise SyncFailed(
                 f"memory sync: refused to push: {_plural(len(marked), 'card')} committed with "
                 f"conflict-marker lines ({_names(marked)}); keep one version and delete the marker "
                 "lines, the next sync pushes"
@@ -514,125 +379,11 @@ class _Sync:
             if old is None:
                 self.repo.run("checkout", "-q", "-B", BRANCH, remote_head)
             elif not self.repo.is_ancestor(remote_head, old):
-                self.rebase(remote_head, base)
+                ConflictRebase(self.repo, self.short, self.host).run(remote_head, base)
             self.rebuild_locked()
             self.repo.run("update-ref", self.synced, remote_head)
         self.pulled |= {p for p in self.repo.changed(old, self.repo.rev("HEAD")) if is_card_path(p)}
         return tuple(n.filename for n in self.stores.user.notes() if n.conflict is not None)
-
-    def rebase(self, onto: str, base: str | None) -> None:
-        """``git rebase`` of the local commits onto ``onto``; every conflict left in the card
-        with both versions (never a side dropped). Any other failure aborts: the branch is as before."""
-        args = ["rebase", "-q", "--onto", onto, base] if base is not None else ["rebase", "-q", onto]
-        env = self.repo.identity_env()
-        res = self.repo.run(*args, check=False, env=env)
-        stuck = False
-        try:
-            for _ in range(MAX_REBASE_STEPS):
-                if not self.repo.rebasing():
-                    if res.ok:
-                        return
-                    raise _Fail(f"memory sync: cannot rebase onto {self.short}: {_reason(res)}")
-                unmerged = self.unmerged()
-                if not unmerged and not res.ok:
-                    # Stopped for something else than a conflict: one more try, then give up.
-                    if stuck:
-                        raise _Fail(f"memory sync: rebase onto {self.short} stopped: {_reason(res)}")
-                    stuck = True
-                for path, stages in unmerged.items():
-                    self.resolve(path, stages)
-                # A step whose resolution equals what is already there (a change kept on one
-                # machine, deleted on the other): nothing to commit, so skipped.
-                empty = self.repo.run("diff", "--cached", "--quiet", "HEAD", check=False).ok
-                res = self.repo.run("rebase", "--skip" if empty else "--continue", check=False, env=env)
-            raise _Fail(f"memory sync: rebase onto {self.short} did not finish")
-        except (_Fail, GitError, OSError):
-            if self.repo.rebasing():
-                self.repo.run("rebase", "--abort", check=False)
-            raise
-
-    def unmerged(self) -> dict[str, dict[int, str]]:
-        """path -> {stage: blob} of the paths a rebase step left unmerged (1 base, 2 remote, 3 local)."""
-        out: dict[str, dict[int, str]] = {}
-        for entry in self.repo.run("ls-files", "-u", "-z").out.split("\0"):
-            if not entry:
-                continue
-            meta, _, path = entry.partition("\t")
-            _mode, blob, stage = meta.split()
-            out.setdefault(path, {})[int(stage)] = blob
-        return out
-
-    def resolve(self, path: str, stages: dict[int, str]) -> None:
-        """Settle one unmerged path without losing a side: a card changed on both gets both
-        versions with conflict markers (a conflicted card, for a person); a card changed on one
-        and deleted on the other keeps the changed one; ``MEMORY.md`` and the git files are
-        derived, so either side does (rebuilt after the rebase)."""
-        derived = path == INDEX_FILE or path in GIT_FILES
-        if 2 in stages and 3 in stages and not derived:
-            self.write(path, self.merged(path))
-        elif 2 in stages or 3 in stages:
-            self.repo.run("checkout", "--ours" if 2 in stages else "--theirs", "--", path)
-        else:
-            self.repo.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
-            return
-        self.repo.run("add", "--", path)
-
-    def merged(self, path: str) -> bytes:
-        """Both versions of a card in one file, in the hunks git's ``merge-file`` draws, labelled
-        by machine; one whole-file hunk when it cannot (binary content). Bytes as they are."""
-        out = self.repo.run("checkout-index", "--temp", "--stage=all", "-z", "--", path).out
-        names = out.split("\0")[0].partition("\t")[0].split(" ")
-        temps = {
-            stage: self.repo.dir / name for stage, name in zip((1, 2, 3), names, strict=False) if name != "."
-        }
-        try:
-            if 1 not in temps:  # added on both machines: no common version
-                temps[1] = self.repo.dir / f"{temps[2].name}.base"
-                temps[1].write_bytes(b"")
-            # This machine's version above the markers' ``=======`` (git's "ours" in a merge),
-            # the remote's below; each labelled by machine, which is how the app names them.
-            mine_label, remote = local_label(one_line(self.host, 40)), remote_label(self.short)
-            mine, theirs = temps[3].read_bytes(), temps[2].read_bytes()
-            # In place: the result replaces the first file.
-            res = self.repo.run(
-                "merge-file",
-                "-L",
-                mine_label,
-                "-L",
-                "base",
-                "-L",
-                remote,
-                str(temps[3]),
-                str(temps[1]),
-                str(temps[2]),
-                check=False,
-            )
-            result = temps[3].read_bytes()
-            if res.code == 0 or (0 < res.code < 128 and has_conflict(result.decode("utf-8", "replace"))):
-                return result
-            # merge-file could not (binary content): both versions whole.
-            return (
-                f"<<<<<<< {mine_label}\n".encode()
-                + _with_newline(mine)
-                + b"=======\n"
-                + _with_newline(theirs)
-                + f">>>>>>> {remote}\n".encode()
-            )
-        finally:
-            for f in temps.values():
-                f.unlink(missing_ok=True)
-
-    def write(self, path: str, data: bytes) -> None:
-        target = self.repo.dir / path
-        real_dir = os.path.realpath(self.repo.dir)
-        if os.path.commonpath([real_dir, os.path.realpath(target.parent)]) != real_dir or target.is_symlink():
-            raise _Fail(f"memory sync: refusing to write {one_line(path, 60)} outside the store")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-
-
-def _with_newline(data: bytes) -> bytes:
-    return data if not data or data.endswith(b"\n") else data + b"\n"
 
 
 @contextmanager
@@ -643,7 +394,9 @@ def _sync_lock(stores: MemoryStores, timeout: float) -> Iterator[None]:
     try:
         lock.acquire()
     except filelock.Timeout:
-        raise _Fail(f"memory sync: another sync of this user store is running ({lock.lock_file})") from None
+        raise SyncFailed(
+            f"memory sync: another sync of this user store is running ({lock.lock_file})"
+        ) from None
     try:
         yield
     finally:
@@ -671,7 +424,7 @@ def sync_user_store(
     try:
         with _sync_lock(stores, timeout):
             return _Sync(stores, remote, timeout, accept_rewrite=accept_rewrite, cancel=cancel).run()
-    except _Fail as e:
+    except SyncFailed as e:
         return SyncResult(ok=False, line=e.line, pulled=e.pulled, conflicted=e.conflicted)
     except (GitError, TransactionError, StoreError) as e:
         return SyncResult(ok=False, line=f"memory sync: {one_line(redact_url_credentials(str(e)), 300)}")

@@ -57,7 +57,8 @@ _TYPES = "|".join(re.escape(t.value) for t in NoteType)
 # The title is greedy, so the filename is the text in the last parentheses of the line but a
 # stale mark, which only the app adds, for the prompt, never to ``MEMORY.md``.
 INDEX_LINE_RE = re.compile(
-    rf"^- \[(?P<type>{_TYPES})\] (?P<text>\S.*) \((?P<filename>(?!stale: )(?:(?!\) \(stale: )[^/\\]){{1,252}}\.md)\)"
+    rf"^- \[(?P<type>{_TYPES})\] (?P<text>\S.*) "
+    r"\((?P<filename>(?!stale: )(?:(?!\) \(stale: )[^/\\]){1,252}\.md)\)"
     r"(?: \(stale: (?P<stale>[^\n]{1,400})\))?$"
 )
 STALE_MARK_MAX = 120
@@ -167,8 +168,8 @@ def _overflow_line(hidden: dict[str, int], pinned: int = 0) -> str:
     pins = f"; {pinned} pinned {'note' if pinned == 1 else 'notes'} did not fit" if pinned else ""
     return (
         f"({total} more {noun} not shown ({parts}); search_memory finds them by topic, and read_memory "
-        f'with filename "{INDEX_FILE}" and level "project" or "user" lists them all, paged with offset and limit'
-        f"{pins}.)"
+        f'with filename "{INDEX_FILE}" and level "project" or "user" lists them all, '
+        f"paged with offset and limit{pins}.)"
     )
 
 
@@ -480,7 +481,8 @@ def index_keys(merged: str) -> list[str]:
 
 
 def index_diff(old: str, new: str) -> str:
-    """The ``<memory-update>`` block (the app hands it to the next request) from one merged index to the next; "" if equal."""
+    """The ``<memory-update>`` block (the app hands it to the next request) from one merged index
+    to the next; "" if equal."""
     before, old_cut = _entries(old)
     after, new_cut = _entries(new)
     groups: list[tuple[str, list[str]]] = []

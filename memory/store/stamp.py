@@ -53,7 +53,10 @@ def folder_stamp(fs: FS, folder: Path) -> str | None:
             # usually the one): no stat of each of 10,000 cards to find it out.
             return None
         # The ctime too: a card rewritten to its old size with its old mtime put back changes it.
-        key = f"{name}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_mode}\0{st.st_nlink}\n"
+        key = (
+            f"{name}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0"
+            f"{st.st_ctime_ns}\0{st.st_mode}\0{st.st_nlink}\n"
+        )
         h.update(key.encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 

@@ -18,6 +18,7 @@ from memory.store.cardcache import CardCache, CardHead, Cards, StatKey, durable,
 from memory.store.fs import FS, STAGE_PREFIX, TEMP_PREFIX, UnsafePathError
 from memory.store.index import format_index_line
 from memory.store.noteparse import parse_note
+from memory.store.told import told_about
 from memory.text.names import check_filename, quote
 
 # A hand-written note can be larger than a model's (16 KiB), but a store is no place for
@@ -70,6 +71,10 @@ def _safe_name(name: str) -> bool:
             _NAME_OK.clear()
         _NAME_OK[name] = ok
     return ok
+
+
+def _is_card_name(name: str) -> bool:
+    return name != INDEX_FILE and name.endswith(".md") and not name.startswith(".")
 
 
 def filename_problem(name: str) -> str | None:
@@ -332,9 +337,8 @@ class Store:
                 hit = _HEADS[(base, name)]
             out.append(hit[1])
             listed.append((name, key))
-        if (
-            disk is not None and cards is not None and missed
-        ):  # (a pass with nothing new has nothing to write)
+        # (A pass with nothing new has nothing to write.)
+        if disk is not None and cards is not None and missed:
             self._persist(disk, cards, listed)
         return out
 
@@ -388,26 +392,45 @@ class Store:
         if self.folder_problem() is not None:
             return []
         with no_gc():
-            return self._keyed_cards()
+            told = told_about(self.dir)  # a reader told what changed (memory/store/told.py)
+            patched = self._told_pass(told) if told is not None else None
+            return patched if patched is not None else self._keyed_cards()
+
+    def _told_pass(self, told: frozenset[str]) -> list[Keyed] | None:
+        """The last pass with only the ``told`` cards stat'ed and read again (the caller was told
+        nothing else changed since: an announced write); None without a last pass to start from."""
+        last = self._last
+        told = frozenset(filter(_is_card_name, told))
+        if last is None or not all(map(_safe_name, told)):
+            return None
+        base = str(self.dir)
+        cards = dict(zip(filter(_is_card_name, last[0]), last[3], strict=True))
+        skeys = dict(last[1])
+        for name in told:
+            cards.pop(name, None)
+            skeys.pop(name, None)
+            try:
+                st = self.fs.lstat(f"{base}/{name}")
+            except FileNotFoundError:
+                continue  # deleted
+            skeys[name] = stat_key(st)
+            hit, _ = self._line_of(base, name, st, skeys[name], None)
+            cards[name] = (name, hit[1], hit[2], hit[3], hit[0])
+        names = sorted({*(n for n in last[0] if n not in told), *cards})
+        listed = [(n, skeys[n]) for n in names if n in skeys]
+        out = [cards[n] for n in names if n in cards]
+        self._last = (names, listed, [cards[n][4] for n, _ in listed], out, self.fs.changes_in(base))
+        return list(out)
 
     def _keyed_cards(self) -> list[Keyed]:
         last = self._last
         if self.pinned and last is not None and last[4] == self.fs.changes_in(str(self.dir)):
             return list(last[3])
         names = sorted(self.entries())
+        again = self._last_pass_again(names)
+        if again is not None:
+            return again
         base = str(self.dir)
-        lstat = self.fs.lstat
-        if last is not None and last[0] == names:
-            try:
-                now: list[tuple[int, ...]] | None = [
-                    (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_nlink)
-                    for st in (lstat(f"{base}/{name}") for name, _ in last[1])
-                ]
-            except FileNotFoundError:
-                now = None
-            if now == last[2]:
-                self._last = (last[0], last[1], last[2], last[3], self.fs.changes_in(base))
-                return list(last[3])
         out: list[Keyed] = []
         keys: list[tuple[int, ...]] = []
         vanished = False
@@ -422,36 +445,63 @@ class Store:
                 out.append((quote(name), None, filename_problem(name) or "unsafe filename", None, ()))
                 continue
             try:
-                st = lstat(f"{base}/{name}")
+                st = self.fs.lstat(f"{base}/{name}")
             except FileNotFoundError:
                 vanished = True
                 continue
-            # A card's line while its file is unchanged: a warm 10,000-card index is a listing
-            # and a stat per card, not a parse or a format.
             skey = stat_key(st)
-            key = (*skey, st.st_nlink)
-            hit = _LINES.get((base, name))
-            if hit is None or hit[0] != key:
-                missed = True
-                got = cards.get(name) if cards is not None else None
-                if got is not None and got[0] == skey and _plain_file(st) and got[1].plausible(name):
-                    # A new process's usual card: _index_entry's answer from the card cache on disk.
-                    hit = (key, *_disk_line(base, name, skey, got[1]))
-                else:
-                    hit = (key, *self._index_entry(name, st, skey, cards))
-                if len(_LINES) >= _CACHE_MAX:
-                    _LINES.clear()
-                _LINES[(base, name)] = hit
-            out.append((name, hit[1], hit[2], hit[3], key))
+            hit, worked_out = self._line_of(base, name, st, skey, cards)
+            missed = missed or worked_out
+            out.append((name, hit[1], hit[2], hit[3], hit[0]))
             listed.append((name, skey))  # (a card never read is not in _HEADS: not kept)
-            keys.append(key)
-        if (
-            disk is not None and cards is not None and missed
-        ):  # (a pass with nothing new has nothing to write)
+            keys.append(hit[0])
+        # (A pass with nothing new has nothing to write.)
+        if disk is not None and cards is not None and missed:
             self._persist(disk, cards, listed)
         # (Not kept when a listed name was gone by its stat.)
         self._last = None if vanished else (names, listed, keys, out, self.fs.changes_in(base))
         return list(out)
+
+    def _last_pass_again(self, names: list[str]) -> list[Keyed] | None:
+        """The last pass's answer when the folder lists the same names and each card stats as it
+        did then (the folder's change count noted again); None when anything differs."""
+        last = self._last
+        if last is None or last[0] != names:
+            return None
+        base = str(self.dir)
+        lstat = self.fs.lstat
+        try:
+            now = [
+                (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_nlink)
+                for st in (lstat(f"{base}/{name}") for name, _ in last[1])
+            ]
+        except FileNotFoundError:
+            return None
+        if now != last[2]:
+            return None
+        self._last = (last[0], last[1], last[2], last[3], self.fs.changes_in(base))
+        return list(last[3])
+
+    def _line_of(
+        self, base: str, name: str, st: os.stat_result, skey: StatKey, cards: Cards | None
+    ) -> tuple[tuple[tuple[int, ...], str | None, str, NoteMeta | None], bool]:
+        """A card's (key, index line, why none, front matter), and whether it was worked out
+        again: a card's line while its file is unchanged is kept, so a warm 10,000-card index is
+        a listing and a stat per card, not a parse or a format."""
+        key = (*skey, st.st_nlink)
+        hit = _LINES.get((base, name))
+        if hit is not None and hit[0] == key:
+            return hit, False
+        got = cards.get(name) if cards is not None else None
+        if got is not None and got[0] == skey and _plain_file(st) and got[1].plausible(name):
+            # A new process's usual card: _index_entry's answer from the card cache on disk.
+            hit = (key, *_disk_line(base, name, skey, got[1]))
+        else:
+            hit = (key, *self._index_entry(name, st, skey, cards))
+        if len(_LINES) >= _CACHE_MAX:
+            _LINES.clear()
+        _LINES[(base, name)] = hit
+        return hit, True
 
     def _index_entry(
         self, name: str, st: os.stat_result, key: StatKey, disk: Cards | None

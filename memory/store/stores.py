@@ -3,8 +3,9 @@
 Reads: the snapshot a job's model sees, the merged index, a note, ``read_memory``. Writes go
 through memory/store/transaction.py (apply, rebuild), memory/store/journal.py (recover) and
 memory/store/history.py (undo), always under the stores' lock; a person's card edits go through
-memory/store/cards.py, which uses ``apply`` like everything else. All of it is synchronous and thread-safe: callers on an event loop use
-``asyncio.to_thread``.
+memory/store/cards.py, which uses ``apply`` like everything else. The indexes are built from the
+card files by memory/store/index_builder.py. All of it is synchronous and thread-safe: callers on
+an event loop use ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import filelock
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from memory.constants import INDEX_FILE, Level, NoteType
 from memory.grounding.staleness import CardCheck
@@ -24,51 +25,27 @@ from memory.grounding.usage import CardUse, UsageLog
 from memory.model import BatchResult, HistoryEntry, HistoryKind, MemoryText, Note, Rejection, utcnow
 from memory.store import cards, history, journal, transaction, trust
 from memory.store.fs import DEFAULT_FS, FS
-from memory.store.index import (
-    MergedIndex,
-    SectionLine,
-    TrustPreview,
-    index_cut,
-    index_fits,
-    section_entries,
-    stale_mark,
-    stale_text,
-)
+from memory.store.index import MergedIndex, TrustPreview
+from memory.store.index_builder import IndexBuilder, PromptIndex
 from memory.store.layout import StoreLayout
 from memory.store.locks import file_lock
 from memory.store.paths import Paths
 from memory.store.plan import key
-from memory.store.ranking import rank_order
 from memory.store.stamp import folder_stamp, read_stamp, stamp_path, write_stamp
 from memory.store.store import Store, StoreError
 from memory.store.transaction import TransactionError
-from memory.text.markup import card_markup
 from memory.text.names import quote
 
 __all__ = [
     "CITES_HEAD",
     "STALE_LINE",
     "MemoryStores",
-    "PromptIndex",
     "Snapshot",
     "cites_header",
     "untrusted_cards",
 ]
 
 LOCK_TIMEOUT = 60.0
-
-
-def _markup_of(notes: Sequence[Note]) -> dict[str, tuple[str, str]]:
-    """``TrustPreview.markup`` of these notes: the first fragment of its body, else of its title
-    or summary, of each card a prompt would get."""
-    out: dict[str, tuple[str, str]] = {}
-    for note in notes:
-        if note.unparsed:
-            continue  # left out of every prompt: listed with its problem
-        found = card_markup(note.body, note.meta.title, note.meta.summary or "")
-        if found is not None:
-            out[note.filename] = found
-    return out
 
 
 class Snapshot(BaseModel):
@@ -79,21 +56,6 @@ class Snapshot(BaseModel):
     hashes: dict[str, str]  # "<level>/<filename>" -> sha256
     # Stale project cards (filename -> one-line reason) the memory model may update or delete.
     stale: dict[str, str] = {}
-
-
-class PromptIndex(BaseModel):
-    """The merged index a prompt gets, and its split of the cards (``level/filename``)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    text: str
-    shown: frozenset[str]
-    left_out: tuple[str, ...]  # in file order, project first
-    # (level, filename, why) of each card no prompt gets at all (does not parse, symlink, ...),
-    # from the same listing (``memory index`` says them without listing the folder again).
-    unindexed: tuple[tuple[Level, str, str], ...] = ()
-    # The pinned cards among ``left_out``: more pins than the budget holds (said, never silent).
-    pinned_left_out: tuple[str, ...] = ()
 
 
 class MemoryStores:
@@ -114,8 +76,10 @@ class MemoryStores:
         cache = self.project.card_cache
         if cache is not None:
             cache.gate = self._project_cache_open
-        # Reads of cards by the model, per user (never in a card file: a read must not change a shared card).
+        # Reads of cards by the model, per user (never in a card file: a read must not change a
+        # shared card).
         self.usage = UsageLog(self.layout.paths.home)
+        self.indexes = IndexBuilder(self.layout, self.usage)
 
     @property
     def paths(self) -> Paths:
@@ -198,55 +162,6 @@ class MemoryStores:
         if self.has_project_level:
             trust.record_trust(self.paths, self.fs, how="trusted by the person")
 
-    def _levels_for_model(self, include_untrusted: bool = False) -> dict[Level, Store]:
-        levels = self.stores
-        if not include_untrusted and Level.PROJECT in levels and not self.project_trusted:
-            levels = {Level.USER: self.user}
-        return levels
-
-    def _index_lines(
-        self, level: Level, levels: Mapping[Level, Store] | None = None, *, marks: bool = False
-    ) -> list[str]:
-        """A level's index lines, built from its card files (never read from ``MEMORY.md``);
-        with ``marks``, a stale card's line ends with its stale mark."""
-        return [line for line, _, _ in self._section(level, levels, marks=marks)]
-
-    def _section(
-        self,
-        level: Level,
-        levels: Mapping[Level, Store] | None = None,
-        *,
-        marks: bool = False,
-        unindexed: list[tuple[Level, str, str]] | None = None,
-    ) -> list[SectionLine]:
-        """A level's index lines with what ranking needs of each card (a ``CardKey``) and its
-        stale reason as the mark says it, in file order; the cards without a line are added to
-        ``unindexed`` with why."""
-        if level not in (self.stores if levels is None else levels):
-            return []
-        cards = self.store(level).index_cards()
-        checks = self._checks(level, cards) if marks and level is Level.PROJECT else {}
-        out: list[SectionLine] = []
-        for name, line, reason, meta in cards:
-            if line is None or meta is None:  # (a card with a line always has its front matter)
-                if unindexed is not None:
-                    unindexed.append((level, name, reason or "unreadable"))
-                continue
-            check = checks.get(name)
-            if check is not None and check.stale:
-                out.append((stale_mark(line, check.reason), (name, meta, True), stale_text(check.reason)))
-            else:
-                out.append((line, (name, meta, False), None))
-        return out
-
-    def _checks(
-        self, level: Level, cards: Sequence[tuple[str, str | None, str, Any]]
-    ) -> dict[str, CardCheck]:
-        cited = [
-            (level, name, meta) for name, line, _, meta in cards if line is not None and meta is not None
-        ]
-        return {name: check for (_, name), check in self.layout.grounding.check_many(cited).items()}
-
     def record_read(self, level: Level | str, filename: str) -> None:
         """Count one read of a card by the model (``read_memory``); never fails the read."""
         self.usage.record_read(self.store(level).dir, filename, self.clock())
@@ -263,7 +178,7 @@ class MemoryStores:
             return {}
         if recover:
             self._recover_first()
-        return self._checks(Level.PROJECT, self.project.index_cards())
+        return self.indexes.checks(Level.PROJECT, self.project.index_cards())
 
     def grounding_of(self, level: Level | str, filename: str) -> CardCheck | None:
         """One card's citations checked now (None: it has none, or cannot be read)."""
@@ -275,16 +190,11 @@ class MemoryStores:
             return None
         return self.layout.grounding.check(note.level, filename, note.meta)
 
-    def _index_md(
-        self, level: Level, levels: Mapping[Level, Store] | None = None, *, marks: bool = False
-    ) -> str:
-        return "".join(line + "\n" for line in self._index_lines(level, levels, marks=marks))
-
     def index_lines(self, level: Level | str, *, include_untrusted: bool = False) -> list[str]:
         """A level's index lines as a prompt gets them (file order); an untrusted project store
         has none unless ``include_untrusted`` (a person's view: the panel, the trust window)."""
         self._recover_first()
-        return self._index_lines(Level(level), self._levels_for_model(include_untrusted))
+        return self.indexes.lines(Level(level), self.indexes.levels_for_model(include_untrusted))
 
     def trust_preview(self) -> TrustPreview:
         """What trusting the project store would give the model: each card's index line, and
@@ -292,37 +202,23 @@ class MemoryStores:
         if not self.has_project_level:
             return TrustPreview(lines=[], left_out=[])
         self._recover_first()
-        cards = self.project.index_cards()
-        section: list[SectionLine] = [
-            (line, (name, meta, False), None)
-            for name, line, _, meta in cards
-            if line is not None and meta is not None
-        ]
-        left_out = [(name, reason) for name, line, reason, meta in cards if line is None or meta is None]
-        # The bodies were just parsed (an untrusted store has no card cache): no file read again.
-        return TrustPreview(
-            lines=[line for line, _, _ in section],
-            entries=list(section_entries(Level.PROJECT, section, None)),
-            left_out=left_out,
-            markup=_markup_of(self.project.notes()),
-        )
+        return self.indexes.trust_preview()
 
     def snapshot(self) -> Snapshot:
         """What an extraction request sees; an untrusted project store is left out whole."""
         with self.locked():
             journal.recover_locked(self.layout)
-            levels = self._levels_for_model()
+            levels = self.indexes.levels_for_model()
             hashes: dict[str, str] = {}
             for lv, st in levels.items():
                 for name, digest in st.hashes().items():
                     hashes[key(lv, name)] = digest
             # Checked here, under the lock and after recovery: staleness() would recover again.
-            checks = (
-                self._checks(Level.PROJECT, self.project.index_cards()) if Level.PROJECT in levels else {}
-            )
+            project = self.project.index_cards() if Level.PROJECT in levels else []
+            checks = self.indexes.checks(Level.PROJECT, project) if project else {}
             return Snapshot(
-                project_md=self._index_md(Level.PROJECT, levels),
-                user_md=self._index_md(Level.USER, levels),
+                project_md=self.indexes.index_md(Level.PROJECT, levels),
+                user_md=self.indexes.index_md(Level.USER, levels),
                 hashes=hashes,
                 stale={name: c.reason for name, c in checks.items() if c.stale},
             )
@@ -347,53 +243,15 @@ class MemoryStores:
         summary, stale reason, author, pin, and whether the budget kept its line), and the cards
         no prompt gets; its ``text`` is the merged index, rendered from the entries."""
         self._recover_first()
-        levels = self._levels_for_model(include_untrusted)
-        unindexed: list[tuple[Level, str, str]] = []
-        project = self._section(Level.PROJECT, levels, marks=marks, unindexed=unindexed)
-        user = self._section(Level.USER, levels, unindexed=unindexed)
-        p_lines, u_lines = [line for line, _, _ in project], [line for line, _, _ in user]
-        kept: tuple[Collection[int] | None, Collection[int] | None] = (None, None)  # None: all fit
-        if not index_fits(p_lines, u_lines):
-            ranks = (self._ranks(Level.PROJECT, project, keep), self._ranks(Level.USER, user, keep))
-            pins = (
-                [i for i, (_, c, _) in enumerate(project) if c[1].pinned],
-                [i for i, (_, c, _) in enumerate(user) if c[1].pinned],
-            )
-            p_kept, u_kept = index_cut(p_lines, u_lines, ranks, pins)
-            kept = (set(p_kept), set(u_kept))
-        entries = (
-            *section_entries(Level.PROJECT, project, kept[0]),
-            *section_entries(Level.USER, user, kept[1]),
-        )
-        return MergedIndex(entries=entries, unindexed=tuple(unindexed))
+        return self.indexes.merged_entries(include_untrusted=include_untrusted, marks=marks, keep=keep)
 
     def prompt_index(
         self, *, include_untrusted: bool = False, marks: bool = True, keep: Collection[str] = ()
     ) -> PromptIndex:
         """``merged_index`` with which cards it shows and which it leaves out (the panel's
         "N cards not in the prompt", the browser's filter, recall's candidates)."""
-        merged = self.merged_entries(include_untrusted=include_untrusted, marks=marks, keep=keep)
-        shown = frozenset(f"{e.level}/{e.filename}" for e in merged.entries if e.in_prompt)
-        left_out = tuple(f"{e.level}/{e.filename}" for e in merged.entries if not e.in_prompt)
-        pinned = tuple(f"{e.level}/{e.filename}" for e in merged.entries if e.pinned and not e.in_prompt)
-        return PromptIndex(
-            text=merged.text,
-            shown=shown,
-            left_out=left_out,
-            unindexed=merged.unindexed,
-            pinned_left_out=pinned,
-        )
-
-    def _ranks(self, level: Level, section: Sequence[SectionLine], keep: Collection[str]) -> list[int]:
-        if not section:
-            return []
-        prefix = f"{level}/"
-        kept = {k[len(prefix) :] for k in keep if k.startswith(prefix)}
-        try:
-            use = self.usage_of(level)
-        except Exception:  # the counts only order the cards: without them, rank without use
-            use = {}
-        return rank_order([c for _, c, _ in section], use, kept)
+        self._recover_first()
+        return self.indexes.prompt_index(include_untrusted=include_untrusted, marks=marks, keep=keep)
 
     def read_note(self, level: Level | str, filename: str) -> Note:
         self._recover_first()
@@ -419,7 +277,7 @@ class MemoryStores:
             problem = st.folder_problem()
             if problem is not None:
                 raise StoreError(problem)
-            return MemoryText(self._index_md(st.level, marks=True))
+            return MemoryText(self.indexes.index_md(st.level, marks=True))
         note = st.read_note(filename)
         if note.conflict is not None:
             # Neither side, and never the markers: a person resolves it first.

@@ -10,7 +10,7 @@ held by the caller (``MemoryStores`` in memory/store/stores.py).
 from __future__ import annotations
 
 import stat
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,9 +110,6 @@ def apply_locked(
         if not layout.fs.exists(Path(job)):
             raise JobAlreadyDone(f"job {Path(job).stem} was already completed")
     now = rfc3339(layout.clock())
-    # The model never writes into a project store the person has not trusted (it did not see it
-    # either); a person's own edit (card, `memory apply`) may.
-    closed = source != MANUAL_SOURCE and not trust.project_trusted(layout)
     batch = _Batch(
         layout,
         Plan(layout.stores),
@@ -120,16 +117,11 @@ def apply_locked(
         expected,
         now,
         BatchResult(rejected=list(rejected)),
-        closed,
+        _closed(layout, source),
         moved or {},
         sources or {},
     )
-    for index, raw in pairs:
-        op, rejection = _validated(index, _without_home(raw))
-        if rejection is not None:
-            batch.result.rejected.append(rejection)
-        elif op is not None:
-            _plan_op(batch, index, op)
+    _plan_ops(batch, pairs)
     result = batch.result
     if all_or_nothing and (result.rejected or result.conflicts):
         # A card move is a create and a delete: either both happen or neither.
@@ -155,6 +147,23 @@ def apply_locked(
     result.txid, refused = commit(layout, batch.plan, entry, jobs)
     _report_refused(result, refused)
     return result
+
+
+def _closed(layout: StoreLayout, source: str) -> bool:
+    """Whether the batch may not write into the project store: the model never writes into a
+    project store the person has not trusted (it did not see it either); a person's own edit
+    (card, `memory apply`) may."""
+    return source != MANUAL_SOURCE and not trust.project_trusted(layout)
+
+
+def _plan_ops(batch: _Batch, pairs: Iterable[tuple[int, Any]]) -> None:
+    """Each op validated again and planned; a refused one is a rejection of the batch's."""
+    for index, raw in pairs:
+        op, rejection = _validated(index, _without_home(raw))
+        if rejection is not None:
+            batch.result.rejected.append(rejection)
+        elif op is not None:
+            _plan_op(batch, index, op)
 
 
 def _report_refused(result: BatchResult, refused: Sequence[tuple[Level, str, str]]) -> None:

@@ -1,12 +1,19 @@
-"""Live reload of hand edits: one ``StoresChanged`` per external change.
+"""Live reload of hand edits: one ``StoresChanged`` per change no event announced.
 
-``StoresWatcher`` watches both store folders with watchfiles (debounced) and tells an external
-change (an editor saving a card, ``git pull``) from the app's own commits by content: every
-commit records the hash of each file it writes in ``transaction.OWN_WRITES``, and a changed
-file whose content is what this process last wrote there is not echoed back.
+A write reaches the app as an event of its memory manager: its worker's outcome (the worker
+child's ``outcome`` line, or the in-process worker's), or a job's end seen in the spool (another
+window's worker, a child killed before its line). ``StoresWatcher`` is the fallback for the
+changes none of those announce: an editor saving a card, ``git pull``, a person's ``memory``
+command in another terminal. It watches both store folders with watchfiles (debounced) and tells
+an announced change from the others by content: the manager records the hash of every store file
+its events announce (``own``: this process's commits, its child's ``wrote`` lines, the batches it
+read from the history), and a changed file whose content is what was announced there is not
+reported again. Before it decides, the watcher lets the manager look at the spool (``settle``): a
+batch another process just committed is then announced as its job's end, not as an outside edit.
 
-A store folder may not exist yet (a new workspace) or be replaced (``git checkout``): the
-watcher re-checks the folders at every poll interval and re-arms itself when they change.
+Each event names the cards changed when it can (``StoresChanged.cards``). A store folder may not
+exist yet (a new workspace) or be replaced (``git checkout``): the watcher re-checks the folders
+at every poll interval and re-arms itself when they change; such a change names no card.
 """
 
 from __future__ import annotations
@@ -16,13 +23,13 @@ import contextlib
 import importlib
 import os
 import stat
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 
 from watchfiles import awatch
 
-from memory.constants import Level
-from memory.events import StoresChanged
+from memory.constants import INDEX_FILE, Level
+from memory.events import CardsChanged, StoresChanged
 from memory.store.fs import UnsafePathError
 from memory.store.journal import OWN_WRITES, OwnWrites
 from memory.store.noteparse import sha256
@@ -49,11 +56,13 @@ class StoresWatcher:
         debounce_ms: int = 300,
         poll_s: float = 1.0,
         own: OwnWrites = OWN_WRITES,
+        settle: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self.stores = stores
         self.debounce_ms = debounce_ms
         self.poll_s = poll_s
         self.own = own
+        self._settle = settle
         self._stop = asyncio.Event()
         # Set once the file system watch is armed: changes made after it are seen.
         self.ready = asyncio.Event()
@@ -84,30 +93,65 @@ class StoresWatcher:
         except (UnsafePathError, OSError):
             return _UNREADABLE
 
-    def _external(self, path: Path) -> bool:
-        """Whether a changed path is news: a note or ``MEMORY.md`` not as we last wrote it."""
+    def _news(self, path: Path) -> tuple[bool, str | None]:
+        """Whether a changed path is news (a note or ``MEMORY.md`` not as an event announced it),
+        and its content's digest (None: it is gone)."""
         name = path.name
         if name.startswith(".") or not name.endswith(".md"):
-            return False  # staging files, .trash/, .gitignore: never a card change
-        return not self.own.is_own(path, self._digest(path))
+            return False, None  # staging files, .trash/, .gitignore: never a card change
+        digest = self._digest(path)
+        return not self.own.is_own(path, digest), digest
 
-    def _changed_levels(self, paths: list[str], folders: dict[Level, tuple[Path, int]]) -> set[Level]:
+    def _described(self, paths: list[str], folders: dict[Level, tuple[Path, int]]) -> StoresChanged | None:
+        """The change no event announced among ``paths``, by level and card; None: there is none."""
         by_dir = {folder: level for level, (folder, _) in folders.items()}
-        levels: set[Level] = set()
-        for raw in paths:
+        cards: dict[Level, tuple[set[str], set[str]]] = {}
+        for raw in set(paths):
             p = Path(raw)
             level = by_dir.get(p.parent)
-            if level is not None and level not in levels and self._external(p):
-                levels.add(level)
-        return levels
+            if level is None:
+                continue
+            news, digest = self._news(p)
+            if not news:
+                continue
+            written, deleted = cards.setdefault(level, (set(), set()))
+            if p.name != INDEX_FILE:  # the index is derived: its level changed, no card did
+                (written if digest is not None else deleted).add(p.name)
+        if not cards:
+            return None
+        levels = tuple(sorted(cards))
+        described = tuple(
+            CardsChanged(level=lv, written=tuple(sorted(cards[lv][0])), deleted=tuple(sorted(cards[lv][1])))
+            for lv in levels
+        )
+        return StoresChanged(levels=levels, cards=described)
 
-    def _appeared(self, level: Level, folder: Path) -> bool:
-        """A folder that appeared: news unless every card in it is one we wrote."""
+    def _news_in(self, folder: Path) -> set[str]:
+        """The names in a folder that appeared (or was replaced) that are news: not as announced."""
         try:
             names = os.listdir(folder)
         except OSError:
-            return False
-        return any(self._external(folder / n) for n in names)
+            return set()
+        return {n for n in names if self._news(folder / n)[0]}
+
+    async def _refolded(
+        self, known: dict[Level, tuple[Path, int]], now: dict[Level, tuple[Path, int]]
+    ) -> StoresChanged | None:
+        """The change of the watched folders themselves: one that appeared names the cards in it
+        (unless an event announced them all); one that vanished or was replaced names none."""
+        fresh = [lv for lv in now if known.get(lv) != now[lv]]
+        gone = [lv for lv in known if lv not in now]
+        if fresh and self._settle is not None:
+            await self._settle()
+        news = {lv: await asyncio.to_thread(self._news_in, now[lv][0]) for lv in fresh}
+        news = {lv: names for lv, names in news.items() if names}
+        levels = tuple(sorted({*news, *gone}))
+        if not levels:
+            return None
+        if gone or any(lv in known for lv in news):
+            return StoresChanged(levels=levels, cards=None)  # replaced: what it lost is not known
+        cards = tuple(CardsChanged(level=lv, written=tuple(sorted(news[lv] - {INDEX_FILE}))) for lv in levels)
+        return StoresChanged(levels=levels, cards=cards)
 
     async def _idle(self) -> None:
         try:
@@ -126,11 +170,9 @@ class StoresWatcher:
                 self.ready.set()
                 await self._idle()
                 now = await asyncio.to_thread(self._folders)
-                appeared = [lv for lv in now if lv not in known]
-                known = now
-                levels = [lv for lv in appeared if await asyncio.to_thread(self._appeared, lv, now[lv][0])]
-                if levels:
-                    yield StoresChanged(levels=tuple(sorted(levels)))
+                change, known = await self._refolded(known, now), now
+                if change is not None:
+                    yield change
                 continue
             rearm = False
             async for changes in awatch(
@@ -145,20 +187,18 @@ class StoresWatcher:
             ):
                 self.ready.set()
                 if changes:
+                    if self._settle is not None:
+                        await self._settle()  # what the spool shows is announced first, as a job's end
                     paths = [p for _, p in changes]
-                    changed = await asyncio.to_thread(self._changed_levels, paths, known)
-                    if changed:
-                        yield StoresChanged(levels=tuple(sorted(changed)))
+                    described = await asyncio.to_thread(self._described, paths, known)
+                    if described is not None:
+                        yield described
                 now = await asyncio.to_thread(self._folders)
                 if now != known:
                     # A folder appeared, vanished or was replaced: watch the new set.
-                    fresh = [lv for lv in now if known.get(lv) != now[lv]]
-                    gone = [lv for lv in known if lv not in now]
-                    moved = {lv for lv in fresh if await asyncio.to_thread(self._appeared, lv, now[lv][0])}
-                    moved.update(gone)
-                    known = now
-                    if moved:
-                        yield StoresChanged(levels=tuple(sorted(moved)))
+                    change, known = await self._refolded(known, now), now
+                    if change is not None:
+                        yield change
                     rearm = True
                     break
             if not rearm:

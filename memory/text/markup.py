@@ -289,16 +289,18 @@ def visible_name(chars: str) -> str:
     return "".join(out)
 
 
-def reveal(text: str) -> list[tuple[str, bool]]:
+def reveal(text: str, *, every_joiner: bool = False) -> list[tuple[str, bool]]:
     """``text`` in pieces ``(piece, named)``: the characters nobody could see as their names
     (``named`` True: ``⟨ZWSP⟩``, ``⟨escape sequence⟩``, never an escape's payload), the rest as
-    it is (``strip_terminal`` it before drawing: a line break can still be a CR)."""
+    it is (``strip_terminal`` it before drawing: a line break can still be a CR). A joiner a
+    script or an emoji needs is kept as it is, unless ``every_joiner``: a line that must be
+    printable names it too."""
     pieces: list[tuple[str, bool]] = []
     pos = 0
     for m in _patterns().reveal.finditer(text):
         start, end = m.span()
         if m.lastgroup == "invisible":
-            if _soft_only_needed(text, start, end):
+            if not every_joiner and _soft_only_needed(text, start, end):
                 continue
             name = visible_name(m.group())
         else:
@@ -317,7 +319,8 @@ def excerpt(text: str, fragment: Fragment, width: int = 120) -> str:
     text, invisible characters named, whitespace runs one space, cut with "…"."""
     raw = text[fragment.start : min(fragment.end, fragment.start + 4 * width)]
     shown = "".join(
-        piece if named else strip_terminal(piece, keep_newlines=False) for piece, named in reveal(raw)
+        piece if named else strip_terminal(piece, keep_newlines=False)
+        for piece, named in reveal(raw, every_joiner=True)
     )
     line = " ".join(shown.split())
     if len(line) > width or fragment.end > fragment.start + 4 * width:

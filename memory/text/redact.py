@@ -50,7 +50,8 @@ _PEM_TAIL_RE = re.compile(
 )
 # PuTTY key files keep the private half between "Private-Lines: N" and "Private-MAC: ...".
 _PUTTY_RE = re.compile(
-    r"Private-Lines:[ \t]*\d+[ \t]*\r?\n(?:[ \t]*[A-Za-z0-9+/]+={0,2}[ \t]*(?:\r?\n|$))*(?:Private-(?:MAC|Hash):[^\n]*)?"
+    r"Private-Lines:[ \t]*\d+[ \t]*\r?\n(?:[ \t]*[A-Za-z0-9+/]+={0,2}[ \t]*(?:\r?\n|$))*"
+    r"(?:Private-(?:MAC|Hash):[^\n]*)?"
 )
 
 
@@ -143,12 +144,15 @@ _ENDS_IN_SECRET_WORD = (
     "(?:"
     + "|".join(
         f"(?<={w})"
-        for w in "password passwd passphrase pass pwd secret token key base auth credential credentials".split()
+        for w in (
+            "password passwd passphrase pass pwd secret token key base auth credential credentials"
+        ).split()
     )
     + ")"
 )
 _FLAG_RE = re.compile(
-    rf"(?i)(?<![A-Za-z0-9_-])(?P<flag>--?[A-Za-z][A-Za-z0-9._-]{{0,80}}+){_ENDS_IN_SECRET_WORD}(?P<sep>=|[ \t]+)"
+    r"(?i)(?<![A-Za-z0-9_-])(?P<flag>--?[A-Za-z][A-Za-z0-9._-]{0,80}+)"
+    rf"{_ENDS_IN_SECRET_WORD}(?P<sep>=|[ \t]+)"
     rf"(?:(?<==)|(?!-))(?P<value>{_QUOTED}|[^\s\"'`;&|)]+)"
 )
 # Words that follow an option name in prose ("the --password flag", "pass --token to it").
@@ -291,8 +295,9 @@ def _key_kind(key: str) -> str | None:
 
 # Unquoted values that are code or types, not secrets: ``token: str``, ``password = None``.
 _NOT_A_VALUE = frozenset(
-    "none null nil true false yes no on off undefined str string int bool bytes any object number optional "
-    "secretstr self cls required enabled disabled await new function lambda yield not async typeof value val".split()
+    "none null nil true false yes no on off undefined str string int bool bytes any object number "
+    "optional secretstr self cls required enabled disabled await new function lambda yield not async "
+    "typeof value val".split()
 )
 
 

@@ -4,6 +4,7 @@ README's Performance table rewritten between its markers.
     python -m tests.bench                 # all figures (about 25 minutes on 2 cores: fig_worker alone is 8)
     python -m tests.bench fig_stores ...  # only these modules
     python -m tests.bench --no-readme     # do not touch README.md
+    python -m tests.bench fig_streaming --rows   # also print its table rows (for a README edit by hand)
 
 Exit status 1 when a figure misses its target (or a module fails to run).
 """
@@ -42,22 +43,27 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
+def rows(figures: list[tuple[str, Figure]]) -> list[str]:
+    """The table's rows of ``figures``, one a line."""
+    out = []
+    for module, f in figures:
+        detail = f.detail.replace("|", "\\|")
+        verdict = "ok" if f.ok else "**MISS**"
+        out.append(f"| {f.name} | {f.shown()} | {f.target} | {verdict} | {detail} | `{module}` |")
+    return out
+
+
 def table(figures: list[tuple[str, Figure]], seconds: float) -> str:
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     cores = os.cpu_count() or 1
-    rows = [
+    head = [
         f"Measured by `make bench` on {when} ({cores} cores, Python {platform.python_version()}; "
         f"{seconds / 60:.1f} minutes). Each module alone: `.venv/bin/python -m tests.bench MODULE`.",
         "",
         "| figure | value | target | | what was measured | module |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for module, f in figures:
-        detail = f.detail.replace("|", "\\|")
-        rows.append(
-            f"| {f.name} | {f.shown()} | {f.target} | {'ok' if f.ok else '**MISS**'} | {detail} | `{module}` |"
-        )
-    return "\n".join(rows)
+    return "\n".join(head + rows(figures))
 
 
 def write_readme(text: str) -> bool:
@@ -75,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help=f"modules to run (default all: {' '.join(MODULES)})")
     parser.add_argument(
         "--no-readme", action="store_true", help="do not rewrite README.md's Performance table"
+    )
+    parser.add_argument(
+        "--rows", action="store_true", help="print the table's rows of the figures measured (a row's detail)"
     )
     args = parser.parse_args(argv)
     chosen = args.modules or list(MODULES)
@@ -100,8 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
     misses = [f for _, f in results if not f.ok]
     print(
-        f"{len(results)} figures, {len(misses)} missed, {len(failed)} module(s) failed; {seconds / 60:.1f} minutes"
+        f"{len(results)} figures, {len(misses)} missed, {len(failed)} module(s) failed; "
+        f"{seconds / 60:.1f} minutes"
     )
+    if args.rows:
+        print("\n".join(rows(results)))
     if not args.no_readme and not args.modules:
         if not write_readme(table(results, seconds)):
             print(f"README.md has no {START} … {END} markers: the table was not written", file=sys.stderr)

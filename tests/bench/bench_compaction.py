@@ -60,7 +60,7 @@ turn_seconds: list[float] = []  # wall time of each turn of the last run (a new 
 
 
 def figures(runs: int = 5) -> list[Figure]:
-    """Issue 10 figure 8: the 300-turn session's peak request, summary requests, and the time of a
+    """The 300-turn session's peak request, summary requests, and the time of a
     turn near turn 300 against one near turn 10."""
     stats, failures = run(300, ls.WINDOW, ls.OFFLOAD_BYTES)
     early = median(turn_seconds[5:15])

@@ -161,13 +161,16 @@ def figures(runs: int = 5) -> list[Figure]:
                 if variant in connected:
                     connected[variant].append(ready)
             _log(
-                f"run {run + 1}/{runs}: empty {times['empty'][-1]:.2f} s, trusted 10k {times['trusted'][-1]:.2f} s, "
-                f"untrusted 10k (trust window) {times['untrusted'][-1]:.2f} s, 1-card clone {times['clone1'][-1]:.2f} s"
+                f"run {run + 1}/{runs}: empty {times['empty'][-1]:.2f} s, "
+                f"trusted 10k {times['trusted'][-1]:.2f} s, "
+                f"untrusted 10k (trust window) {times['untrusted'][-1]:.2f} s, "
+                f"1-card clone {times['clone1'][-1]:.2f} s"
             )
     m = {k: median(v) for k, v in times.items()}
     c = {k: median(v) for k, v in connected.items()}
     detail = (
-        f"spawn to a usable screen in tmux ({COLS}×{ROWS}, fake API), medians of {runs}, the variants alternating: "
+        f"spawn to a usable screen in tmux ({COLS}×{ROWS}, fake API), medians of {runs}, "
+        f"the variants alternating: "
         f"empty store {m['empty']:.2f} s"
     )
     return [

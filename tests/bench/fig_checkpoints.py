@@ -54,9 +54,7 @@ def measure(edits: int = EDITS) -> tuple[list[float], list[float], int]:
             t0 = time.perf_counter()
             recorder.before_write(real)
             t1 = time.perf_counter()
-            edit_file(
-                ctx, {"path": "big.py", "old_string": f"MARKER = {i - 1}\n", "new_string": f"MARKER = {i}\n"}
-            )
+            edit_file(ctx, "big.py", f"MARKER = {i - 1}\n", f"MARKER = {i}\n")
             t2 = time.perf_counter()
             recorder.after_write(real, path.read_bytes())
             t3 = time.perf_counter()

@@ -202,7 +202,7 @@ async def _session(ws: Path, server: _Server) -> tuple[dict[int, float], dict[in
 
 
 def figures(runs: int = 5) -> list[Figure]:
-    """Issue 10 figure 7 (one session of 500 turns; ``runs`` samples around each point)."""
+    """Resident memory after 500 turns against after 10 (one session; ``runs`` samples around each point)."""
     with private_env() as root:
         ws = root / "ws"
         (ws / ".git").mkdir(parents=True)

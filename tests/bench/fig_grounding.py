@@ -160,7 +160,8 @@ def figures(runs: int = 5) -> list[Figure]:
             warm_reads += shared_ids().reads - reads
             _expect_fresh(len(checks), sum(c.stale for c in checks.values()), "warm")
             _log(
-                f"run {run + 1}/{runs}: cold {cold[-1]['seconds'] * 1000:.0f} ms, warm {warm[-1] * 1000:.1f} ms"
+                f"run {run + 1}/{runs}: cold {cold[-1]['seconds'] * 1000:.0f} ms, "
+                f"warm {warm[-1] * 1000:.1f} ms"
             )
     warm_ms = 1000 * median(warm)
     cold_s = median([c["seconds"] for c in cold])

@@ -1,8 +1,9 @@
 """`make bench`, figure 1: answer latency does not depend on memory.
 
-Three figures, each the median (the app's: a trimmed mean) over runs of a variant with the memory model taking 4 s to answer
-every extraction request (its reply held at the fake by a gate that opens after 4 s) against the
-same variant with memory off, measured side by side (A B A B …) against the fake Messages API:
+Three figures, each the median (the app's: a trimmed mean) over runs of a variant with the memory
+model taking 4 s to answer every extraction request (its reply held at the fake by a gate that
+opens after 4 s) against the same variant with memory off, measured side by side (A B A B …)
+against the fake Messages API:
 
 * app: the headless App (``PseudoClaudeApp.run_test``), from Enter to the answer's last word on
   the screen (what the compositor draws). Several turns per app, 0.3 s apart (reading, typing),
@@ -210,7 +211,8 @@ def app_figure(root: Path, server: FakeAnthropic, runs: int, *, busy: bool = Fal
         slow / off,
         LIMIT,
         "×",
-        f"Enter to the answer's last word on screen, 10 % trimmed means of {runs} apps × {TURNS_PER_APP} turns "
+        f"Enter to the answer's last word on screen, 10 % trimmed means of {runs} apps × "
+        f"{TURNS_PER_APP} turns "
         f"({THINK_SECONDS:g} s apart): {1000 * slow:.0f} ms vs {1000 * off:.0f} ms; {extractions} "
         f"extraction requests, each answered after {MEMORY_SECONDS:g} s{busy_note}",
     )

@@ -57,7 +57,7 @@ FILLER = """could you please help me figure out why the way we did this yesterda
 should happen next time when I try it again on my laptop before lunch with the team""".split()
 UNRELATED_WORDS = """weather paris holiday recipe football guitar garden coffee mountain novel painting
 birthday train museum weekend vacation picnic concert""".split()
-_SYLLABLES = "ba be bi bo bu da de di do du ka ke ki ko ku la le li lo lu ma me mi mo mu na ne ni no nu ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo vu za ze zi zo zu".split()
+_SYLLABLES = [c + v for c in "bdklmnrstvz" for v in "aeiou"]
 _ENDINGS = "x n r l th sk nd rk".split()
 
 
@@ -202,7 +202,8 @@ def figures(runs: int = 5) -> list[Figure]:
                 search.search(q)  # memory search / search_memory: bm25, the exact-word raise, the lines
                 per_search.append(time.perf_counter() - t)
             _log(
-                f"run {run + 1}/{runs}: rebuild {rebuilds[-1]:.1f} s, recall median {1000 * median(per_turn):.1f} ms"
+                f"run {run + 1}/{runs}: rebuild {rebuilds[-1]:.1f} s, "
+                f"recall median {1000 * median(per_turn):.1f} ms"
             )
         share, false = quality(search, data)
         search.close()

@@ -180,7 +180,8 @@ def figures(runs: int = 5) -> list[Figure]:
             own,
             START_UP_TARGET_S,
             "s",
-            f"spawn to the answer to initialize {m['serve']:.3f} s, less the interpreter ({m['bare']:.3f} s) and "
+            f"spawn to the answer to initialize {m['serve']:.3f} s, less the interpreter "
+            f"({m['bare']:.3f} s) and "
             f"the MCP SDK's own import ({sdk:.3f} s); medians of {runs}",
         ),
         at_most(
@@ -188,8 +189,9 @@ def figures(runs: int = 5) -> list[Figure]:
             m["first"] / cards,
             INDEX_TARGET,
             "×",
-            f"a new server's first memory_index call {m['first']:.3f} s (later calls {m['later']:.3f} s) against "
-            f"`memory index`'s work on the cards {cards:.3f} s ({m['cli_big']:.3f} s less {m['cli_empty']:.3f} s "
+            f"a new server's first memory_index call {m['first']:.3f} s "
+            f"(later calls {m['later']:.3f} s) against `memory index`'s work on the cards {cards:.3f} s "
+            f"({m['cli_big']:.3f} s less {m['cli_empty']:.3f} s "
             f"on an empty workspace); medians of {runs}",
         ),
     ]

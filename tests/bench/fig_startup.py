@@ -18,8 +18,9 @@
   in this process, from the spawn to the first byte of the answer on stdout, against
   ``python -c "import anthropic"`` from the spawn to its exit; alternating.
 * Imports: the ``memory`` modules that importing the App (``app.tui.app``, everything before its
-  first frame; found by importing it, and none found is an error) brings in, imported alone, against ``app.tui``, as ``python -c "import …"`` wall
-  times less that of ``python -c pass`` (the interpreter itself); alternating. The whole memory
+  first frame; found by importing it, and none found is an error) brings in, imported alone,
+  against ``app.tui``, as ``python -c "import …"`` wall times less that of ``python -c pass``
+  (the interpreter itself); alternating. The whole memory
   core (every module: pydantic contracts, the worker, the stores), which the runtime imports
   after the first frame, is reported beside it.
 
@@ -250,7 +251,7 @@ def byte_compile() -> None:
 
 
 def figures(runs: int = 5) -> list[Figure]:
-    """Issue 10 figure 5: first paint, print mode's first byte, and the memory package's imports."""
+    """First paint, print mode's first byte, and the memory package's imports."""
     from tests.support.fakeapi import FakeAnthropic, text
 
     paint: dict[str, list[float]] = {
@@ -321,8 +322,9 @@ def figures(runs: int = 5) -> list[Figure]:
             imports["app"].append(wall([py, "-c", "from app.tui.app import PseudoClaudeApp"], ROOT))
             imports["bare"].append(wall([py, "-c", "pass"], ROOT))
             _log(
-                f"run {run + 1}/{runs}: first paint {paint['app'][-1]:.2f} s vs {paint['minimal'][-1]:.2f} s, "
-                f"panel index {paint['panel'][-1]:.2f} s (no snapshot: {paint['panel_cold'][-1]:.2f} s; "
+                f"run {run + 1}/{runs}: first paint {paint['app'][-1]:.2f} s "
+                f"vs {paint['minimal'][-1]:.2f} s, panel index {paint['panel'][-1]:.2f} s "
+                f"(no snapshot: {paint['panel_cold'][-1]:.2f} s; "
                 f"{BIG_USER:,} user cards: {paint['panel_big'][-1]:.2f} s), "
                 f"first byte {answer['print'][-1]:.2f} s vs SDK import {answer['sdk'][-1]:.2f} s"
             )
@@ -351,9 +353,9 @@ def _rows(
             1.5,
             "×",
             f"spawn to the first frame whose panel lists a card ({PANEL_CARDS[0]} trusted project + "
-            f"{PANEL_CARDS[1]} user cards) on a {PANEL_COLS}×{PANEL_ROWS} pty against the minimal app at that "
-            f"size, warm runs (the panel snapshot the previous start left, checked valid before each; the "
-            f"cards written just before the first start, as a person's are), medians of {runs}: "
+            f"{PANEL_CARDS[1]} user cards) on a {PANEL_COLS}×{PANEL_ROWS} pty against the minimal app "
+            f"at that size, warm runs (the panel snapshot the previous start left, checked valid before "
+            f"each; the cards written just before the first start, as a person's are), medians of {runs}: "
             f"{p['panel']:.3f} s vs {p['minimal_wide']:.3f} s",
         ),
         Figure(
@@ -397,7 +399,7 @@ def _rows(
             "×",
             "reported",
             True,
-            f"all {len(_memory_modules())} memory modules (pydantic contracts, worker, stores; the runtime imports "
-            f"them after the first frame) vs app.tui: {core:.3f} s vs {app:.3f} s",
+            f"all {len(_memory_modules())} memory modules (pydantic contracts, worker, stores; the "
+            f"runtime imports them after the first frame) vs app.tui: {core:.3f} s vs {app:.3f} s",
         ),
     ]

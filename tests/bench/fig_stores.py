@@ -160,7 +160,7 @@ def _s(values: dict[int, float]) -> str:
 
 
 def figures(runs: int = 5) -> list[Figure]:
-    """Issue 10 figure 6."""
+    """How the stores scale: a batch's apply, `memory index` and `memory list` at each size."""
     timings: dict[str, dict[int, list[float]]] = {
         k: {n: [] for n in SIZES} for k in ("cold", "warm", "index", "list")
     }

@@ -24,12 +24,19 @@ network delivers them). Measured in every turn:
 * CPU (``time.process_time``, the whole process: SDK, fake server thread, UI, typing) from the
   first token to the last token on screen, per 1,000 tokens.
 
+That CPU moves with the machine (one commit measured 105 ms one day and 149–234 ms another), so
+it is reported, and the target is its ratio to a reference drawn in the same run: before each A
+turn, a minimal Textual app (stream_reference: the SDK's own stream into a stock ``Log``, a
+``TextArea`` typed into) receives the same answer at the same pace in a child process, measured
+the same way (stream_script holds what both share); the figure is the median of the pairs' ratios.
+
 After each round, the naive way is measured in the same app: a fresh ``Markdown`` widget in the chat
 updated with the full text of the answer up to token k, then a frame — the cost of one re-render
 per token at that length. Five prefixes (10 %, 30 %, … 90 % of the stream, one per round) estimate
 by the midpoint rule what re-rendering the whole answer per token would cost over the stream.
 
     .venv/bin/python -m tests.bench fig_streaming --no-readme
+    PSEUDOCLAUDE_BENCH_A_ONLY=1 .venv/bin/python -m tests.bench fig_streaming   # the A turns only
 """
 
 from __future__ import annotations
@@ -40,32 +47,54 @@ import json
 import os
 import random
 import statistics
-import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tests.bench.common import Figure, at_least, at_most, median, private_env
+from tests.bench.stream_reference import (
+    FLUSH_S,
+    Measured,
+    ReferenceRun,
+    pair_up,
+    paired_ratio,
+    reference_in_child,
+)
+from tests.bench.stream_script import (
+    CHUNK,
+    MODEL,
+    RATE,
+    SIZE,
+    TOKENS,
+    Paced,
+    Probe,
+    answer_reply,
+    answer_text,
+    check_received,
+    cpu_per_1k_ms,
+    final_line,
+    log,
+    sleep_until,
+    typist,
+)
 from tests.support.fakeapi import FakeAnthropic, Reply, text
 
-MODEL = "claude-sonnet-5-5"
 MEMORY_MODEL = "claude-haiku-5-5"
-TOKENS = 20_000
-CHUNK = 4  # characters per streamed token (text_delta)
-RATE = 2_000.0  # tokens per second
 SEED_NOTES = 10_000
 BATCH_OPS = 50
-SIZE = (140, 40)
 # Tokens into a B stream when the held memory job is released: about 1 s before its end, so
 # that the job (1–2 s here) is still applying when the last token arrives.
 RELEASE_AFTER = TOKENS - 2_000
 NAIVE_SLICES = 5  # prefixes of the naive re-render, at the midpoints of equal slices of the stream
 LAST_TOKEN_MS = 100.0
 ECHO_MS = 50.0
-CPU_PER_1K_MS = 150.0  # 2,000 tokens/s in under a third of a core
+# The App's CPU per 1,000 tokens over the reference app's, the median of the pairs' ratios. Five
+# runs of this figure on a shared 2-core machine, at loads from 2 to 15, gave medians 0.75–0.93
+# (single pairs 0.66–1.05): 1.1 is 18 % above the highest, beyond what the load moved it.
+CPU_RATIO = 1.1
 CHEAPER = 10.0
 # For one's own runs: PSEUDOCLAUDE_BENCH_ROUNDS=n rounds, PSEUDOCLAUDE_BENCH_A_ONLY=1 the A rounds only
 # (no B stream, no naive samples; only the A figures are printed).
@@ -74,95 +103,23 @@ A_ONLY = os.environ.get("PSEUDOCLAUDE_BENCH_A_ONLY") == "1"
 # PC_BENCH_THREADS=1 logs each thread's CPU per 1,000 tokens of each stream (Linux /proc).
 
 
-def thread_cpu() -> dict[str, float]:
-    """CPU seconds of each live thread of this process, by name (Linux /proc)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out: dict[str, float] = {}
-    for t in threading.enumerate():
-        try:
-            fields = Path(f"/proc/self/task/{t.native_id}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[f"{t.name}:{t.native_id}"] = (int(fields[11]) + int(fields[12])) / tick
-    return out
-
-
-def log(msg: str) -> None:
-    print(f"  {msg}", file=sys.stderr, flush=True)
-
-
-# -- the answer -------------------------------------------------------------------------------------
-
-
-def final_line(turn: int) -> str:
-    return f"That is all for answer {turn}: done."
-
-
-def answer_text(turn: int, tokens: int = TOKENS) -> str:
-    """``tokens`` × CHUNK characters of Markdown that reads like a long coding answer, ending with
-    :func:`final_line` (so the last token completes it)."""
-    end = "\n\n" + final_line(turn)
-    target = tokens * CHUNK
-    parts: list[str] = []
-    size, i = 0, 0
-    while size < target - len(end) - 1_500:
-        i += 1
-        code = "".join(
-            f"    value_{j} = compute(step={i}, index={j})  # keep {j * i % 97}\n" for j in range(10)
-        )
-        section = (
-            f"## Step {i}: configure module `mod_{i:03d}`\n\n"
-            f"The module `mod_{i:03d}` reads its settings once, at start-up, and keeps them in a frozen "
-            f"dataclass. Step {i} moves the parsing into a **single function** so that a test can call "
-            f"it without a terminal; nothing else changes, and the old entry point stays as a thin "
-            f"wrapper for the callers that still use it.\n\n"
-            f"- parse the file with `load_settings()` (it returns defaults for missing keys)\n"
-            f"- validate each value: a bad one is *one line* on stderr, not a traceback\n"
-            f"- keep the result in `SETTINGS_{i}` and pass it down explicitly\n\n"
-            f"```python\ndef step_{i}(config: dict[str, int]) -> int:\n{code}    return value_9\n```\n\n"
-        )
-        parts.append(section)
-        size += len(section)
-    body = "".join(parts)
-    filler = "Finally, run the tests again and read the diff once more before committing. " * 40
-    return body + filler[: target - len(body) - len(end)] + end
-
-
 # -- the paced provider ------------------------------------------------------------------------------
 
 
-class PacedProvider:
+class PacedProvider(Paced):
     """The real provider, its text deltas handed on at ``rate`` a second (what the App receives)."""
 
     def __init__(self, inner: Any, rate: float = RATE) -> None:
+        super().__init__(rate)
         self.inner = inner
-        self.rate = rate
-        self.on_delta: Callable[[int], None] | None = None
-        self.first_yield = 0.0
-        self.last_yield = 0.0
-        self.cpu_first = 0.0
-        self.deltas = 0
 
     async def stream(self, request: Any) -> AsyncIterator[Any]:
         from app.agent.model.provider import TextDelta
 
-        start: float | None = None
-        n = 0
+        self.restart()
         async for ev in self.inner.stream(request):
             if isinstance(ev, TextDelta):
-                now = time.perf_counter()
-                if start is None:
-                    start = self.first_yield = now
-                    self.cpu_first = time.process_time()
-                    self.threads_first = thread_cpu()
-                n += 1
-                ahead = start + (n - 1) / self.rate - now
-                if ahead > 0.004:
-                    await asyncio.sleep(ahead)
-                self.deltas = n
-                self.last_yield = time.perf_counter()
-                if self.on_delta is not None:
-                    self.on_delta(n)
+                await self.due(ev.text)
             yield ev
 
     async def aclose(self) -> None:
@@ -252,98 +209,10 @@ class Turn:
     tokens: int = 0
     last_in_job: bool = False  # B: the last token arrived while the job ran
     full_gcs: int = 0  # full (generation 2) collections from the first token to the last on screen
+    span: tuple[float, float] = (0.0, 0.0)  # the CPU window: first token, last token on screen
 
-
-class Probe:
-    """Hooks on the App: every frame (``App._display``) settles the keystrokes whose edit the prompt
-    has applied, and looks for the answer's last line once the provider has yielded it."""
-
-    def __init__(self, app: Any, provider: PacedProvider) -> None:
-        self.app = app
-        self.provider = provider
-        self.frames = 0
-        self.frame_waiters: list[asyncio.Future[float]] = []
-        self.sent: list[float] = []  # send time of each keystroke of the current turn
-        self.applied = 0  # prompt edits applied
-        self.echoed = 0
-        self.echo: list[tuple[float, float]] = []
-        self.want_line: str | None = None  # look for this line once ``want_after`` deltas were yielded
-        self.want_after = 0
-        self.seen_at = 0.0
-        self.seen_cpu = 0.0
-        display = app._display
-        edit = app.prompt.edit
-
-        def on_display(screen: Any, renderable: Any) -> None:
-            display(screen, renderable)
-            if renderable is not None:
-                self._frame(time.perf_counter())
-
-        def on_edit(e: Any) -> Any:
-            result = edit(e)
-            self.applied += 1
-            return result
-
-        app._display = on_display
-        app.prompt.edit = on_edit
-
-    def _frame(self, now: float) -> None:
-        self.frames += 1
-        while self.echoed < min(self.applied, len(self.sent)):
-            t = self.sent[self.echoed]
-            self.echo.append((t, 1000 * (now - t)))
-            self.echoed += 1
-        if (
-            self.want_line is not None
-            and self.provider.deltas >= self.want_after
-            and self._shows(self.want_line)
-        ):
-            self.seen_at, self.seen_cpu = now, time.process_time()
-            self.threads_end = thread_cpu()
-            self.want_line = None
-        waiters, self.frame_waiters = self.frame_waiters, []
-        for w in waiters:
-            if not w.done():
-                w.set_result(now)
-
-    def _shows(self, line: str) -> bool:
-        # Only checked once the provider has yielded the last token: a few frames at most.
-        return any(line in strip.text for strip in self.app.screen._compositor.render_strips())
-
-    def next_frame(self) -> asyncio.Future[float]:
-        fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
-        self.frame_waiters.append(fut)
-        return fut
-
-    def reset_keys(self) -> None:
-        self.sent, self.echo, self.applied, self.echoed = [], [], 0, 0
-
-
-async def sleep_until(predicate: Callable[[], object], timeout: float, what: str) -> None:
-    deadline = time.perf_counter() + timeout
-    while not predicate():
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
-async def typist(app: Any, probe: Probe, stop: Callable[[], bool], fast: Callable[[], bool]) -> None:
-    """Type a letter, then a backspace, … until ``stop()``; always ends on a backspace."""
-    from textual import events
-
-    rng = random.Random(7)
-    driver = app._driver
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    i = 0
-    while True:
-        letter = i % 2 == 0
-        if letter and stop():
-            return
-        char = letters[(i // 2) % 26]
-        probe.sent.append(time.perf_counter())
-        driver.send_message(events.Key(char, char) if letter else events.Key("backspace", None))
-        i += 1
-        await asyncio.sleep(rng.uniform(0.02, 0.04) if fast() else rng.uniform(0.06, 0.1))
+    def measured(self) -> Measured:
+        return Measured(self.cpu_per_1k_ms, *self.span)
 
 
 # -- one run -------------------------------------------------------------------------------------------------
@@ -360,12 +229,10 @@ async def stream_turn(
     release: threading.Event | None,
     applied: list[float],
 ) -> Turn:
-    result = Turn(kind)
-    body = answer_text(turn)
-    server.script(MODEL, text(body, chunk_size=CHUNK))
-    result.tokens = len(body) // CHUNK
+    result = Turn(kind, tokens=TOKENS)
+    server.script(MODEL, answer_reply(turn))
     await sleep_until(lambda: app.prompt.disabled_reason is None, 60, "the prompt to be free")
-    probe.want_line, probe.want_after, probe.seen_at = final_line(turn), result.tokens, 0.0
+    probe.watch_for(final_line(turn), result.tokens)
     window: list[float] = []
     applied_before = len(applied)
 
@@ -409,7 +276,9 @@ async def stream_turn(
     await sleep_until(lambda: probe.echoed >= len(probe.sent), 10, "the last keystrokes' echo")
     provider.on_delta = None
     result.last_token_ms = 1000 * (probe.seen_at - provider.last_yield)
-    result.cpu_per_1k_ms = 1000 * (probe.seen_cpu - provider.cpu_first) / (result.tokens / 1000)
+    check_received(provider.received, turn, result.tokens)
+    result.cpu_per_1k_ms = cpu_per_1k_ms(provider, probe, result.tokens)
+    result.span = (provider.first_yield, probe.seen_at)
     if os.environ.get("PC_BENCH_THREADS") == "1":
         a, b = provider.threads_first, probe.threads_end
         log(
@@ -450,90 +319,121 @@ async def naive(app: Any, probe: Probe, body: str, slices: list[int]) -> list[tu
     return out
 
 
-async def settle(app: Any, jobs_done: Callable[[], bool]) -> None:
-    await sleep_until(jobs_done, 120, "the memory jobs")
-    await asyncio.sleep(0.3)  # the panel refresh and the store watcher after a job
+@dataclass
+class Measurements:
+    """What one session measured: the App's turns (A and B, in order), the naive re-render
+    samples, the reference app's streams (one before each A turn) and the session's own facts."""
+
+    turns: list[Turn] = field(default_factory=list)
+    samples: list[tuple[int, float]] = field(default_factory=list)
+    references: list[tuple[ReferenceRun, Measured]] = field(default_factory=list)
+    info: dict[str, float] = field(default_factory=dict)
 
 
-async def session(runs: int) -> tuple[list[Turn], list[tuple[int, float]], dict[str, float]]:
+@dataclass
+class Rig:
+    """The running App and what drives it."""
+
+    pilot: Any
+    app: Any
+    probe: Probe
+    provider: PacedProvider
+    server: FakeAnthropic
+    memory: MemoryScript
+    applied: list[float] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+    async def turn(self, turn: int, kind: str, release: threading.Event | None) -> Turn:
+        return await stream_turn(
+            self.pilot, self.app, self.probe, self.provider, self.server, turn, kind, release, self.applied
+        )
+
+    async def settle(self, jobs: int) -> None:
+        """Wait until ``jobs`` memory jobs have ended (applied or failed)."""
+        await sleep_until(lambda: len(self.applied) + len(self.failed) >= jobs, 120, "the memory jobs")
+        await asyncio.sleep(0.3)  # the panel refresh and the store watcher after a job
+
+
+async def one_round(rig: Rig, r: int, turn: int, out: Measurements, naive_at: list[int]) -> None:
+    """Round ``r`` (from 0): the reference app's stream of answer ``turn``, then the App's A turn of
+    the same answer, back to back; then (unless A_ONLY) its B turn and the naive samples."""
+    started = time.perf_counter()
+    out.references.append(await reference_in_child(turn))
+    # A: nothing else runs. Its job (50 creates) is held until B's stream has run 1 s.
+    held = rig.memory.push(creates(turn), held=not A_ONLY)
+    a = await rig.turn(turn, "A", None)
+    out.turns.append(a)
+    ref = out.references[-1][0].cpu_per_1k_ms
+    if A_ONLY:
+        await rig.settle(r + 1)
+        log(
+            f"round {r + 1}: A last token {a.last_token_ms:.0f} ms, echo p95 {p95(a):.0f} ms, "
+            f"{a.cpu_per_1k_ms:.0f} ms CPU/1k (reference {ref:.0f}); {a.rate:.0f} tokens/s; "
+            f"{a.full_gcs} full collections while it streamed"
+        )
+        return
+    # B: the same stream while A's job applies; B's own job has nothing to do.
+    rig.memory.push([], held=False)
+    b = await rig.turn(turn + 1, "B", held)
+    out.turns.append(b)
+    await rig.settle(2 * (r + 1))
+    if naive_at:
+        out.samples += await naive(rig.app, rig.probe, answer_text(turn + 1), naive_at)
+    w = b.window
+    log(
+        f"round {r + 1}: A last token {a.last_token_ms:.0f} ms, echo p95 {p95(a):.0f} ms, "
+        f"{a.cpu_per_1k_ms:.0f} ms CPU/1k (reference {ref:.0f}); B last token {b.last_token_ms:.0f} ms, "
+        f"echo p95 {p95(b):.0f} ms (in the job {p95(b, window=True):.0f} ms, "
+        f"job {1000 * (w[1] - w[0]) if w else float('nan'):.0f} ms); {a.rate:.0f} tokens/s; "
+        f"{time.perf_counter() - started:.0f} s"
+    )
+
+
+async def session(runs: int) -> Measurements:
     from app.agent.config.settings import load_settings
     from app.agent.model.provider import AnthropicProvider
     from memory.events import JobApplied, JobFailed
     from tests.tui.conftest import build_app
 
-    info: dict[str, float] = {}
+    out = Measurements()
     with private_env() as root, FakeAnthropic() as server:
         os.environ.update(server.env())
         ws = root / "repo"
         (ws / ".git").mkdir(parents=True)
         t = time.perf_counter()
         seed_store(ws.resolve(), SEED_NOTES)
-        info["seed_s"] = time.perf_counter() - t
-        log(f"seeded {SEED_NOTES:,} notes in {info['seed_s']:.1f} s")
+        out.info["seed_s"] = time.perf_counter() - t
+        log(f"seeded {SEED_NOTES:,} notes in {out.info['seed_s']:.1f} s")
         memory = MemoryScript()
         server.respond(MEMORY_MODEL, lambda body: True, memory.reply)
         provider = PacedProvider(AnthropicProvider())
         app = build_app(
             load_settings({"memory_mode": "auto"}), ws.resolve(), provider=provider, watch_debounce_ms=300
         )
-        turns: list[Turn] = []
-        samples: list[tuple[int, float]] = []
-        applied: list[float] = []
-        failed: list[str] = []
         # Midpoints of equal slices, spread over the rounds (two per round for 5 rounds).
         per_round = -(-NAIVE_SLICES // runs)
         slices = [round(TOKENS * (j + 0.5) / NAIVE_SLICES) for j in range(NAIVE_SLICES)]
-        rng = random.Random(3)
-        rng.shuffle(slices)
+        random.Random(3).shuffle(slices)
         async with app.run_test(size=SIZE) as pilot:
-            await sleep_until(lambda: app.phase.opened and app.prompt.disabled_reason is None, 60, "the app")
-            probe = Probe(app, provider)
+            await sleep_until(
+                lambda: app.state.phase.opened and app.prompt.disabled_reason is None, 60, "the app"
+            )
+            rig = Rig(pilot, app, Probe(app, provider), provider, server, memory)
 
             def on_event(ev: Any) -> None:
                 if isinstance(ev, JobApplied):
-                    applied.append(time.perf_counter())
+                    rig.applied.append(time.perf_counter())
                 elif isinstance(ev, JobFailed):
-                    failed.append(str(ev))
+                    rig.failed.append(str(ev))
 
             app.bridge.runtime.manager.subscribe(on_event)
-            turn = 0
             for r in range(runs):
-                started = time.perf_counter()
-                # A: nothing else runs. Its job (50 creates) is held until B's stream has run 1 s.
-                turn += 1
-                held = memory.push(creates(turn), held=not A_ONLY)
-                a = await stream_turn(pilot, app, probe, provider, server, turn, "A", None, applied)
-                turns.append(a)
-                if A_ONLY:
-                    await settle(app, lambda want=r + 1: len(applied) + len(failed) >= want)
-                    log(
-                        f"round {r + 1}: A last token {a.last_token_ms:.0f} ms, echo p95 {p95(a):.0f} ms, "
-                        f"{a.cpu_per_1k_ms:.0f} ms CPU/1k; {a.rate:.0f} tokens/s; "
-                        f"{a.full_gcs} full collections while it streamed"
-                    )
-                    continue
-                # B: the same stream while A's job applies; B's own job has nothing to do.
-                turn += 1
-                memory.push([], held=False)
-                b = await stream_turn(pilot, app, probe, provider, server, turn, "B", held, applied)
-                turns.append(b)
-                want = 2 * (r + 1)
-                await settle(app, lambda want=want: len(applied) + len(failed) >= want)
-                chosen, slices = slices[:per_round], slices[per_round:]
-                if chosen:
-                    samples += await naive(app, probe, answer_text(turn), chosen)
-                w = b.window
-                log(
-                    f"round {r + 1}: A last token {a.last_token_ms:.0f} ms, echo p95 {p95(a):.0f} ms, "
-                    f"{a.cpu_per_1k_ms:.0f} ms CPU/1k; B last token {b.last_token_ms:.0f} ms, "
-                    f"echo p95 {p95(b):.0f} ms (in the job {p95(b, window=True):.0f} ms, "
-                    f"job {1000 * (w[1] - w[0]) if w else float('nan'):.0f} ms); {a.rate:.0f} tokens/s; "
-                    f"{time.perf_counter() - started:.0f} s"
-                )
-            if failed:
-                raise RuntimeError(f"memory jobs failed: {failed}")
+                turn = r + 1 if A_ONLY else 2 * r + 1
+                await one_round(rig, r, turn, out, slices[r * per_round : (r + 1) * per_round])
+            if rig.failed:
+                raise RuntimeError(f"memory jobs failed: {rig.failed}")
             notes = app.bridge.stores.user.dir
-            info["notes"] = float(sum(1 for _ in notes.glob("*.md")) - 1)
+            out.info["notes"] = float(sum(1 for _ in notes.glob("*.md")) - 1)
         # The worker child drains and exits by itself once the app is closed: waited for, so that
         # nothing writes into the folder being removed.
         # (Its handle is taken first: closing the app lets go of it.)
@@ -542,7 +442,7 @@ async def session(runs: int) -> tuple[list[Turn], list[tuple[int, float]], dict[
         await app.bridge.close(0)
         if proc is not None:
             await asyncio.to_thread(proc.wait, 60)
-    return turns, samples, info
+    return out
 
 
 def p95(turn: Turn | list[Turn], *, window: bool = False) -> float:
@@ -561,11 +461,56 @@ def echoes(turns: list[Turn], *, window: bool = False) -> list[float]:
     return out
 
 
+def cpu_figures(a: list[Turn], references: list[tuple[ReferenceRun, Measured]]) -> list[Figure]:
+    """The App's CPU per 1,000 tokens (reported), the reference app's (reported), and the median of
+    their per-pair ratios (targeted)."""
+    pairs = pair_up([t.measured() for t in a], [m for _, m in references])
+    ratio = paired_ratio(pairs)
+
+    def ms(values: list[float]) -> str:
+        return ", ".join(f"{v:.0f}" for v in values)
+
+    real = [p.real_ms for p in pairs]
+    ref = [p.reference_ms for p in pairs]
+    return [
+        Figure(
+            "streaming: CPU per 1,000 tokens",
+            median(real),
+            "ms",
+            "reported",
+            True,
+            f"process CPU from the first token to the last on screen, typing included; median of "
+            f"{len(real)} (ms: {ms(real)}); not a target: it moves with the machine's load, the ratio "
+            f"below is the target",
+        ),
+        Figure(
+            "streaming: reference app's CPU per 1,000 tokens",
+            median(ref),
+            "ms",
+            "reported",
+            True,
+            f"a minimal Textual app (the SDK's own stream, written every {FLUSH_S:g} s to a stock `Log`; a "
+            f"`TextArea` typed into) fed the same reply at the same pace, measured the same way, in a "
+            f"child process just before each App stream; median of {len(ref)} (ms: {ms(ref)})",
+        ),
+        at_most(
+            "streaming: CPU per 1,000 tokens ÷ the reference app's",
+            ratio,
+            CPU_RATIO,
+            "×",
+            f"median of {len(pairs)} pairs' ratios ({', '.join(f'{p.ratio:.2f}' for p in pairs)}); "
+            f"each pair back to back, so both streams saw the same machine",
+        ),
+    ]
+
+
 def figures(runs: int = 3) -> list[Figure]:
-    """Issue 10 figures 2 and 3."""
+    """Streaming keeps up (last token, echo, CPU against the reference, cheaper than re-rendering),
+    and the memory worker never stalls it."""
     runs = int(os.environ.get("PSEUDOCLAUDE_BENCH_ROUNDS", runs))
     started = time.perf_counter()
-    turns, samples, _info = asyncio.run(session(runs))
+    got = asyncio.run(session(runs))
+    turns, samples = got.turns, got.samples
     a = [t for t in turns if t.kind == "A"]
     b = [t for t in turns if t.kind == "B"]
     if A_ONLY:
@@ -584,14 +529,7 @@ def figures(runs: int = 3) -> list[Figure]:
                 "ms",
                 f"A only (ms: {', '.join(f'{p95(t):.0f}' for t in a)})",
             ),
-            Figure(
-                "streaming: CPU per 1,000 tokens",
-                median([t.cpu_per_1k_ms for t in a]),
-                "ms",
-                "reported",
-                True,
-                f"A only (ms: {', '.join(f'{t.cpu_per_1k_ms:.0f}' for t in a)})",
-            ),
+            *cpu_figures(a, got.references),
         ]
     cpu_a = median([t.cpu_per_1k_ms for t in a])
     cpu_b = median([t.cpu_per_1k_ms for t in b])
@@ -627,14 +565,7 @@ def figures(runs: int = 3) -> list[Figure]:
             f"median of {len(a)} streams' p95 (ms: {per_run(a)}); {len(echoes(a))} keys, all pooled: "
             f"p95 {p95(a):.0f} ms, median {median(echoes(a)):.0f} ms",
         ),
-        at_most(
-            "streaming: CPU per 1,000 tokens",
-            cpu_a,
-            CPU_PER_1K_MS,
-            "ms",
-            f"process CPU from the first token to the last on screen, typing included; median of {len(a)} "
-            f"(ms: {', '.join(f'{t.cpu_per_1k_ms:.0f}' for t in a)})",
-        ),
+        *cpu_figures(a, got.references),
         at_least(
             "streaming: cheaper than re-rendering per token",
             ratio,

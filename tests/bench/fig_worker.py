@@ -10,7 +10,7 @@ this process's clock) and SIGKILLs itself at the N-th file change of a transacti
 * **busy** (``runs`` jobs): a short turn whose memory job (50 creates) is held at the fake; then a
   4,000-token answer streamed at 2,000 tokens/s (fig_streaming's ``PacedProvider``); the memory
   answer is sent at its 3,000th token, so the child parses and applies while the end streams.
-  Keys (fig_streaming's ``typist`` and ``Probe``) every 60–100 ms, every 20–40 ms from the answer
+  Keys (stream_script's ``typist`` and ``Probe``) every 60–100 ms, every 20–40 ms from the answer
   sent until the app sees ``JobApplied``; the window counted is the answer sent → the child's
   transaction's end. The apply's own time is the transaction's (from the driver's log).
 * **killed** (20 jobs of 50 creates): before each turn the driver is armed with a kill point
@@ -42,22 +42,15 @@ from typing import Any
 
 from tests.bench.common import Figure, at_most, median, private_env
 from tests.bench.fig_streaming import (
-    CHUNK,
     MEMORY_MODEL,
-    MODEL,
     SEED_NOTES,
-    SIZE,
     MemoryScript,
     PacedProvider,
-    Probe,
-    answer_text,
     creates,
-    final_line,
     p95,
     seed_store,
-    sleep_until,
-    typist,
 )
+from tests.bench.stream_script import CHUNK, MODEL, SIZE, Probe, answer_text, final_line, sleep_until, typist
 from tests.support.fakeapi import FakeAnthropic, text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,7 +194,7 @@ class Bench:
     async def keys_until(
         self, stop: Callable[[], bool], fast: Callable[[], bool]
     ) -> list[tuple[float, float]]:
-        """Type (fig_streaming's typist) until ``stop()``; the echoes, once all are on screen."""
+        """Type (stream_script's typist) until ``stop()``; the echoes, once all are on screen."""
         probe = self.probe
         probe.reset_keys()
         keys = asyncio.ensure_future(typist(self.app, probe, stop, fast))
@@ -373,7 +366,7 @@ async def session(runs: int) -> Result:
             )
             async with app.run_test(size=SIZE):
                 await sleep_until(
-                    lambda: app.phase.opened and app.prompt.disabled_reason is None, 60, "the app"
+                    lambda: app.state.phase.opened and app.prompt.disabled_reason is None, 60, "the app"
                 )
                 b = Bench(app, server, memory, provider, ws, DriverLog(logfile), arm)
                 await sleep_until(
@@ -420,8 +413,10 @@ async def measure(b: Bench, runs: int) -> Result:
         # Side by side: the apply alone, then the apply while an answer streams, and so on.
         job = await busy_job(b, stream=r % 2 == 1)
         busy.append(job)
+        keys = job.in_window()
         log(
-            f"busy {r + 1}{' (streaming)' if job.streamed else ''}: echo p95 {p95_of(job.in_window()):.0f} ms over {len(job.in_window())} keys; "
+            f"busy {r + 1}{' (streaming)' if job.streamed else ''}: echo p95 {p95_of(keys):.0f} ms "
+            f"over {len(keys)} keys; "
             f"apply {job.apply_ms:.0f} ms, answer sent → app saw it {job.seen_ms:.0f} ms; "
             f"last token {job.last_token_ms:.0f} ms{' (in the window)' if job.last_in_window else ''}"
         )
@@ -456,7 +451,7 @@ async def measure(b: Bench, runs: int) -> Result:
 
 
 def figures(runs: int = 2) -> list[Figure]:
-    """Issue 20: the worker process's figures."""
+    """The worker process's figures."""
     runs = int(os.environ.get("PSEUDOCLAUDE_BENCH_ROUNDS", runs))
     started = time.perf_counter()
     res = asyncio.run(session(runs))
@@ -479,8 +474,9 @@ def busy_figure(res: Result) -> Figure:
         median(per),
         ECHO_MS,
         "ms",
-        f"the apply in the worker child; median of {len(alone)} jobs' p95 (ms: {ms(per)}); {len(pooled)} keys "
-        f"(every 20–40 ms) from the answer sent to the child's commit, all pooled: p95 {p95_of(pooled):.0f} ms; "
+        f"the apply in the worker child; median of {len(alone)} jobs' p95 (ms: {ms(per)}); "
+        f"{len(pooled)} keys (every 20–40 ms) from the answer sent to the child's commit, all pooled: "
+        f"p95 {p95_of(pooled):.0f} ms; "
         f"the child's transaction {median([j.apply_ms for j in alone]):.0f} ms median, answer sent → the "
         f"app's JobApplied {median([j.seen_ms for j in alone]):.0f} ms (its 0.5 s spool poll included). "
         f"Side by side, with a {STREAM_TOKENS:,}-token answer streamed meanwhile at 2,000 tokens/s: echo p95 "
@@ -511,7 +507,8 @@ def lost_figure(res: Result) -> Figure:
         f"{', '.join(str(j.kill_at) for j in jobs)} of {TX_CHANGES}; the journal commits at 160); "
         f"{len(lost)} jobs with cards missing, {len(doubled)} with cards twice, {len(bad_batches)} without "
         f"exactly one batch in the history, {res.spooled} left in the spool; {res.requests} memory-model "
-        f"requests for {res.expected_requests} jobs; the App said {len(res.said)} deaths in the chat: {said}; "
+        f"requests for {res.expected_requests} jobs; the App said {len(res.said)} deaths in the chat: "
+        f"{said}; "
         f"the supervisor's pause after {KILLS + 1} deaths a minute (MAX_RESTARTS raised for the bench from 5)"
     )
     return Figure(
@@ -528,8 +525,9 @@ def restart_figure(res: Result) -> Figure:
         median(per),
         ECHO_MS,
         "ms",
-        f"median of {len(jobs)} kills' p95 (ms: {', '.join(f'{v:.0f}' for v in per)}); {len(pooled)} keys (every "
-        f"20–40 ms) from each kill until the app saw the job applied by the next child, all pooled: p95 "
+        f"median of {len(jobs)} kills' p95 (ms: {', '.join(f'{v:.0f}' for v in per)}); "
+        f"{len(pooled)} keys (every 20–40 ms) from each kill until the app saw the job applied by the "
+        f"next child, all pooled: p95 "
         f"{p95_of(pooled):.0f} ms; the next child started {median([j.restart_ms for j in jobs]):.0f} ms "
         f"after the kill, the job applied {median([j.seen_ms for j in jobs]):.0f} ms after it (medians)",
     )

@@ -76,7 +76,8 @@ def script_turn(server: FakeAnthropic, turn: int) -> None:
 
 
 def is_summary(body: Mapping[str, Any]) -> bool:
-    """A summary request: the main model, asked without tools (app/agent/conversation/compaction.py request_summary)."""
+    """A summary request: the main model, asked without tools (``request_summary`` in
+    app/agent/conversation/compaction.py)."""
     return "tools" not in body
 
 

@@ -6,9 +6,10 @@ problems found (target 0):
 1. ``run_app_processes``: 3 processes on one workspace (each a small driver that builds the
    ``Runtime`` the app and print mode stand on and runs print-mode-like turns, memory ``auto``),
    started together; the elected worker types fastest and quits as soon as its own jobs are
-   done (cutting off any job of the others it is running), so another process takes its place. Every turn asks the memory model to remember a uniquely marked fact, so
-   every turn's job must end as exactly one card, one created op in the history and one job id
-   in it; the stores, their ``MEMORY.md`` and the spool must be consistent at the end.
+   done (cutting off any job of the others it is running), so another process takes its place.
+   Every turn asks the memory model to remember a uniquely marked fact, so every turn's job must
+   end as exactly one card, one created op in the history and one job id in it; the stores,
+   their ``MEMORY.md`` and the spool must be consistent at the end.
 2. ``run_sigkill``: ``pseudoclaude --continue -p …`` turns (``app.cli.main`` called again and
    again in a driver process, so the 1 s SDK import is paid once per process, not per turn),
    SIGKILLed at random points: during the answer's streaming (the fake holds the stream at a
@@ -17,10 +18,11 @@ problems found (target 0):
    (a random delay after a turn starts). The next start goes on with the next turn. At the end:
    no corrupt store, job file or history entry, and every job that was spooled is applied
    exactly once.
-3. ``run_flaky`` / ``flaky_session``: in this process, turns against a memory model that fails 30 % of the time
-   (HTTP 500, prose without JSON, truncated JSON text, a stream cut before its end, a hang past
-   the manager's ``request_timeout``). No turn fails; every turn's fact ends as one card or in
-   a job that is visibly failed (state ``failed``, a reason, a ``JobFailed`` event); none vanishes.
+3. ``run_flaky`` / ``flaky_session``: in this process, turns against a memory model that fails
+   30 % of the time (HTTP 500, prose without JSON, truncated JSON text, a stream cut before its
+   end, a hang past the manager's ``request_timeout``). No turn fails; every turn's fact ends as
+   one card or in a job that is visibly failed (state ``failed``, a reason, a ``JobFailed``
+   event); none vanishes.
 
 The fast versions of the three (fewer turns) are in tests/reliability/test_stress.py (`make test`).
 A driver is this module run as a script: ``python -m tests.bench.stress app|print …``.
@@ -271,9 +273,8 @@ async def _app_driver(ws: Path, who: str, turns: int) -> dict[str, Any]:
 
     from app.agent.config.settings import load_settings
     from app.agent.runtime import Runtime
-    from app.agent.tools import AllowListGate
 
-    runtime = Runtime(load_settings({"memory_mode": "auto"}), ws, gate=AllowListGate(frozenset()))
+    runtime = Runtime(load_settings({"memory_mode": "auto"}), ws)
     await runtime.open_session()
     print("ready", flush=True)
     await asyncio.to_thread(sys.stdin.readline)  # the barrier: the three start together
@@ -719,7 +720,6 @@ async def flaky_session(
     from app.agent.config.settings import load_settings
     from app.agent.memory_bridge.completion import AnthropicCompletion
     from app.agent.runtime import Runtime
-    from app.agent.tools import AllowListGate
     from memory.events import JobApplied, JobFailed, MemoryEvent
     from memory.jobs.manager import Manager
 
@@ -732,7 +732,7 @@ async def flaky_session(
         server.respond(MODEL, lambda _b: True, main_reply)
         server.respond(MEMORY_MODEL, lambda _b: True, flaky)
         settings = load_settings({"memory_mode": "auto"})
-        runtime = Runtime(settings, ws, gate=AllowListGate(frozenset()))
+        runtime = Runtime(settings, ws)
         # The same manager the runtime builds, with a short request timeout: a hang ends fast.
         runtime.manager = Manager(
             runtime.stores,

@@ -5,8 +5,9 @@
 Each project store is one package's own text, read into entries by tests/eval/changelogs.py:
 every entry of its changelog becomes a project_knowledge card, every section of its
 documentation a reference_material card, written the way the memory model writes one (a short
-title, a one-line summary, a body of a few sentences, the release it came from). One card in sixteen gets a near-duplicate (the same fact
-noted again under another title, as a second session would), and the hand-written cards of
+title, a one-line summary, a body of a few sentences, the release it came from). One card in
+sixteen gets a near-duplicate (the same fact noted again under another title, as a second session
+would), and the hand-written cards of
 tests/eval/data/hand/<store>.yaml are added: the user store's preferences and corrections, and
 each project's team knowledge with the corrections that supersede it.
 
@@ -514,9 +515,8 @@ def main(argv: list[str] | None = None) -> int:
                 differ.append(store)
             continue
         path.write_text(text, encoding="utf-8")
-        print(
-            f"{store}: {len(cards)} cards -> {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}"
-        )
+        shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+        print(f"{store}: {len(cards)} cards -> {shown}")
     if differ:
         print(f"cards differ from a rebuild: {', '.join(differ)}", file=sys.stderr)
         return 1

@@ -331,7 +331,10 @@ def table(columns: dict[str, Figures], latency: dict[str, dict[str, float]]) -> 
         )
     out = head + "\n".join(rows) + "\n"
     if latency:
-        out += "\n| workspace | cards | questions | search median ms | search p95 ms |\n|---|---:|---:|---:|---:|\n"
+        out += (
+            "\n| workspace | cards | questions | search median ms | search p95 ms |\n"
+            "|---|---:|---:|---:|---:|\n"
+        )
         for name, lat in latency.items():
             out += (
                 f"| {name} | {lat['cards']:.0f} | {lat['questions']:.0f} | {lat['median_ms']:.1f} | "

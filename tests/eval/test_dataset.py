@@ -142,7 +142,8 @@ def test_a_pytest_changelog_entry_becomes_a_dated_project_card() -> None:
         "- `#13530 <https://github.com/pytest-dev/pytest/issues/13530>`_: Fixed a crash when using "
         ":func:`pytest.approx` and :class:`decimal.Decimal` instances.\n\n"
         "  It only happened with ``FloatOperation`` set.\n\n\n"
-        "pytest 6.2.0 (2020-12-12)\n=========================\n\nBug fixes\n---------\n\n- `#1 <u>`_: Too old.\n"
+        "pytest 6.2.0 (2020-12-12)\n=========================\n\n"
+        "Bug fixes\n---------\n\n- `#1 <u>`_: Too old.\n"
     )
     entries = changelogs.pytest_changelog(text, "8.4.2")
     assert len(entries) == 1  # releases before 7.0 are left out

@@ -210,7 +210,10 @@ def test_the_wheel_holds_every_package_and_the_stylesheet_and_nothing_of_tests(i
 def test_the_venv_imports_the_installed_packages_not_the_checkout(
     installed: Installed, outside: Path
 ) -> None:
-    code = "import app, memory, widgets, app.tui.app; print('\\n'.join(m.__file__ for m in (app, memory, widgets)))"
+    code = (
+        "import app, memory, widgets, app.tui.app; "
+        "print('\\n'.join(m.__file__ for m in (app, memory, widgets)))"
+    )
     proc = subprocess.run(
         [str(installed.python), "-c", code],
         cwd=outside,
@@ -232,7 +235,8 @@ def test_version_prints_the_project_version_without_loading_the_sdk_or_textual(
         installed.hint
     )
     code = (
-        "import sys\nfrom app.cli.main import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "import sys\nfrom app.cli.main import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'anthropic', 'textual', 'pydantic'}))"
     )
     proc = subprocess.run(
@@ -331,8 +335,8 @@ def test_the_version_is_unknown_where_no_metadata_is_installed(monkeypatch: pyte
 def test_the_apps_worker_child_runs_from_the_wheel_and_writes_the_card(
     installed: Installed, outside: Path, workspace: Path, server: FakeAnthropic
 ) -> None:
-    # The argv the app starts its memory worker with (app/agent/memory_bridge/worker_process.worker_argv), from
-    # the installed interpreter: -P, so the folder it runs in can never shadow the package.
+    # The argv the app starts its memory worker with (app/agent/memory_bridge/worker_process.worker_argv),
+    # from the installed interpreter: -P, so the folder it runs in can never shadow the package.
     from app.agent.memory_bridge.worker_process import worker_argv
     from memory.constants import MemoryMode
     from memory.jobs.spool import Spool, make_job

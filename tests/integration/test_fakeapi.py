@@ -546,7 +546,9 @@ def test_subprocess_streams_via_environment(server: FakeAnthropic) -> None:
         f"""
         import anthropic
         client = anthropic.Anthropic(max_retries=0, timeout=5)
-        with client.messages.stream(model={MODEL!r}, max_tokens=16, messages=[{{"role": "user", "content": "hi"}}]) as s:
+        with client.messages.stream(
+            model={MODEL!r}, max_tokens=16, messages=[{{"role": "user", "content": "hi"}}]
+        ) as s:
             for piece in s.text_stream:
                 print(piece, end="|", flush=True)
             print()

@@ -78,19 +78,23 @@ __all__ = [
     "Fault",
     "Gate",
     "HttpError",
+    "RawBlock",
     "Recorded",
     "Reply",
     "Response",
     "TextBlock",
+    "ThinkingBlock",
     "ToolUseBlock",
     "drop_connection",
     "http_error",
     "message",
+    "raw_block",
     "reject_param",
     "request_tokens",
     "stream_error",
     "text",
     "text_block",
+    "thinking_block",
     "tool_block",
     "tool_use",
     "truncated",
@@ -228,7 +232,25 @@ class ToolUseBlock:
     json_chunks: tuple[str, ...]
 
 
-Block = TextBlock | ToolUseBlock
+@dataclass(frozen=True)
+class ThinkingBlock:
+    """A ``thinking`` block, streamed as one ``thinking_delta`` per chunk, then its signature in one
+    ``signature_delta`` (as the real API sends it)."""
+
+    thinking: str
+    signature: str
+    chunks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RawBlock:
+    """Any other block, sent whole in its ``content_block_start`` with no delta: a
+    ``redacted_thinking`` block, a server tool's blocks, or a type no client knows yet."""
+
+    block: Mapping[str, Any]
+
+
+Block = TextBlock | ToolUseBlock | ThinkingBlock | RawBlock
 
 
 @dataclass(frozen=True)
@@ -377,6 +399,19 @@ def tool_block(
     )
     size = json_chunk_size or max(1, math.ceil(len(encoded) / 3))
     return ToolUseBlock(tool_id, name, dict(input), ("", *_split_size(encoded, size)))
+
+
+def thinking_block(thinking: str, signature: str, *, chunk_size: int | None = None) -> ThinkingBlock:
+    """A thinking block. Default chunking: one delta per word (with its leading whitespace)."""
+    chunks = _split_size(thinking, chunk_size) if chunk_size is not None else _split_words(thinking)
+    return ThinkingBlock(thinking, signature, chunks)
+
+
+def raw_block(block: Mapping[str, Any]) -> RawBlock:
+    """A block sent as it is (it must have a ``type``)."""
+    if not isinstance(block.get("type"), str):
+        raise ValueError("a block needs a type")
+    return RawBlock(dict(block))
 
 
 def message(
@@ -565,8 +600,20 @@ def reject_param(
 Event = tuple[str, dict[str, Any]]
 
 
+def _deltas(block: Block) -> list[dict[str, Any]]:
+    """The ``content_block_delta`` payloads that stream ``block``."""
+    if isinstance(block, TextBlock):
+        return [{"type": "text_delta", "text": chunk} for chunk in block.chunks]
+    if isinstance(block, ToolUseBlock):
+        return [{"type": "input_json_delta", "partial_json": chunk} for chunk in block.json_chunks]
+    if isinstance(block, ThinkingBlock):
+        thinking = [{"type": "thinking_delta", "thinking": chunk} for chunk in block.chunks]
+        return [*thinking, {"type": "signature_delta", "signature": block.signature}]
+    return []
+
+
 def _usage(reply: Reply) -> dict[str, Any]:
-    deltas = sum(len(b.chunks) if isinstance(b, TextBlock) else len(b.json_chunks) for b in reply.blocks)
+    deltas = sum(len(_deltas(b)) for b in reply.blocks)
     usage: dict[str, Any] = {
         "input_tokens": 10,
         "cache_creation_input_tokens": 0,
@@ -580,6 +627,14 @@ def _usage(reply: Reply) -> dict[str, Any]:
 def _block_json(block: Block, *, final: bool) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text if final else ""}
+    if isinstance(block, ThinkingBlock):
+        return {
+            "type": "thinking",
+            "thinking": block.thinking if final else "",
+            "signature": block.signature if final else "",
+        }
+    if isinstance(block, RawBlock):
+        return dict(block.block)
     tool_input: Any = dict(block.input)
     if final:
         with contextlib.suppress(ValueError):
@@ -639,11 +694,7 @@ def _stream_events(reply: Reply, model: str, msg_id: str) -> tuple[list[Event], 
         )
         if index == 0 and reply.ping:
             events.extend([("ping", {"type": "ping"})] * (1 + reply.extra_pings))
-        if isinstance(block, TextBlock):
-            deltas = [{"type": "text_delta", "text": chunk} for chunk in block.chunks]
-        else:
-            deltas = [{"type": "input_json_delta", "partial_json": chunk} for chunk in block.json_chunks]
-        for delta in deltas:
+        for delta in _deltas(block):
             events.append(
                 ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
             )

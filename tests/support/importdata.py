@@ -138,13 +138,15 @@ def hostile_memory_folder(root: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "MEMORY.md").write_text("- [Deploy](deploy.md)\n- [Build](build.md)\n")
     (folder / "deploy.md").write_text(
-        f"---\nname: Frob\ndescription: where the key is\ntype: project\n---\n\nThe deploy key is {HOSTILE_KEY} for now.\n"
+        "---\nname: Frob\ndescription: where the key is\ntype: project\n---\n\n"
+        f"The deploy key is {HOSTILE_KEY} for now.\n"
     )
     (folder / "build.md").write_text(
         f"---\nname: Build\ntype: project\n---\n\nRun `make test`{OSC52} before pushing.\n"
     )
     (folder / "terminal.md").write_text(
-        f"---\nname: Terminal\ntype: user\n---\n\nKeep the output short.{CLEAR_SCREEN}{TITLE_ESCAPE} Really.\n"
+        "---\nname: Terminal\ntype: user\n---\n\n"
+        f"Keep the output short.{CLEAR_SCREEN}{TITLE_ESCAPE} Really.\n"
     )
     (folder / "style.md").write_text(
         f"---\nname: Style\ntype: project\n---\n\nUse four spaces.\n\n{HIDDEN_INSTRUCTION}\n"

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from app.services.cards import list_cards, read_card, stored_card
 from app.services.jobs import pending_jobs
 from app.tui.screens import memory_views
-from app.tui.screens.memory_views import AppliedRecord
+from app.tui.screens.applied_record import AppliedRecord
 from memory.jobs.views import JobView
 from memory.model import Note
 from memory.store.stores import MemoryStores

@@ -1,4 +1,5 @@
-"""The real CLI with a Ctrl+C (SIGINT) delivered the hard ways, for tests/integration/cli/test_print_ctrl_c.py.
+"""The real CLI with a Ctrl+C (SIGINT) delivered the hard ways, for
+tests/integration/cli/test_print_ctrl_c.py.
 
 ``python -m tests.support.sigint_driver MODE CLI-ARGS…`` runs ``pseudoclaude CLI-ARGS…`` in this
 process after arranging, by MODE:

@@ -25,7 +25,6 @@ from textual.widget import Widget
 
 from app.agent.config.settings import Settings, load_settings
 from app.tui.app import PseudoClaudeApp
-from app.tui.bridge import Bridge
 from tests.support.fakeapi import FakeAnthropic
 
 if TYPE_CHECKING:
@@ -76,8 +75,10 @@ async def wait_ready(pilot: Pilot[Any], timeout: float = 20.0) -> None:
     """Until the runtime is open (the prompt sends, or says how to configure a model)."""
     app = pilot.app
     assert isinstance(app, PseudoClaudeApp)
-    await wait_until(pilot, lambda: app.phase.opened and app.panel_shows > 0, timeout, "the runtime to open")
-    await wait_until(pilot, lambda: not app.connecting, timeout, "connecting… to end")
+    await wait_until(
+        pilot, lambda: app.state.phase.opened and app.memory.panel.shows > 0, timeout, "the runtime to open"
+    )
+    await wait_until(pilot, lambda: not app.state.phase.connecting, timeout, "connecting… to end")
 
 
 def block_text(block: Widget) -> str:
@@ -130,16 +131,8 @@ def build_app(
     (short, so tests need not wait 300 ms for it). They are the bridge's: the App's constructor
     takes what the command line gives, nothing more."""
     app = PseudoClaudeApp(settings, workspace, resume=resume, continue_latest=continue_latest)
-    app.bridge = Bridge(
-        app.settings,
-        workspace,
-        app.post_message,
-        app.ask_permission,
-        home=home,
-        provider=provider,
-        completion=completion,
-        fs=fs,
-        watch_debounce_ms=watch_debounce_ms,
+    app.bridge.use_adapters(
+        home=home, provider=provider, completion=completion, fs=fs, watch_debounce_ms=watch_debounce_ms
     )
     return app
 

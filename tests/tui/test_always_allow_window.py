@@ -8,8 +8,11 @@ from pathlib import Path
 
 from textual.widgets import Input, Static
 
+from app.agent.permissions.gate import Gate
+from app.agent.permissions.rules import PermissionRules
+from app.agent.tools import BUILTIN_TOOLS, ToolContext
 from app.services.extensions import check_rules
-from app.tui.permission.modal_gate import ModalGate
+from app.tui.permission.modal_ask import ModalAsk
 from tests.tui.conftest import wait_until
 from tests.tui.test_extension_windows import _UNSET, ModalHost
 from widgets.dialogs.permission import PermissionAnswer, PermissionModal, PermissionRequest
@@ -25,7 +28,10 @@ async def _request(ws: Path, command: str) -> PermissionRequest:
         seen.append(request)
         return "deny"
 
-    await ModalGate(ws, ask).decide("bash", {"command": command}, call_id="c1")
+    bash = BUILTIN_TOOLS.get("bash")
+    assert bash is not None
+    gate = Gate(PermissionRules(workspace=ws), ask=ModalAsk(ask))
+    await gate.decide(bash, bash.parse({"command": command}), ctx=ToolContext(workspace=ws), call_id="c1")
     return seen[0]
 
 

@@ -90,7 +90,7 @@ async def test_the_panels_run_start_read_does_not_hold_the_answers_request(
         app.services.index.note_files = slow  # type: ignore[method-assign]
         await send(pilot, "question")
         await wait_until(pilot, lambda: _on_screen(app, END), 30, "the answer while the read is held")
-        assert app._run_start_files is None
+        assert app.memory.panel.start_files is None
         release.set()
-        await wait_until(pilot, lambda: app._run_start_files is not None, 30, "the run's start cards")
+        await wait_until(pilot, lambda: app.memory.panel.start_files is not None, 30, "the run's start cards")
         await wait_until(pilot, lambda: app.prompt.disabled_reason is None, 30, "the turn to end")

@@ -611,7 +611,8 @@ async def test_a_browser_of_10000_cards_filters_within_its_budget(
     record_property("filter_ms", round(filter_ms, 2))
     print(
         f"\n10k cards: write {written - started:.2f}s, rebuild_indexes {indexed - written:.2f}s, "
-        f"app ready {ready - indexed:.2f}s, /memory loaded {loaded - ready:.2f}s, last filter {filter_ms:.2f} ms"
+        f"app ready {ready - indexed:.2f}s, /memory loaded {loaded - ready:.2f}s, "
+        f"last filter {filter_ms:.2f} ms"
     )
 
 

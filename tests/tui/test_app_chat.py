@@ -36,7 +36,7 @@ async def test_a_streamed_answer_appears_as_it_arrives_and_the_status_shows_the_
         [block] = [b for b in app.chat.blocks if isinstance(b, AnswerBlock)]
         assert block.text == answer and block.finished
         assert "cached" in app.status_model.info.last_turn and "in" in app.status_model.info.last_turn
-        assert app.services.session.messages[-1]["role"] == "assistant"
+        assert app.services.session.messages[-1].role == "assistant"
 
 
 async def test_escape_cancels_a_turn_mid_stream_and_the_next_turn_works(
@@ -133,8 +133,8 @@ async def test_a_failing_background_worker_is_one_error_line_not_a_crash(make_ap
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         monkeypatch.setattr(panel_state, "build_panel_state", broken)
-        app._refresh_panel()
-        app._refresh_panel()
+        app.memory.panel.update()
+        app.memory.panel.update()
         await wait_until(pilot, lambda: any("the store folder is unreadable" in t for t in chat_texts(app)))
         await send(pilot, "/help")
         await wait_until(pilot, lambda: any("/remember TEXT" in t for t in chat_texts(app)))
@@ -147,9 +147,9 @@ async def test_the_memory_worker_makes_room_while_a_turn_streams_and_after_a_key
 ) -> None:
     """The stores' filesystem layer is paced by the App's pacer (memory.pace), which is busy from
     a turn's start to shortly after its end and after each key."""
-    import app.tui.app
+    import app.tui.chat.chat_screen
 
-    monkeypatch.setattr(app.tui.app, "PACE_AFTER_S", 0.3)
+    monkeypatch.setattr(app.tui.chat.chat_screen, "PACE_AFTER_S", 0.3)
     gate = server.gate("mid-answer")
     server.script(MODEL, text("A long answer, still streaming.", chunk_size=4).held(after=gate, at=4))
     server.script(MEMORY_MODEL, text("[]"))
@@ -198,7 +198,7 @@ async def test_no_full_garbage_collection_while_an_answer_streams_and_the_schedu
             await pilot.press("x")
             gate.release()
             await wait_until(pilot, lambda: app_.prompt.disabled_reason is None, what="the turn to end")
-            assert app_.turn_view.answer is None and gc.get_threshold()[2] > saved[2]
+            assert app_.chat_screen.turn_view.answer is None and gc.get_threshold()[2] > saved[2]
             await wait_until(pilot, lambda: gc.get_threshold() == saved, what="the collector's schedule")
     finally:
         gc.set_threshold(*saved)
@@ -239,10 +239,10 @@ async def test_ctrl_c_cancels_a_running_turn_as_esc_does_and_the_next_turn_works
 
 
 async def test_ctrl_c_with_no_turn_says_once_in_one_line_how_to_quit(make_app, monkeypatch) -> None:
-    import app.tui.app as tui_app
+    import app.tui.chat.chat_screen as chat_screen
 
     # The second Ctrl+C comes while the hint shows, however slow the machine: not a 4 s race.
-    monkeypatch.setattr(tui_app, "QUIT_HINT_S", 600.0)
+    monkeypatch.setattr(chat_screen, "QUIT_HINT_S", 600.0)
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
@@ -265,12 +265,12 @@ async def test_ctrl_c_with_text_selected_in_the_prompt_copies_it_and_cancels_not
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         await send(pilot, "go")
-        await wait_until(pilot, lambda: app.turn is not None and app.turn.is_running)
+        await wait_until(pilot, lambda: app.chat_screen.turn is not None and app.chat_screen.turn.is_running)
         app.prompt.text = "copy these words"
         app.prompt.select_all()
         await pilot.press("ctrl+c")
         await wait_until(pilot, lambda: app.clipboard == "copy these words", what="the copy")
-        assert app.turn.is_running and "cancelled" not in chat_texts(app)
+        assert app.chat_screen.turn.is_running and "cancelled" not in chat_texts(app)
         app.prompt.move_cursor((0, 0))  # no selection: Ctrl+C cancels again
         await pilot.press("ctrl+c")
         await wait_until(pilot, lambda: "cancelled" in chat_texts(app), what="the cancel note")

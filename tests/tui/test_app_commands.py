@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.tui import commands
+from app.tui.chat import command_table as commands
 from tests.support.clitools import create_op, ops_answer, system_text
 from tests.support.fakeapi import FakeAnthropic, text
 from tests.tui.conftest import MEMORY_MODEL, MODEL, chat_texts, send, wait_ready, wait_until
@@ -54,17 +54,15 @@ def test_completion_lists_matching_commands_in_table_order() -> None:
         assert name in help_text
 
 
-def test_every_command_has_one_handler_and_the_app_mixes_nothing_in() -> None:
-    """The commands are an object the App holds (its table covers the command list), and the
-    memory screens handle their own messages: no handler names of theirs are on the App."""
-    from typing import Any, cast
-
+def test_every_command_has_one_handler_and_the_app_mixes_nothing_in(ws: Path) -> None:
+    """The commands are an object the chat screen holds (its table covers the command list), and
+    the memory screens handle their own messages: no handler names of theirs are on the App."""
     from textual.app import App
 
     from app.tui.app import PseudoClaudeApp
 
-    slash = commands.SlashCommands(cast(Any, None))
-    assert list(slash.handlers) == [c.name for c in commands.COMMANDS]
+    slash = PseudoClaudeApp({}, ws).chat_screen.commands
+    assert slash is not None and list(slash.handlers) == [c.name for c in commands.COMMANDS]
     assert PseudoClaudeApp.__bases__ == (App,)
     prefixes = (
         "on_card_browser_",
@@ -83,10 +81,10 @@ async def test_the_prompt_completes_slash_commands_and_workspace_files(make_app,
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: "src/main.py" in app._files)
-        assert [s.insert for s in app.complete("/mo", 3)] == ["/model ", "/mode "]
-        assert app.complete("hello /mo", 9) == []  # a command only at the start
-        assert next(s.insert for s in app.complete("look at @mainpy", 15)) == "@src/main.py "
+        await wait_until(pilot, lambda: "src/main.py" in app.chat_screen.files)
+        assert [s.insert for s in app.chat_screen.complete("/mo", 3)] == ["/model ", "/mode "]
+        assert app.chat_screen.complete("hello /mo", 9) == []  # a command only at the start
+        assert next(s.insert for s in app.chat_screen.complete("look at @mainpy", 15)) == "@src/main.py "
 
 
 async def test_unknown_commands_and_help_answer_in_the_chat(make_app) -> None:
@@ -127,7 +125,7 @@ async def test_model_switches_the_next_request_and_mode_switches_memory(
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_ready(pilot)
         await send(pilot, "/model claude-other-1")
-        await wait_until(pilot, lambda: app.settings.model == "claude-other-1")
+        await wait_until(pilot, lambda: app.bridge.settings.model == "claude-other-1")
         await send(pilot, "/mode off")
         await wait_until(pilot, lambda: app.bridge.runtime.memory_mode == "off")
         assert app.bridge.runtime.manager.mode == "off"
@@ -167,7 +165,7 @@ async def test_an_at_path_attaches_the_file_to_the_message(make_app, server: Fak
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: "notes.txt" in app._files)
+        await wait_until(pilot, lambda: "notes.txt" in app.chat_screen.files)
         await send(pilot, "what does @notes.txt say?")
         await wait_until(pilot, lambda: "It says pineapple." in chat_texts(app))
         sent = server.requests_for(MODEL)[0].body["messages"][-1]["content"]
@@ -185,7 +183,7 @@ async def test_resume_picks_an_earlier_session_and_shows_its_history(make_app, s
         await send(pilot, "/clear")
         await wait_until(pilot, lambda: app.services.session.id != first)
         await send(pilot, "/resume")
-        from app.tui.commands import SessionPicker
+        from app.tui.chat.session_picker import SessionPicker
 
         await wait_until(pilot, lambda: isinstance(app.screen, SessionPicker))
         picker = app.screen
@@ -363,7 +361,9 @@ async def test_model_typed_after_tabbing_to_the_jobs_line_switches_the_model_and
         await _type(pilot, "/model claude-other-1")
         await wait_until(pilot, lambda: app.prompt.text == "/model claude-other-1")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.settings.model == "claude-other-1", what="the model switched")
+        await wait_until(
+            pilot, lambda: app.bridge.settings.model == "claude-other-1", what="the model switched"
+        )
         await pilot.pause()
         assert not isinstance(app.screen, PendingScreen) and app.screen is app.screen_stack[0]
 
@@ -391,6 +391,6 @@ async def test_whichever_way_a_screen_was_opened_its_closing_gives_the_focus_to_
 
 def test_the_names_a_custom_command_may_not_take_are_the_apps_own_commands() -> None:
     from app.agent.extensions.extensions import APP_COMMANDS
-    from app.tui.commands import COMMANDS
+    from app.tui.chat.command_table import COMMANDS
 
     assert sorted(APP_COMMANDS) == sorted(c.name for c in COMMANDS)

@@ -32,7 +32,9 @@ def _user_config(home: Path, body: str) -> None:
 
 
 def _ready(app: Any, name: str) -> bool:
-    return app.built and any(s.name == name and s.state == "ready" for s in app.services.extensions.servers())
+    return app.state.built and any(
+        s.name == name and s.state == "ready" for s in app.services.extensions.servers()
+    )
 
 
 def _tool_result(server: FakeAnthropic, n: int) -> dict[str, Any]:
@@ -176,10 +178,12 @@ async def test_project_commands_wait_for_trust_then_complete_and_expand(
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         await wait_until(pilot, lambda: isinstance(app.screen, ExtensionTrustModal), what="the trust window")
-        assert app.complete("/rev", 4) == []  # not before trust
+        assert app.chat_screen.complete("/rev", 4) == []  # not before trust
         await pilot.press("y")
-        await wait_until(pilot, lambda: [s.insert for s in app.complete("/rev", 4)] == ["/review "])
-        suggestion = app.complete("/rev", 4)[0]
+        await wait_until(
+            pilot, lambda: [s.insert for s in app.chat_screen.complete("/rev", 4)] == ["/review "]
+        )
+        suggestion = app.chat_screen.complete("/rev", 4)[0]
         assert suggestion.detail == "Review a file carefully" and suggestion.label == "/review FILE"
         await send(pilot, "/review src/app.py")
         await wait_until(pilot, lambda: "reviewed" in chat_texts(app))

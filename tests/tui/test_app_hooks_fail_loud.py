@@ -105,7 +105,7 @@ async def test_a_broken_guard_with_on_error_block_denies_and_a_stop_block_is_sai
         await send(pilot, "touch it")
         await wait_until(
             pilot,
-            lambda: any("second" in t for t in chat_texts(app)) and not app.turn_running(),
+            lambda: any("second" in t for t in chat_texts(app)) and not app.chat_screen.turn_running(),
             what="the turn to end",
         )
         assert not (ws / "pwned").exists()

@@ -41,7 +41,7 @@ def _project_server(ws: Path, pid_file: Path) -> None:
 
 
 def _state(app: Any, name: str) -> str:
-    if not app.built:
+    if not app.state.built:
         return ""
     return next((s.state for s in app.services.extensions.servers() if s.name == name), "")
 
@@ -132,7 +132,8 @@ async def test_a_servers_env_values_are_masked_in_the_chat_and_in_mcp(
 ) -> None:
     isolated_home.mkdir(parents=True, exist_ok=True)
     (isolated_home / "config.toml").write_text(
-        f'[mcp_servers.leaky]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}, "leak"]\n'
+        f"[mcp_servers.leaky]\ncommand = {json.dumps(sys.executable)}\n"
+        f'args = [{json.dumps(SERVER)}, "leak"]\n'
         f'env = {{ KEY = "{SECRET}", MCP_TEST_LEAK = "KEY" }}\n'
     )
     app = make_app(server, memory_mode="off")

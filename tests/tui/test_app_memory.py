@@ -1,4 +1,5 @@
-"""Memory in the app: the side panel after a job and after a hand edit, trust, quitting with a job in flight."""
+"""Memory in the app: the side panel after a job and after a hand edit, trust, quitting with a job
+in flight."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ async def test_the_side_panel_shows_a_card_marked_new_after_the_turns_job_applie
         assert card.new and card.summary == "make build"
         await wait_until(pilot, lambda: app.status_model.info.pending == 0 and not app.panel.state.jobs)
         # The session's cost counts the memory model's request too.
-        assert set(app.cost.by_model) == {MODEL, MEMORY_MODEL}
+        assert set(app.chat_screen.cost.by_model) == {MODEL, MEMORY_MODEL}
 
 
 async def test_the_side_panel_follows_a_hand_edit_on_disk(make_app, server: FakeAnthropic) -> None:
@@ -151,7 +152,7 @@ async def test_ctrl_c_does_not_quit(make_app) -> None:
         app.screen.focus_next()  # away from the prompt, where Ctrl+C copies
         await pilot.press("ctrl+c")
         await pilot.press("ctrl+c")
-        assert app.is_running and app.phase is not Phase.QUITTING
+        assert app.is_running and app.state.phase is not Phase.QUITTING
 
 
 async def test_quit_with_nothing_in_flight_leaves_at_once_and_closes_the_session(
@@ -167,7 +168,7 @@ async def test_quit_with_nothing_in_flight_leaves_at_once_and_closes_the_session
 
 
 def _status_row(app) -> str:
-    return app._status.line(app._status.content_region.width).plain
+    return app.chat_screen.status_line.line(app.chat_screen.status_line.content_region.width).plain
 
 
 async def test_with_the_panel_hidden_the_status_line_points_to_f2_and_counts_new_cards(
@@ -185,7 +186,7 @@ async def test_with_the_panel_hidden_the_status_line_points_to_f2_and_counts_new
         await send(pilot, "How do I build?")
         await wait_until(pilot, lambda: "F2 memory · 1 new" in _status_row(app), what="the new-card hint")
         row = app.screen._compositor.render_strips()[-1].text
-        assert "F2 memory · 1 new" in row and app._status.region.height == 1
+        assert "F2 memory · 1 new" in row and app.chat_screen.status_line.region.height == 1
         await pilot.press("f2")  # the panel shows the card itself: the hint goes
         await wait_until(pilot, lambda: app.panel.display and "F2" not in _status_row(app))
         await pilot.press("f2")

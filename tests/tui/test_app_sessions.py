@@ -9,8 +9,9 @@ from typing import Any
 
 from textual.widgets import OptionList
 
-from app.agent.conversation.session import SessionStore
-from app.tui.commands import SessionPicker
+from app.agent.conversation.blocks import Message
+from app.agent.conversation.session_store import SessionStore
+from app.tui.chat.session_picker import SessionPicker
 from tests.support.clitools import system_text
 from tests.support.fakeapi import FakeAnthropic, http_error, text
 from tests.tui.conftest import MODEL, chat_texts, send, wait_ready, wait_until
@@ -27,8 +28,8 @@ def is_summary(body: Mapping[str, Any]) -> bool:
 def _session_with_a_turn(ws: Path, prompt: str, answer: str) -> str:
     with SessionStore().create(ws) as s:
         s.begin_turn(prompt)
-        s.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
-        s.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
+        s.append(Message.model_validate({"role": "user", "content": [{"type": "text", "text": prompt}]}))
+        s.append(Message.model_validate({"role": "assistant", "content": [{"type": "text", "text": answer}]}))
         s.end_turn("completed")
         return s.id
 
@@ -174,7 +175,7 @@ async def test_resume_works_with_no_model_configured_and_shows_the_history(make_
     app = make_app(None, memory_mode="off")  # no credentials at all
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
-        assert not app.ready
+        assert not app.state.phase.ready
         await send(pilot, "/resume")
         await _pick_first(pilot)
         await wait_until(pilot, lambda: app.services.session.id == real, what="the resumed session")
@@ -213,10 +214,14 @@ async def test_a_resumed_sessions_bash_call_shows_its_exit_status_as_it_did_live
     }
     with SessionStore().create(ws) as s:
         s.begin_turn("run the tests")
-        s.append({"role": "user", "content": [{"type": "text", "text": "run the tests"}]})
-        s.append({"role": "assistant", "content": [use]})
-        s.append({"role": "user", "content": [result]})
-        s.append({"role": "assistant", "content": [{"type": "text", "text": "they fail"}]})
+        s.append(
+            Message.model_validate({"role": "user", "content": [{"type": "text", "text": "run the tests"}]})
+        )
+        s.append(Message.model_validate({"role": "assistant", "content": [use]}))
+        s.append(Message.model_validate({"role": "user", "content": [result]}))
+        s.append(
+            Message.model_validate({"role": "assistant", "content": [{"type": "text", "text": "they fail"}]})
+        )
         s.end_turn("completed")
     app = make_app(server, memory_mode="off", continue_latest=True)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -39,7 +39,7 @@ _FIRST_FRAME_PROBE = textwrap.dedent(
                 m for m in ("pydantic", "pydantic_settings", "memory.model", "markdown_it", "yaml")
                 if m in sys.modules
             )
-            seen["settings_at_first_frame"] = self.settings is not None
+            seen["settings_at_first_frame"] = self.bridge.settings is not None
             super()._after_first_frame()
 
     async def main():
@@ -48,12 +48,12 @@ _FIRST_FRAME_PROBE = textwrap.dedent(
         async with app.run_test(size=(120, 40)) as pilot:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 30
-            while not (app.phase.opened and app.ready):
+            while not (app.state.phase.opened and app.state.phase.ready):
                 assert loop.time() < deadline, "the runtime never opened"
                 await pilot.pause(0.02)
             seen["anthropic_when_ready"] = "anthropic" in sys.modules
             seen["prompt_enabled_when_ready"] = app.prompt.disabled_reason is None
-            seen["model_when_ready"] = app.settings.model
+            seen["model_when_ready"] = app.bridge.settings.model
             await app.bridge.close(0)
         print(seen)
 
@@ -96,7 +96,7 @@ async def test_without_credentials_the_app_starts_shows_the_panel_and_says_how_t
         text = "\n".join(chat_texts(app))
         for needed in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "config.toml"):
             assert needed in text
-        assert app.panel.display and app.panel_shows >= 1
+        assert app.panel.display and app.memory.panel.shows >= 1
         assert app.status_model.info.note == "no model configured"
         # A message says it again instead of being sent; no request is ever made.
         app.prompt.text = "hello"
@@ -133,7 +133,7 @@ async def test_a_narrow_terminal_starts_with_the_panel_hidden_and_f2_shows_it(ma
 def test_pseudoclaude_without_p_opens_the_app_on_a_terminal_and_prints_the_status_otherwise(
     ws: Path, monkeypatch, capsys
 ) -> None:
-    import app.tui.app
+    import app.tui.run_app
     from app.cli.main import main
 
     opened: list[tuple[Path, str | None, bool]] = []
@@ -142,7 +142,7 @@ def test_pseudoclaude_without_p_opens_the_app_on_a_terminal_and_prints_the_statu
         opened.append((workspace, resume, continue_latest))
         return 0
 
-    monkeypatch.setattr(app.tui.app, "run_app", fake_run_app)
+    monkeypatch.setattr(app.tui.run_app, "run_app", fake_run_app)
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
     assert main(["-C", str(ws), "--continue"]) == 0
@@ -157,7 +157,7 @@ def test_pseudoclaude_without_p_opens_the_app_on_a_terminal_and_prints_the_statu
 async def test_the_setup_help_is_one_short_item_per_line_in_a_setup_block_with_a_bold_heading(
     make_app,
 ) -> None:
-    from app.tui.startup import CONFIGURE_HELP
+    from app.tui.chat.chat_screen import CONFIGURE_HELP
 
     lines = CONFIGURE_HELP.splitlines()
     assert all(len(line) <= 56 for line in lines)
@@ -205,7 +205,8 @@ async def test_a_bad_setting_ends_the_app_after_its_first_frame_with_one_line_an
 
 def test_run_app_prints_the_bad_setting_on_stderr_and_returns_2(ws: Path, monkeypatch, capsys) -> None:
     import app.tui.app
-    from app.tui.app import PseudoClaudeApp, run_app
+    from app.tui.app import PseudoClaudeApp
+    from app.tui.run_app import run_app
 
     home = Path(os.environ["PSEUDOCLAUDE_HOME"])
     home.mkdir(parents=True, exist_ok=True)
@@ -274,8 +275,8 @@ async def test_a_prompt_sent_while_connecting_is_queued_shown_pending_and_sent_w
     app = make_app(server, memory_mode="off")
     release = _hold_open(app)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.built, what="the runtime object")
-        assert app.connecting and "connecting" in app.status_model.info.note
+        await wait_until(pilot, lambda: app.state.built, what="the runtime object")
+        assert app.state.phase.connecting and "connecting" in app.status_model.info.note
         await pilot.press(*"hello", "enter")  # real keys, while "connecting…"
         await wait_until(pilot, lambda: len(_user_blocks(app)) == 1, what="the queued prompt in the chat")
         [queued] = _user_blocks(app)
@@ -284,14 +285,14 @@ async def test_a_prompt_sent_while_connecting_is_queued_shown_pending_and_sent_w
         # /help needs no model: it answers at once, while the prompt is still waiting.
         await pilot.press(*"/help", "enter")
         await wait_until(pilot, lambda: any("/remember TEXT" in t for t in chat_texts(app)), what="/help")
-        assert server.requests_for(MODEL) == [] and app.connecting
+        assert server.requests_for(MODEL) == [] and app.state.phase.connecting
         release.set()
         await wait_until(pilot, lambda: "The queued prompt's answer." in chat_texts(app), what="the answer")
         [request] = server.requests_for(MODEL)
         assert "hello" in json.dumps(request.body["messages"][-1])
         [sent] = _user_blocks(app)
         assert sent.text == "hello" and sent.note == ""  # no longer marked queued
-        assert app.prompt.notice is None and app._waiting == []
+        assert app.prompt.notice is None and app.chat_screen.queue.items == []
 
 
 async def test_prompts_queued_while_connecting_are_sent_in_order_one_turn_after_the_other(
@@ -326,7 +327,7 @@ async def test_memory_commands_typed_before_the_stores_are_open_run_as_soon_as_t
         app.prompt.text = "/pending"
         assert app.prompt.submit()
         await wait_until(pilot, lambda: any("/pending runs in a moment" in t for t in chat_texts(app)))
-        assert not app.built and not isinstance(app.screen, PendingScreen)
+        assert not app.state.built and not isinstance(app.screen, PendingScreen)
         release.set()
         await wait_until(pilot, lambda: isinstance(app.screen, PendingScreen), what="the pending screen")
 
@@ -339,7 +340,7 @@ async def test_memory_commands_work_while_the_model_is_still_connecting(
     app = make_app(server, memory_mode="off")
     release = _hold_open(app)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.built, what="the runtime object")
+        await wait_until(pilot, lambda: app.state.built, what="the runtime object")
         app.prompt.text = "/remember Releases are cut from main"
         assert app.prompt.submit()
         await wait_until(pilot, lambda: isinstance(app.screen, CardEditor), what="the editor")
@@ -350,7 +351,7 @@ async def test_memory_commands_work_while_the_model_is_still_connecting(
         await pilot.press("escape")
         await send_now(pilot, "/undo")
         await wait_until(pilot, lambda: any("undid the last memory batch" in t for t in chat_texts(app)))
-        assert app.connecting  # all of it before the session was open
+        assert app.state.phase.connecting  # all of it before the session was open
         release.set()
         await wait_ready(pilot)
 
@@ -374,11 +375,11 @@ async def test_esc_takes_back_a_queued_prompt_into_the_prompt_and_nothing_is_sen
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.prompt.text == "draft", what="the text back in the prompt")
         [block] = _user_blocks(app)
-        assert block.note == "not sent: cancelled (back in the prompt)" and app._waiting == []
+        assert block.note == "not sent: cancelled (back in the prompt)" and app.chat_screen.queue.items == []
         release.set()
         await wait_ready(pilot)
         await pilot.pause()
-        assert app.turn is None and server.requests_for(MODEL) == []
+        assert app.chat_screen.turn is None and server.requests_for(MODEL) == []
 
 
 async def test_without_credentials_a_queued_prompt_is_kept_and_answered_with_the_setup_help(make_app) -> None:
@@ -387,7 +388,7 @@ async def test_without_credentials_a_queued_prompt_is_kept_and_answered_with_the
     app = make_app()  # no key
     release = _hold_open(app)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.built)
+        await wait_until(pilot, lambda: app.state.built)
         app.prompt.text = "please build it"
         assert app.prompt.submit()
         await wait_until(pilot, lambda: len(_user_blocks(app)) == 1)
@@ -424,7 +425,8 @@ async def test_a_prompt_queued_before_the_trust_question_waits_for_its_answer(
     folder = ws / ".PseudoClaude" / "memory"
     folder.mkdir(parents=True)
     (folder / "project_knowledge_deploy.md").write_text(
-        "---\ntitle: Deploy on Fridays\nsummary: ok\ntype: project_knowledge\ncreated: '2026-01-01T00:00:00Z'\n"
+        "---\ntitle: Deploy on Fridays\nsummary: ok\ntype: project_knowledge\n"
+        "created: '2026-01-01T00:00:00Z'\n"
         "updated: '2026-01-01T00:00:00Z'\nsource: manual\n---\nBody.\n"
     )
     (folder / "MEMORY.md").write_text(
@@ -439,10 +441,14 @@ async def test_a_prompt_queued_before_the_trust_question_waits_for_its_answer(
         await wait_until(pilot, lambda: len(_user_blocks(app)) == 1)
         await wait_until(pilot, lambda: isinstance(app.screen, TrustModal), what="the trust modal")
         release.set()
-        await wait_until(pilot, lambda: not app.connecting, what="the runtime open, the question unanswered")
+        await wait_until(
+            pilot, lambda: not app.state.phase.connecting, what="the runtime open, the question unanswered"
+        )
         await pilot.pause()
         assert isinstance(app.screen, TrustModal)
-        assert app.turn is None and len(app._waiting) == 1  # still queued: not before the answer
+        assert (
+            app.chat_screen.turn is None and len(app.chat_screen.queue.items) == 1
+        )  # still queued: not before the answer
         await pilot.press("y")
         await wait_until(pilot, lambda: "noted" in chat_texts(app), what="the answer")
         assert "Deploy on Fridays" in system_text(server.requests_for(MODEL)[0])

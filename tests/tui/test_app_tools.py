@@ -247,7 +247,7 @@ async def test_a_finished_tool_call_leaves_the_turns_map(make_app, server: FakeA
         await wait_until(pilot, lambda: "read it" in chat_texts(app))
         block = app.chat.tool("toolu_r")
         assert block is not None and block.status == "done"
-        assert "toolu_r" not in app.turn_view.tools
+        assert "toolu_r" not in app.chat_screen.turn_view.tools
 
 
 async def test_a_pruned_tool_block_is_not_kept_alive_by_the_turns_map() -> None:

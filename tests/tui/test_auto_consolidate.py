@@ -75,7 +75,7 @@ async def one_turn(pilot: Any, app: Any, k: int) -> None:
     )
     await wait_until(
         pilot,
-        lambda: not app.scale.auto_due and not checking(app),
+        lambda: not app.memory.scale.auto_due and not checking(app),
         timeout=30,
         what="the automatic check after the turn",
     )

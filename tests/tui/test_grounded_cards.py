@@ -3,7 +3,7 @@ browser, kept fresh while the app runs; the browser's stale filter, its sort by 
 card's use line; "still true" (c) and its undo; the editor's citations field.
 
 Pilot tests of ``PseudoClaudeApp`` over real stores: a project card cites a workspace file, the
-test changes the file, and the App's re-check (``app.grounding``: after a turn and on a timer)
+test changes the file, and the App's re-check (``app.memory.grounding``: after a turn and on a timer)
 is driven directly or with a short interval, never by sleeping.
 """
 
@@ -92,18 +92,18 @@ async def test_the_panel_marks_a_card_stale_with_its_reason_once_its_cited_file_
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         assert panel_card(app, "Build").stale is None
-        app.grounding.recheck()
-        await wait_until(pilot, lambda: app.grounding.checks == 1, what="the first check")
-        changes = app.grounding.changes
-        app.grounding.recheck()  # nothing changed: the panel is not rebuilt
-        await wait_until(pilot, lambda: app.grounding.checks == 2, what="the second check")
-        assert app.grounding.changes == changes
+        app.memory.grounding.recheck()
+        await wait_until(pilot, lambda: app.memory.grounding.checks == 1, what="the first check")
+        changes = app.memory.grounding.changes
+        app.memory.grounding.recheck()  # nothing changed: the panel is not rebuilt
+        await wait_until(pilot, lambda: app.memory.grounding.checks == 2, what="the second check")
+        assert app.memory.grounding.changes == changes
 
         (ws / "Makefile").write_text("all:\n\techo changed\n")
-        app.grounding.recheck()  # as after a turn's end
+        app.memory.grounding.recheck()  # as after a turn's end
         await wait_until(pilot, lambda: panel_card(app, "Build").stale == CHANGED, what="the stale mark")
         assert panel_card(app, "Layout").stale is None and panel_card(app, "Style").stale is None
-        assert app.grounding.last == frozenset({(names["Build"], CHANGED)})
+        assert app.memory.grounding.last == frozenset({(names["Build"], CHANGED)})
         shown = screen_text(app)
         assert "stale know Build" in shown and "· 1 stale" in shown
         # The reason is on the screen (under the card), not only in a tooltip.
@@ -113,10 +113,10 @@ async def test_the_panel_marks_a_card_stale_with_its_reason_once_its_cited_file_
 async def test_the_idle_timer_picks_up_a_cited_file_deleted_while_the_app_runs(make_app, ws: Path) -> None:
     seed(ws)
     app = make_app()
-    app.grounding.interval = 0.05
+    app.memory.grounding.interval = 0.05
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: app.grounding.checks >= 1, what="a timed check")
+        await wait_until(pilot, lambda: app.memory.grounding.checks >= 1, what="a timed check")
         assert panel_card(app, "Layout").stale is None
         (ws / "src" / "app.py").unlink()
         await wait_until(
@@ -130,12 +130,12 @@ async def test_a_turns_end_rechecks_the_citations(make_app, server: FakeAnthropi
     seed(ws)
     server.script(MODEL, text("Done."))
     app = make_app(server, memory_mode="off")
-    app.grounding.interval = 3600.0  # the timer stays out of it
+    app.memory.grounding.interval = 3600.0  # the timer stays out of it
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        assert app.grounding.checks == 0
+        assert app.memory.grounding.checks == 0
         await send(pilot, "Hello")
-        await wait_until(pilot, lambda: app.grounding.checks == 1, what="the check after the turn")
+        await wait_until(pilot, lambda: app.memory.grounding.checks == 1, what="the check after the turn")
 
 
 async def test_a_failing_check_is_logged_not_shown(make_app, ws: Path, caplog: Any) -> None:
@@ -149,10 +149,10 @@ async def test_a_failing_check_is_logged_not_shown(make_app, ws: Path, caplog: A
 
         app.services.cards.stale_cards = broken  # type: ignore[method-assign]
         blocks = len(app.chat.blocks)
-        app.grounding.recheck()
+        app.memory.grounding.recheck()
         await wait_until(pilot, lambda: "disk on fire" in caplog.text, what="the logged failure")
         await pilot.pause()
-        assert len(app.chat.blocks) == blocks and app.grounding.checks == 0
+        assert len(app.chat.blocks) == blocks and app.memory.grounding.checks == 0
 
 
 # -- the card browser: marks, filter, use, sort ---------------------------------------------------

@@ -40,7 +40,8 @@ BODIES = {
 def _write_card(folder: Path, filename: str, body: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / filename).write_text(
-        "---\ntitle: Indentation\nsummary: four spaces\ntype: project_knowledge\ncreated: '2026-01-01T00:00:00Z'\n"
+        "---\ntitle: Indentation\nsummary: four spaces\ntype: project_knowledge\n"
+        "created: '2026-01-01T00:00:00Z'\n"
         f"updated: '2026-01-01T00:00:00Z'\nsource: manual\n---\n{body}"
     )
 

@@ -1,5 +1,6 @@
-"""The Runner with the app's ModalGate, through the real SDK against the fake Messages API: the
-events a call that asks goes through, and the person's note on a denial reaching the model."""
+"""The Runner with the app's side of the gate (ModalAsk), through the real SDK against the fake
+Messages API: the events a call that asks goes through, and the person's note on a denial reaching
+the model."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 
 from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.tools.specs import TOOL_SPECS
+from app.agent.tools import BUILTIN_TOOLS, ToolContext
 from app.agent.turn.events import ToolCallApproved, ToolCallFinished, ToolCallStarted
-from app.tui.permission.modal_gate import ModalGate, build_preview
+from app.tui.permission.modal_ask import ModalAsk
 from tests.support.clitools import MODEL, result_text, tool_results
 from tests.support.fakeapi import FakeAnthropic, text, tool_use
 from widgets.chat.tool_block import summarize_args
@@ -46,7 +47,7 @@ async def make_runtime(ws: Path) -> AsyncIterator[Any]:
     opened: list[Runtime] = []
 
     async def factory(person: Person) -> Runtime:
-        rt = Runtime(load_settings({"memory_mode": "off"}), ws, gate=ModalGate(ws, person))
+        rt = Runtime(load_settings({"memory_mode": "off"}), ws, ask=ModalAsk(person))
         await rt.open_session()
         opened.append(rt)
         return rt
@@ -143,10 +144,14 @@ async def test_a_call_that_asks_starts_waiting_then_is_approved_then_runs(
     ],
 )
 def test_the_write_dialog_and_the_tool_block_count_the_same_lines(ws: Path, content: str, lines: int) -> None:
-    summary, _, _ = build_preview(ws, "write_file", {"path": "new.txt", "content": content})
+    write = BUILTIN_TOOLS.get("write_file")
+    assert write is not None
+    summary = write.preview(
+        write.parse({"path": "new.txt", "content": content}), ToolContext(workspace=ws)
+    ).summary
     plural = "line" if lines == 1 else "lines"
     assert f"({lines} line(s)," in summary
-    keys = TOOL_SPECS["write_file"].display
+    keys = write.display
     assert (
         summarize_args({"path": "new.txt", "content": content}, keys) == f"new.txt  content: {lines} {plural}"
     )

@@ -61,7 +61,7 @@ async def test_the_panel_lists_the_cards_while_the_runtime_is_still_being_built(
                 ),
                 what="the early cards",
             )
-            assert app.bridge.runtime is None and not app.built  # the build is still held
+            assert app.bridge.runtime is None and not app.state.built  # the build is still held
             assert app.panel.state.project_note is None and not any(
                 c.untrusted for c in app.panel.state.project
             )

@@ -39,7 +39,7 @@ def _hold(app: PseudoClaudeApp) -> threading.Event:
     """The runtime's construction and the early read of the stores wait for the returned event."""
     release = threading.Event()
     build: Callable[[], None] = app.bridge.build
-    early = app.panel_feed.early
+    early = app.memory.panel.feed.early
 
     def held_build() -> None:
         assert release.wait(30), "the test never released the build"
@@ -50,7 +50,7 @@ def _hold(app: PseudoClaudeApp) -> threading.Event:
         return await early(stores)
 
     app.bridge.build = held_build  # type: ignore[method-assign]
-    app.panel_feed.early = held_early  # type: ignore[method-assign]
+    app.memory.panel.feed.early = held_early  # type: ignore[method-assign]
     return release
 
 
@@ -109,10 +109,10 @@ async def test_the_snapshot_is_the_first_panel_state_before_the_stores_are_read(
                 show(state)
 
             app.panel.show = recording  # type: ignore[method-assign]
-            assert app.bridge.runtime is None and not app.built  # nothing read the stores yet
+            assert app.bridge.runtime is None and not app.state.built  # nothing read the stores yet
             assert app.panel.state.jobs == () and not any(c.new for c in app.panel.state.user)
             snap = app.panel.state
-            assert snap is app.startup._snapshot_state  # the first state shown: the snapshot
+            assert snap is app.memory.panel._snapshot_state  # the first state shown: the snapshot
             release.set()
             await wait_ready(pilot)
             # Replaced by the reads of the stores (the early one, the runtime's), never shown again:
@@ -208,11 +208,11 @@ async def test_the_snapshot_is_written_after_a_runtime_state_and_rewritten_when_
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         settle(ws, isolated_home)  # the start's own writes (MEMORY.md) are seconds old now
-        app._refresh_panel()
+        app.memory.panel.update()
         await wait_until(pilot, lambda: kept() == ["Tabs not spaces"], what="the snapshot written")
         write_note(stores, Level.USER, "project_knowledge_uv.md", "Use uv", "not pip")
         settle(ws, isolated_home)
-        app._refresh_panel()
+        app.memory.panel.update()
         await wait_until(
             pilot, lambda: sorted(kept()) == ["Tabs not spaces", "Use uv"], what="the snapshot rewritten"
         )
@@ -231,7 +231,7 @@ async def test_cards_changed_just_before_the_start_are_kept_for_the_next_one(
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(160, 45)) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: app.panel_shows > 0, what="the runtime's panel")
+        await wait_until(pilot, lambda: app.memory.panel.shows > 0, what="the runtime's panel")
         assert panel_snapshot.read_snapshot(isolated_home, ws) is None  # too fresh to stamp at first
         await wait_until(
             pilot,

@@ -340,7 +340,7 @@ async def test_the_automatic_consolidation_is_asked_after_a_job_applied_only_whi
         await send(pilot, "a question")
         await gate.wait_reached_async()
         app.post_message(applied_event())
-        await wait_until(pilot, lambda: app.scale.auto_due, what="the event heard")
+        await wait_until(pilot, lambda: app.memory.scale.auto_due, what="the event heard")
         await pilot.pause()
         assert recorder.calls == 1
         gate.release()

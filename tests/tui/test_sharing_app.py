@@ -125,7 +125,7 @@ async def test_an_outside_change_has_memory_md_rebuilt_from_the_cards(make_app, 
             what="MEMORY.md rebuilt with the new card",
         )
         await wait_until(pilot, lambda: "By hand" in [c.title for c in app.panel.state.project])
-        assert app.sharing.refreshes >= 1
+        assert app.memory.sharing.refreshes >= 1
 
 
 async def test_an_index_that_cannot_be_refreshed_is_logged_and_the_panel_still_follows(
@@ -199,7 +199,7 @@ async def test_clicking_a_conflicted_card_in_the_panel_opens_the_browser_on_it(
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await wait_until(pilot, lambda: len(app.panel.state.conflicted) == 1, what="the conflicted card")
-        app.memory_screens.open_browser = opened.append  # what the panel asks for
+        app.memory.screens.open_browser = opened.append  # what the panel asks for
         cards = app.panel._cards
         y = next(i for i in range(60) if cards.card_at(i) == ("project", DEPLOY))
         await pilot.click(cards, offset=(2, y))
@@ -240,7 +240,7 @@ class FakeSync:
                 {
                     "remote": remote,
                     "timeout": timeout,
-                    "opened": self.app.phase.opened,
+                    "opened": self.app.state.phase.opened,
                     "session_open": rt is not None and rt.session is not None,
                 }
             )
@@ -316,7 +316,7 @@ async def test_a_failed_sync_is_one_line_replaced_by_the_next_and_retried_later(
         n = len(fake.calls)
         assert n == 3
         # In step: no more retries (the next sync is at quit).
-        assert app.sharing._retry is None and fake.most == 1
+        assert app.memory.sharing._retry is None and fake.most == 1
 
 
 async def test_a_batch_applied_to_the_user_store_retries_a_failed_sync_and_syncs_never_overlap(
@@ -337,12 +337,14 @@ async def test_a_batch_applied_to_the_user_store_retries_a_failed_sync_and_syncs
         async with app.run_test(size=SIZE) as pilot:
             await wait_ready(pilot)
             await wait_until(pilot, lambda: len(fake.calls) == 1, what="the first sync (held)")
-            assert not app.sharing.sync_now()  # one runs: no second one beside it
+            assert not app.memory.sharing.sync_now()  # one runs: no second one beside it
             gate.set()
-            await wait_until(pilot, lambda: app.sharing.syncs == 1, what="the first sync's end")
-            assert app.sharing.last is not None and not app.sharing.last.ok
+            await wait_until(pilot, lambda: app.memory.sharing.syncs == 1, what="the first sync's end")
+            assert app.memory.sharing.last is not None and not app.memory.sharing.last.ok
             app.post_message(MemoryEventMessage(user_batch))
-            await wait_until(pilot, lambda: app.sharing.syncs == 2, what="the retry after the user batch")
+            await wait_until(
+                pilot, lambda: app.memory.sharing.syncs == 2, what="the retry after the user batch"
+            )
             assert len(fake.calls) == 2 and fake.most == 1
     finally:
         gate.set()
@@ -361,7 +363,7 @@ async def test_the_sync_at_quit_comes_after_the_drain_and_a_hanging_one_is_cut_o
     try:
         async with app.run_test(size=SIZE) as pilot:
             await wait_ready(pilot)
-            await wait_until(pilot, lambda: app.sharing.syncs == 1, what="the start-up sync")
+            await wait_until(pilot, lambda: app.memory.sharing.syncs == 1, what="the start-up sync")
             fake.gate = gate  # the remote stops answering
             await pilot.press("ctrl+q")
             await wait_until(pilot, lambda: not app.is_running, timeout=10, what="the app to quit anyway")
@@ -387,9 +389,9 @@ async def test_the_app_syncs_the_user_store_with_a_real_bare_remote(
     app = make_app(server)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: app.sharing.syncs == 1, timeout=30, what="the sync")
-        assert app.sharing.last is not None and app.sharing.last.ok, app.sharing.last
-        line = app.sharing.last.line
+        await wait_until(pilot, lambda: app.memory.sharing.syncs == 1, timeout=30, what="the sync")
+        assert app.memory.sharing.last is not None and app.memory.sharing.last.ok, app.memory.sharing.last
+        line = app.memory.sharing.last.line
         # The panel follows in a worker of its own: wait for it, not for a count of pauses.
         await wait_until(pilot, lambda: app.panel.state.sync_note == line, what="the sync line in the panel")
         assert not app.panel.state.sync_failed
@@ -430,8 +432,8 @@ async def test_a_rewritten_remote_is_refused_in_one_line_in_the_panel_and_nothin
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: app.sharing.syncs == 1, timeout=30, what="the sync")
-        last = app.sharing.last
+        await wait_until(pilot, lambda: app.memory.sharing.syncs == 1, timeout=30, what="the sync")
+        last = app.memory.sharing.last
         assert last is not None and not last.ok and "\n" not in last.line
         assert (
             "history was rewritten" in last.line

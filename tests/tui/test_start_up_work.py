@@ -81,7 +81,7 @@ def test_the_first_frame_runs_no_collection_and_loads_no_memory_command(ws: Path
 def test_the_collector_comes_back_when_the_app_ends_before_its_first_frame(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.tui.app
+    import app.tui.run_app
     from app.cli.main import main
 
     held: list[bool] = []
@@ -90,7 +90,7 @@ def test_the_collector_comes_back_when_the_app_ends_before_its_first_frame(
         held.append(not gc.isenabled())
         raise RuntimeError("no terminal after all")
 
-    monkeypatch.setattr(app.tui.app, "run_app", failing_run_app)
+    monkeypatch.setattr(app.tui.run_app, "run_app", failing_run_app)
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
     assert gc.isenabled()
@@ -111,7 +111,8 @@ async def test_the_trust_window_is_drawn_before_the_stores_are_loaded(make_app, 
     folder = ws / ".PseudoClaude" / "memory"  # a store that came with a clone
     folder.mkdir(parents=True)
     (folder / "project_knowledge_deploy.md").write_text(
-        "---\ntitle: Deploy on Fridays\nsummary: ok\ntype: project_knowledge\ncreated: '2026-01-01T00:00:00Z'\n"
+        "---\ntitle: Deploy on Fridays\nsummary: ok\ntype: project_knowledge\n"
+        "created: '2026-01-01T00:00:00Z'\n"
         "updated: '2026-01-01T00:00:00Z'\nsource: manual\n---\nBody.\n"
     )
     app = make_app()
@@ -140,5 +141,5 @@ async def test_no_trust_window_and_a_connection_for_a_store_that_needs_none(
 ) -> None:
     app = make_app(server)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.ready, what="connected")
-        assert not isinstance(app.screen, TrustModal) and not app.trust.pending
+        await wait_until(pilot, lambda: app.state.phase.ready, what="connected")
+        assert not isinstance(app.screen, TrustModal) and not app.startup.trust.pending

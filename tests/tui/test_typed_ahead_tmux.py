@@ -80,7 +80,8 @@ def test_a_trust_window_that_opens_under_the_typing_trusts_nothing(tmux: Tmux, w
     folder = workspace / ".PseudoClaude" / "memory"
     folder.mkdir(parents=True)
     (folder / "project_knowledge_deploy.md").write_text(
-        "---\ntitle: Deploy on Fridays\nsummary: ok\ntype: project_knowledge\ncreated: '2026-01-01T00:00:00Z'\n"
+        "---\ntitle: Deploy on Fridays\nsummary: ok\ntype: project_knowledge\n"
+        "created: '2026-01-01T00:00:00Z'\n"
         "updated: '2026-01-01T00:00:00Z'\nsource: manual\n---\nBody.\n"
     )
     records = Path(os.environ["PSEUDOCLAUDE_HOME"]) / "trust"

@@ -1,4 +1,5 @@
-"""The memory side panel and the status line as drawn (widgets/panel/memory_panel.py, widgets/chat/status.py)."""
+"""The memory side panel and the status line as drawn (widgets/panel/memory_panel.py,
+widgets/chat/status.py)."""
 
 from __future__ import annotations
 

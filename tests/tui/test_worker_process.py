@@ -129,10 +129,10 @@ async def test_a_turns_card_reaches_the_panel_from_the_worker_child(
         # the indexes and re-read the stores on the app's side (its `wrote` lines on the pipe).
         await wait_until(pilot, lambda: app.bridge.watcher_ready, what="the store watcher")
         await pilot.pause(0.5)
-        assert app.sharing.refreshes == 0
+        assert app.memory.sharing.refreshes == 0
         # The child's request counts in the session's cost (its usage line on the pipe).
         await wait_until(
-            pilot, lambda: set(app.cost.by_model) == {MODEL, MEMORY_MODEL}, what="the memory cost"
+            pilot, lambda: set(app.chat_screen.cost.by_model) == {MODEL, MEMORY_MODEL}, what="the memory cost"
         )
 
 
@@ -155,13 +155,13 @@ async def test_the_childs_batch_is_one_job_event_and_one_panel_refresh(
         events: list[MemoryEvent] = []
         rt.manager.subscribe(events.append)
         refreshes: list[int] = []
-        refresh = app._refresh_panel
+        refresh = app.memory.panel.update
 
         def counted() -> object:
             refreshes.append(1)
             return refresh()
 
-        app._refresh_panel = counted
+        app.memory.panel.update = counted
         gate.release()
         await wait_until(
             pilot,
@@ -173,7 +173,7 @@ async def test_the_childs_batch_is_one_job_event_and_one_panel_refresh(
         assert [type(e) for e in events] == [JobApplied]
         assert [a.filename for a in events[0].applied] == [c.name for c in _project_cards(ws)]  # type: ignore[union-attr]
         assert refreshes == [1]
-        assert app.sharing.refreshes == 0  # and the watcher took the child's writes for the app's own
+        assert app.memory.sharing.refreshes == 0  # and the watcher took the child's writes for the app's own
 
 
 async def test_a_child_killed_mid_apply_is_said_once_replaced_and_the_job_applies_once(

@@ -80,8 +80,12 @@ _REGEX_CALLS = frozenset(
 )
 # Files that parse index text on purpose -> why.
 PARSE_BACK_EXCEPTIONS: dict[str, str] = {
-    "app/agent/memory_bridge/receipts.py": "a turn's receipt reads the index the Run was shown, as the session recorded it",
-    "app/agent/memory_bridge/heads.py": "a resumed conversation's index and <memory-recall> blocks exist only as its text",
+    "app/agent/memory_bridge/receipts.py": (
+        "a turn's receipt reads the index the Run was shown, as the session recorded it"
+    ),
+    "app/agent/memory_bridge/heads.py": (
+        "a resumed conversation's index and <memory-recall> blocks exist only as its text"
+    ),
 }
 
 

@@ -4,7 +4,7 @@ side (stacked on a narrow screen), the body's changes as a diff, and the person'
 from __future__ import annotations
 
 import difflib
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from textual import on
 from textual.app import ComposeResult
@@ -21,7 +21,11 @@ from widgets.cards.editor import WIDE
 from widgets.dialogs.decision import DecisionGate, typed_ahead_line
 from widgets.dialogs.frame import render_preview
 
-__all__ = ["ConflictModal"]
+__all__ = ["CONFLICT_CHOICES", "ConflictChoice", "ConflictModal"]
+
+# The person's answer: keep their version, take the disk's, or back to editing.
+ConflictChoice = Literal["mine", "disk", "cancel"]
+CONFLICT_CHOICES: tuple[ConflictChoice, ...] = ("mine", "disk", "cancel")
 
 
 def _version(draft: CardDraft) -> Content:
@@ -44,7 +48,7 @@ def _differing(mine: CardDraft, disk: CardDraft) -> list[str]:
     return [name for name in FIELDS if getattr(mine, name) != getattr(disk, name)]
 
 
-class ConflictModal(DecisionGate, ModalScreen[str]):
+class ConflictModal(DecisionGate, ModalScreen[ConflictChoice]):
     """The card changed on disk since the editor read it: dismisses with "mine" (keep yours,
     overwrite), "disk" (take the disk's, or leave it deleted) or "cancel" (back to editing)."""
 
@@ -157,10 +161,11 @@ class ConflictModal(DecisionGate, ModalScreen[str]):
         self.query_one("#mine-pane").focus()
 
     def action_choose(self, choice: str) -> None:
-        self.dismiss(choice)
+        for known in CONFLICT_CHOICES:
+            if choice == known:
+                self.dismiss(known)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        if event.button.id in ("mine", "disk", "cancel"):
-            self.dismiss(event.button.id)
+        self.action_choose(event.button.id or "")

@@ -3,7 +3,7 @@ the person's text, with "edit again" (the same text, back in the editor) or "dis
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from textual import on
 from textual.app import ComposeResult
@@ -18,10 +18,14 @@ from widgets.dialogs.confirm import ConfirmModal
 from widgets.dialogs.decision import DecisionGate, typed_ahead_line
 from widgets.dialogs.frame import DIALOG_CSS, render_preview
 
-__all__ = ["EditProblemModal"]
+__all__ = ["EDIT_PROBLEM_CHOICES", "EditProblemChoice", "EditProblemModal"]
+
+# The person's answer: the editor again on the same text, or their text dropped.
+EditProblemChoice = Literal["edit", "discard"]
+EDIT_PROBLEM_CHOICES: tuple[EditProblemChoice, ...] = ("edit", "discard")
 
 
-class EditProblemModal(DecisionGate, ModalScreen[str]):
+class EditProblemModal(DecisionGate, ModalScreen[EditProblemChoice]):
     """A card edited in ``$EDITOR`` was not applied (``problem``, one line); the card is as it
     was. Dismisses with "edit" (open the editor again on the same text) or "discard" (drop the
     person's text; Esc asks first). ``text`` is what the editor left, as far as it could be read."""
@@ -79,7 +83,9 @@ class EditProblemModal(DecisionGate, ModalScreen[str]):
         self.query_one("#edited").focus()
 
     def action_choose(self, choice: str) -> None:
-        self.dismiss(choice)
+        for known in EDIT_PROBLEM_CHOICES:
+            if choice == known:
+                self.dismiss(known)
 
     def action_ask_discard(self) -> None:
         def answered(yes: bool | None) -> None:
@@ -99,5 +105,4 @@ class EditProblemModal(DecisionGate, ModalScreen[str]):
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        if event.button.id in ("edit", "discard"):
-            self.dismiss(event.button.id)
+        self.action_choose(event.button.id or "")

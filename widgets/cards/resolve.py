@@ -12,7 +12,7 @@ here as plain text (``Content`` spans, never markup).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from textual import on
 from textual.app import ComposeResult
@@ -28,9 +28,11 @@ from widgets.cards.draft import CardConflict, ConflictSide, as_typed
 from widgets.cards.editor import WIDE
 from widgets.dialogs.decision import DecisionGate, typed_ahead_line
 
-__all__ = ["CHOICES", "ResolveModal", "side_title"]
+__all__ = ["CHOICES", "ResolveChoice", "ResolveModal", "side_title"]
 
-CHOICES = ("ours", "theirs", "edit", "cancel")
+# The person's answer: one version taken whole, the card editor on the merge, or nothing.
+ResolveChoice = Literal["ours", "theirs", "edit", "cancel"]
+CHOICES: tuple[ResolveChoice, ...] = ("ours", "theirs", "edit", "cancel")
 COMPARED = ("title", "summary", "type", "cites", "pinned", "body")
 
 
@@ -78,7 +80,7 @@ def differing(conflict: CardConflict) -> list[str]:
     return [name for name in COMPARED if getattr(a, name) != getattr(b, name)]
 
 
-class ResolveModal(DecisionGate, ModalScreen[str]):
+class ResolveModal(DecisionGate, ModalScreen[ResolveChoice]):
     """Dismisses with "ours" or "theirs" (the version above or below git's ``=======``, whatever
     it is called), "edit" (the card editor on the merge) or "cancel"."""
 
@@ -188,16 +190,17 @@ class ResolveModal(DecisionGate, ModalScreen[str]):
         self.query_one("#ours-pane").focus()
 
     def action_choose(self, choice: str) -> None:
-        self.dismiss(choice)
+        for known in CHOICES:
+            if choice == known:
+                self.dismiss(known)
 
     def action_take(self, key: str) -> None:
         """The version named by ``key``; a key that names neither does nothing."""
-        for side_id, name in zip(("ours", "theirs"), self.conflict.names(), strict=True):
+        for side_id, name in zip(CHOICES[:2], self.conflict.names(), strict=True):
             if name.key == key:
                 self.dismiss(side_id)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        if event.button.id in CHOICES:
-            self.dismiss(event.button.id)
+        self.action_choose(event.button.id or "")

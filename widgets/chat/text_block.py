@@ -15,7 +15,8 @@ __all__ = ["TextBlock"]
 
 
 class TextBlock(Static):
-    """A block of plain text: terminal sequences stripped, never parsed as markup; ``text`` keeps the original."""
+    """A block of plain text: terminal sequences stripped, never parsed as markup; ``text`` keeps
+    the original."""
 
     def __init__(self, text: str) -> None:
         self.text = text

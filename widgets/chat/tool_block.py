@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from textual import events
 from textual.app import ComposeResult
@@ -27,7 +27,7 @@ from memory.text.lines import ELLIPSIS, one_line
 from memory.text.terminal import strip_terminal
 from widgets.chat.sizes import lines_label, size_label
 
-__all__ = ["DisplayKeys", "ResultView", "ToolBlock", "ToolStatus", "summarize_args"]
+__all__ = ["DisplayKeys", "ResultView", "ToolArgs", "ToolBlock", "ToolStatus", "summarize_args"]
 
 ToolStatus = Literal["streaming", "waiting", "running", "done", "error", "denied"]
 # (input name, format) pairs: the inputs that tell what a call does, most telling first; "{}" is
@@ -46,6 +46,10 @@ class ResultView:
     failed: bool
 
 
+# A tool call's input as the model wrote it: a JSON object.
+Json = str | int | float | bool | None | list["Json"] | dict[str, "Json"]
+ToolArgs = dict[str, Json]
+
 # Inputs that say what a call does, in the order a reader wants them, when no keys are given.
 _PRIMARY_KEYS = ("command", "description", "pattern", "path", "filename", "level", "glob", "query", "url")
 # Inputs too large for one line: shown as their size.
@@ -53,7 +57,7 @@ _BULKY_KEYS = frozenset({"content", "old_string", "new_string", "prompt"})
 _ARGS_MAX = 300
 
 
-def summarize_args(args: dict[str, Any], keys: DisplayKeys = ()) -> str:
+def summarize_args(args: ToolArgs, keys: DisplayKeys = ()) -> str:
     """A tool call's input as one short line: the telling values first (``keys``, else the
     generic order), each in its format; the other inputs as ``key=value``, bulky ones as a size."""
     order = tuple(keys) or tuple((key, "{}") for key in _PRIMARY_KEYS)
@@ -204,13 +208,13 @@ class ToolBlock(Widget, can_focus=True):
         self.status = "streaming"
         self._render_header()
 
-    def set_waiting(self, args: dict[str, Any]) -> None:
+    def set_waiting(self, args: ToolArgs) -> None:
         """The call is complete and waits for the person's answer in the permission window."""
         self.args_line = summarize_args(args, self.display_keys)
         self.status = "waiting"
         self._render_header()
 
-    def set_running(self, args: dict[str, Any] | None = None) -> None:
+    def set_running(self, args: ToolArgs | None = None) -> None:
         """The call runs (``args``: its input; None keeps what ``set_waiting`` showed)."""
         if args is not None:
             self.args_line = summarize_args(args, self.display_keys)

@@ -218,7 +218,8 @@ class TrustModal(DecisionGate, ModalScreen[bool]):
         if rest:
             parts.append(
                 Content.styled(
-                    f"… and {rest:,} more card{'s' if rest != 1 else ''} (the card browser, /memory, lists them all)",
+                    f"… and {rest:,} more card{'s' if rest != 1 else ''}"
+                    " (the card browser, /memory, lists them all)",
                     "italic $foreground-muted",
                 )
             )

@@ -192,10 +192,25 @@ class _CardList(Widget):
         return self._line_cards[y] if 0 <= y < len(self._line_cards) else None
 
     def _layout(self, width: int) -> list[Text]:
-        out: list[Text] = []
-        lines = self._line_cards
+        out = self._top(width)
+        if self.state.conflicted:
+            # First: they need a person, and they are in no section below (no index has them).
+            self._conflicted_section(out, width)
+        fresh: dict[tuple[PanelCard, int], list[Text]] = {}
         s = self.state
-        out.append(_fit(Text.assemble(("Memory", "bold"), (" · seen by the next turn", "dim")), width))
+        for name, cards, note in (("Project", s.project, s.project_note), ("User", s.user, None)):
+            self._section(out, width, name, cards, note, fresh)
+        self._card_lines = fresh  # the next state most likely shows these again
+        if s.cut_note:
+            # Also where the cut happens, for a reader who scrolled down the list.
+            out.append(Text(""))
+            out.extend(Text(line, "dim yellow") for line in wrap_cells(one_line(s.cut_note), width, 3))
+        return out
+
+    def _top(self, width: int) -> list[Text]:
+        """The title, the cut and the sync line."""
+        s = self.state
+        out = [_fit(Text.assemble(("Memory", "bold"), (" · seen by the next turn", "dim")), width)]
         if s.cut_note:
             # Up here, not only at the end: a cut below the fold was invisible without scrolling.
             out.extend(Text(line, "yellow") for line in wrap_cells(one_line(s.cut_note), width, 3))
@@ -209,53 +224,55 @@ class _CardList(Widget):
                 )
             else:
                 out.append(_fit(Text(sync, "dim"), width))
-        if s.conflicted:
-            # First: they need a person, and they are in no section below (no index has them).
-            out.append(Text(""))
-            head = Text.assemble(
-                (f"{CONFLICT_MARK} Conflicted", "bold red"), (f" {len(s.conflicted)}", "dim")
-            )
-            out.append(_fit(head, width))
-            for card in s.conflicted[:MAX_SECTION_CARDS]:
-                lines.extend([None] * (len(out) - len(lines)))
-                rows = self._conflicted(card, width)
-                out.extend(rows)
-                lines.extend([(card.level, card.filename)] * len(rows))
-        sections = [("Project", s.project, s.project_note), ("User", s.user, None)]
-        known = self._card_lines
-        fresh: dict[tuple[PanelCard, int], list[Text]] = {}
-        for name, cards, note in sections:
-            out.append(Text(""))
-            new = sum(1 for c in cards if c.new)
-            head = Text.assemble((name, "bold underline"), (f" {len(cards)}", "dim"))
-            if new:
-                head.append(f" · {new} new", "bold green")
-            stale = sum(1 for c in cards if c.stale is not None)
-            if stale:
-                head.append(f" · {stale} stale", "bold yellow")
-            out.append(_fit(head, width))
-            if note:
-                out.extend(Text(line, "italic yellow") for line in wrap_cells(one_line(note), width, 4))
-            if not cards and not note:
-                out.append(Text("no notes yet", "dim italic"))
-            for card in cards[:MAX_SECTION_CARDS]:
-                lines.extend([None] * (len(out) - len(lines)))
-                drawn = known.get((card, width))
-                if drawn is None:
-                    drawn = self._card(card, width)
-                fresh[(card, width)] = drawn
-                out.extend(drawn)
-                lines.extend([(name.lower(), card.filename)] * len(drawn))
-            hidden = len(cards) - MAX_SECTION_CARDS
-            if hidden > 0:
-                more = f"+{hidden:,} more card{'s' if hidden != 1 else ''}: Enter or click lists them all"
-                out.extend(Text(line, "dim italic") for line in wrap_cells(more, width, 2))
-        self._card_lines = fresh  # the next state most likely shows these again
-        if s.cut_note:
-            # Also where the cut happens, for a reader who scrolled down the list.
-            out.append(Text(""))
-            out.extend(Text(line, "dim yellow") for line in wrap_cells(one_line(s.cut_note), width, 3))
         return out
+
+    def _conflicted_section(self, out: list[Text], width: int) -> None:
+        lines, conflicted = self._line_cards, self.state.conflicted
+        out.append(Text(""))
+        head = Text.assemble((f"{CONFLICT_MARK} Conflicted", "bold red"), (f" {len(conflicted)}", "dim"))
+        out.append(_fit(head, width))
+        for card in conflicted[:MAX_SECTION_CARDS]:
+            lines.extend([None] * (len(out) - len(lines)))
+            rows = self._conflicted(card, width)
+            out.extend(rows)
+            lines.extend([(card.level, card.filename)] * len(rows))
+
+    def _section(
+        self,
+        out: list[Text],
+        width: int,
+        name: str,
+        cards: tuple[PanelCard, ...],
+        note: str | None,
+        fresh: dict[tuple[PanelCard, int], list[Text]],
+    ) -> None:
+        """A level's head, its note and its cards (each drawn once per width: ``fresh``)."""
+        lines = self._line_cards
+        out.append(Text(""))
+        new = sum(1 for c in cards if c.new)
+        head = Text.assemble((name, "bold underline"), (f" {len(cards)}", "dim"))
+        if new:
+            head.append(f" · {new} new", "bold green")
+        stale = sum(1 for c in cards if c.stale is not None)
+        if stale:
+            head.append(f" · {stale} stale", "bold yellow")
+        out.append(_fit(head, width))
+        if note:
+            out.extend(Text(line, "italic yellow") for line in wrap_cells(one_line(note), width, 4))
+        if not cards and not note:
+            out.append(Text("no notes yet", "dim italic"))
+        for card in cards[:MAX_SECTION_CARDS]:
+            lines.extend([None] * (len(out) - len(lines)))
+            drawn = self._card_lines.get((card, width))
+            if drawn is None:
+                drawn = self._card(card, width)
+            fresh[(card, width)] = drawn
+            out.extend(drawn)
+            lines.extend([(name.lower(), card.filename)] * len(drawn))
+        hidden = len(cards) - MAX_SECTION_CARDS
+        if hidden > 0:
+            more = f"+{hidden:,} more card{'s' if hidden != 1 else ''}: Enter or click lists them all"
+            out.extend(Text(line, "dim italic") for line in wrap_cells(more, width, 2))
 
     @staticmethod
     def _card(card: PanelCard, width: int) -> list[Text]:

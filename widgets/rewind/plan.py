@@ -60,7 +60,8 @@ def plan_body(state: PlanState) -> Content:
         head = "Files (to their bytes before the turn)"
         if state.conflicts:
             n = len(state.conflicts)
-            head += f": {n} changed since the agent last wrote {'them' if n != 1 else 'it'}, shown with the change"
+            them = "them" if n != 1 else "it"
+            head += f": {n} changed since the agent last wrote {them}, shown with the change"
         parts.append(Content.styled(head, "bold"))
         # Conflicts first: they are what a person must look at.
         parts += [_file(f) for f in sorted(state.files, key=lambda f: f.conflict is None)]

@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 import subprocess
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from app.agent.config.project_trust import Kind, ProjectTrust, digest
 from memory.store.paths import Paths
@@ -26,6 +27,7 @@ __all__ = [
     "MAX_SETTINGS_BYTES",
     "PROJECT_SETTINGS_REL",
     "ConfigLayer",
+    "LayerTables",
     "PendingTrust",
     "Scope",
     "is_trusted",
@@ -55,11 +57,29 @@ def local_settings_path(workspace: Path) -> Path:
     return Path(workspace) / LOCAL_SETTINGS_REL
 
 
+class LayerTables(TypedDict, total=False):
+    """The tables of a settings file the layers are read for, as TOML gave them: each loader
+    (the permission rules, the hooks) checks its own and says what it refuses. A file's other
+    keys are the settings' (app/agent/config/settings.py)."""
+
+    permissions: object
+    hooks: object
+
+
+def _tables(doc: Mapping[str, object]) -> LayerTables:
+    tables = LayerTables()
+    if "permissions" in doc:
+        tables["permissions"] = doc["permissions"]
+    if "hooks" in doc:
+        tables["hooks"] = doc["hooks"]
+    return tables
+
+
 @dataclass(frozen=True)
 class ConfigLayer:
     scope: Literal["user", "project", "local"]
     path: Path
-    data: dict[str, Any] = field(default_factory=dict)
+    data: LayerTables = field(default_factory=LayerTables)
     error: str | None = None
     # Came with the repository (the project's file, or a local one git tracks): what it loosens
     # or runs needs the person's trust.
@@ -95,24 +115,24 @@ def is_trusted(
     return trust.trusted(pending.kind, pending.digest)
 
 
-def _read_toml(path: Path) -> tuple[dict[str, Any], str | None]:
+def _read_toml(path: Path) -> tuple[LayerTables, str | None]:
     try:
         if os.path.lexists(path) and not path.is_file():
-            return {}, f"{path}: not a regular file; ignored"
+            return LayerTables(), f"{path}: not a regular file; ignored"
         with open(path, "rb") as f:
             raw = f.read(MAX_SETTINGS_BYTES + 1)
     except FileNotFoundError:
-        return {}, None
+        return LayerTables(), None
     except OSError as e:
-        return {}, f"{path}: cannot read ({e.strerror or e}); ignored"
+        return LayerTables(), f"{path}: cannot read ({e.strerror or e}); ignored"
     if len(raw) > MAX_SETTINGS_BYTES:
-        return {}, f"{path}: larger than {MAX_SETTINGS_BYTES // 1024} KiB; ignored"
+        return LayerTables(), f"{path}: larger than {MAX_SETTINGS_BYTES // 1024} KiB; ignored"
     try:
-        return tomllib.loads(raw.decode("utf-8")), None
+        return _tables(tomllib.loads(raw.decode("utf-8"))), None
     except UnicodeDecodeError:
-        return {}, f"{path}: not UTF-8 text; ignored"
+        return LayerTables(), f"{path}: not UTF-8 text; ignored"
     except tomllib.TOMLDecodeError as e:
-        return {}, f"{path}: invalid TOML ({' '.join(str(e).split())}); ignored"
+        return LayerTables(), f"{path}: invalid TOML ({' '.join(str(e).split())}); ignored"
 
 
 def tracked_by_git(workspace: Path, rel: Path) -> bool:

@@ -1,5 +1,6 @@
 """``@path`` in a prompt: the file attached to the message (bounded, inside the workspace, text
-only), for the app's prompt, a custom command's text and print mode alike."""
+only), for the app's prompt, a custom command's text and print mode alike. Each attached file is
+a text block of its own after the person's words (``<attached-file path="...">…</attached-file>``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import stat
 from pathlib import Path
 
+from app.agent.conversation.blocks import Prompt, TextBlock
 from memory.text.lines import format_bytes, one_line
 from memory.text.terminal import strip_terminal
 
@@ -68,21 +70,23 @@ def attach(workspace: Path, rel: str, max_bytes: int = 100_000) -> tuple[str, st
     if cut:
         size = format_bytes(st.st_size)
         note = f"@{shown}: attached the first {format_bytes(len(text.encode('utf-8')))} of {size}"
-        head = f'<attached-file path="{rel_posix}" cut="first {len(text.encode("utf-8"))} of {st.st_size} bytes">'
+        kept = len(text.encode("utf-8"))
+        head = f'<attached-file path="{rel_posix}" cut="first {kept} of {st.st_size} bytes">'
     if not text.endswith("\n"):
         text += "\n"
     return f"{head}\n{text}</attached-file>", note
 
 
-async def with_attachments(text: str, workspace: Path, files: frozenset[str]) -> tuple[str, list[str]]:
-    """The message with each ``@path`` file appended (bounded), and notes for the user.
-    ``files``: the workspace's files as listed (empty: not listed yet, every path is tried)."""
+async def with_attachments(text: str, workspace: Path, files: frozenset[str]) -> tuple[Prompt, list[str]]:
+    """The prompt of ``text``: its words, then a block for each ``@path`` file (bounded), and notes
+    for the user. ``files``: the workspace's files as listed (empty: not listed yet, every path is
+    tried)."""
     wanted: list[str] = []
     for raw in _ATTACH_RE.findall(text):
         rel = raw.rstrip(".,;:!?)")
         if rel and rel not in wanted and (rel in files or not files):
             wanted.append(rel)
-    blocks, notes = [], []
+    blocks, notes = [TextBlock(text=text)], []
     for rel in wanted:
         try:
             block, note = await asyncio.to_thread(attach, workspace, rel)
@@ -90,7 +94,7 @@ async def with_attachments(text: str, workspace: Path, files: frozenset[str]) ->
             notes.append(f"@{rel}: not attached ({one_line(e, 200)})")
             continue
         if block:
-            blocks.append(block)
+            blocks.append(TextBlock(text=block))
         if note:
             notes.append(note)
-    return (text + "".join(f"\n\n{b}" for b in blocks)) if blocks else text, notes
+    return Prompt(blocks=list(blocks)), notes

@@ -14,9 +14,9 @@ estimated as the anchor plus what was appended since (characters / 4). When the 
    was asked, decided, changed, and what is open), kept in the system prompt; the recent turns —
    at least the current one with every tool call and result since its user message — stay verbatim.
 
-Everything here is pure or file-only but the summary request itself (:func:`request_summary`);
-the Runner (app/agent/turn/runner.py) drives it and the session log (app/agent/conversation/session.py) records it,
-so ``--continue`` rebuilds the compacted conversation.
+Everything here is pure or file-only; the summary request itself and the steps' order are the
+Runner's (app/agent/turn/compactor.py), and the session log (app/agent/conversation/session.py)
+records what was done, so ``--continue`` rebuilds the compacted conversation.
 """
 
 from __future__ import annotations
@@ -25,38 +25,28 @@ import hashlib
 import json
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from app.agent.conversation.messages import APP_NOTE_PREFIX, is_app_note, restore_conversation, scrub_text
-from app.agent.model.provider import (
-    COMPLETED_STOPS,
-    ErrorEvent,
-    ModelRequest,
-    Provider,
-    Retrying,
-    Stop,
-    TextDelta,
-    UsageEvent,
-)
+from pydantic import BaseModel, TypeAdapter
+
+from app.agent.conversation.blocks import CacheControl, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from app.agent.conversation.messages import APP_NOTE_PREFIX, is_app_note, restore_conversation
 from memory.constants import UPDATE_TAG
 from memory.store.fs import FS, UnsafePathError
 
 __all__ = [
     "Anchor",
     "ResultStore",
-    "SummaryFailed",
     "does_not_fit",
     "estimate_tokens",
     "messages_chars",
     "offload_old",
-    "request_summary",
     "result_stub",
     "split_for_summary",
     "summary_block",
-    "summary_request",
+    "summary_prompt",
     "too_large",
     "transcript_chunks",
 ]
@@ -106,13 +96,13 @@ def does_not_fit(tokens: int, window: int, summary_error: str = "") -> str:
     )
 
 
-def too_large(reason: str, conversation: list[dict[str, Any]], turn_start: int | None, window: int) -> str:
+def too_large(reason: str, conversation: list[Message], turn_start: int | None, window: int) -> str:
     """``reason`` (the request cannot be made to fit) with what to do. A turn with no response yet,
     after a conversation that fits, is left out by the turn rules: a shorter prompt goes. Otherwise
     the conversation stays this large for every later prompt, and the way out is named."""
     if (
         turn_start is not None
-        and not any(m.get("role") == "assistant" for m in conversation[turn_start:])
+        and not any(m.role == "assistant" for m in conversation[turn_start:])
         and messages_chars(conversation[:turn_start]) // CHARS_PER_TOKEN < window
     ):
         return f"{reason}; the prompt was left out: send a shorter one"
@@ -128,13 +118,29 @@ class Anchor:
     chars: int
 
 
-def messages_chars(value: Any) -> int:
-    """The size of ``value`` as compact JSON characters: what the estimate counts."""
+_MODELS: TypeAdapter[tuple[BaseModel, ...]] = TypeAdapter(tuple[BaseModel, ...])
+
+
+def messages_chars(value: Sequence[BaseModel]) -> int:
+    """The size of messages (or system blocks) as compact JSON characters: what the estimate
+    counts."""
+    try:
+        return len(_MODELS.dump_json(tuple(value), serialize_as_any=True).decode("utf-8"))
+    except ValueError:  # a lone surrogate: measured as the JSON escape it becomes
+        return json_chars([m.model_dump(mode="json") for m in value])
+
+
+def json_chars(value: object) -> int:
+    """The size of ``value`` (JSON, as the tools' definitions) as compact JSON characters."""
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def estimate_tokens(
-    anchor: Anchor | None, system: Any, tools: Any, messages: list[dict[str, Any]], chars: int | None = None
+    anchor: Anchor | None,
+    system: Sequence[BaseModel],
+    tools: Sequence[Mapping[str, object]],
+    messages: list[Message],
+    chars: int | None = None,
 ) -> int:
     """The next request's input tokens: the anchor plus what was appended since (chars / 4); with
     no usable anchor (none yet, or the conversation shrank since), everything by chars / 4.
@@ -142,7 +148,7 @@ def estimate_tokens(
     chars = messages_chars(messages) if chars is None else chars
     if anchor is not None and chars >= anchor.chars:
         return anchor.tokens + (chars - anchor.chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
-    return (messages_chars(system) + messages_chars(tools) + chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+    return (messages_chars(system) + json_chars(tools) + chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 # -- offloaded results -------------------------------------------------------------------------
@@ -255,12 +261,16 @@ def result_stub(text: str, rid: str) -> str:
     return "\n".join(lines)
 
 
-def is_stub(content: Any) -> bool:
+def is_stub(content: object) -> bool:
     return isinstance(content, str) and content.startswith(STUB_PREFIX)
 
 
+def _results(messages: list[Message]) -> list[ToolResultBlock]:
+    return [b for m in messages if m.role == "user" for b in m.tool_results()]
+
+
 def offload_old(
-    messages: list[dict[str, Any]], store: ResultStore, needed_chars: int
+    messages: list[Message], store: ResultStore, needed_chars: int
 ) -> tuple[list[tuple[str, str]], int]:
     """Move already-sent tool results to the store, oldest first, until ``needed_chars`` are saved.
 
@@ -270,70 +280,52 @@ def offload_old(
     done: list[tuple[str, str]] = []
     saved = 0
     moved = 0
-    for m in messages:
+    for block in _results(messages):
         if saved >= needed_chars:
             break
-        if m.get("role") != "user" or not isinstance(m.get("content"), list):
+        content = block.content
+        if not isinstance(content, str) or is_stub(content) or len(content) < MIN_OFFLOAD_CHARS:
             continue
-        for block in m["content"]:
-            if saved >= needed_chars:
-                break
-            if not isinstance(block, dict) or block.get("type") != "tool_result":
-                continue
-            content = block.get("content")
-            if not isinstance(content, str) or is_stub(content) or len(content) < MIN_OFFLOAD_CHARS:
-                continue
-            try:
-                rid = store.put(content)
-            except OSError:
-                # The folder cannot take it (full disk, a symlink): what was moved stays moved,
-                # and the summary stage follows; the turn does not fail for this.
-                return done, moved
-            stub = result_stub(content, rid)
-            if len(stub) >= len(content):
-                continue
-            block["content"] = stub
-            saved += len(content) - len(stub)
-            moved += len(content.encode("utf-8", "replace"))
-            done.append((str(block.get("tool_use_id", "")), stub))
+        try:
+            rid = store.put(content)
+        except OSError:
+            # The folder cannot take it (full disk, a symlink): what was moved stays moved,
+            # and the summary stage follows; the turn does not fail for this.
+            return done, moved
+        stub = result_stub(content, rid)
+        if len(stub) >= len(content):
+            continue
+        block.content = stub
+        saved += len(content) - len(stub)
+        moved += len(content.encode("utf-8", "replace"))
+        done.append((block.tool_use_id, stub))
     return done, moved
 
 
 # -- summaries ------------------------------------------------------------------------------------
 
 
-def _user_words(message: dict[str, Any]) -> bool:
+def _user_words(message: Message) -> bool:
     """Whether a message is a user's turn start (the person's words, not tool results or notes)."""
-    if message.get("role") != "user":
+    if message.role != "user":
         return False
-    content = message.get("content")
-    if isinstance(content, str):
-        return bool(content.strip())
     return any(
-        isinstance(b, dict)
-        and b.get("type") == "text"
+        isinstance(b, TextBlock)
         and not is_app_note(b)
-        and not str(b.get("text", "")).startswith(_UPDATE_OPEN)
-        and str(b.get("text", "")).strip()
-        for b in content or []
+        and not b.text.startswith(_UPDATE_OPEN)
+        and b.text.strip()
+        for b in message.content
     )
 
 
-def _has_results(message: dict[str, Any]) -> bool:
-    content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
-
-
-def split_for_summary(messages: list[dict[str, Any]], keep_chars: int, must_keep_from: int | None) -> int:
+def split_for_summary(messages: list[Message], keep_chars: int, must_keep_from: int | None) -> int:
     """Where the verbatim part begins: the start of the most recent turns that fit ``keep_chars``,
     and never after ``must_keep_from`` (the current turn's first message) or the last turn start.
     0 means there is nothing older to summarise."""
     # A turn start that also answers the tool calls of the message before it (an interrupted
     # turn's results, merged with the next user message) is no place to cut: the call would be
     # summarised and its result dropped from the verbatim part.
-    starts = [i for i, m in enumerate(messages) if _user_words(m) and not _has_results(m)]
+    starts = [i for i, m in enumerate(messages) if _user_words(m) and not m.tool_results()]
     if not starts:
         return 0
     limit = starts[-1] if must_keep_from is None else min(must_keep_from, starts[-1])
@@ -352,35 +344,34 @@ def _cut(text: str, limit: int) -> str:
     return f"{text[:half]}\n[… {len(text) - limit:,} characters not shown …]\n{text[-half:]}"
 
 
-def _render(message: dict[str, Any]) -> list[str]:
-    role = str(message.get("role", "")).upper()
-    content = message.get("content")
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+def _render(message: Message) -> list[str]:
+    role = message.role.upper()
     out: list[str] = []
-    for b in blocks:
-        if not isinstance(b, dict):
-            continue
-        kind = b.get("type")
-        if kind == "text":
-            text = str(b.get("text", ""))
+    for b in message.content:
+        if isinstance(b, TextBlock):
+            text = b.text
             if text.startswith(_UPDATE_OPEN):
                 out.append(f"[memory update given to the assistant]\n{_cut(text, 2_000)}")
             elif text.startswith(APP_NOTE_PREFIX):
                 out.append(f"[note by the app] {_cut(text, 500)}")
             else:
                 out.append(f"{role}: {_cut(text, TRANSCRIPT_TEXT_CHARS)}")
-        elif kind == "tool_use":
-            args = json.dumps(b.get("input") or {}, ensure_ascii=False)
-            out.append(f"TOOL CALL {b.get('name', '')}: {_cut(args, 1_000)}")
-        elif kind == "tool_result":
-            body = b.get("content")
-            text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
-            err = " (error)" if b.get("is_error") else ""
+        elif isinstance(b, ToolUseBlock):
+            args = json.dumps(b.input, ensure_ascii=False)
+            out.append(f"TOOL CALL {b.name}: {_cut(args, 1_000)}")
+        elif isinstance(b, ToolResultBlock):
+            body = b.content
+            text = (
+                body
+                if isinstance(body, str)
+                else json.dumps([c.model_dump(mode="json") for c in body], ensure_ascii=False)
+            )
+            err = " (error)" if b.is_error else ""
             out.append(f"TOOL RESULT{err}: {_cut(text, TRANSCRIPT_RESULT_CHARS)}")
     return out
 
 
-def transcript_chunks(messages: list[dict[str, Any]], max_chars: int) -> list[str]:
+def transcript_chunks(messages: list[Message], max_chars: int) -> list[str]:
     """The messages as a plain transcript, in chunks of at most about ``max_chars``."""
     chunks: list[str] = []
     current: list[str] = []
@@ -414,79 +405,32 @@ def summary_prompt(previous: str | None, chunk: str, focus: str, part: tuple[int
     return "\n\n".join(parts)
 
 
-def summary_block(summary: str) -> dict[str, Any]:
+def summary_block(summary: str) -> TextBlock:
     """The system block that carries the summary of the compacted part of the conversation."""
-    return {
-        "type": "text",
-        "text": (
+    return TextBlock(
+        text=(
             "The earlier part of this conversation was compacted to stay within the context window. "
             "This is the assistant's own summary of it (tool output it mentions can be read with "
             "read_result):\n<earlier-conversation-summary>\n"
             f"{summary.replace('</earlier-conversation-summary>', '&lt;/earlier-conversation-summary>')}\n"
             "</earlier-conversation-summary>"
-        ),
-    }
-
-
-def with_summary(system: list[dict[str, Any]], summary: str | None) -> list[dict[str, Any]]:
-    """``system`` with the summary block last (it carries the cache mark then)."""
-    if not summary:
-        return system
-    blocks = [{k: v for k, v in b.items() if k != "cache_control"} for b in system]
-    block = summary_block(summary)
-    block["cache_control"] = {"type": "ephemeral"}
-    return [*blocks, block]
-
-
-def rebuilt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``messages`` as a valid conversation on their own: a result whose call was summarised away
-    is dropped, and the conversation starts with a user message."""
-    conv, _ = restore_conversation(messages)
-    while conv and conv[0].get("role") != "user":
-        conv.pop(0)
-    return conv
-
-
-class SummaryFailed(Exception):
-    """A summary request gave no usable summary; ``reason`` says why in one line."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def summary_request(
-    model: str, max_tokens: int, previous: str | None, chunk: str, focus: str, part: tuple[int, int]
-) -> ModelRequest:
-    """One summary request: the chunk (part ``k`` of ``n``) merged into the summary so far."""
-    return ModelRequest(
-        model=model,
-        system=[{"type": "text", "text": SUMMARY_SYSTEM}],
-        messages=[{"role": "user", "content": summary_prompt(previous, chunk, focus, part)}],
-        max_tokens=min(max_tokens, 8_000),
+        )
     )
 
 
-async def request_summary(
-    provider: Provider, request: ModelRequest, on_usage: Callable[[UsageEvent], None]
-) -> str:
-    """Stream one summary request; its text (a response cut at ``max_tokens`` still counts).
-    Raises :class:`SummaryFailed`. A retried attempt's text is void."""
-    parts: list[str] = []
-    async for ev in provider.stream(request):
-        if isinstance(ev, TextDelta):
-            parts.append(ev.text)
-        elif isinstance(ev, Retrying):
-            parts.clear()
-        elif isinstance(ev, UsageEvent):
-            on_usage(ev)
-        elif isinstance(ev, ErrorEvent):
-            raise SummaryFailed(ev.message)
-        elif isinstance(ev, Stop):
-            text = scrub_text("".join(parts)).strip()
-            if ev.reason not in COMPLETED_STOPS and ev.reason != "max_tokens":
-                raise SummaryFailed(f"the summary request stopped ({ev.reason})")
-            if not text:
-                raise SummaryFailed("the summary request returned no text")
-            return text
-    raise SummaryFailed("the summary stream ended without a response")
+def with_summary(system: list[TextBlock], summary: str | None) -> list[TextBlock]:
+    """``system`` with the summary block last (it carries the cache mark then)."""
+    if not summary:
+        return system
+    blocks = [b.model_copy(update={"cache_control": None}) for b in system]
+    block = summary_block(summary).model_copy(update={"cache_control": CacheControl()})
+    return [*blocks, block]
+
+
+def rebuilt(messages: list[Message]) -> list[Message]:
+    """``messages`` as a valid conversation on their own: a result whose call was summarised away
+    is dropped, and the conversation starts with a user message."""
+    conv, _ = restore_conversation(messages)
+    while conv and conv[0].role != "user":
+        conv.pop(0)
+    return conv

@@ -9,23 +9,23 @@ One JSON object per line, ASCII only (``\\n`` is the only line separator)::
     {"type":"turn_end","turn":1,"status":"completed","time":...,...,
      "memory":{"shown":["project/a.md",...],"read":[...],"stale":[...]}}      # the turn's receipt
     {"type":"turn_end","turn":2,"status":"error","message":...,"dropped":true}   # left out on replay
-    {"type":"usage","tokens":N,"chars":C}          # the usage anchor of a request (app/agent/conversation/compaction.py)
+    {"type":"usage","tokens":N,"chars":C}          # the usage anchor of a request (compaction.py)
     {"type":"offload","tool_use_id":...,"content":"<stub>"}   # a result moved to sessions/<id>/results/
     {"type":"compaction","summary":...,"turn_start":k,"messages":[...]}   # a boundary: replay goes on from it
     {"type":"turn_start","turn":5,...,"kind":"rewind"} {"type":"turn_end","turn":5,"status":"rewind",...}
-    {"type":"rewind","turn":5,"to":2,"summary":...,"messages":[...]}   # back to the conversation before turn 2
+    {"type":"rewind","turn":5,"to":2,"summary":...,"messages":[...]}   # back to before turn 2
 
-Replaying a file pushes every message through the conversation rules (app/agent/conversation/messages.py),
-so it gives exactly the conversation that was sent. Files written before the turn rules (an
-``[error: …]`` assistant message) are repaired the same way. A compaction boundary replaces the
-conversation by its compacted form; of the messages before it the last :data:`EARLIER_KEPT` are
-kept for the person to read (with a marker per boundary). An incomplete last line (a write cut
-by a crash) is dropped and cut off the file by the caller.
+The records are typed in app/agent/conversation/records.py. Replaying a file pushes every message
+through the conversation rules (app/agent/conversation/messages.py), so it gives exactly the
+conversation that was sent. Files written before the turn rules (an ``[error: …]`` assistant
+message) are repaired the same way; text content (a str) reads as one text block. A compaction
+boundary replaces the conversation by its compacted form; of the messages before it the last
+:data:`EARLIER_KEPT` are kept for the person to read (with a marker per boundary). An incomplete
+last line (a write cut by a crash) is dropped and cut off the file by the caller.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -35,17 +35,29 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+from pydantic import BaseModel, JsonValue
+
+from app.agent.conversation.blocks import Message, TextBlock, parse_message, scrub_text
 from app.agent.conversation.messages import (
     ANSWERED,
     TurnMark,
-    as_blocks,
     drop_turn,
     push_message,
     replace_result,
-    scrub_text,
     turn_closing,
+)
+from app.agent.conversation.records import (
+    CompactionRecord,
+    MessageRecord,
+    MetaRecord,
+    OffloadRecord,
+    Record,
+    RewindRecord,
+    TurnEndRecord,
+    TurnStartRecord,
+    UsageRecord,
+    parse_record,
 )
 from memory.constants import UPDATE_TAG
 from memory.text.lines import one_line
@@ -61,24 +73,17 @@ READ_BACK = 1 << 20  # how much a read from the last compaction boundary steps b
 # Of the messages before a restored session's compaction boundaries, this many (the most recent)
 # are kept for the chat to show; the rest are counted (the log keeps them all).
 EARLIER_KEPT = 200
-# ``Session.earlier``'s marker of a compaction boundary: {"type": COMPACTION_MARK, "time", "summarised"}.
-COMPACTION_MARK = "compaction"
+
+
+class CompactionMark(BaseModel):
+    """In ``Session.earlier``: a compaction boundary (when, and how many messages it summarised)."""
+
+    time: str
+    summarised: int
 
 
 class SessionError(Exception):
     """A session problem; ``str(err)`` is one line saying what and why."""
-
-
-def _json_default(obj: Any) -> Any:
-    dump = getattr(obj, "model_dump", None)  # SDK content blocks, pydantic models
-    if callable(dump):
-        return dump(mode="json", exclude_none=True)
-    raise TypeError(f"{type(obj).__name__} is not JSON-serializable")
-
-
-def dumps(record: dict[str, Any]) -> str:
-    # ASCII only: a lone surrogate in a tool's output must not make the line unencodable.
-    return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=_json_default)
 
 
 def title_of(text: str) -> str:
@@ -86,22 +91,20 @@ def title_of(text: str) -> str:
     return one_line(text, TITLE_MAX)
 
 
-def title_from_message(message: Any) -> str:
-    if not isinstance(message, dict) or message.get("role") != "user":
+def title_from_message(message: Message | None) -> str:
+    """A title from a user message's first text (older files without a turn_start)."""
+    if message is None or message.role != "user":
         return ""
-    content = message.get("content")
-    if isinstance(content, str):
-        texts: list[Any] = [content]
-    elif isinstance(content, list):
-        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-    else:
-        return ""
-    for t in texts:
-        if isinstance(t, str):
-            title = title_of(_MEMORY_UPDATE.sub(" ", t))
+    for b in message.content:
+        if isinstance(b, TextBlock):
+            title = title_of(_MEMORY_UPDATE.sub(" ", b.text))
             if title:
                 return title
     return ""
+
+
+def _message_of(value: JsonValue) -> Message | None:
+    return parse_message(value)[0]
 
 
 def open_nofollow(path: Path, flags: int) -> int:
@@ -161,7 +164,7 @@ def read_from_boundary(fd: int) -> tuple[int, bytes]:
     return 0, buf
 
 
-def read_header(path: Path) -> tuple[dict[str, Any] | None, os.stat_result | None]:
+def read_header(path: Path) -> tuple[MetaRecord | None, os.stat_result | None]:
     """The meta record of a session file (None if unreadable) and the file's stat."""
     try:
         fd = open_nofollow(path, os.O_RDONLY)
@@ -169,18 +172,25 @@ def read_header(path: Path) -> tuple[dict[str, Any] | None, os.stat_result | Non
         return None, None
     try:
         st = os.fstat(fd)
-        head = os.pread(fd, HEADER_MAX, 0).split(b"\n", 1)[0]
+        head = os.pread(fd, HEADER_MAX, 0)
     except OSError:
         return None, None
     finally:
         os.close(fd)
+    return meta_of(head), st
+
+
+def meta_of(head: bytes) -> MetaRecord | None:
+    """The meta record on the first line of ``head``, if it is one with a workspace."""
+    rec = _decode(head.split(b"\n", 1)[0])
+    return rec if isinstance(rec, MetaRecord) and rec.workspace is not None else None
+
+
+def _decode(raw: bytes) -> Record | None:
     try:
-        meta = json.loads(head)
+        return parse_record(json.loads(raw))
     except ValueError:
-        return None, st
-    if not isinstance(meta, dict) or meta.get("type") != "meta" or not isinstance(meta.get("workspace"), str):
-        return None, st
-    return meta, st
+        return None
 
 
 def same_workspace(stored: str, want: str) -> bool:
@@ -197,24 +207,23 @@ _LEGACY_MARKER = re.compile(
 )
 
 
-def _replay_turn_end(conv: list[dict[str, Any]], mark: TurnMark, rec: dict[str, Any]) -> list[str]:
+def _replay_turn_end(conv: list[Message], mark: TurnMark, rec: TurnEndRecord) -> list[str]:
     """Apply a turn_end record on replay: a dropped turn leaves; an old-format error marker goes."""
-    if rec.get("dropped") is True:
+    if rec.dropped is True:
         drop_turn(conv, mark)
         return []
-    status = rec.get("status")
-    if not isinstance(status, str) or status in ANSWERED or not conv or len(conv) <= mark.start:
+    status = rec.status
+    if status is None or status in ANSWERED or not conv or len(conv) <= mark.start:
         return []
     last = conv[-1]
-    blocks = as_blocks(last.get("content"))
-    if last.get("role") != "assistant" or len(blocks) != 1 or blocks[0].get("type") != "text":
+    if last.role != "assistant" or len(last.content) != 1 or not isinstance(last.content[0], TextBlock):
         return []
-    if not _LEGACY_MARKER.match(str(blocks[0].get("text", ""))):
+    if not _LEGACY_MARKER.match(last.content[0].text):
         return []
     # An old session stored the error as the model's own answer: take it back out and close the
     # turn by today's rules instead.
     conv.pop()
-    closing, drop = turn_closing(conv, mark, status, str(rec.get("message") or ""))
+    closing, drop = turn_closing(conv, mark, status, rec.message or "")
     if drop:
         drop_turn(conv, mark)
         return ["left a failed turn out of the conversation (it stays in the file)"]
@@ -245,15 +254,15 @@ def _head_title(data: bytes, end: int, scrub: bool) -> tuple[str, str]:
     title, fallback = "", ""
     for raw in _lines(data, 0, end):
         if raw.startswith(b'{"type":"turn_start"'):
-            with contextlib.suppress(ValueError, AttributeError, TypeError):
-                text = json.loads(raw).get("text")
-                if isinstance(text, str):
-                    title = title_of(scrub_text(text) if scrub else text)
+            rec = _decode(raw)
+            if isinstance(rec, TurnStartRecord) and rec.text is not None:
+                title = title_of(scrub_text(rec.text) if scrub else rec.text)
             if title:
                 break
         elif not fallback and raw.startswith(b'{"type":"message"'):
-            with contextlib.suppress(ValueError, AttributeError, TypeError):
-                fallback = title_from_message(json.loads(raw).get("message"))
+            rec = _decode(raw)
+            if isinstance(rec, MessageRecord):
+                fallback = title_from_message(_message_of(rec.message))
     return title, fallback
 
 
@@ -292,6 +301,16 @@ def scan(path: Path) -> tuple[str, int]:
     return title or fallback, _count_records(data, b"turn_start")
 
 
+def conversation_of(raw: list[JsonValue]) -> list[Message]:
+    """A record's messages as a valid conversation (the rules applied as on any replay)."""
+    conv: list[Message] = []
+    for value in raw:
+        message = _message_of(value)
+        if message is not None:
+            push_message(conv, message)
+    return conv
+
+
 @dataclass
 class Replayed:
     """What a session file replays to. ``mark``: the turn still open at the end (a crash cut it);
@@ -299,8 +318,8 @@ class Replayed:
     line to cut off the file."""
 
     name: str
-    meta: dict[str, Any] | None = None
-    conv: list[dict[str, Any]] = field(default_factory=list)
+    meta: MetaRecord | None = None
+    conv: list[Message] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     turns: int = 0
     title: str = ""
@@ -309,7 +328,7 @@ class Replayed:
     anchor: tuple[int, int] | None = None
     summary: str | None = None
     compactions: int = 0
-    earlier: list[dict[str, Any]] = field(default_factory=list)
+    earlier: list[Message | CompactionMark] = field(default_factory=list)
     earlier_left_out: int = 0
     lines: int = 0
     partial: bool = False
@@ -318,64 +337,64 @@ class Replayed:
     def warn(self, lineno: int, notes: list[str]) -> None:
         self.warnings += [f"{self.name}:{lineno}: {n}" for n in notes]
 
-    def record(self, lineno: int, rec: dict[str, Any]) -> None:
-        kind = rec["type"]
-        if lineno == 1 and kind == "meta":
-            self.meta = rec
-        elif kind == "turn_start":
+    def record(self, lineno: int, rec: Record) -> None:
+        if isinstance(rec, MetaRecord):
+            if lineno == 1:
+                self.meta = rec
+        elif isinstance(rec, TurnStartRecord):
             self.turns += 1
             if self.mark is not None:  # the turn before never ended (a crash, in an old file)
-                self.warn(lineno, _replay_turn_end(self.conv, self.mark, {"status": "crashed"}))
+                self.warn(lineno, _replay_turn_end(self.conv, self.mark, TurnEndRecord(status="crashed")))
             self.mark = TurnMark(self.conv)
-            if not self.title and isinstance(rec.get("text"), str):
-                self.title = title_of(scrub_text(rec["text"]))
-        elif kind == "turn_end":
+            if not self.title and rec.text is not None:
+                self.title = title_of(scrub_text(rec.text))
+        elif isinstance(rec, TurnEndRecord):
             if self.mark is not None:
                 self.warn(lineno, _replay_turn_end(self.conv, self.mark, rec))
             self.mark = None
-        elif kind == "message":
-            msg = rec.get("message")
-            if not self.fallback:
-                self.fallback = title_from_message(msg)
-            self.warn(lineno, push_message(self.conv, msg)[1])
-        elif kind == "usage":
-            if isinstance(rec.get("tokens"), int) and isinstance(rec.get("chars"), int):
-                self.anchor = (rec["tokens"], rec["chars"])
-        elif kind == "offload":
-            if isinstance(rec.get("tool_use_id"), str) and isinstance(rec.get("content"), str):
-                replace_result(self.conv, rec["tool_use_id"], scrub_text(rec["content"]))
-        elif kind == "compaction" and isinstance(rec.get("messages"), list):
-            self.compaction(rec)
-        elif kind == "rewind" and isinstance(rec.get("messages"), list):
+        elif isinstance(rec, MessageRecord):
+            self.message(lineno, rec)
+        elif isinstance(rec, UsageRecord):
+            if rec.tokens is not None and rec.chars is not None:
+                self.anchor = (rec.tokens, rec.chars)
+        elif isinstance(rec, OffloadRecord):
+            if rec.tool_use_id is not None and rec.content is not None:
+                replace_result(self.conv, rec.tool_use_id, scrub_text(rec.content))
+        elif isinstance(rec, CompactionRecord) and rec.messages is not None:
+            self.compaction(rec, rec.messages)
+        elif isinstance(rec, RewindRecord) and rec.messages is not None:
             # A rewind (app/agent/undo/rewind.py): the conversation as it was before an earlier turn.
-            self.conv = []
-            for m in rec["messages"]:
-                push_message(self.conv, m)
-            summary = rec.get("summary")
-            self.summary = scrub_text(summary) if isinstance(summary, str) and summary else None
+            self.conv = conversation_of(rec.messages)
+            self.summary = scrub_text(rec.summary) if rec.summary else None
             self.anchor = None
         # meta elsewhere and unknown record types carry no conversation
 
-    def compaction(self, rec: dict[str, Any]) -> None:
+    def message(self, lineno: int, rec: MessageRecord) -> None:
+        message, notes = parse_message(rec.message)
+        if not self.fallback:
+            self.fallback = title_from_message(message)
+        if message is not None:
+            notes += push_message(self.conv, message)[1]
+        self.warn(lineno, notes)
+
+    def compaction(self, rec: CompactionRecord, messages: list[JsonValue]) -> None:
         """The boundary: the conversation goes on from the compacted form it records."""
-        before, self.conv = self.conv, []
-        for m in rec["messages"]:
-            push_message(self.conv, m)
+        before, self.conv = self.conv, conversation_of(messages)
         # The summarised part leaves the conversation but stays readable on screen.
-        k = rec.get("summarised")
-        if not (isinstance(k, int) and not isinstance(k, bool) and 0 <= k <= len(before)):
+        k = rec.summarised
+        if k is None or k > len(before):
             k = max(0, len(before) - len(self.conv))
         self.earlier += before[:k]
-        self.earlier.append({"type": COMPACTION_MARK, "time": str(rec.get("time") or ""), "summarised": k})
+        self.earlier.append(CompactionMark(time=rec.time or "", summarised=k))
         if len(self.earlier) > EARLIER_KEPT:
             cut = len(self.earlier) - EARLIER_KEPT
-            self.earlier_left_out += sum(1 for m in self.earlier[:cut] if m.get("type") != COMPACTION_MARK)
+            self.earlier_left_out += sum(1 for m in self.earlier[:cut] if isinstance(m, Message))
             del self.earlier[:cut]
-        self.summary = scrub_text(str(rec.get("summary") or "")) or None
+        self.summary = scrub_text(rec.summary or "") or None
         self.anchor = None
         self.compactions += 1
-        turn_at = rec.get("turn_start")
-        if self.mark is not None and isinstance(turn_at, int) and 0 <= turn_at <= len(self.conv):
+        turn_at = rec.turn_start
+        if self.mark is not None and turn_at is not None and turn_at <= len(self.conv):
             self.mark = TurnMark(self.conv[:turn_at])  # the turn in progress is the tail of it
 
 
@@ -388,15 +407,12 @@ def _resume_point(out: Replayed, data: bytes, end: int) -> int:
     if at <= 0:
         return 0
     stop = data.find(b"\n", at, end)
-    try:
-        rec = json.loads(data[at : stop if stop >= 0 else end])
-        meta = json.loads(data[: data.find(b"\n")])
-    except ValueError:
-        return 0
-    if not isinstance(rec, dict) or not isinstance(rec.get("messages"), list) or not isinstance(meta, dict):
+    rec = _decode(data[at : stop if stop >= 0 else end])
+    meta = _decode(data[: data.find(b"\n")])
+    if not isinstance(rec, CompactionRecord) or rec.messages is None or not isinstance(meta, MetaRecord):
         return 0
     turn_open = data.rfind(b'\n{"type":"turn_start"', 0, at) > data.rfind(b'\n{"type":"turn_end"', 0, at)
-    if turn_open and not isinstance(rec.get("turn_start"), int):
+    if turn_open and rec.turn_start is None:
         return 0  # the open turn's start is known only from the lines before: replay them
     out.record(1, meta)
     out.title, out.fallback = _head_title(data, at, scrub=True)
@@ -426,24 +442,16 @@ def replay_tail(path: Path, tail: bytes, offset: int, head: bytes) -> Replayed |
     :func:`read_from_boundary`): what the lines before add up to is in the boundary's ``at``
     (``Session.compact`` writes it). None when it is not (an older file) or the title is further on
     than ``head``: then read the whole file."""
-    try:
-        rec = json.loads(tail[: tail.find(b"\n")])
-        meta = json.loads(head.split(b"\n", 1)[0])
-    except ValueError:
+    rec = _decode(tail[: tail.find(b"\n")])
+    meta = _decode(head.split(b"\n", 1)[0])
+    if not isinstance(rec, CompactionRecord) or rec.at is None or rec.messages is None or meta is None:
         return None
-    at = rec.get("at") if isinstance(rec, dict) else None
-    if not isinstance(at, dict) or not isinstance(rec.get("messages"), list) or not isinstance(meta, dict):
+    at = rec.at
+    if at.line is None or at.turns is None or at.compactions is None or not at.line:
         return None
-    counts = [
-        n
-        for n in (at.get(k) for k in ("line", "turns", "compactions"))
-        if isinstance(n, int) and not isinstance(n, bool) and n >= 0
-    ]
-    if len(counts) != 3 or not counts[0]:
-        return None
-    line, turns, compactions = counts
-    turn_open = at.get("open")
-    if not isinstance(turn_open, bool) or (turn_open and not isinstance(rec.get("turn_start"), int)):
+    line, turns, compactions = at.line, at.turns, at.compactions
+    turn_open = at.open
+    if turn_open is None or (turn_open and rec.turn_start is None):
         return None
     out = Replayed(name=path.name)
     out.record(1, meta)
@@ -481,11 +489,12 @@ def _read_lines(out: Replayed, data: bytes, start: int, end: int, lineno: int) -
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw)
+            value = json.loads(raw)
         except ValueError:
             out.warn(lineno, ["skipped a line that is not valid JSON"])
             continue
-        if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
+        rec = parse_record(value)
+        if rec is None:
             out.warn(lineno, ["skipped a line that is not a session record"])
             continue
         out.record(lineno, rec)
@@ -494,8 +503,8 @@ def _read_lines(out: Replayed, data: bytes, start: int, end: int, lineno: int) -
 def _done(out: Replayed, path: Path, history: bool) -> Replayed:
     if not history:
         out.earlier, out.earlier_left_out = [], 0
-    if out.meta is None or not isinstance(out.meta.get("workspace"), str):
+    if out.meta is None or out.meta.workspace is None:
         raise SessionError(f"{path}: not a session file (no readable header line)")
-    if out.meta.get("version") != SESSION_VERSION:
-        out.warn(1, [f"session format version {out.meta.get('version')!r}; reading it as version 1"])
+    if out.meta.version != SESSION_VERSION:
+        out.warn(1, [f"session format version {out.meta.version!r}; reading it as version 1"])
     return out

@@ -40,7 +40,7 @@ import re
 import shlex
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict
@@ -210,7 +210,25 @@ def _hint_as_text(front: str) -> str:
     return _HINT_LINE.sub(quote, front)
 
 
-def _meta(front: str) -> dict[str, Any]:
+class _FrontMatter(BaseModel):
+    """The keys of a command file's front matter the app reads (others are ignored); a scalar
+    given for a text key is read as its text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    description: str | None = None
+    argument_hint: str | None = None
+    model: str | None = None
+    allowed_tools: object = None  # checked rule by rule (``_allowed_tools``)
+
+
+def _text(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
+
+
+def _meta(front: str) -> _FrontMatter:
     try:
         data = yaml.safe_load(_hint_as_text(front))
     except yaml.YAMLError as e:
@@ -219,19 +237,16 @@ def _meta(front: str) -> dict[str, Any]:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise _Broken(f"the front matter is not YAML{where}: {problem}") from None
     if data is None:
-        return {}
+        return _FrontMatter()
     if not isinstance(data, dict):
         raise _Broken("the front matter is not a mapping of keys")
-    meta: dict[str, Any] = {}
-    for key, value in data.items():
-        if (
-            key in ("description", "argument-hint", "model")
-            and value is not None
-            and not isinstance(value, str)
-        ):
-            value = str(value)
-        meta[str(key)] = value
-    return meta
+    keys = {str(key): value for key, value in data.items()}
+    return _FrontMatter(
+        description=_text(keys.get("description")),
+        argument_hint=_text(keys.get("argument-hint")),
+        model=_text(keys.get("model")),
+        allowed_tools=keys.get("allowed-tools"),
+    )
 
 
 def _allowed_tools(value: object) -> tuple[tuple[Rule, ...], tuple[str, ...]]:
@@ -259,9 +274,9 @@ def _split_rules(value: str) -> list[str]:
     return [s for s in split_rules(value)[0] if s.strip()]
 
 
-def _description(meta: dict[str, Any], body: str) -> str:
-    given = meta.get("description")
-    if isinstance(given, str) and given.strip():
+def _description(meta: _FrontMatter, body: str) -> str:
+    given = meta.description
+    if given is not None and given.strip():
         text = given
     else:
         text = next((line for line in body.splitlines() if line.strip()), "")
@@ -297,18 +312,17 @@ def _command(
     except UnicodeDecodeError:
         raise _Broken("not UTF-8 text") from None
     front, body = _front_matter(text)
-    meta = _meta(front) if front is not None else {}
-    rules, problems = _allowed_tools(meta.get("allowed-tools"))
-    hint = meta.get("argument-hint")
-    model = meta.get("model")
+    meta = _meta(front) if front is not None else _FrontMatter()
+    rules, problems = _allowed_tools(meta.allowed_tools)
+    hint, model = meta.argument_hint, meta.model
     return CustomCommand(
         name=name,
         path=path,
         scope=scope,
         source=source,
         description=_description(meta, body),
-        argument_hint=(hint.strip() or None) if isinstance(hint, str) else None,
-        model=(model.strip() or None) if isinstance(model, str) else None,
+        argument_hint=(hint.strip() or None) if hint is not None else None,
+        model=(model.strip() or None) if model is not None else None,
         allowed_tools=rules,
         body=body,
         problems=problems,
@@ -372,6 +386,32 @@ def _trust_blob(workspace: Path) -> tuple[bytes, str]:
     return blob, shown
 
 
+def _pending_trust(workspace: Path, home: Path | None, trust: ProjectTrust | None) -> PendingTrust | None:
+    """The trust the project's command files wait for; None when it has none or they are trusted."""
+    blob, shown = _trust_blob(workspace)
+    if not blob:
+        return None
+    wanted = PendingTrust(kind="commands", shown=shown, digest="sha256:" + hashlib.sha256(blob).hexdigest())
+    return None if is_trusted(workspace, home, wanted, trust) else wanted
+
+
+def _load_file(
+    path: Path,
+    root: Path,
+    name: str,
+    scope: Literal["project", "user"],
+    source: str,
+    builtins: set[str],
+) -> CustomCommand | BrokenCommand:
+    """One file as a command, or why it cannot be one."""
+    if name.casefold() in builtins:
+        return BrokenCommand(name=name, path=path, why=f"/{name} is a built-in command; rename the file")
+    try:
+        return _command(path, root, name, scope, source)
+    except _Broken as e:
+        return BrokenCommand(name=name, path=path, why=str(e))
+
+
 def load_custom_commands(
     workspace: Path,
     home: Path | None = None,
@@ -385,16 +425,7 @@ def load_custom_commands(
     workspace = Path(workspace)
     user_root = (Path(home) if home is not None else pseudoclaude_home()) / "commands"
     builtins = {b.removeprefix("/").casefold() for b in builtin}
-    blob, shown = _trust_blob(workspace)
-    pending: PendingTrust | None = None
-    project_trusted = True
-    if blob:
-        wanted = PendingTrust(
-            kind="commands", shown=shown, digest="sha256:" + hashlib.sha256(blob).hexdigest()
-        )
-        project_trusted = is_trusted(workspace, home, wanted, trust)
-        if not project_trusted:
-            pending = wanted
+    pending = _pending_trust(workspace, home, trust)
     roots: list[tuple[Path, Literal["project", "user"], str]] = [
         (workspace / f, "project", f.as_posix()) for f in PROJECT_FOLDERS
     ]
@@ -405,7 +436,7 @@ def load_custom_commands(
     waiting: list[str] = []
     for root, scope, source in roots:
         files, bad_dirs = _files(root)
-        if scope == "project" and not project_trusted:
+        if scope == "project" and pending is not None:
             waiting.extend(name for _, name, _ in files if name is not None and name not in waiting)
             continue
         broken.extend(bad_dirs)
@@ -413,21 +444,14 @@ def load_custom_commands(
             if name is None:
                 broken.append(BrokenCommand(name=None, path=path, why=why))
                 continue
-            if name.casefold() in builtins:
-                broken.append(
-                    BrokenCommand(name=name, path=path, why=f"/{name} is a built-in command; rename the file")
-                )
-                continue
-            try:
-                command = _command(path, root, name, scope, source)
-            except _Broken as e:
-                broken.append(BrokenCommand(name=name, path=path, why=str(e)))
-                continue
+            found = _load_file(path, root, name, scope, source, builtins)
             winner = commands.get(name)
-            if winner is not None:
+            if isinstance(found, BrokenCommand):
+                broken.append(found)
+            elif winner is not None:
                 notes.append(f"/{name} in {source} is shadowed by /{name} in {winner.source}")
-                continue
-            commands[name] = command
+            else:
+                commands[name] = found
     return CommandCatalog(
         commands=tuple(sorted(commands.values(), key=lambda c: c.name)),
         broken=tuple(broken),

@@ -9,7 +9,8 @@ trusted as they are.
 
 Loading is blocking (small files, and a ``git ls-files``): the runtime calls ``load`` off the event
 loop. The MCP servers start with ``start()`` on the running loop and never hold a turn up: their
-tools join the next request once they are ready (print mode waits for them first).
+tools join the next request once they are ready (print mode waits for them first): ``Extensions``
+is a source of the tool registry, whose MCP tools are agent tools like any other.
 """
 
 from __future__ import annotations
@@ -18,19 +19,18 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.agent.config.layers import PendingTrust, read_layers
 from app.agent.config.project_trust import Kind, ProjectTrust
 from app.agent.extensions.custom_commands import CommandCatalog, load_custom_commands
 from app.agent.extensions.hooks import HookConfig, HookEvent, HookOutcome, load_hooks, run_hooks
-from app.agent.extensions.mcp import LoadedServers, McpManager, load_servers, trust_project_servers
-from app.agent.permissions.rules import PermissionRules, Rule, RulesGate, load_permission_rules
-from app.agent.tools.base import ToolResult
+from app.agent.extensions.mcp import PREFIX, LoadedServers, McpManager, load_servers, trust_project_servers
+from app.agent.extensions.mcp.agent_tool import McpAgentTool
+from app.agent.permissions.rules import PermissionRules, Rule, load_permission_rules
+from app.agent.tools.registry import BUILTIN_TOOLS, ToolRegistry
+from app.agent.tools.tool import AnyTool
 from memory.text.lines import one_line
-
-if TYPE_CHECKING:
-    from app.agent.tools.gate import PermissionGate
 
 __all__ = ["APP_COMMANDS", "Extensions", "Waiting"]
 
@@ -71,7 +71,7 @@ class Waiting:
 class Extensions:
     """``builtin``: the app's own command names (a custom command may not take one);
     ``trust_project_mcp``: this run starts the project's servers without a record (print mode's
-    ``--trust-project-mcp``)."""
+    ``--trust-project-mcp``); ``tools``: the tools a permission rule may name."""
 
     def __init__(
         self,
@@ -83,8 +83,10 @@ class Extensions:
         start_timeout: float = 10.0,
         call_timeout: float = 120.0,
         on_change: Callable[[], None] | None = None,
+        tools: ToolRegistry = BUILTIN_TOOLS,
     ) -> None:
         self.workspace = Path(workspace)
+        self.registry = tools
         self.home = home
         self._builtin = tuple(builtin)
         self._trust_project_mcp = trust_project_mcp
@@ -110,7 +112,9 @@ class Extensions:
         user's running ones) start with the next ``start()``."""
         trust = ProjectTrust(self.workspace, self.home)
         layers = read_layers(self.workspace, self.home)
-        rules = load_permission_rules(self.workspace, self.home, trust=trust, layers=layers)
+        rules = load_permission_rules(
+            self.workspace, self.home, trust=trust, layers=layers, tools=self.registry
+        )
         for extra, source in self.extra_rules:
             rules = rules.with_rules(extra, scope="flag", source=source)
         self.rules = rules
@@ -196,27 +200,26 @@ class Extensions:
         if self.mcp is not None:
             await self.mcp.close()
 
-    def api_tools(self, *, read_only: bool = False) -> list[dict[str, Any]]:
-        """The ready servers' tools, after the built-in ones, in a stable order (by server, then
-        tool): the request's ``tools`` stays the same bytes while the same servers are ready."""
-        return self.mcp.api_tools(read_only=read_only) if self.mcp is not None else []
+    # -- the servers' tools, a source of the tool registry ---------------------------------------
 
-    def is_tool(self, name: str) -> bool:
-        return self.mcp is not None and self.mcp.is_mcp_tool(name)
+    def tools(self) -> list[AnyTool]:
+        """The ready servers' tools, in a stable order (by server, then tool): the request's
+        ``tools`` stays the same bytes while the same servers are ready."""
+        mcp = self.mcp
+        return [McpAgentTool(t, mcp) for t in mcp.tools()] if mcp is not None else []
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """An MCP tool's result as a tool result (never raises but for cancellation)."""
-        if self.mcp is None:
-            return ToolResult(content=f"unknown or unavailable tool {name!r}", is_error=True)
-        r = await self.mcp.call(name, arguments)
-        return ToolResult(content=r.content, is_error=r.is_error)
+    def missing(self, name: str) -> str | None:
+        """Why the MCP tool ``name`` cannot be called now (its server is not ready); None for a
+        name that is no MCP tool's."""
+        if not name.startswith(PREFIX):
+            return None
+        return (
+            self.mcp.why_unavailable(name)
+            if self.mcp is not None
+            else f"unknown or unavailable tool {name!r}"
+        )
 
-    # -- permission and hooks -------------------------------------------------------------------
-
-    def gate(self, ask: PermissionGate | None, *, no_ask: str | None = None) -> ExtensionGate:
-        """The permission gate over the rules: allow runs, deny refuses, ask goes to ``ask`` (the
-        app's window) or, without one (print mode), is refused."""
-        return ExtensionGate(self, ask, no_ask)
+    # -- hooks ----------------------------------------------------------------------------------
 
     async def hook(self, event: HookEvent, *, session_id: str, **fields: Any) -> HookOutcome:
         """Run the event's hooks; each failure is said, and so is a block of ``PostToolUse`` or
@@ -238,33 +241,3 @@ class Extensions:
             log.warning("%s", line)
         else:
             self.on_hook_note(line, failed)
-
-
-class ExtensionGate:
-    """``RulesGate`` over the extensions' rules as they are now (a rule saved mid-session counts
-    from the next call)."""
-
-    def __init__(self, ext: Extensions, ask: PermissionGate | None, no_ask: str | None) -> None:
-        self.ext, self.ask, self._no_ask = ext, ask, no_ask
-
-    def _gate(self) -> RulesGate:
-        if self._no_ask is None:
-            return RulesGate(self.ext.rules, self.ask)
-        return RulesGate(self.ext.rules, self.ask, no_ask=self._no_ask)
-
-    async def decide(
-        self, name: str, tool_input: dict[str, Any], *, call_id: str = "", depth: int = 0
-    ) -> Any:
-        return await self._gate().decide(name, tool_input, call_id=call_id, depth=depth)
-
-    def will_ask(self, name: str, tool_input: dict[str, Any] | None = None) -> bool:
-        """Whether ``decide`` would open the person's window now (the call shows as waiting)."""
-        if self.ask is None or self.ext.rules.decide(name, tool_input or {}).decision != "ask":
-            return False
-        will_ask = getattr(self.ask, "will_ask", None)
-        return bool(will_ask(name)) if callable(will_ask) else True
-
-    def reset(self) -> None:
-        reset = getattr(self.ask, "reset", None)
-        if callable(reset):
-            reset()

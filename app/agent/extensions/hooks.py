@@ -40,10 +40,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, Required, TypedDict
 
 import tomlkit
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from app.agent.config.layers import ConfigLayer, PendingTrust, Scope, is_trusted, read_layers
 from app.agent.config.project_trust import ProjectTrust
@@ -56,6 +56,7 @@ __all__ = [
     "HookConfig",
     "HookEvent",
     "HookFailureMode",
+    "HookInput",
     "HookOutcome",
     "HookRun",
     "HookSpec",
@@ -98,7 +99,9 @@ class HookSpec(BaseModel):
         line = " ".join(self.command.split())
         return line if len(line) <= 60 else line[:59] + "…"
 
-    def selects(self, tool_name: str | None, tool_input: dict[str, Any] | None, workspace: Path) -> bool:
+    def selects(
+        self, tool_name: str | None, tool_input: dict[str, JsonValue] | None, workspace: Path
+    ) -> bool:
         if self.event not in TOOL_EVENTS or not self.matcher:
             return True
         if tool_name is None:
@@ -119,12 +122,28 @@ class HookConfig(BaseModel):
     pending_trust: PendingTrust | None = None
 
     def select(
-        self, event: HookEvent, tool_name: str | None = None, tool_input: dict[str, Any] | None = None
+        self,
+        event: HookEvent,
+        tool_name: str | None = None,
+        tool_input: dict[str, JsonValue] | None = None,
     ) -> tuple[HookSpec, ...]:
         """The hooks that run for this event (and tool call), in order."""
         return tuple(
             h for h in self.hooks if h.event == event and h.selects(tool_name, tool_input, self.workspace)
         )
+
+
+class HookInput(TypedDict, total=False):
+    """The JSON a hook reads on stdin, with Claude Code's keys: the tool's for a tool event,
+    ``tool_response`` for PostToolUse, ``prompt`` for UserPromptSubmit."""
+
+    session_id: Required[str]
+    hook_event_name: Required[HookEvent]
+    cwd: Required[str]
+    tool_name: str | None
+    tool_input: dict[str, JsonValue]  # as the model sent it
+    tool_response: object
+    prompt: str
 
 
 @dataclass(frozen=True)
@@ -280,8 +299,9 @@ def shared_hooks_text(layers: Iterable[ConfigLayer]) -> str:
     ``hooks`` tables as TOML, under the file's name."""
     parts: list[str] = []
     for layer in layers:
-        if layer.shared and isinstance(layer.data.get("hooks"), dict) and layer.data["hooks"]:
-            parts.append(f"# {layer.label}\n" + tomlkit.dumps({"hooks": layer.data["hooks"]}))
+        table = layer.data.get("hooks")
+        if layer.shared and isinstance(table, dict) and table:
+            parts.append(f"# {layer.label}\n" + tomlkit.dumps({"hooks": table}))
     return "\n".join(parts)
 
 
@@ -440,28 +460,17 @@ def _warning(event: HookEvent, hook: HookSpec, failure: str) -> str:
     )
 
 
-async def run_hooks(
+def _hook_input(
     config: HookConfig,
     event: HookEvent,
-    *,
     session_id: str,
-    tool_name: str | None = None,
-    tool_input: dict[str, Any] | None = None,
-    tool_response: object = None,
-    prompt: str | None = None,
-    extra: dict[str, Any] | None = None,
-) -> HookOutcome:
-    """Run the hooks selected for this event, one after the other; the first exit 2 blocks (for
-    events that can block) and ends the run, as does a failed PreToolUse hook whose ``on_error``
-    is "block". Never raises for a hook's failure: each is a line of ``warnings``."""
-    hooks = config.select(event, tool_name, tool_input)
-    if not hooks:
-        return HookOutcome(event=event)
-    payload: dict[str, Any] = {
-        "session_id": session_id,
-        "hook_event_name": event,
-        "cwd": str(config.workspace),
-    }
+    tool_name: str | None,
+    tool_input: dict[str, JsonValue] | None,
+    tool_response: object,
+    prompt: str | None,
+) -> bytes:
+    """The event as the JSON line a hook reads on stdin."""
+    payload: HookInput = {"session_id": session_id, "hook_event_name": event, "cwd": str(config.workspace)}
     if event in TOOL_EVENTS:
         payload["tool_name"] = tool_name
         payload["tool_input"] = tool_input or {}
@@ -469,8 +478,41 @@ async def run_hooks(
         payload["tool_response"] = tool_response
     if event == "UserPromptSubmit":
         payload["prompt"] = prompt if prompt is not None else ""
-    payload.update(extra or {})
-    data = (json.dumps(payload, ensure_ascii=False, default=str) + "\n").encode("utf-8", "surrogatepass")
+    return (json.dumps(payload, ensure_ascii=False, default=str) + "\n").encode("utf-8", "surrogatepass")
+
+
+def _block_reason(event: HookEvent, hook: HookSpec, run: HookRun, failure: str | None) -> str:
+    """Why this run ends the event's hooks with a block; "" when it does not: a failed
+    PreToolUse hook whose ``on_error`` is "block", or an exit 2 of an event that can block."""
+    if failure is not None:
+        if event == "PreToolUse" and hook.on_error == "block":
+            return (
+                f"the PreToolUse hook `{hook.label}` failed: {failure}; "
+                'its on_error = "block" denies the call'
+            )
+        return ""
+    if run.exit_code == 0:
+        return ""
+    return run.stderr.strip() or f"blocked by the hook `{hook.label}` (exit 2, no reason given)"
+
+
+async def run_hooks(
+    config: HookConfig,
+    event: HookEvent,
+    *,
+    session_id: str,
+    tool_name: str | None = None,
+    tool_input: dict[str, JsonValue] | None = None,
+    tool_response: object = None,
+    prompt: str | None = None,
+) -> HookOutcome:
+    """Run the hooks selected for this event, one after the other; the first exit 2 blocks (for
+    events that can block) and ends the run, as does a failed PreToolUse hook whose ``on_error``
+    is "block". Never raises for a hook's failure: each is a line of ``warnings``."""
+    hooks = config.select(event, tool_name, tool_input)
+    if not hooks:
+        return HookOutcome(event=event)
+    data = _hook_input(config, event, session_id, tool_name, tool_input, tool_response, prompt)
     runs: list[HookRun] = []
     warnings: list[str] = []
     context: list[str] = []
@@ -479,19 +521,11 @@ async def run_hooks(
         run = await _run_one(hook, data, config.workspace)
         runs.append(run)
         failure = run.failure(event)
-        reason = ""
         if failure is not None:
             warnings.append(_warning(event, hook, failure))
-            if event == "PreToolUse" and hook.on_error == "block":
-                reason = (
-                    f"the PreToolUse hook `{hook.label}` failed: {failure}; "
-                    'its on_error = "block" denies the call'
-                )
-        elif run.exit_code == 0:
-            if event in ("UserPromptSubmit", "SessionStart") and run.stdout.strip():
-                context.append(run.stdout.strip())
-        else:  # exit 2 of an event that can block
-            reason = run.stderr.strip() or f"blocked by the hook `{hook.label}` (exit 2, no reason given)"
+        elif run.exit_code == 0 and event in ("UserPromptSubmit", "SessionStart") and run.stdout.strip():
+            context.append(run.stdout.strip())
+        reason = _block_reason(event, hook, run, failure)
         if reason:
             return HookOutcome(
                 event=event,

@@ -1,11 +1,12 @@
 """The memory model's completion function: the SDK plugged into ``memory.extract.completion.Completion``.
 
 The client runs with the SDK's retries off: the memory worker retries with its own backoff and
-bound (a failed job waits and is tried again, a bounded number of times). Every request is streamed: the SDK refuses a non-streaming request whose
-``max_tokens`` could take longer than its ten-minute bound (≈ 21,333 tokens), and a merge of
-several notes may need more. Structured output is asked for where the endpoint supports it; an endpoint
-that refuses ``output_config`` (compatible servers such as Ollama) gets plain text from then on,
-and the text parser reads the answer either way.
+bound (a failed job waits and is tried again, a bounded number of times). Every request is
+streamed: the SDK refuses a non-streaming request whose ``max_tokens`` could take longer than its
+ten-minute bound (≈ 21,333 tokens), and a merge of several notes may need more. Structured output
+is asked for where the endpoint supports it; an endpoint that refuses ``output_config``
+(compatible servers such as Ollama) gets plain text from then on, and the text parser reads the
+answer either way.
 
 The refusal is remembered per endpoint (base URL without credentials, and model) in
 ``$PSEUDOCLAUDE_HOME/capabilities.json`` (0600, replaced atomically), so a process that makes one
@@ -247,26 +248,17 @@ class AnthropicCompletion:
         if self._client is None and not has_credentials():
             raise CompletionError(NO_CREDENTIALS, retryable=False)
         base_url = str(self.client.base_url)
-        params: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": request.max_tokens,
-            "system": request.system,
-            "messages": [{"role": "user", "content": request.prompt}],
-        }
         structured = request.json_schema is not None and not await asyncio.to_thread(
             self.capabilities.refuses_structured, base_url, self.model
         )
-        if structured:
-            params[STRUCTURED_PARAM] = {"format": {"type": "json_schema", "schema": request.json_schema}}
         try:
-            message = await self._send(params)
+            message = await self._send(request, structured)
         except anthropic.APIStatusError as e:
             if not (structured and refuses_structured_output(e)):
                 raise self._failure(e) from None
             await asyncio.to_thread(self.capabilities.remember_refusal, base_url, self.model)
-            params.pop(STRUCTURED_PARAM)
             try:
-                message = await self._send(params)
+                message = await self._send(request, False)
             except Exception as e2:
                 raise self._failure(e2) from None
         except Exception as e:
@@ -303,12 +295,22 @@ class AnthropicCompletion:
         msg, retryable = describe_error(err, model=self.model, model_switch=MEMORY_MODEL_SWITCH)
         return CompletionError(msg, retryable=retryable)
 
-    async def _send(self, params: dict[str, Any]) -> Any:
-        """One streamed request, read to its final message (errors surface as SDK exceptions).
+    async def _send(self, request: CompletionRequest, structured: bool) -> Any:
+        """One streamed request, read to its final message (errors surface as SDK exceptions);
+        ``structured``: with the request's JSON schema as the output format.
 
         Every read (the headers, then each chunk of the body) waits at most ``idle_timeout``: a
         read timeout, not a bound on the whole request."""
-        async with self.client.messages.stream(**params, timeout=self._timeout()) as stream:
+        schema = {"format": {"type": "json_schema", "schema": request.json_schema}}
+        output = {STRUCTURED_PARAM: schema} if structured else {}
+        async with self.client.messages.stream(
+            model=self.model,
+            max_tokens=request.max_tokens,
+            system=request.system,
+            messages=[{"role": "user", "content": request.prompt}],
+            **output,
+            timeout=self._timeout(),
+        ) as stream:
             message = await stream.get_final_message()
         if self.on_usage is not None and getattr(message, "usage", None) is not None:
             try:

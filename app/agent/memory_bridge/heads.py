@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from app.agent.conversation.blocks import Message, TextBlock
 from app.agent.memory_bridge.ports import IndexSource, RecallSource
 from memory.store.index import INDEX_LINE_RE, RECALL_OPEN, index_diff, index_keys, recall_block
 
@@ -36,16 +37,14 @@ def recall_query(user_text: str) -> str:
     return _ATTACHED_RE.sub(lambda m: f" {m.group(1)} ", user_text)
 
 
-def recalled_in(messages: list[dict[str, Any]]) -> dict[str, str]:
+def recalled_in(messages: list[Message]) -> dict[str, str]:
     """The cards the ``<memory-recall>`` blocks of a conversation named (a resumed session):
     each under both levels, since a block's line does not say which."""
     out: dict[str, str] = {}
     for message in messages:
-        content = message.get("content") if message.get("role") == "user" else None
-        for block in content if isinstance(content, list) else ():
-            text = block.get("text") if isinstance(block, dict) else None
-            if isinstance(text, str) and text.startswith(RECALL_OPEN):
-                for line in text.split("\n"):
+        for block in message.content if message.role == "user" else ():
+            if isinstance(block, TextBlock) and block.text.startswith(RECALL_OPEN):
+                for line in block.text.split("\n"):
                     m = INDEX_LINE_RE.match(line)
                     if m is not None:
                         out[f"project/{m.group('filename')}"] = out[f"user/{m.group('filename')}"] = EARLIER

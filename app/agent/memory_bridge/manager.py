@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 # The module, not the class: the client's class is looked up when one is built, so a test that
 # replaces it (to watch the clients a command makes) sees every one.
@@ -71,12 +71,6 @@ def build_manager(
     stores' own unless given. ``runs_jobs`` False: the jobs run in another process (the worker
     child); this manager spools, reviews and watches. A job's retry waits 1 s, 2 s, ... in units
     of the runtime's retry delay, so the retry time a job shows is the one it waits."""
-    consolidation: dict[str, Any] = {}
-    if settings is not None:
-        consolidation = {
-            "consolidate_after": settings.consolidate_after,
-            "consolidate_review": settings.consolidate_review,
-        }
     if mode is None:
         mode = settings.memory_mode if settings is not None else MemoryMode.AUTO
     return Manager(
@@ -87,5 +81,20 @@ def build_manager(
         backoff_base=pipeline.BACKOFF_BASE * retry_base_delay(),
         search=search,
         runs_jobs=runs_jobs,
-        **consolidation,
+        **_consolidation(settings),
     )
+
+
+class _Consolidation(TypedDict, total=False):
+    consolidate_after: int
+    consolidate_review: bool
+
+
+def _consolidation(settings: Settings | None) -> _Consolidation:
+    """The consolidation rule of ``settings``; none (the manager's defaults) without them."""
+    if settings is None:
+        return {}
+    return {
+        "consolidate_after": settings.consolidate_after,
+        "consolidate_review": settings.consolidate_review,
+    }

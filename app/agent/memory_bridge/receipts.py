@@ -15,14 +15,11 @@ Every list is bounded by the index's own line limit, so a receipt stays small.
 
 from __future__ import annotations
 
-from typing import Any
-
-from app.agent.memory_bridge.ports import ConversationLog
 from app.agent.tools import CardRead
 from memory.constants import INDEX_MAX_LINES
 from memory.store.index import INDEX_LINE_RE, PROJECT_HEADER, USER_HEADER
 
-__all__ = ["RECEIPT_MAX", "Receipt", "end_turn_with", "shown_cards"]
+__all__ = ["RECEIPT_MAX", "Receipt", "shown_cards"]
 
 RECEIPT_MAX = INDEX_MAX_LINES
 _HEADERS = {PROJECT_HEADER: "project", USER_HEADER: "user"}
@@ -75,9 +72,3 @@ class Receipt:
         if self.recalled:  # the cards of the Run's <memory-recall> block
             out["recalled"] = list(self.recalled[:RECEIPT_MAX])
         return out
-
-
-def end_turn_with(session: ConversationLog, receipt: Receipt, status: str, info: dict[str, Any]) -> bool:
-    """``session.end_turn`` with the turn's receipt as ``memory``; blocking like the log's own
-    work, so the index is parsed in the log's thread, not on the event loop."""
-    return session.end_turn(status, **{**info, "memory": receipt.record()})

@@ -2,8 +2,9 @@
 
 Tool calls, tool results, the index-update blocks and the app's own notes are left out:
 extraction learns from what was said, not from tool output or from what memory itself sent.
-Of a tool call only the path of the file tools is kept, so the memory model can
-cite what a card rests on; patterns, contents, edit strings and commands never are.
+Of a tool call only the paths it names are kept (what its tool's ``paths`` gives: the file
+tools' ``path``), so the memory model can cite what a card rests on; patterns, contents, edit
+strings and commands never are.
 """
 
 from __future__ import annotations
@@ -12,35 +13,27 @@ import os
 import posixpath
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
+from app.agent.conversation.blocks import Block, Message, TextBlock, ToolUseBlock
 from app.agent.conversation.messages import is_app_note
+from app.agent.tools.registry import BUILTIN_TOOLS, ToolRegistry
 from memory.constants import UPDATE_TAG
 from memory.model import Turn, TurnMessage
 from memory.text.terminal import is_unsafe_char
 
 _UPDATE_OPEN = f"<{UPDATE_TAG}>"
 
-# The file tools whose ``path`` input names what a turn read, listed, searched or changed.
-PATH_TOOLS = frozenset({"read_file", "list_files", "grep", "write_file", "edit_file"})
 MAX_TURN_PATHS = 200
 MAX_PATH_CHARS = 1024
 
 
-def text_of(content: Any) -> str:
+def text_of(content: list[Block]) -> str:
     """The words of a message's content: its text blocks but the app's notes and update blocks."""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for b in content or []:
-        if (
-            isinstance(b, dict)
-            and b.get("type") == "text"
-            and not is_app_note(b)
-            and not str(b.get("text", "")).startswith(_UPDATE_OPEN)
-        ):
-            parts.append(str(b["text"]))
-    return "\n".join(parts)
+    return "\n".join(
+        b.text
+        for b in content
+        if isinstance(b, TextBlock) and not is_app_note(b) and not b.text.startswith(_UPDATE_OPEN)
+    )
 
 
 def workspace_path(raw: object, roots: tuple[str, ...]) -> str | None:
@@ -74,36 +67,39 @@ def _roots(workspace: Path | str | None) -> tuple[str, ...]:
     return (given,) if real == given else (given, real)
 
 
-def tool_paths(messages: Iterable[dict[str, Any]], workspace: Path | str | None = None) -> list[str]:
-    """The workspace paths the assistant's file-tool calls named, normalised (``workspace_path``),
-    de-duplicated, in order of first use, at most MAX_TURN_PATHS."""
+def tool_paths(
+    messages: Iterable[Message], workspace: Path | str | None = None, tools: ToolRegistry = BUILTIN_TOOLS
+) -> list[str]:
+    """The workspace paths the assistant's tool calls named (each tool's ``paths``), normalised
+    (``workspace_path``), de-duplicated, in order of first use, at most MAX_TURN_PATHS."""
     roots = _roots(workspace)
     out: dict[str, None] = {}
     for m in messages:
-        content = m.get("content")
-        if m.get("role") != "assistant" or not isinstance(content, list):
-            continue
-        for b in content:
-            if not isinstance(b, dict) or b.get("type") != "tool_use" or b.get("name") not in PATH_TOOLS:
+        for b in m.tool_uses():
+            if not isinstance(b, ToolUseBlock):
                 continue
-            args = b.get("input")
-            path = workspace_path(args.get("path"), roots) if isinstance(args, dict) else None
-            if path is not None:
-                out.setdefault(path, None)
-                if len(out) >= MAX_TURN_PATHS:
-                    return list(out)
+            for raw in tools.paths_of(b.name, b.input):
+                path = workspace_path(raw, roots)
+                if path is not None:
+                    out.setdefault(path, None)
+                    if len(out) >= MAX_TURN_PATHS:
+                        return list(out)
     return list(out)
 
 
 def turn_for_memory(
-    messages: Iterable[dict[str, Any]], session: str = "", *, workspace: Path | str | None = None
+    messages: Iterable[Message],
+    session: str = "",
+    *,
+    workspace: Path | str | None = None,
+    tools: ToolRegistry = BUILTIN_TOOLS,
 ) -> Turn:
-    """``messages`` as a memory Turn: role and text, and the file tools' paths (see the module
-    doc). Without ``workspace`` an absolute path cannot be placed and is left out."""
+    """``messages`` as a memory Turn: role and text, and the paths its tool calls named (see the
+    module doc). Without ``workspace`` an absolute path cannot be placed and is left out."""
     messages = list(messages)
     out = []
     for m in messages:
-        text = text_of(m.get("content"))
-        if text.strip() and m.get("role") in ("user", "assistant"):
-            out.append(TurnMessage(role=m["role"], text=text))
-    return Turn(messages=out, session=session, paths=tool_paths(messages, workspace))
+        text = text_of(m.content)
+        if text.strip():
+            out.append(TurnMessage(role=m.role, text=text))
+    return Turn(messages=out, session=session, paths=tool_paths(messages, workspace, tools))

@@ -14,10 +14,12 @@ so an extraction's parsing and an apply on a big store never take the screen's i
 - ``wake()`` (a job was spooled) and ``set_mode()`` are lines on the child's stdin; ``stop()``
   closes it: the child drains its runnable jobs for a few seconds and exits by itself. The pipe
   also closes when the app dies, so no child outlives its app for longer than its drain.
-- the child's stdout is read line by line: ``usage`` (a memory-model request's cost), ``wrote``
-  (a store file its commit is about to move into place: the app's store watcher takes it for its
-  own) and ``outcome`` (a job applied, failed, held or retrying: announced to the app's manager
-  exactly as its own worker's, once). A line that is not one of these is ignored and logged.
+- the child's stdout is read line by line, in the lines of
+  app/agent/memory_bridge/worker_wire.py: ``usage`` (a memory-model request's cost), ``wrote`` (a
+  store file its commit is about to move into place: recorded as the app's own write, so the store
+  watcher never reports it) and ``outcome`` (a job applied, failed, held or retrying: announced to
+  the app's manager exactly as its own worker's, once). The outcome line is how the child's writes
+  reach the app; a line that is not one of these is ignored and logged.
 
 The child runs in a session of its own (the terminal's Ctrl+C and hang-up are the app's), with
 stdout read by the app and stderr appended to ``$PSEUDOCLAUDE_HOME/logs/memory-worker.log``.
@@ -27,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -37,16 +38,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
+from app.agent.memory_bridge.worker_wire import (
+    MAX_LINE_BYTES,
+    ModeMsg,
+    OutcomeMsg,
+    UsageMsg,
+    WakeMsg,
+    WroteMsg,
+    decode,
+    encode,
+)
 from app.agent.model.provider import Usage
 from memory.constants import WORKER_EXIT_BUSY as EXIT_BUSY
 from memory.constants import MemoryMode
-from memory.events import JobApplied, JobFailed, JobHeld, JobRetrying, MemoryEvent
 from memory.jobs.manager import Manager
-from memory.store.journal import OWN_WRITES, OwnWrites
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +61,6 @@ POLL_S = 0.5
 MAX_RESTARTS = 5  # deaths within RESTART_WINDOW_S before the restarts pause for that long
 RESTART_WINDOW_S = 60.0
 LOG_MAX_BYTES = 1 << 20  # the log is started afresh past this size
-# A job's outcome line at most (its rejected ops' records are shortened): a longer one is
-# ignored, and the app's look at the spool announces that job instead.
-MAX_OUTCOME_BYTES = 1 << 20
-OUTCOME = b"outcome "
 
 
 def worker_argv(workspace: Path, memory_model: str, mode: MemoryMode, drain: float) -> list[str]:
@@ -87,76 +90,6 @@ def describe_exit(code: int) -> str:
             return f"killed by {signal.Signals(-code).name}"
         return f"killed by signal {-code}"
     return f"exit status {code}"
-
-
-def parse_write(raw: bytes) -> tuple[str, str | None] | None:
-    """A ``wrote {json}`` line of the child's stdout: a store file its commit writes (sha None:
-    removed)."""
-    if not raw.startswith(b"wrote ") or len(raw) > 8192:
-        return None
-    try:
-        data = json.loads(raw[6:])
-        path, sha = data["path"], data["sha"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    if not isinstance(path, str) or not (sha is None or isinstance(sha, str)) or "\0" in path:
-        return None
-    return path, sha
-
-
-def parse_usage(raw: bytes) -> tuple[str, Usage] | None:
-    """A ``usage {json}`` line of the child's stdout; None for anything else."""
-    if not raw.startswith(b"usage ") or len(raw) > 4096:
-        return None
-    try:
-        data = json.loads(raw[6:])
-        model = data.pop("model")
-        fields = {k: data.get(k, 0) for k in USAGE_FIELDS}
-    except (ValueError, KeyError, AttributeError, TypeError):
-        return None
-    if not isinstance(model, str) or not all(type(v) is int and v >= 0 for v in fields.values()):
-        return None
-    return model[:200], Usage(**fields)
-
-
-USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-
-Outcome = JobApplied | JobFailed | JobHeld | JobRetrying
-
-
-class OutcomeLine(BaseModel):
-    """The wire form of a job's outcome on the child's stdout: ``outcome {json}``, one line."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    event: Annotated[Outcome, Field(discriminator="kind")]
-
-
-def outcome_line(event: MemoryEvent) -> str | None:
-    """The child's line for a job's outcome (None: not an outcome, or too long to be read)."""
-    if not isinstance(event, Outcome):
-        return None
-    line = OUTCOME.decode() + OutcomeLine(event=event).model_dump_json()
-    return line if len(line.encode()) + 1 < MAX_OUTCOME_BYTES else None  # + its newline
-
-
-def parse_outcome(raw: bytes) -> Outcome | None:
-    """An ``outcome {json}`` line of the child's stdout; None for anything else (said in the log
-    when it is a broken outcome line)."""
-    if not raw.startswith(OUTCOME):
-        return None
-    if len(raw) >= MAX_OUTCOME_BYTES:
-        log.warning("memory worker process: an outcome line of %d bytes ignored", len(raw))
-        return None
-    try:
-        return OutcomeLine.model_validate_json(raw[len(OUTCOME) :], strict=True).event
-    except ValidationError as e:
-        log.warning(
-            "memory worker process: a broken outcome line ignored (%d bytes): %.200s",
-            len(raw),
-            " ".join(str(e).split()),
-        )
-        return None
 
 
 def read_lines(out: IO[bytes], limit: int) -> Iterator[bytes]:
@@ -192,9 +125,9 @@ class WorkerProcess:
         self._poll = poll
         self._clock = clock
         self.proc: subprocess.Popen[bytes] | None = None
-        # The child's store writes (its ``wrote`` lines) and this process's own: what the app's
-        # store watcher must not take for someone else's change.
-        self.writes = OwnWrites(OWN_WRITES)
+        # The child's store writes (its ``wrote`` lines) join what the manager's events announce:
+        # the app's store watcher never takes them for someone else's change.
+        self.writes = manager.announced_writes
         self.started = 0  # children started (tests and the benchmarks read it)
         self.deaths: list[str] = []  # one line per child that died, as said
         self._death_times: list[float] = []
@@ -237,23 +170,23 @@ class WorkerProcess:
 
     def wake(self) -> None:
         """A job was spooled: the child looks at the spool now rather than at its next poll."""
-        self._send(b"wake\n")
+        self._send(WakeMsg())
         if self._wake is not None:
             self._wake.set()  # and a dead child is noticed now
 
     def set_mode(self, mode: MemoryMode) -> None:
-        self._send(f"mode {mode}\n".encode())
+        self._send(ModeMsg(mode=mode))
         if self._wake is not None:
             self._wake.set()
 
-    def _send(self, line: bytes) -> None:
+    def _send(self, msg: WakeMsg | ModeMsg) -> None:
         proc = self.proc
         if proc is None or proc.stdin is None or proc.poll() is not None:
             return
         # Never blocks (the descriptor is non-blocking): a stopped child that fills the pipe
         # loses a wake-up, never the app's loop.
         with contextlib.suppress(OSError, ValueError):
-            os.write(proc.stdin.fileno(), line)
+            os.write(proc.stdin.fileno(), (encode(msg) + "\n").encode())
 
     @staticmethod
     def _close_stdin(proc: subprocess.Popen[bytes]) -> None:
@@ -345,7 +278,7 @@ class WorkerProcess:
     def _read_reports(self, out: IO[bytes]) -> None:
         """The child's stdout, in a daemon thread, until it closes (see the module's doc)."""
         with contextlib.suppress(OSError, ValueError):
-            for raw in read_lines(out, MAX_OUTCOME_BYTES):
+            for raw in read_lines(out, MAX_LINE_BYTES):
                 try:
                     self._report(raw)
                 except Exception:
@@ -354,21 +287,17 @@ class WorkerProcess:
             out.close()
 
     def _report(self, raw: bytes) -> None:
-        wrote = parse_write(raw)
-        if wrote is not None:
-            # Only the watcher's: the batch reaches the panel as its outcome, after its commit.
-            self.writes.record(*wrote)
-            return
-        outcome = parse_outcome(raw)
-        if outcome is not None:
-            self.manager.announce(outcome)
-            return
-        usage = parse_usage(raw)
-        if usage is not None:
+        msg = decode(raw)  # None: a blank line, or one the wire refused (and said in the log)
+        if isinstance(msg, WroteMsg):
+            # Only the watcher's: the batch reaches the app as its outcome line, after its commit.
+            self.writes.record(msg.file, msg.sha)
+        elif isinstance(msg, OutcomeMsg):
+            self.manager.announce(msg.event)
+        elif isinstance(msg, UsageMsg):
             if self.on_usage is not None:
-                self.on_usage(*usage)
-        elif not raw.startswith(OUTCOME) and raw.strip():
-            log.warning("memory worker process: a line of the child's ignored: %.80r", raw)
+                self.on_usage(msg.model, msg.usage())
+        elif msg is not None:
+            log.warning("memory worker process: a %s line of the child's ignored: not a report", msg.kind)
 
     def _open_log(self) -> int | None:
         try:
@@ -382,12 +311,4 @@ class WorkerProcess:
             return None
 
 
-__all__ = [
-    "EXIT_BUSY",
-    "OutcomeLine",
-    "WorkerProcess",
-    "describe_exit",
-    "outcome_line",
-    "parse_outcome",
-    "worker_argv",
-]
+__all__ = ["EXIT_BUSY", "WorkerProcess", "describe_exit", "read_lines", "worker_argv"]

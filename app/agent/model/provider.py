@@ -1,5 +1,10 @@
 """The streaming model provider: a small event interface and its implementation over the SDK.
 
+The provider alone speaks the wire's JSON: a request's typed messages and system blocks
+(app/agent/conversation/blocks.py) become the API's JSON here, and a response's blocks come
+back typed — thinking with its signature, redacted thinking, server tool blocks and blocks of
+types the product does not know included, so they go back to the model unchanged.
+
 The SDK retries HTTP errors itself (for the main model). What it does not retry is a failure
 *inside* a stream: an ``error`` event, a connection dropped mid-body, or a stream that ends with
 no stop reason. The provider retries those, with backoff and a bound, and tells the caller to
@@ -14,9 +19,15 @@ import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import JsonValue
+
+from app.agent.conversation.blocks import Block, JsonObject, Message, TextBlock, parse_blocks
 from memory.text.redact import redact
+
+if TYPE_CHECKING:
+    from app.agent.tools.tool import ToolParam
 
 # -- events -------------------------------------------------------------------------------------
 
@@ -45,7 +56,7 @@ class ToolUseArgs:
 class ToolUseComplete:
     id: str
     name: str
-    input: dict[str, Any]
+    input: JsonObject
 
 
 @dataclass
@@ -101,10 +112,10 @@ COMPLETED_STOPS = frozenset({"end_turn", "stop_sequence"})
 
 @dataclass(frozen=True)
 class Stop:
-    """The response is complete. ``content`` holds its blocks as API dicts."""
+    """The response is complete. ``content`` holds its blocks, every one the model sent."""
 
     reason: str | None
-    content: list[dict[str, Any]] = field(default_factory=list)
+    content: list[Block] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -123,9 +134,9 @@ ProviderEvent = (
 @dataclass
 class ModelRequest:
     model: str
-    system: list[dict[str, Any]]
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    system: list[TextBlock]
+    messages: list[Message]
+    tools: list[ToolParam] = field(default_factory=list)
     max_tokens: int = 16000
 
 
@@ -243,54 +254,42 @@ def _count(value: Any) -> int:
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
+def _obj(value: JsonValue) -> JsonObject:
+    return value if isinstance(value, dict) else {}
+
+
+# Blocks whose input the stream sends as ``input_json_delta`` chunks.
+_INPUT_BLOCKS = ("tool_use", "server_tool_use")
+# Blocks whose text the stream sends in deltas: the delta's type and the field it fills.
+_TEXT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
+
+
 class _Accumulated:
     """One response built from its raw stream events, decoded JSON (what the SDK's MessageStream
     keeps, without its per-event snapshot or typed objects): the events the Runner needs, then
-    the blocks, usage and stop reason. The server's JSON is not trusted to have its shape: a
-    field of the wrong type is treated as absent."""
+    the blocks, usage and stop reason. Every block is kept as the start event gave it, with its
+    text, thinking, signature, citations and input filled from the deltas. The server's JSON is
+    not trusted to have its shape: a field of the wrong type is treated as absent."""
 
     def __init__(self) -> None:
         self.started = False
         self.stop_reason: str | None = None
         self.usage = Usage()
-        self._blocks: dict[int, dict[str, Any]] = {}
-        self._parts: dict[int, list[str]] = {}  # text (or tool input JSON) per block, joined once
+        self.notes: list[str] = []
+        self._blocks: dict[int, JsonObject] = {}  # each block's JSON, as its start event gave it
+        self._calls: dict[int, tuple[str, str]] = {}  # the tool calls' (id, name), by block
+        self._parts: dict[int, list[str]] = {}  # text, thinking or input JSON per block, joined once
 
-    def take(self, ev: dict[str, Any]) -> list[ProviderEvent]:
+    def take(self, ev: JsonObject) -> list[ProviderEvent]:
         t = ev.get("type")
         raw_index = ev.get("index")
         index = raw_index if isinstance(raw_index, int) else -1
         if t == "content_block_delta":
-            d = _obj(ev.get("delta"))
-            kind = d.get("type")
-            if kind == "text_delta":
-                text = d.get("text")
-                if isinstance(text, str) and text:
-                    self._parts.setdefault(index, []).append(text)
-                    return [TextDelta(text)]
-            elif kind == "input_json_delta":
-                part = d.get("partial_json")
-                part = part if isinstance(part, str) else ""
-                self._parts.setdefault(index, []).append(part)
-                return [ToolUseArgs(self._blocks.get(index, {}).get("id", ""), part)]
-            return []
+            return self._delta(index, _obj(ev.get("delta")))
         if t == "content_block_start":
-            b = _obj(ev.get("content_block"))
-            if b.get("type") == "text":
-                self._blocks[index] = {"type": "text"}
-                if isinstance(text := b.get("text"), str) and text:
-                    self._parts.setdefault(index, []).append(text)
-            elif b.get("type") == "tool_use":
-                call_id, name = str(b.get("id", "")), str(b.get("name", ""))
-                self._blocks[index] = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
-                return [ToolUseStart(call_id, name)]
-            return []  # thinking and other blocks are not kept in the conversation
+            return self._start(index, _obj(ev.get("content_block")))
         if t == "content_block_stop":
-            block = self._blocks.get(index)
-            if block is not None and block["type"] == "tool_use":
-                block["input"] = _tool_input("".join(self._parts.pop(index, [])))
-                return [ToolUseComplete(block["id"], block["name"], dict(block["input"]))]
-            return []
+            return self._stop(index)
         if t == "message_start":
             self.started = True
             self.usage = _usage(_obj(_obj(ev.get("message")).get("usage")))
@@ -303,18 +302,66 @@ class _Accumulated:
                     setattr(self.usage, name, _count(u[name]))
         return []
 
-    def blocks(self) -> list[dict[str, Any]]:
-        out = []
+    def _delta(self, index: int, d: JsonObject) -> list[ProviderEvent]:
+        kind = d.get("type")
+        block = self._blocks.get(index)
+        if kind == "text_delta" or kind == "thinking_delta":
+            text = d.get(_TEXT_DELTAS[kind])
+            if isinstance(text, str) and text:
+                self._parts.setdefault(index, []).append(text)
+                return [TextDelta(text)] if kind == "text_delta" else []
+        elif kind == "input_json_delta":
+            part = d.get("partial_json")
+            part = part if isinstance(part, str) else ""
+            self._parts.setdefault(index, []).append(part)
+            if index in self._calls:
+                return [ToolUseArgs(self._calls[index][0], part)]
+        elif kind == "signature_delta" and block is not None and isinstance(d.get("signature"), str):
+            block["signature"] = d["signature"]
+        elif kind == "citations_delta" and block is not None and "citation" in d:
+            cited = block.get("citations")
+            block["citations"] = [*(cited if isinstance(cited, list) else []), d["citation"]]
+        return []
+
+    def _start(self, index: int, b: JsonObject) -> list[ProviderEvent]:
+        kind = b.get("type")
+        if not isinstance(kind, str):
+            return []
+        block = dict(b)
+        self._blocks[index] = block
+        field_name = "text" if kind == "text" else "thinking" if kind == "thinking" else None
+        if field_name is not None and isinstance(text := b.get(field_name), str) and text:
+            self._parts.setdefault(index, []).append(text)
+        if kind == "tool_use":
+            call_id, name = str(b.get("id", "")), str(b.get("name", ""))
+            block["id"], block["name"] = call_id, name
+            self._calls[index] = (call_id, name)
+            return [ToolUseStart(call_id, name)]
+        return []
+
+    def _stop(self, index: int) -> list[ProviderEvent]:
+        block = self._blocks.get(index)
+        if block is None or block.get("type") not in _INPUT_BLOCKS:
+            return []
+        if index in self._parts or not isinstance(block.get("input"), dict):
+            block["input"] = _tool_input("".join(self._parts.pop(index, [])))
+        if index not in self._calls:
+            return []
+        call_id, name = self._calls[index]
+        tool_input = block["input"]
+        return [ToolUseComplete(call_id, name, dict(tool_input) if isinstance(tool_input, dict) else {})]
+
+    def blocks(self) -> list[Block]:
+        out: list[JsonValue] = []
         for index in sorted(self._blocks):
             block = dict(self._blocks[index])
-            if block["type"] == "text":
-                block["text"] = "".join(self._parts.get(index, []))
+            kind = str(block["type"])
+            if kind in ("text", "thinking"):
+                block[kind] = "".join(self._parts.get(index, []))
+            elif kind == "tool_use" and not isinstance(block.get("input"), dict):
+                block["input"] = {}
             out.append(block)
-        return out
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+        return parse_blocks(out, self.notes)
 
 
 async def _sse_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, str]]:
@@ -347,7 +394,7 @@ def _sse_event(block: bytes) -> tuple[str, str] | None:
     return (name, "\n".join(data)) if data else None
 
 
-def _tool_input(raw: str) -> dict[str, Any]:
+def _tool_input(raw: str) -> JsonObject:
     if not raw.strip():
         return {}
     try:
@@ -451,11 +498,12 @@ class AnthropicProvider:
             return ""
 
     async def _one_attempt(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        # The one place the conversation becomes the wire's JSON.
         params: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "system": request.system,
-            "messages": request.messages,
+            "system": [b.model_dump(mode="json") for b in request.system],
+            "messages": [m.model_dump(mode="json") for m in request.messages],
         }
         if request.tools:
             params["tools"] = request.tools

@@ -17,6 +17,7 @@ import tomlkit
 
 from app.agent.config.layers import LOCAL_SETTINGS_REL
 from app.agent.permissions.rules import LISTS, ListName, parse_rule
+from app.agent.tools.registry import BUILTIN_TOOLS, ToolRegistry
 
 __all__ = ["add_rule", "gitignore_line", "gitignore_line_missing", "remove_rule"]
 
@@ -56,11 +57,14 @@ def _load_doc(path: Path) -> tomlkit.TOMLDocument:
         raise ValueError(f"{path}: invalid TOML ({' '.join(str(e).split())}); not changed") from None
 
 
-def add_rule(path: Path, rule: str, list_name: ListName = "allow") -> bool:
-    """Append ``rule`` to ``[permissions] list_name`` of the TOML file at ``path`` (made if
-    missing), keeping the rest of the file, comments included. False when it was there already.
-    ValueError (one line) for a malformed rule or a file that is not TOML."""
-    parse_rule(rule)
+def add_rule(
+    path: Path, rule: str, list_name: ListName = "allow", tools: ToolRegistry = BUILTIN_TOOLS
+) -> bool:
+    """Append ``rule`` (naming a tool of ``tools``) to ``[permissions] list_name`` of the TOML
+    file at ``path`` (made if missing), keeping the rest of the file, comments included. False
+    when it was there already. ValueError (one line) for a malformed rule or a file that is not
+    TOML."""
+    parse_rule(rule, tools)
     path = Path(path)
     doc = _load_doc(path)
     perms = doc.get("permissions")

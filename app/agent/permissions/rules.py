@@ -9,8 +9,8 @@ Rules:
 
 - ``TOOL`` covers every call of the tool: ``edit_file``, ``mcp__github__create_issue``, and
   ``mcp__github`` (or ``mcp__github__*``) for every tool of that MCP server. Claude Code's names
-  are read as ours (``Bash`` is ``bash``, ``Edit`` ``edit_file``, ``Write`` ``write_file``,
-  ``Read`` ``read_file``, ``Grep`` ``grep``, ``Glob``/``LS`` ``list_files``).
+  are read as ours (a tool lists its ``aliases``: ``Bash`` is ``bash``, ``Edit`` ``edit_file``,
+  ``Write`` ``write_file``, ``Read`` ``read_file``, ``Grep`` ``grep``, ``Glob``/``LS`` ``list_files``).
 - ``bash(git status)`` covers exactly that command (compared word by word, quotes removed): no
   extra word and no redirection it does not name (``git status < x``, ``git status 2>&1`` ask).
 - ``bash(npm run test:*)`` covers a command whose words start with the words before ``:*``; the
@@ -20,32 +20,33 @@ Rules:
   a literal character. A prefix rule covers no redirection either, unless it names it
   (``bash(make 2>&1:*)`` covers ``make test 2>&1`` and ``make test``).
 - ``edit_file(src/**)``, ``write_file(docs/*.md)``, ``read_file(.env)``: a ``.gitignore``-style
-  pattern over the workspace-relative path the tool is given (``read_file``, ``write_file``,
-  ``edit_file``, ``list_files``, ``grep``; for the last two the ``path`` input). A pattern
+  pattern over the workspace-relative path the tool is given (the tools whose ``rule_kind`` is
+  ``path``: ``read_file``, ``write_file``, ``edit_file``, ``list_files``, ``grep``). A pattern
   without ``/`` matches at any depth, a leading ``/`` (or ``./``) anchors it at the workspace.
   A path given absolute, or leaving the workspace (``..`` or a symlink), never matches an
   ``allow``; a ``deny``/``ask`` is matched against where it really is.
 
-A ``bash`` pattern rule matches whole simple commands only: the command is split (see
-``shell_split``) and, for an ``allow``, every part must be allowed, no part may write a file by a
-redirection, a part's redirections (input, output and fd duplications alike) must each be named by
-the rule, and nothing in it may be left unparsed (a substitution, a heredoc…: such a command
-asks; so does one that starts with ``NAME=value``). For ``deny`` and ``ask``, any part that
-matches is enough, leading assignments skipped and any redirection the rule does not name
-ignored. A bash deny rule matches the command's own words: it does not look through ``sudo``,
-``env``, ``xargs``, ``bash -c``, ``eval`` or a script, and a command it cannot fully read asks
-rather than being denied. Deny wins over ask over allow; a call no rule matches gets the tool's
-default: ask for writing, executing and MCP tools, allow for the read-only ones.
+A ``bash`` pattern rule (a tool whose ``rule_kind`` is ``command``) matches whole simple commands
+only: the command is split (see ``shell_split``) and, for an ``allow``, every part must be
+allowed, no part may write a file by a redirection, a part's redirections (input, output and fd
+duplications alike) must each be named by the rule, and nothing in it may be left unparsed (a
+substitution, a heredoc…: such a command asks; so does one that starts with ``NAME=value``). For
+``deny`` and ``ask``, any part that matches is enough, leading assignments skipped and any
+redirection the rule does not name ignored. A bash deny rule matches the command's own words: it
+does not look through ``sudo``, ``env``, ``xargs``, ``bash -c``, ``eval`` or a script, and a
+command it cannot fully read asks rather than being denied. Deny wins over ask over allow; a call
+no rule matches gets the tool's default (``Tool.asks``): ask for writing, executing and MCP tools,
+allow for the others.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import pathspec
 from pydantic import BaseModel, ConfigDict
@@ -58,20 +59,17 @@ from app.agent.config.layers import (
     read_layers,
 )
 from app.agent.config.project_trust import ProjectTrust
-from app.agent.permissions.shell_split import ParsedCommand, Redirection, SimpleCommand, split_command
-from app.agent.tools.gate import PermissionDecision, PermissionGate
-from app.agent.tools.specs import TOOL_SPECS, needs_permission
+from app.agent.permissions.shell_split import Redirection, SimpleCommand, split_command
+from app.agent.tools.registry import BUILTIN_TOOLS, ToolRegistry
+from app.agent.tools.tool import RuleTarget
 
 __all__ = [
-    "CLAUDE_CODE_NAMES",
-    "PATH_TOOLS",
     "Decision",
     "ListName",
     "PermissionRules",
     "Rule",
     "RuleDecision",
     "RuleError",
-    "RulesGate",
     "SourcedRule",
     "default_decision",
     "load_permission_rules",
@@ -87,19 +85,6 @@ Decision = Literal["allow", "ask", "deny"]
 ListName = Literal["allow", "ask", "deny"]
 LISTS: tuple[ListName, ...] = ("deny", "ask", "allow")
 
-# The tools whose ``path`` input a pattern rule is matched against.
-PATH_TOOLS = frozenset({"read_file", "write_file", "edit_file", "list_files", "grep"})
-CLAUDE_CODE_NAMES = {
-    "Bash": "bash",
-    "Edit": "edit_file",
-    "MultiEdit": "edit_file",
-    "Write": "write_file",
-    "Read": "read_file",
-    "Grep": "grep",
-    "Glob": "list_files",
-    "LS": "list_files",
-    "Task": "task",
-}
 _RULE = re.compile(r"([A-Za-z0-9_*-]+)(?:\((.*)\))?", re.DOTALL)
 
 
@@ -238,8 +223,9 @@ def _check_path_pattern(pattern: str) -> None:
         raise RuleError(f"not a .gitignore-style pattern ({' '.join(str(e).split())})") from None
 
 
-def parse_rule(text: object) -> Rule:
-    """One rule; RuleError (one line) when it is malformed (a file may hold any TOML value)."""
+def parse_rule(text: object, tools: ToolRegistry = BUILTIN_TOOLS) -> Rule:
+    """One rule naming a tool of ``tools`` (or an MCP tool or server); RuleError (one line) when
+    it is malformed (a file may hold any TOML value)."""
     if not isinstance(text, str):
         raise RuleError(f"a rule is a string, not {type(text).__name__}")
     t = text.strip()
@@ -253,32 +239,35 @@ def parse_rule(text: object) -> Rule:
             "a rule is a tool name, or a tool name with a pattern in parentheses: bash(git status:*)"
         )
     name, pattern = m.group(1), m.group(2)
-    tool = CLAUDE_CODE_NAMES.get(name, name)
-    if tool.startswith("mcp__"):
-        if tool.endswith("__*"):
-            tool = tool[:-3]
-        rest = tool[5:]
-        if not rest or rest.startswith("_") or "*" in tool or rest.endswith("_"):
-            raise RuleError("an MCP rule is mcp__SERVER or mcp__SERVER__TOOL")
-        if pattern is not None:
-            raise RuleError("an MCP tool takes no pattern: name the tool (mcp__SERVER__TOOL) or the server")
-        return Rule(text=t, tool=tool)
-    if tool not in TOOL_SPECS:
-        close = [n for n in TOOL_SPECS if n.lower() == tool.lower()]
+    if name.startswith("mcp__"):
+        return _mcp_rule(t, name, pattern)
+    tool = tools.named(name)
+    if tool is None:
+        close = [n for n in tools.names() if n.lower() == name.lower()]
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise RuleError(f"unknown tool {name!r}{hint}")
     if pattern is None:
-        return Rule(text=t, tool=tool)
+        return Rule(text=t, tool=tool.name)
     pattern = pattern.strip()
     if not pattern:
-        raise RuleError(f"empty parentheses: write {tool} alone to cover every call")
-    if tool == "bash":
+        raise RuleError(f"empty parentheses: write {tool.name} alone to cover every call")
+    if tool.rule_kind == "command":
         _bash_pattern(pattern)
-    elif tool in PATH_TOOLS:
+    elif tool.rule_kind == "path":
         _check_path_pattern(pattern)
     else:
-        raise RuleError(f"{tool} takes no pattern (only bash and the file tools do)")
-    return Rule(text=t, tool=tool, pattern=pattern)
+        raise RuleError(f"{tool.name} takes no pattern (only bash and the file tools do)")
+    return Rule(text=t, tool=tool.name, pattern=pattern)
+
+
+def _mcp_rule(text: str, name: str, pattern: str | None) -> Rule:
+    tool = name[:-3] if name.endswith("__*") else name
+    rest = tool[5:]
+    if not rest or rest.startswith("_") or "*" in tool or rest.endswith("_"):
+        raise RuleError("an MCP rule is mcp__SERVER or mcp__SERVER__TOOL")
+    if pattern is not None:
+        raise RuleError("an MCP tool takes no pattern: name the tool (mcp__SERVER__TOOL) or the server")
+    return Rule(text=text, tool=tool)
 
 
 def split_rules(value: str) -> tuple[list[str], bool]:
@@ -299,7 +288,9 @@ def split_rules(value: str) -> tuple[list[str], bool]:
     return items, depth == 0
 
 
-def parse_rule_list(value: str, *, what: str = "--allow-tools") -> tuple[Rule, ...]:
+def parse_rule_list(
+    value: str, *, what: str = "--allow-tools", tools: ToolRegistry = BUILTIN_TOOLS
+) -> tuple[Rule, ...]:
     """A comma-separated list of rules (a comma inside parentheses belongs to its pattern):
     ``"bash(git commit -m a,b:*), edit_file"``. ValueError (one line) names every bad one."""
     items, balanced = split_rules(value)
@@ -311,7 +302,7 @@ def parse_rule_list(value: str, *, what: str = "--allow-tools") -> tuple[Rule, .
         if not item.strip():
             continue
         try:
-            rules.append(parse_rule(item))
+            rules.append(parse_rule(item, tools))
         except RuleError as e:
             bad.append(f"{item.strip()!r}: {e}")
     if bad:
@@ -322,9 +313,12 @@ def parse_rule_list(value: str, *, what: str = "--allow-tools") -> tuple[Rule, .
 # -- deciding ---------------------------------------------------------------------------------
 
 
-def default_decision(name: str) -> Decision:
-    """Without a matching rule: ask for writing, executing and MCP tools, allow the rest."""
-    return "ask" if needs_permission(name) or name.startswith("mcp__") else "allow"
+def default_decision(name: str, tools: ToolRegistry = BUILTIN_TOOLS) -> Decision:
+    """Without a matching rule: a tool that asks (writing, executing, every MCP tool) asks, the
+    rest run."""
+    tool = tools.get(name)
+    asks = tool.asks if tool is not None else name.startswith("mcp__")
+    return "ask" if asks else "allow"
 
 
 def _inside(path: str, root: str) -> bool:
@@ -350,22 +344,23 @@ def path_forms(workspace: Path, raw: object) -> tuple[tuple[str, ...], bool]:
     return tuple(forms), may_allow
 
 
-def rule_touches(rule: Rule, name: str, tool_input: dict[str, Any] | None, workspace: Path) -> bool:
-    """Whether ``rule`` names this call as a deny rule would: the tool, and for a pattern any
-    simple command of it (or a command not fully parsed, which might hide one) or any form of
-    its path. Hook matchers use it."""
+def rule_touches(
+    rule: Rule, name: str, tool_input: object, workspace: Path, tools: ToolRegistry = BUILTIN_TOOLS
+) -> bool:
+    """Whether ``rule`` names this call (its input as sent) as a deny rule would: the tool, and
+    for a pattern any simple command of it (or a command not fully parsed, which might hide one)
+    or any form of its path. Hook matchers use it."""
     if not rule.covers_tool(name):
         return False
     if rule.pattern is None:
         return True
-    tool_input = tool_input or {}
-    if name == "bash":
-        command = tool_input.get("command")
-        if not isinstance(command, str):
-            return False
-        parsed = split_command(command)
+    target = tools.target_of(name, tool_input)
+    if target is None:
+        return False
+    if target.kind == "command":
+        parsed = split_command(target.value)
         return parsed.problem is not None or any(rule.matches_part(p, tightening=True) for p in parsed.parts)
-    forms, _ = path_forms(workspace, tool_input.get("path"))
+    forms, _ = path_forms(workspace, target.value)
     return any(rule.matches_path(f) for f in forms)
 
 
@@ -398,19 +393,14 @@ class PermissionRules(BaseModel):
         return [r for r in self.rules if r.list == list_name and r.rule.covers_tool(name)]
 
     def decide(
-        self,
-        name: str,
-        tool_input: dict[str, Any] | None = None,
-        default: Callable[[str], Decision] = default_decision,
+        self, name: str, target: RuleTarget | None = None, default: Decision | None = None
     ) -> RuleDecision:
-        """allow / ask / deny for this call, with the rule that decided and a one-line reason."""
-        tool_input = tool_input or {}
-        if name == "bash":
-            return self._decide_bash(tool_input.get("command"), default)
-        forms: tuple[str, ...] = ()
-        may_allow = False
-        if name in PATH_TOOLS:
-            forms, may_allow = path_forms(self.workspace, tool_input.get("path"))
+        """allow / ask / deny for a call of ``name`` whose patterns match ``target``, with the rule
+        that decided and a one-line reason; no rule: ``default`` (None: ``default_decision``)."""
+        fallback = default if default is not None else default_decision(name)
+        if target is not None and target.kind == "command":
+            return self._decide_command(name, target.value, fallback)
+        forms, may_allow = path_forms(self.workspace, target.value) if target is not None else ((), False)
         tightening: tuple[ListName, ...] = ("deny", "ask")
         for list_name in tightening:
             for r in self._of(name, list_name):
@@ -419,43 +409,43 @@ class PermissionRules(BaseModel):
         for r in self._of(name, "allow"):
             if r.rule.pattern is None or (may_allow and forms and all(r.rule.matches_path(f) for f in forms)):
                 return _decided("allow", name, r)
-        return RuleDecision(decision=default(name), reason=f"no rule matches this {name} call")
+        return RuleDecision(decision=fallback, reason=f"no rule matches this {name} call")
 
-    def _decide_bash(self, command: object, default: Callable[[str], Decision]) -> RuleDecision:
-        deny, ask, allow = self._of("bash", "deny"), self._of("bash", "ask"), self._of("bash", "allow")
+    def _decide_command(self, name: str, command: str, fallback: Decision) -> RuleDecision:
+        deny, ask, allow = self._of(name, "deny"), self._of(name, "ask"), self._of(name, "allow")
         for r in deny:
             if r.rule.pattern is None:
-                return _decided("deny", "bash", r)
-        parsed = split_command(command) if isinstance(command, str) else ParsedCommand((), "no command")
+                return _decided("deny", name, r)
+        parsed = split_command(command)
         checks: tuple[tuple[ListName, list[SourcedRule]], ...] = (("deny", deny), ("ask", ask))
         for list_name, rules in checks:
             for r in rules:
                 if r.rule.pattern is None or any(
                     r.rule.matches_part(p, tightening=True) for p in parsed.parts
                 ):
-                    return _decided(list_name, "bash", r)
+                    return _decided(list_name, name, r)
         bare = next((r for r in allow if r.rule.pattern is None), None)
         guarded = any(r.rule.pattern is not None for r in deny + ask)
         if parsed.problem is not None:
             # Rules cannot see all of it: a deny or ask rule might have matched what is hidden.
             if bare is not None and not guarded:
-                return _decided("allow", "bash", bare)
+                return _decided("allow", name, bare)
             return RuleDecision(decision="ask", reason=f"the command holds {parsed.problem}")
         if bare is not None:
-            return _decided("allow", "bash", bare)
+            return _decided("allow", name, bare)
         if allow and parsed.parts:
             if any(p.writes_file for p in parsed.parts):
                 return RuleDecision(
-                    decision=default("bash"),
+                    decision=fallback,
                     reason="the command redirects output to a file: a rule never allows that",
                 )
             hits = [next((r for r in allow if r.rule.matches_part(p)), None) for p in parsed.parts]
             first = hits[0]
             if first is not None and all(h is not None for h in hits):
-                return _decided("allow", "bash", first)
+                return _decided("allow", name, first)
             if any(h is None and p.command_words != p.words for p, h in zip(parsed.parts, hits, strict=True)):
                 return RuleDecision(
-                    decision=default("bash"),
+                    decision=fallback,
                     reason="the command starts with NAME=value: a rule never allows that",
                 )
             unnamed = [
@@ -463,14 +453,12 @@ class PermissionRules(BaseModel):
             ]
             if unnamed:
                 return RuleDecision(
-                    decision=default("bash"),
+                    decision=fallback,
                     reason=(f"the command redirects ({' '.join(unnamed)}): no rule names that redirection"),
                 )
             if len(parsed.parts) > 1:
-                return RuleDecision(
-                    decision=default("bash"), reason="not every command in it is allowed by a rule"
-                )
-        return RuleDecision(decision=default("bash"), reason="no rule matches this bash call")
+                return RuleDecision(decision=fallback, reason="not every command in it is allowed by a rule")
+        return RuleDecision(decision=fallback, reason=f"no rule matches this {name} call")
 
 
 def _decided(list_name: ListName, name: str, r: SourcedRule) -> RuleDecision:
@@ -486,7 +474,7 @@ def _decided(list_name: ListName, name: str, r: SourcedRule) -> RuleDecision:
 # -- loading ----------------------------------------------------------------------------------
 
 
-def _rules_of(layer: ConfigLayer, problems: list[str]) -> list[SourcedRule]:
+def _rules_of(layer: ConfigLayer, problems: list[str], tools: ToolRegistry) -> list[SourcedRule]:
     if layer.error:
         problems.append(layer.error)
     table = layer.data.get("permissions")
@@ -507,7 +495,7 @@ def _rules_of(layer: ConfigLayer, problems: list[str]) -> list[SourcedRule]:
             continue
         for item in value:
             try:
-                rule = parse_rule(item)
+                rule = parse_rule(item, tools)
             except RuleError as e:
                 problems.append(f"{layer.label}: rule {item!r} in permissions.{key} refused: {e}")
                 continue
@@ -526,15 +514,17 @@ def load_permission_rules(
     *,
     trust: ProjectTrust | None = None,
     layers: tuple[ConfigLayer, ...] | None = None,
+    tools: ToolRegistry = BUILTIN_TOOLS,
 ) -> PermissionRules:
-    """The rules of the three files. Blocking (small files): call it off an event loop."""
+    """The rules of the three files, naming tools of ``tools``. Blocking (small files): call it
+    off an event loop."""
     workspace = Path(workspace)
     layers = layers if layers is not None else read_layers(workspace, home)
     problems: list[str] = []
     active: list[SourcedRule] = []
     shared_allow: list[SourcedRule] = []
     for layer in layers:
-        for r in _rules_of(layer, problems):
+        for r in _rules_of(layer, problems, tools):
             (shared_allow if layer.shared and r.list == "allow" else active).append(r)
     pending: PendingTrust | None = None
     waiting: tuple[SourcedRule, ...] = ()
@@ -555,33 +545,3 @@ def load_permission_rules(
         problems=tuple(problems),
         pending_trust=pending,
     )
-
-
-# -- the gate ----------------------------------------------------------------------------------
-
-
-class RulesGate:
-    """A permission gate over the rules: allow runs, deny refuses with the rule as the reason, ask
-    goes to ``ask`` (the app's window), or without one (print mode) is refused."""
-
-    def __init__(
-        self,
-        rules: PermissionRules,
-        ask: PermissionGate | None = None,
-        no_ask: str = "print mode runs it only when a rule or --allow-tools allows it",
-    ) -> None:
-        self.rules = rules
-        self.ask = ask
-        self.no_ask = no_ask
-
-    async def decide(
-        self, name: str, tool_input: dict[str, Any], *, call_id: str = "", depth: int = 0
-    ) -> PermissionDecision:
-        d = self.rules.decide(name, tool_input)
-        if d.decision == "allow":
-            return PermissionDecision(True)
-        if d.decision == "deny":
-            return PermissionDecision(False, d.reason)
-        if self.ask is None:
-            return PermissionDecision(False, f"{name} was denied: {self.no_ask} ({d.reason})")
-        return await self.ask.decide(name, tool_input, call_id=call_id, depth=depth)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from app.agent.permissions.rules import PATH_TOOLS, RuleError, parse_rule, path_forms, split_rules
+from app.agent.permissions.rules import RuleError, parse_rule, path_forms, split_rules
 from app.agent.permissions.shell_split import SimpleCommand, split_command
+from app.agent.tools.tool import RuleTarget
 
 __all__ = ["RuleSuggestion", "suggest", "suggest_rules"]
 
@@ -281,9 +281,7 @@ def _round_trips(rule: str, part: SimpleCommand) -> bool:
     return len(again) == 1 and (again[0].words, again[0].redirections) == (part.words, part.redirections)
 
 
-def _suggest_bash(command: object) -> RuleSuggestion:
-    if not isinstance(command, str):
-        return RuleSuggestion()
+def _suggest_command(name: str, command: str) -> RuleSuggestion:
     parsed = split_command(command)
     if parsed.problem is not None:
         return RuleSuggestion(still_asks=(f"the whole command (it holds {parsed.problem})",))
@@ -291,10 +289,10 @@ def _suggest_bash(command: object) -> RuleSuggestion:
     still: list[str] = []
     for part in parsed.parts:
         why = _why_not(part)
-        if why is None and not _round_trips(f"bash({_shown(part)})", part):
+        if why is None and not _round_trips(f"{name}({_shown(part)})", part):
             why = "it cannot be written as a rule"
         plain = " ".join([*part.words, *map(str, part.redirections)])  # as a person reads it
-        entry = f"{plain} ({why})" if why is not None else f"bash({_shown(part)})"
+        entry = f"{plain} ({why})" if why is not None else f"{name}({_shown(part)})"
         target = still if why is not None else rules
         if entry not in target:
             target.append(entry)
@@ -311,26 +309,25 @@ def _escape_path(rel: str) -> str:
     return escaped if "/" in escaped else "/" + escaped
 
 
-def suggest(name: str, tool_input: dict[str, Any], workspace: Path) -> RuleSuggestion:
-    """What an "always allow" proposes for this call.
+def suggest(name: str, target: RuleTarget | None, workspace: Path) -> RuleSuggestion:
+    """What an "always allow" proposes for a call of ``name`` whose rules match ``target``.
 
-    ``bash``: each simple command as the exact command it is (``npm run test`` ->
+    A command (``bash``): each simple command as the exact command it is (``npm run test`` ->
     ``bash(npm run test)``, ``make 2>&1`` -> ``bash(make 2>&1)``), except the parts that are
     unsafe to remember (see the module), which are named in ``still_asks``; a command that is not
-    fully parsed (a substitution, a heredoc…) proposes nothing. File tools: the exact
+    fully parsed (a substitution, a heredoc…) proposes nothing. A path (the file tools): the exact
     workspace-relative path (``edit_file(src/app.py)``, a top-level file anchored:
-    ``edit_file(/setup.py)``). Other tools: their name."""
-    if name == "bash":
-        return _suggest_bash(tool_input.get("command"))
-    if name in PATH_TOOLS:
-        raw = tool_input.get("path")
-        forms, _ = path_forms(workspace, raw)
-        if not forms or not isinstance(raw, str):
-            return RuleSuggestion()
-        return RuleSuggestion(rules=(f"{name}({_escape_path(forms[0])})",))
-    return RuleSuggestion(rules=(name,))
+    ``edit_file(/setup.py)``). No target (every other tool): its name."""
+    if target is None:
+        return RuleSuggestion(rules=(name,))
+    if target.kind == "command":
+        return _suggest_command(name, target.value)
+    forms, _ = path_forms(workspace, target.value)
+    if not forms:
+        return RuleSuggestion()
+    return RuleSuggestion(rules=(f"{name}({_escape_path(forms[0])})",))
 
 
-def suggest_rules(name: str, tool_input: dict[str, Any], workspace: Path) -> tuple[str, ...]:
+def suggest_rules(name: str, target: RuleTarget | None, workspace: Path) -> tuple[str, ...]:
     """The rules ``suggest`` proposes, alone."""
-    return suggest(name, tool_input, workspace).rules
+    return suggest(name, target, workspace).rules

@@ -1,17 +1,17 @@
-"""Shared pieces of the agent tools: the result and context types, input checks, one-line errors."""
+"""Shared pieces of the agent tools: the result and context types, input validation, one-line errors."""
 
 from __future__ import annotations
 
-import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from app.agent.conversation.blocks import scrub_text
 from memory.model import MemoryText
 
 MAX_REASON_CHARS = 400
@@ -117,6 +117,10 @@ class WriteRecorder(Protocol):
     def ran_bash(self) -> None: ...
 
 
+# Runs a sub-agent on a prompt and gives its answer as the call's result (``task``).
+SubAgent = Callable[[str], Awaitable["ToolResult"]]
+
+
 @dataclass
 class ToolContext:
     """What a tool may use. ``workspace`` is the real path every file tool is confined to;
@@ -138,6 +142,8 @@ class ToolContext:
     bash_capture_chars: int | None = None
     # The session's checkpoints of write_file/edit_file (rewind); None without a session.
     checkpoints: WriteRecorder | None = None
+    # The Run's sub-agent for ``task``, set by the runner for that one call; None elsewhere.
+    subagent: SubAgent | None = None
 
 
 class ToolError(Exception):
@@ -153,15 +159,6 @@ def quote(value: str, limit: int = 200) -> str:
     return r
 
 
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
-
-
-def clean_text(text: str) -> str:
-    """``text`` with every lone surrogate replaced by U+FFFD: a surrogate cannot be encoded as
-    UTF-8, so one in a tool result would break the request and the saved session for good."""
-    return _SURROGATE_RE.sub("\ufffd", text)
-
-
 _NAME_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -172,7 +169,7 @@ def display_name(name: str) -> str:
     try:
         text = os.fsencode(name).decode("utf-8", "replace")
     except UnicodeError:
-        text = clean_text(name)
+        text = scrub_text(name)
     return _NAME_CONTROL_RE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
@@ -181,12 +178,13 @@ def display_name(name: str) -> str:
 
 class ToolInput(BaseModel):
     """A tool's input, as the model sent it: the fields of a subclass are the tool's inputs, and
-    ``specs.input_schema`` turns them into the JSON schema the model is given. Validate with
-    ``parse_input``: any wrong input becomes one ToolError naming it.
+    ``schema.input_schema`` turns them into the JSON schema the model is given. Validate with
+    ``parse_input``: any wrong input becomes one ToolError naming it. This is the only check of a
+    tool's input: a tool gets the validated model, never the raw object.
 
     Unknown keys are ignored rather than refused (the schema tells the model there are none, but
     a stray key costs nothing), and a null counts as an absent key (models send null for an
-    input they leave out). The field checks below (``text``, ``integer``, …) check the type
+    input they leave out). The field checks (``fields``: ``Text``, ``Count``, …) check the type
     themselves, in the words of the errors, and never coerce (``"5"`` is not a number, ``true``
     is not 1)."""
 
@@ -204,111 +202,27 @@ class ToolInput(BaseModel):
 InputT = TypeVar("InputT", bound=ToolInput)
 
 
-def parse_input(model: type[InputT], inp: dict[str, Any]) -> InputT:
-    """``inp`` validated as ``model``; ToolError with the first wrong input's reason (inputs are
-    checked in the order the model declares them)."""
+def parse_input(model: type[InputT], inp: object) -> InputT:
+    """``inp`` (a JSON object as sent) validated as ``model``; ToolError with the first wrong
+    input's reason (inputs are checked in the order the model declares them)."""
     try:
         return model.model_validate(inp)
     except ValidationError as e:
-        raise ToolError(_reason(e.errors(include_url=False)[0])) from None
+        raise ToolError(_reason(e)) from None
 
 
-def _reason(error: Any) -> str:
+def _reason(e: ValidationError) -> str:
+    """The first wrong input's reason, in the words of the errors."""
+    error = e.errors(include_url=False)[0]
     loc = error["loc"]
     key = loc[0] if loc else "input"
     kind = error["type"]
     if kind == "value_error":  # a field check's own words (``refuse``)
-        return str(error["ctx"]["error"])
+        return str(error.get("ctx", {}).get("error"))
     if kind == "missing":
         return f"missing required input {key!r}"
     if kind == "greater_than_equal":
-        return f"input {key!r} must be at least {error['ctx']['ge']} (got {error['input']})"
+        return f"input {key!r} must be at least {error.get('ctx', {}).get('ge')} (got {error['input']})"
     if kind == "less_than_equal":
-        return f"input {key!r} must be at most {error['ctx']['le']} (got {error['input']})"
+        return f"input {key!r} must be at most {error.get('ctx', {}).get('le')} (got {error['input']})"
     return f"input {key!r}: {error['msg']}"
-
-
-def refuse(reason: str) -> ValueError:
-    """The error a field check raises: ``reason`` is the whole one-line message."""
-    return ValueError(reason)
-
-
-def text(value: object, info: ValidationInfo) -> str:
-    """A string (may be empty)."""
-    if not isinstance(value, str):
-        raise refuse(f"input {info.field_name!r} must be a string, not {_type_name(value)}")
-    return value
-
-
-def filled_text(value: object, info: ValidationInfo) -> str:
-    """A string that is not empty."""
-    v = text(value, info)
-    if v == "":
-        raise refuse(f"input {info.field_name!r} must not be empty")
-    return v
-
-
-def integer(value: object, info: ValidationInfo) -> int:
-    """An integer; a whole float (``2.0``) counts as one, a boolean does not. Bounds are the
-    field's ``ge``/``le`` (they are in the schema too)."""
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise refuse(f"input {info.field_name!r} must be an integer, not {_type_name(value)}")
-    return value
-
-
-def positive_number(value: object, info: ValidationInfo) -> float:
-    """A finite number greater than 0. Checked here rather than by ``gt=0``: the schema states
-    no bound for it."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise refuse(f"input {info.field_name!r} must be a number, not {_type_name(value)}")
-    if value <= 0:
-        raise refuse(f"input {info.field_name!r} must be greater than 0 (got {value:g})")
-    return float(value)
-
-
-def flag(value: object, info: ValidationInfo) -> bool:
-    if not isinstance(value, bool):
-        raise refuse(f"input {info.field_name!r} must be true or false, not {_type_name(value)}")
-    return value
-
-
-# -- input checks by key (read_memory and read_result; unknown keys are ignored) ---------------
-
-
-def req_str(inp: dict[str, Any], key: str, *, allow_empty: bool = False) -> str:
-    if key not in inp or inp[key] is None:
-        raise ToolError(f"missing required input {key!r}")
-    v = inp[key]
-    if not isinstance(v, str):
-        raise ToolError(f"input {key!r} must be a string, not {_type_name(v)}")
-    if not allow_empty and v == "":
-        raise ToolError(f"input {key!r} must not be empty")
-    return v
-
-
-def opt_int(inp: dict[str, Any], key: str, *, minimum: int) -> int | None:
-    v = inp.get(key)
-    if v is None:
-        return None
-    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
-        v = int(v)
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ToolError(f"input {key!r} must be an integer, not {_type_name(v)}")
-    if v < minimum:
-        raise ToolError(f"input {key!r} must be at least {minimum} (got {v})")
-    return v
-
-
-def _type_name(v: object) -> str:
-    if v is None:
-        return "null"
-    return {
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        list: "an array",
-        dict: "an object",
-    }.get(type(v), type(v).__name__)

@@ -1,8 +1,9 @@
 """The file tools: read_file, list_files, write_file, edit_file (grep is in search.py).
 
-All of them are synchronous and run in a worker thread (``run_tool`` does that), so a large
-tree or file never blocks the UI's event loop. Every path goes through ``paths.resolve`` /
-``paths.resolve_write``; nothing here follows a symlink out of the workspace.
+All of them are synchronous and run in a worker thread (their tools do that), so a large tree
+or file never blocks the UI's event loop. They take the inputs their tool's model validated.
+Every path goes through ``paths.resolve`` / ``paths.resolve_write``; nothing here follows a
+symlink out of the workspace.
 """
 
 from __future__ import annotations
@@ -12,15 +13,9 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from app.agent.tools.base import (
-    ToolContext,
-    ToolError,
-    ToolResult,
-    parse_input,
-    quote,
-)
+from app.agent.tools.base import ToolContext, ToolError, ToolResult, quote
 from app.agent.tools.globs import compile_glob, glob_depth, named_skip_dirs
 from app.agent.tools.paths import (
     SKIP_DIRS,
@@ -31,7 +26,6 @@ from app.agent.tools.paths import (
     resolve,
     resolve_write,
 )
-from app.agent.tools.specs import EditFileInput, ListFilesInput, ReadFileInput, WriteFileInput
 from memory.text.lines import format_bytes
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -141,15 +135,14 @@ def _count_rest(f: BinaryIO) -> tuple[int, bool]:
 # -- read_file ---------------------------------------------------------------------------------
 
 
-def read_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
-    args = parse_input(ReadFileInput, inp)
-    raw, offset, limit = args.path, args.offset, args.limit
+def read_file(ctx: ToolContext, raw: str, offset: int | None, limit: int | None) -> ToolResult:
     r = resolve(ctx.workspace, raw)
     fd, st = _open_regular(r, raw)
     with os.fdopen(fd, "rb") as f:
         if st.st_size > MAX_FILE_BYTES and offset is None and limit is None:
             raise ToolError(
-                f"{quote(r.display)} is {format_bytes(st.st_size)}, over the {format_bytes(MAX_FILE_BYTES)} limit; read a part of it with offset and limit"
+                f"{quote(r.display)} is {format_bytes(st.st_size)}, over the "
+                f"{format_bytes(MAX_FILE_BYTES)} limit; read a part of it with offset and limit"
             )
         if _is_binary(fd):
             raise ToolError(f"{quote(r.display)} is a binary file ({st.st_size} bytes); it is not shown")
@@ -255,9 +248,7 @@ def _folder(ctx: ToolContext, raw: str | None) -> Resolved:
 # -- list_files --------------------------------------------------------------------------------
 
 
-def list_files(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
-    args = parse_input(ListFilesInput, inp)
-    raw, pattern = args.path, args.pattern
+def list_files(ctx: ToolContext, raw: str | None, pattern: str | None) -> ToolResult:
     pattern = pattern.strip() if pattern and pattern.strip() else None
     r = _folder(ctx, raw)
     if not os.path.isdir(r.real):
@@ -294,7 +285,8 @@ def list_files(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     notes = []
     if len(out) < len(found):
         notes.append(
-            f"[{len(found) - len(out)} more entries not shown ({len(found)} in all); narrow the path or pattern]"
+            f"[{len(found) - len(out)} more entries not shown ({len(found)} in all); "
+            "narrow the path or pattern]"
         )
     if walk.stopped:
         notes.append(f"[listing stopped after {MAX_WALK_ENTRIES} entries; narrow the path or pattern]")
@@ -364,39 +356,30 @@ def _encode(text: str, what: str) -> bytes:
         raise ToolError(f"{what} is not valid UTF-8 text (it holds a lone surrogate)") from None
 
 
-def _write_input(ctx: ToolContext, inp: dict[str, Any]) -> tuple[str, bytes, Resolved]:
-    args = parse_input(WriteFileInput, inp)
-    raw, content = args.path, args.content
+def check_write_file(ctx: ToolContext, raw: str, content: str) -> tuple[bytes, Resolved]:
+    """What write_file would write where, or the ToolError it would end in whatever the person
+    answers (a path outside the workspace or in .git/ or a memory store, symlinks resolved as the
+    tool resolves them, content that is not text): checked before the permission gate asks, so no
+    one is asked to allow a write that will be refused. The tool checks again when it runs."""
     data = _encode(content, "content")
     if raw.endswith(("/", os.sep)):
         raise ToolError(f"{quote(raw)} names a folder; give a file path")
-    return raw, data, resolve_write(ctx.workspace, raw)
+    return data, resolve_write(ctx.workspace, raw)
 
 
-def _edit_input(ctx: ToolContext, inp: dict[str, Any]) -> tuple[str, str, str, bool, Resolved]:
-    args = parse_input(EditFileInput, inp)
-    raw, old, new, replace_all = args.path, args.old_string, args.new_string, args.replace_all
+def check_edit_file(ctx: ToolContext, raw: str, old: str, new: str) -> Resolved:
+    """Where edit_file would write, or the ToolError it would end in whatever the person answers
+    (as ``check_write_file``, and an edit that changes nothing)."""
     if old == "":
         raise ToolError("old_string is empty; to create a file or replace all of it use write_file")
     if old == new:
         raise ToolError("old_string and new_string are identical; nothing would change")
     _encode(new, "new_string")
-    return raw, old, new, replace_all, resolve_write(ctx.workspace, raw)
+    return resolve_write(ctx.workspace, raw)
 
 
-def check_write(ctx: ToolContext, name: str, inp: dict[str, Any]) -> None:
-    """Raise the ToolError a write_file/edit_file call would end in whatever the person answers
-    (bad input, a path outside the workspace or in .git/ or a memory store, symlinks resolved as
-    the tool resolves them): checked before the permission gate asks, so no one is asked to allow
-    a write that will be refused. The tool checks again when it runs."""
-    if name == "write_file":
-        _write_input(ctx, inp)
-    elif name == "edit_file":
-        _edit_input(ctx, inp)
-
-
-def write_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
-    raw, data, r = _write_input(ctx, inp)
+def write_file(ctx: ToolContext, raw: str, content: str) -> ToolResult:
+    data, r = check_write_file(ctx, raw, content)
     st = _existing(r)
     if ctx.checkpoints is not None:
         ctx.checkpoints.before_write(r.real)
@@ -407,14 +390,15 @@ def write_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
     return ToolResult(content=f"{verb} {r.display} ({len(data)} bytes)")
 
 
-def edit_file(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
-    raw, old, new, replace_all, r = _edit_input(ctx, inp)
+def edit_file(ctx: ToolContext, raw: str, old: str, new: str, replace_all: bool = False) -> ToolResult:
+    r = check_edit_file(ctx, raw, old, new)
     st = _existing(r)
     if st is None:
         raise ToolError(f"no such file: {quote(r.display)}; use write_file to create a file")
     if st.st_size > MAX_FILE_BYTES:
         raise ToolError(
-            f"{quote(r.display)} is {format_bytes(st.st_size)}, over the {format_bytes(MAX_FILE_BYTES)} limit for edit_file"
+            f"{quote(r.display)} is {format_bytes(st.st_size)}, over the "
+            f"{format_bytes(MAX_FILE_BYTES)} limit for edit_file"
         )
     fd, st = _open_regular(r, raw)
     with os.fdopen(fd, "rb") as f:

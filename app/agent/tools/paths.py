@@ -16,6 +16,8 @@ from pathlib import Path
 from app.agent.tools.base import ToolError, display_name, quote
 from memory.store.paths import PROJECT_STORE_REL, pseudoclaude_home
 
+# How a file tool's path input is described to the model.
+PATH_NOTE = "relative to the workspace root (an absolute path must be inside the workspace)"
 # Folders the walkers (list_files, grep) never descend into unless the pattern names them.
 SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 
@@ -71,7 +73,10 @@ def resolve(workspace: Path | str, raw: str) -> Resolved:
 def _protected_reason(path: str, ws: str, raw: str) -> str | None:
     parts = [p.casefold() for p in Path(os.path.relpath(path, ws)).parts if p not in (".", "")]
     if ".git" in parts:
-        return f"{quote(raw)} is inside .git/: the repository's internals are changed only through git (use bash)"
+        return (
+            f"{quote(raw)} is inside .git/: the repository's internals are changed only through git "
+            "(use bash)"
+        )
     if tuple(parts[: len(_MEMORY_PARTS)]) == _MEMORY_PARTS:
         return (
             f"{quote(raw)} is inside the project memory store: memory is changed only by the memory system "

@@ -1,6 +1,6 @@
 """The grep tool: a regular expression over the workspace's text files, bounded in time and output.
 
-It runs in a worker thread (``run_tool`` does that) and checks between lines whether it was
+It runs in a worker thread (its tool does that) and checks between lines whether it was
 cancelled, so a stopped call frees its thread soon. The files searched are those list_files
 would walk (same skipped folders, no symlink out of the workspace).
 """
@@ -22,7 +22,7 @@ from typing import Any
 # hangs the call nor freezes the app's event loop.
 import regex
 
-from app.agent.tools.base import ToolContext, ToolError, ToolResult, parse_input, quote
+from app.agent.tools.base import ToolContext, ToolError, ToolResult, quote
 from app.agent.tools.files import (
     _O_CLOEXEC,
     _O_NONBLOCK,
@@ -38,7 +38,6 @@ from app.agent.tools.files import (
 )
 from app.agent.tools.globs import compile_glob, named_skip_dirs
 from app.agent.tools.paths import SKIP_DIRS, Resolved, inside, rel_display
-from app.agent.tools.specs import GrepInput
 from memory.text.lines import format_bytes
 from memory.text.names import quote as redacted_quote
 
@@ -108,14 +107,21 @@ def _compile_pattern(pattern: str) -> regex.Pattern[str]:
         raise ToolError(f"invalid regular expression {quote(pattern)}: {e}") from None
 
 
-def grep(ctx: ToolContext, inp: dict[str, Any], cancel: threading.Event | None = None) -> ToolResult:
-    """Bounded by ``ctx.grep_timeout`` seconds of wall time; ``cancel`` stops it between lines
-    (a line being searched ends at the deadline at the latest)."""
+def grep(
+    ctx: ToolContext,
+    pattern: str,
+    path: str | None = None,
+    glob: str | None = None,
+    cancel: threading.Event | None = None,
+) -> ToolResult:
+    """``pattern`` in the file or below the folder ``path`` (the files ``glob`` keeps). Bounded by
+    ``ctx.grep_timeout`` seconds of wall time; ``cancel`` stops it between lines (a line being
+    searched ends at the deadline at the latest)."""
     global _running
     with _running_lock:
         _running += 1
     try:
-        return _grep(ctx, inp, cancel or threading.Event())
+        return _grep(ctx, pattern, path, (glob or "").strip() or None, cancel or threading.Event())
     except _Stop:
         return ToolResult(content="grep was cancelled", is_error=True)
     finally:
@@ -141,9 +147,9 @@ class _Search:
 
     def timed_out(self, where: str) -> ToolError:
         return ToolError(
-            f"grep timed out after {self.limit:g} s searching for {redacted_quote(self.pattern)}{where}; the "
-            "pattern may backtrack catastrophically: simplify it (avoid nested repeats like (a+)+), or narrow "
-            "the path or glob"
+            f"grep timed out after {self.limit:g} s searching for {redacted_quote(self.pattern)}{where}; "
+            "the pattern may backtrack catastrophically: simplify it (avoid nested repeats like (a+)+), "
+            "or narrow the path or glob"
         )
 
     def check(self, where: str = "") -> float:
@@ -182,10 +188,9 @@ class _Search:
             self.used += len(entry) + 1
 
 
-def _grep(ctx: ToolContext, inp: dict[str, Any], cancel: threading.Event) -> ToolResult:
-    args = parse_input(GrepInput, inp)
-    pattern, raw = args.pattern, args.path
-    glob = (args.glob or "").strip() or None
+def _grep(
+    ctx: ToolContext, pattern: str, raw: str | None, glob: str | None, cancel: threading.Event
+) -> ToolResult:
     limit = max(ctx.grep_timeout, 0.001)
     deadline = time.monotonic() + limit  # compiling the pattern counts too
     rx = _compile_pattern(pattern)
@@ -201,7 +206,8 @@ def _grep(ctx: ToolContext, inp: dict[str, Any], cancel: threading.Event) -> Too
     notes: list[str] = []
     if not search.shown_all:
         notes.append(
-            f"[output truncated: showing {len(search.out)} of {search.total} matches; narrow the pattern, path or glob]"
+            f"[output truncated: showing {len(search.out)} of {search.total} matches; "
+            "narrow the pattern, path or glob]"
         )
     if search.too_big:
         names = ", ".join(search.too_big[:5]) + (" …" if len(search.too_big) > 5 else "")
@@ -270,7 +276,8 @@ def _read_searchable(display: str, path: str, single: bool, search: _Search) -> 
         if st.st_size > MAX_FILE_BYTES:
             if single:
                 raise ToolError(
-                    f"{quote(display)} is {format_bytes(st.st_size)}, over the {format_bytes(MAX_FILE_BYTES)} grep limit"
+                    f"{quote(display)} is {format_bytes(st.st_size)}, over the "
+                    f"{format_bytes(MAX_FILE_BYTES)} grep limit"
                 )
             search.too_big.append(display)
             return None

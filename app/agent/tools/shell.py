@@ -18,8 +18,7 @@ import signal
 from dataclasses import dataclass
 from typing import Any
 
-from app.agent.tools.base import ResultView, ToolContext, ToolError, ToolResult, parse_input
-from app.agent.tools.specs import BashInput
+from app.agent.tools.base import ResultView, ToolContext, ToolError, ToolResult
 
 TERM_GRACE = 2.0  # seconds between SIGTERM and SIGKILL on a timeout
 CANCEL_GRACE = 0.5  # the same on cancellation (the person is waiting)
@@ -134,9 +133,8 @@ class _Outcome:
     stderr: str = ""
 
 
-async def run_bash(ctx: ToolContext, inp: dict[str, Any]) -> ToolResult:
-    args = parse_input(BashInput, inp)
-    command, asked = args.command, args.timeout
+async def run_bash(ctx: ToolContext, command: str, asked: float | None = None) -> ToolResult:
+    """``command`` in the workspace, for ``asked`` seconds at most (None: the default)."""
     timeout = asked if asked is not None else ctx.bash_timeout_default
     capped = timeout > ctx.bash_timeout_max
     timeout = min(timeout, ctx.bash_timeout_max)

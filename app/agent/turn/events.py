@@ -14,11 +14,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
+from app.agent.conversation.blocks import JsonObject
 from app.agent.model.provider import Retrying, TextDelta, ToolUseArgs, ToolUseStart, Usage, UsageEvent
 from app.agent.tools import ResultView, ToolResult
 from memory.text.lines import format_bytes
+from memory.text.redact import redact
 
 _T = TypeVar("_T")
 log = logging.getLogger(__name__)
@@ -42,7 +44,7 @@ class ToolCallStarted:
 
     id: str
     name: str
-    input: dict[str, Any]
+    input: JsonObject
     depth: int = 0
     waiting: bool = False
 
@@ -119,8 +121,8 @@ class Compacted:
             parts.append(f"{format_bytes(self.offloaded_bytes)} of tool output kept on disk")
         if not parts:
             return "nothing to compact"
-        pct = f" (context {100 * self.before // max(self.window, 1)}% → {100 * self.after // max(self.window, 1)}%)"
-        return "; ".join(parts) + pct
+        window = max(self.window, 1)
+        return "; ".join(parts) + f" (context {100 * self.before // window}% → {100 * self.after // window}%)"
 
 
 @dataclass(frozen=True)
@@ -218,6 +220,11 @@ async def run_whole(step: Awaitable[_T]) -> _T:
         for _ in range(cancels):
             current.uncancel()
     return result
+
+
+def internal_error(err: BaseException) -> str:
+    """The one line a Run's own failure stops with (credentials redacted: it is shown and logged)."""
+    return redact(f"internal error: {type(err).__name__}: {err}")
 
 
 def stop_message(reason: str | None) -> str:

@@ -1,5 +1,6 @@
-"""A tool call of a Run: the gate, the hooks around it, and where it runs (a built-in tool, an MCP
-server's tool, or a sub-agent for ``task``).
+"""A tool call of a Run: looked up in the Run's tool registry, its input validated by the tool's
+model, refused before anyone is asked when it cannot run, then the hooks around it, the gate, and
+the tool itself (``task``'s sub-agent is the Run's, given to the call through its context).
 
 Kept apart from the Runner's loop: the Runner decides when calls run and what the model gets
 back; this decides whether one may run and runs it. Hooks (``PreToolUse``/``PostToolUse``) run off
@@ -8,33 +9,41 @@ the event loop in their own processes; their time is part of the call's.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import itertools
 import json
+import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from app.agent.conversation.blocks import Block, JsonObject, ToolResultBlock, ToolUseBlock
 from app.agent.conversation.compaction import CHARS_PER_TOKEN
-from app.agent.tools import READ_ONLY_TOOLS, TOOL_SPECS, ToolResult, run_tool
+from app.agent.tools.base import MAX_REASON_CHARS, ToolError, ToolInput, ToolResult
+from app.agent.tools.registry import call_tool
+from app.agent.tools.tool import AnyTool
 from app.agent.turn.events import MemorySubmitted, RunStop, ToolCallApproved
-from app.agent.turn.system_prompt import subagent_system
-from memory.text.lines import format_bytes
+from memory.text.lines import format_bytes, one_line
 
 if TYPE_CHECKING:
     from app.agent.conversation.compaction import ResultStore
     from app.agent.extensions.extensions import Extensions
-    from app.agent.memory_bridge.receipts import Receipt
-    from app.agent.tools import ToolContext
+    from app.agent.permissions.gate import Gate
+    from app.agent.tools.base import ToolContext
+    from app.agent.tools.registry import ToolRegistry
     from app.agent.turn.events import OnEvent, RunEvent
 
 __all__ = [
     "Calling",
-    "asks",
+    "Prepared",
     "bound_inputs",
     "input_limit",
+    "prepare",
     "result_block",
     "run_call",
-    "run_task",
-    "subagent_kwargs",
 ]
+
+log = logging.getLogger(__name__)
 
 # What a refused input keeps: its fields that are this short (as JSON) as written, at most this
 # many; a longer one becomes a note of its size. The tool_use block stays valid (its input an
@@ -45,9 +54,7 @@ KEPT_KEY_CHARS = 100
 
 
 class SubRun(Protocol):
-    receipt: Receipt
-
-    async def run(self, user_text: str, on_event: OnEvent | None = None) -> RunStop: ...
+    async def run(self, prompt: str, on_event: OnEvent | None = None) -> RunStop: ...
 
 
 class Calling(Protocol):
@@ -55,8 +62,8 @@ class Calling(Protocol):
     imports this module."""
 
     ext: Extensions | None
-    tool_names: list[str]
-    gate: Any
+    tools: ToolRegistry
+    gate: Gate
     depth: int
     tool_ctx: ToolContext
     provider: Any
@@ -66,7 +73,6 @@ class Calling(Protocol):
     offload_bytes: int
     tool_input_bytes: int
     results: ResultStore | None
-    receipt: Receipt
 
     @property
     def session_id(self) -> str: ...
@@ -74,80 +80,74 @@ class Calling(Protocol):
     def subagent(self) -> SubRun: ...
 
 
-def _needs_gate(runner: Calling, name: str) -> bool:
-    if runner.ext is not None and runner.ext.is_tool(name):
-        return True  # every MCP tool asks like bash, unless a rule allows it
-    return name in runner.tool_names and TOOL_SPECS[name].kind in ("write", "execute")
+@dataclass(frozen=True)
+class Prepared:
+    """A call before it runs: its tool and validated input, or why it is refused before anyone
+    is asked (``refused``), and whether the gate will ask the person (``waiting``)."""
+
+    tool: AnyTool | None
+    args: ToolInput | None
+    refused: str | None = None
+    waiting: bool = False
 
 
-def asks(runner: Calling, name: str, tool_input: Any) -> bool:
-    """Whether the gate will ask the person about this call (a gate that can ask says so through
-    ``will_ask``); a call refused before the gate is never waiting."""
-    if not isinstance(tool_input, dict) or not _needs_gate(runner, name):
-        return False
-    will_ask = getattr(runner.gate, "will_ask", None)
-    if not callable(will_ask):
-        return False
+async def prepare(runner: Calling, name: str, tool_input: object, oversized: str | None = None) -> Prepared:
+    """Look the call up and validate its input; refuse it before the gate when it cannot run
+    (no such tool, an input over the bound or not valid, a write the tool would refuse whatever
+    the person answers), so no one is ever asked about a call that will not run."""
+    tool = runner.tools.get(name)
+    if tool is None:
+        return Prepared(None, None, runner.tools.missing(name))
+    if oversized is not None:
+        return Prepared(tool, None, oversized)
+    if not isinstance(tool_input, dict):
+        return Prepared(tool, None, "tool input must be a JSON object")
     try:
-        return bool(will_ask(name, tool_input))
-    except TypeError:  # a gate that asks by the tool's name alone
-        return bool(will_ask(name))
+        args = tool.parse(tool_input)
+    except ToolError as e:
+        return Prepared(tool, None, one_line(e, MAX_REASON_CHARS) or f"{name}: the input is not valid")
+    try:
+        # The check may stat the disk (where a path really is): in a worker thread.
+        await asyncio.to_thread(tool.precheck, args, runner.tool_ctx)
+    except ToolError as e:
+        return Prepared(tool, None, one_line(e, MAX_REASON_CHARS) or f"{name} was refused")
+    except Exception as e:  # the tool itself reports whatever else goes wrong, when it runs
+        log.debug("pre-check of %s failed: %s", name, e)
+    return Prepared(tool, args, waiting=runner.gate.will_ask(tool, args))
 
 
 async def run_call(
-    runner: Calling,
-    name: str,
-    tool_input: Any,
-    call_id: str,
-    emit: OnEvent,
-    waiting: bool = False,
-    refused: str | None = None,
+    runner: Calling, call: Prepared, tool_input: object, call_id: str, emit: OnEvent
 ) -> tuple[ToolResult, bool]:
     """The call's result, and whether it was denied (by a rule, a hook or the person)."""
+    tool, args = call.tool, call.args
+    if tool is None or args is None:
+        return ToolResult(content=call.refused or "the call was refused", is_error=True), False
     ext = runner.ext
-    mcp = ext is not None and ext.is_tool(name)
-    if name not in runner.tool_names and not mcp:
-        return ToolResult(content=f"unknown or unavailable tool {name!r}", is_error=True), False
-    if not isinstance(tool_input, dict):
-        return ToolResult(content="tool input must be a JSON object", is_error=True), False
-    if refused is not None:
-        return ToolResult(content=refused, is_error=True), False
     took, failed = 0.0, 0  # the call's hooks: seconds, and how many failed (its block shows both)
     if ext is not None and ext.hooks.hooks:
         pre = await ext.hook(
-            "PreToolUse", session_id=runner.session_id, tool_name=name, tool_input=tool_input
+            "PreToolUse", session_id=runner.session_id, tool_name=tool.name, tool_input=tool_input
         )
         took, failed = pre.duration, pre.failures
         if pre.blocked:
             reason = pre.reason or "blocked by a PreToolUse hook"
-            return ToolResult(
-                content=f"{name} was blocked by a hook: {reason}",
-                is_error=True,
-                hook_s=took,
-                hook_failed=failed,
-            ), True
-    if _needs_gate(runner, name):
-        decision = await runner.gate.decide(name, tool_input, call_id=call_id, depth=runner.depth)
-        if not decision.allowed:
-            return ToolResult(
-                content=decision.reason or f"{name} was denied by the user",
-                is_error=True,
-                hook_s=took,
-                hook_failed=failed,
-            ), True
-        if waiting:
-            emit(ToolCallApproved(call_id, name, runner.depth))
-    if name == "task":
-        result = await run_task(runner, tool_input, emit)
-    elif mcp and ext is not None:
-        result = await ext.call(name, tool_input)
-    else:
-        result = await run_tool(name, tool_input, runner.tool_ctx)
+            denied = ToolResult(content=f"{tool.name} was blocked by a hook: {reason}", is_error=True)
+            return denied.model_copy(update={"hook_s": took, "hook_failed": failed}), True
+    decision = await runner.gate.decide(tool, args, ctx=runner.tool_ctx, call_id=call_id, depth=runner.depth)
+    if not decision.allowed:
+        reason = decision.reason or f"{tool.name} was denied by the user"
+        denied = ToolResult(content=reason, is_error=True, hook_s=took, hook_failed=failed)
+        return denied, True
+    if call.waiting:
+        emit(ToolCallApproved(call_id, tool.name, runner.depth))
+    ctx = dataclasses.replace(runner.tool_ctx, subagent=lambda prompt: run_task(runner, prompt, emit))
+    result = await call_tool(tool, args, ctx)
     if ext is not None and ext.hooks.hooks:
         post = await ext.hook(
             "PostToolUse",
             session_id=runner.session_id,
-            tool_name=name,
+            tool_name=tool.name,
             tool_input=tool_input,
             tool_response={"content": result.content, "is_error": result.is_error},
         )
@@ -169,12 +169,10 @@ def _json_bytes(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace"))
 
 
-def _kept_input(tool_input: Any) -> dict[str, Any]:
+def _kept_input(tool_input: JsonObject) -> JsonObject:
     """A refused input as the conversation keeps it: the short fields as written, a note of its
-    size for each long one (an input that is not an object becomes an empty one)."""
-    if not isinstance(tool_input, dict):
-        return {}
-    kept: dict[str, Any] = {}
+    size for each long one."""
+    kept: JsonObject = {}
     for key, value in itertools.islice(tool_input.items(), KEPT_FIELDS):
         size = _json_bytes(value)
         kept[str(key)[:KEPT_KEY_CHARS]] = value if size <= KEPT_FIELD_CHARS else f"[not kept: {size:,} bytes]"
@@ -183,56 +181,32 @@ def _kept_input(tool_input: Any) -> dict[str, Any]:
     return kept
 
 
-def bound_inputs(blocks: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def bound_inputs(blocks: list[Block], limit: int) -> tuple[list[Block], dict[str, str]]:
     """A response's blocks with each tool call whose input passes ``limit`` bytes (as JSON) cut to
     ``_kept_input``, and for each such call (by id) the error result the model gets instead of
     running it: an input cannot be moved to disk like a result, and one that stayed would make
     every later request too large for the window."""
-    out: list[dict[str, Any]] = []
+    out: list[Block] = []
     refused: dict[str, str] = {}
     for block in blocks:
-        size = _json_bytes(block.get("input")) if block.get("type") == "tool_use" else 0
-        if size <= limit:
+        size = _json_bytes(block.input) if isinstance(block, ToolUseBlock) else 0
+        if not isinstance(block, ToolUseBlock) or size <= limit:
             out.append(block)
             continue
-        name = str(block.get("name", ""))[:KEPT_KEY_CHARS]
-        refused[str(block.get("id", ""))] = (
+        name = block.name[:KEPT_KEY_CHARS]
+        refused[block.id] = (
             f"{name} was not run: its input is {size:,} bytes ({format_bytes(size)}), over the "
             f"{format_bytes(limit)} limit for one tool call's input (tool_input_max_bytes); the long fields "
             "were not kept. Do the work in smaller calls (a large file in parts)."
         )
-        out.append({**block, "input": _kept_input(block.get("input"))})
+        out.append(block.model_copy(update={"input": _kept_input(block.input)}))
     return out, refused
 
 
-def subagent_kwargs(runner: Calling) -> dict[str, Any]:
-    """A sub-agent's Runner arguments: the main model with read-only tools (MCP ones only where
-    their server marks them read-only) and a fresh conversation; its runs never update memory."""
-    return {
-        "provider": runner.provider,
-        "model": runner.model,
-        "tool_ctx": runner.tool_ctx,
-        "gate": runner.gate,
-        "system": subagent_system(runner.tool_ctx.workspace),
-        "max_iterations": runner.max_iterations,
-        "max_tokens": runner.max_tokens,
-        "is_subagent": True,
-        "tools": sorted(READ_ONLY_TOOLS),
-        "depth": runner.depth + 1,
-        "shown_index": "",
-        "offload_bytes": runner.offload_bytes,
-        "results": runner.results,
-        "ext": runner.ext,
-    }
-
-
-async def run_task(runner: Calling, tool_input: dict[str, Any], emit: OnEvent) -> ToolResult:
-    """``task``: a sub-agent (``subagent_kwargs``) answers the prompt; its stop is the result."""
-    prompt = tool_input.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
-        return ToolResult(content="task needs a non-empty 'prompt'", is_error=True)
+async def run_task(runner: Calling, prompt: str, emit: OnEvent) -> ToolResult:
+    """``task``'s sub-agent (the Runner's ``subagent``) answers the prompt; its stop is the result.
+    Its reads count in the turn's receipt."""
     sub = runner.subagent()
-    sub.receipt = runner.receipt  # its reads are the turn's
 
     def forward(ev: RunEvent) -> None:
         # Everything the sub-agent does is shown, marked with its depth; its stop is its result.
@@ -247,9 +221,8 @@ async def run_task(runner: Calling, tool_input: dict[str, Any], emit: OnEvent) -
     return ToolResult(content=stop.text or "(the sub-agent gave no text)")
 
 
-def result_block(call_id: str, result: ToolResult) -> dict[str, Any]:
+def result_block(call_id: str, result: ToolResult) -> ToolResultBlock:
     """The ``tool_result`` block that answers call ``call_id`` in the conversation."""
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": result.content}
-    if result.is_error:
-        block["is_error"] = True
-    return block
+    return ToolResultBlock(
+        tool_use_id=call_id, content=result.content, is_error=True if result.is_error else None
+    )

@@ -24,9 +24,13 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from pydantic import JsonValue
+
+from app.agent.conversation.blocks import Message
 from app.agent.conversation.messages import dangling_tool_use_ids, interrupted_results, push_message
+from app.agent.conversation.records import RewindRecord, TurnEndRecord, TurnStartRecord, parse_record
 from app.agent.conversation.session_log import Replayed, SessionError, open_nofollow, read_all
 from app.agent.undo.checkpoints import (
     CheckpointError,
@@ -101,16 +105,19 @@ def _read_log(path: Path) -> bytes:
         os.close(fd)
 
 
-def _records(data: bytes) -> Iterable[dict[str, Any]]:
+_Marker = TurnStartRecord | TurnEndRecord | RewindRecord
+
+
+def _records(data: bytes) -> Iterable[_Marker]:
     """The turn_start, turn_end and rewind records of a log, in order (others are not parsed)."""
     for raw in data.split(b"\n"):
         if not raw.startswith((b'{"type":"turn_', b'{"type":"rewind"')):
             continue
         try:
-            rec = json.loads(raw)
+            rec = parse_record(json.loads(raw))
         except ValueError:
             continue  # a torn last line
-        if isinstance(rec, dict):
+        if isinstance(rec, _Marker):
             yield rec
 
 
@@ -125,30 +132,24 @@ def _turns(data: bytes) -> tuple[list[_Turn], set[int]]:
     held: set[int] = set()
     at_start: dict[int, frozenset[int]] = {}
     for rec in _records(data):
-        kind = rec.get("type")
-        if kind == "turn_start":
+        if isinstance(rec, TurnStartRecord):
             n = len(turns) + 1
-            rewind = rec.get("kind") == "rewind"
+            rewind = rec.kind == "rewind"
             turns.append(
-                _Turn(
-                    time=str(rec.get("time") or ""),
-                    text=_first_line(rec.get("text")),
-                    kind="rewind" if rewind else "turn",
-                )
+                _Turn(time=rec.time or "", text=_first_line(rec.text), kind="rewind" if rewind else "turn")
             )
             at_start[n] = frozenset(held)
             if not rewind:
                 held.add(n)
-        elif kind == "turn_end" and turns:
+        elif isinstance(rec, TurnEndRecord) and turns:
             t = turns[-1]
-            t.status = str(rec.get("status") or "")
-            job = rec.get("job")
-            t.job = job if isinstance(job, str) and job else None
-            if rec.get("dropped") is True:
+            t.status = rec.status or ""
+            t.job = rec.job or None
+            if rec.dropped is True:
                 t.dropped = True
                 held.discard(len(turns))
-        elif kind == "rewind" and isinstance(rec.get("to"), int) and rec["to"] in at_start:
-            held = set(at_start[rec["to"]])
+        elif isinstance(rec, RewindRecord) and rec.to is not None and rec.to in at_start:
+            held = set(at_start[rec.to])
     return turns, held
 
 
@@ -182,11 +183,10 @@ def turn_prompt(session_path: Path, turn: int) -> str:
     """The whole text of turn ``turn``'s prompt ("" for a rewind entry or no such turn)."""
     n = 0
     for rec in _records(_read_log(session_path)):
-        if rec.get("type") == "turn_start":
+        if isinstance(rec, TurnStartRecord):
             n += 1
             if n == turn:
-                text = rec.get("text")
-                return text if isinstance(text, str) and rec.get("kind") != "rewind" else ""
+                return rec.text if rec.text is not None and rec.kind != "rewind" else ""
     return ""
 
 
@@ -200,7 +200,7 @@ def _manifest(checkpoints: SessionCheckpoints) -> Manifest:
 # -- the conversation ------------------------------------------------------------------------------
 
 
-def conversation_before(path: Path, turn: int) -> tuple[list[dict[str, Any]], str | None]:
+def conversation_before(path: Path, turn: int) -> tuple[list[Message], str | None]:
     """The conversation (messages, compaction summary) as it was when ``turn`` began: the log
     replayed up to that turn's ``turn_start`` (earlier rewinds honoured), valid for the API."""
     data = _read_log(path)
@@ -214,10 +214,10 @@ def conversation_before(path: Path, turn: int) -> tuple[list[dict[str, Any]], st
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw)
+            rec = parse_record(json.loads(raw))
         except ValueError:
             continue
-        if isinstance(rec, dict) and isinstance(rec.get("type"), str):
+        if rec is not None:
             out.record(lineno, rec)
     else:
         raise RewindError(f"session {path.stem} has no turn {turn}")
@@ -258,7 +258,7 @@ class RewindPlan:
     bash_turns: tuple[int, ...]
     jobs: tuple[tuple[int, str], ...]
     restore_files: bool = True
-    state: tuple[list[dict[str, Any]], str | None] | None = field(default=None, repr=False, compare=False)
+    state: tuple[list[Message], str | None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def conflicts(self) -> tuple[FilePlan, ...]:
@@ -450,20 +450,20 @@ def apply_rewind(
     cp = store.session(session.id, session.workspace)
     changes = fresh.changes
     data = {f.rel: cp.blob(f.target) for f in changes if f.target is not None}
-    info = {
-        "rewind": {
-            "to": fresh.to_turn,
-            "files": [f.path for f in changes],
-            "forced": [f.path for f in fresh.conflicts],
-            "conversation": fresh.conversation,
-        }
+    files: list[JsonValue] = [f.path for f in changes]
+    forced: list[JsonValue] = [f.path for f in fresh.conflicts]
+    what: JsonValue = {
+        "to": fresh.to_turn,
+        "files": files,
+        "forced": forced,
+        "conversation": fresh.conversation,
     }
     try:
         entry = session.record_rewind(
             describe(fresh.to_turn, fresh.restore_files, fresh.conversation),
             fresh.to_turn,
             fresh.state,
-            **info,
+            rewind=what,
         )
     except SessionError as e:
         raise RewindError(str(e)) from None

@@ -290,8 +290,9 @@ def _index(stores: MemoryStores, args: argparse.Namespace) -> int:
     if left_out:
         # Said on stderr: stdout stays exactly what a new session gets.
         err(
-            f"left out {len(left_out)} note(s) of the project store {stores.project.dir}: it came with this "
-            "workspace and is not trusted yet (`pseudoclaude -p --trust-project-memory ...` or the app trusts it)"
+            f"left out {len(left_out)} note(s) of the project store {stores.project.dir}: it came with "
+            "this workspace and is not trusted yet "
+            "(`pseudoclaude -p --trust-project-memory ...` or the app trusts it)"
         )
     return EXIT_OK
 

@@ -121,9 +121,8 @@ def list_filtered(stores: MemoryStores, args: argparse.Namespace) -> int:
             if cutoff is not None:
                 parts.append(use_text(use, now))
             untrusted = "  [untrusted]" if level is Level.PROJECT and not trusted else ""
-            print(
-                f"{level}  {note.filename}  {sanitize_line(note.meta.title, 200)} — {' · '.join(parts)}{untrusted}"
-            )
+            title = sanitize_line(note.meta.title, 200)
+            print(f"{level}  {note.filename}  {title} — {' · '.join(parts)}{untrusted}")
             shown += 1
     if not shown:
         # On stderr: stdout holds only cards, so a script reads an empty list as none.

@@ -95,7 +95,8 @@ def _hidden_summary(todo: Sequence[PlannedCard], where: str = "listed first") ->
 
 
 def _skip_line(p: PlannedCard) -> str:
-    return f"skip [{p.card.type.value}] {one_line(p.card.title, 80)} ({p.card.provenance}): {one_line(p.skip, 200)}"
+    card = p.card
+    return f"skip [{card.type.value}] {one_line(card.title, 80)} ({card.provenance}): {one_line(p.skip, 200)}"
 
 
 def _problems(gathered: Gathered) -> int:
@@ -174,9 +175,8 @@ def _store(
             print(f"of these {_count(len(todo))}: {hidden}")
         for p in todo:
             if p.markup is not None:
-                print(
-                    f"⚠ {level.value}/{p.filename}: {p.markup[0]}: {one_line(p.markup[1], 120) or '(no text)'}"
-                )
+                where, text = p.markup
+                print(f"⚠ {level.value}/{p.filename}: {where}: {one_line(text, 120) or '(no text)'}")
         return code
     hidden = _hidden_summary(todo)
     job = hold_import(stores, planned, origins)

@@ -1,16 +1,16 @@
 """``pseudoclaude memory worker``: one workspace's memory jobs, run in a process of their own.
 
-The full-screen app starts this child after its first frame (app/agent/memory_bridge/worker_process.py) so that
-an extraction's parsing and a 50-op apply on 10,000 cards never share the screen's interpreter.
-It is elected by the same worker lock as every other worker: when another process already runs
-this workspace's jobs it exits at once with ``EXIT_BUSY``. It reads commands from stdin, one per
-line (``wake``: a job was just spooled; ``mode auto|review|off``), and writes on stdout one
-``usage {json}`` line per memory-model request (the app adds it to the session's cost), one
-``wrote {json}`` line per store file a commit writes, before the file is moved into place (the
-app's watcher takes it for its own), and one ``outcome {json}`` line per outcome of a job it ran
-(applied, failed, held, retrying: the app announces it as its own worker's). At the end of input
-(the app quit, or died: the pipe closes either way) or on SIGTERM/SIGHUP it drains the runnable
-jobs for at most ``--drain`` seconds, then exits by itself. What it cuts off stays spooled.
+The full-screen app starts this child after its first frame
+(app/agent/memory_bridge/worker_process.py) so that an extraction's parsing and a 50-op apply on
+10,000 cards never share the screen's interpreter. It is elected by the same worker lock as every
+other worker: when another process already runs this workspace's jobs it exits at once with
+``EXIT_BUSY``. It talks to the app in the lines of app/agent/memory_bridge/worker_wire.py: commands
+on stdin (``wake``, ``mode``); on stdout a ``usage`` line per memory-model request, a ``wrote``
+line per store file a commit writes (before the file is moved into place) and an ``outcome`` line
+per outcome of a job it ran (after its commit: the app announces the job, and the cards it wrote,
+from this line). At the end of input (the app quit, or died: the pipe closes either way) or on
+SIGTERM/SIGHUP it drains the runnable jobs for at most ``--drain`` seconds, then exits by itself.
+What it cuts off stays spooled.
 
 Imported by app/cli/main.py's parser on every start: the manager and the SDK load when it runs.
 """
@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
-import json
 import logging
 import os
 import signal
@@ -31,13 +29,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from app.agent.memory_bridge.worker_wire import OutcomeMsg, UsageMsg, WroteMsg
     from app.agent.model.provider import Usage
     from memory.events import MemoryEvent
     from memory.jobs.manager import Manager
     from memory.store.stores import MemoryStores
 
 from memory.constants import WORKER_EXIT_BUSY as EXIT_BUSY
-from memory.constants import MemoryMode
 
 EXIT_OK, EXIT_USAGE = 0, 2
 DEFAULT_DRAIN_S = 15.0
@@ -133,48 +131,68 @@ async def _serve(manager: Manager, drain: float, aclose: Callable[[], object]) -
 _OUT = threading.Lock()  # one line at a time: the loop, the transaction's thread and the SDK's all report
 
 
-def _say(line: str) -> None:
+def _say(report: Callable[[], UsageMsg | WroteMsg | OutcomeMsg | None]) -> None:
+    """``report()``'s message as one line of the wire on stdout. A report never fails the request
+    or the commit that makes it: one that cannot be written, or is too long for the app to read,
+    is said in the log (for an outcome, the app's look at the spool announces that job instead)."""
+    # Not at the top: the parser imports this module for `memory --help`; the wire brings pydantic.
+    from app.agent.memory_bridge.worker_wire import encode, fits
+
+    try:
+        msg = report()
+        line = "" if msg is None else encode(msg)
+    except ValueError as e:  # pydantic's ValidationError too
+        log.warning("a report could not be written: %.200s", " ".join(str(e).split()))
+        return
+    if msg is None:
+        return
+    if not fits(line):
+        log.warning("a %s line of %d characters is too long to report", msg.kind, len(line))
+        return
     with _OUT, contextlib.suppress(OSError, ValueError):  # the app is gone: nobody reads
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
 
 def _report_usage(model: str, usage: Usage) -> None:
-    """One line per memory-model request on stdout: the app counts it in the session's cost."""
-    _say("usage " + json.dumps({"model": model, **dataclasses.asdict(usage)}))
+    """Each memory-model request: the app counts it in the session's cost."""
+    # Not at the top: the wire's pydantic models load when the worker runs, not for `memory --help`.
+    from app.agent.memory_bridge.worker_wire import UsageMsg
+
+    _say(lambda: UsageMsg.of(model, usage))
 
 
 def _report_write(path: str, digest: str | None) -> None:
-    """Each store file a commit writes, on stdout before it is moved into place: the app's store
-    watcher then knows it for its own worker's change, not someone else's."""
-    _say("wrote " + json.dumps({"path": path, "sha": digest}))
+    """Each store file a commit writes, before it is moved into place: the app's store watcher
+    then knows it for its own worker's change, not someone else's."""
+    # Not at the top: the wire's pydantic models load when the worker runs, not for `memory --help`.
+    from app.agent.memory_bridge.worker_wire import WroteMsg
+
+    _say(lambda: WroteMsg.of(path, digest))
 
 
 def _report_outcome(event: MemoryEvent) -> None:
-    """Each outcome of a job this child ran, on stdout after its commit: the app announces it (a
-    line too long to be read is left out: the app's look at the spool announces that job)."""
-    # Not at the top: the parser imports this module for `memory --help`, and worker_process
-    # brings pydantic and the jobs' manager (already loaded once a job has run).
-    from app.agent.memory_bridge.worker_process import outcome_line
+    """Each outcome of a job this child ran, after its commit: the app announces it, and the
+    cards it wrote, from this line."""
+    # Not at the top: the wire's pydantic models load when the worker runs, not for `memory --help`.
+    from app.agent.memory_bridge.worker_wire import outcome_msg
 
-    line = outcome_line(event)
-    if line is not None:
-        _say(line)
-    else:
-        log.warning("the outcome of memory job %s is too long to report", getattr(event, "job_id", "?"))
+    _say(lambda: outcome_msg(event))
 
 
 def _read_commands(manager: Manager, loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
     """Stdin's lines, in a daemon thread: each applied on the loop; its end stops the worker."""
+    # Not at the top: the wire's pydantic models load when the worker runs, not for `memory --help`.
+    from app.agent.memory_bridge.worker_wire import MAX_COMMAND_BYTES, ModeMsg, WakeMsg, decode
 
-    def command(line: str) -> None:
-        word, _, rest = line.strip().partition(" ")
-        if word == "wake":
+    def command(raw: bytes) -> None:
+        msg = decode(raw)
+        if isinstance(msg, WakeMsg):
             manager.signal(wake=True)
-        elif word == "mode" and rest in WORKER_MODES:
-            manager.set_mode(MemoryMode(rest))
-        elif word:
-            log.warning("unknown command on stdin: %.80r", line)
+        elif isinstance(msg, ModeMsg):
+            manager.set_mode(msg.mode)
+        elif msg is not None:
+            log.warning("a %s line on stdin ignored: not a command", msg.kind)
 
     def read() -> None:
         # os.read on the descriptor, not sys.stdin: a daemon thread blocked inside a buffered
@@ -183,9 +201,9 @@ def _read_commands(manager: Manager, loop: asyncio.AbstractEventLoop, stop: asyn
         try:
             while chunk := os.read(0, 4096):
                 *lines, pending = (pending + chunk).split(b"\n")
-                pending = pending[-200:]
+                pending = pending[-MAX_COMMAND_BYTES:]
                 for raw in lines:
-                    loop.call_soon_threadsafe(command, raw[:200].decode("utf-8", "replace"))
+                    loop.call_soon_threadsafe(command, raw[:MAX_COMMAND_BYTES])
         except OSError:
             pass  # no stdin (closed, or not readable): the same as its end
         with contextlib.suppress(RuntimeError):  # the loop is gone: the process ends anyway

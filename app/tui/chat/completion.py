@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from app.tui import commands
+from app.tui.chat.command_table import completions
 from widgets.chat.prompt import Suggestion
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ def complete(
         return [
             *(
                 Suggestion(label=c.usage, insert=f"/{c.name} ", kind="command", detail=c.help)
-                for c in commands.completions(word)
+                for c in completions(word)
             ),
             *(
                 Suggestion(

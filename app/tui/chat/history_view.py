@@ -8,7 +8,7 @@ compacted part. The memory model's update messages and the app's own notes are n
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from app.tui.chat.turn_view import display_keys, widget_view
@@ -18,13 +18,14 @@ from memory.text.terminal import strip_terminal, strip_terminal_deep
 from widgets.chat.prompt import is_large_paste, paste_label
 
 if TYPE_CHECKING:
+    from app.agent.conversation.blocks import Message, ToolResultBlock, ToolUseBlock
+    from app.agent.conversation.session_log import CompactionMark
     from widgets.chat.answer_block import AnswerBlock
     from widgets.chat.log import ChatPane
 
 HISTORY_SHOWN = 200  # messages of a resumed session drawn (the pane prunes beyond its bound anyway)
 
-Message = dict[str, Any]
-# Runs a coroutine later, on the App's loop (``App.call_later``).
+# Runs a coroutine later, on the chat screen's loop (``call_later``).
 Later = Callable[[Callable[..., Coroutine[Any, Any, None]], Any, Any], object]
 
 
@@ -32,20 +33,30 @@ class SessionLike(Protocol):
     """What is read of the open session: the messages before its compaction boundaries."""
 
     @property
-    def earlier(self) -> list[Message]: ...
+    def earlier(self) -> Sequence[Message | CompactionMark]: ...
 
     @property
     def earlier_left_out(self) -> int: ...
 
 
-def _tool_results(items: list[Message]) -> dict[str, Message]:
-    results: dict[str, Message] = {}
-    for m in items:
-        if m.get("role") == "user" and isinstance(m.get("content"), list):
-            for b in m["content"]:
-                if isinstance(b, dict) and b.get("type") == "tool_result":
-                    results[str(b.get("tool_use_id", ""))] = b
-    return results
+def _tool_results(items: Sequence[Message | CompactionMark]) -> dict[str, ToolResultBlock]:
+    # The app loads this module before its first frame: the conversation's modules only for a resume.
+    from app.agent.conversation.blocks import Message
+
+    return {
+        r.tool_use_id: r
+        for m in items
+        if isinstance(m, Message) and m.role == "user"
+        for r in m.tool_results()
+    }
+
+
+def _result_text(result: ToolResultBlock) -> str:
+    """A result's content as the log holds it: its text, or its blocks' JSON."""
+    content = result.content
+    if isinstance(content, str):
+        return content
+    return json.dumps([c.model_dump(mode="json") for c in content], ensure_ascii=False)
 
 
 async def _write_answer(answer: AnswerBlock, text: str) -> None:
@@ -60,68 +71,67 @@ class HistoryView:
         self._chat = chat
         self._later = later
 
-    def show(self, messages: list[Message], session: SessionLike | None) -> None:
+    def show(self, messages: Sequence[Message], session: SessionLike | None) -> None:
         """Draw the session's ``messages``, preceded by its ``earlier`` ones."""
         # The app loads this module before its first frame: the session log's modules only for a resume.
-        from app.agent.conversation.session_log import COMPACTION_MARK
+        from app.agent.conversation.session_log import CompactionMark
 
         chat = self._chat()
-        earlier: list[Message] = list(getattr(session, "earlier", None) or [])
-        items = [*earlier, *messages]
+        earlier = list(session.earlier) if session is not None else []
+        items: list[Message | CompactionMark] = [*earlier, *messages]
         results = _tool_results(items)
         shown = items[-HISTORY_SHOWN:]
-        hidden = int(getattr(session, "earlier_left_out", 0) or 0) if earlier else 0
-        hidden += sum(1 for m in items[: len(items) - len(shown)] if m.get("type") != COMPACTION_MARK)
+        hidden = session.earlier_left_out if session is not None and earlier else 0
+        hidden += sum(1 for m in items[: len(items) - len(shown)] if not isinstance(m, CompactionMark))
         if hidden:
             chat.add_note(f"{hidden} earlier message(s) not shown")
         for m in shown:
-            if m.get("type") == COMPACTION_MARK:
-                when = one_line(str(m.get("time") or "")[:16].replace("T", " "), 16)
+            if isinstance(m, CompactionMark):
+                when = one_line(m.time[:16].replace("T", " "), 16)
                 chat.add_note(
                     f"── compacted{' ' + when if when else ''}: the model has a summary of the "
-                    f"{one_line(m.get('summarised', 0), 12)} message(s) before this line, not the messages ──"
+                    f"{one_line(m.summarised, 12)} message(s) before this line, not the messages ──"
                 )
             else:
                 self._message(m, results)
 
-    def _message(self, m: Message, results: dict[str, Message]) -> None:
+    def _message(self, m: Message, results: dict[str, ToolResultBlock]) -> None:
         # The app loads this module before its first frame: the conversation's modules only for a resume.
+        from app.agent.conversation.blocks import TextBlock, ToolUseBlock
         from app.agent.conversation.messages import is_app_note
 
-        content = m.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
-        for b in blocks:
-            if not isinstance(b, dict) or is_app_note(b):
+        # A prompt's words and its attached files are blocks of one message: drawn as the one
+        # entry the person sent, as the chat drew it then.
+        said: list[str] = []
+        for b in m.content:
+            if is_app_note(b):
                 continue
-            if b.get("type") == "text":
-                text = str(b.get("text", ""))
+            if isinstance(b, TextBlock):
+                text = b.text
                 if not text.strip() or text.startswith(f"<{UPDATE_TAG}>"):
                     continue
-                if m.get("role") == "user":
-                    self._user_text(strip_terminal(text))
+                if m.role == "user":
+                    said.append(text)
                 else:
                     answer = self._chat().start_answer()
                     # The block's own stream coalesces; a finished answer is written once.
                     self._later(_write_answer, answer, strip_terminal(text))
-            elif b.get("type") == "tool_use":
-                self._tool_use(b, results.get(str(b.get("id", ""))))
+            elif isinstance(b, ToolUseBlock):
+                self._tool_use(b, results.get(b.id))
+        if said:
+            self._user_text(strip_terminal("\n\n".join(said)))
 
-    def _tool_use(self, use: Message, result: Message | None) -> None:
-        call_id = str(use.get("id", ""))
-        name = str(use.get("name", ""))
-        block = self._chat().add_tool(call_id, one_line(name, 60), display_keys=display_keys(name))
-        args = strip_terminal_deep(use.get("input") or {})
+    def _tool_use(self, use: ToolUseBlock, result: ToolResultBlock | None) -> None:
+        block = self._chat().add_tool(use.id, one_line(use.name, 60), display_keys=display_keys(use.name))
+        args = strip_terminal_deep(use.input)
         block.set_running(args if isinstance(args, dict) else {})
         if result is not None:
-            content = result.get("content")
-            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            text = _result_text(result)
             # The log keeps only the model's text: the bash tool reads its own status back from it.
             from app.agent.tools.shell import view_of_content
 
-            view = widget_view(view_of_content(text)) if name == "bash" else None
-            block.set_result(
-                strip_terminal(text), is_error=bool(result.get("is_error")), denied=False, view=view
-            )
+            view = widget_view(view_of_content(text)) if use.name == "bash" else None
+            block.set_result(strip_terminal(text), is_error=bool(result.is_error), denied=False, view=view)
 
     def _user_text(self, text: str) -> None:
         """An earlier user message; a large one collapsed as a paste would be (its typed form

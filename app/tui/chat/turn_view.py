@@ -1,6 +1,6 @@
 """The running turn drawn in the chat pane: one handler per Runner event type.
 
-The App hands each Runner event (a ``TurnEvent`` message) to ``TurnRenderer.handle``, which looks
+The chat screen hands each Runner event (a ``TurnEvent`` message) to ``TurnRenderer.handle``, which looks
 the event's class up in a table and runs its handler. The renderer owns what a turn's drawing
 needs between events: the answer block being streamed, the call id → ``ToolBlock`` map, the calls
 whose arguments still stream or that run, and the running ``task`` block of each sub-agent depth.
@@ -8,8 +8,8 @@ whose arguments still stream or that run, and the running ``task`` block of each
 The map never keeps a block alive: it is weak (a block the chat pane prunes goes), and a call's
 entry goes when the call finishes or the turn ends.
 
-The event classes are imported on the first event, not with this module: the App loads it before
-its first frame, and the agent's modules are the runtime's (see ``app.tui.app``).
+The event classes are imported on the first event, not with this module: the chat screen loads
+it before the first frame, and the agent's modules are the runtime's (see ``app.tui.startup``).
 """
 
 from __future__ import annotations
@@ -264,7 +264,7 @@ class TurnRenderer:
             chat.add_note(one_line(ev.describe(), 400))
 
     async def _answer_done(self, ev: AnswerDone) -> None:
-        # Not awaited here: the frame is drawn after this handler (the App's queue) returns.
+        # Not awaited here: the frame is drawn after this handler (the chat screen's queue) returns.
         task = asyncio.ensure_future(self._show_answer(self.answer, ev.shown))
         self._showing.add(task)
         task.add_done_callback(self._showing.discard)
@@ -293,12 +293,12 @@ class TurnRenderer:
 
 
 def display_keys(tool_name: str) -> DisplayKeys:
-    """The tool's telling inputs with their formats, as its spec gives them (none: unknown tool)."""
+    """The tool's telling inputs with their formats, as the tool gives them (none: unknown tool)."""
     # For a tool call: the tools bring pydantic and the stores, which the app's first frame must not load.
-    from app.agent.tools import TOOL_SPECS
+    from app.agent.tools import BUILTIN_TOOLS
 
-    spec = TOOL_SPECS.get(tool_name)
-    return spec.display if spec is not None else ()
+    tool = BUILTIN_TOOLS.get(tool_name)
+    return tool.display if tool is not None else ()
 
 
 def widget_view(view: tools.ResultView | None) -> ResultView | None:

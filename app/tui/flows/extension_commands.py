@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from app.tui.host import Host
 from app.tui.messages import ChatNote
 from app.tui.phase import Phase
 from app.tui.workers import start
@@ -20,6 +19,9 @@ from memory.text.lines import one_line
 from widgets.dialogs.extension_trust import ExtensionTrustModal, WaitingKind
 
 if TYPE_CHECKING:
+    from textual.app import App
+    from textual.message import Message
+
     from app.services.extensions import CommandView, ExtensionsService
 
 POLL_S = 1.0  # how often the MCP servers' states are looked at (in memory: microseconds)
@@ -27,33 +29,34 @@ TRUST_RETRY_S = 0.2  # the memory trust question first: the extensions' waits fo
 HELP_DESCRIPTION_CHARS = 80
 
 
-class _Pending(Protocol):
-    pending: bool
-
-
-class _Queue(Protocol):
-    def submit(self, text: str, typed: str, pastes: dict[str, str]) -> None: ...
-
-
-class ExtHost(Host, Protocol):
-    trust: _Pending  # the memory trust question: asked first
-    queue: _Queue
-
-    def push_screen(self, screen: Any, callback: Callable[[Any], None] | None = None) -> Any: ...
-
-
 class ExtensionCommands:
-    def __init__(self, host: ExtHost) -> None:
-        self.host = host
+    """``app`` runs the workers, timers and the trust window; ``post`` takes what the chat says;
+    ``service``: the extensions service, None before the runtime is built; ``phase``: the App's;
+    ``trust_pending``: the memory trust question is still open (this one waits for it);
+    ``submit`` sends a prompt as typed (``text``, ``typed``, pastes)."""
+
+    def __init__(
+        self,
+        app: App[Any],
+        *,
+        post: Callable[[Message], object],
+        service: Callable[[], ExtensionsService | None],
+        phase: Callable[[], Phase],
+        trust_pending: Callable[[], bool],
+        submit: Callable[[str, str, dict[str, str]], None],
+    ) -> None:
+        self._app = app
+        self._post = post
+        self._service = service
+        self._phase = phase
+        self._trust_pending = trust_pending
+        self._submit = submit
         self._states: dict[str, str] = {}  # each server's last state seen
         self._restarting: set[str] = set()  # said by /mcp restart itself, not by the poll
         self._started = False
 
-    def _service(self) -> ExtensionsService | None:
-        try:
-            return self.host.services.extensions if self.host.built else None
-        except RuntimeError:
-            return None
+    def _say(self, text: str, *, error: bool = False) -> None:
+        self._post(ChatNote(text, error=error))
 
     # -- after start ------------------------------------------------------------------------------
 
@@ -64,28 +67,28 @@ class ExtensionCommands:
             return
         self._started = True
         for line in service.notes():
-            self.host.chat.add_note(one_line(line, 300))
+            self._say(one_line(line, 300))
         self._poll()
-        self.host.set_interval(POLL_S, self._poll, name="mcp-states")
+        self._app.set_interval(POLL_S, self._poll, name="mcp-states")
         self._ask_trust()
 
     def _ask_trust(self) -> None:
-        host, service = self.host, self._service()
-        if service is None or host.phase is Phase.QUITTING:
+        service = self._service()
+        if service is None or self._phase() is Phase.QUITTING:
             return
-        if host.trust.pending:  # the memory question is up: this one follows it
-            host.set_timer(TRUST_RETRY_S, self._ask_trust)
+        if self._trust_pending():  # the memory question is up: this one follows it
+            self._app.set_timer(TRUST_RETRY_S, self._ask_trust)
             return
         waiting = service.pending()
         if waiting:
             kinds = [WaitingKind(w.title, w.shown, w.tally) for w in waiting]
-            host.push_screen(ExtensionTrustModal(kinds), callback=self._answered)
+            self._app.push_screen(ExtensionTrustModal(kinds), callback=self._answered)
 
     def _answered(self, trusted: bool | None) -> None:
         if trusted:
-            start(self.host, self._trust, group="ext-trust", exclusive=True)
+            start(self._app, self._trust, group="ext-trust", exclusive=True)
         else:
-            self.host.chat.add_note(
+            self._say(
                 "what the project brings is not trusted for now: it is not used (asked again next start)"
             )
 
@@ -94,15 +97,11 @@ class ExtensionCommands:
         if service is None:
             return
         started = await service.trust()
-        self.host.post_message(
-            ChatNote("trusted: the project's servers start, its commands, hooks and rules are used")
-        )
-        self.host.call_later(self._poll)
+        self._say("trusted: the project's servers start, its commands, hooks and rules are used")
+        self._app.call_later(self._poll)
         for s in await service.settled(started):
             if s.state == "ready":  # a failure is said by the poll
-                self.host.post_message(
-                    ChatNote(one_line(f"MCP server {s.name} ready: {len(s.tools)} tool(s)", 200))
-                )
+                self._say(one_line(f"MCP server {s.name} ready: {len(s.tools)} tool(s)", 200))
 
     def _poll(self) -> None:
         """A server that failed (at start or later) is one line in the chat, once per failure."""
@@ -115,8 +114,8 @@ class ExtensionCommands:
             before = self._states.get(s.name)
             self._states[s.name] = s.state
             if s.state == "failed" and before != "failed":
-                self.host.chat.add_error(
-                    one_line(f"MCP server {s.name} failed: {s.reason or 'no reason given'}", 300)
+                self._say(
+                    one_line(f"MCP server {s.name} failed: {s.reason or 'no reason given'}", 300), error=True
                 )
 
     @staticmethod
@@ -175,7 +174,7 @@ class ExtensionCommands:
         expanded = service.expand(typed)
         if expanded is not None:
             if expanded.allowed_tools:
-                self.host.chat.add_note(
+                self._say(
                     one_line(
                         f"{expanded.name} allows without asking for this run: "
                         f"{', '.join(expanded.allowed_tools)}",
@@ -183,17 +182,18 @@ class ExtensionCommands:
                     )
                 )
             if expanded.model:
-                self.host.chat.add_note(
+                self._say(
                     one_line(
                         f"{expanded.name} asks for the model {expanded.model}: "
                         f"/model {expanded.model} switches to it (print mode uses it)",
                         300,
                     )
                 )
-            self.host.queue.submit(expanded.prompt, typed, {})
+            # Now, not later: a queued command's prompt keeps its place in the queue.
+            self._submit(expanded.prompt, typed, {})
             return True
         if any(c.name == f"/{name}" for c in service.commands()):
-            start(self.host, partial(self._mcp_prompt, service, name, arg, typed), group="mcp-prompt")
+            start(self._app, partial(self._mcp_prompt, service, name, arg, typed), group="mcp-prompt")
             return True
         return False
 
@@ -203,36 +203,34 @@ class ExtensionCommands:
         try:
             expanded = await service.mcp_prompt(name, arg)
         except (TimeoutError, McpError) as e:
-            self.host.post_message(ChatNote(one_line(f"/{name}: {e}", 300), error=True))
+            self._say(one_line(f"/{name}: {e}", 300), error=True)
             return
         if expanded is None:
-            self.host.post_message(
-                ChatNote(f"/{one_line(name, 60)}: the server's prompt is gone", error=True)
-            )
+            self._say(f"/{one_line(name, 60)}: the server's prompt is gone", error=True)
             return
-        self.host.call_later(self.host.queue.submit, expanded.prompt, typed, {})
+        self._app.call_later(self._submit, expanded.prompt, typed, {})
 
     # -- /permissions and /mcp --------------------------------------------------------------------
 
     async def permissions(self, arg: str) -> None:
         """``/permissions``: every rule with where it comes from; ``/permissions remove RULE``."""
-        chat, service = self.host.chat, self._service()
+        say, service = self._say, self._service()
         if service is None:
-            chat.add_note("the rules are read once the runtime is open")
+            say("the rules are read once the runtime is open")
             return
         verb, _, rest = arg.strip().partition(" ")
         if verb == "remove":
             if not rest.strip():
-                chat.add_note("usage: /permissions remove RULE")
+                say("usage: /permissions remove RULE")
                 return
-            chat.add_note(one_line(await service.remove_rule(rest.strip()), 400))
+            say(one_line(await service.remove_rule(rest.strip()), 400))
             return
         if verb:
-            chat.add_note("usage: /permissions, or /permissions remove RULE")
+            say("usage: /permissions, or /permissions remove RULE")
             return
         rules = service.rules()
         if not rules:
-            chat.add_note(
+            say(
                 "no permission rules: writing, running and MCP tools ask ([permissions] allow/ask/deny "
                 "in .PseudoClaude/settings.local.toml or your config.toml)"
             )
@@ -242,34 +240,32 @@ class ExtensionCommands:
             for r in rules
         ]
         lines.append("/permissions remove RULE removes one from your own files")
-        chat.add_note("\n".join(one_line(line, 300) for line in lines))
+        say("\n".join(one_line(line, 300) for line in lines))
 
     async def mcp(self, arg: str) -> None:
         """``/mcp``: each server's state (why, when it failed), its tools and prompts;
         ``/mcp restart NAME`` restarts one (in a worker: the line comes once it is up or failed)."""
-        chat, service = self.host.chat, self._service()
+        say, service = self._say, self._service()
         if service is None:
-            chat.add_note("the MCP servers are read once the runtime is open")
+            say("the MCP servers are read once the runtime is open")
             return
         verb, _, name = arg.strip().partition(" ")
         name = name.strip()
         if verb == "restart" and name:
             refused = service.cannot_restart(name)
             if refused is not None:
-                chat.add_note(one_line(refused, 300))
+                say(one_line(refused, 300))
                 return
             self._restarting.add(name)
-            chat.add_note(one_line(f"restarting MCP server {name}…", 120))
-            start(self.host, partial(self._restart, service, name), group="mcp-restart")
+            say(one_line(f"restarting MCP server {name}…", 120))
+            start(self._app, partial(self._restart, service, name), group="mcp-restart")
             return
         if verb:
-            chat.add_note("usage: /mcp, or /mcp restart NAME")
+            say("usage: /mcp, or /mcp restart NAME")
             return
         servers = service.servers()
         if not servers:
-            chat.add_note(
-                "no MCP servers ([mcp_servers.NAME] in your config.toml, or the project's .mcp.json)"
-            )
+            say("no MCP servers ([mcp_servers.NAME] in your config.toml, or the project's .mcp.json)")
             return
         lines: list[str] = []
         for s in servers:
@@ -281,14 +277,14 @@ class ExtensionCommands:
                 lines.append(one_line("  prompts: " + ", ".join(f"/{p}" for p in s.prompts), 600))
         if any(s.state in ("failed", "stopped") for s in servers):
             lines.append("/mcp restart NAME starts one again")
-        chat.add_note("\n".join(lines))
+        say("\n".join(lines))
 
     async def _restart(self, service: ExtensionsService, name: str) -> None:
         try:
             done = await service.restart(name)
         finally:
-            self.host.call_later(self._restarted, name)
-        self.host.post_message(ChatNote(one_line(done.line, 300), error=done.error))
+            self._app.call_later(self._restarted, name)
+        self._say(one_line(done.line, 300), error=done.error)
 
     def _restarted(self, name: str) -> None:
         """The restart said how it went: the poll takes the state from here, not saying it again."""

@@ -13,45 +13,40 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from textual import on
+from textual.message import Message
 
 from app.tui.flows.rewind_views import conflict_question, plan_state, turn_items
-from app.tui.host import Host
-from app.tui.messages import ChatNote, SessionSwitched
+from app.tui.messages import ChatNote, PromptBack, SessionSwitched
+from app.tui.workers import start
 from memory.text.lines import one_line
 from widgets.dialogs.confirm import ConfirmModal
 from widgets.rewind.plan import RewindPlanScreen
 from widgets.rewind.turns import RewindTurns
 
 if TYPE_CHECKING:
-    from textual.screen import Screen
-    from textual.worker import Worker
+    from textual.app import App
 
+    from app.services.bundle import Services
     from app.services.rewind import RewindPreview, RewindService
     from widgets.rewind.state import RewindChoice
 
-__all__ = ["ESC_ESC_S", "RewindFlow", "RewindHost"]
+__all__ = ["ESC_ESC_S", "MemoryUndone", "RewindFlow"]
 
 ESC_ESC_S = 0.8  # two Esc presses this close on an empty prompt open the view
 NOTE_WIDTH = 400
 
 
-class RewindHost(Host, Protocol):
-    """What the rewind view needs of the App."""
+@dataclass
+class MemoryUndone(Message):
+    """What ``m`` in the plan window came to (one line), for that window to show."""
 
-    turn: Worker[Any] | None  # the running turn (or /compact)
-
-    @property
-    def waiting(self) -> bool:
-        """Something waits before a new command: the trust question's answer, queued prompts."""
-
-    @property
-    def screen_stack(self) -> list[Screen[Any]]: ...
-
-    async def push_screen_wait(self, screen: Any) -> Any: ...
+    line: str
 
 
 class _PlanScreen(RewindPlanScreen):
@@ -66,37 +61,63 @@ class _PlanScreen(RewindPlanScreen):
         message.stop()
         self._flow.undo_memory(self, self._preview)
 
+    @on(MemoryUndone)
+    def _memory_undone(self, message: MemoryUndone) -> None:
+        self.show_memory(message.line, can_undo=False)
+
 
 class RewindFlow:
-    """The rewind view for the App ``host``; ``switching``: the lock a session switch holds (a
-    rewind rebuilds the Runner as one does)."""
+    """The rewind view. ``app`` runs its worker and windows; ``post`` takes what the chat says
+    (and the session drawn again, the prompt put back); ``services``: the runtime's, None before
+    it is built; ``turn_running``: a turn (or /compact) runs; ``switching``: the lock a session
+    switch holds (a rewind rebuilds the Runner as one does); ``start_notes`` says the session's
+    start notes again after that; ``memory_changed`` shows an undo of memory batches (the panel,
+    the open memory screens)."""
 
-    def __init__(self, host: RewindHost, *, switching: asyncio.Lock) -> None:
-        self.host = host
+    def __init__(
+        self,
+        app: App[Any],
+        *,
+        post: Callable[[Message], object],
+        services: Callable[[], Services | None],
+        turn_running: Callable[[], bool],
+        switching: asyncio.Lock,
+        start_notes: Callable[[], None],
+        memory_changed: Callable[[], None],
+    ) -> None:
+        self._app = app
+        self._post = post
+        self._services = services
+        self._turn_running = turn_running
         self._switching = switching
+        self._start_notes = start_notes
+        self._memory_changed = memory_changed
         self._esc_at = float("-inf")
 
     @property
     def service(self) -> RewindService:
-        return self.host.services.rewind
+        services = self._services()
+        if services is None:
+            raise RuntimeError("the runtime is not built yet")
+        return services.rewind
+
+    def _say(self, line: str, *, error: bool = False) -> None:
+        self._post(ChatNote(one_line(line, NOTE_WIDTH), error=error))
 
     def _busy(self) -> str | None:
         """Why the view cannot open now, or None."""
-        host = self.host
-        if not host.built:
+        if self._services() is None:
             return "/rewind is not available yet: the session is not open (see the note above)"
-        if host.turn is not None and host.turn.is_running:
+        if self._turn_running():
             return "a turn is running: wait for it, or press Esc to cancel it first"
-        if any(w.group == "session" and not w.is_finished for w in host.workers):
+        if any(w.group == "session" and not w.is_finished for w in self._app.workers):
             return "a session switch (or the rewind view) is under way"
         return None
 
-    def escape(self) -> None:
-        """Esc (called before its other meanings act): with no turn running and nothing queued,
-        twice quickly on an empty prompt, on the main screen, opens the view."""
-        host = self.host
-        running = host.turn is not None and host.turn.is_running
-        if running or host.waiting or host.prompt.text.strip() or len(host.screen_stack) > 1:
+    def escape(self, *, idle: bool) -> None:
+        """Esc (called before its other meanings act): twice quickly while the chat is ``idle``
+        (no turn running, nothing queued, an empty prompt, no window up) opens the view."""
+        if not idle:
             self._esc_at = float("-inf")
             return
         now = time.monotonic()
@@ -110,94 +131,83 @@ class RewindFlow:
         """``/rewind``: the turns, newest first."""
         problem = self._busy()
         if problem is not None:
-            self.host.chat.add_note(problem)
+            self._say(problem)
             return
-        self.host.run_worker(self._view, group="session", exit_on_error=False)
+        start(self._app, self._view, group="session")
 
     async def _view(self) -> None:
-        host = self.host
         try:
             rows = await self.service.turns()
         except Exception as e:  # RewindProblem: one line (a session log or checkpoints unreadable)
-            host.post_message(ChatNote(one_line(f"rewind: {e}", NOTE_WIDTH), error=True))
+            self._say(f"rewind: {e}", error=True)
             return
         if not rows:
-            host.post_message(ChatNote("no turn to rewind in this session yet"))
+            self._say("no turn to rewind in this session yet")
             return
         items = turn_items(rows)
         while True:
-            turn = await host.push_screen_wait(RewindTurns(items))
+            turn = await self._app.push_screen_wait(RewindTurns(items))
             if turn is None:
                 return
             try:
                 preview = await self.service.preview(turn)
             except Exception as e:  # RewindProblem: no such turn, a checkpoint lost, …
-                host.post_message(ChatNote(one_line(f"rewind: {e}", NOTE_WIDTH), error=True))
+                self._say(f"rewind: {e}", error=True)
                 return
-            choice = await host.push_screen_wait(_PlanScreen(self, preview))
+            choice = await self._app.push_screen_wait(_PlanScreen(self, preview))
             if choice is not None:
                 await self._rewind(preview, choice)
                 return
 
+    async def _overwrite(self, preview: RewindPreview, choice: RewindChoice) -> bool | None:
+        """Whether the files changed since may be overwritten (False when there is none to ask
+        about); None when the person said no: nothing is rewound then."""
+        if not (choice.files and preview.conflicts):
+            return False
+        title, summary, body = conflict_question(preview)
+        yes = await self._app.push_screen_wait(
+            ConfirmModal(title, summary, body, kind="diff", yes="Overwrite them", no="Rewind nothing")
+        )
+        if yes:
+            return True
+        kept = ", ".join(f.path for f in preview.conflicts)
+        self._say(f"nothing was rewound: {kept} kept as it is")
+        return None
+
     async def _rewind(self, preview: RewindPreview, choice: RewindChoice) -> None:
-        host = self.host
-        force = False
-        if choice.files and preview.conflicts:
-            title, summary, body = conflict_question(preview)
-            yes = await host.push_screen_wait(
-                ConfirmModal(title, summary, body, kind="diff", yes="Overwrite them", no="Rewind nothing")
-            )
-            if not yes:
-                kept = ", ".join(f.path for f in preview.conflicts)
-                host.post_message(
-                    ChatNote(one_line(f"nothing was rewound: {kept} kept as it is", NOTE_WIDTH))
-                )
-                return
-            force = True
-        messages: list[dict[str, Any]] | None = None
+        force = await self._overwrite(preview, choice)
+        if force is None:
+            return
         async with self._switching:
             try:
                 done = await self.service.rewind(
                     preview, files=choice.files, conversation=choice.conversation, force=force
                 )
-                if done.conversation:
-                    messages = await self.service.reopen()
+                messages = await self.service.reopen() if done.conversation else None
             except Exception as e:  # RewindProblem: one line, and what was done is said in it
-                host.post_message(ChatNote(one_line(f"rewind: {e}", NOTE_WIDTH), error=True))
+                self._say(f"rewind: {e}", error=True)
                 return
         if messages is not None:
-            host.post_message(SessionSwitched(None, messages))  # the chat drawn again, as /resume does
-            host.bridge.repeat_start_notes()
-            self._prompt_back(preview.prompt)
+            self._post(SessionSwitched(None, messages))  # the chat drawn again, as /resume does
+            self._start_notes()
+            if preview.prompt.strip():
+                self._post(PromptBack(preview.prompt))  # before what was typed there meanwhile
         for line in done.lines:
-            host.post_message(ChatNote(one_line(line, NOTE_WIDTH)))
-
-    def _prompt_back(self, text: str) -> None:
-        """The rewound turn's prompt into the input (before what was typed there meanwhile)."""
-        if not text.strip():
-            return
-        prompt = self.host.prompt
-        typed = prompt.text
-        prompt.text = text + (f"\n\n{typed}" if typed.strip() else "")
-        prompt.move_cursor(prompt.document.end)
+            self._say(line)
 
     # -- memory ---------------------------------------------------------------------------------
 
     def undo_memory(self, screen: RewindPlanScreen, preview: RewindPreview) -> None:
         """``m`` in the plan window: undo the rewound turns' memory batches, newest first."""
-        self.host.run_worker(
-            partial(self._undo_memory, screen, preview), group="cards-edit", exit_on_error=False
-        )
+        start(self._app, partial(self._undo_memory, screen, preview), group="cards-edit")
 
     async def _undo_memory(self, screen: RewindPlanScreen, preview: RewindPreview) -> None:
-        host = self.host
         try:
             line = await self.service.undo_batches(preview.undoable)
         except Exception as e:  # RewindProblem: another batch came after, a card changed since, …
             line, error = one_line(e, NOTE_WIDTH), True
         else:
             error = False
-            host.refresh_panel()
-            host.refresh_screens()
-        host.post_message(ChatNote(line, error=error))
-        screen.show_memory(line, can_undo=False)
+            self._memory_changed()
+        self._post(ChatNote(line, error=error))
+        screen.post_message(MemoryUndone(line))

@@ -9,49 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from app.tui.messages import ChatNote
-from app.tui.workers import RunsWorkers
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.message import Message
     from textual.worker import Worker
 
+    from app.agent.config.settings import Settings
     from app.services.bundle import Services
     from app.services.jobs import Consolidation
-    from app.tui.bridge import Bridge
 
 __all__ = ["NEEDS_MODEL", "ScaleFlow", "outcome_line"]
 
 NEEDS_MODEL = "consolidating needs a configured model (see the note above)"
 LEVELS = ("project", "user")
-
-
-class ScaleHost(RunsWorkers, Protocol):
-    bridge: Bridge
-    _waiting: list[Any]
-
-    @property
-    def built(self) -> bool: ...
-
-    @property
-    def services(self) -> Services: ...
-
-    def turn_running(self) -> bool: ...
-
-    def post_message(self, message: Message) -> bool: ...
-
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: Any = "information",
-        timeout: float | None = None,
-        markup: bool = True,
-    ) -> None: ...
 
 
 def _plural(n: int, word: str) -> str:
@@ -76,17 +51,42 @@ def outcome_line(outcome: Consolidation, review: bool) -> str:
 
 
 class ScaleFlow:
-    def __init__(self, host: ScaleHost) -> None:
-        self.host = host
+    """``app`` runs the workers and says the search caches' warnings; ``post`` takes what the
+    chat says; ``services``: the runtime's, None before it is built; ``credentials``: a model is
+    configured; ``settings``: the loaded settings (None before); ``busy``: a turn runs or prompts
+    wait (a consolidation must not compete with the person's work)."""
+
+    def __init__(
+        self,
+        app: App[Any],
+        *,
+        post: Callable[[Message], object],
+        services: Callable[[], Services | None],
+        credentials: Callable[[], bool],
+        settings: Callable[[], Settings | None],
+        busy: Callable[[], bool],
+    ) -> None:
+        self._app = app
+        self._post = post
+        self._services = services
+        self._credentials = credentials
+        self._settings = settings
+        self._busy = busy
         self.auto_due = False  # a job applied while a turn ran or waited: check once it is idle
         self.auto_checks = 0  # how often the automatic consolidation was asked (tests wait on it)
 
+    @property
+    def services(self) -> Services:
+        services = self._services()
+        if services is None:
+            raise RuntimeError("the runtime is not built yet")
+        return services
+
     def _run(self, work: Callable[..., Coroutine[Any, Any, None]], *args: Any, group: str) -> Worker[Any]:
-        return self.host.run_worker(partial(work, *args), group=group, exclusive=True, exit_on_error=False)
+        return self._app.run_worker(partial(work, *args), group=group, exclusive=True, exit_on_error=False)
 
     def _review(self) -> bool:
-        settings = self.host.bridge.settings
-        return bool(getattr(settings, "consolidate_review", True))
+        return bool(getattr(self._settings(), "consolidate_review", True))
 
     # -- /consolidate [project|user] --------------------------------------------------------------
 
@@ -95,25 +95,24 @@ class ScaleFlow:
         wanted = arg.strip().lower() or None
         if wanted is not None and wanted not in LEVELS:
             return "usage: /consolidate [project|user]"
-        bridge = self.host.bridge
-        if not bridge.credentials:
+        if not self._credentials():
             return NEEDS_MODEL
-        if wanted is not None and wanted not in self.host.services.cards.levels:
+        if wanted is not None and wanted not in self.services.cards.levels:
             return "this workspace has no project level: /consolidate user cleans the user store"
         self._run(self._consolidate, wanted, group="consolidate")
         return None
 
     async def _consolidate(self, level: str | None) -> None:
         try:
-            outcomes = await self.host.services.jobs.consolidate(level)
+            outcomes = await self.services.jobs.consolidate(level)
         except Exception as e:
-            self.host.post_message(ChatNote(one_line(f"not consolidated: {e}", 300), error=True))
+            self._post(ChatNote(one_line(f"not consolidated: {e}", 300), error=True))
             return
         review = self._review()
         for outcome in outcomes or []:
-            self.host.post_message(ChatNote(outcome_line(outcome, review)))
+            self._post(ChatNote(outcome_line(outcome, review)))
         if not outcomes:
-            self.host.post_message(ChatNote("nothing to consolidate"))
+            self._post(ChatNote("nothing to consolidate"))
 
     # -- the automatic consolidation --------------------------------------------------------------
 
@@ -137,10 +136,9 @@ class ScaleFlow:
 
     def when_idle(self) -> None:
         """After a turn ends, or a job applied: ask the Manager if something waits for it."""
-        host = self.host
-        if not self.auto_due or not host.built or not host.bridge.credentials:
+        if not self.auto_due or self._services() is None or not self._credentials():
             return
-        if host.turn_running() or host._waiting:
+        if self._busy():
             return
         self.auto_due = False
         self.auto_checks += 1
@@ -148,23 +146,21 @@ class ScaleFlow:
 
     async def _maybe(self) -> None:
         try:
-            outcomes = await self.host.services.jobs.maybe_consolidate()
+            outcomes = await self.services.jobs.maybe_consolidate()
         except Exception as e:
-            self.host.post_message(
-                ChatNote(one_line(f"automatic consolidation failed: {e}", 300), error=True)
-            )
+            self._post(ChatNote(one_line(f"automatic consolidation failed: {e}", 300), error=True))
             return
         review = self._review()
         for outcome in outcomes or []:
             if outcome.job_id:  # a store that needs nothing stays quiet
-                self.host.post_message(ChatNote(outcome_line(outcome, review)))
+                self._post(ChatNote(outcome_line(outcome, review)))
 
     # -- the search caches follow watched changes ---------------------------------------------------
 
     def stores_changed(self) -> None:
-        if self.host.built:
+        if self._services() is not None:
             self._run(self._search_changed, group="search-changed")
 
     async def _search_changed(self) -> None:
-        for line in await self.host.services.cards.search_changed():
-            self.host.notify(one_line(line, 200), severity="warning", markup=False)
+        for line in await self.services.cards.search_changed():
+            self._app.notify(one_line(line, 200), severity="warning", markup=False)

@@ -20,17 +20,18 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from app.tui.host import Host
 from app.tui.phase import Phase
 from app.tui.workers import start
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.timer import Timer
 
-    from app.services.sharing import GitCancel, SyncResult
+    from app.services.bundle import Services
+    from app.services.sharing import GitCancel, SharingService, SyncResult
 
 __all__ = ["QUIT_SYNC_S", "RETRY_S", "SYNC_TIMEOUT_S", "SharingFlow", "in_daemon_thread"]
 
@@ -71,10 +72,21 @@ async def in_daemon_thread(fn: Callable[[], T]) -> T:
 
 
 class SharingFlow:
-    """The App's part of sharing through git; ``refresh_panel`` rebuilds the panel's state (a worker)."""
+    """The App's part of sharing through git. ``app`` runs the workers and the retry's timer;
+    ``services``: the runtime's, None before it is built; ``phase``: the App's (no sync starts
+    while it quits); ``refresh_panel`` rebuilds the panel's state (a worker)."""
 
-    def __init__(self, app: Host, refresh_panel: Callable[[], object]) -> None:
-        self.app = app
+    def __init__(
+        self,
+        app: App[Any],
+        *,
+        services: Callable[[], Services | None],
+        phase: Callable[[], Phase],
+        refresh_panel: Callable[[], object],
+    ) -> None:
+        self._app = app
+        self._services = services
+        self._phase = phase
         self._refresh_panel = refresh_panel
         self._dirty = False
         self._refreshing = False
@@ -93,16 +105,16 @@ class SharingFlow:
     def stores_changed(self) -> None:
         """A watched store changed from outside: rebuild its index, then the panel."""
         self._dirty = True
-        if self._refreshing or not self.app.built:
+        if self._refreshing or self._services() is None:
             return
         self._refreshing = True
-        start(self.app, self._refresh_loop, group="refresh-index")
+        start(self._app, self._refresh_loop, group="refresh-index")
 
     async def _refresh_loop(self) -> None:
         try:
             while self._dirty:
                 self._dirty = False
-                await self.app.services.sharing.refresh_indexes()
+                await self._sharing.refresh_indexes()
                 self.refreshes += 1
                 self._refresh_panel()
         finally:
@@ -111,8 +123,16 @@ class SharingFlow:
     # -- the user store's sync -------------------------------------------------------------------
 
     @property
+    def _sharing(self) -> SharingService:
+        services = self._services()
+        if services is None:
+            raise RuntimeError("the runtime is not built yet")
+        return services.sharing
+
+    @property
     def enabled(self) -> bool:
-        return self.app.built and bool(self.app.services.sharing.remote)
+        services = self._services()
+        return services is not None and bool(services.sharing.remote)
 
     def start(self) -> None:
         """After RuntimeReady (so after the first frame): the first sync, if a remote is set."""
@@ -123,13 +143,13 @@ class SharingFlow:
 
     def sync_now(self) -> bool:
         """Start a sync unless one runs (or the app is leaving: the quit's sync is its own)."""
-        if self._syncing or self.app.phase is Phase.QUITTING or not self.enabled:
+        if self._syncing or self._phase() is Phase.QUITTING or not self.enabled:
             return False
         self._syncing = True
         if self._retry is not None:
             self._retry.stop()
             self._retry = None
-        start(self.app, self._sync, group="sync")
+        start(self._app, self._sync, group="sync")
         return True
 
     async def sync_user(self, timeout: float) -> SyncResult:
@@ -138,7 +158,7 @@ class SharingFlow:
         time (a second waits for the first). Never raises: a failure is a failed SyncResult."""
         from app.services.sharing import GitCancel, SyncResult  # loaded with the runtime's services
 
-        sharing = self.app.services.sharing
+        sharing = self._sharing
         if self._sync_lock is None:
             self._sync_lock = asyncio.Lock()
         cancel = GitCancel()
@@ -170,8 +190,8 @@ class SharingFlow:
             self._syncing = False
         self.last = result
         self.syncs += 1
-        if not result.ok and self.app.phase is not Phase.QUITTING:
-            self._retry = self.app.set_timer(RETRY_S, self.sync_now)
+        if not result.ok and self._phase() is not Phase.QUITTING:
+            self._retry = self._app.set_timer(RETRY_S, self.sync_now)
         self._refresh_panel()  # the line, and the cards it pulled
 
     def memory_event(self, event: object) -> None:

@@ -14,9 +14,8 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any
 
-from app.tui.host import Host
 from app.tui.messages import ChatNote, TrustCardsRead, TrustChecked
 from app.tui.phase import Phase
 from app.tui.workers import start
@@ -27,6 +26,9 @@ from widgets.dialogs.trust_modal import TrustCard, TrustModal
 WINDOW_WAIT_S = 1.0
 
 if TYPE_CHECKING:
+    from textual.app import App
+    from textual.message import Message
+
     from app.services.trust_service import TrustCardView, TrustService
 
 
@@ -47,27 +49,29 @@ def trust_cards(views: Iterable[TrustCardView]) -> list[TrustCard]:
     ]
 
 
-class TrustHost(Host, Protocol):
-    def push_screen(
-        self, screen: TrustModal, callback: Callable[[bool | None], None] | None = None
-    ) -> object: ...
-
-
 class TrustQuestion:
     """Asks, shows the window, records the answer. The App routes the two messages here.
-    ``service`` gives the trust service (the bridge's); ``connect`` starts the runtime, ``early_panel`` reads the panel's cards before it, ``drain``
-    sends what waited for the answer."""
+    ``app`` runs the workers and the window; ``service`` gives the trust service (the bridge's);
+    ``post`` takes the two messages and what the chat says; ``phase``: the App's (no window while
+    it quits); ``connect`` starts the runtime, ``early_panel`` reads the panel's cards before it,
+    ``drain`` sends what waited for the answer, ``refresh_panel`` shows the answer's effect."""
 
     def __init__(
         self,
-        app: TrustHost,
+        app: App[Any],
         service: Callable[[], TrustService],
         *,
+        post: Callable[[Message], object],
+        phase: Callable[[], Phase],
         connect: Callable[[], None],
         early_panel: Callable[[], None],
         drain: Callable[[], None],
+        refresh_panel: Callable[[], None],
     ) -> None:
-        self.app = app
+        self._app = app
+        self._post = post
+        self._phase = phase
+        self._refresh_panel = refresh_panel
         self._service = service
         self._connect = connect
         self._early_panel = early_panel
@@ -78,23 +82,22 @@ class TrustQuestion:
 
     def ask(self) -> None:
         self.pending = True
-        start(self.app, self._ask, group="trust-ask", exclusive=True)
+        start(self._app, self._ask, group="trust-ask", exclusive=True)
 
     async def _ask(self) -> None:
         """Whether to ask, then the cards to list, each told to the App as soon as it is known;
         the connection is started in between."""
-        app = self.app
         try:
             check = await self._service().check()
         except Exception:
             # Nothing to ask on; the stores still leave an untrusted store out of every prompt.
-            app.post_message(TrustChecked(False))
+            self._post(TrustChecked(False))
             self._connect()
             raise
         # The window first: the check loaded none of the stores' modules (pydantic, YAML: a tenth
         # of a second and more), and the window needs none of them: they wait for it to be drawn.
         self._window_drawn = asyncio.Event()
-        app.post_message(TrustChecked(check.needed, where=check.where))
+        self._post(TrustChecked(check.needed, where=check.where))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._window_drawn.wait(), WINDOW_WAIT_S)
         # Then those modules, in one thread before the two below, not beside them: they are the
@@ -110,20 +113,19 @@ class TrustQuestion:
             views = await self._service().preview()
             cards = await asyncio.to_thread(trust_cards, views)  # 10,000 cards: not on the loop
         except Exception as e:
-            app.post_message(TrustCardsRead([], error=one_line(f"{type(e).__name__}: {e}", 300)))
+            self._post(TrustCardsRead([], error=one_line(f"{type(e).__name__}: {e}", 300)))
             raise
-        app.post_message(TrustCardsRead(cards))
+        self._post(TrustCardsRead(cards))
 
     def checked(self, message: TrustChecked) -> None:
-        app = self.app
-        if not message.needed or app.phase is Phase.QUITTING:
+        if not message.needed or self._phase() is Phase.QUITTING:
             self._window_drawn.set()
             self.pending = False
             self._drain()
             return
         # Up at once, "reading the cards…"; ``y`` waits for the list (TrustCardsRead).
         self._modal = TrustModal(None, where=message.where)
-        app.push_screen(self._modal, callback=self._answered)
+        self._app.push_screen(self._modal, callback=self._answered)
         self._modal.call_after_refresh(self._window_drawn.set)  # once it is on the screen
 
     def cards_read(self, message: TrustCardsRead) -> None:
@@ -137,20 +139,20 @@ class TrustQuestion:
 
     def _answered(self, trusted: bool | None) -> None:
         self._modal = None
-        start(self.app, partial(self._settle, bool(trusted)), group="trust", exclusive=True)
+        start(self._app, partial(self._settle, bool(trusted)), group="trust", exclusive=True)
 
     async def _settle(self, trusted: bool) -> None:
-        app = self.app
         if trusted:
             # Start-up builds the session's first system prompt from the stores: the trust goes
             # in once that is done (the runtime then rebuilds the prompt), never halfway through.
-            starting = {t for w in app.workers if w.group == "connect" and (t := getattr(w, "_task", None))}
+            connecting = [w for w in self._app.workers if w.group == "connect"]
+            starting = {t for w in connecting if (t := getattr(w, "_task", None))}
             if starting:
                 await asyncio.wait(starting)
             await self._service().trust()
-            app.post_message(ChatNote("project memory trusted: its cards are used from now on"))
+            self._post(ChatNote("project memory trusted: its cards are used from now on"))
         else:
-            app.post_message(
+            self._post(
                 ChatNote("project memory not trusted for now: it is left out (asked again next start)")
             )
-        app.refresh_panel()
+        self._refresh_panel()

@@ -4,6 +4,13 @@ Three readings: the runtime's (the index the next Run gets, this workspace's job
 sync line), the early one (the cards before the runtime exists, from the trust question's
 stores), and a record only for the snapshot the next start shows in its first frame. Every one
 is kept as that snapshot (app.tui.panel.snapshot) when the stores can be stamped.
+
+The runtime's reading reads again only the cards the memory events since the last one named
+(``heard``: a job's batch names what it wrote and deleted), and takes the others from the
+stores' last look (memory/store/told.py): after one card written in a store of 10,000, one card
+is stat'ed and read, not 10,000. A reading with nothing heard, or after an event or a change that
+cannot name its cards (``whole``: a card edited here, an outside change, a trust decision), reads
+every card.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ if TYPE_CHECKING:
     from app.services.bundle import Services
     from app.services.panel_snapshot import Stamp  # noqa: F401
     from app.tui.panel.state import JobLine
+    from memory.events import MemoryEvent, StoresChanged
     from widgets.panel.memory_panel import PanelState
 
 Key = tuple[str, str]  # (level, filename)
@@ -31,6 +39,42 @@ class PanelFeed:
         self.home = home
         self.workspace = workspace
         self.card_reads = card_reads
+        # The cards named changed since the runtime's last reading, by level: None when nothing
+        # was heard (the next reading reads every card), like after ``whole``.
+        self._news = threading.Lock()
+        self._heard: dict[str, set[str]] | None = None
+        self._whole = False
+
+    # -- what changed since the last reading (on the event loop) -----------------------------------
+
+    def heard(self, event: MemoryEvent | StoresChanged) -> None:
+        """An event the panel is read again for: the cards it names changed (none for a job's
+        other news); one that changed cards it cannot name has every card read again."""
+        # memory.events is loaded by now: the event came from it.
+        from memory.events import changed_cards
+
+        changed = changed_cards(event)
+        with self._news:
+            if changed is None:
+                self._whole = True
+                return
+            heard = self._heard if self._heard is not None else {}
+            for c in changed:
+                heard.setdefault(str(c.level), set()).update(c.written, c.deleted)
+            self._heard = heard
+
+    def whole(self) -> None:
+        """The next reading reads every card: something changed that no event named."""
+        with self._news:
+            self._whole = True
+
+    def _take(self) -> dict[str, set[str]] | None:
+        """The cards the reading about to start was told of, per level (None: read every card);
+        from now on, what is heard is for the next reading."""
+        with self._news:
+            heard, whole = self._heard, self._whole
+            self._heard, self._whole = None, False
+        return None if whole else heard
 
     def _kept(
         self,
@@ -38,16 +82,22 @@ class PanelFeed:
         jobs: Sequence[JobLine] | None = None,
         files: frozenset[Key] | None = None,
         sync: tuple[str, bool] | None = None,
+        *,
+        told: bool = False,
     ) -> PanelState:
-        """A panel state built from ``stores`` (blocking), kept as the next start's snapshot."""
+        """A panel state built from ``stores`` (blocking), kept as the next start's snapshot.
+        ``told``: read again only the cards heard of since the last such reading."""
         # Loaded in this thread, not with the App: the stores' modules come with them.
         from app.services.index import IndexService
         from app.tui.panel.snapshot import recorder
         from app.tui.panel.state import build_panel_state
 
         with self.card_reads:
+            # Taken in the reading's own thread: a reading cancelled before it started leaves
+            # what was heard to the next one.
+            changed = self._take() if told else None
             return recorder(self.home, self.workspace).record(
-                lambda: build_panel_state(IndexService(stores).view(), jobs or [], files, sync=sync)
+                lambda: build_panel_state(IndexService(stores).view(changed), jobs or [], files, sync=sync)
             )
 
     async def state(
@@ -57,7 +107,8 @@ class PanelFeed:
         jobs = await services.jobs.jobs()
         stores = services.index.stores
         sync = services.sharing.sync_status
-        return await asyncio.to_thread(self._kept, stores, jobs, run_start_files, sync), len(jobs)
+        state = await asyncio.to_thread(self._kept, stores, jobs, run_start_files, sync, told=True)
+        return state, len(jobs)
 
     async def record(self, services: Services) -> None:
         """The panel's cards built again only for the next start's snapshot."""

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.tui.workers import start
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.timer import Timer
 
-    from app.tui.host import Host
+    from app.services.bundle import Services
 
 __all__ = ["RECHECK_S", "GroundingWatch"]
 
@@ -34,11 +35,23 @@ Stale = frozenset[tuple[str, str]]  # (filename, reason) of each stale project c
 
 class GroundingWatch:
     """``start()`` once the runtime is built; ``recheck()`` after a turn (and from the timer).
-    ``busy()``: whether a turn runs now (the timer's check waits for the turn's end)."""
+    ``app`` runs the timer and the checks; ``services``: the runtime's, None before it is built;
+    ``busy()``: whether a turn runs now (the timer's check waits for the turn's end);
+    ``changed()`` has the panel and the open memory screens read again."""
 
-    def __init__(self, app: Host, *, busy: Callable[[], bool], interval: float = RECHECK_S) -> None:
+    def __init__(
+        self,
+        app: App[Any],
+        *,
+        services: Callable[[], Services | None],
+        busy: Callable[[], bool],
+        changed: Callable[[], None],
+        interval: float = RECHECK_S,
+    ) -> None:
         self._app = app
+        self._services = services
         self._busy = busy
+        self._changed = changed
         self.interval = interval  # tests shorten it before the app starts
         self.last: Stale | None = None  # what the last check found (None: no check yet)
         self.checks = 0  # finished checks (tests wait on it)
@@ -55,12 +68,15 @@ class GroundingWatch:
 
     def recheck(self) -> None:
         """Check now (in a thread); a check already running is replaced."""
-        if self._app.built:
+        if self._services() is not None:
             start(self._app, self._check, group="grounding", exclusive=True)
 
     async def _check(self) -> None:
+        services = self._services()
+        if services is None:
+            return
         try:
-            stale = await self._app.services.cards.stale_cards()
+            stale = await services.cards.stale_cards()
         except Exception as e:  # a store that cannot be read now: the next check tries again
             log.warning("re-checking the cards' citations failed: %s: %s", type(e).__name__, e)
             return
@@ -69,5 +85,4 @@ class GroundingWatch:
         self.checks += 1
         if changed:
             self.changes += 1
-            self._app.refresh_panel()
-            self._app.refresh_screens()
+            self._changed()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from app.services.panel_snapshot import Stamp, StampedSnapshot, kept_snapshot
 from memory.text.terminal import strip_terminal
@@ -29,7 +29,20 @@ MAX_TEXT = 2000
 _CARD_STR = ("type", "title", "summary", "filename", "author", "level")
 
 
-def _card_json(c: PanelCard) -> dict[str, Any]:
+class _CardJson(TypedDict):
+    """A card as the snapshot file keeps it."""
+
+    type: str
+    title: str
+    summary: str
+    filename: str
+    untrusted: bool
+    stale: str | None
+    author: str
+    level: str
+
+
+def _card_json(c: PanelCard) -> _CardJson:
     return {
         "type": c.type,
         "title": c.title,

@@ -1,1 +1,1 @@
-"""The permission window and the gate that asks it."""
+"""The permission window and the app's side of the gate that asks it."""

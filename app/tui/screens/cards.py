@@ -21,10 +21,10 @@ from app.tui.screens.memory_views import MERGE_MARK, disk_draft, merge_draft
 from memory.text.lines import one_line
 from widgets.cards.browser import CardBrowser
 from widgets.cards.card_list import CardRow
-from widgets.cards.conflict import ConflictModal
+from widgets.cards.conflict import ConflictChoice, ConflictModal
 from widgets.cards.draft import CardDraft, ConflictSide
 from widgets.cards.editor import CardEditor
-from widgets.cards.resolve import ResolveModal
+from widgets.cards.resolve import ResolveChoice, ResolveModal
 
 if TYPE_CHECKING:
     from app.services.cards import CardChange
@@ -87,7 +87,7 @@ def flash_lines(memory: MemoryControl, head: str, more: list[str], *, error: boo
         browser.post_message(MemoryFlash("\n".join([one_line(head, FLASH_WIDTH), *lines]), error, "cards"))
     else:
         for i, line in enumerate([head, *lines]):
-            memory.host.post_message(ChatNote(one_line(line, FLASH_WIDTH), error=error and i > 0))
+            memory.post(ChatNote(one_line(line, FLASH_WIDTH), error=error and i > 0))
 
 
 @dataclass
@@ -153,7 +153,7 @@ class CardsScreen(CardBrowser):
         if conflict is None:
             return
 
-        def chosen(choice: str | None) -> None:
+        def chosen(choice: ResolveChoice | None) -> None:
             if choice in ("ours", "theirs"):
                 # Named as the view named it: "this machine" / "the remote" after a sync.
                 first, second = conflict.names()
@@ -164,9 +164,7 @@ class CardsScreen(CardBrowser):
                     merge_draft(conflict), filename=row.filename, sha256=row.sha256, resolving=row
                 )
 
-        self._memory.host.push_screen(
-            ResolveModal(conflict, where=f"{row.level}/{row.filename}"), callback=chosen
-        )
+        self.app.push_screen(ResolveModal(conflict, where=f"{row.level}/{row.filename}"), callback=chosen)
 
     async def _take_side(self, row: CardRow, name: SideName, side: ConflictSide) -> None:
         memory = self._memory
@@ -203,7 +201,7 @@ class CardsScreen(CardBrowser):
     def _side_not_taken(self, message: SideNotTaken) -> None:
         row, disk = message.row, message.disk
 
-        def chosen(choice: str | None) -> None:
+        def chosen(choice: ConflictChoice | None) -> None:
             if choice == "mine" and disk is not None:
                 self._memory.run(self._take_again, row, message.draft, disk[1], group="cards-edit")
             elif choice == "mine":
@@ -211,7 +209,7 @@ class CardsScreen(CardBrowser):
             self._memory.after_change()
 
         modal = ConflictModal(message.draft, disk[0] if disk else None, where=f"{row.level}/{row.filename}")
-        self._memory.host.push_screen(modal, callback=chosen)
+        self.app.push_screen(modal, callback=chosen)
 
     async def _take_again(self, row: CardRow, draft: CardDraft, sha256: str) -> None:
         memory = self._memory
@@ -485,7 +483,7 @@ class EditorScreen(CardEditor):
     def _show_conflict(self, disk: tuple[CardDraft, str] | None) -> None:
         where = f"{self.original_level}/{self.filename}"
 
-        def chosen(choice: str | None) -> None:
+        def chosen(choice: ConflictChoice | None) -> None:
             if not self.is_attached:
                 return
             if choice == "mine":
@@ -511,4 +509,4 @@ class EditorScreen(CardEditor):
                 self.set_saving(False)
 
         modal = ConflictModal(self.draft(), disk[0] if disk else None, where=where)
-        self._memory.host.push_screen(modal, callback=chosen)
+        self.app.push_screen(modal, callback=chosen)

@@ -8,11 +8,11 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.message import Message
     from textual.worker import Worker
 
     from app.services.bundle import Services
-    from app.tui.screens.host import ScreensHost
     from widgets.cards.card_list import CardRow
     from widgets.cards.draft import CardDraft
 
@@ -35,10 +35,16 @@ class MemoryControl(Protocol):
     """The memory screens' controller as the screens use it (``memory.MemoryScreens`` is one)."""
 
     @property
-    def host(self) -> ScreensHost: ...
+    def app(self) -> App[Any]:
+        """Where the workers run and the windows open (outliving any one screen)."""
+        ...
 
     @property
     def services(self) -> Services: ...
+
+    def post(self, message: Message) -> object:
+        """A message for the chat (an outcome while no memory screen is open)."""
+        ...
 
     @property
     def browser(self) -> PostsMessages | None:

@@ -2,8 +2,9 @@
 
 The editor gets a private copy of the card, never the card itself; when it exits the copy is
 checked and applied as one change. An invalid copy can be edited again, and a card changed on
-disk meanwhile shows both versions. One card is out at a time. The round's outcome is handed to
-the App's message queue (``call_later``), not to a screen: it outlives whichever screen is open.
+disk meanwhile shows both versions. One card is out at a time. The rounds run in one of the App's
+workers, not a screen's: the edit outlives whichever screen is open, and each window it opens is
+awaited for its answer.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ class ExternalEditOutcome:
 
 
 class ExternalEdits:
+    """The rounds of one card out in the editor, as one worker: the editor, the copy applied,
+    and each window the outcome opens awaited for its answer, which decides the next round."""
+
     def __init__(self, memory: MemoryControl) -> None:
         self._memory = memory
         self.busy = False  # a card is out in the editor (or its outcome is being decided)
@@ -92,11 +96,13 @@ class ExternalEdits:
         except Exception as e:  # the store's one line (not a regular file, gone, too big), OSError
             self._fail(f"not opened: {e}")
             return
-        await self._round(edit, argv)
+        outcome = await self._round(edit, argv)
+        while outcome is not None:
+            outcome = await self._decide(outcome)
 
-    async def _round(self, edit: EditCopy, argv: list[str]) -> None:
-        """The editor on the private copy, then the copy checked and applied; the outcome is
-        handed to ``_decide``."""
+    async def _round(self, edit: EditCopy, argv: list[str]) -> ExternalEditOutcome | None:
+        """The editor on the private copy, then the copy checked and applied: what came of it,
+        or None when the round failed (said)."""
         cards = self._memory.services.cards
         name = os.path.basename(argv[0])
         try:
@@ -105,11 +111,11 @@ class ExternalEdits:
             except SuspendNotSupported:
                 await cards.discard_external_edit(edit)
                 self._fail("this terminal cannot hand over to an editor: use e to edit the card here")
-                return
+                return None
             except OSError as e:
                 await cards.discard_external_edit(edit)
                 self._fail(f"could not run {name}: {e}")
-                return
+                return None
             refuse = None if code == 0 else f"{name} exited with {code}: nothing was applied"
             outcome = await cards.finish_external_edit(edit, refuse=refuse)
             disk = None
@@ -117,21 +123,23 @@ class ExternalEdits:
                 disk = disk_draft(await cards.read_card(edit.level, edit.filename))
         except Exception as e:  # the copy is kept: the person's text is not lost to an I/O error
             self._fail(f"not applied: {type(e).__name__}: {e} (your text is in {edit.path})")
-            return
-        self._memory.host.call_later(self._decide, ExternalEditOutcome(edit, outcome, argv, disk))
+            return None
+        return ExternalEditOutcome(edit, outcome, argv, disk)
 
     async def _run_editor(self, argv: list[str]) -> int:
-        host = self._memory.host
-        if host.is_headless:
+        app = self._memory.app
+        if app.is_headless:
             # Tests: nothing to hand the terminal to; the "editor" is a script.
             done = await asyncio.to_thread(
                 subprocess.run, argv, stdin=subprocess.DEVNULL, capture_output=True
             )
             return done.returncode
-        with host.suspend():
+        with app.suspend():
             return subprocess.run(argv).returncode
 
-    def _decide(self, message: ExternalEditOutcome) -> None:
+    async def _decide(self, message: ExternalEditOutcome) -> ExternalEditOutcome | None:
+        """A round's outcome said, or the person's answer to it: the next round's outcome, or
+        None once the edit is over."""
         edit, outcome, argv = message.edit, message.outcome, message.argv
         where = f"{edit.level}/{edit.filename}"
         name = os.path.basename(argv[0])
@@ -143,42 +151,40 @@ class ExternalEdits:
             self._end(edit, f"saved {result.level} card {result.filename} from {name} (u undoes)")
             self._memory.after_change((result.level, result.filename))
         elif outcome.status == "invalid":
-            self._ask_edit_again(edit, argv, outcome.problem, outcome.text, where)
+            return await self._ask_edit_again(edit, argv, outcome.problem, outcome.text, where)
         elif outcome.status == "conflict":
-            self._show_conflict(message)
+            return await self._ask_conflict(message)
+        return None
 
-    def _ask_edit_again(self, edit: EditCopy, argv: list[str], problem: str, text: str, where: str) -> None:
-        def chosen(choice: str | None) -> None:
-            if choice == "edit":
-                self._memory.run(self._round, edit, argv, group=GROUP)
-            else:
-                self._end(edit, f"discarded your edit: {where} is unchanged")
-
+    async def _ask_edit_again(
+        self, edit: EditCopy, argv: list[str], problem: str, text: str, where: str
+    ) -> ExternalEditOutcome | None:
         modal = EditProblemModal(one_line(problem, 300), text, where=where)
-        self._memory.host.push_screen(modal, callback=chosen)
+        choice = await self._memory.app.push_screen_wait(modal)
+        if choice == "edit":
+            return await self._round(edit, argv)
+        self._end(edit, f"discarded your edit: {where} is unchanged")
+        return None
 
-    def _show_conflict(self, message: ExternalEditOutcome) -> None:
+    async def _ask_conflict(self, message: ExternalEditOutcome) -> ExternalEditOutcome | None:
         edit, outcome, argv, disk = message.edit, message.outcome, message.argv, message.disk
         f = outcome.fields
         assert f is not None  # a conflict carries the fields read from the copy
         mine = CardDraft(level=f.level, type=f.type, title=f.title, summary=f.summary, body=f.body)
         where = f"{edit.level}/{edit.filename}"
-
-        def chosen(choice: str | None) -> None:
-            if choice == "mine":
-                self._memory.run(self._keep_mine, edit, argv, mine, disk, outcome.text, group=GROUP)
-            elif choice == "disk":
-                self._end(edit, f"kept {where} as it is on disk; your edit was dropped")
-            else:
-                problem = "the card changed on disk since it was copied for your editor: not applied"
-                self._ask_edit_again(edit, argv, problem, outcome.text, where)
-
         modal = ConflictModal(mine, disk[0] if disk else None, where=where)
-        self._memory.host.push_screen(modal, callback=chosen)
+        choice = await self._memory.app.push_screen_wait(modal)
+        if choice == "mine":
+            return await self._keep_mine(edit, argv, mine, disk, outcome.text)
+        if choice == "disk":
+            self._end(edit, f"kept {where} as it is on disk; your edit was dropped")
+            return None
+        problem = "the card changed on disk since it was copied for your editor: not applied"
+        return await self._ask_edit_again(edit, argv, problem, outcome.text, where)
 
     async def _keep_mine(
         self, edit: EditCopy, argv: list[str], mine: CardDraft, disk: tuple[CardDraft, str] | None, text: str
-    ) -> None:
+    ) -> ExternalEditOutcome | None:
         """The person's version over the disk's (or as a new card, when the card was deleted)."""
         cards = self._memory.services.cards
         fields = CardText(
@@ -194,12 +200,12 @@ class ExternalEdits:
                 now = disk_draft(await cards.read_card(edit.level, edit.filename))
         except Exception as e:
             self._fail(f"not applied: {type(e).__name__}: {e} (your text is in {edit.path})")
-            return
+            return None
         status: Literal["applied", "conflict", "invalid"] = (
             "invalid" if result.status == "rejected" else result.status
         )
         outcome = EditBack(status=status, problem=result.reason, fields=fields, result=result, text=text)
-        self._memory.host.call_later(self._decide, ExternalEditOutcome(edit, outcome, argv, now))
+        return ExternalEditOutcome(edit, outcome, argv, now)
 
     def _end(self, edit: EditCopy, text: str) -> None:
         """The edit is over: its private copy goes, the outcome is said."""

@@ -23,13 +23,14 @@ from app.tui.screens.common import FLASH_WIDTH
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
+    from textual.app import App
+    from textual.message import Message
     from textual.worker import Worker
 
     from app.services.bundle import Services
+    from app.tui.screens.applied_record import AppliedRecord
     from app.tui.screens.cards import CardsScreen
     from app.tui.screens.external import ExternalEdits
-    from app.tui.screens.host import ScreensHost
-    from app.tui.screens.memory_views import AppliedRecord
     from app.tui.screens.pending import PendingJobsScreen
     from memory.model import Conflict, Rejection
     from widgets.cards.card_list import CardRow
@@ -41,11 +42,21 @@ MAX_APPLIED_SHOWN = 200  # jobs applied this session kept for the pending screen
 
 
 class MemoryScreens:
-    """The memory screens' shared state and actions; ``host`` is the App (``ScreensHost``),
-    ``refresh_panel`` redraws the side panel after a change."""
+    """The memory screens' shared state and actions. ``app`` runs the workers and opens the
+    screens; ``post`` takes an outcome for the chat (when no screen is open); ``services``: the
+    runtime's, None before it is built; ``refresh_panel`` redraws the side panel after a change."""
 
-    def __init__(self, host: ScreensHost, *, refresh_panel: Callable[[], object]) -> None:
-        self.host = host
+    def __init__(
+        self,
+        app: App[Any],
+        *,
+        post: Callable[[Message], object],
+        services: Callable[[], Services | None],
+        refresh_panel: Callable[[], object],
+    ) -> None:
+        self.app = app
+        self.post = post
+        self._services = services
         self._refresh_panel = refresh_panel
         self.browser: CardsScreen | None = None
         self.pending: PendingJobsScreen | None = None
@@ -55,7 +66,10 @@ class MemoryScreens:
     @property
     def services(self) -> Services:
         """The runtime's feature services (RuntimeError before the runtime is built)."""
-        return self.host.services
+        services = self._services()
+        if services is None:
+            raise RuntimeError("the runtime is not built yet")
+        return services
 
     @property
     def external(self) -> ExternalEdits:
@@ -72,7 +86,7 @@ class MemoryScreens:
     ) -> Worker[Any]:
         """``work(*args)`` as the App's worker: a failure is one line in the chat, never a crash.
         Called when the worker starts (an exclusive one may be cancelled before that)."""
-        return self.host.run_worker(
+        return self.app.run_worker(
             partial(work, *args), group=group, exclusive=exclusive, exit_on_error=False
         )
 
@@ -86,7 +100,7 @@ class MemoryScreens:
 
         screen = PendingJobsScreen(self)
         self.pending = screen
-        self.host.push_screen(screen, callback=self._pending_closed)
+        self.app.push_screen(screen, callback=self._pending_closed)
         self.refresh_pending()
 
     def _pending_closed(self, _: object = None) -> None:
@@ -100,7 +114,7 @@ class MemoryScreens:
 
         screen = CardsScreen(self, levels=self.services.cards.levels)
         self.browser = screen
-        self.host.push_screen(screen, callback=self._browser_closed)
+        self.app.push_screen(screen, callback=self._browser_closed)
         self.refresh_cards(select)
 
     def _browser_closed(self, _: object = None) -> None:
@@ -118,7 +132,7 @@ class MemoryScreens:
         # The screens load when first opened, not with this module before the app's first frame.
         from app.tui.screens.cards import EditorScreen
 
-        self.host.push_screen(
+        self.app.push_screen(
             EditorScreen(
                 self,
                 draft,
@@ -148,7 +162,7 @@ class MemoryScreens:
     def record(self, event: object) -> None:
         """Keep the jobs applied while the app runs (the pending screen lists them for the session)."""
         # Both bring pydantic (memory.model): not with this module before the app's first frame.
-        from app.tui.screens.memory_views import applied_record
+        from app.tui.screens.applied_record import applied_record
         from memory.events import JobApplied, JobDismissed
 
         if isinstance(event, JobApplied):
@@ -199,15 +213,11 @@ class MemoryScreens:
         if screen is not None:
             screen.post_message(MemoryFlash(line, error, where))
         else:
-            self.host.post_message(ChatNote(line, error=error))
+            self.post(ChatNote(line, error=error))
 
     def say(self, text: str) -> None:
-        """A finished edit's line, from a handler: on the card browser if it is open, else in the chat."""
-        line = one_line(text, FLASH_WIDTH)
-        if self.browser is not None:
-            self.browser.flash(line)
-        else:
-            self.host.chat.add_note(line)
+        """A finished edit's line: on the card browser if it is open, else in the chat."""
+        self.flash(text)
 
     def after_change(self, select: tuple[str, str] | None = None) -> None:
         """A change was written: the panel, and whatever screen is open, show it at once."""

@@ -7,14 +7,11 @@ event loop); each function takes their data and returns frozen widget states.
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from memory.constants import MANUAL_SOURCE, Action
-from memory.model import rfc3339
+from memory.constants import MANUAL_SOURCE
 from memory.text.lines import one_line
 from memory.text.names import sanitize_summary, sanitize_title
 from memory.text.terminal import strip_terminal
@@ -25,13 +22,11 @@ from widgets.pending.state import PendingJob, PendingJobState, PendingOp, Pendin
 if TYPE_CHECKING:
     from app.services.cards import CardEntry, CardListing, CardText, ConflictVersion, StoredCard
     from app.services.jobs import JobInfo, PendingJobs, ProposedOp
-    from memory.events import JobApplied
+    from app.tui.screens.applied_record import AppliedRecord
     from memory.model import Note, NoteMeta
 
 __all__ = [
     "MERGE_MARK",
-    "AppliedRecord",
-    "applied_record",
     "card_conflict",
     "card_row",
     "card_rows",
@@ -220,86 +215,6 @@ def draft_from(text: CardText) -> CardDraft:
 
 
 # -- the pending screen ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AppliedRecord:
-    """A job finished while this app ran (by this window or another on the workspace): applied,
-    or ``rejected`` when it had ops and every one was refused (nothing written)."""
-
-    job_id: str
-    seen: str  # RFC 3339 UTC: when the app heard of it (the order of the session's rows)
-    excerpt: str
-    ops: tuple[PendingOp, ...]
-    counts: tuple[int, int, int]
-    created: str = ""  # RFC 3339 UTC: when the job was spooled (the row's age); "" unknown
-    state: Literal["applied", "rejected"] = "applied"
-    dropped: tuple[str, ...] = ()  # "op N: 'x' leaves the workspace…", one per dropped citation
-
-
-def applied_record(event: JobApplied, excerpt: str, *, now: _dt.datetime | None = None) -> AppliedRecord:
-    ops: list[PendingOp] = []
-    counts = [0, 0, 0]
-    for a in event.applied:
-        counts[{Action.CREATE: 0, Action.UPDATE: 1, Action.DELETE: 2}.get(a.action, 1)] += 1
-        ops.append(
-            PendingOp(
-                index=a.index,
-                action=_value(a.action),
-                level=_value(a.level),
-                type="",
-                title=a.title,
-                summary="",
-                filename=a.filename,
-                status="applied",
-            )
-        )
-    for c in event.conflicts:
-        op = c.op or {}
-        ops.append(
-            PendingOp(
-                index=c.index,
-                action=str(op.get("action", "update")),
-                level=_value(c.level),
-                type=str(op.get("type", "")),
-                title=str(op.get("title", "")),
-                summary="",
-                filename=c.filename,
-                status="conflict",
-                reason=c.reason,
-            )
-        )
-    for r in event.rejected:
-        op = r.op or {}
-        ops.append(
-            PendingOp(
-                index=r.index,
-                action=str(op.get("action", "")),
-                level=str(op.get("level", "")),
-                type=str(op.get("type", "")),
-                title=str(op.get("title", "")),
-                summary="",
-                filename=str(op.get("filename", "")),
-                status="rejected",
-                reason=r.reason,
-            )
-        )
-    ops.sort(key=lambda o: o.index)
-    when = rfc3339(now or _dt.datetime.now(_dt.UTC))
-    dropped = tuple(
-        f"op {d.index}: {d.reason}" if repr(d.cite) in d.reason else f"op {d.index}: {d.cite!r}: {d.reason}"
-        for d in event.dropped_cites
-    )
-    return AppliedRecord(
-        job_id=event.job_id,
-        seen=when,
-        excerpt=excerpt,
-        ops=tuple(ops),
-        counts=(counts[0], counts[1], counts[2]),
-        created=event.created,
-        state="rejected" if event.all_refused else "applied",
-        dropped=dropped,
-    )
 
 
 def _op(op: ProposedOp) -> PendingOp:

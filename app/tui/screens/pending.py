@@ -141,7 +141,7 @@ class PendingJobsScreen(PendingScreen):
             body=message.text or "(the turn has no text)",
             yes="Dismiss",
         )
-        self._memory.host.push_screen(modal, callback=answered)
+        self.app.push_screen(modal, callback=answered)
 
     async def _dismiss(self, job_id: str) -> None:
         try:

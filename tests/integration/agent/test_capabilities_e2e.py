@@ -13,7 +13,6 @@ import pytest
 from app.agent.config.settings import load_settings
 from app.agent.memory_bridge.completion import CAPABILITIES_FILE, AnthropicCompletion, Capabilities
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
 from memory.extract.completion import CompletionError, CompletionRequest
 from memory.extract.prompt import OPERATIONS_SCHEMA
 from tests.support.clitools import MEMORY_MODEL, MODEL, run_cli
@@ -54,7 +53,7 @@ async def test_two_runtimes_share_the_refusal_through_the_home(
 ) -> None:
     server.script(MEMORY_MODEL, reject_param("output_config", sticky=True), text("[]"), text("[]"))
     for _ in range(2):
-        rt = Runtime(load_settings({}), ws, gate=AllowListGate(()))
+        rt = Runtime(load_settings({}), ws)
         try:
             completion = rt.manager.completion
             assert isinstance(completion, AnthropicCompletion)

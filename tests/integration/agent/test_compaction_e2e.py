@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,10 @@ import pytest
 
 from app.agent.config.settings import load_settings
 from app.agent.conversation import compaction as cmp
-from app.agent.conversation.session import SessionStore
+from app.agent.conversation.blocks import Message
+from app.agent.conversation.session_store import SessionStore
+from app.agent.permissions.gate import Mode
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
 from app.agent.turn.events import Compacted, Compacting, ContextUsage, MemorySubmitted, RunEvent
 from app.cli.main import main
 from memory.store.stores import MemoryStores
@@ -58,8 +59,10 @@ def log_records(session_path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in session_path.read_text().splitlines() if line.strip()]
 
 
-def all_text(messages: list[dict[str, Any]]) -> str:
-    return json.dumps(messages, ensure_ascii=False)
+def all_text(messages: Sequence[Message | Mapping[str, Any]]) -> str:
+    """Messages (typed, or as the API got them) as one JSON text."""
+    wire = [m.model_dump(mode="json") if isinstance(m, Message) else m for m in messages]
+    return json.dumps(wire, ensure_ascii=False)
 
 
 def assert_all_answered(server: FakeAnthropic) -> None:
@@ -74,7 +77,7 @@ def make_runtime(ws: Path) -> Iterator[Callable[..., Any]]:
 
     async def factory(**flags: Any) -> Runtime:
         flags.setdefault("memory_mode", "off")
-        rt = Runtime(load_settings(flags), ws, gate=AllowListGate({"bash"}))
+        rt = Runtime(load_settings(flags), ws, mode=Mode(allowed={"bash"}))
         await rt.open_session()
         made.append(rt)
         return rt
@@ -328,7 +331,8 @@ def test_a_failing_summary_leaves_the_conversation_as_it_was_and_says_why(
     assert len(summaries(server)) == 1
     # The turn ran on the whole conversation, as it was.
     sent = turns(server)[-1].body["messages"]
-    assert sent[: len(messages)] == messages and "turn one" in all_text(sent)
+    assert sent[: len(messages)] == [m.model_dump(mode="json") for m in messages]
+    assert "turn one" in all_text(sent)
     after = SessionStore().open(session.id)
     assert after.summary is None and after.compactions == 0 and after.messages[: len(messages)] == messages
     after.close()
@@ -472,7 +476,7 @@ async def test_each_request_serialises_the_conversation_once_to_measure_it(
         assert stop.status == "completed"
         assert len(measured) == 1  # one request, one measure (the estimate's, reused by the anchor)
         # The anchor it made is right: the next estimate is the usage plus what came since.
-        anchor = rt.runner._anchor
+        anchor = rt.runner.compactor.anchor
         assert anchor is not None and anchor.chars < real(rt.runner.conversation)
     finally:
         await rt.close()

@@ -15,8 +15,8 @@ import pytest
 
 from app.agent.config.settings import load_settings
 from app.agent.memory_bridge.completion import AnthropicCompletion
+from app.agent.permissions.gate import Mode
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
 from memory.constants import Level, MemoryMode
 from memory.events import JobApplied, MemoryEvent
 from memory.jobs.manager import Manager
@@ -93,7 +93,7 @@ def _extraction_prompt(server: FakeAnthropic, k: int = 0) -> str:
 async def test_the_extraction_request_lists_the_turns_paths_and_nothing_else_of_its_tool_calls(
     server: FakeAnthropic, repo: Path
 ) -> None:
-    rt = Runtime(load_settings({"memory_wait": 10}), repo, gate=AllowListGate({"bash", "edit_file"}))
+    rt = Runtime(load_settings({"memory_wait": 10}), repo, mode=Mode(allowed={"bash", "edit_file"}))
     await rt.open_session()
     try:
         server.script(

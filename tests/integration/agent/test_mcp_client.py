@@ -303,7 +303,8 @@ def test_the_sdk_is_not_imported_without_a_server(tmp_path: Path) -> None:
         "async def main():\n"
         "    m.start(); await m.wait_ready(); print(m.api_tools()); await m.close()\n"
         "asyncio.run(main())\n"
-        "print(sorted(n for n in sys.modules if n == 'mcp' or n.startswith(('mcp.', 'app.agent.extensions.mcp.connection'))))\n"
+        "print(sorted(n for n in sys.modules\n"
+        "    if n == 'mcp' or n.startswith(('mcp.', 'app.agent.extensions.mcp.connection'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr

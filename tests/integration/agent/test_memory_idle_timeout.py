@@ -15,7 +15,6 @@ import pytest
 from app.agent.config.settings import load_settings
 from app.agent.memory_bridge.completion import AnthropicCompletion
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
 from memory.jobs.manager import Manager
 from memory.jobs.views import JobView
 from memory.model import Turn, TurnMessage
@@ -81,7 +80,7 @@ def _silent(gate: Gate, *, at: int | None = None) -> Reply:
 
 
 @pytest.mark.parametrize("at", [None, 3], ids=["no-headers", "headers-then-silence"])
-async def test_a_silent_memory_model_fails_each_attempt_after_the_idle_timeout_and_the_job_fails_with_the_reason(
+async def test_a_silent_memory_model_times_out_each_attempt_and_the_job_fails_with_the_reason(
     server: FakeAnthropic, tmp_path: Path, at: int | None
 ) -> None:
     # Before: no idle bound at all, only the whole request's (300 s here 30 s): each attempt hung
@@ -203,7 +202,7 @@ async def test_the_setting_reaches_the_runtimes_memory_model_end_to_end(
     monkeypatch.setenv("PSEUDOCLAUDE_RETRY_DELAY", "0.01")  # the worker's backoff in milliseconds
     gate = server.gate("silent", timeout=OUTER)
     server.script(MEMORY_MODEL, *[_silent(gate, at=3) for _ in range(3)])
-    rt = Runtime(load_settings(), ws, gate=AllowListGate(set()))
+    rt = Runtime(load_settings(), ws)
     try:
         await rt.open_session()
         await rt.start_worker()

@@ -20,8 +20,7 @@ import pytest
 
 from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
-from app.agent.tools.search_memory import NO_MATCH, UNTRUSTED_NOTE
+from app.agent.tools.builtin.search_memory import NO_MATCH, UNTRUSTED_NOTE
 from memory.constants import Level
 from memory.store.index import index_keys, recall_block
 from memory.store.stores import MemoryStores
@@ -74,7 +73,7 @@ def _write_topic(stores: MemoryStores, body: str) -> None:
 
 async def _runtime(ws: Path) -> Runtime:
     # Memory "off": no extraction; the index, recall and the memory tools work as ever.
-    rt = Runtime(load_settings({"memory_mode": "off"}), ws, gate=AllowListGate(()))
+    rt = Runtime(load_settings({"memory_mode": "off"}), ws)
     await rt.open_session()
     return rt
 

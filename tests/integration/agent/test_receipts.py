@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 
 from app.agent.config.settings import load_settings
-from app.agent.conversation.session import SessionStore
+from app.agent.conversation.session_store import SessionStore
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
 from app.agent.turn.events import RunStop, ToolCallFinished
 from memory.store.stores import MemoryStores
 from tests.support.clitools import MODEL
@@ -59,7 +58,7 @@ SHOWN = [f"project/{BUILD}", f"project/{STYLE}", f"user/{TONE}"]
 
 async def _runtime(repo: Path, **settings: Any) -> Runtime:
     # Memory "off": no extraction requests; the index and read_memory work as ever.
-    rt = Runtime(load_settings({"memory_mode": "off", **settings}), repo, gate=AllowListGate(()))
+    rt = Runtime(load_settings({"memory_mode": "off", **settings}), repo)
     await rt.open_session()
     return rt
 

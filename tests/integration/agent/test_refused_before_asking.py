@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from app.agent.config.settings import load_settings
+from app.agent.permissions.question import Answer, Question
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate, PermissionDecision
 from app.agent.turn.events import ToolCallStarted
-from app.tui.permission.modal_gate import ModalGate
+from app.tui.permission.modal_ask import ModalAsk
 from memory.store.paths import pseudoclaude_home
 from tests.support.clitools import MODEL, result_text, tool_results
 from tests.support.fakeapi import FakeAnthropic, message, text, tool_block
@@ -23,20 +23,15 @@ from tests.support.fakeapi import FakeAnthropic, message, text, tool_block
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
 
 
-class RecordingGate:
-    """A gate that asks a person (``will_ask``) and records each question; it allows all."""
+class RecordingAsk:
+    """A person who is asked (a writing tool asks) and records each question; it allows all."""
 
     def __init__(self) -> None:
         self.asked: list[tuple[str, dict[str, Any]]] = []
 
-    def will_ask(self, name: str) -> bool:
-        return True
-
-    async def decide(
-        self, name: str, tool_input: dict[str, Any], *, call_id: str, depth: int
-    ) -> PermissionDecision:
-        self.asked.append((name, tool_input))
-        return PermissionDecision(True)
+    async def __call__(self, question: Question) -> Answer:
+        self.asked.append((question.tool, question.input.model_dump(exclude_unset=True)))
+        return Answer(choice="once")
 
 
 @pytest.fixture
@@ -77,8 +72,8 @@ def _script(server: FakeAnthropic, calls: list[tuple[str, dict[str, Any]]]) -> N
     server.script(MODEL, message(*blocks, stop_reason="tool_use"), text("done"))
 
 
-async def _run(ws: Path, gate: Any) -> list[object]:
-    rt = Runtime(load_settings({"memory_mode": "off"}), ws, gate=gate)
+async def _run(ws: Path, **permissions: Any) -> list[object]:
+    rt = Runtime(load_settings({"memory_mode": "off"}), ws, **permissions)
     await rt.open_session()
     events: list[object] = []
     try:
@@ -97,8 +92,8 @@ async def test_refused_writes_never_ask_and_say_why_a_normal_write_still_asks(
         ("write_file", {"path": "src/ok.txt", "content": "fine"})
     ]
     _script(server, calls)
-    gate = RecordingGate()
-    events = await _run(ws, gate)
+    gate = RecordingAsk()
+    events = await _run(ws, ask=gate)
     # Only the normal write was put to the person.
     assert gate.asked == [("write_file", {"path": "src/ok.txt", "content": "fine"})]
     assert (ws / "src" / "ok.txt").read_text() == "fine"
@@ -125,8 +120,8 @@ async def test_a_user_store_inside_the_workspace_is_refused_without_asking(
     monkeypatch.setenv("PSEUDOCLAUDE_HOME", str(home))
     (pseudoclaude_home() / "memory").mkdir(parents=True)
     _script(server, [("write_file", {"path": "pchome/memory/user_preference_x.md", "content": "x"})])
-    gate = RecordingGate()
-    await _run(ws, gate)
+    gate = RecordingAsk()
+    await _run(ws, ask=gate)
     assert gate.asked == []
     (res,) = tool_results(server.requests_for(MODEL)[-1])
     assert res.get("is_error") and "user memory store" in result_text(res)
@@ -149,7 +144,7 @@ async def test_the_apps_modal_gate_opens_no_window_for_a_refused_write(
             ("write_file", {"path": "src/ok.txt", "content": "fine"}),
         ],
     )
-    await _run(layout, ModalGate(layout, ask))
+    await _run(layout, ask=ModalAsk(ask))
     assert [getattr(r, "name", None) for r in asked] == ["write_file"]
     assert "src/ok.txt" in getattr(asked[0], "summary", "")
 
@@ -159,6 +154,6 @@ async def test_print_mode_names_the_real_reason_not_the_allow_list(
 ) -> None:
     # write_file is not in --allow-tools: the reason is still where the write would go.
     _script(server, [("write_file", {"path": ".git/config", "content": "x"})])
-    await _run(layout, AllowListGate(set()))
+    await _run(layout)  # nobody to ask, nothing allowed beyond the rules
     (res,) = tool_results(server.requests_for(MODEL)[-1])
     assert res.get("is_error") and ".git" in result_text(res) and "--allow-tools" not in result_text(res)

@@ -13,7 +13,6 @@ import pytest
 from app.agent.config.settings import load_settings
 from app.agent.memory_bridge.heads import recall_query
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
 from memory.store.stores import MemoryStores
 from tests.support.clitools import MODEL
 from tests.support.fakeapi import FakeAnthropic, http_error, text, tool_use
@@ -21,7 +20,10 @@ from tests.support.memtools import create
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
 
-LINE = "- [project_knowledge] Frobnicator calibration — Calibrate before each release. (project_knowledge_frob.md)"
+LINE = (
+    "- [project_knowledge] Frobnicator calibration — Calibrate before each release. "
+    "(project_knowledge_frob.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class ScriptedRecall:
 
 @pytest.fixture
 async def runtime(server: FakeAnthropic, ws: Path) -> AsyncIterator[Runtime]:
-    rt = Runtime(load_settings({"memory_wait": 10, "memory_mode": "off"}), ws, gate=AllowListGate(set()))
+    rt = Runtime(load_settings({"memory_wait": 10, "memory_mode": "off"}), ws)
     await rt.open_session()
     yield rt
     await rt.close()
@@ -169,7 +171,7 @@ async def test_a_resumed_session_does_not_recall_what_it_recalled_before(
     server: FakeAnthropic, ws: Path
 ) -> None:
     server.script(MODEL, text("one"), text("two"))
-    rt = Runtime(load_settings({"memory_mode": "off"}), ws, gate=AllowListGate(set()))
+    rt = Runtime(load_settings({"memory_mode": "off"}), ws)
     try:
         await rt.open_session()
         rt.runner.recall = ScriptedRecall()
@@ -177,7 +179,7 @@ async def test_a_resumed_session_does_not_recall_what_it_recalled_before(
         assert _user_blocks(server)[0].startswith("<memory-recall>")
     finally:
         await rt.close()
-    again = Runtime(load_settings({"memory_mode": "off"}), ws, gate=AllowListGate(set()))
+    again = Runtime(load_settings({"memory_mode": "off"}), ws)
     try:
         await again.open_session(continue_latest=True)
         recall = again.runner.recall = ScriptedRecall()

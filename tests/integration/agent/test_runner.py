@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from app.agent.config.settings import load_settings
-from app.agent.conversation.session import SessionStore
+from app.agent.conversation.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from app.agent.conversation.session_store import SessionStore
 from app.agent.memory_bridge.completion import AnthropicCompletion
 from app.agent.model.provider import TextDelta, ToolUseArgs, ToolUseStart, UsageEvent
+from app.agent.permissions.gate import Mode
+from app.agent.permissions.question import Answer, Question
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate, PermissionDecision, ToolResult
+from app.agent.tools import ToolResult
 from app.agent.turn import tool_calls as tool_calls_module
 from app.agent.turn.events import MemorySubmitted, RequestStarted, RunStop, ToolCallStarted
 from memory.events import JobHeld
@@ -26,12 +30,18 @@ from tests.support.clitools import MEMORY_MODEL, MODEL, create_op, ops_answer, t
 from tests.support.fakeapi import FakeAnthropic, http_error, reject_param, text, tool_use
 from tests.support.memtools import create
 
+
+def wire(values: Sequence[BaseModel]) -> str:
+    """Messages or system blocks as the JSON the API gets."""
+    return json.dumps([v.model_dump(mode="json") for v in values])
+
+
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
 
 
 @pytest.fixture
 async def runtime(server: FakeAnthropic, ws: Path) -> AsyncIterator[Runtime]:
-    rt = Runtime(load_settings({"memory_wait": 10}), ws, gate=AllowListGate({"bash"}))
+    rt = Runtime(load_settings({"memory_wait": 10}), ws, mode=Mode(allowed={"bash"}))
     await rt.open_session()
     yield rt
     await rt.close()
@@ -111,11 +121,11 @@ async def test_cancelled_turn_leaves_no_dangling_tool_call(
     with pytest.raises(asyncio.CancelledError):
         await task
     conv = runtime.runner.conversation
-    assert [m["role"] for m in conv] == ["user", "assistant", "user"]
-    result, note = conv[2]["content"]
-    assert result["type"] == "tool_result" and result["is_error"] and result["content"] == "[interrupted]"
+    assert [m.role for m in conv] == ["user", "assistant", "user"]
+    result, note = conv[2].content
+    assert isinstance(result, ToolResultBlock) and result.is_error and result.content == "[interrupted]"
     # The app says it interrupted the turn, in a user-role note: never as the model's words.
-    assert note["type"] == "text" and note["text"].startswith("[PseudoClaude: this turn was interrupted")
+    assert isinstance(note, TextBlock) and note.text.startswith("[PseudoClaude: this turn was interrupted")
     # Nothing from a cancelled turn is extracted.
     assert server.requests_for(MEMORY_MODEL) == [] and runtime.manager.spool.ids() == []
     # The next request is valid (the fake validates tool_use/tool_result pairing) ...
@@ -136,10 +146,11 @@ async def test_cancel_mid_stream_discards_partial_answer(server: FakeAnthropic, 
     with pytest.raises(asyncio.CancelledError):
         await task
     gate.release()
-    assert "partial" not in json.dumps(runtime.runner.conversation)
+    assert "partial" not in wire(runtime.runner.conversation)
     [msg] = runtime.runner.conversation
-    assert msg["role"] == "user" and msg["content"][0] == {"type": "text", "text": "hi"}
-    assert msg["content"][1]["text"].startswith("[PseudoClaude: this turn was interrupted")
+    assert msg.role == "user" and msg.content[0] == TextBlock(text="hi")
+    note = msg.content[1]
+    assert isinstance(note, TextBlock) and note.text.startswith("[PseudoClaude: this turn was interrupted")
 
 
 async def test_tool_results_never_reach_extraction(server: FakeAnthropic, runtime: Runtime, ws: Path) -> None:
@@ -179,23 +190,17 @@ async def test_resumed_crashed_session_stays_valid_and_old_turns_are_not_extract
     store = SessionStore()
     crashed = store.create(ws, model=MODEL)
     crashed.begin_turn("old question")
-    crashed.append({"role": "user", "content": [{"type": "text", "text": "old question"}]})
+    crashed.append(Message(role="user", content=[TextBlock(text="old question")]))
     crashed.append(
-        {
-            "role": "assistant",
-            "content": [{"type": "tool_use", "id": "toolu_1", "name": "list_files", "input": {}}],
-        }
+        Message(role="assistant", content=[ToolUseBlock(id="toolu_1", name="list_files", input={})])
     )
     crashed.append(
-        {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "README.md"}],
-        }
+        Message(role="user", content=[ToolResultBlock(tool_use_id="toolu_1", content="README.md")])
     )
     crashed.close()  # the process died here: no answer, no end of turn
     server.script(MODEL, text("new answer"))
     server.script(MEMORY_MODEL, text("[]"))
-    rt = Runtime(load_settings({}), ws, gate=AllowListGate(()))
+    rt = Runtime(load_settings({}), ws)
     await rt.open_session(resume=crashed.id)
     try:
         stop = await rt.runner.run("new question")
@@ -245,7 +250,7 @@ async def test_tool_calls_cut_by_max_tokens_are_still_dropped(
     stop = await runtime.runner.run("read it")
     assert stop.status == "stopped" and stop.stop_reason == "max_tokens"
     assert len(server.requests_for(MODEL)) == 1
-    assert "tool_use" not in json.dumps(runtime.runner.conversation)
+    assert "tool_use" not in wire(runtime.runner.conversation)
     assert stop.job_id is None and server.requests_for(MEMORY_MODEL) == []
 
 
@@ -279,13 +284,13 @@ async def test_failed_turn_is_never_sent_back_as_the_models_words(
 async def test_undecodable_text_from_any_tool_or_the_user_cannot_break_the_session(
     server: FakeAnthropic, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_run_tool = tool_calls_module.run_tool
+    real_call_tool = tool_calls_module.call_tool
 
-    async def surrogate_tool(name: str, tool_input: object, ctx: object) -> ToolResult:
-        result = await real_run_tool(name, tool_input, ctx)  # type: ignore[arg-type]
+    async def surrogate_tool(tool: object, args: object, ctx: object) -> ToolResult:
+        result = await real_call_tool(tool, args, ctx)  # type: ignore[arg-type]
         return ToolResult(content=result.content + "\nbad\udcffname.txt")
 
-    monkeypatch.setattr(tool_calls_module, "run_tool", surrogate_tool)
+    monkeypatch.setattr(tool_calls_module, "call_tool", surrogate_tool)
     # The SDK refuses lone surrogates in tool input JSON, but not in text (stdlib json).
     server.script(
         MODEL,
@@ -302,7 +307,7 @@ async def test_undecodable_text_from_any_tool_or_the_user_cannot_break_the_sessi
     assert "list files \ufffd please" in json.dumps(second, ensure_ascii=False)
     sid = runtime.session.id
     await runtime.close()
-    rt = Runtime(load_settings({}), runtime.workspace, gate=AllowListGate(()))
+    rt = Runtime(load_settings({}), runtime.workspace)
     await rt.open_session(resume=sid)
     try:
         stop = await rt.runner.run("and now?")
@@ -324,10 +329,10 @@ async def test_recovery_runs_before_the_system_prompt_reads_the_index(
         MemoryStores(ws, fs=FS(crash_after_commit)).apply(
             [(0, create("project", "Crash survivor", "b"))], source="manual"
         )
-    rt = Runtime(load_settings({}), ws, gate=AllowListGate(()))
+    rt = Runtime(load_settings({}), ws)
     await rt.open_session()
     try:
-        assert "Crash survivor" in json.dumps(rt.runner.system)
+        assert "Crash survivor" in wire(rt.runner.system)
     finally:
         await rt.close()
 
@@ -339,7 +344,7 @@ async def test_resume_of_another_workspaces_session_is_refused_naming_it(
     other.mkdir()
     with SessionStore().create(other) as theirs:
         pass
-    rt = Runtime(load_settings({}), ws, gate=AllowListGate(()))
+    rt = Runtime(load_settings({}), ws)
     try:
         with pytest.raises(ValueError, match=f"belongs to workspace {other}"):
             await rt.open_session(resume=theirs.id)
@@ -353,22 +358,22 @@ async def test_resume_of_another_workspaces_session_is_refused_naming_it(
 # -- the API the app needs -----------------------------------------------------------------------
 
 
-class RecordingGate:
+class RecordingAsk:
+    """The person: allows every call it is asked about, and records which."""
+
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, int]] = []
 
-    async def decide(
-        self, name: str, tool_input: dict[str, object], *, call_id: str, depth: int
-    ) -> PermissionDecision:
-        self.calls.append((name, call_id, depth))
-        return PermissionDecision(True)
+    async def __call__(self, question: Question) -> Answer:
+        self.calls.append((question.tool, question.call_id, question.depth))
+        return Answer(choice="once")
 
 
 async def test_events_tool_use_start_and_argument_deltas_request_started_and_usage_per_request(
     server: FakeAnthropic, ws: Path
 ) -> None:
-    gate = RecordingGate()
-    rt = Runtime(load_settings({"memory_mode": "off"}), ws, gate=gate)
+    gate = RecordingAsk()
+    rt = Runtime(load_settings({"memory_mode": "off"}), ws, ask=gate)
     await rt.open_session()
     command = "echo " + "x" * 120
     server.script(
@@ -433,7 +438,7 @@ async def test_run_refuses_to_start_while_a_run_is_in_progress(
         await runtime.runner.run("second")
     gate.release()
     assert (await first).status == "completed"
-    assert [m["role"] for m in runtime.runner.conversation] == ["user", "assistant"]
+    assert [m.role for m in runtime.runner.conversation] == ["user", "assistant"]
 
 
 async def test_open_session_closes_the_previous_one_and_new_session_has_the_full_index(
@@ -445,7 +450,7 @@ async def test_open_session_closes_the_previous_one_and_new_session_has_the_full
     await runtime.new_session()
     assert first is not None and first.closed and runtime.session is not first
     assert runtime.manager is manager
-    assert "Landed later" in json.dumps(runtime.runner.system)
+    assert "Landed later" in wire(runtime.runner.system)
     server.script(MODEL, text("hi"))
     server.script(MEMORY_MODEL, text("[]"))
     await runtime.runner.run("hello")
@@ -516,7 +521,7 @@ async def test_close_closes_the_memory_models_own_client_but_not_a_shared_one(
 
     server.script(MODEL, text("hello"))
     server.script(MEMORY_MODEL, text("[]"))
-    rt = Runtime(load_settings({}), ws, gate=AllowListGate(()))
+    rt = Runtime(load_settings({}), ws)
     await rt.open_session()
     stop = await rt.runner.run("hi")
     assert await rt.manager.wait_for(stop.job_id, 10)

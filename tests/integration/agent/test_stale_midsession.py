@@ -15,7 +15,6 @@ import pytest
 
 from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
 from memory.store.stores import MemoryStores
 from tests.support.clitools import MODEL
 from tests.support.fakeapi import FakeAnthropic, text
@@ -54,7 +53,7 @@ def make_card(ws: Path) -> tuple[str, str]:
 async def runtime(repo: Path) -> AsyncIterator[Runtime]:
     make_card(repo)
     # Memory "off": no extraction (nothing else writes the store), the index still reaches the model.
-    rt = Runtime(load_settings({"memory_mode": "off"}), repo, gate=AllowListGate(()))
+    rt = Runtime(load_settings({"memory_mode": "off"}), repo)
     await rt.open_session()
     yield rt
     await rt.close()
@@ -122,7 +121,7 @@ async def test_a_session_opened_after_the_change_marks_the_line_and_says_to_rech
 ) -> None:
     _, line = make_card(repo)
     (repo / "Makefile").write_text("all:\n\techo changed\n")
-    rt = Runtime(load_settings({"memory_mode": "off"}), repo, gate=AllowListGate(()))
+    rt = Runtime(load_settings({"memory_mode": "off"}), repo)
     try:
         await rt.open_session()
         server.script(MODEL, text("one"))

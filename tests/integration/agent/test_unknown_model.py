@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from app.agent.conversation.blocks import Message, TextBlock
 from app.agent.model.provider import MODEL_COMMAND, AnthropicProvider, ErrorEvent, ModelRequest
 from tests.support.clitools import MODEL, run_cli
 from tests.support.fakeapi import FakeAnthropic, http_error
@@ -44,7 +45,10 @@ async def test_the_provider_names_what_its_face_offers(
     provider = AnthropicProvider(**provider_kw)  # type: ignore[arg-type]
     try:
         events = [
-            ev async for ev in provider.stream(ModelRequest(MODEL, [], [{"role": "user", "content": "hi"}]))
+            ev
+            async for ev in provider.stream(
+                ModelRequest(MODEL, [], [Message(role="user", content=[TextBlock(text="hi")])])
+            )
         ]
     finally:
         await provider.aclose()

@@ -19,7 +19,6 @@ import pytest
 
 from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
 from memory.store.fs import FS
 from tests.support.clitools import MEMORY_MODEL, MODEL, create_op, ops_answer
 from tests.support.fakeapi import FakeAnthropic, text, tool_use
@@ -100,7 +99,7 @@ async def warm_up(server: FakeAnthropic, ws: Path) -> None:
     is library start-up, not a blocking call of ours, and it is paid before measuring."""
     server.script(MODEL, tool_use("list_files", {}), text("warm"))
     server.script(MEMORY_MODEL, text("[]"))
-    rt = Runtime(load_settings({"memory_mode": "auto"}), ws, gate=AllowListGate(()))
+    rt = Runtime(load_settings({"memory_mode": "auto"}), ws)
     await rt.open_session()
     stop = await rt.runner.run("warm up")
     assert stop.job_id is not None and await rt.manager.wait_for(stop.job_id, 60)
@@ -119,7 +118,7 @@ async def test_a_whole_turn_with_memory_never_blocks_the_loop_even_with_slow_dis
     )
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Release day", "Releases are cut on Fridays."))))
 
-    rt = Runtime(load_settings({"memory_mode": "auto"}), ws, gate=AllowListGate(()), fs=FS(slow))
+    rt = Runtime(load_settings({"memory_mode": "auto"}), ws, fs=FS(slow))
     watchdog = Watchdog(monkeypatch)
     await rt.open_session()
     stop = await rt.runner.run("we cut releases on Fridays")
@@ -145,7 +144,7 @@ async def test_review_clear_and_mode_switch_never_block_the_loop_either(
     slow = SlowFS(delay=LIMIT * 1.5)
     server.script(MODEL, text("Held for review."), text("After /clear."))
     server.script(MEMORY_MODEL, text(ops_answer(create_op("Reviewed note", "Approved by a person."))))
-    rt = Runtime(load_settings({"memory_mode": "review"}), ws, gate=AllowListGate(()), fs=FS(slow))
+    rt = Runtime(load_settings({"memory_mode": "review"}), ws, fs=FS(slow))
     watchdog = Watchdog(monkeypatch)
     await rt.open_session()
     stop = await rt.runner.run("remember this after review")

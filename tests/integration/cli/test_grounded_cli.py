@@ -198,13 +198,15 @@ def test_citations_out_of_the_workspace_are_dropped_each_with_a_reason_and_the_c
     assert out == f"create project/{CARD}\n"
     assert err.splitlines() == [
         "pseudoclaude: op 0: citation '../outside' dropped: '../outside' leaves the workspace through '..'",
-        "pseudoclaude: op 0: citation '/etc/passwd' dropped: '/etc/passwd' is an absolute path; a citation is "
-        "relative to the workspace",
-        "pseudoclaude: op 0: citation 'link-out' dropped: 'link-out' resolves through a symlink outside the workspace",
+        "pseudoclaude: op 0: citation '/etc/passwd' dropped: '/etc/passwd' is an absolute path; "
+        "a citation is relative to the workspace",
+        "pseudoclaude: op 0: citation 'link-out' dropped: 'link-out' resolves through a symlink "
+        "outside the workspace",
         "pseudoclaude: op 0: citation '.git/config' dropped: '.git/config' is inside .git/: a card cites the "
         "repository's files, not git's",
         "pseudoclaude: op 0: citation '.PseudoClaude/memory/project_knowledge_seed.md' dropped: "
-        "'.PseudoClaude/memory/project_knowledge_seed.md' is inside a memory store or PseudoClaude's own folder",
+        "'.PseudoClaude/memory/project_knowledge_seed.md' is inside a memory store "
+        "or PseudoClaude's own folder",
     ]
     assert [(p, lines) for p, lines, _ in cites_of(repo)] == [("Makefile", None), ("notes.txt", "2-4")]
     text_of_card = card_path(repo).read_text()
@@ -238,8 +240,8 @@ def test_doctor_reports_a_stale_card_as_information_and_fix_leaves_it(repo: Path
     assert res.code == 0, res.out + res.err
     lines = res.out.splitlines()
     assert (
-        f"stale: project/{CARD}: {CHANGED} (check it; `pseudoclaude memory confirm project {CARD}` if it still holds)"
-        in lines
+        f"stale: project/{CARD}: {CHANGED} "
+        f"(check it; `pseudoclaude memory confirm project {CARD}` if it still holds)" in lines
     )
     assert lines[-1] == "memory stores are healthy" and not any(x.startswith("problem:") for x in lines)
     before = card_path(repo).read_bytes()
@@ -259,8 +261,8 @@ def test_print_mode_says_each_citation_the_memory_job_dropped_and_still_exits_0(
     [applied] = [x for x in lines if " applied: " in x]
     job = applied.split()[2]
     assert (
-        f"[memory: job {job}: op 0: citation '../outside' dropped: '../outside' leaves the workspace through '..']"
-        in lines
+        f"[memory: job {job}: op 0: citation '../outside' dropped: "
+        "'../outside' leaves the workspace through '..']" in lines
     )
     assert any(x.startswith(f"[memory: job {job}: op 0: citation '.git/config' dropped: ") for x in lines)
     assert cites_of(repo) == [("Makefile", None, git(repo, "hash-object", "Makefile").strip())]

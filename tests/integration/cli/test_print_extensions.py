@@ -231,10 +231,12 @@ def test_a_personal_command_given_as_the_prompt_is_expanded_with_its_arguments_a
 def test_a_pre_tool_use_hook_that_exits_2_blocks_and_the_model_gets_its_stderr(
     server: FakeAnthropic, ws: Path
 ) -> None:
-    script = "import sys, json; e = json.load(sys.stdin); sys.stderr.write('no ' + e['tool_input']['command']); sys.exit(2)"
-    _config(
-        f'[[hooks.PreToolUse]]\nmatcher = "bash"\ncommand = {json.dumps(f"{sys.executable} -c {json.dumps(script)}")}\n'
+    script = (
+        "import sys, json; e = json.load(sys.stdin); "
+        "sys.stderr.write('no ' + e['tool_input']['command']); sys.exit(2)"
     )
+    command = json.dumps(f"{sys.executable} -c {json.dumps(script)}")
+    _config(f'[[hooks.PreToolUse]]\nmatcher = "bash"\ncommand = {command}\n')
     server.script(MODEL, tool_use("bash", {"command": "touch pwned"}, id="toolu_1"), text("ok then"))
     res = run_cli(server, ws, "-p", "touch it", "--allow-tools", "bash")
     assert res.code == 0, res.err

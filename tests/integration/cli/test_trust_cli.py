@@ -13,7 +13,6 @@ import pytest
 
 from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
 from tests.support.clitools import (
     MEMORY_MODEL,
     MODEL,
@@ -154,9 +153,7 @@ async def runtime(
     for k, v in server.env().items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("PSEUDOCLAUDE_RETRY_DELAY", "0.01")
-    rt = Runtime(
-        load_settings({"memory_mode": "off"}), Path(os.path.realpath(cloned)), gate=AllowListGate(())
-    )
+    rt = Runtime(load_settings({"memory_mode": "off"}), Path(os.path.realpath(cloned)))
     await rt.open_session()
     yield rt
     await rt.close()

@@ -17,6 +17,7 @@ import pytest
 from memory.constants import MANUAL_SOURCE
 from memory.extract.parser import parse_and_validate
 from memory.sharing import sync as sync_mod
+from memory.sharing.conflict_rebase import ConflictRebase
 from memory.sharing.git import GitCancel
 from memory.sharing.sync import SyncResult, short_remote, sync_user_store
 from memory.store.stores import MemoryStores
@@ -496,7 +497,7 @@ def test_a_rebase_that_fails_midway_is_aborted_and_loses_nothing(
     def broken(self: Any, path: str, stages: Any) -> None:
         raise OSError(28, "No space left on device", path)
 
-    monkeypatch.setattr(sync_mod._Sync, "resolve", broken)
+    monkeypatch.setattr(ConflictRebase, "resolve", broken)
     result = sync_user_store(a.stores(), str(remote))
     assert not result.ok and "No space left on device" in result.line and "\n" not in result.line
     store = a.store

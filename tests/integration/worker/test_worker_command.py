@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.agent.memory_bridge.worker_wire import UsageMsg, decode
 from memory.constants import WORKER_EXIT_BUSY
 from memory.jobs.manager import Manager
 from memory.jobs.spool import Spool, make_job
@@ -47,7 +48,8 @@ def test_it_runs_the_spooled_jobs_and_exits_at_the_end_of_stdin(server: FakeAnth
     r = run_cli(server, ws, "memory", "worker", "--drain", "60", stdin="")
     assert (r.code, r.err) == (0, "")
     assert _cards(ws) == ["Build with make"] and _spooled(ws) == []
-    assert r.out.startswith("usage {") and '"model": "claude-haiku-5-5"' in r.out  # for the app's cost
+    usage = decode(r.out.splitlines()[0])  # for the app's cost
+    assert isinstance(usage, UsageMsg) and usage.model == "claude-haiku-5-5"
 
 
 async def test_it_leaves_at_once_when_another_process_is_the_worker(server: FakeAnthropic, ws: Path) -> None:

@@ -12,7 +12,6 @@ import pytest
 
 from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
 from app.agent.turn.events import MemorySubmitted, RunStop
 from app.agent.turn.runner import Runner
 from tests.support.clitools import MODEL
@@ -26,7 +25,7 @@ async def runtime(server: FakeAnthropic, ws: Path, monkeypatch: pytest.MonkeyPat
     for k, v in server.env().items():
         monkeypatch.setenv(k, v)
     # No worker: the job stays in the spool, where the test looks for it.
-    rt = Runtime(load_settings({"memory_wait": 0}), ws, gate=AllowListGate(set()))
+    rt = Runtime(load_settings({"memory_wait": 0}), ws)
     await rt.open_session()
     yield rt
     await rt.close()

@@ -76,7 +76,8 @@ async def test_the_model_never_gets_the_view(ws: Path) -> None:
     from app.agent.turn.tool_calls import result_block
 
     r = await run_tool("bash", {"command": "echo hi"}, ToolContext(workspace=ws))
-    assert result_block("c1", r) == {"type": "tool_result", "tool_use_id": "c1", "content": r.content}
+    sent = result_block("c1", r).model_dump(mode="json")
+    assert sent == {"type": "tool_result", "tool_use_id": "c1", "content": r.content}
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,6 @@ import pytest
 
 from app.agent.config.settings import load_settings
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
 from app.agent.turn.events import MemorySubmitted, RunStop, run_whole
 from tests.support.clitools import MODEL
 from tests.support.fakeapi import FakeAnthropic, text
@@ -27,9 +26,7 @@ pytestmark = pytest.mark.timeout(60)
 async def runtime(server: FakeAnthropic, ws: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Runtime]:
     for k, v in server.env().items():
         monkeypatch.setenv(k, v)
-    rt = Runtime(
-        load_settings({"memory_wait": 0}), ws, gate=AllowListGate(set())
-    )  # no worker: the job stays spooled
+    rt = Runtime(load_settings({"memory_wait": 0}), ws)  # no worker: the job stays spooled
     await rt.open_session()
     yield rt
     await rt.close()

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from app.agent.conversation.session import Session, SessionStore
+from app.agent.conversation.blocks import Message
+from app.agent.conversation.session import Session
+from app.agent.conversation.session_store import SessionStore
 from app.agent.tools import ToolContext, run_tool
 from app.agent.undo.checkpoints import CheckpointError, CheckpointStore, Recorder, SessionCheckpoints
 from app.agent.undo.rewind import RewindError, apply_rewind, list_turns, plan_rewind, turn_prompt
@@ -33,11 +35,11 @@ class Bench:
 
     def turn(self, prompt: str, *calls: tuple[str, dict[str, Any]], answer: str = "done") -> None:
         self.session.begin_turn(prompt)
-        self.session.append({"role": "user", "content": prompt})
+        self.session.append(Message(role="user", content=prompt))
         for name, inp in calls:
             result = asyncio.run(run_tool(name, inp, self.ctx))
             assert not result.is_error, result.content
-        self.session.append({"role": "assistant", "content": answer})
+        self.session.append(Message(role="assistant", content=answer))
         self.session.end_turn("completed")
 
     def rewind(self, turn: int, *, files: bool = True, conversation: bool = True, force: bool = False) -> int:
@@ -154,7 +156,7 @@ def test_a_rewind_is_itself_a_turn_and_rewinding_it_undoes_files_and_conversatio
     entry = bench.rewind(2)
     assert entry == 3 and bench.session.turns == 3
     assert a.read_bytes() == ORIGINAL.replace(b"first line", b"FIRST") and not (bench.ws / "c.txt").exists()
-    assert "second" not in json.dumps(bench.session.messages)
+    assert "second" not in json.dumps([m.model_dump() for m in bench.session.messages])
     lines = list_turns(bench.session.path, bench.cp)
     assert [(t.turn, t.kind, t.in_conversation, t.rewound) for t in lines] == [
         (1, "turn", True, False),
@@ -173,7 +175,7 @@ def test_a_rewind_is_itself_a_turn_and_rewinding_it_undoes_files_and_conversatio
 
 def test_a_conversation_rewind_is_what_every_replay_gives(bench: Bench) -> None:
     bench.turn("alpha question", answer="alpha answer")
-    before = [dict(m) for m in bench.session.messages]
+    before = [m.model_copy(deep=True) for m in bench.session.messages]
     bench.turn("bravo question", answer="bravo answer")
     bench.rewind(2, files=False)
     assert bench.session.messages == before
@@ -181,7 +183,7 @@ def test_a_conversation_rewind_is_what_every_replay_gives(bench: Bench) -> None:
     for history in (True, False):
         with SessionStore(history=history).open(bench.session.id) as again:
             assert again.messages == before and again.turns == 3
-            assert "bravo" not in json.dumps(again.messages)
+            assert "bravo" not in json.dumps([m.model_dump() for m in again.messages])
     bench.session = bench.sessions.open(bench.session.id)
 
 
@@ -189,7 +191,7 @@ def test_a_rewind_across_a_compaction_takes_back_its_summary_and_replays_from_a_
     bench: Bench,
 ) -> None:
     bench.turn("alpha question", answer="alpha answer")
-    before = [dict(m) for m in bench.session.messages]
+    before = [m.model_copy(deep=True) for m in bench.session.messages]
     bench.turn("bravo question", answer="bravo answer")
     bench.session.compact("they spoke of alpha and bravo", bench.session.messages[-2:], None, summarised=2)
     assert bench.session.summary
@@ -197,7 +199,7 @@ def test_a_rewind_across_a_compaction_takes_back_its_summary_and_replays_from_a_
     assert bench.session.messages == before and bench.session.summary is None
     bench.turn("charlie question", answer="charlie answer")
     bench.session.compact("alpha then charlie", bench.session.messages[-2:], None, summarised=2)
-    kept = [dict(m) for m in bench.session.messages]
+    kept = [m.model_copy(deep=True) for m in bench.session.messages]
     bench.session.close()
     for history in (True, False):
         with SessionStore(history=history).open(bench.session.id) as again:
@@ -220,8 +222,8 @@ def test_a_turn_that_ran_bash_is_flagged(bench: Bench) -> None:
 
 def test_the_turns_memory_jobs_are_named_and_never_rewound(bench: Bench) -> None:
     bench.session.begin_turn("remember this")
-    bench.session.append({"role": "user", "content": "remember this"})
-    bench.session.append({"role": "assistant", "content": "noted"})
+    bench.session.append(Message(role="user", content="remember this"))
+    bench.session.append(Message(role="assistant", content="noted"))
     bench.session.end_turn("completed", job="20260101T000000Z-job1")
     plan = plan_rewind(bench.session, bench.store, 1)
     assert plan.jobs == ((1, "20260101T000000Z-job1"),)

@@ -10,13 +10,13 @@ import re
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.agent.conversation import compaction as cmp
+from app.agent.conversation.blocks import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from app.agent.conversation.compaction import (
     Anchor,
     ResultStore,
@@ -26,7 +26,7 @@ from app.agent.conversation.compaction import (
     split_for_summary,
 )
 from app.agent.conversation.messages import INTERRUPTED, app_note, is_app_note, push_message
-from app.agent.conversation.session import SessionStore
+from app.agent.conversation.session_store import SessionStore
 from tests.support.fakeapi import _validate_messages_body
 
 # `ws` here is an empty folder, not the shared git work tree.
@@ -39,35 +39,33 @@ HINT = re.compile(r"\n\[read_result: lines (\d+)–(\d+) of (\d+); use offset=(\
 # -- helpers -------------------------------------------------------------------------------------
 
 
-def user(t: str) -> dict[str, Any]:
-    return {"role": "user", "content": t}
+def user(t: str) -> Message:
+    return Message(role="user", content=[TextBlock(text=t)])
 
 
-def asst_text(t: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": t}]}
+def asst_text(t: str) -> Message:
+    return Message(role="assistant", content=[TextBlock(text=t)])
 
 
-def call(i: str, name: str = "bash") -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": [{"type": "tool_use", "id": i, "name": name, "input": {"command": i}}],
-    }
+def call(i: str, name: str = "bash") -> Message:
+    return Message(role="assistant", content=[ToolUseBlock(id=i, name=name, input={"command": i})])
 
 
-def answer(i: str, content: str) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": content}]}
+def answer(i: str, content: str) -> Message:
+    return Message(role="user", content=[ToolResultBlock(tool_use_id=i, content=content)])
 
 
-def conversation(*messages: dict[str, Any]) -> list[dict[str, Any]]:
-    conv: list[dict[str, Any]] = []
+def conversation(*messages: Message) -> list[Message]:
+    conv: list[Message] = []
     for m in messages:
-        push_message(conv, copy.deepcopy(m))
+        push_message(conv, m.model_copy(deep=True))
     return conv
 
 
-def valid(messages: list[dict[str, Any]]) -> str | None:
+def valid(messages: list[Message]) -> str | None:
     """What the fake API (stricter than the real one) would refuse about this conversation."""
-    return _validate_messages_body({"model": "m", "max_tokens": 1, "messages": messages})
+    wire = [m.model_dump(mode="json") for m in messages]
+    return _validate_messages_body({"model": "m", "max_tokens": 1, "messages": wire})
 
 
 def read_all(store: ResultStore, rid: str, limit: int | None = None) -> tuple[str, list[str]]:
@@ -248,15 +246,15 @@ def test_a_stub_of_one_huge_line_is_short() -> None:
 
 
 def test_estimate_without_an_anchor_counts_everything_by_chars_over_4() -> None:
-    system = [{"type": "text", "text": "S" * 400}]
+    system = [TextBlock(text="S" * 400)]
     tools = [{"name": "bash", "description": "D" * 400}]
     messages = [user("U" * 800)]
-    chars = cmp.messages_chars(system) + cmp.messages_chars(tools) + cmp.messages_chars(messages)
+    chars = cmp.messages_chars(system) + cmp.json_chars(tools) + cmp.messages_chars(messages)
     assert estimate_tokens(None, system, tools, messages) == -(-chars // 4)
 
 
 def test_estimate_with_an_anchor_adds_what_came_since() -> None:
-    system = [{"type": "text", "text": "S" * 40_000}]
+    system = [TextBlock(text="S" * 40_000)]
     messages = [user("first")]
     anchor = Anchor(tokens=50_000, chars=cmp.messages_chars(messages))
     # Nothing appended: the reported tokens, whatever the system prompt's size.
@@ -296,7 +294,7 @@ def test_offload_old_moves_the_oldest_first_and_stops_when_enough_is_saved(tmp_p
     done, moved = offload_old(conv, store, needed_chars=1)
     assert [tid for tid, _ in done] == ["t1"]
     assert moved == len(first.encode("utf-8"))
-    assert conv[4]["content"][0]["content"] == done[0][1] and cmp.is_stub(done[0][1])
+    assert conv[4].tool_results()[0].content == done[0][1] and cmp.is_stub(done[0][1])
     assert conv[6] == before[6]  # enough was saved: the newer one stays
     rid = re.search(r'"id": "(r[0-9a-f]{16})"', done[0][1]).group(1)  # type: ignore[union-attr]
     assert store.text(rid) == first
@@ -320,7 +318,7 @@ def test_offload_old_with_a_folder_it_cannot_write_leaves_the_conversation(tmp_p
 # -- split_for_summary ---------------------------------------------------------------------------
 
 
-def _three_turns() -> list[dict[str, Any]]:
+def _three_turns() -> list[Message]:
     return conversation(
         user("turn one " + "a" * 3000),
         asst_text("answer one " + "b" * 3000),
@@ -336,31 +334,19 @@ def _three_turns() -> list[dict[str, Any]]:
     )
 
 
-def _pairs_kept(messages: list[dict[str, Any]], k: int) -> bool:
-    calls = {
-        b["id"]
-        for m in messages[:k]
-        if isinstance(m["content"], list)
-        for b in m["content"]
-        if b.get("type") == "tool_use"
-    }
-    results = {
-        b["tool_use_id"]
-        for m in messages[k:]
-        if isinstance(m["content"], list)
-        for b in m["content"]
-        if b.get("type") == "tool_result"
-    }
+def _pairs_kept(messages: list[Message], k: int) -> bool:
+    calls = {b.id for m in messages[:k] for b in m.tool_uses()}
+    results = {b.tool_use_id for m in messages[k:] for b in m.tool_results()}
     return not (calls & results)
 
 
 def test_split_keeps_the_current_turn_and_never_parts_a_call_from_its_result() -> None:
     conv = _three_turns()
     current = 6  # "turn three": the turn in progress, with its tool calls and results
-    assert conv[current]["content"] == "turn three"
+    assert conv[current] == user("turn three")
     for keep in (0, 100, 5_000, 8_000, 12_000, 10**9):
         k = split_for_summary(conv, keep, current)
-        assert k <= current and conv[k]["role"] == "user"
+        assert k <= current and conv[k].role == "user"
         assert _pairs_kept(conv, k)
         assert valid(cmp.rebuilt(conv[k:])) is None
     assert split_for_summary(conv, 0, current) == current
@@ -387,17 +373,17 @@ def test_split_does_not_cut_at_a_turn_merged_into_an_interrupted_turns_results()
         asst_text("answer one"),
         user("turn two"),
         call("t1"),
-        {
-            "role": "user",
-            "content": [
-                {"type": "tool_result", "tool_use_id": "t1", "content": "R" * 500},
+        Message(
+            role="user",
+            content=[
+                ToolResultBlock(tool_use_id="t1", content="R" * 500),
                 app_note("this turn was interrupted by the app (the user cancelled it)"),
             ],
-        },
+        ),
         user("turn three"),
         asst_text("answer three"),
     )
-    assert len(conv) == 6 and conv[4]["content"][0]["type"] == "tool_result"
+    assert len(conv) == 6 and isinstance(conv[4].content[0], ToolResultBlock)
     for keep in (0, 1_000, 10**9):
         for must in (None, 4):
             k = split_for_summary(conv, keep, must)
@@ -456,7 +442,7 @@ def test_usage_offloads_and_compaction_replay_exactly(sessions: SessionStore, ws
     # Nothing is deleted: the log still holds the compacted turn and the whole tool result.
     log = [json.loads(line) for line in third.path.read_text().splitlines()]
     assert [r["type"] for r in log].count("compaction") == 1
-    assert any(r.get("message") == user("turn one") for r in log if r["type"] == "message")
+    assert any(r.get("message") == user("turn one").model_dump() for r in log if r["type"] == "message")
     third.close()
 
 
@@ -488,13 +474,14 @@ def test_a_compaction_mid_turn_then_a_crash_replays_to_a_closed_valid_turn(
     msgs = again.messages
     assert valid(msgs) is None, valid(msgs)
     assert msgs[:4] == expected and msgs[0] == user("turn two") and len(msgs) == 5
-    assert msgs[4]["content"][0] == {
+    assert msgs[4].content[0].model_dump() == {
         "type": "tool_result",
         "tool_use_id": "t2",
         "content": INTERRUPTED,
         "is_error": True,
     }
-    assert is_app_note(msgs[4]["content"][-1]) and "PseudoClaude stopped" in msgs[4]["content"][-1]["text"]
+    note = msgs[4].content[-1]
+    assert is_app_note(note) and isinstance(note, TextBlock) and "PseudoClaude stopped" in note.text
     assert again.summary == "Turn one: asked and answered." and again.anchor is None
     assert any("cut short" in w for w in again.warnings)
     closed = copy.deepcopy(msgs)

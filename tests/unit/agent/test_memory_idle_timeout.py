@@ -12,7 +12,6 @@ import pytest
 from app.agent.config.settings import Settings, SettingsError, load_settings
 from app.agent.memory_bridge.completion import AnthropicCompletion
 from app.agent.runtime import Runtime
-from app.agent.tools import AllowListGate
 from app.tui.bridge import Bridge
 from memory.extract.completion import CompletionError
 
@@ -119,12 +118,12 @@ def test_the_apps_memory_model_gets_the_setting(tmp_path: Path) -> None:
 async def test_the_runtimes_memory_model_gets_the_setting_at_start_and_when_memory_is_turned_on(
     ws: Path,
 ) -> None:
-    on = Runtime(Settings(memory_mode="auto", memory_idle_timeout=2.5), ws, gate=AllowListGate(set()))
+    on = Runtime(Settings(memory_mode="auto", memory_idle_timeout=2.5), ws)
     assert (
         isinstance(on.manager.completion, AnthropicCompletion) and on.manager.completion.idle_timeout == 2.5
     )
     await on.close()
-    off = Runtime(Settings(memory_mode="off", memory_idle_timeout=3.5), ws, gate=AllowListGate(set()))
+    off = Runtime(Settings(memory_mode="off", memory_idle_timeout=3.5), ws)
     assert off.manager.completion is None
     try:
         await off.set_memory_mode("review")

@@ -5,6 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from app.agent.conversation.blocks import (
+    Block,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UnknownBlock,
+)
 from app.agent.memory_bridge.turn_memory import MAX_PATH_CHARS, MAX_TURN_PATHS, turn_for_memory
 
 WS = "/work/space"
@@ -14,15 +24,21 @@ def _call(name: str, **args: Any) -> dict[str, Any]:
     return {"type": "tool_use", "id": f"toolu_{name}", "name": name, "input": args}
 
 
+def _block(raw: dict[str, Any]) -> Block:
+    """The block as the model sent it (a call whose input is not an object stays a block the
+    product does not read)."""
+    try:
+        return ToolUseBlock.model_validate(raw)
+    except ValidationError:
+        return UnknownBlock.model_validate(raw)
+
+
 def _paths(*blocks: dict[str, Any], workspace: str | Path | None = WS) -> list[str]:
     messages = [
-        {"role": "user", "content": "look around"},
-        {"role": "assistant", "content": [{"type": "text", "text": "Looking."}, *blocks]},
-        {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "src/leak.py"}],
-        },
-        {"role": "assistant", "content": "Done."},
+        Message(role="user", content=[TextBlock(text="look around")]),
+        Message(role="assistant", content=[TextBlock(text="Looking."), *(_block(b) for b in blocks)]),
+        Message(role="user", content=[ToolResultBlock(tool_use_id="toolu_x", content="src/leak.py")]),
+        Message(role="assistant", content=[TextBlock(text="Done.")]),
     ]
     return turn_for_memory(messages, "s", workspace=workspace).paths
 
@@ -107,7 +123,7 @@ def test_at_most_max_turn_paths_and_a_long_path_at_the_limit_is_kept() -> None:
 
 
 def test_user_messages_tool_use_blocks_are_not_the_models_calls() -> None:
-    messages = [{"role": "user", "content": [_call("read_file", path="src/user.py")]}]
+    messages = [Message(role="user", content=[_block(_call("read_file", path="src/user.py"))])]
     assert turn_for_memory(messages, workspace=WS).paths == []
 
 

@@ -11,16 +11,18 @@ import pytest
 
 from app.agent.config.project_trust import ProjectTrust
 from app.agent.permissions.edits import add_rule, gitignore_line, gitignore_line_missing, remove_rule
+from app.agent.permissions.gate import Gate, PermissionDecision
 from app.agent.permissions.rules import (
     PermissionRules,
     RuleError,
-    RulesGate,
     load_permission_rules,
     parse_rule,
     parse_rule_list,
 )
 from app.agent.permissions.shell_split import split_command
 from app.agent.permissions.suggestions import suggest_rules
+from app.agent.tools import BUILTIN_TOOLS, ToolContext
+from app.agent.tools.tool import RuleTarget
 
 
 def _write(path: Path, text: str) -> Path:
@@ -44,7 +46,7 @@ def _rules(ws: Path, home: Path, text: str = "", *, project: str = "", local: st
 
 
 def _bash(rules: PermissionRules, command: str) -> str:
-    return rules.decide("bash", {"command": command}).decision
+    return rules.decide("bash", RuleTarget.command(command)).decision
 
 
 # -- parsing ----------------------------------------------------------------------------------
@@ -145,7 +147,7 @@ def test_a_prefix_rule_allows_the_command_with_arguments(git_status: PermissionR
     ],
 )
 def test_a_prefix_rule_never_allows_more_than_the_command(git_status: PermissionRules, command: str) -> None:
-    decided = git_status.decide("bash", {"command": command})
+    decided = git_status.decide("bash", RuleTarget.command(command))
     assert decided.decision == "ask", (command, decided)
 
 
@@ -181,7 +183,7 @@ def test_deny_wins_over_ask_over_allow_and_any_denied_part_denies(ws: Path, isol
     )
     assert _bash(rules, "ls") == "allow"
     assert _bash(rules, "git push origin") == "ask"
-    decided = rules.decide("bash", {"command": "ls && rm -rf x"})
+    decided = rules.decide("bash", RuleTarget.command("ls && rm -rf x"))
     assert decided.decision == "deny"
     assert "bash(rm:*)" in decided.reason and str(isolated_home / "config.toml") in decided.reason
     assert _bash(rules, "git push; rm x") == "deny"
@@ -190,27 +192,27 @@ def test_deny_wins_over_ask_over_allow_and_any_denied_part_denies(ws: Path, isol
     assert _bash(rules, "FOO=1 rm -rf x") == "deny"  # a deny looks past leading assignments
     # A bare allow cannot vouch for what the splitter cannot see while deny patterns exist.
     assert _bash(rules, "ls $(whoami)") == "ask"
-    assert rules.decide("edit_file", {"path": "secrets/key"}).decision == "deny"
-    assert rules.decide("edit_file", {"path": "src/a.py"}).decision == "allow"
+    assert rules.decide("edit_file", RuleTarget.path("secrets/key")).decision == "deny"
+    assert rules.decide("edit_file", RuleTarget.path("src/a.py")).decision == "allow"
 
 
 def test_no_rule_gives_the_tools_default(ws: Path, isolated_home: Path) -> None:
     rules = _rules(ws, isolated_home)
-    assert rules.decide("bash", {"command": "ls"}).decision == "ask"
-    assert rules.decide("write_file", {"path": "a"}).decision == "ask"
-    assert rules.decide("read_file", {"path": "a"}).decision == "allow"
-    assert rules.decide("mcp__srv__tool", {}).decision == "ask"
+    assert rules.decide("bash", RuleTarget.command("ls")).decision == "ask"
+    assert rules.decide("write_file", RuleTarget.path("a")).decision == "ask"
+    assert rules.decide("read_file", RuleTarget.path("a")).decision == "allow"
+    assert rules.decide("mcp__srv__tool", None).decision == "ask"
 
 
 def test_a_server_rule_covers_every_tool_of_that_server_only(ws: Path, isolated_home: Path) -> None:
     rules = _rules(
         ws, isolated_home, '[permissions]\nallow = ["mcp__demo"]\ndeny = ["mcp__gh__delete_repo"]\n'
     )
-    assert rules.decide("mcp__demo__echo", {}).decision == "allow"
-    assert rules.decide("mcp__demo__add", {}).decision == "allow"
-    assert rules.decide("mcp__demonstration__echo", {}).decision == "ask"
-    assert rules.decide("mcp__gh__delete_repo", {}).decision == "deny"
-    assert rules.decide("mcp__gh__list", {}).decision == "ask"
+    assert rules.decide("mcp__demo__echo", None).decision == "allow"
+    assert rules.decide("mcp__demo__add", None).decision == "allow"
+    assert rules.decide("mcp__demonstration__echo", None).decision == "ask"
+    assert rules.decide("mcp__gh__delete_repo", None).decision == "deny"
+    assert rules.decide("mcp__gh__list", None).decision == "ask"
 
 
 # -- paths ------------------------------------------------------------------------------------
@@ -222,16 +224,16 @@ def test_path_globs_are_gitignore_style_and_relative_to_the_workspace(ws: Path, 
     )
 
     def edit(path: str) -> str:
-        return rules.decide("edit_file", {"path": path}).decision
+        return rules.decide("edit_file", RuleTarget.path(path)).decision
 
     assert edit("src/app.py") == "allow"
     assert edit("src/deep/er/x.py") == "allow"
     assert edit("./src/app.py") == "allow"
     assert edit("lib/src/app.py") == "ask"
     assert edit("README.md") == "ask"
-    assert rules.decide("write_file", {"path": "docs/a.md"}).decision == "allow"
-    assert rules.decide("write_file", {"path": "docs/sub/a.md"}).decision == "ask"
-    assert rules.decide("edit_file", {"path": "docs/a.md"}).decision == "ask"  # another tool
+    assert rules.decide("write_file", RuleTarget.path("docs/a.md")).decision == "allow"
+    assert rules.decide("write_file", RuleTarget.path("docs/sub/a.md")).decision == "ask"
+    assert rules.decide("edit_file", RuleTarget.path("docs/a.md")).decision == "ask"  # another tool
 
 
 def test_an_escaping_or_absolute_path_never_matches_an_allow(
@@ -250,7 +252,7 @@ def test_an_escaping_or_absolute_path_never_matches_an_allow(
     (ws / "src" / "keys").symlink_to(ws / "secrets")
 
     def edit(path: str) -> str:
-        return rules.decide("edit_file", {"path": path}).decision
+        return rules.decide("edit_file", RuleTarget.path(path)).decision
 
     assert edit("src/../../x.py") == "ask"
     assert edit("../x.py") == "ask"
@@ -327,13 +329,20 @@ async def test_the_gate_refuses_an_ask_without_a_window(ws: Path, isolated_home:
     rules = _rules(ws, isolated_home, '[permissions]\ndeny = ["bash(rm:*)"]\n').with_rules(
         parse_rule_list("bash(make test)"), scope="flag", source="--allow-tools"
     )
-    gate = RulesGate(rules)
-    assert (await gate.decide("bash", {"command": "make test"})).allowed
-    denied = await gate.decide("bash", {"command": "rm x"})
+    gate = Gate(rules)
+    ctx = ToolContext(workspace=ws)
+
+    async def decide(name: str, **inp: object) -> PermissionDecision:
+        tool = BUILTIN_TOOLS.get(name)
+        assert tool is not None
+        return await gate.decide(tool, tool.parse(inp), ctx=ctx)
+
+    assert (await decide("bash", command="make test")).allowed
+    denied = await decide("bash", command="rm x")
     assert not denied.allowed and "bash(rm:*)" in denied.reason
-    asked = await gate.decide("bash", {"command": "make build"})
+    asked = await decide("bash", command="make build")
     assert not asked.allowed and "--allow-tools" in asked.reason
-    assert (await gate.decide("read_file", {"path": "x"})).allowed
+    assert (await decide("read_file", path="x")).allowed
 
 
 # -- suggestions and saving --------------------------------------------------------------------
@@ -358,7 +367,7 @@ async def test_the_gate_refuses_an_ask_without_a_window(ws: Path, isolated_home:
 def test_always_allow_suggests_a_rule_that_allows_the_command(
     ws: Path, isolated_home: Path, command: str, expected: tuple[str, ...]
 ) -> None:
-    suggested = suggest_rules("bash", {"command": command}, ws)
+    suggested = suggest_rules("bash", RuleTarget.command(command), ws)
     assert suggested == expected
     if suggested:
         rules = load_permission_rules(ws, isolated_home).with_rules(
@@ -368,17 +377,17 @@ def test_always_allow_suggests_a_rule_that_allows_the_command(
 
 
 def test_file_suggestions_name_the_exact_path(ws: Path, isolated_home: Path) -> None:
-    assert suggest_rules("edit_file", {"path": "src/app.py"}, ws) == ("edit_file(src/app.py)",)
-    assert suggest_rules("write_file", {"path": "setup.py"}, ws) == ("write_file(/setup.py)",)
-    assert suggest_rules("edit_file", {"path": "../x"}, ws) == ()
-    assert suggest_rules("mcp__demo__echo", {}, ws) == ("mcp__demo__echo",)
-    odd = suggest_rules("edit_file", {"path": "docs/[draft]*.md"}, ws)
+    assert suggest_rules("edit_file", RuleTarget.path("src/app.py"), ws) == ("edit_file(src/app.py)",)
+    assert suggest_rules("write_file", RuleTarget.path("setup.py"), ws) == ("write_file(/setup.py)",)
+    assert suggest_rules("edit_file", RuleTarget.path("../x"), ws) == ()
+    assert suggest_rules("mcp__demo__echo", None, ws) == ("mcp__demo__echo",)
+    odd = suggest_rules("edit_file", RuleTarget.path("docs/[draft]*.md"), ws)
     rules = load_permission_rules(ws, isolated_home).with_rules(
         [parse_rule(odd[0])], scope="local", source="t"
     )
-    assert rules.decide("edit_file", {"path": "docs/[draft]*.md"}).decision == "allow"
+    assert rules.decide("edit_file", RuleTarget.path("docs/[draft]*.md")).decision == "allow"
     assert (
-        rules.decide("edit_file", {"path": "docs/dx.md"}).decision == "ask"
+        rules.decide("edit_file", RuleTarget.path("docs/dx.md")).decision == "ask"
     )  # the glob characters are literal
 
 
@@ -474,7 +483,7 @@ def test_a_local_file_that_git_tracks_came_with_the_clone_and_waits_for_trust(
 
 def test_a_read_deny_rule_keeps_a_file_from_the_model(ws: Path, isolated_home: Path) -> None:
     rules = _rules(ws, isolated_home, '[permissions]\ndeny = ["read_file(.env)", "grep(secrets)"]\n')
-    assert rules.decide("read_file", {"path": ".env"}).decision == "deny"
-    assert rules.decide("read_file", {"path": "sub/.env"}).decision == "deny"  # no '/': any depth
-    assert rules.decide("grep", {"pattern": "x", "path": "secrets/a"}).decision == "deny"
-    assert rules.decide("read_file", {"path": "README.md"}).decision == "allow"
+    assert rules.decide("read_file", RuleTarget.path(".env")).decision == "deny"
+    assert rules.decide("read_file", RuleTarget.path("sub/.env")).decision == "deny"  # no '/': any depth
+    assert rules.decide("grep", RuleTarget.path("secrets/a")).decision == "deny"
+    assert rules.decide("read_file", RuleTarget.path("README.md")).decision == "allow"

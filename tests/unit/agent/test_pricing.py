@@ -1,4 +1,5 @@
-"""Session cost (app/agent/model/pricing.py): per-model prices, overrides from settings, memory calls counted."""
+"""Session cost (app/agent/model/pricing.py): per-model prices, overrides from settings, memory
+calls counted."""
 
 from __future__ import annotations
 

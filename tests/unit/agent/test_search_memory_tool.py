@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from app.agent.tools import READ_ONLY_TOOLS, TOOL_SPECS, ToolContext, ToolResult, api_tools, run_tool
-from app.agent.tools.search_memory import NO_MATCH, NO_PROJECT_LEVEL, UNTRUSTED_NOTE
+from app.agent.tools import BUILTIN_TOOLS, ToolContext, ToolResult, api_tools, run_tool
+from app.agent.tools.builtin.search_memory import NO_MATCH, NO_PROJECT_LEVEL, UNTRUSTED_NOTE
 from memory.constants import Level, NoteType
 from memory.search.cache import cache_path
 from memory.search.engine import MemorySearch
@@ -84,15 +84,16 @@ def error_line(r: ToolResult) -> str:
 
 
 def test_the_spec_is_read_only_with_display_keys_and_offered_to_sub_agents() -> None:
-    spec = TOOL_SPECS["search_memory"]
-    assert spec.kind == "read" and "search_memory" in READ_ONLY_TOOLS
+    spec, task = BUILTIN_TOOLS.get("search_memory"), BUILTIN_TOOLS.get("task")
+    assert spec is not None and task is not None
+    assert spec.kind == "memory" and spec.read_only and "search_memory" in BUILTIN_TOOLS.read_only().names()
     assert spec.display == (("query", "{}"), ("level", "{} level"))
     [tool] = api_tools(["search_memory"])
     schema = tool["input_schema"]
     assert schema["required"] == ["query"] and set(schema["properties"]) == {"query", "level", "limit"}
     assert schema["properties"]["level"]["enum"] == ["project", "user"]
     assert "read_memory" in tool["description"] and "best first" in tool["description"]
-    assert "search_memory" in TOOL_SPECS["task"].description  # the sub-agent's tool list says so
+    assert "search_memory" in task.description  # the sub-agent's tool list says so
 
 
 # -- results -----------------------------------------------------------------------------------
@@ -283,7 +284,8 @@ async def test_hostile_queries_never_raise_nor_break_the_fts_syntax(env: Env, qu
 async def test_a_hand_written_cards_hostile_title_comes_back_as_one_clean_line(env: Env) -> None:
     stores, _, ctx = env
     (stores.project.dir / "project_knowledge_evil.md").write_text(
-        '---\ntitle: "Evil\\nline\\u202e\\x1b]52;c;AAAA\\x07 # x"\nsummary: "ok\\r\\nmore"\ntype: project_knowledge\n'
+        '---\ntitle: "Evil\\nline\\u202e\\x1b]52;c;AAAA\\x07 # x"\n'
+        'summary: "ok\\r\\nmore"\ntype: project_knowledge\n'
         "---\nThe zanzibar body.\n"
     )
     r = await call(ctx, query="zanzibar")

@@ -14,8 +14,18 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel
 
+from app.agent.conversation.blocks import (
+    Base64Source,
+    Block,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UnknownBlock,
+    parse_message,
+)
 from app.agent.conversation.messages import (
     INTERRUPTED,
     app_note,
@@ -23,8 +33,9 @@ from app.agent.conversation.messages import (
     push_message,
     restore_conversation,
 )
-from app.agent.conversation.session import Session, SessionStore
+from app.agent.conversation.session import Session
 from app.agent.conversation.session_log import SessionError
+from app.agent.conversation.session_store import SessionStore
 
 # `ws` here is an empty folder, not the shared git work tree.
 pytestmark = pytest.mark.plain_ws
@@ -35,59 +46,68 @@ def store(isolated_home: Path) -> SessionStore:
     return SessionStore()
 
 
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
+def user(text: str) -> Message:
+    return Message(role="user", content=[TextBlock(text=text)])
 
 
-def asst(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": list(blocks)}
+def asst(*blocks: Block) -> Message:
+    return Message(role="assistant", content=list(blocks))
 
 
-def text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
+def text(t: str) -> TextBlock:
+    return TextBlock(text=t)
 
 
-def tool_use(i: str, name: str = "read_file") -> dict[str, Any]:
-    return {"type": "tool_use", "id": i, "name": name, "input": {"path": "a.txt"}}
+def tool_use(i: str, name: str = "read_file") -> ToolUseBlock:
+    return ToolUseBlock(id=i, name=name, input={"path": "a.txt"})
 
 
-def result(i: str, content: str = "ok", **kw: Any) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": i, "content": content, **kw}
+def result(i: str, content: str = "ok", is_error: bool | None = None) -> ToolResultBlock:
+    return ToolResultBlock(tool_use_id=i, content=content, is_error=is_error)
 
 
-def results(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "user", "content": list(blocks)}
+def results(*blocks: Block) -> Message:
+    return Message(role="user", content=list(blocks))
+
+
+def raw(m: Message) -> dict[str, Any]:
+    """A message as the session file's JSON holds it."""
+    return m.model_dump(mode="json")
+
+
+def raw_note(t: str) -> dict[str, Any]:
+    return app_note(t).model_dump(mode="json")
+
+
+def old_user(t: str) -> dict[str, Any]:
+    """A user message as versions before content blocks wrote it: its text as a str."""
+    return {"role": "user", "content": t}
 
 
 def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_bytes().splitlines()]
 
 
-def assert_valid(messages: list[dict[str, Any]]) -> None:
+def assert_valid(messages: list[Message]) -> None:
     """What the Messages API needs: user first, roles alternate, every tool_use answered right after."""
     if not messages:
         return
-    assert messages[0]["role"] == "user"
+    assert messages[0].role == "user"
     for a, b in itertools.pairwise(messages):
-        assert a["role"] != b["role"], messages
+        assert a.role != b.role, messages
     for i, m in enumerate(messages):
-        content = m["content"]
-        assert content, m
-        blocks = [text(content)] if isinstance(content, str) else content
+        blocks = m.content
+        assert blocks, m
         for b in blocks:
-            if b["type"] == "text":
-                assert b["text"].strip()
-        if m["role"] == "user":
-            res = [b for b in blocks if b["type"] == "tool_result"]
+            if isinstance(b, TextBlock):
+                assert b.text.strip()
+        if m.role == "user":
+            res = m.tool_results()
             assert blocks[: len(res)] == res, "tool results come first"
-            prev_ids = (
-                [b["id"] for b in messages[i - 1]["content"] if b["type"] == "tool_use"]
-                if i > 0 and isinstance(messages[i - 1]["content"], list)
-                else []
-            )
-            assert sorted(b["tool_use_id"] for b in res) == sorted(prev_ids), messages
+            prev_ids = [b.id for b in messages[i - 1].tool_uses()] if i > 0 else []
+            assert sorted(b.tool_use_id for b in res) == sorted(prev_ids), messages
         else:
-            ids = [b["id"] for b in blocks if b["type"] == "tool_use"]
+            ids = [b.id for b in m.tool_uses()]
             if ids:
                 assert i + 1 < len(messages), "a tool_use is never left without a result"
 
@@ -139,11 +159,13 @@ def test_round_trip(store: SessionStore, ws: Path) -> None:
         asst(text("Reading it."), tool_use("t1"), tool_use("t2", "grep")),
         results(result("t1", "line one\u2028still line one\nline two"), result("t2", "boom", is_error=True)),
         asst(text("Done: caf\u00e9 \U0001f600 \udcff")),
-        {
-            "role": "user",
-            "content": [text("thanks"), {"type": "image", "source": {"type": "base64", "data": "x"}}],
-        },
-        {"role": "assistant", "content": "You're welcome."},
+        results(
+            text("thanks"),
+            ImageBlock(source=Base64Source(media_type="image/png", data="iVBORw0KGgo=")),
+            # A block this version does not read (an image without its media type) is kept as sent.
+            UnknownBlock(type="image", source={"type": "base64", "data": "x"}),
+        ),
+        asst(text("You're welcome.")),
     ]
     with store.create(ws, model="m1") as s:
         n = s.begin_turn("read a.txt")
@@ -156,7 +178,7 @@ def test_round_trip(store: SessionStore, ws: Path) -> None:
         s.end_turn("completed")
         live = s.messages
     # A lone surrogate could never be sent again: it is stored as U+FFFD.
-    expected = json.loads(json.dumps(convo).replace("\\udcff", "\\ufffd"))
+    expected = [*convo[:3], asst(text("Done: caf\u00e9 \U0001f600 \ufffd")), *convo[4:]]
     assert live == expected
     with store.open(s.id) as r:
         assert r.messages == expected
@@ -169,26 +191,30 @@ def test_round_trip(store: SessionStore, ws: Path) -> None:
     assert all(b < 0x80 for b in s.path.read_bytes())
 
 
-def test_append_takes_a_snapshot_and_accepts_sdk_models(store: SessionStore, ws: Path) -> None:
-    class Block(BaseModel):
-        type: str = "text"
-        text: str
-        citations: list[str] | None = None
-
-    msg: dict[str, Any] = {"role": "user", "content": [Block(text="hi")]}
+def test_append_takes_a_snapshot_and_keeps_fields_the_api_adds(store: SessionStore, ws: Path) -> None:
+    msg, notes = parse_message(
+        {"role": "user", "content": [{"type": "text", "text": "hi", "citations": None}]}
+    )
+    assert msg is not None and notes == []
     with store.create(ws) as s:
         s.append(msg)
-        msg["content"].append(text("later"))
-        assert s.messages == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+        msg.content.append(text("later"))
+        assert s.messages == [Message(role="user", content=[TextBlock(text="hi", citations=None)])]
+        assert records(s.path)[-1]["message"] == {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi", "citations": None}],
+        }
 
 
 @pytest.mark.parametrize(
     "bad", [{"role": "system", "content": "x"}, {"role": "user"}, {"role": "user", "content": {"a": 1}}, "hi"]
 )
-def test_append_rejects_what_is_not_a_message(store: SessionStore, ws: Path, bad: Any) -> None:
+def test_what_is_not_a_message_never_becomes_one(store: SessionStore, ws: Path, bad: Any) -> None:
+    message, notes = parse_message(bad)
+    assert message is None and notes
     with store.create(ws) as s:
         with pytest.raises(ValueError):
-            s.append(bad)
+            s.append(Message.model_validate(bad))
         assert [r["type"] for r in records(s.path)] == ["meta"]
 
 
@@ -281,7 +307,7 @@ def test_list_newest_first_with_title_and_turns(store: SessionStore, ws: Path, t
     a = store.create(ws)
     a.begin_turn(long)
     a.append(user("<memory-update>\n+ a line\n</memory-update>\n" + long))
-    a.append({"role": "assistant", "content": "ok"})
+    a.append(asst(text("ok")))
     a.end_turn("completed")
     a.begin_turn("second")
     a.end_turn("cancelled")
@@ -326,12 +352,12 @@ def test_dangling_tool_use_gets_interrupted_results_on_load(store: SessionStore,
     s._fd = None
 
     r = store.open(s.id)
-    assert r.messages[-1] == {
+    assert raw(r.messages[-1]) == {
         "role": "user",
         "content": [
             {"type": "tool_result", "tool_use_id": "t1", "content": INTERRUPTED, "is_error": True},
             {"type": "tool_result", "tool_use_id": "t2", "content": INTERRUPTED, "is_error": True},
-            app_note("this turn was interrupted by the app (PseudoClaude stopped before the turn ended)"),
+            raw_note("this turn was interrupted by the app (PseudoClaude stopped before the turn ended)"),
         ],
     }
     assert_valid(r.messages)
@@ -343,9 +369,9 @@ def test_dangling_tool_use_gets_interrupted_results_on_load(store: SessionStore,
     # The next turn's words join the trailing user message; the turn's messages include them.
     r.begin_turn("try again")
     r.append(user("try again"))
-    assert len(r.messages) == 3 and r.messages[-1]["content"][-1] == text("try again")
+    assert len(r.messages) == 3 and r.messages[-1].content[-1] == text("try again")
     assert r.messages[r.turn_start :] == [r.messages[-1]]
-    r.append({"role": "assistant", "content": "Trying."})
+    r.append(asst(text("Trying.")))
     r.end_turn("completed")
     r.close()
     with store.open(s.id) as restored:
@@ -361,7 +387,7 @@ def test_cancelled_turn_keeps_completed_results_and_marks_the_rest(store: Sessio
         s.append(asst(tool_use("t2")))
         s.end_turn("cancelled")
         assert s.messages[-1] == results(
-            {"type": "tool_result", "tool_use_id": "t2", "content": INTERRUPTED, "is_error": True},
+            result("t2", INTERRUPTED, is_error=True),
             app_note("this turn was interrupted by the app (the user cancelled it)"),
         )
         assert s.messages[2] == results(result("t1", "done"))
@@ -389,12 +415,12 @@ def test_trailing_tool_results_are_kept(store: SessionStore, ws: Path) -> None:
 def test_truncated_last_line_is_dropped_with_a_warning(store: SessionStore, ws: Path) -> None:
     s = store.create(ws)
     s.append(user("one"))
-    s.append({"role": "assistant", "content": "two"})
+    s.append(asst(text("two")))
     s.close()
     with open(s.path, "ab") as f:
         f.write(b'{"type":"message","message":{"role":"user","con')
     r = store.open(s.id)
-    assert r.messages == [user("one"), {"role": "assistant", "content": "two"}]
+    assert r.messages == [user("one"), asst(text("two"))]
     assert r.warnings == [f"{s.id}.jsonl:4: dropped an incomplete last line (interrupted write)"]
     r.append(user("three"))
     r.close()
@@ -412,9 +438,9 @@ def test_complete_but_unterminated_last_line_is_kept(store: SessionStore, ws: Pa
     s.path.write_bytes(data.rstrip(b"\n"))
     with store.open(s.id) as r:
         assert r.messages == [user("one")] and r.warnings == []
-        r.append({"role": "assistant", "content": "two"})
+        r.append(asst(text("two")))
     with store.open(s.id) as r:
-        assert r.messages == [user("one"), {"role": "assistant", "content": "two"}] and r.warnings == []
+        assert r.messages == [user("one"), asst(text("two"))] and r.warnings == []
 
 
 def test_corrupt_lines_are_skipped_and_counted(store: SessionStore, ws: Path) -> None:
@@ -425,7 +451,7 @@ def test_corrupt_lines_are_skipped_and_counted(store: SessionStore, ws: Path) ->
         f.write(b"this is not json\n[1, 2]\n\xff\xfe\n")
         f.write(b'{"type":"message","message":{"role":"assistant","content":"two"}}\n')
     with store.open(s.id) as r:
-        assert r.messages == [user("one"), {"role": "assistant", "content": "two"}]
+        assert r.messages == [user("one"), asst(text("two"))]
         assert [w.split(": ")[0] for w in r.warnings] == [f"{s.id}.jsonl:{n}" for n in (3, 4, 5)]
 
 
@@ -453,7 +479,7 @@ def test_symlinked_session_file_is_refused(store: SessionStore, ws: Path, tmp_pa
 
 
 def test_consecutive_user_messages_merge_with_results_first() -> None:
-    conv: list[dict[str, Any]] = []
+    conv: list[Message] = []
     push_message(conv, user("go"))
     push_message(conv, asst(tool_use("t1")))
     push_message(conv, results(text("note"), result("t1")))
@@ -475,20 +501,20 @@ def test_orphan_and_duplicate_results_are_dropped() -> None:
 
 def test_assistant_after_an_unanswered_tool_call_gets_results_between() -> None:
     conv, _ = restore_conversation([user("go"), asst(tool_use("t1")), asst(text("lost the results"))])
-    assert [m["role"] for m in conv] == ["user", "assistant", "user", "assistant"]
-    assert conv[2]["content"][0]["content"] == INTERRUPTED
-    conv, _ = restore_conversation([user("go"), asst(text("a")), {"role": "assistant", "content": "b"}])
+    assert [m.role for m in conv] == ["user", "assistant", "user", "assistant"]
+    assert conv[2].content[0] == result("t1", INTERRUPTED, is_error=True)
+    conv, _ = restore_conversation([user("go"), asst(text("a")), asst(text("b"))])
     assert conv == [user("go"), asst(text("a"), text("b"))]
 
 
 def test_empty_and_invalid_messages_are_dropped() -> None:
+    assert parse_message({"role": "tool", "content": "x"})[0] is None
     conv, notes = restore_conversation(
         [
             asst(text("before any user")),
             user("   "),
             user("go"),
-            {"role": "assistant", "content": [text(""), text("  ")]},
-            {"role": "tool", "content": "x"},
+            asst(text(""), text("  ")),
             asst(text("ok"), result("t9")),
         ]
     )
@@ -502,13 +528,13 @@ _texts = st.text(min_size=1, max_size=12).filter(lambda t: bool(t.strip()))
 
 
 @st.composite
-def conversations(draw: st.DrawFn) -> list[list[dict[str, Any]]]:
+def conversations(draw: st.DrawFn) -> list[list[Message]]:
     """Turns of a valid conversation: user, then tool rounds, then usually a final answer."""
     ids = itertools.count()
-    turns: list[list[dict[str, Any]]] = []
+    turns: list[list[Message]] = []
     for _ in range(draw(st.integers(1, 3))):
         first = draw(_texts)
-        turn: list[dict[str, Any]] = [user(first) if draw(st.booleans()) else results(text(first))]
+        turn: list[Message] = [user(first) if draw(st.booleans()) else results(text(first))]
         for _ in range(draw(st.integers(0, 3))):
             calls = [f"toolu_{next(ids)}" for _ in range(draw(st.integers(1, 3)))]
             lead = [text(draw(_texts))] if draw(st.booleans()) else []
@@ -521,7 +547,7 @@ def conversations(draw: st.DrawFn) -> list[list[dict[str, Any]]]:
 
 @given(conversations(), st.floats(0, 1))
 def test_any_cut_of_a_session_file_restores_to_a_valid_conversation(
-    turns: list[list[dict[str, Any]]], where: float
+    turns: list[list[Message]], where: float
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(os.path.realpath(tmp))
@@ -552,13 +578,11 @@ def test_any_cut_of_a_session_file_restores_to_a_valid_conversation(
             assert restored[:k] == original[:k]
             last = restored[-1]
             # A turn cut by the crash is closed by the app's note, which is not the original's.
-            blocks = last["content"] if isinstance(last["content"], list) else [text(last["content"])]
-            core = [b for b in blocks if not is_app_note(b)]
-            orig = original[k]["content"]
+            core = [b for b in last.content if not is_app_note(b)]
             assert (
                 last == original[k]
-                or core == (orig if isinstance(orig, list) else [text(orig)])
-                or all(b.get("content") == INTERRUPTED for b in core)
+                or core == original[k].content
+                or all(isinstance(b, ToolResultBlock) and b.content == INTERRUPTED for b in core)
             )
         # The repairs are in the file: it replays to the same conversation, without warnings.
         with store.open(s.id) as again:
@@ -575,16 +599,18 @@ def test_failed_turn_without_a_response_is_logged_but_left_out_of_the_next_reque
     with store.create(ws) as s:
         s.begin_turn("first")
         s.append(user("first"))
-        s.append({"role": "assistant", "content": "First answer."})
+        s.append(asst(text("First answer.")))
         s.end_turn("completed")
         s.begin_turn("this request is refused")
         s.append(user("this request is refused"))
         s.end_turn("error", message="the API refused the request (400): too long")
-        assert s.messages == [user("first"), {"role": "assistant", "content": "First answer."}]
-        assert "[error" not in json.dumps(s.messages)
+        assert s.messages == [user("first"), asst(text("First answer."))]
+        assert "[error" not in json.dumps([raw(m) for m in s.messages])
     recs = records(s.path)
     assert recs[-1]["type"] == "turn_end" and recs[-1]["status"] == "error" and recs[-1]["dropped"] is True
-    assert any(r.get("message") == user("this request is refused") for r in recs), "the log keeps the turn"
+    assert any(r.get("message") == raw(user("this request is refused")) for r in recs), (
+        "the log keeps the turn"
+    )
     with store.open(s.id) as r:
         assert r.messages == s.messages and r.warnings == []
 
@@ -598,7 +624,7 @@ def test_failed_turn_with_completed_tool_calls_is_closed_by_the_apps_note_not_th
         s.append(asst(tool_use("t1")))
         s.append(results(result("t1", "done")))
         s.end_turn("error", message="cannot connect to the API")
-        assert [m["role"] for m in s.messages] == ["user", "assistant", "user"]
+        assert [m.role for m in s.messages] == ["user", "assistant", "user"]
         assert s.messages[-1] == results(
             result("t1", "done"), app_note("this turn was interrupted by the app (cannot connect to the API)")
         )
@@ -614,22 +640,23 @@ def test_old_session_with_error_stored_as_the_models_answer_is_repaired_on_load(
     s.close()
     lines = [
         {"type": "turn_start", "turn": 1, "text": "hi"},
-        {"type": "message", "message": user("hi")},
-        {"type": "message", "message": asst(text("[error: the API refused the request (400): bad]"))},
+        {"type": "message", "message": old_user("hi")},
+        {"type": "message", "message": raw(asst(text("[error: the API refused the request (400): bad]")))},
         {"type": "turn_end", "turn": 1, "status": "error"},
         {"type": "turn_start", "turn": 2, "text": "go"},
-        {"type": "message", "message": user("go")},
-        {"type": "message", "message": asst(tool_use("t1"))},
-        {"type": "message", "message": results(result("t1", "done"))},
-        {"type": "message", "message": asst(text("[max_iterations: stopped after 1 model requests]"))},
+        {"type": "message", "message": old_user("go")},
+        {"type": "message", "message": raw(asst(tool_use("t1")))},
+        {"type": "message", "message": raw(results(result("t1", "done")))},
+        {"type": "message", "message": raw(asst(text("[max_iterations: stopped after 1 model requests]")))},
         {"type": "turn_end", "turn": 2, "status": "max_iterations"},
     ]
     with open(s.path, "a") as f:
         f.writelines(json.dumps(rec) + "\n" for rec in lines)
     with store.open(s.id) as r:
-        assert "[error" not in json.dumps(r.messages) and "[max_iterations" not in json.dumps(r.messages)
-        assert [m["role"] for m in r.messages] == ["user", "assistant", "user"]
-        assert r.messages[0] == user("go") and is_app_note(r.messages[-1]["content"][-1])
+        dumped = json.dumps([raw(m) for m in r.messages])
+        assert "[error" not in dumped and "[max_iterations" not in dumped
+        assert [m.role for m in r.messages] == ["user", "assistant", "user"]
+        assert r.messages[0] == user("go") and is_app_note(r.messages[-1].content[-1])
         assert_valid(r.messages)
 
 
@@ -653,23 +680,33 @@ def test_session_with_lone_surrogates_loads_repaired_and_stays_usable(store: Ses
     with open(s.path, "a") as f:
         f.writelines(line + "\n" for line in lines)
     with store.open(s.id) as r:
-        dumped = json.dumps(r.messages, ensure_ascii=False)
+        dumped = json.dumps([raw(m) for m in r.messages], ensure_ascii=False)
         dumped.encode("utf-8")  # what the SDK does: no UnicodeEncodeError any more
         assert "bad\ufffdname.txt" in dumped and r.title == "list \ufffd"
         assert any("surrogate" in w for w in r.warnings)
         r.begin_turn("more \udcff")
         r.append(user("more \udcff"))
-        assert r.messages[-1]["content"] == "more \ufffd"
+        assert r.messages[-1].content == [text("more \ufffd")]
 
 
-def test_push_message_replaces_lone_surrogates_everywhere() -> None:
-    conv: list[dict[str, Any]] = []
-    push_message(conv, user("a\udcffb"))
-    push_message(
-        conv, asst({"type": "tool_use", "id": "t\udc80", "name": "x\ud800", "input": {"k\udcff": "v\udcff"}})
-    )
-    json.dumps(conv, ensure_ascii=False).encode("utf-8")
-    assert conv[1]["content"][0]["input"] == {"k\ufffd": "v\ufffd"}
+def test_a_message_read_from_json_has_lone_surrogates_replaced_everywhere() -> None:
+    conv: list[Message] = []
+    for value in (
+        old_user("a\udcffb"),
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t\udc80", "name": "x\ud800", "input": {"k\udcff": "v\udcff"}}
+            ],
+        },
+    ):
+        message, notes = parse_message(value)
+        assert message is not None and notes == [
+            "replaced undecodable characters (lone surrogates) with U+FFFD"
+        ]
+        push_message(conv, message)
+    json.dumps([raw(m) for m in conv], ensure_ascii=False).encode("utf-8")
+    assert conv[1].content[0] == ToolUseBlock(id="t\ufffd", name="x\ufffd", input={"k\ufffd": "v\ufffd"})
 
 
 def test_old_session_whose_crashed_turn_was_closed_as_the_models_words_is_repaired(
@@ -680,19 +717,19 @@ def test_old_session_whose_crashed_turn_was_closed_as_the_models_words_is_repair
     # Before the turn rules, the next run closed a crashed turn with an *assistant* "[interrupted]".
     lines = [
         {"type": "turn_start", "turn": 1, "text": "go"},
-        {"type": "message", "message": user("go")},
-        {"type": "message", "message": asst(tool_use("t1"))},
-        {"type": "message", "message": results(result("t1", "done"))},
-        {"type": "message", "message": asst(text("[interrupted]"))},
+        {"type": "message", "message": old_user("go")},
+        {"type": "message", "message": raw(asst(tool_use("t1")))},
+        {"type": "message", "message": raw(results(result("t1", "done")))},
+        {"type": "message", "message": raw(asst(text("[interrupted]")))},
         {"type": "turn_start", "turn": 2, "text": "next"},
-        {"type": "message", "message": user("next")},
+        {"type": "message", "message": old_user("next")},
         {"type": "message", "message": {"role": "assistant", "content": "Answer."}},
         {"type": "turn_end", "turn": 2, "status": "completed"},
     ]
     with open(s.path, "a") as f:
         f.writelines(json.dumps(rec) + "\n" for rec in lines)
     with store.open(s.id) as r:
-        assert [m["role"] for m in r.messages] == ["user", "assistant", "user", "assistant"]
-        assert is_app_note(r.messages[2]["content"][1]) and r.messages[2]["content"][-1] == text("next")
-        assert "[interrupted]" not in json.dumps([m for m in r.messages if m["role"] == "assistant"])
+        assert [m.role for m in r.messages] == ["user", "assistant", "user", "assistant"]
+        assert is_app_note(r.messages[2].content[1]) and r.messages[2].content[-1] == text("next")
+        assert "[interrupted]" not in json.dumps([raw(m) for m in r.messages if m.role == "assistant"])
         assert_valid(r.messages)

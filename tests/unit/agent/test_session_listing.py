@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from app.agent.conversation import session_log as session_module
-from app.agent.conversation.session import Session, SessionStore
-from app.agent.conversation.session_log import COMPACTION_MARK
+from app.agent.conversation.blocks import Message, TextBlock
+from app.agent.conversation.session import Session
+from app.agent.conversation.session_log import CompactionMark
+from app.agent.conversation.session_store import SessionStore
 
 # `ws` here is an empty folder, not the shared git work tree.
 pytestmark = pytest.mark.plain_ws
@@ -22,12 +23,12 @@ def store(isolated_home: Path) -> SessionStore:
     return SessionStore()
 
 
-def user(t: str) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "text", "text": t}]}
+def user(t: str) -> Message:
+    return Message(role="user", content=[TextBlock(text=t)])
 
 
-def asst(t: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": t}]}
+def asst(t: str) -> Message:
+    return Message(role="assistant", content=[TextBlock(text=t)])
 
 
 def turn(s: Session, n: int) -> None:
@@ -37,14 +38,14 @@ def turn(s: Session, n: int) -> None:
     s.end_turn("completed")
 
 
-def words(items: list[dict[str, Any]]) -> list[str]:
+def words(items: list[Message | CompactionMark]) -> list[str]:
     """Each message's text, and "|" for a compaction marker."""
     out = []
     for m in items:
-        if m.get("type") == COMPACTION_MARK:
+        if isinstance(m, CompactionMark):
             out.append("|")
         else:
-            out.append(" ".join(b["text"] for b in m["content"] if b.get("type") == "text"))
+            out.append(" ".join(b.text for b in m.content if isinstance(b, TextBlock)))
     return out
 
 
@@ -88,7 +89,7 @@ def test_a_restored_compacted_session_keeps_the_turns_before_each_boundary_to_sh
             "question 5",
             "answer 5",
         ]
-        assert [m["summarised"] for m in again.earlier if m.get("type") == COMPACTION_MARK] == [4, 2]
+        assert [m.summarised for m in again.earlier if isinstance(m, CompactionMark)] == [4, 2]
         assert again.earlier_left_out == 0
 
 

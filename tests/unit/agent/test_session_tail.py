@@ -11,17 +11,20 @@ from typing import Any
 import pytest
 
 from app.agent.conversation import session_log
-from app.agent.conversation.session import Session, SessionStore
+from app.agent.conversation.blocks import Message, TextBlock
+from app.agent.conversation.records import Record
+from app.agent.conversation.session import Session
+from app.agent.conversation.session_store import SessionStore
 
 pytestmark = pytest.mark.plain_ws
 
 
-def user(t: str) -> dict[str, Any]:
-    return {"role": "user", "content": t}
+def user(t: str) -> Message:
+    return Message(role="user", content=[TextBlock(text=t)])
 
 
-def asst(t: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": t}]}
+def asst(t: str) -> Message:
+    return Message(role="assistant", content=[TextBlock(text=t)])
 
 
 def turns(s: Session, first: int, n: int) -> None:
@@ -103,7 +106,7 @@ def cost(sid: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     counts = [0, 0]
     record, pread = session_log.Replayed.record, os.pread
 
-    def counted_record(self: session_log.Replayed, lineno: int, rec: dict[str, Any]) -> None:
+    def counted_record(self: session_log.Replayed, lineno: int, rec: Record) -> None:
         counts[0] += 1
         record(self, lineno, rec)
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.agent.conversation.blocks import TextBlock, ToolUseBlock
 from app.agent.model.provider import TextDelta, ToolUseArgs, ToolUseStart, _Accumulated, _sse_events
 
 STREAM = (
@@ -100,7 +101,4 @@ def test_a_text_and_a_tool_call_are_accumulated_into_blocks() -> None:
     assert done.input == {"cmd": "ls"}  # type: ignore[attr-defined]
     acc.take({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}})
     assert acc.stop_reason == "tool_use" and acc.usage.input_tokens == 3 and acc.usage.output_tokens == 9
-    assert acc.blocks() == [
-        {"type": "text", "text": "Hi"},
-        {"type": "tool_use", "id": "t1", "name": "bash", "input": {"cmd": "ls"}},
-    ]
+    assert acc.blocks() == [TextBlock(text="Hi"), ToolUseBlock(id="t1", name="bash", input={"cmd": "ls"})]

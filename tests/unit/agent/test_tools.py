@@ -16,19 +16,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.agent.permissions.gate import Gate, Mode, PermissionDecision
+from app.agent.permissions.rules import PermissionRules
 from app.agent.tools import (
-    READ_ONLY_TOOLS,
-    TOOL_SPECS,
-    AllowListGate,
-    PermissionDecision,
-    PermissionGate,
+    BUILTIN_TOOLS,
     ToolContext,
     ToolResult,
     api_tools,
     files,
     globs,
-    needs_permission,
-    parse_allow_tools,
     run_tool,
     search,
     shell,
@@ -100,7 +96,7 @@ def one_line_error(r: ToolResult) -> str:
 def test_api_tools_names_exactly_the_ten_in_order() -> None:
     tools = api_tools()
     assert [t["name"] for t in tools] == ORDER
-    assert list(TOOL_SPECS) == ORDER
+    assert BUILTIN_TOOLS.names() == ORDER
     for t in tools:
         assert set(t) == {"name", "description", "input_schema"}
         assert len(t["description"]) > 80
@@ -116,7 +112,7 @@ def test_input_schemas_match_the_contract() -> None:
 
 
 def test_api_tools_subset_in_contract_order_and_fresh_copies() -> None:
-    sub = api_tools(READ_ONLY_TOOLS)
+    sub = api_tools(BUILTIN_TOOLS.read_only().names())
     assert [t["name"] for t in sub] == [
         "read_file",
         "list_files",
@@ -132,7 +128,7 @@ def test_api_tools_subset_in_contract_order_and_fresh_copies() -> None:
 
 
 def test_kinds_read_only_and_permission() -> None:
-    assert READ_ONLY_TOOLS == {
+    assert set(BUILTIN_TOOLS.read_only().names()) == {
         "read_file",
         "list_files",
         "grep",
@@ -140,19 +136,19 @@ def test_kinds_read_only_and_permission() -> None:
         "search_memory",
         "read_result",
     }
-    assert {n for n in ORDER if needs_permission(n)} == {"write_file", "edit_file", "bash"}
-    assert not needs_permission("task") and not needs_permission("unknown")
-    assert {n: s.kind for n, s in TOOL_SPECS.items()} == {
+    assert {t.name for t in BUILTIN_TOOLS if t.asks} == {"write_file", "edit_file", "bash"}
+    assert BUILTIN_TOOLS.get("unknown") is None
+    assert {t.name: t.kind for t in BUILTIN_TOOLS} == {
         "read_file": "read",
         "list_files": "read",
         "grep": "read",
         "write_file": "write",
         "edit_file": "write",
         "bash": "execute",
-        "read_memory": "read",
-        "search_memory": "read",
+        "read_memory": "memory",
+        "search_memory": "memory",
         "read_result": "read",
-        "task": "agent",
+        "task": "interaction",
     }
 
 
@@ -1068,25 +1064,33 @@ async def test_read_memory_pages_a_long_note_of_the_real_store(tmp_path: Path) -
 # -- gates -------------------------------------------------------------------------------------
 
 
-async def test_allow_list_gate() -> None:
-    gate = AllowListGate(["bash"])
-    assert isinstance(gate, PermissionGate)
-    assert await gate.decide("bash", {"command": "ls"}) == PermissionDecision(True)
-    for name in ("read_file", "list_files", "grep", "read_memory", "task"):
-        assert (await gate.decide(name, {})).allowed
-    d = await gate.decide("write_file", {"path": "x", "content": ""})
+async def test_a_mode_allow_list_lets_the_tools_it_names_run_and_refuses_the_rest_without_a_window(
+    ctx: ToolContext, ws: Path
+) -> None:
+    gate = Gate(PermissionRules(workspace=ws), mode=Mode(allowed={"bash"}))
+
+    async def decide(name: str, **inp: object) -> PermissionDecision:
+        tool = BUILTIN_TOOLS.get(name)
+        assert tool is not None
+        return await gate.decide(tool, tool.parse(inp), ctx=ctx)
+
+    assert await decide("bash", command="ls") == PermissionDecision(True)
+    for name, inp in (
+        ("read_file", {"path": "a"}),
+        ("list_files", {}),
+        ("grep", {"pattern": "x"}),
+        ("read_memory", {"level": "user", "filename": "a.md"}),
+        ("task", {"description": "d", "prompt": "p"}),
+    ):
+        assert (await decide(name, **inp)).allowed, name
+    d = await decide("write_file", path="x", content="")
     assert not d.allowed
     assert d.reason == (
-        "write_file was denied: print mode allows only the tools named in --allow-tools (write_file is not)"
+        "write_file was denied: print mode runs it only when a rule or --allow-tools allows it "
+        "(no rule matches this write_file call)"
     )
-    assert not (await AllowListGate([]).decide("edit_file", {})).allowed
-
-
-def test_parse_allow_tools() -> None:
-    assert parse_allow_tools("bash,write_file") == {"bash", "write_file"}
-    assert parse_allow_tools(" bash , edit_file ,") == {"bash", "edit_file"}
-    assert parse_allow_tools("") == frozenset()
-    with pytest.raises(ValueError) as e:
-        parse_allow_tools("bash,shell")
-    msg = str(e.value)
-    assert "\n" not in msg and "shell" in msg and all(n in msg for n in ORDER)
+    empty = Gate(PermissionRules(workspace=ws))
+    edit = BUILTIN_TOOLS.get("edit_file")
+    assert edit is not None
+    args = edit.parse({"path": "a", "old_string": "x", "new_string": "y"})
+    assert not (await empty.decide(edit, args, ctx=ctx)).allowed

@@ -11,19 +11,24 @@ from typing import Any
 
 import pytest
 
-from app.agent.memory_bridge.worker_process import (
-    MAX_OUTCOME_BYTES,
-    MAX_RESTARTS,
-    WorkerProcess,
-    describe_exit,
-    outcome_line,
-    parse_outcome,
-    parse_usage,
+from app.agent.memory_bridge.worker_process import MAX_RESTARTS, WorkerProcess, describe_exit
+from app.agent.memory_bridge.worker_wire import (
+    MAX_LINE_BYTES,
+    ModeMsg,
+    OutcomeMsg,
+    UsageMsg,
+    WakeMsg,
+    WroteMsg,
+    decode,
+    encode,
+    fits,
+    outcome_msg,
 )
 from app.agent.model.provider import Usage
 from memory.constants import WORKER_EXIT_BUSY, Action, Level, MemoryMode
 from memory.events import JobApplied, JobFailed, JobHeld, JobQueued, JobRetrying, MemoryEvent
 from memory.model import AppliedOp, Rejection
+from memory.store.journal import OWN_WRITES, OwnWrites
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -38,6 +43,7 @@ class _Worker:
 
 class _Manager:
     def __init__(self) -> None:
+        self.announced_writes = OwnWrites(OWN_WRITES)
         self.mode = MemoryMode.AUTO
         self.completion: object | None = object()
         self.worker = _Worker()
@@ -161,15 +167,18 @@ async def test_wake_and_mode_reach_the_childs_stdin_and_stop_closes_it(tmp_path:
     sup.set_mode(MemoryMode.REVIEW)
     await sup.stop(timeout=20)  # stdin's end: the child finishes by itself
     assert sup.proc is not None and sup.proc.poll() == 0
-    assert out.read_text() == "wake\nmode review\n"
+    assert out.read_text() == f"{encode(WakeMsg())}\n{encode(ModeMsg(mode=MemoryMode.REVIEW))}\n"
 
 
 async def test_the_childs_usage_lines_are_counted_and_nothing_else(tmp_path: Path) -> None:
     seen: list[tuple[str, Usage]] = []
-    code = (
-        'print(\'hello\'); print(\'usage {"model": "m", "input_tokens": 5, "output_tokens": 2}\'); '
-        'print(\'usage {"model": "m", "input_tokens": -1}\'); print(\'usage not json\')'
-    )
+    lines = [
+        "hello",
+        encode(UsageMsg(model="m", input_tokens=5, output_tokens=2)),
+        '{"kind": "usage", "model": "m", "input_tokens": -1}',
+        '{"kind": "usage", not json',
+    ]
+    code = _printing(tmp_path, lines)
     sup = WorkerProcess(
         _Manager(),
         lambda mode: _child(code),
@@ -186,16 +195,19 @@ async def test_the_childs_usage_lines_are_counted_and_nothing_else(tmp_path: Pat
 @pytest.mark.parametrize(
     "raw",
     [
-        b"usage {}",
-        b'usage {"model": 3}',
-        b'usage {"model": "m", "output_tokens": true}',
-        b"usage [1]",
-        b"usag",
-        b"usage " + b"x" * 5000,
+        b'{"kind": "usage"}',
+        b'{"kind": "usage", "model": 3}',
+        b'{"kind": "usage", "model": "m", "output_tokens": true}',
+        b'{"kind": "usage", "model": "m", "input_tokens": "5"}',
+        b'{"kind": "usage", "model": "m", "more": 1}',
+        b'{"kind": "usage", "model": "' + b"x" * 5000 + b'"}',
+        b'[{"kind": "usage", "model": "m"}]',
+        b'"usage"',
+        b"usage",
     ],
 )
 def test_hostile_usage_lines_are_ignored(raw: bytes) -> None:
-    assert parse_usage(raw) is None
+    assert decode(raw) is None
 
 
 def test_exits_are_described() -> None:
@@ -214,10 +226,8 @@ async def test_the_childs_stderr_goes_to_its_log_never_to_the_terminal(
 
 
 async def test_the_childs_store_writes_become_the_apps_own(tmp_path: Path) -> None:
-    from memory.store.journal import OWN_WRITES
-
     card = tmp_path / "card.md"
-    code = f"import json; print('wrote ' + json.dumps({{'path': {str(card)!r}, 'sha': 'abc'}}))"
+    code = f"print({encode(WroteMsg.of(str(card), 'abc'))!r})"
     sup = _supervisor(tmp_path, code, [])
     await sup.check()
     await _exited(sup)
@@ -263,7 +273,7 @@ async def _run_to_end(sup: WorkerProcess) -> None:
 
 async def test_a_batch_of_the_childs_writes_is_the_watchers_only(tmp_path: Path) -> None:
     # The child's writes silence the app's watcher; the batch reaches the app as its outcome line.
-    lines = [f'wrote {{"path": "{tmp_path / n}", "sha": "abc"}}' for n in ("a.md", "b.md", "MEMORY.md")]
+    lines = [encode(WroteMsg.of(str(tmp_path / n), "abc")) for n in ("a.md", "b.md", "MEMORY.md")]
     sup = _supervisor(tmp_path, _printing(tmp_path, lines), [])
     await _run_to_end(sup)
     assert sup.writes.is_own(tmp_path / "b.md", "abc")
@@ -271,7 +281,7 @@ async def test_a_batch_of_the_childs_writes_is_the_watchers_only(tmp_path: Path)
 
 
 async def test_each_outcome_line_of_the_child_is_announced_once_as_the_same_event(tmp_path: Path) -> None:
-    lines = [line for e in OUTCOMES if (line := outcome_line(e)) is not None]
+    lines = [encode(msg) for e in OUTCOMES if (msg := outcome_msg(e)) is not None]
     assert len(lines) == len(OUTCOMES)
     sup = _supervisor(tmp_path, _printing(tmp_path, lines), [])
     await _run_to_end(sup)
@@ -281,65 +291,69 @@ async def test_each_outcome_line_of_the_child_is_announced_once_as_the_same_even
 async def test_malformed_and_oversized_outcome_lines_are_ignored_and_the_next_line_still_read(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    good = outcome_line(APPLIED)
-    assert good is not None
+    good = encode(OutcomeMsg(event=APPLIED))
     lines = [
-        "outcome {not json",
-        "outcome " + "x" * (MAX_OUTCOME_BYTES + 10),
-        'outcome {"event": {"kind": "queued", "job_id": "x"}}',
-        "outcome " + good[len("outcome ") : -1] + ', "extra": 1}',
+        '{"kind": "outcome", not json',
+        '{"kind": "outcome", "event": "' + "x" * (MAX_LINE_BYTES + 10) + '"}',
+        '{"kind": "outcome", "event": {"kind": "queued", "job_id": "x"}}',
+        good[:-1] + ', "extra": 1}',
         good,
     ]
     sup = _supervisor(tmp_path, _printing(tmp_path, lines), [])
     await _run_to_end(sup)
     assert sup.manager.announced == [APPLIED]  # type: ignore[attr-defined]
-    said = [r.getMessage() for r in caplog.records if "outcome line" in r.getMessage()]
-    assert len(said) == 4 and any("ignored" in m and str(MAX_OUTCOME_BYTES) in m for m in said)
+    said = [r.getMessage() for r in caplog.records if "memory worker wire" in r.getMessage()]
+    assert len(said) == 4 and any("ignored" in m and str(MAX_LINE_BYTES) in m for m in said)
     assert all(len(m) < 400 for m in said)  # the log says it in a line, never the line itself
 
 
 @pytest.mark.parametrize(
     "raw",
     [
-        b"outcome ",
-        b"outcome {}",
-        b"outcome null",
-        b"outcome []",
-        b'outcome {"event": null}',
-        b'outcome {"event": {"kind": "queued", "job_id": "x"}}',  # not an outcome
-        b'outcome {"event": {"kind": "failed", "job_id": 7, "reason": "r"}}',
-        b'outcome {"event": {"kind": "failed", "job_id": "x"}}',
-        b'outcome {"event": {"kind": "retrying", "job_id": "x", "attempt": "1", "max_attempts": 3, "next_try_at": "", "reason": ""}}',
-        b'outcome {"event": {"kind": "applied", "job_id": "x", "applied": [{"index": 0, "action": "explode", "level": "project", "filename": "a"}]}}',
-        b'outcome {"event": {"kind": "failed", "job_id": "x", "reason": "r"}, "more": 1}',
-        b"outcome \xff\xfe",
-        b"outcome " + b"[" * 5000,
-        b"outcome " + b"x" * MAX_OUTCOME_BYTES,
+        b'{"kind": "outcome"}',
+        b"{}",
+        b"null",
+        b"[]",
+        b'{"kind": "outcome", "event": null}',
+        b'{"kind": "outcome", "event": {"kind": "queued", "job_id": "x"}}',  # not an outcome
+        b'{"kind": "outcome", "event": {"kind": "failed", "job_id": 7, "reason": "r"}}',
+        b'{"kind": "outcome", "event": {"kind": "failed", "job_id": "x"}}',
+        b'{"kind": "outcome", "event": {"kind": "retrying", "job_id": "x", "attempt": "1", '
+        b'"max_attempts": 3, "next_try_at": "", "reason": ""}}',
+        b'{"kind": "outcome", "event": {"kind": "applied", "job_id": "x", "applied": [{"index": 0, '
+        b'"action": "explode", "level": "project", "filename": "a"}]}}',
+        b'{"kind": "outcome", "event": {"kind": "failed", "job_id": "x", "reason": "r"}, "more": 1}',
+        b'{"kind": "explode", "event": {"kind": "failed", "job_id": "x", "reason": "r"}}',
+        b"\xff\xfe",
+        b'{"kind": "outcome", "event": ' + b"[" * 5000,
+        b"[" * 5000,
+        b'{"kind": "outcome", "event": "' + b"x" * MAX_LINE_BYTES + b'"}',
     ],
 )
 def test_hostile_outcome_lines_are_ignored(raw: bytes) -> None:
-    assert parse_outcome(raw) is None
+    assert decode(raw) is None
 
 
 def test_only_outcomes_have_a_line_and_never_one_the_app_would_refuse() -> None:
-    assert outcome_line(JobQueued(job_id="x")) is None
-    huge = JobFailed(job_id="x", reason="r" * MAX_OUTCOME_BYTES)
-    assert outcome_line(huge) is None
-    line = outcome_line(APPLIED)
-    assert line is not None and "\n" not in line and parse_outcome(line.encode() + b"\n") == APPLIED
+    assert outcome_msg(JobQueued(job_id="x")) is None
+    huge = JobFailed(job_id="x", reason="r" * MAX_LINE_BYTES)
+    assert not fits(encode(OutcomeMsg(event=huge)))
+    line = encode(OutcomeMsg(event=APPLIED))
+    assert fits(line) and "\n" not in line and decode(line.encode() + b"\n") == OutcomeMsg(event=APPLIED)
 
 
 @pytest.mark.parametrize(
     "raw",
     [
-        b"wrote {}",
-        b'wrote {"path": 1, "sha": "x"}',
-        b'wrote {"path": "a\\u0000b", "sha": "x"}',
-        b'wrote {"path": "a", "sha": 5}',
+        b'{"kind": "wrote"}',
+        b'{"kind": "wrote", "path": 1, "sha": "x"}',
+        b'{"kind": "wrote", "path": "a\\u0000b", "sha": "x"}',
+        b'{"kind": "wrote", "path": "", "sha": "x"}',
+        b'{"kind": "wrote", "path": "YQBi", "sha": "x"}',  # a NUL in the path's bytes
+        b'{"kind": "wrote", "path": "a", "sha": 5}',
+        b'{"kind": "wrote", "path": "a"}',
         b"wrote nope",
     ],
 )
 def test_hostile_write_lines_are_ignored(raw: bytes) -> None:
-    from app.agent.memory_bridge.worker_process import parse_write
-
-    assert parse_write(raw) is None
+    assert decode(raw) is None

@@ -51,7 +51,11 @@ def _cli_imports(source: str) -> set[str]:
 
 
 def test_the_import_reader_sees_every_spelling() -> None:
-    source = "from app.cli import output as o\ndef f():\n    from app.cli.memory.common import err\nimport app.cli.main\n"
+    source = (
+        "from app.cli import output as o\n"
+        "def f():\n    from app.cli.memory.common import err\n"
+        "import app.cli.main\n"
+    )
     assert _cli_imports(source) >= {"output", "memory.common", "main"}
 
 

@@ -300,6 +300,7 @@ def test_print_mode_says_each_dropped_citation_of_the_applied_job(capsys) -> Non
     assert out.getvalue() == ""
     assert err.getvalue().splitlines() == [
         "[memory: job j1 applied: 0 op(s), 0 rejected, 0 conflict(s)]",
-        "[memory: job j1: op 0: citation '../outside' dropped: '../outside' leaves the workspace through '..']",
+        "[memory: job j1: op 0: citation '../outside' dropped: "
+        "'../outside' leaves the workspace through '..']",
         "[memory: job j1: op 2: citation '.git/config' dropped: inside .git/ second line]",
     ]

@@ -187,7 +187,8 @@ def test_an_untrusted_project_store_is_refused_with_the_way_out(cli, ws: Path, t
     store = ws / ".PseudoClaude" / "memory"
     store.mkdir(parents=True)
     (store / "project_knowledge_x.md").write_text(
-        "---\ntitle: X\ntype: project_knowledge\ncreated: 2026-01-01T00:00:00Z\nupdated: 2026-01-01T00:00:00Z\n"
+        "---\ntitle: X\ntype: project_knowledge\n"
+        "created: 2026-01-01T00:00:00Z\nupdated: 2026-01-01T00:00:00Z\n"
         "source: manual\n---\nx\n"
     )
     code, out, err = cli("import", str(ws / "CLAUDE.md"), "--yes")

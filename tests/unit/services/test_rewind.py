@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from app.agent.conversation.session import Session, SessionStore
+from app.agent.conversation.blocks import Message, TextBlock
+from app.agent.conversation.session import Session
+from app.agent.conversation.session_store import SessionStore
 from app.agent.tools import ToolContext, run_tool
 from app.agent.undo.checkpoints import CheckpointStore, Recorder
 from app.services.cards import CardsService
@@ -61,13 +63,13 @@ class Runtime:
         session = self.session
         assert session is not None
         session.begin_turn(prompt)
-        session.append({"role": "user", "content": prompt})
+        session.append(Message(role="user", content=prompt))
         for name, inp in calls:
             result = asyncio.run(run_tool(name, inp, self.ctx))
             assert not result.is_error, result.content
         if bash:
             self.ctx.checkpoints.ran_bash()  # type: ignore[union-attr]
-        session.append({"role": "assistant", "content": answer})
+        session.append(Message(role="assistant", content=answer))
         session.end_turn("completed", **({"job": job} if job else {}))
 
 
@@ -149,7 +151,10 @@ def test_a_conversation_rewind_then_reopen_leaves_the_turns_out(rt: Runtime) -> 
     done = asyncio.run(service.rewind(p, files=False, conversation=True))
     assert "conversation: back to before turn 2 (turn 2 left out of the next request)" in done.lines
     messages = asyncio.run(service.reopen())
-    assert rt.reopened and [m["content"] for m in messages] == ["alpha question", "alpha answer"]
+    assert rt.reopened and [m.content for m in messages] == [
+        [TextBlock(text="alpha question")],
+        [TextBlock(text="alpha answer")],
+    ]
     rows = asyncio.run(service.turns())
     assert [(r.turn, r.rewound) for r in rows] == [(3, False), (2, True), (1, False)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.tui.screens.memory_views import applied_record
+from app.tui.screens.applied_record import applied_record
 from memory.constants import Action, Level
 from memory.events import JobApplied
 from memory.model import AppliedOp, DroppedCite
@@ -38,7 +38,8 @@ def test_an_applied_jobs_detail_lists_its_dropped_citations(tmp_path: Path) -> N
     (job,) = pending_state(stores, [], [], [applied_record(_event(dropped), "how do I build?")], "auto").jobs
     assert job.dropped == (
         "op 0: '../etc/passwd' leaves the workspace through '..'",
-        "op 0: 'notes.txt': a user card is shared by every workspace: citations are kept on project cards only",
+        "op 0: 'notes.txt': a user card is shared by every workspace: "
+        "citations are kept on project cards only",
     )
     text = job_detail(job, datetime(2026, 12, 1, 10, 1, tzinfo=UTC), expanded=False).plain
     assert "citation dropped: op 0: '../etc/passwd' leaves the workspace through '..'" in text

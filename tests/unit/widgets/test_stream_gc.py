@@ -10,7 +10,7 @@ import pytest
 
 from app.tui.chat import gc_hold
 from tests.support.fakeapi import FakeAnthropic, text
-from tests.tui.conftest import MODEL, make_app, send, wait_ready, wait_until  # noqa: F401 - make_app: a fixture
+from tests.tui.conftest import MODEL, send, wait_ready, wait_until
 from widgets.chat.answer_block import AnswerBlock
 
 

@@ -176,7 +176,8 @@ class Connection:
 
     def _left(self, procs: list[Proc]) -> None:
         for p in procs:
-            line = f"MCP server {self.config.name}: process {p.pid} ({one_line(p.name, 40)}) could not be stopped"
+            name = one_line(p.name, 40)
+            line = f"MCP server {self.config.name}: process {p.pid} ({name}) could not be stopped"
             self.left.append(line)
             log.warning("%s", line)
 

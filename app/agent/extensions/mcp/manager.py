@@ -20,6 +20,8 @@ from app.agent.extensions.mcp.config import ServerConfig
 from app.agent.extensions.mcp.model import McpError, McpPrompt, McpTool, ServerStatus, State, unavailable
 from app.agent.extensions.mcp.names import PREFIX, assign_names
 from app.agent.extensions.mcp.results import McpResult, content_text, tool_result
+from app.agent.tools.schema import JsonObject
+from app.agent.tools.tool import ToolParam
 from memory.text.lines import one_line
 
 if TYPE_CHECKING:
@@ -170,7 +172,7 @@ class McpManager:
         tools, _ = self._named_tools()
         return [t for t in tools if t.read_only or not read_only]
 
-    def api_tools(self, read_only: bool = False) -> list[dict[str, Any]]:
+    def api_tools(self, read_only: bool = False) -> list[ToolParam]:
         """:meth:`tools` as the Messages API's tool definitions, to append after the built-ins."""
         return [t.api() for t in self.tools(read_only)]
 
@@ -214,11 +216,8 @@ class McpManager:
 
     # -- use ------------------------------------------------------------------------------------
 
-    @staticmethod
-    def is_mcp_tool(name: str) -> bool:
-        return name.startswith(PREFIX)
-
-    def _unavailable(self, name: str) -> str:
+    def why_unavailable(self, name: str) -> str:
+        """Why the tool the model knows as ``name`` cannot be called (its server is not ready)."""
         for s in self.servers:
             if name.startswith(f"{PREFIX}{s.name}__"):
                 state, reason = self._state(s.name)
@@ -226,16 +225,14 @@ class McpManager:
                     return f"{name}: {unavailable(s.name, state, reason)}"
         return f"unknown MCP tool {name!r}"
 
-    async def call(
-        self, name: str, arguments: Mapping[str, Any], *, timeout: float | None = None
-    ) -> McpResult:
+    async def call(self, name: str, arguments: JsonObject, *, timeout: float | None = None) -> McpResult:
         """Call the tool the model knows as ``name``. Never raises (but for cancellation): a
         timeout, a server that fails or exits, an error the server reports, all come back as an
         ``is_error`` result of one line. The result is whole: bound it as any tool's."""
         tool = self.tool(name)
         conn = self._conns.get(tool.server) if tool is not None else None
         if tool is None or conn is None:
-            return McpResult(self._unavailable(name), is_error=True)
+            return McpResult(self.why_unavailable(name), is_error=True)
         args = dict(arguments)
 
         async def work(client: Any) -> McpResult:

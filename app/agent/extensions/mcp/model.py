@@ -4,9 +4,11 @@ costs no import of the SDK)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
+
+from app.agent.tools.schema import JsonObject
+from app.agent.tools.tool import ToolParam
 
 __all__ = [
     "McpError",
@@ -46,7 +48,7 @@ class ServerTool:
 
     name: str
     description: str
-    input_schema: Mapping[str, Any]
+    input_schema: JsonObject
     read_only: bool = False
 
 
@@ -74,12 +76,12 @@ class McpTool:
     server: str
     tool: str
     description: str
-    input_schema: Mapping[str, Any]
+    input_schema: JsonObject
     read_only: bool = False
 
-    def api(self) -> dict[str, Any]:
+    def api(self) -> ToolParam:
         """The Messages API's tool definition (``name``, ``description``, ``input_schema``)."""
-        schema = dict(copy.deepcopy(self.input_schema))
+        schema = copy.deepcopy(self.input_schema)
         # The API takes an object schema only; a server that gives none takes any object.
         if schema.get("type") != "object":
             schema = {"type": "object", **{k: v for k, v in schema.items() if k != "type"}}

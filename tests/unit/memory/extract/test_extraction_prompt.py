@@ -289,7 +289,10 @@ def test_merge_request_leaves_room_for_the_answer() -> None:
 
 
 def test_parse_merge_answer_tolerant() -> None:
-    answer = 'Here you go [x]:\n```json\n{"merged": [{"key": "2", "content": "A merged"}, {"key": "5", "content": "B merged"}]}\n```\nbye {}'
+    answer = (
+        'Here you go [x]:\n```json\n{"merged": [{"key": "2", "content": "A merged"}, '
+        '{"key": "5", "content": "B merged"}]}\n```\nbye {}'
+    )
     assert parse_merge_answer(answer, {"2", "5"}) == {"2": "A merged", "5": "B merged"}
 
 
@@ -357,7 +360,8 @@ def test_excerpt_redacts_and_handles_empty() -> None:
 
 def test_memory_modules_do_not_import_textual() -> None:
     code = (
-        "import sys, memory.text.names, memory.text.terminal, memory.extract.parser, memory.store.index, memory.extract.prompt; "
+        "import sys, memory.text.names, memory.text.terminal, memory.extract.parser, "
+        "memory.store.index, memory.extract.prompt; "
         "assert not any(m == 'textual' or m.startswith('textual.') for m in sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[4])

@@ -1,4 +1,5 @@
-"""memory.extract.parser and memory.store.ops: finding the operations in a model's answer and validating each op alone."""
+"""memory.extract.parser and memory.store.ops: finding the operations in a model's answer and
+validating each op alone."""
 
 from __future__ import annotations
 
@@ -252,7 +253,8 @@ def test_required_fields(base: dict, field: str) -> None:
 def test_unknown_type() -> None:
     _, reasons = _one(dict(CREATE, type="todo"))
     assert reasons == [
-        'op 0: unknown type "todo" (expected user_preference, correction_feedback, project_knowledge or reference_material)'
+        'op 0: unknown type "todo" (expected user_preference, correction_feedback, '
+        "project_knowledge or reference_material)"
     ]
 
 

@@ -174,14 +174,13 @@ def test_the_two_settings_come_from_config_and_environment(
 async def test_the_runtime_gives_the_manager_the_settings(tmp_path: Path) -> None:
     from app.agent.config.settings import load_settings
     from app.agent.runtime import Runtime
-    from app.agent.tools import AllowListGate
 
     home = tmp_path / "h"
     home.mkdir()
     (home / "config.toml").write_text("consolidate_after = 7\nconsolidate_review = false\n")
     ws = tmp_path / "ws"
     ws.mkdir()
-    rt = Runtime(load_settings(home=home), ws, gate=AllowListGate(()), home=home)
+    rt = Runtime(load_settings(home=home), ws, home=home)
     try:
         assert (rt.manager.consolidate_after, rt.manager.consolidate_review) == (7, False)
         assert rt.manager.search is rt.search, "one search cache per workspace"

@@ -649,7 +649,7 @@ async def test_a_retried_jobs_retry_count_is_its_fresh_budgets_in_the_view_the_p
 async def test_a_retried_job_keeps_its_created_time_in_its_applied_event_and_its_pending_row(
     env: MemoryStores,
 ) -> None:
-    from app.tui.screens.memory_views import applied_record
+    from app.tui.screens.applied_record import applied_record
     from tests.support.memviews import pending_state
 
     old = make_job(env.paths.workspace, [turn("x")])

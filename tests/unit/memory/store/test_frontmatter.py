@@ -211,7 +211,8 @@ HEADS = st.one_of(
 @example(head="source: a: b\n")
 @example(head="created: 2026-11-30\n")
 @example(
-    head="title: a\ncites:\n- path: Makefile\n  lines: 10-40\n  blob: sha256:ab\nconfirmed: '2026-11-30T04:32:46Z'\n"
+    head="title: a\ncites:\n- path: Makefile\n  lines: 10-40\n  blob: sha256:ab\n"
+    "confirmed: '2026-11-30T04:32:46Z'\n"
 )
 @example(head="title: a\ncites:\n- path: a\n  path: b\n")
 @example(head="title: a\ncites:\n  path: a\n")

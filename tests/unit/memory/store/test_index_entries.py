@@ -88,7 +88,8 @@ def test_a_store_over_the_budget_says_which_cards_are_out_and_how_many_pins(tmp_
     lines = merged.text.split("\n")
     assert lines[1:-2] == [e.line for e in merged.entries if e.in_prompt]
     assert lines[-1] == (
-        f"({merged.left_out} more notes not shown ({merged.left_out} project); search_memory finds them by topic, "
+        f"({merged.left_out} more notes not shown ({merged.left_out} project); "
+        "search_memory finds them by topic, "
         'and read_memory with filename "MEMORY.md" and level "project" or "user" lists them all, paged with '
         f"offset and limit; {merged.pinned_left_out} pinned notes did not fit.)"
     )

@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 
 from memory.constants import Level
-from memory.events import StoresChanged
+from memory.events import CardsChanged, StoresChanged
 from memory.store.watch import StoresWatcher
 from tests.support.memtools import create, make_env, write_note
 
@@ -35,7 +35,8 @@ async def test_external_write_gives_one_event_and_own_apply_gives_none(tmp_path:
         # An editor saves a card: one event, for that level only.
         await asyncio.to_thread(write_note, env, Level.PROJECT, "project_knowledge_hand.md", "Hand", "typed")
         event = await asyncio.wait_for(first, DEADLINE)
-        assert event == StoresChanged(levels=(Level.PROJECT,))
+        hand = CardsChanged(level=Level.PROJECT, written=("project_knowledge_hand.md",))
+        assert event == StoresChanged(levels=(Level.PROJECT,), cards=(hand,))
         # The app's own batch (both levels) is not echoed; the next event is the user-level
         # edit that follows it, alone.
         await asyncio.to_thread(
@@ -43,7 +44,8 @@ async def test_external_write_gives_one_event_and_own_apply_gives_none(tmp_path:
         )
         await asyncio.to_thread(write_note, env, Level.USER, "user_preference_hand.md", "Hand", "typed")
         event = await asyncio.wait_for(it.__anext__(), DEADLINE)
-        assert event == StoresChanged(levels=(Level.USER,))
+        hand = CardsChanged(level=Level.USER, written=("user_preference_hand.md",))
+        assert event == StoresChanged(levels=(Level.USER,), cards=(hand,))
     finally:
         watcher.stop()
         await it.aclose()
@@ -55,7 +57,9 @@ async def test_a_store_folder_that_appears_later_is_watched(tmp_path: Path) -> N
     it, first = await _started(watcher)
     try:
         await asyncio.to_thread(write_note, env, Level.USER, "user_preference_x.md", "X", "pulled")
-        assert await asyncio.wait_for(first, DEADLINE) == StoresChanged(levels=(Level.USER,))
+        # A folder that appeared: the cards in it are named.
+        pulled = CardsChanged(level=Level.USER, written=("user_preference_x.md",))
+        assert await asyncio.wait_for(first, DEADLINE) == StoresChanged(levels=(Level.USER,), cards=(pulled,))
     finally:
         watcher.stop()
         await it.aclose()

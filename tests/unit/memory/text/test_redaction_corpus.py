@@ -80,7 +80,8 @@ _VENDOR_TOKENS: list[tuple[str, str]] = [
     ("slack_bot_token", f"xoxb-1234567890-0987654321-{_fake(_ALNUM, 24, 'xoxb')}"),
     (
         "slack_webhook",
-        f"https://hooks.slack.com/services/T0{_fake(_ALNUM, 8, 's1')}/B0{_fake(_ALNUM, 8, 's2')}/{_fake(_ALNUM, 24, 's3')}",
+        f"https://hooks.slack.com/services/T0{_fake(_ALNUM, 8, 's1')}/B0{_fake(_ALNUM, 8, 's2')}/"
+        f"{_fake(_ALNUM, 24, 's3')}",
     ),
     ("discord_webhook", f"https://discord.com/api/webhooks/123456789012345678/{_fake(_URLSAFE, 68, 'dw')}"),
     (
