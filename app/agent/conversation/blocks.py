@@ -299,7 +299,7 @@ class _RawMessage(BaseModel):
 
 
 # mypy reads the annotated union as a value, not a type: the adapter's type is stated.
-_BLOCK: TypeAdapter[Block] = TypeAdapter(Block, config=_LAZY)  # type: ignore[arg-type]
+_BLOCK: TypeAdapter[Block] = TypeAdapter(Block, config=_LAZY)
 
 
 def _block(raw: JsonValue, notes: list[str]) -> Block | None:

@@ -195,7 +195,7 @@ Record = Annotated[
 ]
 
 # mypy reads the annotated union as a value, not a type: the adapter's type is stated.
-_RECORD: TypeAdapter[Record] = TypeAdapter(Record)  # type: ignore[arg-type]
+_RECORD: TypeAdapter[Record] = TypeAdapter(Record)
 
 
 def parse_record(value: JsonValue) -> Record | None:
