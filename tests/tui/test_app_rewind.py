@@ -66,7 +66,12 @@ async def _turn(
 
 async def _open_plan(pilot: Pilot[Any], app: PseudoClaudeApp, turn: int) -> RewindPlanScreen:
     await send(pilot, "/rewind")
-    await wait_until(pilot, lambda: isinstance(app.screen, RewindTurns), what="the turn list")
+    # Pushed is not yet composed: wait for its list too.
+    await wait_until(
+        pilot,
+        lambda: isinstance(app.screen, RewindTurns) and bool(app.screen.query("#turns")),
+        what="the turn list",
+    )
     turns = app.screen
     assert isinstance(turns, RewindTurns)
     listing = turns.query_one("#turns")
