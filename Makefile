@@ -34,7 +34,7 @@ test: $(STAMP)
 stress: $(STAMP)
 	PSEUDOCLAUDE_STRESS_KILLS=$${KILLS:-200} $(BIN)/python -m pytest -q -p no:cacheprovider tests/reliability -k random_sigkill --timeout 1800
 
-# Not part of `test`: every figure of the README's Performance table (under 10 minutes on 2 cores).
+# Not part of `test`: every figure of the README's Performance table (10 to 16 minutes on 2 cores).
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench
 
