@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.content import Content
 from textual.widgets import Static
@@ -44,12 +45,13 @@ class CardFiltering:
     _list: CardList
     _header: Static
 
-    @property
-    def selected(self) -> CardRow | None:
-        raise NotImplementedError  # the browser's: the row under the cursor
+    if TYPE_CHECKING:
+        # The browser's own, declared here for the checker only: the row under the cursor, and
+        # the preview that follows the selection.
+        @property
+        def selected(self) -> CardRow | None: ...
 
-    def _schedule_preview(self) -> None:
-        raise NotImplementedError  # the browser's: the preview follows the selection
+        def _schedule_preview(self) -> None: ...
 
     def _matcher(self) -> Callable[[CardRow], bool]:
         """Whether a row passes the filter box: the search index's answer for this text when

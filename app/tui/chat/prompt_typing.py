@@ -3,11 +3,13 @@ deciding window did not take as answers (widgets.dialogs.decision), go to the ch
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.widgets import Input, TextArea
 
+from widgets.chat.prompt import TYPEAHEAD_ENTER_KEYS
 from widgets.dialogs import decision
 
 if TYPE_CHECKING:
@@ -79,7 +81,15 @@ class PromptTyping:
 
     def stray_key(self, event: events.Key) -> None:
         """A key no widget took. Printable ones go to the prompt (focused from now on), so text
-        typed after a Tab or a closed screen is never lost and Enter then sends it."""
+        typed after a Tab or a closed screen is never lost and Enter then sends it. An Enter
+        typed blind, before the first frame gave the prompt the focus, reaches the screen too:
+        it is the prompt's, or the words typed with it would wait unsent."""
+        if self._blind_enter(event):
+            event.stop()
+            event.prevent_default()
+            self._screen.set_focus(self._prompt)
+            self._prompt._forward_event(events.Key("enter", None))  # once: see below
+            return
         if event.is_printable and event.character and self._stray_input(key=True):
             event.stop()
             event.prevent_default()  # not the screen's or the App's bindings as well
@@ -87,6 +97,18 @@ class PromptTyping:
             # Forwarded (not posted): were it to bubble back up, the App would not take it for a
             # new key and deliver it a second time.
             self._prompt._forward_event(events.Key(event.key, event.character))
+
+    def _blind_enter(self, event: events.Key) -> bool:
+        """An Enter (or what a terminal not yet in raw mode sends for it) that no widget took
+        while the prompt still counts keys as typed ahead of the app's start."""
+        prompt = self._prompt
+        return (
+            (event.key == "enter" or event.key in TYPEAHEAD_ENTER_KEYS)
+            and time.monotonic() < prompt.typeahead_enter_until
+            and self._screen.app.screen is self._screen
+            and prompt.is_attached
+            and self._screen.app.focused in (None, prompt)
+        )
 
     def stray_paste(self, event: events.Paste) -> None:
         if self._stray_input():
