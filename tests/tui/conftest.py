@@ -79,6 +79,9 @@ async def wait_ready(pilot: Pilot[Any], timeout: float = 20.0) -> None:
         pilot, lambda: app.state.phase.opened and app.memory.panel.shows > 0, timeout, "the runtime to open"
     )
     await wait_until(pilot, lambda: not app.state.phase.connecting, timeout, "connecting… to end")
+    # The App moves the phase, then hands the news to the chat screen: its setup note and the
+    # session's history come when the screen has handled it (its cost meter is made there).
+    await wait_until(pilot, lambda: app.chat_screen.cost is not None, timeout, "the chat screen to be ready")
 
 
 def block_text(block: Widget) -> str:
