@@ -22,6 +22,7 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    PrivateAttr,
     SkipValidation,
     TypeAdapter,
     ValidationError,
@@ -133,8 +134,31 @@ class PlainTextSource(BaseModel):
 
 
 class ImageBlock(_Block):
+    """An image. Besides what is sent, it knows the name it came by and its size as sent (for the
+    screen's ``[Image #1: shot.png 1280×720]`` and memory's ``[image: shot.png]``): these are
+    never sent, and the session file keeps them beside its reference to the image's bytes."""
+
     type: Literal["image"] = "image"
     source: Base64Source
+    _name: str = PrivateAttr(default="image")
+    _size: tuple[int, int] = PrivateAttr(default=(0, 0))
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def width(self) -> int:
+        return self._size[0]
+
+    @property
+    def height(self) -> int:
+        return self._size[1]
+
+    def labelled(self, name: str, width: int, height: int) -> ImageBlock:
+        """This block, knowing its name and size (changed in place, and returned)."""
+        self._name, self._size = name, (width, height)
+        return self
 
 
 class DocumentBlock(_Block):

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from app.agent.conversation.blocks import scrub_text
+from app.agent.conversation.blocks import ImageBlock, scrub_text
 from memory.model import MemoryText
 
 MAX_REASON_CHARS = 400
@@ -45,11 +45,14 @@ class CardRead(BaseModel):
 
 
 class ToolResult(BaseModel):
-    """What a tool call gives back to the model (``is_error`` maps to the API's ``is_error``);
-    ``view``, when the tool gives one, is for the screen only; ``card`` (read_memory of a card)
-    for the turn's receipt only."""
+    """What a tool call gives back to the model (``is_error`` maps to the API's ``is_error``):
+    its text, and the images that go with it (``read_file`` of an image, an MCP tool's or
+    ``web_fetch``'s image content), each already prepared (``conversation.images``). ``view``,
+    when the tool gives one, is for the screen only; ``card`` (read_memory of a card) for the
+    turn's receipt only."""
 
     content: str
+    images: list[ImageBlock] = Field(default_factory=list)
     is_error: bool = False
     view: ResultView | None = None
     card: CardRead | None = None
@@ -120,6 +123,18 @@ class WriteRecorder(Protocol):
 # Runs a sub-agent on a prompt and gives its answer as the call's result (``task``).
 SubAgent = Callable[[str], Awaitable["ToolResult"]]
 
+# Whether an ``allow`` rule names this tool and this host exactly (``web_fetch(domain:127.0.0.1)``):
+# the only way a web tool may reach a loopback, private or link-local address. (tool, host).
+HostNamed = Callable[[str, str], bool]
+
+
+class WebSearcher(Protocol):
+    """``web_search``'s side request to the Messages API (its server tool on the web model)."""
+
+    async def search(
+        self, query: str, allowed_domains: list[str], blocked_domains: list[str]
+    ) -> ToolResult: ...
+
 
 @dataclass
 class ToolContext:
@@ -144,6 +159,10 @@ class ToolContext:
     checkpoints: WriteRecorder | None = None
     # The Run's sub-agent for ``task``, set by the runner for that one call; None elsewhere.
     subagent: SubAgent | None = None
+    # The rules in force, asked whether an allow rule names a host exactly; None: none does.
+    host_named: HostNamed | None = None
+    # ``web_search``'s side request; None: web search is not available in this run.
+    web_searcher: WebSearcher | None = None
 
 
 class ToolError(Exception):

@@ -45,9 +45,9 @@ class ToolKind(StrEnum):
 
 
 PreviewKind = Literal["diff", "text", "command"]
-# What a permission rule's pattern matches: a command line (``bash(git status:*)``) or a
-# workspace path (``edit_file(src/**)``). A web tool will add a domain.
-TargetKind = Literal["command", "path"]
+# What a permission rule's pattern matches: a command line (``bash(git status:*)``), a
+# workspace path (``edit_file(src/**)``) or a host (``web_fetch(domain:docs.python.org)``).
+TargetKind = Literal["command", "path", "domain"]
 
 
 class Preview(BaseModel):
@@ -77,6 +77,12 @@ class RuleTarget(BaseModel):
     def path(cls, raw: str | None) -> RuleTarget:
         """A path as the tool was given it (none given: a pattern matches nothing)."""
         return cls(kind="path", value=raw or "")
+
+    @classmethod
+    def domain(cls, host: str) -> RuleTarget:
+        """The host a call reaches, as the URL names it (lower case; none: a pattern matches
+        nothing)."""
+        return cls(kind="domain", value=host)
 
 
 class ToolParam(TypedDict):

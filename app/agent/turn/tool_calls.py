@@ -17,7 +17,14 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from app.agent.conversation.blocks import Block, JsonObject, ToolResultBlock, ToolUseBlock
+from app.agent.conversation.blocks import (
+    Block,
+    ImageBlock,
+    JsonObject,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from app.agent.conversation.compaction import CHARS_PER_TOKEN
 from app.agent.tools.base import MAX_REASON_CHARS, ToolError, ToolInput, ToolResult
 from app.agent.tools.registry import call_tool
@@ -222,7 +229,10 @@ async def run_task(runner: Calling, prompt: str, emit: OnEvent) -> ToolResult:
 
 
 def result_block(call_id: str, result: ToolResult) -> ToolResultBlock:
-    """The ``tool_result`` block that answers call ``call_id`` in the conversation."""
-    return ToolResultBlock(
-        tool_use_id=call_id, content=result.content, is_error=True if result.is_error else None
-    )
+    """The ``tool_result`` block that answers call ``call_id`` in the conversation: its text, or
+    its text then its images as content blocks."""
+    is_error = True if result.is_error else None
+    if not result.images:
+        return ToolResultBlock(tool_use_id=call_id, content=result.content, is_error=is_error)
+    content: list[TextBlock | ImageBlock] = [TextBlock(text=result.content), *result.images]
+    return ToolResultBlock(tool_use_id=call_id, content=list(content), is_error=is_error)
