@@ -24,6 +24,7 @@ from app.agent.memory_bridge.manager import build_manager, memory_completion
 from app.agent.memory_bridge.run_memory import RunMemory
 from app.agent.memory_bridge.worker_process import WorkerProcess, worker_argv
 from app.agent.model.provider import AnthropicProvider, Provider, Usage
+from app.agent.model.web_search import WebSearch
 from app.agent.permissions.gate import Gate, Mode
 from app.agent.permissions.question import Ask
 from app.agent.tools import BUILTIN_TOOLS, ToolContext, ToolRegistry
@@ -103,6 +104,8 @@ class Runtime:
         self.child = self._worker_child(settings, workspace, home) if worker_process else None
         self._home = home
         self.provider: Provider = provider or AnthropicProvider()
+        # web_search's side request, on the main model's client when it has one.
+        self.web_search = WebSearch(settings.search_model, share=self._main_client(), home=home)
         # history=False: a restored session's part before its compaction boundaries is not read
         # (print mode never shows it).
         self.sessions = SessionStore(home, history=history)
@@ -113,6 +116,13 @@ class Runtime:
         self.runner: Runner = None  # type: ignore[assignment]
         self._started = False
         self._manager_started = False
+
+    def _main_client(self) -> Callable[[], Any] | None:
+        """The main model's SDK client, for a side request to share (a test's provider has none)."""
+        provider = self.provider
+        if not isinstance(provider, AnthropicProvider):
+            return None
+        return lambda: provider.client
 
     def _extensions(self, home: Path | None, commands: Iterable[str], trust_project_mcp: bool) -> Extensions:
         """MCP servers, permission rules, hooks and custom commands (loaded at start, off the
@@ -228,7 +238,7 @@ class Runtime:
         await self._close_session()
         await asyncio.to_thread(self.search.close)
         # The memory model's client first: it may be a copy sharing the main client's pool.
-        for owner in (self.manager.completion, self._completion, self.provider):
+        for owner in (self.manager.completion, self._completion, self.web_search, self.provider):
             aclose = getattr(owner, "aclose", None)
             if aclose is not None:
                 await aclose()
@@ -330,6 +340,9 @@ class Runtime:
             results=results,
             bash_capture_chars=BASH_CAPTURE_CHARS if session is not None else None,
             checkpoints=self._recorder(session) if session is not None else None,
+            web_searcher=self.web_search,
+            # The rules as they are at the call (one saved mid-session counts from the next call).
+            host_named=lambda tool, host: self.ext.rules.names_host(tool, host),
         )
         s = self.settings
         memory = RunMemory(

@@ -111,7 +111,8 @@ def _add_session_options(parser: argparse.ArgumentParser) -> None:
         "--print",
         dest="prompt",
         metavar="PROMPT",
-        help="run one turn, stream the answer to stdout and exit (- reads the prompt from stdin)",
+        help="run one turn, stream the answer to stdout and exit (- reads the prompt from stdin); "
+        "@path in it attaches a workspace file or image (png, jpg, gif, webp)",
     )
     parser.add_argument("--model", help="main model (default claude-sonnet-5-5)")
     parser.add_argument("--memory-model", help="memory model (default claude-haiku-5-5)")
@@ -170,6 +171,15 @@ def _add_print_options(parser: argparse.ArgumentParser) -> None:
         "--compact",
         action="store_true",
         help="print mode: compact the conversation before this turn (with --continue or --resume)",
+    )
+    parser.add_argument(
+        "--image",
+        dest="images",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="print mode: attach an image file (png, jpg, gif, webp; relative to the current folder; "
+        "repeatable); a file that is not a readable image, or over 50 MB, is a usage error",
     )
     parser.add_argument(
         "--trust-project-memory",
@@ -385,6 +395,7 @@ def _run_print(
         continue_latest=args.continue_latest,
         trust_project=args.trust_project_memory,
         compact=args.compact,
+        images=tuple(args.images),
     )
 
 

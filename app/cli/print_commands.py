@@ -14,16 +14,23 @@ starts with ``//``. A prompt that names a command:
   own commands) is a usage error: one line on stderr naming it and why, exit 2, nothing sent.
 
 It is decided before the session opens (a usage error leaves none and runs no ``SessionStart``
-hook); a custom command's ``allowed-tools``, ``model`` and ``@path`` files apply once it is open.
+hook); a custom command's ``allowed-tools`` and ``model`` apply once it is open.
+
+The prompt's ``@path`` files and images (a custom command's text's too) and the ``--image`` files
+are read before the session opens as well: an image that cannot be sent (not a readable image,
+over 50 MB, missing) is one line on stderr and a usage error, exit 2, nothing sent and no session.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from app.agent.conversation.attachments import with_attachments
+from app.agent.conversation.attachments import read_image, with_attachments
 from app.agent.conversation.blocks import Prompt
+from app.agent.conversation.images import ImageError, Picture
 from app.agent.extensions.custom_commands import CustomCommand, expand, parse_invocation
 from app.agent.extensions.extensions import APP_COMMANDS
 from app.agent.extensions.mcp import McpError
@@ -34,7 +41,14 @@ from memory.text.terminal import strip_terminal
 if TYPE_CHECKING:
     from app.agent.runtime import Runtime
 
-__all__ = ["EXIT_USAGE", "PromptCommand", "apply_command", "asks_for_help", "resolve_prompt"]
+__all__ = [
+    "EXIT_USAGE",
+    "PromptCommand",
+    "apply_command",
+    "asks_for_help",
+    "prompt_with_attachments",
+    "resolve_prompt",
+]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 DESCRIPTION_CHARS = 100
@@ -166,20 +180,43 @@ def help_text(runtime: Runtime) -> str:
     return strip_terminal("\n".join(lines)) + "\n"
 
 
-async def apply_command(ui: _UI, runtime: Runtime, resolved: PromptCommand) -> Prompt:
-    """The session is open: a custom command's ``allowed-tools`` hold for this run, its ``model``
-    for this turn, and the files its ``@path`` names are attached as the app's prompt attaches
-    them. Returns the prompt to send."""
-    text, command = resolved.text or "", resolved.command
+async def prompt_with_attachments(
+    ui: _UI, runtime: Runtime, resolved: PromptCommand, images: Sequence[str] = ()
+) -> Prompt | None:
+    """The prompt to send: its words, the files and images its ``@path`` words name (as the
+    app's prompt attaches them) and the ``--image`` files (``images``, as given: relative to the
+    current folder, anywhere on disk; labelled by their file's name), numbered after them. None,
+    said in one line, when an image cannot be sent."""
+    try:
+        extra: list[Picture] = []
+        for given in images:
+            try:
+                picture = await read_image(os.path.abspath(given), given)
+            except ImageError as e:
+                raise ImageError(f"--image {e}") from None
+            # Labelled by its file's name, as a pasted path's image is: the folders are the person's.
+            name = strip_terminal(os.path.basename(given), keep_newlines=False)
+            extra.append(replace(picture, name=name or picture.name))
+        prompt, notes = await with_attachments(
+            resolved.text or "", runtime.workspace, frozenset(), extra=extra
+        )
+    except ImageError as e:
+        ui.diag(f"pseudoclaude: {one_line(e, 400)}; nothing was sent")
+        return None
+    for note in notes:  # a file cut or refused, an image scaled
+        ui.diag(f"pseudoclaude: {note}")
+    return prompt
+
+
+def apply_command(ui: _UI, runtime: Runtime, resolved: PromptCommand) -> None:
+    """The session is open: a custom command's ``allowed-tools`` hold for this run, its
+    ``model`` for this turn."""
+    command = resolved.command
     if resolved.shown:
         ui.diag(f"[command {resolved.shown}]")
     if command is None:
-        return Prompt.of(text)
+        return
     if command.allowed_tools:
         runtime.ext.allow(command.allowed_tools, f"/{command.name} allowed-tools")
     if command.model:
         runtime.runner.model = command.model
-    prompt, notes = await with_attachments(text, runtime.workspace, frozenset())
-    for note in notes:
-        ui.diag(f"pseudoclaude: {note}")
-    return prompt

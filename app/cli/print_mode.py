@@ -39,7 +39,13 @@ from app.agent.turn.runner import PromptRefused
 from app.cli.interrupt import EXIT_INTERRUPTED, Interrupt, interruptible
 from app.cli.memory.grounding import dropped_line
 from app.cli.output import closed_pipe, silence
-from app.cli.print_commands import apply_command, asks_for_help, resolve_prompt
+from app.cli.print_commands import (
+    EXIT_USAGE,
+    apply_command,
+    asks_for_help,
+    prompt_with_attachments,
+    resolve_prompt,
+)
 from memory.constants import MemoryMode
 from memory.events import JobApplied, JobFailed, JobHeld, JobStarted, JobTakenOver, MemoryEvent
 from memory.store.stores import untrusted_cards
@@ -128,7 +134,9 @@ class PrintUI:
         elif isinstance(ev, ToolCallFinished):
             indent = "  " * (ev.depth + 1)
             tag = "denied" if ev.denied else ("error" if ev.result.is_error else "ok")
-            self.diag(f"{indent}  ⎿ {tag}: {one_line(ev.result.content, 100)}")
+            # A refusal says which rule would allow the call: shown whole enough to copy it.
+            shown = one_line(ev.result.content, 300 if ev.denied else 100)
+            self.diag(f"{indent}  ⎿ {tag}: {shown}")
         elif isinstance(ev, Compacted):
             self.diag(f"[{one_line(ev.describe(), 300)}]")
         elif isinstance(ev, MemorySubmitted):
@@ -292,6 +300,7 @@ async def run_print(
     continue_latest: bool = False,
     trust_project: bool = False,
     compact: bool = False,
+    images: tuple[str, ...] = (),
     out: TextIO | None = None,
     err: TextIO | None = None,
     interrupt: Interrupt | None = None,
@@ -311,6 +320,9 @@ async def run_print(
         command = await resolve_prompt(ui, runtime, prompt)  # /help, or a command that cannot run: no session
         if command.text is None:
             return command.code
+        sent = await prompt_with_attachments(ui, runtime, command, images)  # before any session
+        if sent is None:
+            return EXIT_USAGE
         if not await _open(
             ui, runtime, resume=resume, continue_latest=continue_latest, trust_project=trust_project
         ):
@@ -322,7 +334,7 @@ async def run_print(
                 ui.diag(f"pseudoclaude: {e}")
                 return EXIT_ERROR
         await _extensions_ready(ui, runtime)
-        sent = await apply_command(ui, runtime, command)
+        apply_command(ui, runtime, command)
         # A Ctrl+C once the whole answer is out lets the turn commit (its job spooled), then ends the run.
         shown = ui.answer_shown if interrupt is None else interrupt.committing(ui.answer_shown)
         try:

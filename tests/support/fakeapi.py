@@ -73,6 +73,7 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "ERROR_STATUS",
+    "CitedTextBlock",
     "Conditional",
     "FakeAnthropic",
     "Fault",
@@ -82,15 +83,18 @@ __all__ = [
     "Recorded",
     "Reply",
     "Response",
+    "ServerToolUseBlock",
     "TextBlock",
     "ThinkingBlock",
     "ToolUseBlock",
+    "cited_text_block",
     "drop_connection",
     "http_error",
     "message",
     "raw_block",
     "reject_param",
     "request_tokens",
+    "server_tool_block",
     "stream_error",
     "text",
     "text_block",
@@ -98,6 +102,10 @@ __all__ = [
     "tool_block",
     "tool_use",
     "truncated",
+    "web_citation",
+    "web_search_error_block",
+    "web_search_reply",
+    "web_search_results_block",
     "when_param",
 ]
 
@@ -250,7 +258,28 @@ class RawBlock:
     block: Mapping[str, Any]
 
 
-Block = TextBlock | ToolUseBlock | ThinkingBlock | RawBlock
+@dataclass(frozen=True)
+class CitedTextBlock:
+    """A ``text`` block with citations (a web search's answer): its citations streamed first, one
+    ``citations_delta`` each, then its text as one ``text_delta`` per chunk."""
+
+    text: str
+    chunks: tuple[str, ...]
+    citations: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class ServerToolUseBlock:
+    """A ``server_tool_use`` block (the API's own tool, e.g. ``web_search``), its input streamed
+    as ``input_json_delta`` chunks like a ``tool_use`` block's."""
+
+    id: str
+    name: str
+    input: Mapping[str, Any]
+    json_chunks: tuple[str, ...]
+
+
+Block = TextBlock | ToolUseBlock | ThinkingBlock | RawBlock | CitedTextBlock | ServerToolUseBlock
 
 
 @dataclass(frozen=True)
@@ -412,6 +441,85 @@ def raw_block(block: Mapping[str, Any]) -> RawBlock:
     if not isinstance(block.get("type"), str):
         raise ValueError("a block needs a type")
     return RawBlock(dict(block))
+
+
+def web_citation(url: str, title: str, cited_text: str = "cited words") -> dict[str, Any]:
+    """A ``web_search_result_location`` citation of a web search's answer."""
+    return {
+        "type": "web_search_result_location",
+        "url": url,
+        "title": title,
+        "cited_text": cited_text,
+        "encrypted_index": f"enc-{uuid.uuid4().hex[:12]}",
+    }
+
+
+def cited_text_block(value: str, *citations: Mapping[str, Any]) -> CitedTextBlock:
+    """A text block citing ``citations`` (see :func:`web_citation`); one delta per word."""
+    words = _split_words(value)
+    return CitedTextBlock(value, words, tuple(dict(c) for c in citations))
+
+
+def server_tool_block(name: str, input: Mapping[str, Any], *, id: str | None = None) -> ServerToolUseBlock:
+    """A ``server_tool_use`` block; its input goes out in about three ``input_json_delta`` chunks
+    after an empty one, as a ``tool_use`` block's does."""
+    block_id = id or f"srvtoolu_fake_{uuid.uuid4().hex[:20]}"
+    encoded = json.dumps(dict(input), ensure_ascii=False)
+    size = max(1, math.ceil(len(encoded) / 3))
+    return ServerToolUseBlock(block_id, name, dict(input), ("", *_split_size(encoded, size)))
+
+
+def web_search_results_block(
+    tool_use_id: str, results: Sequence[tuple[str, str]] | Sequence[tuple[str, str, str | None]]
+) -> RawBlock:
+    """A ``web_search_tool_result`` block answering ``tool_use_id`` with pages given as
+    ``(url, title)`` or ``(url, title, page_age)``; sent whole, as the API sends it."""
+    pages = []
+    for result in results:
+        url, title, *rest = result
+        page: dict[str, Any] = {
+            "type": "web_search_result",
+            "url": url,
+            "title": title,
+            "encrypted_content": f"enc-{uuid.uuid4().hex[:16]}",
+        }
+        page["page_age"] = rest[0] if rest else None
+        pages.append(page)
+    return RawBlock({"type": "web_search_tool_result", "tool_use_id": tool_use_id, "content": pages})
+
+
+def web_search_error_block(tool_use_id: str, error_code: str) -> RawBlock:
+    """A ``web_search_tool_result`` block whose search failed (``max_uses_exceeded``,
+    ``too_many_requests``, ``invalid_tool_input``, ``query_too_long``, ``unavailable``)."""
+    content = {"type": "web_search_tool_result_error", "error_code": error_code}
+    return RawBlock({"type": "web_search_tool_result", "tool_use_id": tool_use_id, "content": content})
+
+
+def web_search_reply(
+    query: str,
+    results: Sequence[tuple[str, str]] | Sequence[tuple[str, str, str | None]],
+    answer: str,
+    *,
+    cite: int | None = 0,
+    stop_reason: StopReason | None = "end_turn",
+    usage: Mapping[str, Any] | None = None,
+) -> Reply:
+    """A web model's answer to ``web_search``'s side request, as the API gives it: a sentence
+    before the search, the search (``server_tool_use``), its results, then ``answer`` citing the
+    result at index ``cite`` (None: no citation). Its usage counts one search."""
+    call = server_tool_block("web_search", {"query": query})
+    cited: list[Mapping[str, Any]] = []
+    if cite is not None and results:
+        url, title, *_ = results[cite]
+        cited.append(web_citation(url, title))
+    return message(
+        text_block("I'll search for that."),
+        call,
+        web_search_results_block(call.id, results),
+        cited_text_block(answer, *cited),
+        stop_reason=stop_reason,
+        usage={"server_tool_use": {"web_search_requests": 1, "web_fetch_requests": 0}, **(usage or {})},
+    )
 
 
 def message(
@@ -609,6 +717,11 @@ def _deltas(block: Block) -> list[dict[str, Any]]:
     if isinstance(block, ThinkingBlock):
         thinking = [{"type": "thinking_delta", "thinking": chunk} for chunk in block.chunks]
         return [*thinking, {"type": "signature_delta", "signature": block.signature}]
+    if isinstance(block, CitedTextBlock):
+        cites = [{"type": "citations_delta", "citation": dict(c)} for c in block.citations]
+        return [*cites, *({"type": "text_delta", "text": chunk} for chunk in block.chunks)]
+    if isinstance(block, ServerToolUseBlock):
+        return [{"type": "input_json_delta", "partial_json": chunk} for chunk in block.json_chunks]
     return []
 
 
@@ -635,6 +748,12 @@ def _block_json(block: Block, *, final: bool) -> dict[str, Any]:
         }
     if isinstance(block, RawBlock):
         return dict(block.block)
+    if isinstance(block, CitedTextBlock):
+        cited = [dict(c) for c in block.citations] if final else []
+        return {"type": "text", "text": block.text if final else "", "citations": cited}
+    if isinstance(block, ServerToolUseBlock):
+        server_input = dict(block.input) if final else {}
+        return {"type": "server_tool_use", "id": block.id, "name": block.name, "input": server_input}
     tool_input: Any = dict(block.input)
     if final:
         with contextlib.suppress(ValueError):
@@ -706,7 +825,13 @@ def _stream_events(reply: Reply, model: str, msg_id: str) -> tuple[list[Event], 
         delta["stop_details"] = dict(reply.stop_details)
     delta_usage = {
         key: usage[key]
-        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+        for key in (
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "output_tokens",
+            "server_tool_use",
+        )
         if key in usage
     }
     events.append(("message_delta", {"type": "message_delta", "delta": delta, "usage": delta_usage}))

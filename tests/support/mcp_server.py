@@ -36,10 +36,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import ToolAnnotations
 
-# A 1x1 transparent PNG.
+# A 1x1 transparent PNG (a whole one: an image decoder reads it).
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
-    "0000000d4944415478da63f8ffff3f0005fe02fea7d6a6d40000000049454e44ae426082"
+    "0000000b4944415478da636000020000050001e9fadcd80000000049454e44ae426082"
 )
 
 

@@ -12,7 +12,9 @@ A large paste (more than ``LARGE_PASTE_LINES`` lines or ``LARGE_PASTE_CHARS`` ch
 one placeholder such as ``[pasted 3,000 lines, 195.3 KiB]``; the pasted text is kept and put back in
 place of its placeholder when the prompt is sent, so ``Submitted.text`` is the whole message.
 Every paste, of any size, has its line ends made LF first (terminals and ``tmux paste-buffer``
-send CR): the placeholder counts those lines and the model gets them.
+send CR): the placeholder counts those lines and the model gets them. The App may claim a paste
+first (``set_paste_claim``: a pasted path to an image file becomes the image's label), and
+Ctrl+V asks its clipboard hook (an image on the system clipboard) before TextArea's own paste.
 """
 
 from __future__ import annotations
@@ -217,6 +219,8 @@ class PromptInput(TextArea):
         self._dismissed_text: str | None = None  # Esc closed the dropdown for this text
         self._loaded_text: str | None = None  # set by recall or clearing: not a reason to complete
         self._on_key_hook: Callable[[], None] | None = None
+        self._paste_claim: Callable[[str], bool] | None = None
+        self._clipboard_paste: Callable[[], None] | None = None
         self._completed_for: tuple[str, tuple[int, int]] | None = None  # what the list was made for
         # placeholder -> pasted text, kept for the widget's life: a recalled prompt still has them.
         self._pastes: dict[str, str] = {}
@@ -232,6 +236,15 @@ class PromptInput(TextArea):
         self._completer = fn
         if fn is None:
             self._close_dropdown()
+
+    def set_paste_claim(self, fn: Callable[[str], bool] | None) -> None:
+        """``fn(text)`` is asked first about each paste (line ends made LF): True, it takes the
+        paste and puts what it stands for in later (``insert_paste``); False, it is text."""
+        self._paste_claim = fn
+
+    def set_clipboard_paste(self, fn: Callable[[], None] | None) -> None:
+        """``fn()`` does Ctrl+V's paste instead of TextArea's (None: TextArea's)."""
+        self._clipboard_paste = fn
 
     def set_on_key(self, fn: Callable[[], None] | None) -> None:
         """``fn()`` is called as each key reaches the prompt, before it is handled (the App
@@ -285,6 +298,14 @@ class PromptInput(TextArea):
         event.prevent_default()  # not TextArea's insert as well
         event.stop()
         text = lf_line_ends(event.text)  # before the lines are counted, whatever the size
+        if self._paste_claim is not None and self._paste_claim(text):
+            self.focus()
+            return  # the claimant puts in what it stands for (an image's label), or the text
+        self.insert_paste(text)
+
+    def insert_paste(self, text: str) -> None:
+        """``text`` at the cursor as a paste puts it (a large one as its placeholder)."""
+        text = lf_line_ends(text)
         if is_large_paste(text):
             label = paste_label(text, self._pastes)
             self._pastes[label] = text
@@ -292,6 +313,16 @@ class PromptInput(TextArea):
         if result := self._replace_via_keyboard(text, *self.selection):
             self.move_cursor(result.end_location)
         self.focus()
+
+    def action_paste(self) -> None:
+        """Ctrl+V: the clipboard hook's (an image from the system clipboard), else TextArea's
+        paste of the app's own clipboard."""
+        if self.read_only:
+            return
+        if self._clipboard_paste is not None:
+            self._clipboard_paste()
+        else:
+            super().action_paste()
 
     def accept_suggestion(self, index: int | None = None) -> None:
         """Replace the word being completed by the highlighted (or given) suggestion."""

@@ -1,4 +1,5 @@
-"""What the user sent, in the chat: plain text, large pastes collapsed to their placeholder."""
+"""What the user sent, in the chat: plain text, large pastes collapsed to their placeholder, the
+labels of the images that went with it."""
 
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ class UserBlock(TextBlock):
         """The message as the prompt showed it (paste placeholders kept)."""
         self.pastes = {label: pasted for label, pasted in (pastes or {}).items() if label in text}
         self.note = ""
+        self.images: list[str] = []
+        """The labels of the images that went with it and are not in its words (``@shot.png``)."""
         self.text = expand_pastes(text, self.pastes)
         Static.__init__(self)  # the reactives exist from here on
         self.update(self._content())
@@ -71,6 +74,12 @@ class UserBlock(TextBlock):
         """A dim line under the message (None: none)."""
         self.note = note or ""
         self.set_class(bool(self.note), "-note")
+        self.update(self._content())
+
+    def set_images(self, labels: list[str]) -> None:
+        """The labels of the images sent with the message (``[Image #1: shot.png 1280×720]``),
+        a line each under its words."""
+        self.images = [one_line(label, 200) for label in labels]
         self.update(self._content())
 
     def toggle(self) -> None:
@@ -107,6 +116,8 @@ class UserBlock(TextBlock):
             parts.append(strip_terminal(self.typed[at:]))
             hint = "collapse" if self.expanded else "show the pasted text"
             parts.append((f"\n(click or Enter: {hint})", "$foreground-muted italic"))
+        for label in self.images:
+            parts.append(("\n" + label, "bold $accent"))
         if self.note:
             parts.append((f"\n{one_line(self.note)}", "$text-warning italic"))
         return Content.assemble(*parts)

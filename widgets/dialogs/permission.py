@@ -34,6 +34,7 @@ __all__ = ["NOTE_MAX_CHARS", "PermissionAnswer", "PermissionModal", "PermissionR
 NOTE_MAX_CHARS = 300
 RULE_MAX_CHARS = 1000
 RULE_SHOWN_CHARS = 50  # the rule on the "always" button; the editable line shows it whole
+ALWAYS_LABEL = "Always allow in this project [4/r]: "
 STILL_ASKS_SHOWN_CHARS = 400  # the parts that still ask: one line, wrapped by the dialog
 
 Choice = Literal["once", "session", "deny", "always"]
@@ -161,12 +162,9 @@ class PermissionModal(DecisionGate, ModalScreen[PermissionAnswer]):
                 yield Button(Content("Allow for this session [2/a]"), id="session", compact=True)
                 yield Button(Content("Deny [3/n/Esc]"), id="deny", variant="error", compact=True)
             if request.rule:
-                shown = one_line(request.rule, RULE_SHOWN_CHARS)
                 with Horizontal(id="rule-keys"):
-                    # The key first: on a narrow screen the rule is what the edge cuts.
-                    yield Button(
-                        Content(f"Always allow in this project [4/r]: {shown}"), id="always", compact=True
-                    )
+                    # The key first: on a narrow screen the rule is what is cut (see _fit_rule).
+                    yield Button(self._always_label(RULE_SHOWN_CHARS), id="always", compact=True)
                 with Vertical(id="rule-edit"):
                     yield Static(
                         Content(
@@ -193,6 +191,24 @@ class PermissionModal(DecisionGate, ModalScreen[PermissionAnswer]):
 
     def on_mount(self) -> None:
         self.query_one("#preview").focus()
+
+    def _always_label(self, room: int) -> Content:
+        return Content(ALWAYS_LABEL + one_line(self.request.rule, max(min(room, RULE_SHOWN_CHARS), 8)))
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_rule)
+
+    def _fit_rule(self) -> None:
+        """The rule on the "always" button cut with "…" to the dialog's width: an edge cutting it
+        silently would show another rule (``docs.python.or`` for ``docs.python.org``)."""
+        keys = self.query("#rule-keys")
+        if not keys or not keys.first().size.width:
+            return
+        room = keys.first().size.width - 2 - len(ALWAYS_LABEL)  # the button's padding
+        label = self._always_label(room)
+        button = self.query_one("#always", Button)
+        if str(button.label) != str(label):
+            button.label = label
 
     def action_choose(self, choice: Choice) -> None:
         self.dismiss(PermissionAnswer(choice))

@@ -88,6 +88,9 @@ class Settings(BaseSettings):
 
     model: ModelName = "claude-sonnet-5-5"
     memory_model: ModelName = "claude-haiku-5-5"
+    # web_search's side request (the server tool's searches and a short cited answer) runs on
+    # this model; unset, on the memory model (``search_model``).
+    web_model: ModelName | None = None
     memory_mode: MemoryMode = MemoryMode.AUTO
     max_iterations: int = Field(default=50, ge=1)
     memory_wait: float = Field(default=15.0, ge=0, allow_inf_nan=False)
@@ -138,6 +141,11 @@ class Settings(BaseSettings):
         finally:
             if token is not None:
                 _LOAD.reset(token)
+
+    @property
+    def search_model(self) -> str:
+        """The model ``web_search``'s side request runs on: ``web_model``, else the memory model."""
+        return self.web_model or self.memory_model
 
     @property
     def warnings(self) -> list[str]:

@@ -31,8 +31,22 @@ from pathlib import Path
 
 from pydantic import BaseModel, TypeAdapter
 
-from app.agent.conversation.blocks import CacheControl, Message, TextBlock, ToolResultBlock, ToolUseBlock
-from app.agent.conversation.messages import APP_NOTE_PREFIX, is_app_note, restore_conversation
+from app.agent.conversation.blocks import (
+    Block,
+    CacheControl,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from app.agent.conversation.images import MAX_EDGE, image_mention, image_tokens, without_labels
+from app.agent.conversation.messages import (
+    APP_NOTE_PREFIX,
+    is_app_note,
+    restore_conversation,
+    set_result_text,
+)
 from memory.constants import UPDATE_TAG
 from memory.store.fs import FS, UnsafePathError
 
@@ -123,11 +137,35 @@ _MODELS: TypeAdapter[tuple[BaseModel, ...]] = TypeAdapter(tuple[BaseModel, ...])
 
 def messages_chars(value: Sequence[BaseModel]) -> int:
     """The size of messages (or system blocks) as compact JSON characters: what the estimate
-    counts."""
+    counts. An image counts as its tokens (width·height/750), at the estimate's characters a
+    token, not as the length of its base64 data."""
     try:
-        return len(_MODELS.dump_json(tuple(value), serialize_as_any=True).decode("utf-8"))
+        chars = len(_MODELS.dump_json(tuple(value), serialize_as_any=True).decode("utf-8"))
     except ValueError:  # a lone surrogate: measured as the JSON escape it becomes
-        return json_chars([m.model_dump(mode="json") for m in value])
+        chars = json_chars([m.model_dump(mode="json") for m in value])
+    return chars + sum(_image_excess(m.content) for m in value if isinstance(m, Message))
+
+
+# An image whose size is not known (a reference read leniently) counts as the largest one sent.
+_UNKNOWN_IMAGE_TOKENS = image_tokens(MAX_EDGE, MAX_EDGE)
+
+
+def image_chars(image: ImageBlock) -> int:
+    """What an image counts for in the estimate, in characters (its tokens, four each)."""
+    w, h = image.width, image.height
+    return (image_tokens(w, h) if w and h else _UNKNOWN_IMAGE_TOKENS) * CHARS_PER_TOKEN
+
+
+def _image_excess(blocks: Sequence[object]) -> int:
+    """What the images among ``blocks`` (and in their tool results) count for beyond their tokens:
+    negative, as their base64 data was measured instead."""
+    excess = 0
+    for b in blocks:
+        if isinstance(b, ImageBlock):
+            excess += image_chars(b) - len(b.source.data)
+        elif isinstance(b, ToolResultBlock) and isinstance(b.content, list):
+            excess += _image_excess(b.content)
+    return excess
 
 
 def json_chars(value: object) -> int:
@@ -283,8 +321,9 @@ def offload_old(
     for block in _results(messages):
         if saved >= needed_chars:
             break
-        content = block.content
-        if not isinstance(content, str) or is_stub(content) or len(content) < MIN_OFFLOAD_CHARS:
+        # Only a result's text moves: its images stay, counted as their tokens.
+        content = block.text
+        if is_stub(content) or len(content) < MIN_OFFLOAD_CHARS:
             continue
         try:
             rid = store.put(content)
@@ -295,7 +334,7 @@ def offload_old(
         stub = result_stub(content, rid)
         if len(stub) >= len(content):
             continue
-        block.content = stub
+        set_result_text(block, stub)
         saved += len(content) - len(stub)
         moved += len(content.encode("utf-8", "replace"))
         done.append((block.tool_use_id, stub))
@@ -344,10 +383,25 @@ def _cut(text: str, limit: int) -> str:
     return f"{text[:half]}\n[… {len(text) - limit:,} characters not shown …]\n{text[-half:]}"
 
 
+def _result_body(content: str | Sequence[Block | object]) -> str:
+    """A tool result's content for the transcript: its text, each image as ``[image: NAME]``."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for c in without_labels(content):
+        if isinstance(c, TextBlock):
+            parts.append(c.text)
+        elif isinstance(c, ImageBlock):
+            parts.append(image_mention(c))
+        elif isinstance(c, BaseModel):
+            parts.append(json.dumps(c.model_dump(mode="json"), ensure_ascii=False))
+    return "\n".join(parts)
+
+
 def _render(message: Message) -> list[str]:
     role = message.role.upper()
     out: list[str] = []
-    for b in message.content:
+    for b in without_labels(message.content):
         if isinstance(b, TextBlock):
             text = b.text
             if text.startswith(_UPDATE_OPEN):
@@ -359,13 +413,10 @@ def _render(message: Message) -> list[str]:
         elif isinstance(b, ToolUseBlock):
             args = json.dumps(b.input, ensure_ascii=False)
             out.append(f"TOOL CALL {b.name}: {_cut(args, 1_000)}")
+        elif isinstance(b, ImageBlock):
+            out.append(f"{role}: {image_mention(b)}")
         elif isinstance(b, ToolResultBlock):
-            body = b.content
-            text = (
-                body
-                if isinstance(body, str)
-                else json.dumps([c.model_dump(mode="json") for c in body], ensure_ascii=False)
-            )
+            text = _result_body(b.content)
             err = " (error)" if b.is_error else ""
             out.append(f"TOOL RESULT{err}: {_cut(text, TRANSCRIPT_RESULT_CHARS)}")
     return out

@@ -21,10 +21,11 @@ import os
 import re
 import stat
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from app.agent.conversation.blocks import Base64Source, ImageBlock, TextBlock
 from memory.text.lines import format_bytes
@@ -41,12 +42,14 @@ __all__ = [
     "ImageError",
     "Picture",
     "image_label",
+    "image_mention",
     "image_tokens",
     "is_image_name",
     "is_label_of",
     "labelled_blocks",
     "prepare_image",
     "read_image_file",
+    "without_labels",
 ]
 
 MAX_EDGE = 1568  # px, the long edge
@@ -57,6 +60,7 @@ MAX_PIXELS = 100_000_000  # a decoded image larger than this is refused (a decom
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 _SENDABLE = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
 TOKEN_PIXELS = 750  # an image costs about width·height/750 tokens
+_B = TypeVar("_B")
 
 
 class ImageError(ValueError):
@@ -240,3 +244,21 @@ def is_label_of(text: TextBlock, image: ImageBlock) -> bool:
 
 
 _LABEL = re.compile(r"\[Image #\d+: [^\n]* \d+×\d+\]")
+
+
+def image_mention(image: ImageBlock) -> str:
+    """An image as memory and a summary's transcript read it: ``[image: shot.png]`` (its
+    bytes go to the main model only)."""
+    return f"[image: {strip_terminal(image.name, keep_newlines=False)[:120]}]"
+
+
+def without_labels(blocks: Sequence[_B]) -> list[_B]:
+    """``blocks`` less each image's label (the text block just before an image that names it):
+    a reader that mentions the image itself would name it twice."""
+    out: list[_B] = []
+    for i, b in enumerate(blocks):
+        after = blocks[i + 1] if i + 1 < len(blocks) else None
+        if isinstance(b, TextBlock) and isinstance(after, ImageBlock) and is_label_of(b, after):
+            continue
+        out.append(b)
+    return out

@@ -19,7 +19,7 @@ app's own note, a user-role text block starting ``[PseudoClaude: ``.
 
 from __future__ import annotations
 
-from app.agent.conversation.blocks import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from app.agent.conversation.blocks import Block, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 INTERRUPTED = "[interrupted]"
 
@@ -191,12 +191,21 @@ def _push_user(conv: list[Message], blocks: list[Block], notes: list[str]) -> tu
     return len(conv) - 1, notes
 
 
+def set_result_text(block: ToolResultBlock, text: str) -> None:
+    """Set a tool result's text (an offloaded result's stub): its images stay, after it."""
+    images = (
+        [c for c in block.content if isinstance(c, ImageBlock)] if isinstance(block.content, list) else []
+    )
+    block.content = [TextBlock(text=text), *images] if images else text
+
+
 def replace_result(conv: list[Message], tool_use_id: str, content: str) -> bool:
-    """Set the content of the tool_result answering ``tool_use_id`` (a replayed offload)."""
+    """Set the text of the tool_result answering ``tool_use_id`` (a replayed offload); its images
+    stay."""
     for m in conv:
         for block in m.tool_results() if m.role == "user" else ():
             if block.tool_use_id == tool_use_id:
-                block.content = content
+                set_result_text(block, content)
                 return True
     return False
 

@@ -51,7 +51,8 @@ from app.agent.conversation.records import (
     UsageRecord,
     dumps,
 )
-from app.agent.conversation.session_log import CompactionMark, SessionError, title_of
+from app.agent.conversation.session_images import SessionImages, referenced, relabel
+from app.agent.conversation.session_log import CompactionMark, SessionError, read_all, title_of
 
 
 def now_rfc3339() -> str:
@@ -80,6 +81,7 @@ class Session:
         turns: int = 0,
         lines: int = 1,
         title: str = "",
+        images: SessionImages | None = None,
     ) -> None:
         self.id = id
         self.path = path
@@ -91,6 +93,8 @@ class Session:
         self.turns = turns  # turns begun so far (the last begin_turn's number)
         self.title = title
         self.turn_start = len(self.messages)  # where the current turn's messages begin
+        # Its images, kept once each beside the file (the file holds references to them).
+        self.images = images if images is not None else SessionImages.beside(path)
         self._fd: int | None = fd
         self._lines = lines
         self._lock = threading.RLock()
@@ -146,9 +150,11 @@ class Session:
             notes: list[str] = []
             if not encodable(message):
                 snapshot, notes = parse_message(message.model_dump(mode="json"))
+                if snapshot is not None:
+                    relabel(message, snapshot)  # read back from JSON: its images' names and sizes
             if snapshot is None:  # pragma: no cover - a Message always reads back
                 raise ValueError("a session message needs role 'user' or 'assistant'")
-            line = dumps(MessageRecord(message=snapshot.model_dump(mode="json"), repair=repair))
+            line = dumps(MessageRecord(message=self.images.dump(snapshot), repair=repair))
             self._lines += 1
             index, pushed = push_message(self.messages, snapshot)
             self.warnings += [f"{self.path.name}:{self._lines}: {n}" for n in notes + pushed]
@@ -234,7 +240,7 @@ class Session:
         boundary a replay starts again from. Synced."""
         with self._lock:
             self._check_open()
-            raw: list[JsonValue] = [m.model_dump(mode="json") for m in messages]
+            raw: list[JsonValue] = [self.images.dump(m) for m in messages]
             # ``at``: what the lines before this one add up to, so a replay without history
             # (session_log.replay_tail) reads the file from here on only.
             at = CompactionAt(
@@ -284,7 +290,7 @@ class Session:
             ]
             raw: list[JsonValue] = []
             if state is not None:
-                raw = [m.model_dump(mode="json") for m in state[0]]
+                raw = [self.images.dump(m) for m in state[0]]
                 summary = scrub_text(state[1]) if state[1] else None
                 lines.append(dumps(RewindRecord(turn=n, to=to_turn, time=now, summary=summary, messages=raw)))
             self._write("\n".join(lines))
@@ -294,7 +300,26 @@ class Session:
                 self.summary, self.anchor = (scrub_text(state[1]) if state[1] else None), None
             self.turn_start = len(self.messages)
             self._fsync()
+            if state is not None:
+                self._drop_rewound_images(to_turn, lines[-1])
             return n
+
+    def _drop_rewound_images(self, turn: int, rewind_line: str) -> None:
+        """After the conversation went back to before ``turn``: the images only that turn and
+        those after it referred to are deleted (the lines before it, and the rewind's own, keep
+        theirs). A rewind never fails for this."""
+        assert self._fd is not None
+        if not self.images.kept():
+            return
+        try:
+            data = read_all(self._fd)
+        except OSError:
+            return
+        at = _turn_start_at(data, turn)
+        if at is None:
+            return
+        keep = referenced(data[:at]) | referenced(rewind_line.encode("ascii"))
+        self.images.prune(keep)
 
     def transcript(self) -> list[Message | CompactionMark]:
         """What the person reads of this session: ``earlier`` (the part before the compaction
@@ -358,6 +383,16 @@ class Session:
             os.fsync(self._fd)
         except OSError as e:
             raise SessionError(f"cannot sync session file {self.path}: {e.strerror or e}") from None
+
+
+def _turn_start_at(data: bytes, turn: int) -> int | None:
+    """Where the ``turn``-th turn_start line of a log begins (None: it has fewer turns)."""
+    pos = 0
+    for _ in range(turn):
+        pos = data.find(b'\n{"type":"turn_start"', pos) + 1
+        if pos == 0:
+            return None
+    return pos
 
 
 def _copied(messages: list[Message]) -> list[Message]:

@@ -59,6 +59,7 @@ from app.agent.conversation.records import (
     UsageRecord,
     parse_record,
 )
+from app.agent.conversation.session_images import SessionImages
 from memory.constants import UPDATE_TAG
 from memory.text.lines import one_line
 
@@ -301,13 +302,14 @@ def scan(path: Path) -> tuple[str, int]:
     return title or fallback, _count_records(data, b"turn_start")
 
 
-def conversation_of(raw: list[JsonValue]) -> list[Message]:
-    """A record's messages as a valid conversation (the rules applied as on any replay)."""
+def conversation_of(raw: list[JsonValue], images: SessionImages | None = None) -> list[Message]:
+    """A record's messages as a valid conversation (the rules applied as on any replay), their
+    images read back from ``images``."""
     conv: list[Message] = []
     for value in raw:
         message = _message_of(value)
         if message is not None:
-            push_message(conv, message)
+            push_message(conv, images.resolve(message) if images is not None else message)
     return conv
 
 
@@ -315,9 +317,11 @@ def conversation_of(raw: list[JsonValue]) -> list[Message]:
 class Replayed:
     """What a session file replays to. ``mark``: the turn still open at the end (a crash cut it);
     ``partial``: the last line is complete but unterminated; ``cut``: bytes of an incomplete last
-    line to cut off the file."""
+    line to cut off the file; ``images``: where the session's images are read back from (None:
+    references stay unread)."""
 
     name: str
+    images: SessionImages | None = None
     meta: MetaRecord | None = None
     conv: list[Message] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -364,7 +368,7 @@ class Replayed:
             self.compaction(rec, rec.messages)
         elif isinstance(rec, RewindRecord) and rec.messages is not None:
             # A rewind (app/agent/undo/rewind.py): the conversation as it was before an earlier turn.
-            self.conv = conversation_of(rec.messages)
+            self.conv = conversation_of(rec.messages, self.images)
             self.summary = scrub_text(rec.summary) if rec.summary else None
             self.anchor = None
         # meta elsewhere and unknown record types carry no conversation
@@ -374,12 +378,14 @@ class Replayed:
         if not self.fallback:
             self.fallback = title_from_message(message)
         if message is not None:
+            if self.images is not None:
+                self.images.resolve(message)
             notes += push_message(self.conv, message)[1]
         self.warn(lineno, notes)
 
     def compaction(self, rec: CompactionRecord, messages: list[JsonValue]) -> None:
         """The boundary: the conversation goes on from the compacted form it records."""
-        before, self.conv = self.conv, conversation_of(messages)
+        before, self.conv = self.conv, conversation_of(messages, self.images)
         # The summarised part leaves the conversation but stays readable on screen.
         k = rec.summarised
         if k is None or k > len(before):
@@ -429,7 +435,7 @@ def replay(path: Path, data: bytes, *, history: bool = True) -> Replayed:
     ``history=False`` (print mode, which never shows the part before the boundaries): the same
     conversation, replayed from the last compaction boundary only, with no ``earlier``; the lines
     before it are counted, not parsed. Notes about those lines are not given again."""
-    out = Replayed(name=path.name)
+    out = Replayed(name=path.name, images=SessionImages.beside(path))
     end = _ends(out, data, 0)
     start = 0 if history else _resume_point(out, data, end)
     _read_lines(out, data, start, end, data.count(b"\n", 0, start))
@@ -453,7 +459,7 @@ def replay_tail(path: Path, tail: bytes, offset: int, head: bytes) -> Replayed |
     turn_open = at.open
     if turn_open is None or (turn_open and rec.turn_start is None):
         return None
-    out = Replayed(name=path.name)
+    out = Replayed(name=path.name, images=SessionImages.beside(path))
     out.record(1, meta)
     seen = min(offset, head.rfind(b"\n") + 1)  # the whole lines of head before the boundary
     out.title, out.fallback = _head_title(head, seen, scrub=True)
@@ -503,6 +509,14 @@ def _read_lines(out: Replayed, data: bytes, start: int, end: int, lineno: int) -
 def _done(out: Replayed, path: Path, history: bool) -> Replayed:
     if not history:
         out.earlier, out.earlier_left_out = [], 0
+    gone = out.images.settle(out.conv) if out.images is not None else []
+    if gone:
+        names = ", ".join(dict.fromkeys(one_line(n, 60) for n in gone[:3]))
+        more = f" and {len(gone) - 3} more" if len(gone) > 3 else ""
+        out.warnings.append(
+            f"{path.name}: {len(gone)} image(s) no longer kept beside the session ({names}{more}): "
+            "the conversation has a note in their place"
+        )
     if out.meta is None or out.meta.workspace is None:
         raise SessionError(f"{path}: not a session file (no readable header line)")
     if out.meta.version != SESSION_VERSION:

@@ -234,6 +234,7 @@ class SessionStore:
             turns=r.turns,
             lines=r.lines,
             title=r.title or r.fallback,
+            images=r.images,
         )
         session._needs_newline = r.partial
         session.anchor, session.summary, session.compactions = r.anchor, r.summary, r.compactions

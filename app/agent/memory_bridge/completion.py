@@ -26,129 +26,45 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
-import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ValidationError
-
+from app.agent.model.capabilities import (
+    CAPABILITIES_FILE,
+    Capabilities,
+    CapabilitiesRecord,
+    RefusedEndpoint,
+    endpoint_url,
+    refusal_naming,
+)
 from app.agent.model.provider import NO_CREDENTIALS, Usage, describe_error, has_credentials
 from app.agent.model.provider import _usage as usage_of
 from memory.extract.completion import CompletionError, CompletionRequest
-from memory.store.fs import DEFAULT_FS, FS
-from memory.store.locks import file_lock
-from memory.store.paths import pseudoclaude_home
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES_FILE = "capabilities.json"
-_CAPABILITIES_MAX_BYTES = 1 << 20  # a file this large is not ours: read as damaged
-_LOCK_TIMEOUT = 5.0  # seconds; past it the refusal is simply not remembered (paid once more)
+# The file and its record live with the model (web_search remembers its refusals there too);
+# named here as well, where the memory model's callers have always found them.
+__all__ = [
+    "CAPABILITIES_FILE",
+    "MEMORY_MODEL_SWITCH",
+    "AnthropicCompletion",
+    "Capabilities",
+    "CapabilitiesRecord",
+    "RefusedEndpoint",
+    "endpoint_url",
+    "refuses_structured_output",
+]
+
 # The memory model is chosen by flag or setting in both faces (the app's /model is the main model's).
 MEMORY_MODEL_SWITCH = "--memory-model (or memory_model in config.toml)"
 STRUCTURED_PARAM = "output_config"
 # The parameter named as such: "output_config: Extra inputs…", "output_config.format: …",
 # "Unknown parameter 'output_config'" — not "output_configuration" nor a word like "format".
 _PARAM_NAMED = re.compile(r"(?<![\w.])output_config(?:\.[\w.]+)?(?!\w)")
-
-
-class RefusedEndpoint(BaseModel):
-    base_url: str
-    model: str
-    since: str  # RFC 3339 UTC: when the refusal was first seen
-
-
-class CapabilitiesRecord(BaseModel):
-    """The contents of ``capabilities.json``."""
-
-    version: int = 1
-    refused_structured_output: list[RefusedEndpoint] = []
-
-
-def endpoint_url(base_url: str) -> str:
-    """The base URL as it is remembered: without ``user:password@``, query or fragment (a file
-    under the home must never hold a credential), and without a trailing slash."""
-    try:
-        parts = urlsplit(str(base_url).strip())
-    except ValueError:
-        return ""
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 literal
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = f"{host}:{port}" if port is not None else host
-    return urlunsplit((parts.scheme.lower(), netloc.lower(), parts.path.rstrip("/"), "", ""))
-
-
-class Capabilities:
-    """What endpoints refused, kept in one small JSON file. Blocking: call from a thread.
-
-    Read once per instance (a new process, or a new runtime, reads the file again); a refusal is
-    added under a lock to what the file holds by then, so two processes do not lose each other's.
-    """
-
-    def __init__(self, path: Path, fs: FS = DEFAULT_FS) -> None:
-        self.path = Path(path)
-        self.fs = fs
-        self._refused: set[tuple[str, str]] | None = None
-        self._mutex = threading.Lock()
-
-    def refuses_structured(self, base_url: str, model: str) -> bool:
-        with self._mutex:
-            if self._refused is None:
-                self._refused = {(e.base_url, e.model) for e in self._read().refused_structured_output}
-            return (endpoint_url(base_url), model) in self._refused
-
-    def remember_refusal(self, base_url: str, model: str) -> None:
-        """Record that ``model`` at ``base_url`` refused structured output (never raises: losing
-        the record only costs one more refused request)."""
-        key = (endpoint_url(base_url), model)
-        with self._mutex:
-            if self._refused is None:
-                self._refused = set()
-            self._refused.add(key)
-        try:
-            locks = self.path.parent / "locks"
-            self.fs.makedirs(locks, mode=0o700)
-            with file_lock(locks / "capabilities.lock", timeout=_LOCK_TIMEOUT):
-                record = self._read()
-                if any((e.base_url, e.model) == key for e in record.refused_structured_output):
-                    return
-                since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-                record.refused_structured_output.append(
-                    RefusedEndpoint(base_url=key[0], model=key[1], since=since)
-                )
-                data = json.dumps(record.model_dump(), indent=2, ensure_ascii=True) + "\n"
-                self.fs.atomic_write(self.path, data.encode("ascii"), mode=0o600)
-        except Exception as e:
-            log.warning("could not record in %s that %s refused structured output: %s", self.path, key[0], e)
-
-    def _read(self) -> CapabilitiesRecord:
-        try:
-            raw = self.fs.read_bytes(self.path, max_bytes=_CAPABILITIES_MAX_BYTES)
-        except FileNotFoundError:
-            return CapabilitiesRecord()
-        except OSError as e:  # a symlink, a folder, unreadable: nothing is known
-            log.info("ignoring %s: %s", self.path, e)
-            return CapabilitiesRecord()
-        try:
-            if len(raw) > _CAPABILITIES_MAX_BYTES:
-                raise ValueError("too large")
-            return CapabilitiesRecord.model_validate_json(raw)
-        except (ValueError, ValidationError) as e:
-            # Damaged (a torn write by another tool, an edit): known nothing; the next refusal
-            # writes the file anew.
-            log.info("ignoring damaged %s: %s", self.path, " ".join(str(e).split())[:200])
-            return CapabilitiesRecord()
 
 
 def refuses_structured_output(err: BaseException) -> bool:
@@ -158,27 +74,7 @@ def refuses_structured_output(err: BaseException) -> bool:
     and whose ``param`` field, validation ``loc`` or message names the parameter itself. Any other
     refusal (a bad message, "invalid date format in messages") is the request's own error.
     """
-    if getattr(err, "status_code", None) not in (400, 422):
-        return False
-    body = getattr(err, "body", None)
-    error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict):
-        error = body if isinstance(body, dict) else {}
-    kind = error.get("type")
-    if kind not in (None, "invalid_request_error"):
-        return False
-    param = error.get("param")
-    if isinstance(param, str) and _PARAM_NAMED.fullmatch(param.strip()):
-        return True
-    detail = body.get("detail") if isinstance(body, dict) else None
-    if isinstance(detail, list):  # FastAPI-style validation: [{"loc": ["body", "output_config"], ...}]
-        for item in detail:
-            loc = item.get("loc") if isinstance(item, dict) else None
-            if isinstance(loc, list) and STRUCTURED_PARAM in loc:
-                return True
-    # A plain-text body (some proxies) is the message itself.
-    message = body if isinstance(body, str) else error.get("message")
-    return isinstance(message, str) and bool(_PARAM_NAMED.search(message))
+    return refusal_naming(err, _PARAM_NAMED, STRUCTURED_PARAM)
 
 
 class AnthropicCompletion:
@@ -216,8 +112,7 @@ class AnthropicCompletion:
     @property
     def capabilities(self) -> Capabilities:
         if self._capabilities is None:
-            home = self.home if self.home is not None else pseudoclaude_home()
-            self._capabilities = Capabilities(Path(home) / CAPABILITIES_FILE)
+            self._capabilities = Capabilities.in_home(self.home)
         return self._capabilities
 
     @property

@@ -1,6 +1,7 @@
 """What a completed turn gives memory: who said what, in words, and which files it touched.
 
-Tool calls, tool results, the index-update blocks and the app's own notes are left out:
+Tool calls, tool results, the index-update blocks and the app's own notes are left out, and an
+image is only named (``[image: shot.png]``):
 extraction learns from what was said, not from tool output or from what memory itself sent.
 Of a tool call only the paths it names are kept (what its tool's ``paths`` gives: the file
 tools' ``path``), so the memory model can cite what a card rests on; patterns, contents, edit
@@ -14,7 +15,8 @@ import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 
-from app.agent.conversation.blocks import Block, Message, TextBlock, ToolUseBlock
+from app.agent.conversation.blocks import Block, ImageBlock, Message, TextBlock, ToolUseBlock
+from app.agent.conversation.images import image_mention, without_labels
 from app.agent.conversation.messages import is_app_note
 from app.agent.tools.registry import BUILTIN_TOOLS, ToolRegistry
 from memory.constants import UPDATE_TAG
@@ -28,12 +30,16 @@ MAX_PATH_CHARS = 1024
 
 
 def text_of(content: list[Block]) -> str:
-    """The words of a message's content: its text blocks but the app's notes and update blocks."""
-    return "\n".join(
-        b.text
-        for b in content
-        if isinstance(b, TextBlock) and not is_app_note(b) and not b.text.startswith(_UPDATE_OPEN)
-    )
+    """The words of a message's content: its text blocks but the app's notes and update blocks,
+    and each image as ``[image: NAME]`` (its label left out): the memory model never gets an
+    image's data."""
+    parts: list[str] = []
+    for b in without_labels(content):
+        if isinstance(b, ImageBlock):
+            parts.append(image_mention(b))
+        elif isinstance(b, TextBlock) and not is_app_note(b) and not b.text.startswith(_UPDATE_OPEN):
+            parts.append(b.text)
+    return "\n".join(parts)
 
 
 def workspace_path(raw: object, roots: tuple[str, ...]) -> str | None:

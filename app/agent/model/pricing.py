@@ -11,7 +11,10 @@ the current public Claude models; ``prices`` in ``config.toml`` overrides or add
 
 A model with no price (unknown, a local server) shows tokens only: guessing a price would show a
 wrong number with the authority of a right one. Memory-model calls are counted like main-model
-calls (the memory model's ``on_usage``), so the total is what the session really cost.
+calls (the memory model's ``on_usage``), and so are ``web_search``'s side requests, under the web
+model, with each search the server tool made at the API's price per search (``WEB_SEARCH_USD``;
+counted only for a priced model: an endpoint without a price is not Anthropic's to bill), so the
+total is what the session really cost.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from app.agent.model.provider import Usage
 
 __all__ = [
     "PRICES",
+    "WEB_SEARCH_USD",
     "CostMeter",
     "ModelPrice",
     "cost",
@@ -88,6 +92,9 @@ PRICES: dict[str, ModelPrice] = {
 }
 
 
+# The web search server tool: USD per search ($10 per 1,000), on top of the request's tokens.
+WEB_SEARCH_USD = 0.01
+
 # What may follow a priced name: a snapshot date or "latest" ("-20250929", "@20250805", "-latest").
 # Anything else is another model ("claude-opus-4-10" is not "claude-opus-4").
 _SNAPSHOT_RE = re.compile(r"[-@](?:\d{8}|latest)")
@@ -122,7 +129,7 @@ def cost(model: str, usage: Usage, prices: Mapping[str, ModelPrice] | None = Non
         + usage.cache_read_input_tokens * p.cache_read
         + usage.cache_creation_input_tokens * p.cache_write
     )
-    return total / 1_000_000
+    return total / 1_000_000 + usage.web_search_requests * WEB_SEARCH_USD
 
 
 def format_tokens(n: int) -> str:

@@ -65,26 +65,34 @@ class Usage:
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
+    # Searches the server tool made (``web_search``'s side request): billed per search.
+    web_search_requests: int = 0
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.cache_read_input_tokens += other.cache_read_input_tokens
         self.cache_creation_input_tokens += other.cache_creation_input_tokens
+        self.web_search_requests += other.web_search_requests
 
     def describe(self) -> str:
-        return (
+        text = (
             f"{self.input_tokens} in, {self.output_tokens} out, "
             f"{self.cache_read_input_tokens} cache read, {self.cache_creation_input_tokens} cache write"
         )
+        if self.web_search_requests:
+            text += f", {self.web_search_requests} web search{'es' if self.web_search_requests > 1 else ''}"
+        return text
 
 
 @dataclass(frozen=True)
 class UsageEvent:
-    """The usage of one model request (the Runner also sums them per Run)."""
+    """The usage of one model request (the Runner also sums them per Run). ``model``: the model
+    that answered it when it is not the Run's own (a tool's side request, ``web_search``'s)."""
 
     usage: Usage
     depth: int = 0
+    model: str = ""
 
 
 @dataclass(frozen=True)
@@ -238,12 +246,15 @@ def _is_transport_error(err: BaseException) -> bool:
 
 def _usage(u: Any) -> Usage:
     if isinstance(u, dict):
-        return Usage(**{name: _count(u.get(name)) for name in _USAGE_FIELDS})
+        usage = Usage(**{name: _count(u.get(name)) for name in _USAGE_FIELDS})
+        usage.web_search_requests = _count(_obj(u.get("server_tool_use")).get("web_search_requests"))
+        return usage
     return Usage(
         input_tokens=getattr(u, "input_tokens", 0) or 0,
         output_tokens=getattr(u, "output_tokens", 0) or 0,
         cache_read_input_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
         cache_creation_input_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0,
+        web_search_requests=_count(getattr(getattr(u, "server_tool_use", None), "web_search_requests", 0)),
     )
 
 

@@ -4,7 +4,9 @@ In order: a ``deny`` rule refuses; the mode allows what it names (a run's allow-
 rule allows and an ``ask`` rule (or the tool's default: writing, executing and MCP tools ask, the
 rest run) goes on; a "for the session" answer allows the tool; then the person is asked through
 ``ask`` (the face's window, shown the tool's own preview). Without ``ask`` (print mode) nobody can
-be asked and the call is refused, saying why. A denial's reason is the tool result the model gets.
+be asked and the call is refused, saying why and naming the rule that would allow it (what
+"always allow" would save: ``web_fetch(domain:docs.python.org)``, never a wider one). A denial's
+reason is the tool result the model gets.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = ["NOTE_MAX_CHARS", "NO_ASK", "Gate", "Mode", "PermissionDecision"]
 
 NO_ASK = "print mode runs it only when a rule or --allow-tools allows it"
 NOTE_MAX_CHARS = 300
+HINT_MAX_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -96,9 +99,22 @@ class Gate:
         if not self._needs_person(tool, ruled):
             return PermissionDecision(True)
         if self.ask is None:
-            return PermissionDecision(False, f"{tool.name} was denied: {self.no_ask} ({ruled.reason})")
+            return PermissionDecision(False, await self._refused(tool, args, ctx, ruled))
         question = await self._question(tool, args, ctx, call_id, depth)
         return self._answered(tool, await self.ask(question))
+
+    async def _refused(self, tool: AnyTool, args: ToolInput, ctx: ToolContext, ruled: RuleDecision) -> str:
+        """Why nobody could be asked, and the rule that would allow the call when one covers all
+        of it (an ask rule wins over any allow rule, and the parts of a command no rule may
+        remember leave none to name)."""
+        reason = f"{tool.name} was denied: {self.no_ask} ({ruled.reason})"
+        if ruled.rule is not None:
+            return reason
+        proposed = await asyncio.to_thread(suggest, tool.name, tool.rule_target(args), ctx.workspace)
+        if not proposed.rules or proposed.still_asks:
+            return reason
+        what = "the rule" if len(proposed.rules) == 1 else "the rules"
+        return f"{reason}; {what} {one_line(', '.join(proposed.rules), HINT_MAX_CHARS)} would allow it"
 
     async def _question(
         self, tool: AnyTool, args: ToolInput, ctx: ToolContext, call_id: str, depth: int

@@ -25,6 +25,11 @@ Rules:
   without ``/`` matches at any depth, a leading ``/`` (or ``./``) anchors it at the workspace.
   A path given absolute, or leaving the workspace (``..`` or a symlink), never matches an
   ``allow``; a ``deny``/``ask`` is matched against where it really is.
+- ``web_fetch(domain:docs.python.org)`` covers exactly that host, ``web_fetch(domain:*.python.org)``
+  any name under it but not ``python.org`` itself (the tools whose ``rule_kind`` is ``domain``;
+  hosts compared lower case, IDNA-encoded, without a trailing dot: see ``domains``). The bare
+  ``web_fetch`` covers every public host; a loopback, private or link-local one also needs an
+  allow rule naming it exactly (``names_host``).
 
 A ``bash`` pattern rule (a tool whose ``rule_kind`` is ``command``) matches whole simple commands
 only: the command is split (see ``shell_split``) and, for an ``allow``, every part must be
@@ -59,6 +64,7 @@ from app.agent.config.layers import (
     read_layers,
 )
 from app.agent.config.project_trust import ProjectTrust
+from app.agent.permissions.domains import HostError, host_key, parse_domain_pattern
 from app.agent.permissions.shell_split import Redirection, SimpleCommand, split_command
 from app.agent.tools.registry import BUILTIN_TOOLS, ToolRegistry
 from app.agent.tools.tool import RuleTarget
@@ -141,6 +147,16 @@ class Rule(BaseModel):
     def matches_path(self, rel: str) -> bool:
         assert self.pattern is not None
         return _path_spec(self.pattern).match_file(rel)
+
+    def matches_host(self, key: str, *, exactly: bool = False) -> bool:
+        """A ``domain:`` pattern against a host as ``host_key`` gives it; ``exactly``: only a
+        pattern naming that one host (never a wildcard)."""
+        assert self.pattern is not None
+        try:
+            pattern = parse_domain_pattern(self.tool, self.pattern)
+        except HostError:
+            return False
+        return pattern.matches(key) and not (exactly and pattern.wildcard)
 
 
 class SourcedRule(BaseModel):
@@ -255,8 +271,13 @@ def parse_rule(text: object, tools: ToolRegistry = BUILTIN_TOOLS) -> Rule:
         _bash_pattern(pattern)
     elif tool.rule_kind == "path":
         _check_path_pattern(pattern)
+    elif tool.rule_kind == "domain":
+        try:
+            parse_domain_pattern(tool.name, pattern)
+        except HostError as e:
+            raise RuleError(str(e)) from None
     else:
-        raise RuleError(f"{tool.name} takes no pattern (only bash and the file tools do)")
+        raise RuleError(f"{tool.name} takes no pattern (only bash, the file tools and web_fetch do)")
     return Rule(text=t, tool=tool.name, pattern=pattern)
 
 
@@ -360,6 +381,9 @@ def rule_touches(
     if target.kind == "command":
         parsed = split_command(target.value)
         return parsed.problem is not None or any(rule.matches_part(p, tightening=True) for p in parsed.parts)
+    if target.kind == "domain":
+        key = host_key(target.value)
+        return key is not None and rule.matches_host(key)
     forms, _ = path_forms(workspace, target.value)
     return any(rule.matches_path(f) for f in forms)
 
@@ -400,6 +424,8 @@ class PermissionRules(BaseModel):
         fallback = default if default is not None else default_decision(name)
         if target is not None and target.kind == "command":
             return self._decide_command(name, target.value, fallback)
+        if target is not None and target.kind == "domain":
+            return self._decide_host(name, host_key(target.value), fallback)
         forms, may_allow = path_forms(self.workspace, target.value) if target is not None else ((), False)
         tightening: tuple[ListName, ...] = ("deny", "ask")
         for list_name in tightening:
@@ -410,6 +436,25 @@ class PermissionRules(BaseModel):
             if r.rule.pattern is None or (may_allow and forms and all(r.rule.matches_path(f) for f in forms)):
                 return _decided("allow", name, r)
         return RuleDecision(decision=fallback, reason=f"no rule matches this {name} call")
+
+    def _decide_host(self, name: str, key: str | None, fallback: Decision) -> RuleDecision:
+        for list_name in LISTS:
+            for r in self._of(name, list_name):
+                if r.rule.pattern is None or (key is not None and r.rule.matches_host(key)):
+                    return _decided(list_name, name, r)
+        return RuleDecision(decision=fallback, reason=f"no rule matches this {name} call")
+
+    def names_host(self, name: str, host: str) -> bool:
+        """Whether an allow rule in force names exactly this host for the tool ``name``
+        (``web_fetch(domain:127.0.0.1)``), and no deny rule covers it: what a loopback, private or
+        link-local host needs. Neither a wildcard nor the bare rule names a host."""
+        key = host_key(host)
+        if key is None or self._decide_host(name, key, "ask").decision == "deny":
+            return False
+        return any(
+            r.rule.pattern is not None and r.rule.matches_host(key, exactly=True)
+            for r in self._of(name, "allow")
+        )
 
     def _decide_command(self, name: str, command: str, fallback: Decision) -> RuleDecision:
         deny, ask, allow = self._of(name, "deny"), self._of(name, "ask"), self._of(name, "allow")

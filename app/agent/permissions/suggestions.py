@@ -8,6 +8,10 @@ rule: a shell or interpreter (it runs whatever script or input it is given: ``sh
 ``xargs``, ``env``, ``timeout``…), a script run by its name (``./deploy.sh``), a word that
 expands a variable, a leading ``NAME=value``, or a redirection that writes a file. Those parts are
 named with why, so the window can say which parts will still ask.
+
+A web call (a tool whose rules name hosts) is proposed as the exact host it reaches,
+``web_fetch(domain:docs.python.org)``: never the bare tool, which would cover every host, nor a
+wildcard a person did not write.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from app.agent.permissions.domains import domain_rule
 from app.agent.permissions.rules import RuleError, parse_rule, path_forms, split_rules
 from app.agent.permissions.shell_split import SimpleCommand, split_command
 from app.agent.tools.tool import RuleTarget
@@ -317,11 +322,15 @@ def suggest(name: str, target: RuleTarget | None, workspace: Path) -> RuleSugges
     unsafe to remember (see the module), which are named in ``still_asks``; a command that is not
     fully parsed (a substitution, a heredoc…) proposes nothing. A path (the file tools): the exact
     workspace-relative path (``edit_file(src/app.py)``, a top-level file anchored:
-    ``edit_file(/setup.py)``). No target (every other tool): its name."""
+    ``edit_file(/setup.py)``). A host (``web_fetch``): exactly that host
+    (``web_fetch(domain:docs.python.org)``). No target (every other tool): its name."""
     if target is None:
         return RuleSuggestion(rules=(name,))
     if target.kind == "command":
         return _suggest_command(name, target.value)
+    if target.kind == "domain":
+        rule = domain_rule(name, target.value)
+        return RuleSuggestion(rules=(rule,)) if rule else RuleSuggestion(still_asks=("the call (no host)",))
     forms, _ = path_forms(workspace, target.value)
     if not forms:
         return RuleSuggestion()

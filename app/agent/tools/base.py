@@ -44,18 +44,34 @@ class CardRead(BaseModel):
         return f"{self.level}/{self.filename}"
 
 
+class ModelUsage(BaseModel):
+    """The tokens of a model request a tool made itself (``web_search``'s side request), and the
+    searches its server tool made: the Run counts them in the turn's usage, and the faces in the
+    session's cost under ``model``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    web_search_requests: int = 0
+
+
 class ToolResult(BaseModel):
     """What a tool call gives back to the model (``is_error`` maps to the API's ``is_error``):
     its text, and the images that go with it (``read_file`` of an image, an MCP tool's or
     ``web_fetch``'s image content), each already prepared (``conversation.images``). ``view``,
     when the tool gives one, is for the screen only; ``card`` (read_memory of a card) for the
-    turn's receipt only."""
+    turn's receipt only; ``usage`` (a model request the tool made) for the cost only."""
 
     content: str
     images: list[ImageBlock] = Field(default_factory=list)
     is_error: bool = False
     view: ResultView | None = None
     card: CardRead | None = None
+    usage: ModelUsage | None = None
     hook_s: float = 0.0  # seconds the call's hooks took (the tool block shows it)
     hook_failed: int = 0  # how many of them failed (the tool block shows it)
 

@@ -15,6 +15,8 @@ import stat
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from app.agent.conversation.images import MAX_FILE_BYTES as MAX_IMAGE_FILE_BYTES
+from app.agent.conversation.images import ImageError, image_label, is_image_name, prepare_image
 from app.agent.tools.base import ToolContext, ToolError, ToolResult, quote
 from app.agent.tools.globs import compile_glob, glob_depth, named_skip_dirs
 from app.agent.tools.paths import (
@@ -135,8 +137,30 @@ def _count_rest(f: BinaryIO) -> tuple[int, bool]:
 # -- read_file ---------------------------------------------------------------------------------
 
 
+def read_image(r: Resolved, raw: str) -> ToolResult:
+    """An image file of the workspace (by its name's suffix) as the image itself, prepared for the
+    model (``conversation.images``), with its label as the result's text; one line when it is not
+    a readable image or is over the image file limit (checked before reading)."""
+    fd, st = _open_regular(r, raw)
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_IMAGE_FILE_BYTES:
+            size, most = format_bytes(st.st_size), format_bytes(MAX_IMAGE_FILE_BYTES)
+            raise ToolError(f"{quote(r.display)} is {size}, over the {most} limit for an image")
+        data = f.read(MAX_IMAGE_FILE_BYTES + 1)
+    try:
+        picture = prepare_image(data, r.display)
+    except ImageError as e:
+        raise ToolError(str(e)) from None
+    label = image_label(1, picture.name, picture.width, picture.height)
+    if picture.scaled:  # what the model sees is smaller than the file: its coordinates differ
+        label += " (scaled from {}×{})".format(*picture.original)
+    return ToolResult(content=label, images=[picture.block()])
+
+
 def read_file(ctx: ToolContext, raw: str, offset: int | None, limit: int | None) -> ToolResult:
     r = resolve(ctx.workspace, raw)
+    if is_image_name(r.real):
+        return read_image(r, raw)
     fd, st = _open_regular(r, raw)
     with os.fdopen(fd, "rb") as f:
         if st.st_size > MAX_FILE_BYTES and offset is None and limit is None:

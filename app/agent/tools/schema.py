@@ -31,7 +31,7 @@ class _ToolSchema(GenerateJsonSchema):
 
 
 # Each input's keys in this order; any other key is a contract change and fails loudly.
-_PROPERTY_KEYS = ("type", "enum", "minimum", "maximum", "description")
+_PROPERTY_KEYS = ("type", "items", "enum", "minimum", "maximum", "description")
 
 
 @cache  # generated on first use rather than at import: importing the tools stays cheap

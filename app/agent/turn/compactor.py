@@ -175,12 +175,9 @@ class Compactor:
         except OSError as e:
             log.warning("could not keep a large tool result on disk: %s", e)
             return result
-        return ToolResult(
-            content=cmp.result_stub(result.content, rid),
-            is_error=result.is_error,
-            hook_s=result.hook_s,
-            hook_failed=result.hook_failed,
-        )
+        # Only the text moves to disk: the result's images, its cost and its hooks' times stay with
+        # its stub; the screen shows the stub, as the model gets it.
+        return result.model_copy(update={"content": cmp.result_stub(result.content, rid), "view": None})
 
     def too_large(self, reason: str) -> str:
         return cmp.too_large(reason, self.log.conversation, self.log.turn_start, self.settings.window)

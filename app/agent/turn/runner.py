@@ -263,7 +263,7 @@ class Runner:
             calls = [b for b in blocks if isinstance(b, ToolUseBlock)]
             if calls and stop.reason in TOOL_CALL_STOPS:
                 await self.log.append(Message(role="assistant", content=blocks))
-                await self.round.run(calls, emit, oversized)
+                await self.round.run(calls, emit, oversized, usage)
                 continue
             # No tool calls to run: any tool_use block here is cut short (max_tokens) and
             # must not stay in the conversation without a result.

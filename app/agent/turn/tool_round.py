@@ -10,6 +10,7 @@ import asyncio
 
 from app.agent.conversation.blocks import Block, Message, ToolUseBlock
 from app.agent.memory_bridge.ports import MemoryPort
+from app.agent.model.provider import Usage, UsageEvent
 from app.agent.turn import tool_calls
 from app.agent.turn.compactor import Compactor
 from app.agent.turn.events import OnEvent, ToolCallFinished, ToolCallStarted
@@ -27,11 +28,14 @@ class ToolRound:
     ) -> None:
         self.calling, self.log, self.compactor, self.memory = calling, log, compactor, memory
 
-    async def run(self, calls: list[ToolUseBlock], emit: OnEvent, oversized: dict[str, str]) -> None:
+    async def run(
+        self, calls: list[ToolUseBlock], emit: OnEvent, oversized: dict[str, str], usage: Usage | None = None
+    ) -> None:
+        """``usage``: the Run's, which a tool's own model request (``web_search``'s) adds to."""
         results: list[Block] = []
         try:
             for call in calls:
-                results.append(await self._one(call, emit, oversized.get(call.id)))
+                results.append(await self._one(call, emit, oversized.get(call.id), usage))
         except asyncio.CancelledError:
             # Completed calls keep their results; the session rules answer the rest.
             if results:
@@ -39,7 +43,9 @@ class ToolRound:
             raise
         await self.log.append(Message(role="user", content=results))
 
-    async def _one(self, call: ToolUseBlock, emit: OnEvent, oversized: str | None) -> Block:
+    async def _one(
+        self, call: ToolUseBlock, emit: OnEvent, oversized: str | None, usage: Usage | None
+    ) -> Block:
         runner, depth = self.calling, self.calling.depth
         name, tool_input, call_id = call.name, call.input, call.id
         # Refused before the gate (no one is asked): an oversized or bad input, a write the
@@ -50,6 +56,12 @@ class ToolRound:
         result, denied = await tool_calls.run_call(runner, prepared, tool_input, call_id, emit)
         if result.card is not None:
             self.memory.saw(result.card)
+        if result.usage is not None:
+            # A model request the tool made: in the turn's usage, and in the cost under its model.
+            spent = Usage(**result.usage.model_dump(exclude={"model"}))
+            if usage is not None:
+                usage.add(spent)
+            emit(UsageEvent(spent, depth, model=result.usage.model))
         # What read_result gives back is already on disk and bounded in characters (not in
         # bytes: 24,000 CJK characters pass 32 KiB): storing it again would answer the model
         # with another stub instead of the part it asked for.

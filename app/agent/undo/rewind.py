@@ -31,6 +31,7 @@ from pydantic import JsonValue
 from app.agent.conversation.blocks import Message
 from app.agent.conversation.messages import dangling_tool_use_ids, interrupted_results, push_message
 from app.agent.conversation.records import RewindRecord, TurnEndRecord, TurnStartRecord, parse_record
+from app.agent.conversation.session_images import SessionImages
 from app.agent.conversation.session_log import Replayed, SessionError, open_nofollow, read_all
 from app.agent.undo.checkpoints import (
     CheckpointError,
@@ -204,7 +205,7 @@ def conversation_before(path: Path, turn: int) -> tuple[list[Message], str | Non
     """The conversation (messages, compaction summary) as it was when ``turn`` began: the log
     replayed up to that turn's ``turn_start`` (earlier rewinds honoured), valid for the API."""
     data = _read_log(path)
-    out = Replayed(name=path.name)
+    out = Replayed(name=path.name, images=SessionImages.beside(path))
     seen = 0
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         if raw.startswith(b'{"type":"turn_start"'):

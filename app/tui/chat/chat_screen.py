@@ -34,6 +34,7 @@ from app.tui.chat.command_table import Parsed, parse
 from app.tui.chat.completion import complete
 from app.tui.chat.gc_hold import GcHold
 from app.tui.chat.history_view import HistoryView
+from app.tui.chat.image_paste import ImagePaste, sent_labels
 from app.tui.chat.prompt_typing import PromptTyping
 from app.tui.chat.send_queue import WAIT_GROUPS, SendQueue
 from app.tui.chat.turn_view import TurnRenderer
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from app.services.prompt_history import PromptHistory
     from app.tui.flows.extension_commands import ExtensionCommands
     from app.tui.flows.rewind_flow import RewindFlow
+    from widgets.chat.user_block import UserBlock
 
 __all__ = ["PACE_AFTER_S", "ChatScreen", "Commands"]
 
@@ -126,6 +128,7 @@ class ChatScreen(Screen[None]):
         self.panel = MemoryPanel(id="panel")
         self.status_line = StatusLine(id="status")
         self.typing = PromptTyping(self, self.prompt)
+        self.images = ImagePaste(self, self.prompt, lambda text, error: self.note(text, error=error))
         self.queue = SendQueue(
             self,
             self.chat,
@@ -178,6 +181,8 @@ class ChatScreen(Screen[None]):
         self.queue.show_notice()
         self.prompt.set_completer(self.complete)
         self.prompt.set_on_key(self._typing)
+        self.prompt.set_paste_claim(self.images.claim)
+        self.prompt.set_clipboard_paste(self.images.from_clipboard)
         self._mounted()
         self.prompt.focus()
         self.call_after_refresh(self._first_frame_shown)
@@ -400,10 +405,12 @@ class ChatScreen(Screen[None]):
 
     # -- the turn ------------------------------------------------------------------------------------
 
-    def start_turn(self, text: str) -> None:
+    def start_turn(self, text: str, block: UserBlock | None = None) -> None:
+        """Send ``text`` (``block``: the chat's entry for it, which shows the images that go with
+        it, or says why it was not sent)."""
         self.turn_view.start()
         self.prompt.disabled_reason = "a turn is running (Esc cancels)"
-        self.turn = self._run_turn(text)
+        self.turn = self._run_turn(text, block)
 
     def run_as_turn(self, work: Callable[[], Coroutine[Any, Any, None]], reason: str) -> None:
         """Run ``work`` as the turn (/compact): Esc cancels it like one, what is queued waits for
@@ -412,15 +419,25 @@ class ChatScreen(Screen[None]):
         self.turn = self.run_worker(work, group="turn", exclusive=True, exit_on_error=False)
 
     @work(exclusive=True, group="turn", exit_on_error=False)
-    async def _run_turn(self, text: str) -> None:
+    async def _run_turn(self, text: str, block: UserBlock | None) -> None:
         # Loaded by the first turn: the attachments are the agent's, not the first frame's.
         from app.agent.conversation.attachments import with_attachments
+        from app.agent.conversation.images import ImageError
 
         status, bridge = "error", self.state.bridge
         bridge.pacer.busy(float("inf"))  # the memory worker's threads make room while it runs
         try:
-            message, notes = await with_attachments(text, self.workspace, self._files_set)
-            for n in notes:  # a file cut or refused: one line each
+            try:
+                message, notes = await with_attachments(
+                    text, self.workspace, self._files_set, pasted=self.images.pictures
+                )
+            except ImageError as e:  # an image that cannot go: nothing is sent, nothing lost
+                status = "not sent"
+                self._not_sent(one_line(e, 300), block, text)
+                return
+            if block is not None:
+                block.set_images(sent_labels(message, block.typed))
+            for n in notes:  # a file cut or refused, an image scaled: one line each
                 self.post_message(ChatNote(one_line(n, 300)))
             # Beside the Run, not before it: the cards cannot change until its job is applied.
             self.post_message(TurnStarted())
@@ -433,6 +450,13 @@ class ChatScreen(Screen[None]):
             self.post_message(ChatNote(self._commands().ext.failed_line(e), error=True))
         finally:
             self.post_message(TurnDone(status))
+
+    def _not_sent(self, line: str, block: UserBlock | None, text: str) -> None:
+        """The prompt is not sent: why, in the chat, and its words back in the prompt."""
+        self.post_message(ChatNote(f"{line}; nothing was sent", error=True))
+        if block is not None:
+            block.set_note("not sent (back in the prompt)")
+        self.post_message(PromptBack(block.typed if block is not None else text))
 
     @on(MemoryUsage)
     def _on_memory_usage(self, message: MemoryUsage) -> None:

@@ -60,7 +60,9 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Esc Esc", "on an empty prompt, nothing running or queued: /rewind"),
     ("F2", "show or hide the memory panel"),
     ("Ctrl+Q", "quit (twice: at once)"),
-    ("@path", "attach a file"),
+    ("@path", "attach a file; @shot.png an image (png, jpg, gif, webp)"),
+    ("Ctrl+V", "paste an image from the clipboard"),
+    ("an image path", "pasted (a dragged file): attached as [Image #1: name W×H]"),
     # A row with no key goes on with the one above: no row wraps in a chat 100 columns wide.
     ("a large paste", "collapsed to [pasted 3,000 lines, 195.3 KiB], sent whole"),
     ("", "Enter or a click on it in the chat expands it"),

@@ -52,11 +52,24 @@ def _tool_results(items: Sequence[Message | CompactionMark]) -> dict[str, ToolRe
 
 
 def _result_text(result: ToolResultBlock) -> str:
-    """A result's content as the log holds it: its text, or its blocks' JSON."""
+    """A result's content as the log holds it: its text, or its blocks' (an image's label is
+    its text: the image itself is the model's, never its base64 on the screen)."""
     content = result.content
     if isinstance(content, str):
         return content
-    return json.dumps([c.model_dump(mode="json") for c in content], ensure_ascii=False)
+    parts = [
+        str(getattr(c, "text", ""))
+        if c.type == "text"
+        else json.dumps(c.model_dump(mode="json"), ensure_ascii=False)
+        for c in content
+        if c.type != "image"
+    ]
+    return "\n".join(parts)
+
+
+def _is_label(text: str) -> bool:
+    """Whether a text block is an image's label (``[Image #1: shot.png 1280×720]``)."""
+    return text.startswith("[Image #") and text.endswith("]") and "\n" not in text
 
 
 async def _write_answer(answer: AnswerBlock, text: str) -> None:
@@ -101,7 +114,8 @@ class HistoryView:
         from app.agent.conversation.messages import is_app_note
 
         # A prompt's words and its attached files are blocks of one message: drawn as the one
-        # entry the person sent, as the chat drew it then.
+        # entry the person sent, as the chat drew it then. An image shows as its label (a
+        # pasted image's once: its label is in the words too), never as its data.
         said: list[str] = []
         for b in m.content:
             if is_app_note(b):
@@ -109,6 +123,8 @@ class HistoryView:
             if isinstance(b, TextBlock):
                 text = b.text
                 if not text.strip() or text.startswith(f"<{UPDATE_TAG}>"):
+                    continue
+                if m.role == "user" and said and _is_label(text) and text in said[0]:
                     continue
                 if m.role == "user":
                     said.append(text)

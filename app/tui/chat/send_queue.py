@@ -58,7 +58,7 @@ class SendQueue:
         built: Callable[[], bool],
         trust_pending: Callable[[], bool],
         run_command: Callable[..., Awaitable[None]],
-        start_turn: Callable[[str], Any],
+        start_turn: Callable[[str, UserBlock], Any],
         remember: Callable[[str], None],
         configure_help: Callable[[], None],
     ) -> None:
@@ -154,8 +154,7 @@ class SendQueue:
             self._configure_help()
             return
         self._remember(item.text)
-        self._chat.add_user(item.typed, item.pastes)
-        self._start_turn(item.text)
+        self._start_turn(item.text, self._chat.add_user(item.typed, item.pastes))
 
     def not_sent(self, item: Queued, why: str) -> None:
         block = item.block if item.block is not None else self._chat.add_user(item.typed, item.pastes)

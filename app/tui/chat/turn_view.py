@@ -245,7 +245,7 @@ class TurnRenderer:
         self._usage.add(ev.usage)
         cost = self._cost()
         if cost is not None:
-            cost.add(self._model(), ev.usage)
+            cost.add(ev.model or self._model(), ev.usage)  # a tool's side request: its own model
             self._status.update(cost=cost.describe())
 
     async def _context(self, ev: ContextUsage) -> None:

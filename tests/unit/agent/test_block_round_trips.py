@@ -5,6 +5,7 @@ accumulation of a streamed response."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import tempfile
 from pathlib import Path
@@ -136,7 +137,20 @@ def test_any_message_goes_through_the_session_file_unchanged(
             written = [json.loads(line)["message"] for line in s.path.read_bytes().splitlines()[2:4]]
         with store.open(s.id) as again:
             assert again.messages == messages and again.warnings == []
-    assert written == [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+    # An image is kept beside the file, once, by its hash: the line holds a reference to it.
+    assert written == [
+        {"role": "user", "content": [_kept(b) for b in user]},
+        {"role": "assistant", "content": answer},
+    ]
+
+
+def _kept(block: dict[str, Any]) -> dict[str, Any]:
+    """A block as the session file holds it: an image as the reference to its file."""
+    if block["type"] != "image":
+        return block
+    sha = hashlib.sha256(base64.b64decode(block["source"]["data"])).hexdigest()
+    source = {"type": "session_image", "sha256": sha, "media_type": block["source"]["media_type"]}
+    return {"type": "image", "source": source, "name": "image", "width": 0, "height": 0}
 
 
 def _stream(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:

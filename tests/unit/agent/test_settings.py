@@ -196,6 +196,7 @@ def test_secrets_and_home_are_not_settings(monkeypatch: pytest.MonkeyPatch, tmp_
     assert set(dumped) == {
         "model",
         "memory_model",
+        "web_model",
         "memory_mode",
         "max_iterations",
         "memory_wait",

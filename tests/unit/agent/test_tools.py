@@ -49,6 +49,8 @@ ORDER = [
     "search_memory",
     "read_result",
     "task",
+    "web_fetch",
+    "web_search",
 ]
 
 # name -> (required, optional) property names of the tool contract (read_result: the reader of tool
@@ -64,6 +66,8 @@ CONTRACT = {
     "search_memory": ({"query"}, {"level", "limit"}),
     "read_result": ({"id"}, {"offset", "limit"}),
     "task": ({"description", "prompt"}, set()),
+    "web_fetch": ({"url"}, set()),
+    "web_search": ({"query"}, {"allowed_domains", "blocked_domains"}),
 }
 
 
@@ -136,7 +140,13 @@ def test_kinds_read_only_and_permission() -> None:
         "search_memory",
         "read_result",
     }
-    assert {t.name for t in BUILTIN_TOOLS if t.asks} == {"write_file", "edit_file", "bash"}
+    assert {t.name for t in BUILTIN_TOOLS if t.asks} == {
+        "write_file",
+        "edit_file",
+        "bash",
+        "web_fetch",
+        "web_search",
+    }
     assert BUILTIN_TOOLS.get("unknown") is None
     assert {t.name: t.kind for t in BUILTIN_TOOLS} == {
         "read_file": "read",
@@ -149,6 +159,8 @@ def test_kinds_read_only_and_permission() -> None:
         "search_memory": "memory",
         "read_result": "read",
         "task": "interaction",
+        "web_fetch": "network",
+        "web_search": "network",
     }
 
 
@@ -355,8 +367,12 @@ async def test_read_file_cuts_long_lines(ctx: ToolContext, ws: Path) -> None:
 
 
 async def test_read_file_refuses_binary_and_folders_and_missing(ctx: ToolContext, ws: Path) -> None:
+    (ws / "img.dat").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(100))
+    assert "binary" in one_line_error(await run(ctx, "read_file", path="img.dat"))
+    # By an image's name, it is read as an image: a damaged one is one line, and no image.
     (ws / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(100))
-    assert "binary" in one_line_error(await run(ctx, "read_file", path="img.png"))
+    broken = await run(ctx, "read_file", path="img.png")
+    assert one_line_error(broken) == "img.png: not a readable image" and broken.images == []
     (ws / "late.bin").write_bytes(b"a" * 9000 + b"\x00")  # NUL past the first 8 KiB: text
     assert not (await run(ctx, "read_file", path="late.bin")).is_error
     (ws / "d").mkdir()
@@ -1087,7 +1103,7 @@ async def test_a_mode_allow_list_lets_the_tools_it_names_run_and_refuses_the_res
     assert not d.allowed
     assert d.reason == (
         "write_file was denied: print mode runs it only when a rule or --allow-tools allows it "
-        "(no rule matches this write_file call)"
+        "(no rule matches this write_file call); the rule write_file(/x) would allow it"
     )
     empty = Gate(PermissionRules(workspace=ws))
     edit = BUILTIN_TOOLS.get("edit_file")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import threading
@@ -115,66 +116,68 @@ def test_fuzzy_stays_fast_on_fifty_thousand_paths() -> None:
     assert time.perf_counter() - t0 < 1.0  # run on each key press, on the UI thread
 
 
-def test_attach_wraps_a_text_file_in_a_block_naming_its_path(ws: Path) -> None:
+async def test_attach_wraps_a_text_file_in_a_block_naming_its_path(ws: Path) -> None:
     _files(ws, "src/app.py")
-    block, note = attach(ws, "src/app.py")
+    block, note = await attach(ws, "src/app.py")
     assert note is None
     assert block == '<attached-file path="src/app.py">\ncontent of src/app.py\n</attached-file>'
 
 
-def test_attach_cuts_a_long_file_at_a_line_and_says_so(ws: Path) -> None:
+async def test_attach_cuts_a_long_file_at_a_line_and_says_so(ws: Path) -> None:
     (ws / "big.txt").write_text("".join(f"line {k:05}\n" for k in range(20_000)))  # 220,000 bytes
-    block, note = attach(ws, "big.txt", max_bytes=1000)
+    block, note = await attach(ws, "big.txt", max_bytes=1000)
     body = block.split("\n", 1)[1].removesuffix("</attached-file>")
     assert len(body.encode()) <= 1000 and body.endswith("\n") and body.startswith("line 00000\n")
     assert note == "@big.txt: attached the first 990 B of 214.8 KiB"
     assert 'cut="first 990 of 220000 bytes"' in block.split("\n", 1)[0]
 
 
-def test_attach_refuses_binary_and_non_utf8_files(ws: Path) -> None:
+async def test_attach_refuses_binary_and_non_utf8_files(ws: Path) -> None:
     (ws / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
     (ws / "latin1.txt").write_bytes("café\n".encode("latin-1"))
-    assert attach(ws, "img.png") == ("", "@img.png: a binary file, not attached")
-    assert attach(ws, "latin1.txt") == ("", "@latin1.txt: not UTF-8 text, not attached")
+    assert await attach(ws, "img.png") == ("", "@img.png: a binary file, not attached")
+    assert await attach(ws, "latin1.txt") == ("", "@latin1.txt: not UTF-8 text, not attached")
 
 
-def test_attach_refuses_paths_outside_the_workspace_also_through_a_symlink(ws: Path, tmp_path: Path) -> None:
+async def test_attach_refuses_paths_outside_the_workspace_also_through_a_symlink(
+    ws: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "secret.txt"
     outside.write_text("secret\n")
     (ws / "link.txt").symlink_to(outside)
     (ws / "linkdir").symlink_to(tmp_path)
     for rel in ("../secret.txt", str(outside), "link.txt", "linkdir/secret.txt"):
-        block, note = attach(ws, rel)
+        block, note = await attach(ws, rel)
         assert block == "" and note is not None and "outside the workspace" in note, rel
 
 
-def test_attach_follows_a_symlink_that_stays_inside_the_workspace(ws: Path) -> None:
+async def test_attach_follows_a_symlink_that_stays_inside_the_workspace(ws: Path) -> None:
     _files(ws, "real.md")
     (ws / "alias.md").symlink_to(ws / "real.md")
-    block, note = attach(ws, "alias.md")
+    block, note = await attach(ws, "alias.md")
     assert note is None and "content of real.md" in block
 
 
-def test_attach_refuses_folders_missing_files_and_fifos_without_blocking(ws: Path) -> None:
+async def test_attach_refuses_folders_missing_files_and_fifos_without_blocking(ws: Path) -> None:
     (ws / "dir").mkdir()
     os.mkfifo(ws / "pipe")
     result: list[tuple[str, str | None]] = []
-    t = threading.Thread(target=lambda: result.append(attach(ws, "pipe")), daemon=True)
+    t = threading.Thread(target=lambda: result.append(asyncio.run(attach(ws, "pipe"))), daemon=True)
     t.start()
     t.join(5)
     assert result == [("", "@pipe: not a regular file, not attached")]
-    assert attach(ws, "dir") == ("", "@dir: not a regular file, not attached")
-    block, note = attach(ws, "missing.py")
+    assert await attach(ws, "dir") == ("", "@dir: not a regular file, not attached")
+    block, note = await attach(ws, "missing.py")
     assert block == "" and note is not None and note.startswith("@missing.py: cannot read")
 
 
 @pytest.mark.parametrize("rel", ["", "a\0b"])
-def test_attach_refuses_an_empty_or_nul_name(ws: Path, rel: str) -> None:
-    assert attach(ws, rel)[0] == ""
+async def test_attach_refuses_an_empty_or_nul_name(ws: Path, rel: str) -> None:
+    assert (await attach(ws, rel))[0] == ""
 
 
-def test_attach_notes_show_a_hostile_name_without_terminal_escapes(ws: Path) -> None:
-    block, note = attach(ws, "\x1b]0;pwned\x07x.py")
+async def test_attach_notes_show_a_hostile_name_without_terminal_escapes(ws: Path) -> None:
+    block, note = await attach(ws, "\x1b]0;pwned\x07x.py")
     assert block == "" and note is not None and "\x1b" not in note and "\x07" not in note
 
 

@@ -5,6 +5,7 @@ server marks it read-only."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -13,6 +14,7 @@ from pydantic import ConfigDict, model_validator
 from app.agent.extensions.mcp.manager import McpManager
 from app.agent.extensions.mcp.model import McpTool
 from app.agent.extensions.mcp.names import PREFIX
+from app.agent.extensions.mcp.results import with_images
 from app.agent.tools.base import ToolContext, ToolInput, ToolResult
 from app.agent.tools.previews import cut_lines
 from app.agent.tools.schema import JsonObject
@@ -58,9 +60,13 @@ class McpAgentTool(Tool[McpArguments]):
         return self._tool.api()
 
     async def run(self, args: McpArguments, ctx: ToolContext) -> ToolResult:
-        """The server's answer (never raises but for cancellation)."""
+        """The server's answer (never raises but for cancellation); its images as images."""
         r = await self._manager.call(self.name, args.arguments())
-        return ToolResult(content=r.content, is_error=r.is_error)
+        if not r.parts:
+            return ToolResult(content=r.content, is_error=r.is_error)
+        # Pillow decodes and scales each image: off the event loop.
+        text, images = await asyncio.to_thread(with_images, r.parts)
+        return ToolResult(content=text, images=images, is_error=r.is_error)
 
     def preview(self, args: McpArguments, ctx: ToolContext) -> Preview:
         """Its server and tool, and its arguments as JSON (bounded)."""

@@ -12,6 +12,8 @@ from app.agent.tools.builtin.read_memory import ReadMemory
 from app.agent.tools.builtin.read_result import ReadResult
 from app.agent.tools.builtin.search_memory import SearchMemory
 from app.agent.tools.builtin.task import Task
+from app.agent.tools.builtin.web_fetch import WebFetch
+from app.agent.tools.builtin.web_search import WebSearch
 from app.agent.tools.builtin.write_file import WriteFile
 from app.agent.tools.tool import AnyTool
 
@@ -30,4 +32,6 @@ def builtins() -> list[AnyTool]:
         SearchMemory(),
         ReadResult(),
         Task(),
+        WebFetch(),
+        WebSearch(),
     ]

@@ -1,4 +1,5 @@
-"""``read_file {path, offset?, limit?}``: a text file of the workspace, its lines numbered."""
+"""``read_file {path, offset?, limit?}``: a text file of the workspace, its lines numbered; an
+image file as the image itself."""
 
 from __future__ import annotations
 
@@ -30,13 +31,14 @@ class ReadFile(Tool[ReadFileInput]):
         "Read a text file of the workspace. Returns its lines numbered like `cat -n` "
         "(line number, tab, text). Reads at most 2000 lines by default; use `offset` (first line, "
         "1-based) and `limit` (number of lines) to read a part or to read on where the output says "
-        "it was cut. Lines longer than 2000 characters are cut. Binary files are refused; files "
-        "over 10 MB can only be read in parts (give offset/limit). Use list_files or grep to find "
-        "files first; read a file before editing it."
+        "it was cut. Lines longer than 2000 characters are cut. An image file (.png, .jpg, .jpeg, "
+        ".gif, .webp) is given to you as the image itself, scaled to at most 1568 px; other binary "
+        "files are refused; files over 10 MB can only be read in parts (give offset/limit). Use "
+        "list_files or grep to find files first; read a file before editing it."
     )
 
     async def run(self, args: ReadFileInput, ctx: ToolContext) -> ToolResult:
-        # A 10 MB file is blocking I/O: off the event loop.
+        # A 10 MB file, or an image Pillow decodes and scales, is blocking work: off the event loop.
         return await asyncio.to_thread(read_file, ctx, args.path, args.offset, args.limit)
 
     def rule_target(self, args: ReadFileInput) -> RuleTarget:

@@ -63,7 +63,9 @@ def test_text_is_text_and_other_content_is_a_one_line_note() -> None:
             ),
         ],
     )
-    assert tool_result(result) == McpResult(
+    # The text (what a face shows, and the model where an image cannot be prepared): the image
+    # is a note in it; the image itself is among the parts (tests/unit/agent/mcp/test_mcp_images.py).
+    assert tool_result(result).content == (
         "line one\nline two\n"
         "[image image/png, 300 B: not shown]\n"
         "[audio audio/wav, 30 B: not shown]\n"
