@@ -7,7 +7,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -144,6 +144,22 @@ SubAgent = Callable[[str], Awaitable["ToolResult"]]
 HostNamed = Callable[[str, str], bool]
 
 
+class PlanAnswer(BaseModel):
+    """The person's answer to a plan ``exit_plan_mode`` proposed: ``accept-edits`` (approved; edits
+    then run without asking), ``default`` (approved; each edit asks) or ``keep-planning`` (not
+    approved, with an optional ``note`` for the model)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    choice: Literal["accept-edits", "default", "keep-planning"]
+    note: str = ""
+
+
+# Shows the plan to the person and returns their answer (the app's deciding window); None in
+# print mode, where the plan is printed and the run ends.
+PlanApproval = Callable[[str], Awaitable[PlanAnswer]]
+
+
 class WebSearcher(Protocol):
     """``web_search``'s side request to the Messages API (its server tool on the web model)."""
 
@@ -179,6 +195,8 @@ class ToolContext:
     host_named: HostNamed | None = None
     # ``web_search``'s side request; None: web search is not available in this run.
     web_searcher: WebSearcher | None = None
+    # ``exit_plan_mode``'s question to the person; None: nobody can be asked (print mode).
+    plan_approval: PlanApproval | None = None
 
 
 class ToolError(Exception):
