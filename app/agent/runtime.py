@@ -25,9 +25,11 @@ from app.agent.memory_bridge.run_memory import RunMemory
 from app.agent.memory_bridge.worker_process import WorkerProcess, worker_argv
 from app.agent.model.provider import AnthropicProvider, Provider, Usage
 from app.agent.model.web_search import WebSearch
-from app.agent.permissions.gate import Gate, Mode
+from app.agent.permissions.gate import Gate, RunAllowances
+from app.agent.permissions.modes import PermissionMode, configured_mode
 from app.agent.permissions.question import Ask
 from app.agent.tools import BUILTIN_TOOLS, ToolContext, ToolRegistry
+from app.agent.tools.base import PlanAnswer, PlanApproval
 from app.agent.turn.deps import ContextSettings, ModelSettings, RunnerDeps, ToolSettings
 from app.agent.turn.runner import Runner
 from app.agent.turn.system_prompt import build_system
@@ -64,7 +66,7 @@ class Runtime:
         workspace: Path,
         *,
         ask: Ask | None = None,
-        mode: Mode | None = None,
+        allowances: RunAllowances | None = None,
         tools: ToolRegistry = BUILTIN_TOOLS,
         provider: Provider | None = None,
         completion: Completion | None = None,
@@ -74,15 +76,17 @@ class Runtime:
         history: bool = True,
         trust_project_mcp: bool = False,
         commands: Iterable[str] = APP_COMMANDS,
+        plan_approval: PlanApproval | None = None,
     ) -> None:
         self.settings = settings
         self.workspace = workspace
+        # The face's question whether the person approves a plan (the app's window); None:
+        # nobody can be asked, and a plan ends the turn (print mode).
+        self._plan_approval = plan_approval
         # The tools the model is offered: ``tools`` (the built-ins), then the MCP servers' ready ones.
         self.tools = tools.copy()
         self.ext = self._extensions(home, commands, trust_project_mcp)
-        # The rules as they are now and the run's ``mode`` decide first; what they leave to the
-        # person goes to ``ask`` (the app's window), and without one (print mode) is refused.
-        self.gate = Gate(lambda: self.ext.rules, ask=ask, mode=mode)
+        self.gate = self._gate(ask, allowances)
         self.fs = fs if fs is not None else DEFAULT_FS
         # Constructors only compute paths; nothing here reads or writes a file.
         self.stores = MemoryStores(workspace, home, fs=self.fs)
@@ -116,6 +120,16 @@ class Runtime:
         self.runner: Runner = None  # type: ignore[assignment]
         self._started = False
         self._manager_started = False
+
+    def _gate(self, ask: Ask | None, allowances: RunAllowances | None) -> Gate:
+        """The one gate: the rules as they are now, the permission mode and the run's
+        ``allowances`` decide first; what they leave to the person goes to ``ask`` (the app's
+        window), and without one (print mode) is refused. The mode is the configured one from
+        ``start`` on (the files read), or the person's."""
+        self._mode_chosen = False  # the person chose the mode: the files no longer decide it
+        # Told each change of the permission mode (the app's status line shows it).
+        self.on_permission_mode: Callable[[PermissionMode], None] | None = None
+        return Gate(lambda: self.ext.rules, ask=ask, allowances=allowances)
 
     def _main_client(self) -> Callable[[], Any] | None:
         """The main model's SDK client, for a side request to share (a test's provider has none)."""
@@ -182,6 +196,7 @@ class Runtime:
             return
         self._started = True
         await asyncio.to_thread(self.ext.load)
+        self.refresh_permission_mode()  # the files' mode, now that they are read
         self.ext.start()  # the MCP servers, in parallel; a turn never waits for them here
         # MEMORY.md is derived: a `git pull` or merge since the last run may have
         # left it out of step with the cards; rebuilt before anything reads the stores.
@@ -343,6 +358,9 @@ class Runtime:
             web_searcher=self.web_search,
             # The rules as they are at the call (one saved mid-session counts from the next call).
             host_named=lambda tool, host: self.ext.rules.names_host(tool, host),
+            plan_approval=self._approve_plan if self._plan_approval is not None else None,
+            planning=lambda: self.gate.permission_mode == PermissionMode.PLAN,
+            todos=session,  # todo_write's list is the session's: kept in its log
         )
         s = self.settings
         memory = RunMemory(
@@ -355,7 +373,9 @@ class Runtime:
         )
         input_bytes = input_limit(s.tool_input_max_bytes, s.context_window)
         deps = RunnerDeps(
-            model=ModelSettings(self.provider, s.model, s.max_tokens, s.max_iterations),
+            model=ModelSettings(
+                self.provider, s.model, s.max_tokens, s.max_iterations, s.thinking_budget if s.thinking else 0
+            ),
             tools=ToolSettings(ctx, self.gate, self.tools, self.ext, input_bytes),
             memory=memory,
             session=session,
@@ -363,6 +383,15 @@ class Runtime:
             system=system,
         )
         return Runner(deps)
+
+    async def _approve_plan(self, plan: str) -> PlanAnswer:
+        """``exit_plan_mode``: the face asks the person; an approval leaves plan mode for the mode
+        it names (the next call counts under it), and "keep planning" stays in plan mode."""
+        assert self._plan_approval is not None  # offered to the tools only with one
+        answer = await self._plan_approval(plan)
+        if answer.choice != "keep-planning":
+            self.set_permission_mode(answer.choice)
+        return answer
 
     # -- trust -----------------------------------------------------------------------
 
@@ -382,6 +411,32 @@ class Runtime:
         index = await asyncio.to_thread(self.stores.merged_index)
         runner.set_system(await asyncio.to_thread(build_system, self.workspace, index))
         runner.reset_index(index)
+
+    # -- permission mode ----------------------------------------------------------------------
+
+    @property
+    def permission_mode(self) -> PermissionMode:
+        return self.gate.permission_mode
+
+    def set_permission_mode(self, mode: PermissionMode | str) -> None:
+        """The person's choice (Shift+Tab, a plan approved): in force from the next tool call, a
+        running turn's included, for the rest of the run (a new session keeps it); the settings
+        files no longer decide it. ValueError for a name that is not a mode."""
+        self._mode_chosen = True
+        self._put_mode(PermissionMode(mode))
+
+    def refresh_permission_mode(self) -> None:
+        """The mode the flag, the environment and the settings files give as they are read now
+        (at start, and once the person trusted what the project brings), unless the person chose
+        one this run."""
+        if not self._mode_chosen:
+            self._put_mode(configured_mode(self.settings, self.ext.rules.mode))
+
+    def _put_mode(self, mode: PermissionMode) -> None:
+        changed = mode != self.gate.permission_mode
+        self.gate.permission_mode = mode
+        if changed and self.on_permission_mode is not None:
+            self.on_permission_mode(mode)
 
     # -- memory mode --------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from app.agent.permissions.modes import PermissionMode
 from memory.constants import MEMORY_MODES
 
 if TYPE_CHECKING:
@@ -121,6 +122,19 @@ def _add_session_options(parser: argparse.ArgumentParser) -> None:
         dest="memory_mode",
         choices=MEMORY_MODES,
         help="auto: write memory; review: hold it for approval; off: never extract",
+    )
+    parser.add_argument(
+        "--permission-mode",
+        choices=[m.value for m in PermissionMode],
+        help="default: edits and commands ask; accept-edits: edits inside the workspace run without "
+        "asking; plan: read-only, the model proposes a plan (default: the settings, else default)",
+    )
+    parser.add_argument(
+        "--thinking",
+        action="store_true",
+        default=None,
+        help="extended thinking for the main model (budget: thinking_budget, default 8000 tokens); "
+        "in the app Tab on an empty prompt turns it on and off",
     )
     resume = parser.add_mutually_exclusive_group()
     resume.add_argument(
@@ -256,6 +270,8 @@ def _settings_flags(args: argparse.Namespace) -> dict[str, object]:
         "memory_mode": args.memory_mode,
         "memory_wait": args.memory_wait,
         "max_iterations": args.max_iterations,
+        "permission_mode": args.permission_mode,  # None when not given: the settings files decide
+        "thinking": args.thinking,  # None when not given: the settings files decide
     }
 
 

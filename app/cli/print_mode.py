@@ -32,6 +32,7 @@ from app.agent.turn.events import (
     MemorySubmitted,
     RunEvent,
     RunStop,
+    TodosChanged,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -137,6 +138,12 @@ class PrintUI:
             # A refusal says which rule would allow the call: shown whole enough to copy it.
             shown = one_line(ev.result.content, 300 if ev.denied else 100)
             self.diag(f"{indent}  ⎿ {tag}: {shown}")
+            if ev.result.ends_run is not None and not ev.depth:
+                # The call hands the turn back with its answer (plan mode's plan): stdout, as written.
+                self._answer(strip_terminal(ev.result.ends_run))
+        elif isinstance(ev, TodosChanged):
+            # The to-do list as it now stands, one line on stderr (stdout holds only the answer).
+            self.diag(f"[todos {one_line(ev.todos.line(), 300)}]")
         elif isinstance(ev, Compacted):
             self.diag(f"[{one_line(ev.describe(), 300)}]")
         elif isinstance(ev, MemorySubmitted):

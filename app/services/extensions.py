@@ -118,7 +118,7 @@ _TITLES = {
     "mcp": "MCP servers (.mcp.json): these commands would run",
     "commands": "custom commands (.PseudoClaude/commands, .claude/commands)",
     "hooks": "hooks: these commands would run by themselves, at their events",
-    "permissions": "allow rules (.PseudoClaude/settings.toml)",
+    "permissions": "allow rules, permission mode (.PseudoClaude/settings.toml)",
 }
 _NOUNS = {
     "mcp": ("MCP server", "MCP servers"),
@@ -348,6 +348,7 @@ class ExtensionsService:
             return []
         before = {s.name for s in self.ext.mcp.servers} if self.ext.mcp is not None else set()
         await asyncio.to_thread(self.ext.trust, waiting)
+        self._rt.refresh_permission_mode()  # a project's accept-edits may be in force now
         self.ext.start()
         return sorted({s.name for s in self.ext.mcp.servers} - before) if self.ext.mcp is not None else []
 

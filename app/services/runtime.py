@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from app.agent.model.provider import Provider
     from app.agent.permissions.question import Ask
     from app.agent.runtime import Runtime
+    from app.agent.tools.base import PlanApproval
     from memory.extract.completion import Completion
     from memory.store.fs import FS
     from memory.store.watch import StoresWatcher
@@ -35,6 +36,7 @@ def build_runtime(
     fs: FS | None,
     pacer: Pacer,
     worker_process: bool,
+    plan_approval: PlanApproval | None = None,
 ) -> Runtime:
     """The Runtime, its stores' file layer paced by ``pacer``: the memory worker's threads make
     room for the screen while the face says it is busy (a turn streams, a key was just pressed).
@@ -54,6 +56,7 @@ def build_runtime(
         home=home,
         fs=fs,
         worker_process=worker_process,
+        plan_approval=plan_approval,
     )
 
 

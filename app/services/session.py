@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from app.agent.conversation.blocks import Message
     from app.agent.conversation.session_log import CompactionMark
     from app.agent.conversation.session_store import SessionInfo
+    from app.agent.conversation.todos import TodoList
     from app.agent.runtime import Runtime
 
 
@@ -36,6 +37,12 @@ class SessionService:
     def earlier_left_out(self) -> int:
         """How many of those earlier messages were not read (the log's head, past a bound)."""
         return int(getattr(self._rt.session, "earlier_left_out", 0) or 0)
+
+    @property
+    def todos(self) -> TodoList | None:
+        """The open session's to-do list (``todo_write``'s); None without a session."""
+        session = self._rt.session
+        return session.todos if session is not None else None
 
     @property
     def model(self) -> str:
@@ -68,6 +75,15 @@ class SessionService:
         rt.settings.model = name
         if rt.runner is not None:
             rt.runner.model = name
+
+    def set_thinking(self, on: bool) -> None:
+        """Extended thinking (the settings' budget) from the next Run on: a Run keeps the
+        configuration it started with, as the API wants through a tool-use loop. ValueError (one
+        line) when the budget does not fit the response's max_tokens."""
+        rt = self._rt
+        rt.settings.turn_thinking(on)
+        if rt.runner is not None:
+            rt.runner.thinking_budget = rt.settings.thinking_budget if on else 0
 
     async def set_memory_mode(self, mode: str) -> None:
         """``auto``, ``review`` or ``off`` from now on; ValueError (one line) for another word."""

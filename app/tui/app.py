@@ -43,6 +43,7 @@ from app.tui.messages import (
     TurnStarted,
 )
 from app.tui.panel.memory_side import MemorySide
+from app.tui.permission import plan_window
 from app.tui.permission import window as permission_window
 from app.tui.startup import Startup
 from app.tui.status_model import StatusModel
@@ -62,8 +63,7 @@ class PseudoClaudeApp(App[int]):
     CSS_PATH = str(CSS_FILE)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True),
-        # Ctrl+C cancels the running turn (as Esc does), on any screen, a permission question
-        # included; with text selected it copies instead (check_action); it never kills the app.
+        # Ctrl+C cancels the turn as Esc does, on any screen (a window too); never kills the app.
         Binding("ctrl+c", "interrupt", show=False, priority=True),
         Binding("escape", "cancel_turn", "Cancel turn"),
         Binding("f2", "toggle_panel", "Memory panel"),
@@ -82,8 +82,9 @@ class PseudoClaudeApp(App[int]):
         # frame (see app.tui.startup). Until then the bridge's ``settings`` is None.
         flags, given = (settings, None) if isinstance(settings, Mapping) else (None, settings)
         self.workspace = workspace
-        # The permission window, over whichever screen is up (looked up when it asks: tests count).
+        # The permission and plan windows, over whichever screen is up (looked up when asked: tests count).
         self.bridge = Bridge(given, workspace, self.post_message, lambda q: permission_window.ask(self, q))
+        self.bridge.ask_plan = lambda plan: plan_window.ask_plan(self, plan)
         self.exit_code = 0
         # What the status line shows: it follows this state (each change redraws it).
         self.status_model = StatusModel(str(workspace), note="connecting…")
@@ -221,8 +222,7 @@ class PseudoClaudeApp(App[int]):
         self.chat_screen.interrupt()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # With text selected (in the prompt, an input, or on the screen with the mouse), Ctrl+C
-        # is not ours: the binding falls through to the widget's or the screen's copy.
+        # With text selected (prompt, an input, the screen), Ctrl+C falls through to their copy.
         return not (action == "interrupt" and selection_to_copy(self))
 
     # Typing is timed on every screen (deciding windows ask when it paused) and keys typed ahead of a

@@ -25,18 +25,27 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from app.services.runtime import Pacer, StoreChanges, build_runtime
-from app.tui.messages import ChatNote, MemoryEventMessage, MemoryUsage, StoresChangedMessage, TurnEvent
+from app.tui.messages import (
+    ChatNote,
+    MemoryEventMessage,
+    MemoryUsage,
+    SettingsChanged,
+    StoresChangedMessage,
+    TurnEvent,
+)
 
 if TYPE_CHECKING:
     from app.agent.config.settings import Settings
     from app.agent.conversation.blocks import Prompt
     from app.agent.model.provider import Provider, Usage
     from app.agent.permissions.gate import Gate
+    from app.agent.permissions.modes import PermissionMode
     from app.agent.runtime import Runtime
     from app.agent.turn.events import RunStop
     from app.services.bundle import Services
     from app.services.turn import TurnService
     from app.tui.permission.modal_ask import Ask
+    from app.tui.permission.plan_ask import AskPlan
     from memory.events import MemoryEvent
 
 
@@ -61,6 +70,9 @@ class Bridge:
         self.workspace = workspace
         self.post = post
         self._ask = ask
+        # Whether the person approves a plan (the App's plan window); None: nobody is asked (a
+        # plan ends the turn, as in print mode).
+        self.ask_plan: AskPlan | None = None
         self.gate: Gate = None  # type: ignore[assignment]  # the runtime's, once built (it imports the tools)
         self.pacer = Pacer()
         self.runtime: Runtime | None = None
@@ -115,6 +127,7 @@ class Bridge:
         from app.agent.model.provider import MODEL_COMMAND, AnthropicProvider, has_credentials
         from app.services.bundle import Services
         from app.tui.permission.modal_ask import ModalAsk
+        from app.tui.permission.plan_ask import ModalPlanApproval
 
         settings = self.require_settings()
         self.credentials = self._provider is not None or has_credentials()
@@ -125,6 +138,7 @@ class Bridge:
             settings,
             self.workspace,
             ask=ModalAsk(self._ask),
+            plan_approval=ModalPlanApproval(self.ask_plan) if self.ask_plan is not None else None,
             # An unknown model names the app's own way to pick another (/model, not --model).
             provider=self._provider or AnthropicProvider(model_switch=MODEL_COMMAND),
             completion=completion,
@@ -138,6 +152,7 @@ class Bridge:
         rt.on_worker_note = self._on_worker_note
         rt.on_worker_usage = self._on_memory_usage  # the child's requests count in the cost too
         rt.ext.on_hook_note = self._on_hook_note
+        rt.on_permission_mode = self._on_permission_mode
         self._unsubscribe = rt.manager.subscribe(self._on_memory_event)
         services = Services.for_runtime(rt, card_reads=self.card_reads)
         if self.sync_user_store is not None:
@@ -198,6 +213,10 @@ class Bridge:
 
     def _on_worker_note(self, line: str) -> None:
         self.post(ChatNote(line, error=True))  # the worker child died and was replaced (one line)
+
+    def _on_permission_mode(self, _mode: PermissionMode) -> None:
+        # At start from the files, Shift+Tab, a plan approved: the status line shows the new mode.
+        self.post(SettingsChanged())
 
     def _on_hook_note(self, line: str, failed: bool) -> None:
         self.post(ChatNote(line, error=failed))  # a hook failed (each time), or a block said

@@ -44,10 +44,13 @@ class StatusModel:
 
     def show_settings(self, settings: Settings | None, runtime: Runtime | None) -> None:
         """The settings' fields (none before they are loaded): the model, the memory mode (the
-        runtime's once it exists), where compaction starts."""
+        runtime's once it exists), where compaction starts, the permission mode (the runtime's:
+        the files decide it at its start, Shift+Tab and a plan's approval later)."""
         if settings is not None:
             self.update(
                 model=settings.model,
                 memory_mode=runtime.memory_mode if runtime is not None else settings.memory_mode,
                 compact_pct=round(settings.compact_at * 100),
+                permission_mode=runtime.permission_mode.value if runtime is not None else "",
+                thinking=settings.thinking,  # Tab on an empty prompt turns it on and off
             )

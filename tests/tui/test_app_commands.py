@@ -202,9 +202,9 @@ def _block_lines(app, block) -> list[str]:
     return [strips[y].text[region.x : region.right] for y in range(region.y, region.bottom)]
 
 
-@pytest.mark.parametrize("size", [(100, 80), (140, 80)], ids=["chat-58-cols", "chat-about-100-cols"])
+@pytest.mark.parametrize("size", [(100, 90), (140, 90)], ids=["chat-58-cols", "chat-about-100-cols"])
 async def test_help_wraps_descriptions_under_their_own_column_at_58_and_100_columns(make_app, size) -> None:
-    # 100 columns: the chat beside the panel is 58 wide; 140: the chat is about 100 wide. 80 rows: the
+    # 100 columns: the chat beside the panel is 58 wide; 140: the chat is about 100 wide. 90 rows: the
     # whole /help block is on the screen.
     app = make_app()
     async with app.run_test(size=size) as pilot:
@@ -286,6 +286,7 @@ async def test_after_the_card_browser_opened_from_the_panel_closes_typing_reache
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
+        await _type(pilot, "a")  # Tab on an empty prompt turns thinking on: with a word it moves on
         await pilot.press("tab")
         await wait_until(
             pilot,
@@ -297,8 +298,8 @@ async def test_after_the_card_browser_opened_from_the_panel_closes_typing_reache
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="back to the chat")
         await wait_until(pilot, lambda: app.focused is app.prompt, what="the prompt focused")
-        await _type(pilot, "hi there")
-        await wait_until(pilot, lambda: app.prompt.text == "hi there", what="the text in the prompt")
+        await _type(pilot, " hi there")
+        await wait_until(pilot, lambda: app.prompt.text == "a hi there", what="the text in the prompt")
 
 
 async def test_text_typed_or_pasted_after_tabbing_away_from_the_prompt_reaches_the_prompt(make_app) -> None:
@@ -309,6 +310,7 @@ async def test_text_typed_or_pasted_after_tabbing_away_from_the_prompt_reaches_t
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
+        await _type(pilot, "a")  # Tab on an empty prompt turns thinking on: with a word it moves on
         await pilot.press("tab", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, CardBrowser), what="the card browser")
         await pilot.press("escape")
@@ -322,13 +324,13 @@ async def test_text_typed_or_pasted_after_tabbing_away_from_the_prompt_reaches_t
             await _type(pilot, "ab")
             await wait_until(pilot, lambda: app.prompt.text.endswith("ab"), what="the keys in the prompt")
             assert app.focused is app.prompt
-        assert app.prompt.text == "abab" and landed[0] is not landed[1]
+        assert app.prompt.text == "aabab" and landed[0] is not landed[1]
         await pilot.press("tab")
         await wait_until(pilot, lambda: app.focused is not app.prompt)
         app.post_message(events.Paste(" pasted"))
-        await wait_until(pilot, lambda: app.prompt.text == "abab pasted", what="the paste in the prompt")
+        await wait_until(pilot, lambda: app.prompt.text == "aabab pasted", what="the paste in the prompt")
         await pilot.pause()
-        assert app.prompt.text == "abab pasted"  # once, not twice
+        assert app.prompt.text == "aabab pasted"  # once, not twice
 
 
 async def test_model_typed_after_tabbing_to_the_jobs_line_switches_the_model_and_does_not_open_pending(
@@ -351,13 +353,16 @@ async def test_model_typed_after_tabbing_to_the_jobs_line_switches_the_model_and
         await wait_until(
             pilot, lambda: jobs_line.display and jobs_line.region.height > 0, what="the jobs line"
         )
-        # Tab to the cards, Enter (the browser), Esc, then two Tabs: the jobs line has the focus.
+        # Tab to the cards, Enter (the browser), Esc, then two Tabs: the jobs line has the focus
+        # (from a prompt with a draft: Tab on an empty one turns thinking on).
+        app.prompt.text = "draft"
         await pilot.press("tab", "enter")
         await wait_until(pilot, lambda: app.screen is not app.screen_stack[0], what="the card browser")
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.focused is app.prompt, what="the prompt focused")
         await pilot.press("tab", "tab")
         await wait_until(pilot, lambda: app.focused is jobs_line, what="the jobs line focused")
+        app.prompt.text = ""  # the draft goes: what is typed on the jobs line is the whole prompt
         await _type(pilot, "/model claude-other-1")
         await wait_until(pilot, lambda: app.prompt.text == "/model claude-other-1")
         await pilot.press("enter")

@@ -255,6 +255,7 @@ async def test_a_burst_typed_on_the_panel_reaches_the_prompt_whole(
     app = make_app(server, memory_mode="off")
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_ready(pilot)
+        app.prompt.insert("x")  # Tab on an empty prompt turns thinking on: with a draft it moves on
         await pilot.press("tab")
         panel = app.query_one(MemoryPanel)
         await wait_until(
@@ -267,5 +268,5 @@ async def test_a_burst_typed_on_the_panel_reaches_the_prompt_whole(
         for ch in "hello world":
             app.post_message(events.Key(ch if ch != " " else "space", ch))
         await wait_until(
-            pilot, lambda: app.prompt.text == "hello world", what="the whole burst in the prompt"
+            pilot, lambda: app.prompt.text == "xhello world", what="the whole burst in the prompt"
         )

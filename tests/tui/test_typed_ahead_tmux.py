@@ -115,9 +115,10 @@ def test_a_trust_window_that_opens_under_the_typing_trusts_nothing(tmux: Tmux, w
 def test_a_burst_typed_on_the_panel_reaches_the_prompt_whole(tmux: Tmux, workspace: Path) -> None:
     with FakeAnthropic() as server:
         start_app(tmux, server, workspace)
+        type_like_a_person(tmux, "x")  # Tab on an empty prompt turns thinking on: with a draft it moves on
         tmux.send_key("Tab")  # the memory panel has the focus
         tmux.send_text("hello world")  # one write: a burst
-        tmux.wait_for(lambda s: prompt_row(s, "hello world"), "the whole burst in the prompt", timeout=15)
+        tmux.wait_for(lambda s: prompt_row(s, "xhello world"), "the whole burst in the prompt", timeout=15)
         type_like_a_person(tmux, " again")
-        tmux.wait_for(lambda s: prompt_row(s, "hello world again"), "key by key too", timeout=15)
+        tmux.wait_for(lambda s: prompt_row(s, "xhello world again"), "key by key too", timeout=15)
         quit_app(tmux)

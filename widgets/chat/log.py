@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from widgets.chat.answer_block import AnswerBlock
     from widgets.chat.error_block import ErrorBlock
     from widgets.chat.note_block import NoteBlock
+    from widgets.chat.thinking_block import ThinkingBlock
     from widgets.chat.tool_block import DisplayKeys, ToolBlock
     from widgets.chat.user_block import UserBlock
 
@@ -96,6 +97,20 @@ class ChatPane(VerticalScroll):
         from widgets.chat.answer_block import AnswerBlock
 
         return self._add(AnswerBlock(depth))
+
+    def add_thinking(
+        self, text: str = "", *, redacted: bool = False, streaming: bool = True, expanded: bool = False
+    ) -> ThinkingBlock:
+        """A thinking block, collapsed unless ``expanded`` (see ``ThinkingBlock``)."""
+        from widgets.chat.thinking_block import ThinkingBlock
+
+        return self._add(ThinkingBlock(text, redacted=redacted, streaming=streaming, expanded=expanded))
+
+    def thinking_blocks(self) -> list[ThinkingBlock]:
+        """The thinking blocks shown, oldest first."""
+        from widgets.chat.thinking_block import ThinkingBlock
+
+        return [b for b in self.blocks if isinstance(b, ThinkingBlock)]
 
     def add_tool(
         self,

@@ -1,6 +1,8 @@
 """The status line: one row with the workspace, model, memory mode, last turn, context fill, cost, jobs and,
 while the memory panel is hidden, an "F2 memory" hint (with the count of cards new this Run, so
-a hidden panel still tells the user that memory changed).
+a hidden panel still tells the user that memory changed). A permission mode other than
+``default`` is named right after the note ("⏵⏵ accept edits", "⏸ plan mode"): what runs without
+asking is never the part that is cut; in ``default`` nothing is shown.
 
 The App formats the values (app/agent/model/pricing.py has the token and cost strings); this widget only
 fits them into one row of the current width. When the row is too narrow it gives up, in order:
@@ -20,7 +22,7 @@ from textual.widgets import Static
 
 from memory.text.lines import one_line
 
-__all__ = ["StatusInfo", "StatusLine", "shorten_left"]
+__all__ = ["PERMISSION_MODES", "StatusInfo", "StatusLine", "shorten_left"]
 
 SEP = " │ "
 MIN_WORKSPACE = 10
@@ -39,6 +41,15 @@ class StatusInfo:
     new_cards: int = 0  # cards that arrived since the current Run started
     context_pct: int | None = None  # how full the model's window is (the last request, or after a compaction)
     compact_pct: int = 80  # where a compaction starts: the fill is shown in yellow from there
+    permission_mode: str = ""  # "accept-edits" or "plan" is shown; "default" (or "") is not
+    thinking: bool = False  # extended thinking for the next turns: "✻ thinking" shown only while on
+
+
+# How the status line names a permission mode, and its style ("default" is not shown).
+PERMISSION_MODES: dict[str, tuple[str, str]] = {
+    "accept-edits": ("⏵⏵ accept edits", "bold magenta"),
+    "plan": ("⏸ plan mode", "bold cyan"),
+}
 
 
 def shorten_left(text: str, width: int) -> str:
@@ -85,29 +96,21 @@ class StatusLine(Static):
         info = self.info
         if info is None:
             return Text("")
-        note = one_line(info.note)
+        lead = _lead(info)
         workspace = one_line(info.workspace)
         model, mode = one_line(info.model), one_line(info.memory_mode)
         fixed: list[tuple[str, str]] = [(model, "bold"), (f"memory {mode}", "")]
         last = one_line(info.last_turn)
-        tail: list[tuple[str, str]] = []
-        if info.context_pct:  # shown from 1 %: a fresh session's fill says nothing
-            pct = max(0, info.context_pct)
-            style = "bold red" if pct >= 100 else "bold yellow" if pct >= info.compact_pct else ""
-            tail.append((f"context {pct}%", style))
-        if info.cost:
-            tail.append((one_line(info.cost), "bold"))
-        if info.pending:
-            tail.append((f"{info.pending} pending", "bold yellow"))
+        tail = _tail(info)
         new = f" · {info.new_cards} new" if info.new_cards > 0 else ""
-        if info.panel_hidden:
-            tail.append((f"F2 memory{new}", "bold cyan" if new else ""))
 
         def build(ws: str, with_last: bool) -> list[tuple[str, str]]:
-            parts = [(note, "bold yellow")] if note else []
+            parts = list(lead)
             if ws:
                 parts.append((ws, ""))
             parts += fixed
+            if info.thinking:
+                parts.append(("✻ thinking", "bold"))
             if with_last and last:
                 parts.append((last, ""))
             return parts + tail
@@ -139,3 +142,30 @@ class StatusLine(Static):
 
     def render(self) -> Text:
         return self.line(self.size.width)
+
+
+def _lead(info: StatusInfo) -> list[tuple[str, str]]:
+    """What the row starts with and never cuts: the note, then the permission mode (not default)."""
+    note = one_line(info.note)
+    lead = [(note, "bold yellow")] if note else []
+    shown_mode = PERMISSION_MODES.get(info.permission_mode)
+    if shown_mode is not None:
+        lead.append(shown_mode)
+    return lead
+
+
+def _tail(info: StatusInfo) -> list[tuple[str, str]]:
+    """What the row ends with: the context's fill, the cost, the pending jobs, the F2 hint."""
+    tail: list[tuple[str, str]] = []
+    if info.context_pct:  # shown from 1 %: a fresh session's fill says nothing
+        pct = max(0, info.context_pct)
+        style = "bold red" if pct >= 100 else "bold yellow" if pct >= info.compact_pct else ""
+        tail.append((f"context {pct}%", style))
+    if info.cost:
+        tail.append((one_line(info.cost), "bold"))
+    if info.pending:
+        tail.append((f"{info.pending} pending", "bold yellow"))
+    if info.panel_hidden:
+        new = f" · {info.new_cards} new" if info.new_cards > 0 else ""
+        tail.append((f"F2 memory{new}", "bold cyan" if new else ""))
+    return tail

@@ -53,7 +53,7 @@ ToolArgs = dict[str, Json]
 # Inputs that say what a call does, in the order a reader wants them, when no keys are given.
 _PRIMARY_KEYS = ("command", "description", "pattern", "path", "filename", "level", "glob", "query", "url")
 # Inputs too large for one line: shown as their size.
-_BULKY_KEYS = frozenset({"content", "old_string", "new_string", "prompt"})
+_BULKY_KEYS = frozenset({"content", "old_string", "new_string", "prompt", "plan"})
 _ARGS_MAX = 300
 
 

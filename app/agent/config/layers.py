@@ -2,7 +2,8 @@
 
 - the user's ``$PSEUDOCLAUDE_HOME/config.toml`` (this person's own),
 - the project's ``.PseudoClaude/settings.toml`` (shared through git: it came with the clone, so
-  what it loosens or runs waits for the person's trust),
+  what it loosens or runs waits for the person's trust: its allow rules, its hooks, its
+  ``permission_mode = "accept-edits"``),
 - the project's ``.PseudoClaude/settings.local.toml`` (personal, kept out of git). A local file
   that git does track came with the clone like the shared one, and is treated as shared.
 
@@ -58,12 +59,13 @@ def local_settings_path(workspace: Path) -> Path:
 
 
 class LayerTables(TypedDict, total=False):
-    """The tables of a settings file the layers are read for, as TOML gave them: each loader
-    (the permission rules, the hooks) checks its own and says what it refuses. A file's other
+    """The keys of a settings file the layers are read for, as TOML gave them: each loader (the
+    permission rules and mode, the hooks) checks its own and says what it refuses. A file's other
     keys are the settings' (app/agent/config/settings.py)."""
 
     permissions: object
     hooks: object
+    permission_mode: object
 
 
 def _tables(doc: Mapping[str, object]) -> LayerTables:
@@ -72,6 +74,8 @@ def _tables(doc: Mapping[str, object]) -> LayerTables:
         tables["permissions"] = doc["permissions"]
     if "hooks" in doc:
         tables["hooks"] = doc["hooks"]
+    if "permission_mode" in doc:
+        tables["permission_mode"] = doc["permission_mode"]
     return tables
 
 

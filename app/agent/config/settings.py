@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, StringConstraints, ValidationError, field_validator
+from pydantic import (
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -42,6 +49,9 @@ from memory.text.names import quote
 ENV_PREFIX = "PSEUDOCLAUDE_"
 
 ModelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+# The permission modes' names (``app.agent.permissions.modes.PermissionMode``'s values, kept equal
+# by a test: the settings sit below the permissions and cannot import them).
+PermissionModeName = Literal["default", "accept-edits", "plan"]
 
 # How each setting is spelled on the command line, for error messages.
 FLAG_NAMES: dict[str, str] = {
@@ -50,7 +60,16 @@ FLAG_NAMES: dict[str, str] = {
     "memory_mode": "--memory",
     "max_iterations": "--max-iterations",
     "memory_wait": "--memory-wait",
+    "permission_mode": "--permission-mode",
+    "thinking": "--thinking",
 }
+
+
+def thinking_problem(budget: int, max_tokens: object) -> str:
+    """Why extended thinking cannot run with this budget ("" when it can)."""
+    if isinstance(max_tokens, int) and budget >= max_tokens:
+        return f"must be below max_tokens ({max_tokens}): lower it or raise max_tokens"
+    return ""
 
 
 class SettingsError(Exception):
@@ -95,6 +114,13 @@ class Settings(BaseSettings):
     max_iterations: int = Field(default=50, ge=1)
     memory_wait: float = Field(default=15.0, ge=0, allow_inf_nan=False)
     max_tokens: int = Field(default=16000, gt=0)  # per main-model response
+    # How much runs without asking at start: default, accept-edits or plan. Unset: the project's
+    # settings files say, else default (app.agent.permissions.loading; the runtime decides).
+    permission_mode: PermissionModeName | None = None
+    # Extended thinking of the main model (the app's Tab on an empty prompt turns it on and off):
+    # a budget in tokens, counted in max_tokens and below it.
+    thinking: bool = False
+    thinking_budget: int = Field(default=8000, ge=1024)
     bash_timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     # Long sessions: the main model's window, the fill that starts a compaction,
     # and the size over which a tool result is kept on disk instead of in the conversation.
@@ -131,6 +157,7 @@ class Settings(BaseSettings):
     checkpoint_max_days: float = Field(default=30.0, gt=0, allow_inf_nan=False)
 
     _warnings: list[str] = PrivateAttr(default_factory=list)
+    _for_run: frozenset[str] = PrivateAttr(default=frozenset())
 
     def __init__(self, **values: Any) -> None:
         ctx = _LOAD.get()
@@ -146,6 +173,19 @@ class Settings(BaseSettings):
     def search_model(self) -> str:
         """The model ``web_search``'s side request runs on: ``web_model``, else the memory model."""
         return self.web_model or self.memory_model
+
+    def given_for_run(self, name: str) -> bool:
+        """Whether setting ``name`` came from a flag or the environment: this run's own choice,
+        which beats every settings file (a project's too), not only ``config.toml``."""
+        return name in self._for_run
+
+    def turn_thinking(self, on: bool) -> None:
+        """Extended thinking on or off from now on (the app's Tab); ValueError (one line) when
+        its budget does not fit ``max_tokens``."""
+        problem = thinking_problem(self.thinking_budget, self.max_tokens) if on else ""
+        if problem:
+            raise ValueError(f"thinking stays off: thinking_budget {problem}")
+        self.thinking = on
 
     @property
     def warnings(self) -> list[str]:
@@ -167,10 +207,22 @@ class Settings(BaseSettings):
             raise ValueError("remote helpers (`transport::address`) are not allowed; use a URL or a path")
         return v
 
+    @field_validator("thinking_budget", mode="after")
+    @classmethod
+    def _budget_below_max_tokens(cls, v: int, info: ValidationInfo) -> int:
+        # With thinking on, the API refuses a budget at or over the response's bound: said here,
+        # once, not per request (the app's toggle checks it again: thinking_problem).
+        if info.data.get("thinking"):
+            problem = thinking_problem(v, info.data.get("max_tokens"))
+            if problem:
+                raise ValueError(problem)
+        return v
+
     @field_validator(
         "max_iterations",
         "memory_wait",
         "max_tokens",
+        "thinking_budget",
         "bash_timeout",
         "context_window",
         "compact_at",
@@ -251,7 +303,9 @@ def load_settings(flags: Mapping[str, object] | None = None, *, home: Path | Non
     ctx = _LoadContext(home=Path(home) if home is not None else None)
     token = _LOAD.set(ctx)
     try:
-        return Settings(**given)
+        settings = Settings(**given)
+        settings._for_run = frozenset(n for n in Settings.model_fields if n in given or _env_names(n))
+        return settings
     except ValidationError as e:
         raise SettingsError(_describe(e, given, ctx.config_file)) from None
     except PydanticSettingsError as e:
@@ -270,12 +324,17 @@ def _short(value: object, limit: int = 60) -> str:
     return quote(value, limit)
 
 
+def _env_names(name: str) -> list[str]:
+    """The environment variables that set ``name`` (read case-insensitively, empty ones unset)."""
+    wanted = (ENV_PREFIX + name).lower()
+    return [k for k, v in os.environ.items() if k.lower() == wanted and v != ""]
+
+
 def _source_of(name: str, given: Mapping[str, object], config_file: Path | None) -> str:
     """Where the effective value of ``name`` came from, by the same precedence the sources use."""
     if name in given:
         return f"flag {FLAG_NAMES.get(name, '--' + name.replace('_', '-'))}"
-    wanted = (ENV_PREFIX + name).lower()
-    env_names = [k for k, v in os.environ.items() if k.lower() == wanted and v != ""]
+    env_names = _env_names(name)
     if env_names:
         return f"environment variable {env_names[-1]}"
     if config_file is not None:

@@ -36,7 +36,9 @@ from app.agent.conversation.blocks import (
     CacheControl,
     ImageBlock,
     Message,
+    RedactedThinkingBlock,
     TextBlock,
+    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
@@ -54,6 +56,7 @@ __all__ = [
     "Anchor",
     "ResultStore",
     "does_not_fit",
+    "drop_old_thinking",
     "estimate_tokens",
     "messages_chars",
     "offload_old",
@@ -357,14 +360,37 @@ def _user_words(message: Message) -> bool:
     )
 
 
+def _turn_starts(messages: list[Message]) -> list[int]:
+    # A turn start that also answers the tool calls of the message before it (an interrupted
+    # turn's results, merged with the next user message) is no place to cut: the call would be
+    # summarised and its result dropped from the verbatim part.
+    return [i for i, m in enumerate(messages) if _user_words(m) and not m.tool_results()]
+
+
+def drop_old_thinking(messages: list[Message], keep_from: int | None) -> int:
+    """Take the thinking (and redacted thinking) out of the assistant messages of earlier turns,
+    in place, as the API allows: only the current tool-use loop's must go back, and those of a
+    message before a turn start (the person's words, no tool results) at or before ``keep_from``
+    (the current turn's first message; None between turns) are earlier turns'. A message left
+    with nothing else keeps them. Returns the characters saved."""
+    starts = [s for s in _turn_starts(messages) if keep_from is None or s <= keep_from]
+    saved = 0
+    for m in messages[: starts[-1] if starts else 0]:
+        if m.role != "assistant":
+            continue
+        thinking = [b for b in m.content if isinstance(b, ThinkingBlock | RedactedThinkingBlock)]
+        if not thinking or len(thinking) == len(m.content):
+            continue
+        saved += sum(json_chars(b.model_dump(mode="json")) for b in thinking)
+        m.content = [b for b in m.content if not isinstance(b, ThinkingBlock | RedactedThinkingBlock)]
+    return saved
+
+
 def split_for_summary(messages: list[Message], keep_chars: int, must_keep_from: int | None) -> int:
     """Where the verbatim part begins: the start of the most recent turns that fit ``keep_chars``,
     and never after ``must_keep_from`` (the current turn's first message) or the last turn start.
     0 means there is nothing older to summarise."""
-    # A turn start that also answers the tool calls of the message before it (an interrupted
-    # turn's results, merged with the next user message) is no place to cut: the call would be
-    # summarised and its result dropped from the verbatim part.
-    starts = [i for i, m in enumerate(messages) if _user_words(m) and not m.tool_results()]
+    starts = _turn_starts(messages)
     if not starts:
         return 0
     limit = starts[-1] if must_keep_from is None else min(must_keep_from, starts[-1])
@@ -399,6 +425,8 @@ def _result_body(content: str | Sequence[Block | object]) -> str:
 
 
 def _render(message: Message) -> list[str]:
+    """A message's lines in the summary's transcript: its words, calls, results and images. Its
+    thinking is no part of it: a summary keeps what was said and done, not the model's drafts."""
     role = message.role.upper()
     out: list[str] = []
     for b in without_labels(message.content):

@@ -24,6 +24,7 @@ __all__ = [
     "OtherRecord",
     "Record",
     "RewindRecord",
+    "TodosRecord",
     "TurnEndRecord",
     "TurnStartRecord",
     "UsageRecord",
@@ -158,6 +159,9 @@ class CompactionRecord(_Record):
     summarised: Count = None
     requests: Count = None
     at: Annotated[CompactionAt | None, BeforeValidator(_object)] = None
+    # The to-do list at the boundary (left out when there is none): a replay from the boundary on
+    # has it without the lines before.
+    todos: JsonList = None
 
 
 class RewindRecord(_Record):
@@ -169,6 +173,14 @@ class RewindRecord(_Record):
     time: Str = None
     summary: Str = None
     messages: JsonList = None
+    todos: JsonList = None  # the to-do list as it was before turn ``to`` (None: an older file)
+
+
+class TodosRecord(_Record):
+    """The to-do list, replaced whole (``todo_write``): its items (app/agent/conversation/todos.py)."""
+
+    type: Literal["todos"] = "todos"
+    todos: JsonList = None
 
 
 class OtherRecord(_Record):
@@ -187,7 +199,8 @@ Record = Annotated[
         | UsageRecord
         | OffloadRecord
         | CompactionRecord
-        | RewindRecord,
+        | RewindRecord
+        | TodosRecord,
         Field(discriminator="type"),
     ]
     | OtherRecord,

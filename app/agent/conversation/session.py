@@ -46,13 +46,15 @@ from app.agent.conversation.records import (
     MessageRecord,
     OffloadRecord,
     RewindRecord,
+    TodosRecord,
     TurnEndRecord,
     TurnStartRecord,
     UsageRecord,
     dumps,
 )
 from app.agent.conversation.session_images import SessionImages, referenced, relabel
-from app.agent.conversation.session_log import CompactionMark, SessionError, read_all, title_of
+from app.agent.conversation.session_log import CompactionMark, SessionError, read_all, title_of, todos_before
+from app.agent.conversation.todos import TodoList
 
 
 def now_rfc3339() -> str:
@@ -111,6 +113,8 @@ class Session:
         # were left out of it.
         self.earlier: list[Message | CompactionMark] = []
         self.earlier_left_out = 0
+        # The to-do list (``todo_write``): session state, written as it changes, restored on replay.
+        self.todos = TodoList()
 
     @property
     def results_dir(self) -> Path:
@@ -233,6 +237,14 @@ class Session:
                 self._lines += 1
                 self._write(dumps(OffloadRecord(tool_use_id=tool_use_id, content=scrub_text(stub))))
 
+    def record_todos(self, todos: TodoList) -> None:
+        """The to-do list replaced (``todo_write``), in the log at once: a restored session has it."""
+        with self._lock:
+            self._check_open()
+            self._lines += 1
+            self._write(dumps(TodosRecord(todos=todos.dump())))
+            self.todos = todos
+
     def compact(self, summary: str, messages: list[Message], turn_start: int | None, **info: int) -> None:
         """Replace the conversation by its compacted form: ``summary`` (for the system prompt) and
         the verbatim ``messages`` that follow it. ``turn_start``: where the turn in progress begins in
@@ -257,6 +269,7 @@ class Session:
                     "messages": raw,
                     **info,
                     "at": at,
+                    "todos": self.todos.dump() or None,
                 }
             )
             line = dumps(record)
@@ -289,20 +302,34 @@ class Session:
                 dumps(TurnEndRecord.model_validate({"turn": n, "status": "rewind", "time": now, **info})),
             ]
             raw: list[JsonValue] = []
+            todos = self._todos_before(to_turn) if state is not None else self.todos
             if state is not None:
                 raw = [self.images.dump(m) for m in state[0]]
                 summary = scrub_text(state[1]) if state[1] else None
-                lines.append(dumps(RewindRecord(turn=n, to=to_turn, time=now, summary=summary, messages=raw)))
+                record = RewindRecord(
+                    turn=n, to=to_turn, time=now, summary=summary, messages=raw, todos=todos.dump()
+                )
+                lines.append(dumps(record))
             self._write("\n".join(lines))
             self.turns, self._lines = n, self._lines + len(lines)
             if state is not None:
                 self.messages[:] = _copied(state[0])
                 self.summary, self.anchor = (scrub_text(state[1]) if state[1] else None), None
+                self.todos = todos
             self.turn_start = len(self.messages)
             self._fsync()
             if state is not None:
                 self._drop_rewound_images(to_turn, lines[-1])
             return n
+
+    def _todos_before(self, turn: int) -> TodoList:
+        """The to-do list as it was when ``turn`` began, read from the log (a conversation rewound
+        to before the turn that set a list has the list of then)."""
+        assert self._fd is not None
+        try:
+            return todos_before(read_all(self._fd), turn)
+        except OSError as e:
+            raise SessionError(f"cannot read session file {self.path}: {e.strerror or e}") from None
 
     def _drop_rewound_images(self, turn: int, rewind_line: str) -> None:
         """After the conversation went back to before ``turn``: the images only that turn and

@@ -13,7 +13,8 @@ One JSON object per line, ASCII only (``\\n`` is the only line separator)::
     {"type":"offload","tool_use_id":...,"content":"<stub>"}   # a result moved to sessions/<id>/results/
     {"type":"compaction","summary":...,"turn_start":k,"messages":[...]}   # a boundary: replay goes on from it
     {"type":"turn_start","turn":5,...,"kind":"rewind"} {"type":"turn_end","turn":5,"status":"rewind",...}
-    {"type":"rewind","turn":5,"to":2,"summary":...,"messages":[...]}   # back to before turn 2
+    {"type":"rewind","turn":5,"to":2,"summary":...,"messages":[...],"todos":[...]}   # back to before turn 2
+    {"type":"todos","todos":[{"content":...,"status":"in_progress","active_form":...},...]}  # todo_write
 
 The records are typed in app/agent/conversation/records.py. Replaying a file pushes every message
 through the conversation rules (app/agent/conversation/messages.py), so it gives exactly the
@@ -54,12 +55,14 @@ from app.agent.conversation.records import (
     OffloadRecord,
     Record,
     RewindRecord,
+    TodosRecord,
     TurnEndRecord,
     TurnStartRecord,
     UsageRecord,
     parse_record,
 )
 from app.agent.conversation.session_images import SessionImages
+from app.agent.conversation.todos import TodoList
 from memory.constants import UPDATE_TAG
 from memory.text.lines import one_line
 
@@ -337,6 +340,7 @@ class Replayed:
     lines: int = 0
     partial: bool = False
     cut: int = 0
+    todos: TodoList = field(default_factory=TodoList)  # the to-do list, as last written
 
     def warn(self, lineno: int, notes: list[str]) -> None:
         self.warnings += [f"{self.name}:{lineno}: {n}" for n in notes]
@@ -371,6 +375,9 @@ class Replayed:
             self.conv = conversation_of(rec.messages, self.images)
             self.summary = scrub_text(rec.summary) if rec.summary else None
             self.anchor = None
+            self.todos = _todos(rec.todos, self.todos)
+        elif isinstance(rec, TodosRecord):
+            self.todos = _todos(rec.todos, self.todos)
         # meta elsewhere and unknown record types carry no conversation
 
     def message(self, lineno: int, rec: MessageRecord) -> None:
@@ -398,10 +405,34 @@ class Replayed:
             del self.earlier[:cut]
         self.summary = scrub_text(rec.summary or "") or None
         self.anchor = None
+        self.todos = _todos(rec.todos, self.todos)
         self.compactions += 1
         turn_at = rec.turn_start
         if self.mark is not None and turn_at is not None and turn_at <= len(self.conv):
             self.mark = TurnMark(self.conv[:turn_at])  # the turn in progress is the tail of it
+
+
+def _todos(raw: object, current: TodoList) -> TodoList:
+    """A record's list, or ``current`` when it carries none (an older record) or a damaged one."""
+    read = TodoList.read(raw)
+    return read if read is not None else current
+
+
+def todos_before(data: bytes, turn: int) -> TodoList:
+    """The to-do list as it was when turn ``turn`` began (a rewind to before it restores it): the
+    log's list records up to that turn's ``turn_start``, earlier rewinds honoured."""
+    todos, seen = TodoList(), 0
+    kinds = (b'{"type":"todos"', b'{"type":"rewind"', b'{"type":"compaction"')
+    for raw in _lines(data, 0, len(data)):
+        if raw.startswith(b'{"type":"turn_start"'):
+            seen += 1
+            if seen == turn:
+                break
+        elif raw.startswith(kinds):
+            rec = _decode(raw)
+            if isinstance(rec, TodosRecord | RewindRecord | CompactionRecord):
+                todos = _todos(rec.todos, todos)
+    return todos
 
 
 def _resume_point(out: Replayed, data: bytes, end: int) -> int:

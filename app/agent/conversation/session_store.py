@@ -239,6 +239,7 @@ class SessionStore:
         session._needs_newline = r.partial
         session.anchor, session.summary, session.compactions = r.anchor, r.summary, r.compactions
         session.earlier, session.earlier_left_out = r.earlier, r.earlier_left_out
+        session.todos = r.todos
         ids = dangling_tool_use_ids(r.conv)
         if ids:
             r.warnings.append(f"{path.name}: {len(ids)} tool call(s) without a result marked {INTERRUPTED}")

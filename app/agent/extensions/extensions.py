@@ -27,7 +27,8 @@ from app.agent.extensions.custom_commands import CommandCatalog, load_custom_com
 from app.agent.extensions.hooks import HookConfig, HookEvent, HookOutcome, load_hooks, run_hooks
 from app.agent.extensions.mcp import PREFIX, LoadedServers, McpManager, load_servers, trust_project_servers
 from app.agent.extensions.mcp.agent_tool import McpAgentTool
-from app.agent.permissions.rules import PermissionRules, Rule, load_permission_rules
+from app.agent.permissions.loading import load_permission_rules
+from app.agent.permissions.rules import PermissionRules, Rule
 from app.agent.tools.registry import BUILTIN_TOOLS, ToolRegistry
 from app.agent.tools.tool import AnyTool
 from memory.text.lines import one_line
@@ -55,6 +56,7 @@ APP_COMMANDS = (
     "permissions",
     "mcp",
     "rewind",
+    "todos",
 )
 
 

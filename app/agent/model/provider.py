@@ -3,7 +3,9 @@
 The provider alone speaks the wire's JSON: a request's typed messages and system blocks
 (app/agent/conversation/blocks.py) become the API's JSON here, and a response's blocks come
 back typed — thinking with its signature, redacted thinking, server tool blocks and blocks of
-types the product does not know included, so they go back to the model unchanged.
+types the product does not know included, so they go back to the model unchanged. The thinking
+streams as ``ThinkingDelta`` events too (shown by the app, never printed); what a request asks
+of it (a budget, or adaptive for a model that refuses one) is app/agent/model/thinking.py's.
 
 The SDK retries HTTP errors itself (for the main model). What it does not retry is a failure
 *inside* a stream: an ``error`` event, a connection dropped mid-body, or a stream that ends with
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import JsonValue
 
 from app.agent.conversation.blocks import Block, JsonObject, Message, TextBlock, parse_blocks
+from app.agent.model.thinking import refuses_budgeted_thinking, thinking_param
 from memory.text.redact import redact
 
 if TYPE_CHECKING:
@@ -36,6 +39,16 @@ if TYPE_CHECKING:
 class TextDelta:
     text: str
     depth: int = 0  # 0: the top-level agent; n: a sub-agent n levels down (set by the Runner)
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    """The model's thinking as it streams: one at a thinking block's start (its text may never
+    come: a display that omits it), then one per chunk; ``redacted``: a redacted block (no text)."""
+
+    text: str
+    depth: int = 0
+    redacted: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,7 +148,15 @@ class ErrorEvent:
 
 
 ProviderEvent = (
-    TextDelta | ToolUseStart | ToolUseArgs | ToolUseComplete | UsageEvent | Retrying | Stop | ErrorEvent
+    TextDelta
+    | ThinkingDelta
+    | ToolUseStart
+    | ToolUseArgs
+    | ToolUseComplete
+    | UsageEvent
+    | Retrying
+    | Stop
+    | ErrorEvent
 )
 
 
@@ -146,6 +167,7 @@ class ModelRequest:
     messages: list[Message]
     tools: list[ToolParam] = field(default_factory=list)
     max_tokens: int = 16000
+    thinking_budget: int = 0  # tokens of extended thinking (below max_tokens); 0: none
 
 
 class Provider(Protocol):
@@ -320,7 +342,7 @@ class _Accumulated:
             text = d.get(_TEXT_DELTAS[kind])
             if isinstance(text, str) and text:
                 self._parts.setdefault(index, []).append(text)
-                return [TextDelta(text)] if kind == "text_delta" else []
+                return [TextDelta(text)] if kind == "text_delta" else [ThinkingDelta(text)]
         elif kind == "input_json_delta":
             part = d.get("partial_json")
             part = part if isinstance(part, str) else ""
@@ -343,6 +365,10 @@ class _Accumulated:
         field_name = "text" if kind == "text" else "thinking" if kind == "thinking" else None
         if field_name is not None and isinstance(text := b.get(field_name), str) and text:
             self._parts.setdefault(index, []).append(text)
+        if kind in ("thinking", "redacted_thinking"):
+            # Shown from its start: a thinking block's text may never come (an omitting display).
+            start = "".join(self._parts.get(index, []))
+            return [ThinkingDelta(start, redacted=kind == "redacted_thinking")]
         if kind == "tool_use":
             call_id, name = str(b.get("id", "")), str(b.get("name", ""))
             block["id"], block["name"] = call_id, name
@@ -443,6 +469,7 @@ class AnthropicProvider:
         self.max_stream_attempts = max_stream_attempts
         self.sleep = sleep
         self.base_delay = retry_base_delay() if base_delay is None else base_delay
+        self._adaptive: set[str] = set()  # models that refused a thinking budget (app.agent.model.thinking)
 
     @property
     def client(self) -> Any:
@@ -471,6 +498,8 @@ class AnthropicProvider:
             except _StreamBroken as e:
                 reason = str(e)
             except Exception as e:
+                if self._thinks_adaptively(request, e):
+                    continue  # nothing was streamed: the same request, with adaptive thinking
                 if _is_transport_error(e):
                     reason = f"connection dropped mid-response ({type(e).__name__})"
                 else:
@@ -502,6 +531,16 @@ class AnthropicProvider:
             with contextlib.suppress(Exception):
                 await client.close()
 
+    def _thinks_adaptively(self, request: ModelRequest, err: Exception) -> bool:
+        """Whether ``err`` is the model refusing a thinking budget the first time: it gets
+        adaptive thinking from now on."""
+        if not request.thinking_budget or request.model in self._adaptive:
+            return False
+        if not refuses_budgeted_thinking(err):
+            return False
+        self._adaptive.add(request.model)
+        return True
+
     def _base_url(self) -> str:
         try:
             return str(self.client.base_url)
@@ -518,6 +557,9 @@ class AnthropicProvider:
         }
         if request.tools:
             params["tools"] = request.tools
+        thinking = thinking_param(request.thinking_budget, request.model in self._adaptive)
+        if thinking is not None:
+            params["thinking"] = thinking
         # The raw event stream, decoded and accumulated here: the SDK's MessageStream helper
         # rebuilds a snapshot of the whole message on every event, and its plain stream builds a
         # typed object per event (together most of the CPU per token at 2,000 tokens/s).

@@ -1,9 +1,10 @@
 """Permission rules that last: ``allow``, ``ask`` and ``deny`` lists under ``[permissions]``.
 
 They are read from the user's ``config.toml``, the project's ``.PseudoClaude/settings.toml`` and
-the personal ``.PseudoClaude/settings.local.toml`` (see ``config_layers``). A project's file came
-with the clone: its ``deny`` and ``ask`` rules only tighten and apply at once, its ``allow`` rules
-wait until the person trusts exactly that list (kind ``permissions``).
+the personal ``.PseudoClaude/settings.local.toml`` (``app.agent.config.layers``; read by
+``loading``). A project's file came with the clone: its ``deny`` and ``ask`` rules only tighten and
+apply at once, its ``allow`` rules wait until the person trusts exactly that list (kind
+``permissions``).
 
 Rules:
 
@@ -56,15 +57,9 @@ from typing import Literal
 import pathspec
 from pydantic import BaseModel, ConfigDict
 
-from app.agent.config.layers import (
-    ConfigLayer,
-    PendingTrust,
-    Scope,
-    is_trusted,
-    read_layers,
-)
-from app.agent.config.project_trust import ProjectTrust
+from app.agent.config.layers import PendingTrust, Scope
 from app.agent.permissions.domains import HostError, host_key, parse_domain_pattern
+from app.agent.permissions.modes import PermissionMode
 from app.agent.permissions.shell_split import Redirection, SimpleCommand, split_command
 from app.agent.tools.registry import BUILTIN_TOOLS, ToolRegistry
 from app.agent.tools.tool import RuleTarget
@@ -78,12 +73,10 @@ __all__ = [
     "RuleError",
     "SourcedRule",
     "default_decision",
-    "load_permission_rules",
     "parse_rule",
     "parse_rule_list",
     "path_forms",
     "rule_touches",
-    "shared_allow_text",
     "split_rules",
 ]
 
@@ -390,7 +383,9 @@ def rule_touches(
 
 class PermissionRules(BaseModel):
     """The rules in force, with what was refused (``problems``, one line each) and the project's
-    allow rules that wait for trust (``waiting``, and ``pending_trust`` to ask about them)."""
+    allow rules that wait for trust (``waiting``, and ``pending_trust`` to ask about them); the
+    permission ``mode`` the project's files set and may set now, and the file (``mode_source``).
+    Read with ``app.agent.permissions.loading.load_permission_rules``."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -399,6 +394,8 @@ class PermissionRules(BaseModel):
     waiting: tuple[SourcedRule, ...] = ()
     problems: tuple[str, ...] = ()
     pending_trust: PendingTrust | None = None
+    mode: PermissionMode | None = None
+    mode_source: str = ""
 
     def with_rules(
         self, rules: Iterable[Rule], *, scope: Scope, source: str, list_name: ListName = "allow"
@@ -514,79 +511,3 @@ def _decided(list_name: ListName, name: str, r: SourcedRule) -> RuleDecision:
     else:
         reason = f"allowed by the rule {r.rule.text} in {r.source}"
     return RuleDecision(decision=list_name, reason=reason, rule=r)
-
-
-# -- loading ----------------------------------------------------------------------------------
-
-
-def _rules_of(layer: ConfigLayer, problems: list[str], tools: ToolRegistry) -> list[SourcedRule]:
-    if layer.error:
-        problems.append(layer.error)
-    table = layer.data.get("permissions")
-    if table is None:
-        return []
-    if not isinstance(table, dict):
-        problems.append(f"{layer.label}: [permissions] must be a table; ignored")
-        return []
-    out: list[SourcedRule] = []
-    for key, value in table.items():
-        if key not in LISTS:
-            problems.append(
-                f"{layer.label}: unknown key permissions.{key} ignored (allow, ask and deny are known)"
-            )
-            continue
-        if not isinstance(value, list):
-            problems.append(f"{layer.label}: permissions.{key} must be a list of rules; ignored")
-            continue
-        for item in value:
-            try:
-                rule = parse_rule(item, tools)
-            except RuleError as e:
-                problems.append(f"{layer.label}: rule {item!r} in permissions.{key} refused: {e}")
-                continue
-            out.append(SourcedRule(rule=rule, list=key, scope=layer.scope, source=layer.label))
-    return out
-
-
-def shared_allow_text(rules: Iterable[SourcedRule]) -> str:
-    """What the person is shown (and trusts) for the project's allow rules: one per line."""
-    return "".join(f"{r.source}: allow {r.rule.text}\n" for r in rules)
-
-
-def load_permission_rules(
-    workspace: Path,
-    home: Path | None = None,
-    *,
-    trust: ProjectTrust | None = None,
-    layers: tuple[ConfigLayer, ...] | None = None,
-    tools: ToolRegistry = BUILTIN_TOOLS,
-) -> PermissionRules:
-    """The rules of the three files, naming tools of ``tools``. Blocking (small files): call it
-    off an event loop."""
-    workspace = Path(workspace)
-    layers = layers if layers is not None else read_layers(workspace, home)
-    problems: list[str] = []
-    active: list[SourcedRule] = []
-    shared_allow: list[SourcedRule] = []
-    for layer in layers:
-        for r in _rules_of(layer, problems, tools):
-            (shared_allow if layer.shared and r.list == "allow" else active).append(r)
-    pending: PendingTrust | None = None
-    waiting: tuple[SourcedRule, ...] = ()
-    if shared_allow:
-        wanted = PendingTrust.of("permissions", shared_allow_text(shared_allow))
-        if is_trusted(workspace, home, wanted, trust):
-            active.extend(shared_allow)
-        else:
-            pending, waiting = wanted, tuple(shared_allow)
-            problems.append(
-                f"{len(shared_allow)} allow rule(s) of the project wait for your trust: "
-                + ", ".join(r.rule.text for r in shared_allow)
-            )
-    return PermissionRules(
-        workspace=workspace,
-        rules=tuple(active),
-        waiting=waiting,
-        problems=tuple(problems),
-        pending_trust=pending,
-    )

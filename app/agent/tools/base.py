@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from app.agent.conversation.blocks import ImageBlock, scrub_text
+from app.agent.conversation.todos import TodoKeeper, TodoList
 from memory.model import MemoryText
 
 MAX_REASON_CHARS = 400
@@ -74,6 +75,10 @@ class ToolResult(BaseModel):
     usage: ModelUsage | None = None
     hook_s: float = 0.0  # seconds the call's hooks took (the tool block shows it)
     hook_failed: int = 0  # how many of them failed (the tool block shows it)
+    todos: TodoList | None = None  # the to-do list todo_write saved, for the faces to show
+    # The Run ends after this round, with no further request, this text being the turn's answer
+    # for the person (print mode's plan: nobody is there to approve it). None: the model goes on.
+    ends_run: str | None = None
 
 
 class MemoryReader(Protocol):
@@ -197,6 +202,10 @@ class ToolContext:
     web_searcher: WebSearcher | None = None
     # ``exit_plan_mode``'s question to the person; None: nobody can be asked (print mode).
     plan_approval: PlanApproval | None = None
+    # The session's to-do list (todo_write replaces it); None: a list of the call's own, not kept.
+    todos: TodoKeeper | None = None
+    # Whether the mode is ``plan`` now (exit_plan_mode is offered and runs only then); None: never.
+    planning: Callable[[], bool] | None = None
 
 
 class ToolError(Exception):

@@ -1,8 +1,9 @@
 """One registry of the tools the model can call: the built-ins in their order, then the tools of
 each attached source (the MCP servers' ready tools, which come and go), in the source's order.
 
-The runner offers ``api()``, looks each call up with ``get``, validates its input with the tool's
-model and runs it with ``call_tool``; a sub-agent gets ``read_only()``, a view of the same tools.
+The runner offers ``offered(planning).api()`` (the tools only for plan mode while planning), looks
+each call up with ``get``, validates its input with the tool's model and runs it with
+``call_tool``; a sub-agent gets ``read_only()``, a view of the same tools.
 ``call_tool`` never raises for bad input or a failing tool: it returns an ``is_error`` result with a
 one-line reason. Only cancellation (``asyncio.CancelledError``) propagates.
 """
@@ -87,6 +88,10 @@ class ToolRegistry:
     def read_only(self) -> ToolRegistry:
         """The tools that change nothing (a sub-agent's)."""
         return self._view(lambda tool: tool.read_only)
+
+    def offered(self, planning: bool) -> ToolRegistry:
+        """The tools a request offers: those only for plan mode only while ``planning``."""
+        return self if planning else self._view(lambda tool: not tool.planning_only)
 
     def only(self, names: Iterable[str]) -> ToolRegistry:
         """The tools named (in the registry's order, not the names')."""

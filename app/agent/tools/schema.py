@@ -37,16 +37,26 @@ _PROPERTY_KEYS = ("type", "items", "enum", "minimum", "maximum", "description")
 @cache  # generated on first use rather than at import: importing the tools stays cheap
 def _generated(model: type[ToolInput]) -> JsonObject:
     generated = model.model_json_schema(schema_generator=_ToolSchema)
+    return _object(generated, generated.get("$defs", {}), model.__name__)
+
+
+def _object(schema: JsonSchemaValue, defs: JsonSchemaValue, where: str) -> JsonObject:
+    """An object's schema in the contract's shape; an array of objects (a list of a nested input
+    model, pydantic's ``$ref``) gets its items' schema in the same shape, written out in place."""
     properties: JsonObject = {}
-    for name, prop in generated["properties"].items():
+    for name, prop in schema["properties"].items():
         extra = set(prop) - set(_PROPERTY_KEYS)
         if extra:
-            raise ValueError(f"{model.__name__}.{name}: schema keys outside the contract: {sorted(extra)}")
-        properties[name] = {key: prop[key] for key in _PROPERTY_KEYS if key in prop}
+            raise ValueError(f"{where}.{name}: schema keys outside the contract: {sorted(extra)}")
+        kept = {key: prop[key] for key in _PROPERTY_KEYS if key in prop}
+        items = kept.get("items")
+        if isinstance(items, dict) and isinstance(items.get("$ref"), str):
+            kept["items"] = _object(defs[items["$ref"].rsplit("/", 1)[-1]], defs, f"{where}.{name}")
+        properties[name] = kept
     return {
         "type": "object",
         "properties": properties,
-        "required": list(generated.get("required", [])),
+        "required": list(schema.get("required", [])),
         "additionalProperties": False,
     }
 

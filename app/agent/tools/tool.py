@@ -113,11 +113,19 @@ class Tool(ABC, Generic[InputT]):
     # A large result goes to disk, the conversation keeping its head and tail (False: the tool
     # reads from there already, bounded, and a stub of its answer would be no answer).
     offloads: bool = True
+    # Offered to the model only while the mode is ``plan`` (``exit_plan_mode``, its way out).
+    planning_only: bool = False
 
     @property
     def read_only(self) -> bool:
         """Changes nothing: a sub-agent gets only these tools."""
         return self.kind in (ToolKind.READ, ToolKind.MEMORY)
+
+    @property
+    def plan_safe(self) -> bool:
+        """Runs in plan mode: it changes nothing (read-only), or it only talks to the person or to
+        a sub-agent that has the read-only tools (``task``, ``exit_plan_mode``)."""
+        return self.read_only or self.kind == ToolKind.INTERACTION
 
     @property
     def asks(self) -> bool:

@@ -3,7 +3,8 @@ two stages that keep the conversation inside the model's window (the lossless mo
 results to disk, then the summary of older turns by the main model). The pure parts are in
 app/agent/conversation/compaction.py; this drives them and makes the summary requests.
 
-A summary request is never a turn: it is never submitted to memory.
+A summary request is never a turn: it is never submitted to memory, and it does not think (a
+summary needs the conversation, not a budget of thinking on top of it).
 """
 
 from __future__ import annotations
@@ -201,6 +202,9 @@ class Compactor:
             return True
         emit(Compacting(reason))
         offloaded, moved = await self._offload_old(before, force)
+        # Earlier turns' thinking goes too (the API allows it; the current loop's stays). The log
+        # keeps it: a restored session has it back until its next compaction.
+        cmp.drop_old_thinking(self.log.conversation, self.log.turn_start)
         after = self.estimate()
         summarised, requests, error = 0, 0, ""
         if after >= self.threshold or reason in ("manual", "overflow"):

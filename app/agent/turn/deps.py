@@ -27,13 +27,14 @@ __all__ = ["ContextSettings", "ModelSettings", "RunnerDeps", "ToolSettings"]
 
 @dataclass
 class ModelSettings:
-    """The main model: who streams it, its name, a response's token bound and how many requests
-    a Run may make."""
+    """The main model: who streams it, its name, a response's token bound, how many requests a
+    Run may make, and its extended thinking (tokens of budget, below ``max_tokens``; 0: off)."""
 
     provider: Provider
     model: str
     max_tokens: int = 16000
     max_iterations: int = 50
+    thinking_budget: int = 0
 
 
 @dataclass
@@ -68,9 +69,10 @@ class RunnerDeps:
     def for_subagent(self, model: str) -> RunnerDeps:
         """A sub-agent's parts (``task``): the main model (``model``, as it is now) with the
         read-only tools (MCP ones only where their server marks them read-only) and a fresh
-        conversation; its reads count in the turn's receipt (the same memory port)."""
+        conversation; its reads count in the turn's receipt (the same memory port). It does not
+        think: its answer is a tool's result, and its requests stay as quick as a search."""
         return RunnerDeps(
-            model=dataclasses.replace(self.model, model=model),
+            model=dataclasses.replace(self.model, model=model, thinking_budget=0),
             tools=dataclasses.replace(self.tools, registry=self.tools.registry.read_only()),
             memory=self.memory,
             context=ContextSettings(offload_bytes=self.context.offload_bytes, results=self.context.results),

@@ -1,7 +1,8 @@
 """The events a Run delivers, as the faces (print mode, the full-screen app) receive them.
 
-The provider's TextDelta, ToolUseStart, ToolUseArgs, UsageEvent (one per request) and Retrying
-pass through with ``depth`` set: 0 for the top-level agent, n for a sub-agent n levels down.
+The provider's TextDelta, ThinkingDelta, ToolUseStart, ToolUseArgs, UsageEvent (one per request)
+and Retrying pass through with ``depth`` set: 0 for the top-level agent, n for a sub-agent n
+levels down.
 
 ``AnswerDone`` is not the Runner's: a face that draws asynchronously (the App) posts it to itself
 from the ``answer_shown`` hook it gives ``Runner.run``, and calls ``shown`` once the answer's last
@@ -17,7 +18,16 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from app.agent.conversation.blocks import JsonObject
-from app.agent.model.provider import Retrying, TextDelta, ToolUseArgs, ToolUseStart, Usage, UsageEvent
+from app.agent.conversation.todos import TodoList
+from app.agent.model.provider import (
+    Retrying,
+    TextDelta,
+    ThinkingDelta,
+    ToolUseArgs,
+    ToolUseStart,
+    Usage,
+    UsageEvent,
+)
 from app.agent.tools import ResultView, ToolResult
 from memory.text.lines import format_bytes
 from memory.text.redact import redact
@@ -69,6 +79,15 @@ class ToolCallFinished:
     denied: bool = False
     depth: int = 0
     view: ResultView | None = None
+
+
+@dataclass(frozen=True)
+class TodosChanged:
+    """``todo_write`` replaced the session's to-do list: the faces show ``todos`` (the app in its
+    block above the prompt, print mode as one stderr line)."""
+
+    todos: TodoList
+    depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -144,6 +163,7 @@ class AnswerDone:
 
 RunEvent = (
     TextDelta
+    | ThinkingDelta
     | ToolUseStart
     | ToolUseArgs
     | UsageEvent
@@ -152,6 +172,7 @@ RunEvent = (
     | ToolCallStarted
     | ToolCallApproved
     | ToolCallFinished
+    | TodosChanged
     | MemorySubmitted
     | RunStop
     | ContextUsage

@@ -25,7 +25,16 @@ import dataclasses
 import logging
 
 from app.agent.conversation import compaction as cmp
-from app.agent.conversation.blocks import Block, Message, Prompt, TextBlock, ToolUseBlock, scrub_text
+from app.agent.conversation.blocks import (
+    Block,
+    Message,
+    Prompt,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    scrub_text,
+)
 from app.agent.memory_bridge.ports import ConversationLog, RecallSource, TurnSink
 from app.agent.model.provider import (
     COMPLETED_STOPS,
@@ -34,6 +43,7 @@ from app.agent.model.provider import (
     Retrying,
     Stop,
     TextDelta,
+    ThinkingDelta,
     ToolUseArgs,
     ToolUseComplete,
     ToolUseStart,
@@ -108,6 +118,10 @@ class Runner:
         self.deps = deps
         self.provider, self.model = deps.model.provider, deps.model.model
         self.max_tokens, self.max_iterations = deps.model.max_tokens, deps.model.max_iterations
+        # Extended thinking for the next Runs (tokens; 0: off). A Run keeps the value it started
+        # with: the API wants one thinking configuration through a tool-use loop.
+        self.thinking_budget = deps.model.thinking_budget
+        self._thinking = 0
         self.tools, self.tool_ctx, self.gate, self.ext = (
             deps.tools.registry,
             deps.tools.ctx,
@@ -194,8 +208,9 @@ class Runner:
 
     def _tools(self) -> list[ToolParam]:
         """The tools of its registry: the built-ins, then the ready MCP servers' (a sub-agent's
-        registry has the read-only ones)."""
-        return self.tools.api()
+        registry has the read-only ones); those only for plan mode while the mode is plan."""
+        planning = self.tool_ctx.planning
+        return self.tools.offered(planning is not None and planning()).api()
 
     def _system(self) -> list[TextBlock]:
         return build_system(self.tool_ctx.workspace, self.memory.shown_index)
@@ -228,7 +243,7 @@ class Runner:
 
     async def _run(self, prompt: Prompt, emit: OnEvent) -> RunStop:
         usage, text = Usage(), prompt.text
-        self._stop_blocks = 0
+        self._stop_blocks, self._thinking = 0, self.thinking_budget
         if not self.is_subagent:
             self.memory.mark()
         hooked = await self._prompt_hooks(text)  # first: a refused prompt leaves nothing behind
@@ -255,37 +270,45 @@ class Runner:
         return stop
 
     async def _loop(self, usage: Usage, emit: OnEvent) -> RunStop:
-        tools = self._tools()
         for iteration in range(1, self.max_iterations + 1):
             emit(RequestStarted(iteration, self.depth))
-            stop = await self._fitted_request(tools, usage, emit)
+            # Per request: the mode may change within a Run (a plan approved), and the tools with it.
+            stop = await self._fitted_request(self._tools(), usage, emit)
             blocks, oversized = bound_inputs(stop.content, self.tool_input_bytes)
             calls = [b for b in blocks if isinstance(b, ToolUseBlock)]
             if calls and stop.reason in TOOL_CALL_STOPS:
                 await self.log.append(Message(role="assistant", content=blocks))
-                await self.round.run(calls, emit, oversized, usage)
+                ending = await self.round.run(calls, emit, oversized, usage)
+                if ending is not None:  # a call handed the turn back to the person (print mode's plan)
+                    return await self._completed(stop.reason, ending, usage, emit)
                 continue
             # No tool calls to run: any tool_use block here is cut short (max_tokens) and
             # must not stay in the conversation without a result.
             kept: list[Block] = [b for b in blocks if not isinstance(b, ToolUseBlock)]
-            kept = kept or [TextBlock(text="[no text]")]
+            if all(isinstance(b, ThinkingBlock | RedactedThinkingBlock) for b in kept):
+                # Words to keep: thinking alone makes no answer (and a later request may drop it).
+                kept.append(TextBlock(text="[no text]"))
             await self.log.append(Message(role="assistant", content=kept))
             text = answer_text(kept)
-            if stop.reason in COMPLETED_STOPS and await self._stop_hook_goes_on(kept):
+            if stop.reason in COMPLETED_STOPS and await self._stop_hook_goes_on():
                 continue
             if stop.reason in COMPLETED_STOPS:
-                if not self.is_subagent:  # the answer's end on screen first, then the spool's fsync
-                    await wait_shown(self._answer_shown, self.answer_shown_s)
-                # The answer is whole: its job and the turn's end are one step a cancel waits out.
-                job_id = await run_whole(self._commit(stop.reason))
-                if job_id:
-                    emit(MemorySubmitted(job_id))
-                return RunStop("completed", stop_reason=stop.reason, usage=usage, job_id=job_id, text=text)
+                return await self._completed(stop.reason, text, usage, emit)
             await self._end_turn("stopped", stop_reason=stop.reason)
             return RunStop("stopped", stop_message(stop.reason), stop.reason, usage=usage, text=text)
         raise _Halt(
             "max_iterations", f"stopped after {self.max_iterations} model requests (--max-iterations)"
         )
+
+    async def _completed(self, stop_reason: str | None, text: str, usage: Usage, emit: OnEvent) -> RunStop:
+        """The turn is complete: its answer ``text`` shown, its job spooled, its end recorded."""
+        if not self.is_subagent:  # the answer's end on screen first, then the spool's fsync
+            await wait_shown(self._answer_shown, self.answer_shown_s)
+        # The answer is whole: its job and the turn's end are one step a cancel waits out.
+        job_id = await run_whole(self._commit(stop_reason))
+        if job_id:
+            emit(MemorySubmitted(job_id))
+        return RunStop("completed", stop_reason=stop_reason, usage=usage, job_id=job_id, text=text)
 
     async def _fitted_request(self, tools: list[ToolParam], usage: Usage, emit: OnEvent) -> Stop:
         """One request, the conversation fitted to the window first (the top-level agent). A
@@ -313,13 +336,14 @@ class Runner:
             messages=self.conversation,
             tools=tools,
             max_tokens=self.max_tokens,
+            thinking_budget=self._thinking,
         )
         if self.is_subagent:
             chars = 0
         elif chars is None:
             chars = cmp.messages_chars(request.messages)
         async for ev in self.provider.stream(request):
-            if isinstance(ev, TextDelta | Retrying | ToolUseStart | ToolUseArgs):
+            if isinstance(ev, TextDelta | ThinkingDelta | Retrying | ToolUseStart | ToolUseArgs):
                 # A copy per token costs: only a sub-agent's events are re-marked.
                 emit(dataclasses.replace(ev, depth=self.depth) if self.depth else ev)
             elif isinstance(ev, UsageEvent):
@@ -381,8 +405,9 @@ class Runner:
             heads.append(out.context)
         return heads
 
-    async def _stop_hook_goes_on(self, kept: list[Block]) -> bool:
-        """A Stop hook that exits 2 sends the model on with its reason (at most three times a turn)."""
+    async def _stop_hook_goes_on(self) -> bool:
+        """A Stop hook that exits 2 sends the model on with its reason (at most three times a turn),
+        after the answer already in the conversation (once: its thinking must not go back twice)."""
         if self.ext is None or self.is_subagent or not self.ext.hooks.hooks:
             return False
         if self._stop_blocks >= MAX_STOP_BLOCKS:
@@ -391,7 +416,6 @@ class Runner:
         if not out.blocked:
             return False
         self._stop_blocks += 1
-        await self.log.append(Message(role="assistant", content=kept))
         note = TextBlock(text=scrub_text(f"[Stop hook] {out.reason}"))
         await self.log.append(Message(role="user", content=[note]))
         return True

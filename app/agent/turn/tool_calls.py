@@ -90,12 +90,14 @@ class Calling(Protocol):
 @dataclass(frozen=True)
 class Prepared:
     """A call before it runs: its tool and validated input, or why it is refused before anyone
-    is asked (``refused``), and whether the gate will ask the person (``waiting``)."""
+    is asked (``refused``; ``denied``: by the permission mode, not for what it would do), and
+    whether the gate will ask the person (``waiting``)."""
 
     tool: AnyTool | None
     args: ToolInput | None
     refused: str | None = None
     waiting: bool = False
+    denied: bool = False
 
 
 async def prepare(runner: Calling, name: str, tool_input: object, oversized: str | None = None) -> Prepared:
@@ -113,6 +115,9 @@ async def prepare(runner: Calling, name: str, tool_input: object, oversized: str
         args = tool.parse(tool_input)
     except ToolError as e:
         return Prepared(tool, None, one_line(e, MAX_REASON_CHARS) or f"{name}: the input is not valid")
+    planning = runner.gate.plan_refusal(tool)
+    if planning is not None:  # plan mode says why before any check of what the call would do
+        return Prepared(tool, None, planning, denied=True)
     try:
         # The check may stat the disk (where a path really is): in a worker thread.
         await asyncio.to_thread(tool.precheck, args, runner.tool_ctx)
@@ -129,7 +134,7 @@ async def run_call(
     """The call's result, and whether it was denied (by a rule, a hook or the person)."""
     tool, args = call.tool, call.args
     if tool is None or args is None:
-        return ToolResult(content=call.refused or "the call was refused", is_error=True), False
+        return ToolResult(content=call.refused or "the call was refused", is_error=True), call.denied
     ext = runner.ext
     took, failed = 0.0, 0  # the call's hooks: seconds, and how many failed (its block shows both)
     if ext is not None and ext.hooks.hooks:

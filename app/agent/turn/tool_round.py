@@ -13,7 +13,7 @@ from app.agent.memory_bridge.ports import MemoryPort
 from app.agent.model.provider import Usage, UsageEvent
 from app.agent.turn import tool_calls
 from app.agent.turn.compactor import Compactor
-from app.agent.turn.events import OnEvent, ToolCallFinished, ToolCallStarted
+from app.agent.turn.events import OnEvent, TodosChanged, ToolCallFinished, ToolCallStarted
 from app.agent.turn.turn_log import TurnLog
 
 __all__ = ["ToolRound"]
@@ -27,12 +27,15 @@ class ToolRound:
         self, calling: tool_calls.Calling, log: TurnLog, compactor: Compactor, memory: MemoryPort
     ) -> None:
         self.calling, self.log, self.compactor, self.memory = calling, log, compactor, memory
+        self._ending: str | None = None  # the answer of a call of this round that ends the Run
 
     async def run(
         self, calls: list[ToolUseBlock], emit: OnEvent, oversized: dict[str, str], usage: Usage | None = None
-    ) -> None:
-        """``usage``: the Run's, which a tool's own model request (``web_search``'s) adds to."""
+    ) -> str | None:
+        """``usage``: the Run's, which a tool's own model request (``web_search``'s) adds to.
+        Returns the answer of a call that ends the Run (``ToolResult.ends_run``); None: go on."""
         results: list[Block] = []
+        self._ending = None
         try:
             for call in calls:
                 results.append(await self._one(call, emit, oversized.get(call.id), usage))
@@ -42,6 +45,7 @@ class ToolRound:
                 await asyncio.shield(self.log.append(Message(role="user", content=results)))
             raise
         await self.log.append(Message(role="user", content=results))
+        return self._ending
 
     async def _one(
         self, call: ToolUseBlock, emit: OnEvent, oversized: str | None, usage: Usage | None
@@ -56,6 +60,8 @@ class ToolRound:
         result, denied = await tool_calls.run_call(runner, prepared, tool_input, call_id, emit)
         if result.card is not None:
             self.memory.saw(result.card)
+        if result.ends_run is not None:
+            self._ending = result.ends_run
         if result.usage is not None:
             # A model request the tool made: in the turn's usage, and in the cost under its model.
             spent = Usage(**result.usage.model_dump(exclude={"model"}))
@@ -69,4 +75,6 @@ class ToolRound:
         kept = await self.compactor.offload_new(result) if tool is None or tool.offloads else result
         # The person sees what the model sees: a stored result's head, tail and reference.
         emit(ToolCallFinished(call_id, name, kept, denied, depth, kept.view))
+        if kept.todos is not None:  # todo_write: the list the person sees follows it
+            emit(TodosChanged(kept.todos, depth))
         return tool_calls.result_block(call_id, kept)

@@ -20,10 +20,11 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from textual import events, on, work
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
@@ -37,6 +38,8 @@ from app.tui.chat.history_view import HistoryView
 from app.tui.chat.image_paste import ImagePaste, sent_labels
 from app.tui.chat.prompt_typing import PromptTyping
 from app.tui.chat.send_queue import WAIT_GROUPS, SendQueue
+from app.tui.chat.thinking_view import tab_toggles_thinking, toggle_thinking
+from app.tui.chat.todo_view import TodoView
 from app.tui.chat.turn_view import TurnRenderer
 from app.tui.messages import (
     ChatNote,
@@ -58,6 +61,7 @@ from memory.text.lines import one_line
 from widgets.chat.log import ChatPane
 from widgets.chat.prompt import PromptInput, Suggestion
 from widgets.chat.status import StatusLine
+from widgets.chat.todo_list import TodoListView
 from widgets.panel.memory_panel import MemoryPanel
 
 if TYPE_CHECKING:
@@ -114,6 +118,15 @@ class ChatScreen(Screen[None]):
 
     AUTO_FOCUS = "#prompt"  # from its first compose: keys typed before the first frame go there
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # Every thinking block of the chat expanded or collapsed (app.tui.chat.thinking_view).
+        Binding("ctrl+o", "toggle_thinking_blocks", "Show thinking", show=False),
+        # The permission mode, default → accept-edits → plan, also while a turn runs (its next
+        # tool call counts under the new one). A priority binding: focus navigation, which takes
+        # Shift+Tab otherwise, never gets it on this screen.
+        Binding("shift+tab", "cycle_permission_mode", "Permission mode", show=False, priority=True),
+    ]
+
     def __init__(self, state: AppState, *, mounted: Callable[[], None]) -> None:
         super().__init__(id="_default")  # app.tcss places the chat's widgets on this screen
         self.state = state
@@ -151,6 +164,9 @@ class ChatScreen(Screen[None]):
             lambda: self.chat, self.status, self._gc, lambda: self.cost, self._model
         )
         self.history_view = HistoryView(lambda: self.chat, self.call_later)
+        # The session's to-do list, live between the chat and the prompt (todo_write redraws it).
+        self.todos = TodoView(TodoListView(id="todos"))
+        self.turn_view.on_todos = self.todos.changed
         self._last_worker_error = ""
         self._quit_hint_at = float("-inf")
 
@@ -173,6 +189,7 @@ class ChatScreen(Screen[None]):
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield self.chat
+                yield self.todos.widget
                 yield self.prompt
             yield self.panel
         yield self.status_line
@@ -196,7 +213,26 @@ class ChatScreen(Screen[None]):
             self.set_focus(self.prompt)
 
     def on_key(self, event: events.Key) -> None:
+        if tab_toggles_thinking(event, self.prompt, self.app.focused):
+            # Tab on the empty prompt: thinking on or off (with text, Tab goes on to the panel).
+            event.stop()
+            event.prevent_default()
+            if problem := toggle_thinking(self.state):
+                self.note(problem, error=True)
+            return
         self.typing.stray_key(event)  # a key no widget took: printable, it goes to the prompt
+
+    def action_toggle_thinking_blocks(self) -> None:
+        self.turn_view.thinking.toggle_blocks()
+
+    def action_cycle_permission_mode(self) -> None:
+        """Shift+Tab: the next permission mode; the status line shows it (the runtime says so).
+        Before the runtime exists there is no mode to change yet: a bell."""
+        runtime = self.state.bridge.runtime
+        if runtime is None:
+            self.app.bell()
+            return
+        runtime.set_permission_mode(runtime.permission_mode.next())
 
     def on_paste(self, event: events.Paste) -> None:
         self.typing.stray_paste(event)
@@ -324,6 +360,7 @@ class ChatScreen(Screen[None]):
             self.chat.add_note(one_line(message.note, 300))
         if messages := self.state.services.session.messages:
             self.show_history(messages)
+        self.todos.session(self.state.services.session.todos)
         self.queue.show_notice()
         # Its notes, its trust question, the servers' states; said before what waited is sent.
         self._commands().ext.ready()
@@ -475,6 +512,7 @@ class ChatScreen(Screen[None]):
     async def _on_turn_done(self, message: TurnDone) -> None:
         message.shown = True  # it bubbles on: the App's part of a turn's end
         await self.turn_view.end()
+        self.todos.turn_ended()
         if self.state.phase.opened:
             self.prompt.disabled_reason = None
         pacer = self.state.bridge.pacer
@@ -520,6 +558,7 @@ class ChatScreen(Screen[None]):
         self.turn_view.reset()
         self._gc.release()
         self.status.update(last_turn="", context_pct=None)
+        self.todos.session(self.state.services.session.todos if self.state.built else None)
         if message.note:
             self.chat.add_note(one_line(message.note, 300))
         if message.messages:

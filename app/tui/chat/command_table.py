@@ -35,6 +35,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("mode", f"/mode {'|'.join(MEMORY_MODES)}", "switch the memory mode"),
     Command("resume", "/resume", "pick a session of this workspace to resume"),
     Command("cost", "/cost", "show this session's tokens and cost"),
+    Command("todos", "/todos", "show the session's whole to-do list"),
     Command("compact", "/compact [FOCUS]", "compact the conversation now (automatic near the context limit)"),
     Command("rewind", "/rewind", "files and/or the conversation back to before a turn"),
     Command("permissions", "/permissions", "the permission rules and their files; /permissions remove RULE"),
@@ -48,7 +49,7 @@ BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}
 # a command typed earlier runs then. The session commands wait, in order with the queued prompts,
 # until the runtime is open. The rest (/help, /cost, /quit) run at once.
 NEEDS_STORES = frozenset({"memory", "pending", "remember", "undo", "mode", "model", "consolidate"})
-NEEDS_SESSION = frozenset({"clear", "resume", "compact", "rewind"})
+NEEDS_SESSION = frozenset({"clear", "resume", "compact", "rewind", "todos"})
 
 KEYS: tuple[tuple[str, str], ...] = (
     ("Enter", "send"),
@@ -59,6 +60,9 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Esc, Ctrl+C", "cancel the turn (Ctrl+C copies a selection)"),
     ("Esc Esc", "on an empty prompt, nothing running or queued: /rewind"),
     ("F2", "show or hide the memory panel"),
+    ("Tab", "on an empty prompt: thinking on/off; with text: the memory panel"),
+    ("Ctrl+O", "show or hide the model's thinking"),
+    ("Shift+Tab", "permission mode: default → accept edits → plan"),
     ("Ctrl+Q", "quit (twice: at once)"),
     ("@path", "attach a file; @shot.png an image (png, jpg, gif, webp)"),
     ("Ctrl+V", "paste an image from the clipboard"),

@@ -2,7 +2,8 @@
 
 What the session's log holds before its compaction boundaries is drawn first (one line marks
 each boundary): a compacted session reads as it was lived, though the model is sent only the
-compacted part. The memory model's update messages and the app's own notes are not drawn.
+compacted part. The memory model's update messages and the app's own notes are not drawn; the
+model's thinking is, collapsed.
 """
 
 from __future__ import annotations
@@ -110,7 +111,12 @@ class HistoryView:
 
     def _message(self, m: Message, results: dict[str, ToolResultBlock]) -> None:
         # The app loads this module before its first frame: the conversation's modules only for a resume.
-        from app.agent.conversation.blocks import TextBlock, ToolUseBlock
+        from app.agent.conversation.blocks import (
+            RedactedThinkingBlock,
+            TextBlock,
+            ThinkingBlock,
+            ToolUseBlock,
+        )
         from app.agent.conversation.messages import is_app_note
 
         # A prompt's words and its attached files are blocks of one message: drawn as the one
@@ -134,6 +140,10 @@ class HistoryView:
                     self._later(_write_answer, answer, strip_terminal(text))
             elif isinstance(b, ToolUseBlock):
                 self._tool_use(b, results.get(b.id))
+            elif isinstance(b, ThinkingBlock | RedactedThinkingBlock):
+                # Collapsed, as it was drawn once its turn went on (its time is not kept).
+                redacted = isinstance(b, RedactedThinkingBlock)
+                self._chat().add_thinking(getattr(b, "thinking", ""), redacted=redacted, streaming=False)
         if said:
             self._user_text(strip_terminal("\n\n".join(said)))
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.tui.chat.command_table import NEEDS_SESSION, NEEDS_STORES, Parsed, help_table, help_text
 from app.tui.chat.session_picker import SessionPicker
+from app.tui.chat.todo_view import todos_text
 from app.tui.flows.extension_commands import ExtensionCommands
 from app.tui.flows.rewind_flow import RewindFlow
 from app.tui.messages import ChatNote, SessionSwitched, SettingsChanged, TurnDone, TurnEvent
@@ -87,6 +88,7 @@ class SlashCommands:
             "mode": self.cmd_mode,
             "resume": self.cmd_resume,
             "cost": self.cmd_cost,
+            "todos": self.cmd_todos,
             "compact": self.cmd_compact,
             "rewind": self.cmd_rewind,
             "permissions": self.ext.permissions,
@@ -253,6 +255,10 @@ class SlashCommands:
             self.chat.note("no cost yet")
             return
         self.chat.note("\n".join(cost.report()))
+
+    async def cmd_todos(self, arg: str) -> None:
+        todos = self.state.services.session.todos if self.state.built else None
+        self.chat.note(todos_text(todos))
 
     async def cmd_compact(self, arg: str) -> None:
         if self._turn_running():

@@ -20,20 +20,31 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from app.tui.chat.gc_hold import GcHold
+from app.tui.chat.thinking_view import ThinkingView
 from app.tui.status_model import StatusModel
 from memory.text.lines import one_line
 from memory.text.terminal import strip_terminal, strip_terminal_deep
 
 if TYPE_CHECKING:
     from app.agent import tools
+    from app.agent.conversation.todos import TodoList
     from app.agent.model.pricing import CostMeter
-    from app.agent.model.provider import Retrying, TextDelta, ToolUseArgs, ToolUseStart, Usage, UsageEvent
+    from app.agent.model.provider import (
+        Retrying,
+        TextDelta,
+        ThinkingDelta,
+        ToolUseArgs,
+        ToolUseStart,
+        Usage,
+        UsageEvent,
+    )
     from app.agent.turn.events import (
         AnswerDone,
         Compacted,
         Compacting,
         ContextUsage,
         RunStop,
+        TodosChanged,
         ToolCallApproved,
         ToolCallFinished,
         ToolCallStarted,
@@ -71,6 +82,9 @@ class TurnRenderer:
         self._usage: Usage | None = None  # the turn's tokens, all requests
         self._handlers: dict[type, Handler] | None = None
         self._showing: set[asyncio.Task[None]] = set()  # answers' ends being drawn (AnswerDone)
+        self.thinking = ThinkingView(chat)  # the response's thinking blocks, and Ctrl+O
+        # Where a todo_write's new list goes (the chat's to-do block); None: not shown.
+        self.on_todos: Callable[[TodoList], None] | None = None
 
     # -- the table ---------------------------------------------------------------------------------
 
@@ -83,11 +97,13 @@ class TurnRenderer:
 
             self._handlers = {
                 provider.TextDelta: self._text,
+                provider.ThinkingDelta: self._thinking,
                 provider.ToolUseStart: self._tool_start,
                 provider.ToolUseArgs: self._tool_args,
                 runner.ToolCallStarted: self._call_started,
                 runner.ToolCallApproved: self._call_approved,
                 runner.ToolCallFinished: self._call_finished,
+                runner.TodosChanged: self._todos,
                 provider.Retrying: self._retrying,
                 provider.UsageEvent: self._usage_event,
                 runner.ContextUsage: self._context,
@@ -101,6 +117,8 @@ class TurnRenderer:
     async def handle(self, event: object) -> None:
         """Draw one Runner event; an event type with nothing to show is ignored."""
         handler = self._table().get(type(event))
+        if self.thinking.block is not None and handler != self._thinking:
+            self.thinking.close()  # the thinking ended where anything else of the turn began
         if handler is not None:
             await handler(event)
 
@@ -118,6 +136,7 @@ class TurnRenderer:
 
     async def end(self) -> None:
         """The turn's worker is done: calls that never ran or never finished say so."""
+        self.thinking.close()
         await self.finish_answer()
         for call_id in self._unsettled:
             if (block := self.tools.get(call_id)) is not None:
@@ -135,6 +154,7 @@ class TurnRenderer:
         """Another session is shown: nothing of the old one's drawing is kept."""
         self.tools.clear()
         self.answer = None
+        self.thinking.block = None
 
     def typing(self) -> None:
         """A key was pressed: the streaming answer makes room for the keyboard."""
@@ -155,6 +175,9 @@ class TurnRenderer:
             self._gc.hold()
         await self.answer.append(ev.text)  # stripped over the stream by the block
         self._gc.tick()
+
+    async def _thinking(self, ev: ThinkingDelta) -> None:
+        self.thinking.delta(ev)
 
     def _new_block(self, call_id: str, name: str, depth: int) -> ToolBlock:
         parent = self._task_blocks.get(depth - 1) if depth else None
@@ -215,6 +238,10 @@ class TurnRenderer:
         self.tools.pop(ev.id, None)  # finished: nothing changes it any more
         if ev.name == "task":
             self._task_blocks.pop(ev.depth, None)
+
+    async def _todos(self, ev: TodosChanged) -> None:
+        if self.on_todos is not None and not ev.depth:
+            self.on_todos(ev.todos)
 
     async def _retrying(self, ev: Retrying) -> None:
         if not ev.depth:

@@ -21,7 +21,7 @@ from app.agent.config.settings import load_settings
 from app.agent.conversation import compaction as cmp
 from app.agent.conversation.blocks import Message
 from app.agent.conversation.session_store import SessionStore
-from app.agent.permissions.gate import Mode
+from app.agent.permissions.gate import RunAllowances
 from app.agent.runtime import Runtime
 from app.agent.turn.events import Compacted, Compacting, ContextUsage, MemorySubmitted, RunEvent
 from app.cli.main import main
@@ -77,7 +77,7 @@ def make_runtime(ws: Path) -> Iterator[Callable[..., Any]]:
 
     async def factory(**flags: Any) -> Runtime:
         flags.setdefault("memory_mode", "off")
-        rt = Runtime(load_settings(flags), ws, mode=Mode(allowed={"bash"}))
+        rt = Runtime(load_settings(flags), ws, allowances=RunAllowances(allowed={"bash"}))
         await rt.open_session()
         made.append(rt)
         return rt

@@ -15,7 +15,7 @@ import pytest
 
 from app.agent.config.settings import load_settings
 from app.agent.memory_bridge.completion import AnthropicCompletion
-from app.agent.permissions.gate import Mode
+from app.agent.permissions.gate import RunAllowances
 from app.agent.runtime import Runtime
 from memory.constants import Level, MemoryMode
 from memory.events import JobApplied, MemoryEvent
@@ -93,7 +93,9 @@ def _extraction_prompt(server: FakeAnthropic, k: int = 0) -> str:
 async def test_the_extraction_request_lists_the_turns_paths_and_nothing_else_of_its_tool_calls(
     server: FakeAnthropic, repo: Path
 ) -> None:
-    rt = Runtime(load_settings({"memory_wait": 10}), repo, mode=Mode(allowed={"bash", "edit_file"}))
+    rt = Runtime(
+        load_settings({"memory_wait": 10}), repo, allowances=RunAllowances(allowed={"bash", "edit_file"})
+    )
     await rt.open_session()
     try:
         server.script(

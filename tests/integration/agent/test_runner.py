@@ -15,7 +15,7 @@ from app.agent.conversation.blocks import Message, TextBlock, ToolResultBlock, T
 from app.agent.conversation.session_store import SessionStore
 from app.agent.memory_bridge.completion import AnthropicCompletion
 from app.agent.model.provider import TextDelta, ToolUseArgs, ToolUseStart, UsageEvent
-from app.agent.permissions.gate import Mode
+from app.agent.permissions.gate import RunAllowances
 from app.agent.permissions.question import Answer, Question
 from app.agent.runtime import Runtime
 from app.agent.tools import ToolResult
@@ -41,7 +41,7 @@ pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("sdk_env")]
 
 @pytest.fixture
 async def runtime(server: FakeAnthropic, ws: Path) -> AsyncIterator[Runtime]:
-    rt = Runtime(load_settings({"memory_wait": 10}), ws, mode=Mode(allowed={"bash"}))
+    rt = Runtime(load_settings({"memory_wait": 10}), ws, allowances=RunAllowances(allowed={"bash"}))
     await rt.open_session()
     yield rt
     await rt.close()

@@ -15,7 +15,7 @@ import pytest
 from pydantic import Field
 
 from app.agent.config.settings import load_settings
-from app.agent.permissions.gate import Mode
+from app.agent.permissions.gate import RunAllowances
 from app.agent.permissions.question import Answer, Question
 from app.agent.runtime import Runtime
 from app.agent.tools import (
@@ -106,8 +106,8 @@ async def test_a_registered_tool_is_offered_gated_with_its_own_preview_and_run(
     assert stop.status == "completed", stop.message
     first, second = server.requests_for(MODEL)
     offered = first.body["tools"]
-    # After the built-ins, in the request as the model reads it.
-    assert [t["name"] for t in offered] == [*BUILTIN_TOOLS.names(), "shout"]
+    # After the built-ins offered outside plan mode, in the request as the model reads it.
+    assert [t["name"] for t in offered] == [*BUILTIN_TOOLS.offered(planning=False).names(), "shout"]
     assert offered[-1] == {"name": "shout", "description": Shout.description, "input_schema": SHOUT_SCHEMA}
     # A writing tool asks: the person is shown the tool's own preview and what "always" would save.
     [question] = person.asked
@@ -168,7 +168,7 @@ async def test_with_nobody_to_ask_the_mode_decides(server: FakeAnthropic, make_r
     assert result.get(
         "is_error"
     ) and "print mode runs it only when a rule or --allow-tools allows it" in result_text(result)
-    allowed = await make_runtime(mode=Mode(allowed={"shout"}))
+    allowed = await make_runtime(allowances=RunAllowances(allowed={"shout"}))
     await allowed.runner.run("shout two")
     [result] = tool_results(server.requests_for(MODEL)[3])
     assert result_text(result) == "TWO!"

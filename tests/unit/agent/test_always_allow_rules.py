@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from app.agent.permissions.edits import add_rule
-from app.agent.permissions.rules import PermissionRules, load_permission_rules, parse_rule
+from app.agent.permissions.loading import load_permission_rules
+from app.agent.permissions.rules import PermissionRules, parse_rule
 from app.agent.permissions.shell_split import split_command
 from app.agent.permissions.suggestions import suggest
 from app.agent.tools.tool import RuleTarget

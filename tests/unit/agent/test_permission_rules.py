@@ -12,10 +12,10 @@ import pytest
 from app.agent.config.project_trust import ProjectTrust
 from app.agent.permissions.edits import add_rule, gitignore_line, gitignore_line_missing, remove_rule
 from app.agent.permissions.gate import Gate, PermissionDecision
+from app.agent.permissions.loading import load_permission_rules
 from app.agent.permissions.rules import (
     PermissionRules,
     RuleError,
-    load_permission_rules,
     parse_rule,
     parse_rule_list,
 )

@@ -216,6 +216,9 @@ def test_secrets_and_home_are_not_settings(monkeypatch: pytest.MonkeyPatch, tmp_
         "checkpoint_max_mb",
         "checkpoint_max_days",
         "tool_input_max_bytes",
+        "permission_mode",
+        "thinking",
+        "thinking_budget",
     }
     assert "sk-ant-secret" not in repr(dumped)
 

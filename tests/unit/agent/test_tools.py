@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.agent.permissions.gate import Gate, Mode, PermissionDecision
+from app.agent.permissions.gate import Gate, PermissionDecision, RunAllowances
 from app.agent.permissions.rules import PermissionRules
 from app.agent.tools import (
     BUILTIN_TOOLS,
@@ -51,6 +51,8 @@ ORDER = [
     "task",
     "web_fetch",
     "web_search",
+    "exit_plan_mode",
+    "todo_write",
 ]
 
 # name -> (required, optional) property names of the tool contract (read_result: the reader of tool
@@ -68,6 +70,8 @@ CONTRACT = {
     "task": ({"description", "prompt"}, set()),
     "web_fetch": ({"url"}, set()),
     "web_search": ({"query"}, {"allowed_domains", "blocked_domains"}),
+    "exit_plan_mode": ({"plan"}, set()),
+    "todo_write": ({"todos"}, set()),
 }
 
 
@@ -161,6 +165,8 @@ def test_kinds_read_only_and_permission() -> None:
         "task": "interaction",
         "web_fetch": "network",
         "web_search": "network",
+        "exit_plan_mode": "interaction",
+        "todo_write": "interaction",
     }
 
 
@@ -1083,7 +1089,7 @@ async def test_read_memory_pages_a_long_note_of_the_real_store(tmp_path: Path) -
 async def test_a_mode_allow_list_lets_the_tools_it_names_run_and_refuses_the_rest_without_a_window(
     ctx: ToolContext, ws: Path
 ) -> None:
-    gate = Gate(PermissionRules(workspace=ws), mode=Mode(allowed={"bash"}))
+    gate = Gate(PermissionRules(workspace=ws), allowances=RunAllowances(allowed={"bash"}))
 
     async def decide(name: str, **inp: object) -> PermissionDecision:
         tool = BUILTIN_TOOLS.get(name)

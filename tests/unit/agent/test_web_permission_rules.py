@@ -13,11 +13,11 @@ import pytest
 from app.agent.permissions.domains import host_key
 from app.agent.permissions.edits import add_rule
 from app.agent.permissions.gate import Gate, PermissionDecision
+from app.agent.permissions.loading import load_permission_rules
 from app.agent.permissions.question import Answer, Question
 from app.agent.permissions.rules import (
     PermissionRules,
     RuleError,
-    load_permission_rules,
     parse_rule,
     parse_rule_list,
     rule_touches,
