@@ -102,6 +102,12 @@ class Tmux:
     def kill(self) -> None:
         self.run("kill-server", check=False)
 
+    def anew(self) -> None:
+        """Kill this server and take a new one for the next ``start``: a killed server may still be
+        going away (its socket there) when the next ``new-session`` would reach it."""
+        self.kill()
+        self.socket = f"pcsmoke-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
     def wait_for(self, predicate: Callable[[str], bool], what: str, timeout: float = 30.0) -> str:
         """Poll until the app is running full-screen and ``predicate`` holds for its screen.
 

@@ -45,7 +45,7 @@ def test_the_list_shows_with_its_marks_and_is_back_after_continue(
             next(r for r in rows if "Working on it." in r)
         )
         quit_app(tmux)
-        tmux.kill()
+        tmux.anew()
         start_app(tmux, server, workspace, "--memory", "off", "--continue", env=env)
         tmux.wait_for(the_list, "the list after --continue")
         quit_app(tmux)
