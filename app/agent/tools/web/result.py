@@ -21,7 +21,7 @@ from memory.text.lines import format_bytes, one_line
 from memory.text.names import defuse_tags
 from memory.text.terminal import strip_terminal
 
-__all__ = ["TAG", "UNTRUSTED", "fetch_result", "untrusted"]
+__all__ = ["TAG", "UNTRUSTED", "fetch_result", "untrusted", "untrusted_block"]
 
 TAG = "untrusted-web-content"
 UNTRUSTED = (
@@ -34,12 +34,19 @@ VIEW_CHARS = 20_000  # of a page, for the screen
 MAX_HTML_BYTES = 4 * 1024 * 1024  # of a page's HTML, converted to Markdown
 
 
-def untrusted(url: WebUrl, text: str) -> str:
-    """``text`` from ``url`` inside the untrusted-content delimiter, which it cannot close. Terminal
-    sequences and invisible characters are taken out: they carry nothing a reader sees, and
-    zero-width or bidi characters are how a page hides words meant only for a model."""
+def untrusted_block(text: str, **attributes: str) -> str:
+    """``text`` from the web inside the untrusted-content delimiter (with ``attributes``), which it
+    cannot close: web_fetch's page and web_search's results alike. Terminal sequences and
+    invisible characters are taken out: they carry nothing a reader sees, and zero-width or bidi
+    characters are how a page hides words meant only for a model."""
     inner = defuse_tags(strip_terminal(scrub_text(text)), [TAG])
-    return f'<{TAG} url="{html.escape(url.text, quote=True)}">\n{inner}\n</{TAG}>'
+    shown = "".join(f' {k}="{html.escape(v, quote=True)}"' for k, v in attributes.items())
+    return f"<{TAG}{shown}>\n{inner}\n</{TAG}>"
+
+
+def untrusted(url: WebUrl, text: str) -> str:
+    """``text`` fetched from ``url``, marked (see :func:`untrusted_block`)."""
+    return untrusted_block(text, url=url.text)
 
 
 def fetch_result(fetched: Fetched, requested: WebUrl, keep_chars: int, cap: int) -> ToolResult:
